@@ -43,7 +43,7 @@ def score_line(summary: dict[str, Any]) -> str:
     perf = (
         f"performance_score {_fmt(summary.get('performance_score'))} (device) · "
         f"{_fmt(summary.get('performance_score_host'))} (host) over {summary.get('performance_ops', 0)} ops"
-        f" · fast_1.0 {_fmt(fast.get('1.0'), '.2f')} [{timer}]"
+        f" · fast_1.0 {_fmt(fast.get('1.0'), '.2f')} (timer: {timer})"
         if timer
         else "no timing (--no-perf)"
     )

@@ -15,7 +15,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +126,18 @@ def judge_outcome(
     if timing and verdict.status == "passed":
         from opbench.judge.perf_verdict import apply_timing
 
-        apply_timing(result, case, timing, device)
+        apply_timing(result, case, timing, device, m.get("work"))
     return result
+
+
+def with_hidden_run_dir(config: WorkerConfig, store: ResultStore, *dirs: Path) -> WorkerConfig:
+    """``config`` with the results store's folder (and ``dirs``) hidden from sandboxed workers."""
+    hide = list(config.hide)
+    for d in (store.path.parent, *dirs):
+        s = str(Path(d).resolve())
+        if s not in hide:
+            hide.append(s)
+    return replace(config, hide=hide)
 
 
 class LocalExecutor:
@@ -141,7 +151,8 @@ class LocalExecutor:
         log_dir: Path,
         judge_options: Any,
     ) -> None:
-        self.config = config
+        self.config = with_hidden_run_dir(config, store, log_dir)
+        config = self.config
         self.options = options
         self.store = store
         self.judge_options = judge_options

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,13 +41,26 @@ class WorkerConfig:
     judge_options: dict[str, Any] = field(default_factory=dict)
     timing_options: dict[str, Any] = field(default_factory=dict)
     sandbox: str = "off"  # off | auto | required
+    #: Fork workers from a warm template process (cheap restarts); off: start each anew.
+    fork_server: bool = True
     memory_limit_mb: int | None = None
     startup_timeout_s: float = 300.0
     env: dict[str, str] = field(default_factory=dict)
+    #: Folders the sandboxed worker must not see (the run directory with the store).
+    hide: list[str] = field(default_factory=list)
+
+    def backend_path(self) -> str | None:
+        """The kernel directory as an absolute path, when the backend is one."""
+        spec = self.backend
+        if spec in ("aten", "triton") or spec.startswith("module:"):
+            return None
+        p = Path(spec).expanduser()
+        return str(p.resolve()) if p.is_dir() else None
 
     def message(self, device: str) -> dict[str, Any]:
+        # Absolute: a sandboxed worker starts in its private /tmp, not in our folder.
         return {
-            "backend": self.backend,
+            "backend": self.backend_path() or self.backend,
             "device": device,
             "kernel_version": self.kernel_version,
             "perf": self.perf,
@@ -72,7 +86,14 @@ class WorkerStartError(RuntimeError):
 class WorkerProcess:
     """One started worker process and the pipes to it."""
 
-    def __init__(self, config: WorkerConfig, device: str, log_dir: Path, name: str) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        device: str,
+        log_dir: Path,
+        name: str,
+        forkserver: Any = None,
+    ) -> None:
         from opbench.run import sandbox
 
         self.name = name
@@ -80,13 +101,37 @@ class WorkerProcess:
         self.config = config
         self.stderr_path = log_dir / f"{name}.stderr.log"
         self._stderr = open(self.stderr_path, "ab")
+        self._buf = b""
+        self.ready_info: dict[str, Any] | None = None
+        self.warm_thread: threading.Thread | None = None
+        self.forked = forkserver is not None
+        if forkserver is not None:
+            # A fork of a warm template (opbench.run.forkserver), already in its sandbox.
+            try:
+                self.proc = forkserver.spawn(self._stderr.fileno())
+            except BaseException:
+                self._stderr.close()
+                raise
+            self._wrapped = sandbox.Wrapped([], {}, forkserver.sandbox_level)
+            self.sandbox_level = forkserver.sandbox_level
+            protocol.write_trusted(self.proc.stdin, config.message(device))
+            return
         cmd = [sys.executable, "-m", "opbench.run.worker"]
         env = dict(os.environ)
         env.update(config.env)
         env["PYTHONUNBUFFERED"] = "1"
         if device.startswith("cuda") and ":" in device:
             pass  # the worker selects the device itself; keep all GPUs visible for IPC-free setups
-        wrapped = sandbox.wrap_command(cmd, mode=config.sandbox, env=env)
+        kernel_dir = config.backend_path()
+        wrapped = sandbox.wrap_command(
+            cmd,
+            mode=config.sandbox,
+            env=env,
+            hide=config.hide,
+            expose=[kernel_dir] if kernel_dir else [],
+            device=device,
+        )
+        self._wrapped = wrapped
         self.sandbox_level = wrapped.level
         self.proc = subprocess.Popen(
             wrapped.argv,
@@ -97,10 +142,7 @@ class WorkerProcess:
             cwd=wrapped.cwd,
             start_new_session=True,
         )
-        self._buf = b""
         protocol.write_trusted(self.proc.stdin, config.message(device))
-        self.ready_info: dict[str, Any] | None = None
-        self.warm_thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     def wait_ready(self) -> dict[str, Any]:
@@ -122,14 +164,17 @@ class WorkerProcess:
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
+                if self.proc.pid <= 0:
+                    raise ProcessLookupError
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+            except OSError:
                 self.proc.kill()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             log.warning("worker %s did not die after SIGKILL", self.name)
         self._close_pipes()
+        self._wrapped.cleanup()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -193,9 +238,12 @@ class WorkerProcess:
                     detail=f"worker resident memory {rss:.0f} MB exceeded the {limit} MB limit",
                     stderr_tail=self.stderr_tail(),
                 )
-            ready, _, _ = select.select([fd], [], [], min(0.2, deadline - now))
+            try:
+                ready, _, _ = select.select([fd], [], [], min(0.2, deadline - now))
+                chunk = os.read(fd, 1 << 20) if ready else None
+            except (OSError, ValueError):  # pipe closed under us (killed by another thread)
+                return self._death("worker pipe closed")
             if ready:
-                chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     return self._death("worker exited")
                 self._buf += chunk
@@ -207,6 +255,9 @@ class WorkerProcess:
             self.kill()
             code = self.proc.returncode
         self._close_pipes()
+        self._wrapped.cleanup()
+        if code is not None and code > 128 and self.sandbox_level == "bwrap" and not self.forked:
+            code = -(code - 128)  # bwrap reports a child killed by signal N as 128 + N
         if code is not None and code < 0:
             try:
                 sig = signal.Signals(-code).name
@@ -220,15 +271,27 @@ class WorkerProcess:
         return Outcome(kind, detail=detail, stderr_tail=self.stderr_tail())
 
     def rss_mb(self) -> float | None:
-        """Resident memory of the worker (and its children) from /proc, in MB."""
-        try:
-            with open(f"/proc/{self.proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
-        except OSError:
-            return None
-        return None
+        """Resident memory of the worker and all its descendants, from /proc, in MB.
+
+        The whole tree counts: under bubblewrap the process we started is ``bwrap``
+        and the Python worker is its grandchild.
+        """
+        total_kb = 0
+        seen: set[int] = set()
+        stack = [self.proc.pid]
+        found = False
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            kb = _rss_kb(pid)
+            if kb is None:
+                continue
+            found = True
+            total_kb += kb
+            stack.extend(_children(pid))
+        return total_kb / 1024 if found else None
 
     def stderr_tail(self, lines: int = 15) -> str:
         try:
@@ -240,6 +303,33 @@ class WorkerProcess:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+def _rss_kb(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return 0  # a zombie or kernel thread has no VmRSS line
+
+
+def _children(pid: int) -> list[int]:
+    """Child pids from ``/proc/PID/task/*/children`` (empty where the kernel lacks it)."""
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return kids
 
 
 def _kernel_oom_killed(pid: int) -> bool:
@@ -259,13 +349,57 @@ class WorkerFactory:
         self._spares: dict[str, deque[WorkerProcess]] = {}
         self._count = 0
         self.started = 0
+        # Workers are started from this one long-lived thread: a sandboxed worker dies
+        # with the *thread* that started it (PR_SET_PDEATHSIG), and slot threads end
+        # while workers they started (spares handed to other slots) still run.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opbench-spawn")
+        self._forkserver: Any = None
+        self._fork_failures = 0
+        self.forked = 0
 
     def _new(self, device: str) -> WorkerProcess:
         with self._lock:
             self._count += 1
             name = f"worker-{self._count}"
         self.started += 1
+        return self._spawner.submit(self._start, device, name).result()
+
+    def _start(self, device: str, name: str) -> WorkerProcess:
+        """Runs on the spawner thread: fork from the template if possible, else start anew."""
+        server = self._template(device)
+        if server is not None:
+            from opbench.run.forkserver import ForkServerError
+
+            try:
+                w = WorkerProcess(self.config, device, self.log_dir, name, forkserver=server)
+                self.forked += 1
+                return w
+            except (ForkServerError, OSError) as e:
+                log.warning("fork server failed (%s); starting workers as new processes", e)
+                self._drop_template()
         return WorkerProcess(self.config, device, self.log_dir, name)
+
+    def _template(self, device: str) -> Any:
+        use = self.config.fork_server and os.environ.get("OPBENCH_FORK_SERVER", "1") != "0"
+        if not use or self._fork_failures >= 2:
+            return None
+        if self._forkserver is not None and not self._forkserver.alive():
+            self._drop_template()
+        if self._forkserver is None and self._fork_failures < 2:
+            from opbench.run.forkserver import ForkServer, ForkServerError
+
+            try:
+                self._forkserver = ForkServer(self.config, self.log_dir, device)
+            except (ForkServerError, OSError) as e:
+                log.warning("fork server could not start (%s); workers start anew", e)
+                self._fork_failures += 1
+        return self._forkserver
+
+    def _drop_template(self) -> None:
+        self._fork_failures += 1
+        if self._forkserver is not None:
+            self._forkserver.close()
+            self._forkserver = None
 
     def get(self, device: str) -> WorkerProcess:
         """A ready worker for ``device``: the spare if there is one, else a new one."""
@@ -309,3 +443,9 @@ class WorkerFactory:
             self._spares.clear()
         for w in spares:
             w.kill()
+            if w.warm_thread is not None:
+                w.warm_thread.join(timeout=10)
+        if self._forkserver is not None:
+            self._spawner.submit(self._forkserver.close).result()
+            self._forkserver = None
+        self._spawner.shutdown(wait=False)

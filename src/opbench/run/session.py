@@ -230,11 +230,29 @@ def devices_for(device: str, workers: int) -> list[str]:
     return [device] * max(workers, 1)
 
 
+def check_backend_spec(spec: str) -> None:
+    """Fail fast (before any worker starts) on a kernel directory that is not there."""
+    if spec in ("aten", "triton") or spec.startswith("module:"):
+        return
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return
+    if path.exists():
+        raise RunError(
+            f"--backend {spec!r} is a file; give the kernel directory that holds "
+            "<op>/<op>_implementation.py folders"
+        )
+    raise RunError(
+        f"--backend {spec!r}: no such kernel directory (or use aten, triton, module:NAME)"
+    )
+
+
 def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
     """Execute a run and return its summary (also written to ``RUN_DIR/summary.json``)."""
     from opbench.judge.evaluate import JudgeOptions
 
     progress = on_progress or (lambda kind, payload: None)
+    check_backend_spec(req.backend)
     out = Path(req.out or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     store = ResultStore(out / "results.sqlite")

@@ -237,8 +237,12 @@ def _value(node: ast.AST) -> Any:
         try:
             name.resolve()
         except AttributeError as e:
-            raise _NodeError(str(e) if "allowed" in str(e) or "dtype, layout" in str(e)
-                             else f"{dotted} does not exist in this torch", node) from None
+            raise _NodeError(
+                str(e)
+                if "allowed" in str(e) or "dtype, layout" in str(e)
+                else f"{dotted} does not exist in this torch",
+                node,
+            ) from None
         return name
     if isinstance(node, ast.Call):
         return _call(node)

@@ -1,0 +1,77 @@
+"""Folding a worker's timing into a test result: speedups, canary flags, roofline, cheats.
+
+Runs in the harness. The times themselves come from the worker (where the kernel
+runs); the harness recomputes everything derived from them, and applies the
+speed-of-light check: a candidate faster than the memory system allows is a
+``cheat``, not a speedup.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from opbench.judge import roofline
+from opbench.run.store import TestResult
+from opbench.suites.case import Case
+
+#: Canary thresholds (the published BackendBench rule uses 1.3 for both).
+OVERHEAD_FACTOR = 1.3
+HOST_BOUND_FACTOR = 1.3
+
+
+def _finite_positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def apply_timing(
+    result: TestResult,
+    case: Case,
+    timing: dict[str, Any],
+    device: str,
+    work: dict[str, Any] | None = None,
+) -> None:
+    """Fill ``result``'s times, speedups, flags and roofline from the worker's timing."""
+    t = dict(timing)
+    result.timing = t
+    ref_dev, cand_dev = t.get("ref_device_ms"), t.get("cand_device_ms")
+    ref_host, cand_host = t.get("ref_host_ms"), t.get("cand_host_ms")
+    if not all(_finite_positive(x) for x in (ref_dev, cand_dev)):
+        result.flags = sorted(set(result.flags) | {"untimed"})
+        result.details["timing_error"] = f"unusable device times ref={ref_dev!r} cand={cand_dev!r}"
+        return
+    result.ref_device_ms, result.cand_device_ms = ref_dev, cand_dev
+    result.speedup = ref_dev / cand_dev
+    if _finite_positive(ref_host) and _finite_positive(cand_host):
+        result.ref_host_ms, result.cand_host_ms = ref_host, cand_host
+        result.speedup_host = ref_host / cand_host
+    result.spread = t.get("spread")
+    flags = set(t.get("flags") or [])
+    floor = t.get("launch_floor_ms")
+    if _finite_positive(floor):
+        t["relative_runtime_to_kernel_launch"] = ref_dev / floor
+        if cand_dev <= OVERHEAD_FACTOR * floor or ref_dev <= OVERHEAD_FACTOR * floor:
+            flags.add("overhead_dominated")
+    if _finite_positive(cand_host) and cand_host > HOST_BOUND_FACTOR * cand_dev:
+        flags.add("host_bound")
+    if work and "work" in work and "peaks" in work:
+        w = roofline.Work(**work["work"])
+        peaks = roofline.Peaks(**work["peaks"])
+        dtype = work.get("dtype")
+        result.details["roofline"] = {
+            "formula": w.formula,
+            "bytes": w.bytes,
+            "flops": w.flops,
+            "ref": roofline.roofline(w, ref_dev, peaks, dtype),
+            "cand": roofline.roofline(w, cand_dev, peaks, dtype),
+        }
+        if device.startswith("cuda"):
+            reason = roofline.cheat_check(w, cand_dev, peaks, dtype=dtype)
+            if reason:
+                result.status = "failed"
+                result.category = "cheat"
+                result.message = f"faster than the hardware allows: {reason}"
+                result.speedup = result.speedup_host = None
+    elif work and work.get("error"):
+        result.details["roofline_error"] = work["error"]
+    result.flags = sorted(flags)

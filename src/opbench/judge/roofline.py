@@ -1,0 +1,658 @@
+"""Roofline: what a test must move and compute, against what the device can do.
+
+For every test, :func:`work_of` counts the bytes it must read and write and the
+floating-point operations it must do; :func:`measure_peaks` measures the device's copy
+bandwidth and matmul rate once (cached on disk per device and torch version); and
+:func:`roofline` turns a measured time into achieved bandwidth, FLOP/s and the fraction
+of speed-of-light. :func:`cheat_check` flags a time that the memory system cannot have
+delivered.
+
+Counting rules (the ``formula`` field of :class:`Work` says which applied):
+
+* **Bytes read** are unique storage: tensors on one storage count the union of the byte
+  spans they reach, capped by their element count (a stride-0 expanded tensor counts
+  one element; a strided slice counts its elements, not the gaps). Arguments the op does
+  not read are skipped (``out=`` tensors, the destination of ``copy_``/``fill_``, the
+  template of ``new_*``/``*_like``); for gathers (``embedding``, ``index``,
+  ``index_select``, ``gather``, ``nll_loss_forward``, ``_embedding_bag``) the source
+  counts only as many bytes as the gathered output.
+* **Bytes written** are the outputs' unique storage, except outputs that are views of
+  an input (a pure view op, or an in-place metadata op like ``unsqueeze_``, moves
+  nothing: read and written are both 0) and in-place scatters (``index_put_``, ``index_add_``,
+  ``scatter*_``, ``masked_fill_``) whose partial writes count 0. Undercounting is the
+  safe side: these bytes are a floor, used to call a time impossible.
+* **FLOPs**: matmul family ``2*M*N*K`` (plus ``M*N`` for a bias / ``beta*C``), batched
+  forms times the batch; convolution ``2 * out_elements * C_in/groups * kernel_volume``
+  (transposed: input elements and ``C_out/groups``), ``convolution_backward`` that per
+  requested gradient (input, weight) plus the bias sum; reductions one per input
+  element; norms ~5 per element forward, ~8 backward; softmax ~5 (backward ~3);
+  elementwise one per output element; everything else bytes only (0 FLOPs).
+
+The cheat rule (:func:`cheat_check`): with L2 flushed before every repetition, every
+input byte must come from device memory, but outputs up to the L2 size can stay in
+cache until after the stop event. The floor is therefore
+``(read + max(0, written - L2)) / bandwidth``, and a device time below ``margin``
+(default 0.5) times that floor is flagged; FLOPs give a second floor,
+``flops / matmul_rate`` (the fastest measured rate for the dtype), with the same margin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from opbench.spec.args import NAME_BY_DTYPE
+from opbench.spec.ops import base_name
+
+__all__ = [
+    "CHEAT_MARGIN",
+    "Peaks",
+    "Work",
+    "cheat_check",
+    "dtype_name",
+    "measure_peaks",
+    "roofline",
+    "unique_bytes",
+    "work_of",
+]
+
+log = logging.getLogger(__name__)
+
+#: A time below this fraction of the memory (or FLOP) floor is flagged as a cheat.
+CHEAT_MARGIN = 0.5
+
+
+@dataclass
+class Work:
+    """What one call must do: ``bytes`` (read + written), ``flops``, and how it was counted."""
+
+    bytes: int
+    flops: int
+    formula: str
+    read_bytes: int = 0
+    write_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Peaks:
+    """Measured ceilings of one device: copy bandwidth (read + write) and matmul rates."""
+
+    bandwidth_Bps: float
+    matmul_flops: dict[str, float] = field(default_factory=dict)
+    l2_bytes: int = 0
+    device_name: str = ""
+    note: str = ""
+
+    def flops_for(self, dtype: str | torch.dtype | None) -> float:
+        """The matmul rate for ``dtype`` (f32 also considers tf32; unknown dtypes: f32)."""
+        name = dtype_name(dtype) if dtype is not None else "f32"
+        rates = self.matmul_flops
+        if name == "f32":
+            return max(rates.get("f32", 0.0), rates.get("tf32", 0.0)) or math.nan
+        return rates.get(name) or rates.get("f32") or math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def dtype_name(dtype: str | torch.dtype) -> str:
+    """``torch.float16`` -> ``f16``; names pass through."""
+    if isinstance(dtype, torch.dtype):
+        return NAME_BY_DTYPE.get(dtype, str(dtype).replace("torch.", ""))
+    return str(dtype)
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+def _tensors(obj: Any) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in _tensors(v)]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _tensors(v)]
+    return []
+
+
+def _storage_key(t: torch.Tensor) -> tuple[Any, ...]:
+    try:
+        st = t.untyped_storage()
+        return (t.device.type, t.device.index, st.data_ptr(), st.nbytes())
+    except (RuntimeError, NotImplementedError):
+        return ("noshare", id(t))
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """Byte interval ``[lo, hi)`` of the storage ``t`` reaches (empty when numel is 0)."""
+    if t.numel() == 0:
+        return (0, 0)
+    size = t.element_size()
+    off = t.storage_offset()
+    last = off + sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if n > 0)
+    return (off * size, (last + 1) * size)
+
+
+def unique_bytes(tensors: list[torch.Tensor]) -> int:
+    """Bytes of unique storage the tensors reach.
+
+    Per storage: the union of the tensors' byte spans, capped by the sum of their
+    element bytes (so a strided slice counts its elements, a stride-0 tensor its one
+    element, and two views of one buffer count it once).
+    """
+    groups: dict[tuple[Any, ...], list[torch.Tensor]] = {}
+    for t in tensors:
+        if t.layout != torch.strided:
+            groups.setdefault(("noshare", id(t)), []).append(t)
+        else:
+            groups.setdefault(_storage_key(t), []).append(t)
+    total = 0
+    for ts in groups.values():
+        if ts[0].layout != torch.strided:
+            total += ts[0].numel() * ts[0].element_size()
+            continue
+        spans = sorted(_span(t) for t in ts if t.numel() > 0)
+        union = 0
+        cur_lo = cur_hi = None
+        for lo, hi in spans:
+            if cur_hi is None or lo > cur_hi:
+                if cur_hi is not None:
+                    union += cur_hi - cur_lo
+                cur_lo, cur_hi = lo, hi
+            else:
+                cur_hi = max(cur_hi, hi)
+        if cur_hi is not None:
+            union += cur_hi - cur_lo
+        elems = sum(t.numel() * t.element_size() for t in ts)
+        total += min(union, elems)
+    return total
+
+
+# Ops that do not read the data of some arguments (by schema name).
+_NOT_READ: dict[str, set[str]] = {
+    "new_zeros": {"self"},
+    "new_empty": {"self"},
+    "new_ones": {"self"},
+    "new_full": {"self"},
+    "new_empty_strided": {"self"},
+    "empty_like": {"self"},
+    "zeros_like": {"self"},
+    "ones_like": {"self"},
+    "full_like": {"self"},
+    "rand_like": {"self"},
+    "randn_like": {"self"},
+    "fill_": {"self"},
+    "zero_": {"self"},
+    "bernoulli_": {"self"},
+    "normal_": {"self"},
+    "uniform_": {"self"},
+    "random_": {"self"},
+    "exponential_": {"self"},
+    "copy_": {"self"},
+    "nll_loss_backward": {"self"},
+    "as_strided_": {"self"},
+    "unsqueeze_": {"self"},
+}
+# Gathers: the named source is read only where the output needs it.
+_GATHER_SOURCE: dict[str, str] = {
+    "embedding": "weight",
+    "_embedding_bag": "weight",
+    "index": "self",
+    "index_select": "self",
+    "gather": "self",
+    "take": "self",
+    "nll_loss_forward": "self",
+}
+# In-place scatters: self is neither fully read nor fully written.
+_PARTIAL_INPLACE = {
+    "index_put_",
+    "_index_put_impl_",
+    "index_add_",
+    "scatter_",
+    "scatter_add_",
+    "scatter_reduce_",
+    "masked_fill_",
+    "masked_scatter_",
+    "index_fill_",
+    "index_copy_",
+}
+
+
+# In-place ops that change only metadata (sizes, strides): no bytes move.
+_METADATA_INPLACE = {
+    "unsqueeze_", "squeeze_", "as_strided_", "t_", "transpose_", "swapdims_", "swapaxes_",
+    "resize_", "resize_as_", "set_", "detach_",
+}  # fmt: skip
+
+
+def _bind(op: str, args: list[Any], kwargs: dict[str, Any]) -> list[tuple[Any, Any, Any]]:
+    """``[(schema_argument or None, name, value)]`` for every passed argument."""
+    schema = None
+    try:
+        from opbench.spec.ops import get_overload
+
+        schema = get_overload(op)._schema
+    except Exception:  # noqa: BLE001 - unknown op: count every tensor as read
+        schema = None
+    out = []
+    sargs = list(schema.arguments) if schema is not None else []
+    for i, v in enumerate(args):
+        a = sargs[i] if i < len(sargs) else None
+        out.append((a, a.name if a is not None else f"arg{i}", v))
+    by_name = {a.name: a for a in sargs}
+    for k, v in kwargs.items():
+        out.append((by_name.get(k), k, v))
+    return out
+
+
+def _out_numel(outputs: Any) -> int:
+    return sum(t.numel() for t in _tensors(outputs))
+
+
+def _count_bytes(
+    op: str, args: list[Any], kwargs: dict[str, Any], outputs: Any
+) -> tuple[int, int, str]:
+    family = base_name(op)
+    bound = _bind(op, args, kwargs)
+    not_read = _NOT_READ.get(family, set())
+    gather_src = _GATHER_SOURCE.get(family)
+    partial = family in _PARTIAL_INPLACE
+    notes = []
+    read_ts: list[torch.Tensor] = []
+    written_args: list[torch.Tensor] = []  # tensors the schema says are written
+    for a, name, v in bound:
+        ts = _tensors(v)
+        if not ts:
+            continue
+        is_out = a is not None and getattr(a, "is_out", False)
+        writes = a is not None and a.alias_info is not None and a.alias_info.is_write
+        if writes:
+            written_args.extend(ts)
+        if is_out or name in not_read:
+            continue
+        if partial and name == "self":
+            continue
+        if gather_src is not None and name == gather_src:
+            continue
+        read_ts.extend(ts)
+    read = unique_bytes(read_ts)
+    out_ts = _tensors(outputs)
+    if gather_src is not None:
+        gathered = sum(t.numel() * t.element_size() for t in out_ts if t.is_floating_point())
+        read += gathered
+        notes.append(f"{gather_src} counted as gathered bytes")
+    if partial:
+        notes.append("partial in-place write counted 0")
+    input_keys = {_storage_key(t) for a, _n, v in bound for t in _tensors(v)}
+    written_keys = {_storage_key(t) for t in written_args}
+    written: list[torch.Tensor] = []
+    for t in out_ts:
+        key = _storage_key(t)
+        if key in input_keys:
+            if key in written_keys and not partial:
+                written.append(t)  # in-place / out=: really written
+            continue  # a view of an input: nothing moves
+        written.append(t)
+    write = unique_bytes(written)
+    if family in _METADATA_INPLACE or (
+        out_ts and not written_args and all(_storage_key(t) in input_keys for t in out_ts)
+    ):
+        return 0, 0, "view of an input: no bytes move"
+    return read, write, "; ".join(notes)
+
+
+# --------------------------------------------------------------------------- flops
+
+_ELEMENTWISE = {
+    "add", "sub", "mul", "div", "rsub", "neg", "abs", "exp", "log", "log2", "sqrt", "rsqrt",
+    "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "erf", "pow",
+    "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "where", "threshold_backward",
+    "gelu_backward", "sigmoid_backward", "tanh_backward", "silu_backward", "hardswish",
+    "hardswish_backward", "hardsigmoid", "hardsigmoid_backward", "hardtanh",
+    "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward",
+    "floor", "round", "sgn", "fmod", "remainder", "floor_divide", "addcmul", "addcdiv",
+    "lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf", "masked_fill", "mse_loss_backward",
+    "lerp",
+}  # fmt: skip
+_REDUCTIONS = {
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean",
+    "std_mean", "norm", "argmax", "argmin", "logsumexp", "all", "any", "cumsum", "cumprod",
+    "mse_loss", "nll_loss_forward",
+}  # fmt: skip
+_NORMS_FWD = {"native_layer_norm", "native_batch_norm", "native_group_norm", "layer_norm",
+              "batch_norm", "group_norm", "_native_batch_norm_legit"}  # fmt: skip
+_NORMS_BWD = {"native_layer_norm_backward", "native_batch_norm_backward",
+              "native_group_norm_backward"}  # fmt: skip
+_SOFTMAX_FWD = {"_softmax", "_log_softmax", "softmax", "log_softmax"}
+_SOFTMAX_BWD = {"_softmax_backward_data", "_log_softmax_backward_data"}
+
+
+# Operand names and positions of the matmul family with a bias / accumulator argument.
+_MATMUL_OPERANDS: dict[str, tuple[str, int, str, int]] = {
+    "addmm": ("mat1", 1, "mat2", 2),
+    "baddbmm": ("batch1", 1, "batch2", 2),
+    "addbmm": ("batch1", 1, "batch2", 2),
+    "addmv": ("mat", 1, "vec", 2),
+}
+
+
+def _t(v: Any) -> torch.Tensor | None:
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _arg(bound: list[tuple[Any, Any, Any]], name: str, index: int) -> Any:
+    for _a, n, v in bound:
+        if n == name:
+            return v
+    return bound[index][2] if index < len(bound) else None
+
+
+def _conv_fwd_flops(
+    inp: torch.Tensor, weight: torch.Tensor, out_like: torch.Tensor, transposed: bool
+) -> int:
+    kvol = math.prod(weight.shape[2:]) if weight.dim() > 2 else 1
+    base = inp.numel() if transposed else out_like.numel()
+    return 2 * base * weight.shape[1] * kvol
+
+
+def _count_flops(op: str, args: list[Any], kwargs: dict[str, Any], outputs: Any) -> tuple[int, str]:
+    family = base_name(op)
+    if family.endswith("_") and not family.startswith("_"):
+        family = family[:-1]
+    bound = _bind(op, args, kwargs)
+    outs = _tensors(outputs)
+    first_out = outs[0] if outs else None
+    ins = [t for _a, _n, v in bound for t in _tensors(v)]
+    x = ins[0] if ins else None
+
+    if family in (
+        "mm",
+        "bmm",
+        "matmul",
+        "addmm",
+        "baddbmm",
+        "addbmm",
+        "mv",
+        "addmv",
+        "dot",
+        "linear",
+    ):
+        if family == "linear":
+            a, b = _arg(bound, "input", 0), _arg(bound, "bias", 2)
+            k = a.shape[-1]
+            n_out = first_out.numel() if first_out is not None else 0
+            extra = n_out if isinstance(b, torch.Tensor) else 0
+            return 2 * n_out * k + extra, "2*out*K (+out for bias)"
+        names = _MATMUL_OPERANDS.get(family)
+        if names is not None:
+            a, b = _t(_arg(bound, names[0], names[1])), _t(_arg(bound, names[2], names[3]))
+        else:
+            a, b = (ins[0], ins[1]) if len(ins) >= 2 else (None, None)
+        if a is None or b is None:
+            return 0, "bytes only (matmul operands missing)"
+        k = a.shape[-1] if a.dim() >= 1 else 1
+        if family == "dot":
+            return 2 * k, "2*K"
+        if family == "addbmm":
+            m, n = a.shape[-2], b.shape[-1]
+            return 2 * a.shape[0] * m * n * k + m * n, "2*B*M*N*K + M*N"
+        n_out = first_out.numel() if first_out is not None else 0
+        flops = 2 * n_out * k
+        if family in ("addmm", "baddbmm", "addmv"):
+            return flops + n_out, "2*M*N*K + M*N"
+        return flops, "2*M*N*K (batched: times B)"
+
+    if family in ("convolution", "_convolution", "conv2d", "conv1d", "conv3d", "cudnn_convolution"):
+        inp, weight = _t(_arg(bound, "input", 0)), _t(_arg(bound, "weight", 1))
+        transposed = (
+            bool(_arg(bound, "transposed", 6))
+            if family in ("convolution", "_convolution")
+            else False
+        )
+        if inp is None or weight is None or first_out is None:
+            return 0, "bytes only"
+        flops = _conv_fwd_flops(inp, weight, first_out, transposed)
+        bias = _t(_arg(bound, "bias", 2))
+        if bias is not None:
+            flops += first_out.numel()
+        return flops, "2*out*C_in/groups*kernel_volume (+out for bias)"
+
+    if family == "convolution_backward":
+        go, inp, weight = (
+            _t(_arg(bound, n, i)) for n, i in (("grad_output", 0), ("input", 1), ("weight", 2))
+        )
+        transposed = bool(_arg(bound, "transposed", 7))
+        mask = _arg(bound, "output_mask", 10) or [True, True, True]
+        if go is None or inp is None or weight is None:
+            return 0, "bytes only"
+        fwd = _conv_fwd_flops(inp, weight, go, transposed)
+        flops = fwd * (int(bool(mask[0])) + int(bool(mask[1]))) + (go.numel() if mask[2] else 0)
+        return flops, "forward-equivalent flops per requested grad (input, weight) + bias sum"
+
+    if family in _NORMS_FWD and x is not None:
+        return 5 * x.numel(), "~5 per input element"
+    if family in _NORMS_BWD and x is not None:
+        return 8 * x.numel(), "~8 per input element"
+    if family in _SOFTMAX_FWD and x is not None:
+        return 5 * x.numel(), "~5 per element (max, sub, exp, sum, div)"
+    if family in _SOFTMAX_BWD and x is not None:
+        return 3 * x.numel(), "~3 per element"
+    if family in _REDUCTIONS and x is not None:
+        return x.numel(), "1 per input element"
+    if family in _ELEMENTWISE and first_out is not None:
+        return first_out.numel(), "1 per output element"
+    return 0, "bytes only"
+
+
+def work_of(
+    op: str, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any], outputs: Any
+) -> Work:
+    """Bytes and FLOPs one call of ``op`` (``add.Tensor``, no ``aten.``) must do.
+
+    ``args``/``kwargs`` are the call's inputs as passed, ``outputs`` what it returned.
+    Call it on inputs before an in-place op ran or after: layouts are what count.
+    """
+    args = list(args)
+    read, write, byte_note = _count_bytes(op, args, kwargs, outputs)
+    flops, flop_note = _count_flops(op, args, kwargs, outputs)
+    formula = f"bytes: unique storage read {read} + written {write}"
+    if byte_note:
+        formula += f" ({byte_note})"
+    formula += f"; flops: {flop_note}"
+    return Work(
+        bytes=read + write, flops=int(flops), formula=formula, read_bytes=read, write_bytes=write
+    )
+
+
+# --------------------------------------------------------------------------- peaks
+
+_PEAKS: dict[str, Peaks] = {}
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("OPBENCH_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "opbench"
+
+
+def _device_key(dev: torch.device) -> tuple[str, str]:
+    if dev.type == "cuda":
+        name = torch.cuda.get_device_name(dev)
+    else:
+        import platform
+
+        name = f"cpu-{platform.machine()}-{os.cpu_count()}"
+    key = f"{name}-torch{torch.__version__}".replace(" ", "_").replace("/", "_")
+    return name, key
+
+
+def measure_peaks(device: str | torch.device, *, use_cache: bool = True) -> Peaks:
+    """Copy bandwidth and matmul rates of ``device``, measured once and cached.
+
+    Cached in memory and as JSON under ``OPBENCH_CACHE_DIR`` (default
+    ``~/.cache/opbench``), keyed by device name and torch version. Bandwidth counts bytes
+    read plus bytes written of a large device-to-device copy; matmul rates are square
+    products of random data (f16, bf16, f32 without and with TF32, f64).
+    """
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    name, key = _device_key(dev)
+    if key in _PEAKS:
+        return _PEAKS[key]
+    path = _cache_dir() / f"peaks-{key}.json"
+    if use_cache and path.exists():
+        try:
+            peaks = Peaks(**json.loads(path.read_text()))
+            _PEAKS[key] = peaks
+            return peaks
+        except (ValueError, TypeError) as e:
+            log.warning("ignoring unreadable peaks cache %s: %s", path, e)
+    peaks = _measure(dev, name)
+    _PEAKS[key] = peaks
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(peaks.to_dict(), indent=1))
+        except OSError as e:
+            log.warning("could not write peaks cache %s: %s", path, e)
+    return peaks
+
+
+def _time_ms(fn: Any, dev: torch.device, reps: int) -> float:
+    """Median time of ``fn()`` (ms): events on CUDA, wall clock on CPU."""
+    fn()
+    times = []
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            torch.cuda.synchronize(dev)
+            times.append(a.elapsed_time(b))
+    else:
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def _measure(dev: torch.device, name: str) -> Peaks:
+    cuda = dev.type == "cuda"
+    g = torch.Generator(device="cpu").manual_seed(0)
+    n_copy = (256 if cuda else 16) * 1024 * 1024  # float32 elements: 1 GiB / 64 MiB
+    src = torch.rand(n_copy // 64, generator=g).repeat(64).to(dev)
+    dst = torch.empty_like(src)
+    ms = _time_ms(lambda src=src, dst=dst: dst.copy_(src), dev, 20 if cuda else 5)
+    bandwidth = 2 * src.numel() * src.element_size() / (ms / 1e3)
+    del src, dst
+    rates: dict[str, float] = {}
+    sizes = (
+        {"f16": 8192, "bf16": 8192, "f32": 4096, "tf32": 8192, "f64": 4096}
+        if cuda
+        else {"f32": 512, "f64": 384}
+    )
+    dtypes = {
+        "f16": torch.float16,
+        "bf16": torch.bfloat16,
+        "f32": torch.float32,
+        "tf32": torch.float32,
+        "f64": torch.float64,
+    }
+    for label, n in sizes.items():
+        dt = dtypes[label]
+        a = torch.randn(n, n, generator=g).to(dev, dt)
+        b = torch.randn(n, n, generator=g).to(dev, dt)
+        prev = torch.backends.cuda.matmul.allow_tf32
+        try:
+            torch.backends.cuda.matmul.allow_tf32 = label == "tf32"
+            ms = _time_ms(lambda a=a, b=b: torch.mm(a, b), dev, 10 if cuda else 3)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = prev
+        rates[label] = 2 * n**3 / (ms / 1e3)
+        del a, b
+    l2 = 0
+    if cuda:
+        l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 0)
+    return Peaks(
+        bandwidth_Bps=bandwidth,
+        matmul_flops=rates,
+        l2_bytes=l2,
+        device_name=name,
+        note="measured by opbench.judge.roofline.measure_peaks",
+    )
+
+
+# --------------------------------------------------------------------------- roofline
+
+
+def roofline(
+    work: Work, time_ms: float, peaks: Peaks, dtype: str | torch.dtype | None = None
+) -> dict[str, float]:
+    """Achieved bandwidth and FLOP/s, the speed-of-light floor and the fraction reached.
+
+    ``floor_ms`` is the larger of bytes / bandwidth and flops / matmul rate;
+    ``sol_fraction`` = floor / time (1.0 = at the roofline).
+    """
+    seconds = time_ms / 1e3 if time_ms > 0 else math.nan
+    bw_ms = work.bytes / peaks.bandwidth_Bps * 1e3 if peaks.bandwidth_Bps > 0 else 0.0
+    rate = peaks.flops_for(dtype)
+    fl_ms = work.flops / rate * 1e3 if work.flops and rate and not math.isnan(rate) else 0.0
+    floor_ms = max(bw_ms, fl_ms)
+    return {
+        "achieved_Bps": work.bytes / seconds if seconds == seconds else math.nan,
+        "achieved_flops": work.flops / seconds if seconds == seconds else math.nan,
+        "floor_ms": floor_ms,
+        "bound": "flops" if fl_ms > bw_ms else "bytes",
+        "sol_fraction": floor_ms / time_ms if time_ms > 0 else math.nan,
+    }
+
+
+def cheat_check(
+    work: Work,
+    time_ms: float,
+    peaks: Peaks,
+    margin: float = CHEAT_MARGIN,
+    dtype: str | torch.dtype | None = None,
+) -> str | None:
+    """A reason when ``time_ms`` is impossible for the memory system (or matmul units).
+
+    The memory floor counts every byte read (inputs come from memory after the L2
+    flush) plus the written bytes beyond the L2 size (outputs that fit can stay in cache
+    past the stop event). Flagged below ``margin`` times the floor.
+    """
+    if time_ms <= 0 or not math.isfinite(time_ms):
+        return f"non-positive or infinite time {time_ms!r} ms"
+    compulsory = work.read_bytes + max(0, work.write_bytes - peaks.l2_bytes)
+    if not work.read_bytes and not work.write_bytes:
+        compulsory = max(0, work.bytes - peaks.l2_bytes)
+    if peaks.bandwidth_Bps > 0 and compulsory > 0:
+        floor_ms = compulsory / peaks.bandwidth_Bps * 1e3
+        if time_ms < margin * floor_ms:
+            return (
+                f"{time_ms * 1e3:.2f} us is under {margin:g}x the memory floor "
+                f"{floor_ms * 1e3:.2f} us ({compulsory} compulsory bytes at "
+                f"{peaks.bandwidth_Bps / 1e9:.0f} GB/s)"
+            )
+    rate = peaks.flops_for(dtype)
+    if work.flops and rate and math.isfinite(rate):
+        floor_ms = work.flops / rate * 1e3
+        if time_ms < margin * floor_ms:
+            return (
+                f"{time_ms * 1e3:.2f} us is under {margin:g}x the compute floor "
+                f"{floor_ms * 1e3:.2f} us ({work.flops} flops at {rate / 1e12:.1f} TFLOP/s)"
+            )
+    return None

@@ -1,0 +1,710 @@
+"""The OpInfo suite: PyTorch's own operator samples, each mapped to the ATen overload it
+reaches.
+
+PyTorch's ``op_db`` (``torch.testing._internal.common_methods_invocations``; needs
+``expecttest``) describes ~700 operators with sample inputs, including the edge cases
+PyTorch tests itself on: zero-size and 0-dim tensors, broadcasting, non-contiguous and
+strided inputs, NaN/Inf, type promotion. Samples are written against the Python API
+(``torch.sin``, ``torch.nn.functional.linear``); opbench judges ATen overloads. So each
+sample is run once under a ``TorchDispatchMode`` that records what it dispatches to;
+samples that reach exactly one compute overload (views, allocation and ``detach`` do not
+count, see :data:`NOISE`) become cases of that overload, with the ATen-level arguments
+it received. The mapping is cached on disk (``OPBENCH_CACHE_DIR`` or
+``~/.cache/opbench``) keyed by torch version, device type, sample kind and dtype, so
+building the suite does not run every sample on every start.
+
+Profiles:
+
+* ``quick`` (default): ``sample_inputs`` in float32 plus one low-precision dtype
+  (bfloat16 on CPU, float16 on CUDA), at most :data:`QUICK_MAX_PER_GROUP` samples per
+  (overload, dtype, variant), chosen to keep the edge cases (see :func:`_pick_quick`);
+* ``full``: ``reference_inputs`` (a superset of ``sample_inputs`` where an OpInfo has
+  them) in every dtype the OpInfo supports on the device.
+
+Each sample also yields its in-place variant (``op.inplace_variant``, where the sample
+does not broadcast ``self``) and its ``out=`` variant (``op.supports_out``, ``out``
+allocated like the functional result). Random ops (tagged ``nondeterministic_seeded``)
+are left out: their values cannot be compared.
+
+A case is re-created by :func:`materialize_opinfo`: seed torch, ``random`` and numpy,
+re-enumerate the OpInfo's samples (cached in-process per OpInfo, dtype, kind, seed and
+device), take the sample by index, run the variant under a dispatch mode that stops at
+the overload's call and return the ATen-level ``(args, kwargs)`` it would have received
+(fresh tensors: the candidate may write into them). A new trial seed just re-seeds
+the generators: same shapes, new values.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import re
+import threading
+import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from opbench.spec.args import TensorSpec, format_args
+from opbench.suites.case import Case
+
+__all__ = [
+    "OpInfoUnavailable",
+    "NOISE",
+    "QUICK_MAX_PER_GROUP",
+    "build_opinfo_cases",
+    "materialize_opinfo",
+    "profile_dtypes",
+    "suite_stats",
+]
+
+log = logging.getLogger(__name__)
+
+#: Bumped when the mapping format or rules change (invalidates disk caches).
+MAPPING_VERSION = 3
+
+#: Samples kept per (overload, dtype, variant) in the quick profile.
+QUICK_MAX_PER_GROUP = 3
+
+#: Ops that do not count when deciding which overload a sample dispatches to.
+NOISE: frozenset[str] = frozenset(
+    """
+    detach detach_ lift_fresh alias empty empty_like empty_strided new_empty new_empty_strided
+    resolve_conj resolve_neg view _unsafe_view _reshape_alias expand t transpose permute
+    unsqueeze squeeze slice select as_strided _local_scalar_dense is_nonzero sym_size
+    sym_stride sym_numel
+    """.split()
+)
+
+
+class OpInfoUnavailable(ImportError):
+    """``op_db`` cannot be imported (``expecttest`` or numpy missing)."""
+
+
+class _NotRunnable(Exception):
+    pass
+
+
+def _not_runnable(reason: str) -> Exception:
+    from opbench.suites.inputs import NotRunnable
+
+    return NotRunnable(reason)
+
+
+@functools.lru_cache(maxsize=1)
+def _op_db() -> tuple[Any, ...]:
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    except ImportError as e:  # expecttest / numpy
+        raise OpInfoUnavailable(
+            f"the OpInfo suite needs PyTorch's test helpers ({e}); "
+            "install them with: pip install expecttest numpy"
+        ) from None
+    return tuple(op_db)
+
+
+@functools.lru_cache(maxsize=1)
+def _by_key() -> dict[tuple[str, str], Any]:
+    return {(o.name, o.variant_test_name): o for o in _op_db()}
+
+
+def profile_dtypes(device: str, profile: str) -> list[torch.dtype] | None:
+    """The dtypes of a profile on a device (``None``: every dtype the OpInfo supports)."""
+    if profile == "quick":
+        low = torch.float16 if torch.device(device).type == "cuda" else torch.bfloat16
+        return [torch.float32, low]
+    if profile == "full":
+        return None
+    raise ValueError(f"unknown profile {profile!r}; choose quick or full")
+
+
+def _kind_for(profile: str) -> str:
+    return "sample" if profile == "quick" else "reference"
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _dtype_from_name(name: str) -> torch.dtype:
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return dt
+
+
+# --------------------------------------------------------------------------- seeding / samples
+
+
+def seed_generators(seed: int, device: str | torch.device = "cpu") -> None:
+    """Seed torch's generator for ``device`` (and the CPU one), ``random`` and numpy.
+
+    Cheaper than ``torch.manual_seed``, which on a machine without an initialised GPU
+    records a stack trace per call for every lazy accelerator backend.
+    """
+    torch.default_generator.manual_seed(seed)
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.manual_seed(seed)
+
+
+def _seed_all(seed: int, device: str = "cpu") -> None:
+    seed_generators(seed, device)
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % (2**32))
+    except ImportError:
+        pass
+
+
+#: Held while anything seeds and draws from the global generators (sample enumeration
+#: here, random ops in the judge): the harness judges from several threads.
+RNG_LOCK = threading.RLock()
+
+
+@functools.lru_cache(maxsize=64)
+def _samples(name: str, vtn: str, device: str, dtype_name: str, kind: str, seed: int) -> tuple:
+    info = _by_key()[(name, vtn)]
+    dtype = _dtype_from_name(dtype_name)
+    with RNG_LOCK:  # the harness judges from several threads; the generators are global
+        return _enumerate(info, device, dtype, kind, seed)
+
+
+def _enumerate(info: Any, device: str, dtype: torch.dtype, kind: str, seed: int) -> tuple:
+    _seed_all(seed, device)
+    # The sample functions are called directly: ``info.sample_inputs`` wraps them in an
+    # iterator that re-seeds torch with a fixed seed before every sample (so trial seeds
+    # would not change the values) and crawls the stack for each one (slow).
+    fn = info.sample_inputs_func
+    if kind == "reference" and info.reference_inputs_func is not None:
+        fn = info.reference_inputs_func
+    return tuple(fn(info, device, dtype, False))
+
+
+def _clone_tree(obj: Any, memo: dict[int, torch.UntypedStorage] | None = None) -> Any:
+    """Fresh tensors with the same layout (strides, offsets) and the same aliasing."""
+    memo = {} if memo is None else memo
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        if t.layout != torch.strided or type(t) is not torch.Tensor:
+            return t.clone()
+        storage = t.untyped_storage()
+        key = storage.data_ptr() if storage.nbytes() else id(storage)
+        if key not in memo:
+            memo[key] = storage.clone()
+        new = torch.empty(0, dtype=t.dtype, device=t.device)
+        new.set_(memo[key], t.storage_offset(), t.shape, t.stride())
+        if t.is_conj():
+            new = new.conj()
+        if t.is_neg():
+            new = new._neg_view()
+        return new
+    if isinstance(obj, list):
+        return [_clone_tree(v, memo) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_clone_tree(v, memo) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _clone_tree(v, memo) for k, v in obj.items()}
+    return obj
+
+
+def _call_variant(info: Any, variant: str, inp: Any, args: tuple, kwargs: dict, out: Any) -> Any:
+    if variant == "functional":
+        return info.op(inp, *args, **kwargs)
+    if variant == "inplace":
+        return info.inplace_variant(inp, *args, **kwargs)
+    if variant == "out":
+        return info.op(inp, *args, **kwargs, out=out)
+    raise ValueError(variant)
+
+
+# --------------------------------------------------------------------------- dispatch capture
+
+
+class _Stop(BaseException):
+    """Raised from the dispatch mode to stop right before the overload runs."""
+
+
+def _opname(func: Any) -> str:
+    schema = func._schema
+    return f"{schema.name.removeprefix('aten::')}.{func._overloadname}"
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every ATen call; with ``stop_at`` it captures that call's arguments and
+    stops (raising :class:`_Stop`) before it runs."""
+
+    def __init__(self, stop_at: str | None = None) -> None:
+        super().__init__()
+        self.names: list[str] = []
+        self.stop_at = stop_at
+        self.captured: tuple[list[Any], dict[str, Any]] | None = None
+        self.calls: dict[str, tuple[list[Any], dict[str, Any]]] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        kwargs = kwargs or {}
+        try:
+            name = _opname(func)
+        except AttributeError:
+            name = str(func)
+        self.names.append(name)
+        if self.stop_at is not None and name == self.stop_at:
+            self.captured = (list(args), dict(kwargs))
+            raise _Stop()
+        if name not in self.calls:
+            self.calls[name] = (list(args), dict(kwargs))
+        return func(*args, **kwargs)
+
+
+def _compute_op(names: list[str]) -> str | None:
+    """The one overload a sample dispatches to, or None (none, or several)."""
+    compute = [n for n in names if n.split(".", 1)[0] not in NOISE]
+    if len(compute) == 1:
+        return compute[0]
+    if not compute and len(set(names)) == 1:
+        return names[0]  # a pure view op (permute, t, ...)
+    return None
+
+
+def _describe_value(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        stride = None if v.is_contiguous() else tuple(v.stride())
+        return TensorSpec(tuple(v.shape), v.dtype, stride)
+    if isinstance(v, (list, tuple)):
+        seq = [_describe_value(x) for x in v]
+        return seq if isinstance(v, list) else tuple(seq)
+    if isinstance(v, dict):
+        return {k: _describe_value(x) for k, x in v.items()}
+    if v is None or isinstance(v, (bool, int, float, complex, str, torch.dtype, torch.device)):
+        return v
+    return repr(v)
+
+
+def _describe(args: list[Any], kwargs: dict[str, Any]) -> str:
+    try:
+        return format_args((tuple(_describe_value(a) for a in args), _describe_value(kwargs)))
+    except ValueError:
+        return repr((args, kwargs))[:500]
+
+
+def _excluded(name: str) -> str | None:
+    """Why an overload is left out of the suite, or None."""
+    from opbench.judge.evaluate import UNINITIALIZED_OPS
+
+    base = name.split(".", 1)[0]
+    if base in UNINITIALIZED_OPS:
+        return "returns uninitialised memory"
+    if "sparse" in base or "mkldnn" in base:
+        return "non-strided (sparse/mkldnn) tensors"
+    if _is_random(name):
+        return "random values (nondeterministic_seeded)"
+    return None
+
+
+def _is_random(name: str) -> bool:
+    from opbench.spec.ops import get_overload
+
+    try:
+        return torch.Tag.nondeterministic_seeded in get_overload(name).tags
+    except AttributeError:
+        return True
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("OPBENCH_CACHE_DIR") or str(Path.home() / ".cache" / "opbench")
+    return Path(root)
+
+
+def _cache_path(device_type: str, kind: str, dtype: torch.dtype) -> Path:
+    key = f"{torch.__version__}|{device_type}|{kind}|{_dtype_name(dtype)}|v{MAPPING_VERSION}"
+    h = hashlib.sha1(key.encode()).hexdigest()[:10]
+    ver = torch.__version__.replace("+", "_")
+    return _cache_dir() / f"opinfo-{ver}-{device_type}-{kind}-{_dtype_name(dtype)}-{h}.json"
+
+
+def _out_like(result: Any) -> Any:
+    if isinstance(result, torch.Tensor):
+        return torch.empty_like(result)
+    if (
+        isinstance(result, (tuple, list))
+        and result
+        and all(isinstance(r, torch.Tensor) for r in result)
+    ):
+        return tuple(torch.empty_like(r) for r in result)
+    return None
+
+
+def _out_spec(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return {
+            "shape": list(out.shape),
+            "stride": list(out.stride()),
+            "dtype": _dtype_name(out.dtype),
+        }
+    if isinstance(out, tuple):
+        return [_out_spec(o) for o in out]
+    return None
+
+
+def _make_out(spec: Any, device: str) -> Any:
+    if isinstance(spec, list):
+        return tuple(_make_out(s, device) for s in spec)
+    # zeros, not empty: some out= kernels read their out tensor (as workspace), and
+    # uninitialised memory would make the same case differ from run to run
+    t = torch.empty_strided(
+        spec["shape"], spec["stride"], dtype=_dtype_from_name(spec["dtype"]), device=device
+    )
+    return t.zero_()
+
+
+def _map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
+    """Run a sample's variants under the recorder; one entry per variant that maps."""
+    entries: list[dict[str, Any]] = []
+    inp, args, kwargs = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    rec = _Recorder()
+    try:
+        with rec:
+            result = _call_variant(info, "functional", inp, args, kwargs, None)
+    except Exception:
+        return entries
+    functional = _compute_op(rec.names)
+    if functional is not None:
+        a, k = rec.calls[functional]
+        entries.append({"variant": "functional", "op": functional, "args": _describe(a, k)})
+    # in-place
+    if (
+        info.inplace_variant is not None
+        and isinstance(sample.input, torch.Tensor)
+        and not getattr(sample, "broadcasts_input", False)
+    ):
+        inp2, args2, kwargs2 = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
+        rec2 = _Recorder()
+        try:
+            with rec2:
+                _call_variant(info, "inplace", inp2, args2, kwargs2, None)
+            op2 = _compute_op(rec2.names)
+            if op2 is not None:
+                a, k = rec2.calls[op2]
+                entries.append({"variant": "inplace", "op": op2, "args": _describe(a, k)})
+        except Exception:
+            pass
+    # out=
+    out = _out_like(result) if info.supports_out else None
+    if out is not None:
+        inp3, args3, kwargs3 = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
+        rec3 = _Recorder()
+        try:
+            with rec3:
+                _call_variant(info, "out", inp3, args3, kwargs3, out)
+            op3 = _compute_op(rec3.names)
+            if op3 is not None:
+                a, k = rec3.calls[op3]
+                entries.append(
+                    {"variant": "out", "op": op3, "args": _describe(a, k), "out": _out_spec(out)}
+                )
+        except Exception:
+            pass
+    return entries
+
+
+def _build_mapping(
+    device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every (OpInfo, sample, variant) of one kind and dtype that maps to one overload
+    (only the OpInfos called ``names``, when given)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _build_mapping_quietly(device, kind, dtype, names)
+
+
+def _build_mapping_quietly(
+    device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None
+) -> list[dict[str, Any]]:
+    device_type = torch.device(device).type
+    out: list[dict[str, Any]] = []
+    for info in _op_db():
+        if names is not None and info.name not in names:
+            continue
+        try:
+            if dtype not in info.supported_dtypes(device_type):
+                continue
+        except Exception:
+            continue
+        try:
+            samples = _samples(
+                info.name, info.variant_test_name, device, _dtype_name(dtype), kind, 0
+            )
+        except Exception as e:
+            log.debug("OpInfo %s: samples failed: %s", info.name, e)
+            continue
+        for idx, sample in enumerate(samples):
+            try:
+                entries = _map_one(info, sample, device)
+            except Exception as e:  # a sample that cannot run here
+                log.debug("OpInfo %s sample %d: %s", info.name, idx, e)
+                continue
+            for e in entries:
+                if _is_random(e["op"]):
+                    continue
+                e.update(opinfo=info.name, vtn=info.variant_test_name, index=idx)
+                out.append(e)
+        _samples.cache_clear()
+    return out
+
+
+def _mapping(
+    device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
+    if names is not None:  # a subset: quick to map, never cached
+        return _build_mapping(device, kind, dtype, names)
+    path = _cache_path(torch.device(device).type, kind, dtype)
+    if path.exists():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            log.warning("ignoring unreadable OpInfo mapping cache %s", path)
+    t0 = time.perf_counter()
+    entries = _build_mapping(device, kind, dtype)
+    log.info(
+        "mapped OpInfo %s inputs for %s on %s in %.1f s (%d variants)",
+        kind,
+        _dtype_name(dtype),
+        device,
+        time.perf_counter() - t0,
+        len(entries),
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entries))
+        tmp.replace(path)
+    except OSError as e:
+        log.warning("could not cache the OpInfo mapping in %s: %s", path, e)
+    return entries
+
+
+def _all_dtypes(device_type: str) -> list[torch.dtype]:
+    seen: set[torch.dtype] = set()
+    for info in _op_db():
+        try:
+            seen |= set(info.supported_dtypes(device_type))
+        except Exception:
+            continue
+    order = [
+        torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64,
+        torch.complex128, torch.complex32, torch.int64, torch.int32, torch.int16, torch.int8,
+        torch.uint8, torch.bool,
+    ]  # fmt: skip
+    return [d for d in order if d in seen] + sorted((d for d in seen if d not in order), key=str)
+
+
+_TENSOR_SHAPE = re.compile(r"T\(\[([0-9, ]*)\]")
+
+
+def _numel(args_text: str) -> int:
+    """Total elements of the tensors in a trace-format description (regex: fast)."""
+    total = 0
+    for m in _TENSOR_SHAPE.finditer(args_text):
+        dims = [int(d) for d in m.group(1).replace(" ", "").split(",") if d]
+        total += math.prod(dims)
+    return total
+
+
+def _pick_quick(entries: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Keep up to ``limit`` samples of one group: the largest one first (large inputs
+    make the strongest tests: a trivial answer rarely passes them), then edge cases,
+    strided inputs before empty ones before 0-dim ones, larger before smaller."""
+    if len(entries) <= limit:
+        return entries
+    sizes = {id(e): _numel(e["args"]) for e in entries}
+
+    def edge(e: dict[str, Any]) -> tuple[int, int]:
+        a = e["args"]
+        kind = 3 if "stride=" in a else 2 if ("[0" in a or ", 0]" in a) else 1 if "T([]" in a else 0
+        return (kind, sizes[id(e)])
+
+    first = max(entries, key=lambda e: sizes[id(e)])
+    chosen = [first]
+    seen = {first["args"]}
+    for e in sorted(entries, key=edge, reverse=True):
+        if len(chosen) >= limit:
+            break
+        if e["args"] in seen:
+            continue
+        seen.add(e["args"])
+        chosen.append(e)
+    return sorted(chosen, key=lambda e: e["index"])
+
+
+def build_opinfo_cases(
+    device: str = "cpu",
+    profile: str = "quick",
+    dtypes: list[torch.dtype] | None = None,
+    ops: set[str] | None = None,
+    *,
+    seed: int = 0,
+    opinfo_names: Iterable[str] | None = None,
+) -> list[Case]:
+    """The OpInfo suite's cases for ``device`` and ``profile``.
+
+    ``dtypes`` narrows the profile's dtypes (for ``full``: intersected with what each
+    OpInfo supports); ``ops`` keeps only these overload names (``add.Tensor``; bare op
+    names like ``add`` keep every overload of that op). The first call on a machine maps
+    every OpInfo sample (tens of seconds); later calls read the cache. ``opinfo_names``
+    maps only those OpInfos (``"sin"``, ``"nn.functional.relu"``), uncached: for tests
+    and quick looks.
+    """
+    from opbench.spec.ops import base_name
+
+    kind = _kind_for(profile)
+    device_type = torch.device(device).type
+    wanted = profile_dtypes(device, profile) or _all_dtypes(device_type)
+    if dtypes:
+        wanted = [
+            d for d in (wanted if profile == "quick" else _all_dtypes(device_type)) if d in dtypes
+        ]
+        wanted += [d for d in dtypes if d not in wanted]
+    selected_ops: set[str] | None = None
+    if ops:
+        selected_ops = set(ops)
+    cases: list[Case] = []
+    for dtype in wanted:
+        names = frozenset(opinfo_names) if opinfo_names is not None else None
+        entries = _mapping(device, kind, dtype, names)
+        if selected_ops is not None:
+            entries = [
+                e for e in entries if e["op"] in selected_ops or base_name(e["op"]) in selected_ops
+            ]
+        if profile == "quick":
+            groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+            for e in entries:
+                groups.setdefault((e["op"], e["variant"]), []).append(e)
+            entries = [e for g in groups.values() for e in _pick_quick(g, QUICK_MAX_PER_GROUP)]
+        entries = [e for e in entries if _excluded(e["op"]) is None]
+        for e in entries:
+            params: dict[str, Any] = {
+                "opinfo": e["opinfo"],
+                "variant_test_name": e["vtn"],
+                "variant": e["variant"],
+                "dtype": _dtype_name(dtype),
+                "kind": kind,
+                "index": e["index"],
+            }
+            if e.get("out") is not None:
+                params["out"] = e["out"]
+            cases.append(
+                Case(
+                    op=e["op"],
+                    args=e["args"],
+                    seed=seed,
+                    suite="opinfo",
+                    source="opinfo",
+                    params=params,
+                    is_synthetic=False,
+                )
+            )
+    cases.sort(
+        key=lambda c: (
+            c.op,
+            c.params["dtype"],
+            c.params["variant"],
+            c.params["opinfo"],
+            c.params["index"],
+        )
+    )
+    return cases
+
+
+def suite_stats(cases: Iterable[Case]) -> dict[str, Any]:
+    """Counts for reporting: overloads, ops (base names), samples, per dtype/variant."""
+    from opbench.spec.ops import base_name
+
+    cases = list(cases)
+    by_dtype: dict[str, int] = {}
+    by_variant: dict[str, int] = {}
+    for c in cases:
+        by_dtype[c.params.get("dtype", "?")] = by_dtype.get(c.params.get("dtype", "?"), 0) + 1
+        by_variant[c.params.get("variant", "?")] = (
+            by_variant.get(c.params.get("variant", "?"), 0) + 1
+        )
+    return {
+        "samples": len(cases),
+        "overloads": len({c.op for c in cases}),
+        "operators": len({base_name(c.op).rstrip("_") or base_name(c.op) for c in cases}),
+        "opinfos": len(
+            {(c.params.get("opinfo"), c.params.get("variant_test_name")) for c in cases}
+        ),
+        "by_dtype": by_dtype,
+        "by_variant": by_variant,
+    }
+
+
+# --------------------------------------------------------------------------- materialise
+
+
+def materialize_opinfo(
+    case: Case, device: str | torch.device, seed: int
+) -> tuple[list[Any], dict[str, Any]]:
+    """Re-create the ATen-level ``(args, kwargs)`` of an OpInfo case from ``seed``.
+
+    Raises :class:`opbench.suites.inputs.NotRunnable` when the sample cannot be made
+    (unknown OpInfo in this torch, index out of range, or the sample no longer reaches
+    the case's overload).
+    """
+    p = case.params
+    device = str(torch.device(device))
+    key = (p.get("opinfo"), p.get("variant_test_name", ""))
+    try:
+        info = _by_key()[key]
+    except KeyError:
+        raise _not_runnable(
+            f"no OpInfo {key[0]!r} ({key[1]!r}) in torch {torch.__version__}"
+        ) from None
+    try:
+        samples = _samples(key[0], key[1], device, p["dtype"], p.get("kind", "sample"), int(seed))
+    except Exception as e:
+        raise _not_runnable(f"OpInfo {key[0]} samples failed: {type(e).__name__}: {e}") from None
+    idx = int(p["index"])
+    if idx >= len(samples):
+        raise _not_runnable(
+            f"OpInfo {key[0]} has {len(samples)} samples with seed {seed}, not {idx + 1}"
+        )
+    sample = samples[idx]
+    inp, args, kwargs = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    variant = p.get("variant", "functional")
+    out = _make_out(p["out"], device) if variant == "out" and p.get("out") is not None else None
+    from opbench.spec.ops import canonical_name
+
+    target = canonical_name(case.op)
+    rec = _Recorder(stop_at=target)
+    try:
+        # under the generator lock: a Python-level op may draw random numbers before it
+        # reaches the overload, which must not disturb another thread's enumeration
+        with RNG_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecation notices of the Python-level ops
+            _seed_all(seed, device)  # and seeded, so what it draws is reproducible
+            with rec:
+                _call_variant(info, variant, inp, args, kwargs, out)
+    except _Stop:
+        pass
+    except Exception as e:
+        raise _not_runnable(f"OpInfo {key[0]} sample {idx}: {type(e).__name__}: {e}") from None
+    if rec.captured is None:
+        raise _not_runnable(
+            f"OpInfo {key[0]} sample {idx} ({variant}) with seed {seed} does not reach {target}"
+        )
+    return rec.captured

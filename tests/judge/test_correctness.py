@@ -1,0 +1,201 @@
+"""The correctness rule against float64 references computed here (never against itself)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from opbench.judge import correctness as corr
+
+
+def ref_and_eager(fn, *inputs):
+    """Eager output on the inputs and the float64 reference on upcast inputs."""
+    eager = fn(*inputs)
+    ref = fn(*[x.double() if x.is_floating_point() else x for x in inputs])
+    return eager, ref
+
+
+def test_tolerance_table_is_assert_close_defaults():
+    assert corr.tolerance_for(torch.float32) == corr.Tolerance(1e-5, 1.3e-6)
+    assert corr.tolerance_for(torch.float16) == corr.Tolerance(1e-5, 1e-3)
+    assert corr.tolerance_for(torch.bfloat16) == corr.Tolerance(1e-5, 1.6e-2)
+    assert corr.tolerance_for(torch.float64) == corr.Tolerance(1e-7, 1e-7)
+    assert corr.tolerance_for(torch.int32) == corr.Tolerance(0.0, 0.0)
+    # one ulp is always inside the relative floor
+    for dt in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        assert torch.finfo(dt).eps <= corr.tolerance_for(dt).rtol * 1.0001 or dt == torch.float16
+
+
+def test_eager_passes_against_itself():
+    torch.manual_seed(0)
+    x = torch.randn(100, dtype=torch.float16)
+    e, r = ref_and_eager(torch.sin, x)
+    assert corr.compare_tensor(e, e, r).ok
+
+
+def test_one_ulp_off_where_eager_is_exact_passes():
+    x = torch.tensor([1.0, 2.0, 3.0])
+    e = x.clone()
+    c = torch.nextafter(x, torch.full_like(x, 10.0))
+    assert corr.compare_tensor(c, e, x.double()).ok
+
+
+def test_error_message_names_position_and_tolerance():
+    torch.manual_seed(0)
+    x = torch.randn(8, 32)
+    e, r = ref_and_eager(torch.exp, x)
+    c = e.clone()
+    c[4, 17] += 0.05
+    res = corr.compare_tensor(c, e, r, op="exp.default")
+    assert res.category == "wrong_result"
+    assert "at [4, 17]" in res.message
+    assert "allowed" in res.message and "eager err" in res.message
+    assert res.max_abs_err == pytest.approx(0.05, rel=1e-3)
+
+
+def test_rtol_scale_tightens_and_loosens():
+    x = torch.linspace(100, 200, 50, dtype=torch.float64)
+    e = x.float()
+    c = (x * (1 + 5e-6)).float()  # 5e-6 relative: above f32's 1.3e-6 floor
+    assert not corr.compare_tensor(c, e, x).ok
+    assert corr.compare_tensor(c, e, x, rtol_scale=10).ok
+    c2 = (x * (1 + 1e-6)).float()
+    assert corr.compare_tensor(c2, e, x).ok
+    assert not corr.compare_tensor(c2, e, x, rtol_scale=0.1).ok
+
+
+def test_integers_and_bools_are_exact():
+    e = torch.tensor([1, 2, 3])
+    assert corr.compare_tensor(e.clone(), e, None).ok
+    res = corr.compare_tensor(torch.tensor([1, 2, 4]), e, None)
+    assert res.category == "wrong_result" and "exact" in res.message
+    b = torch.tensor([True, False])
+    assert corr.compare_tensor(torch.tensor([True, True]), b, None).category == "wrong_result"
+
+
+def test_nan_and_inf_positions_must_agree():
+    e = torch.tensor([1.0, float("nan"), float("inf")])
+    r = e.double()
+    assert corr.compare_tensor(e.clone(), e, r).ok
+    assert (
+        corr.compare_tensor(torch.tensor([1.0, 0.0, float("inf")]), e, r).category == "nan_mismatch"
+    )
+    assert (
+        corr.compare_tensor(torch.tensor([1.0, float("nan"), -float("inf")]), e, r).category
+        == "nan_mismatch"
+    )
+    assert (
+        corr.compare_tensor(torch.tensor([1.0, float("nan"), 3.0e38]), e, r).category
+        == "nan_mismatch"
+    )
+
+
+def test_overflow_at_the_edge_of_the_range_is_tolerated():
+    # eager f16 rounds the true value 65530 up to inf; a candidate giving 65504 is fine
+    r = torch.tensor([65530.0], dtype=torch.float64)
+    e = r.half()
+    assert math.isinf(e.item())
+    assert corr.compare_tensor(torch.tensor([65504.0], dtype=torch.float16), e, r).ok
+
+
+def test_meta_mismatches():
+    e = torch.zeros(2, 3)
+    assert corr.compare_tensor(torch.zeros(3, 2), e, None).category == "wrong_meta"
+    assert (
+        corr.compare_tensor(torch.zeros(2, 3, dtype=torch.float64), e, None).category
+        == "wrong_meta"
+    )
+    res = corr.compare_tensor(torch.zeros(2, 3), e, None, cand_device="meta", eager_device="cpu")
+    assert res.category == "wrong_meta" and "device" in res.message
+
+
+def test_structures_and_scalars():
+    torch.manual_seed(0)
+    x = torch.randn(4, 5)
+    e = torch.max(x, 1)
+    r = torch.max(x.double(), 1)
+    assert corr.compare_outputs(tuple(e), tuple(e), tuple(r)).ok
+    assert corr.compare_outputs((e[0],), tuple(e), tuple(r)).category == "wrong_meta"
+    bad = (e[0], e[1].flip(0))
+    res = corr.compare_outputs(bad, tuple(e), tuple(r))
+    assert res.category == "wrong_result" and "output[1]" in res.message
+    assert corr.compare_outputs(3, 3, 3).ok
+    assert not corr.compare_outputs(4, 3, 3).ok
+    assert corr.compare_outputs(1.0 + 1e-12, 1.0, 1.0).ok
+    assert corr.compare_outputs(None, None, None).ok
+
+
+def test_complex_compared_by_parts():
+    torch.manual_seed(0)
+    z = torch.randn(16, dtype=torch.complex64)
+    e, r = ref_and_eager(torch.exp, z.real.clone())
+    ze = torch.exp(z)
+    zr = torch.exp(z.to(torch.complex128))
+    assert corr.compare_tensor(ze.clone(), ze, zr).ok
+    bad = ze.clone()
+    bad[3] += 1e-3j
+    assert corr.compare_tensor(bad, ze, zr).category == "wrong_result"
+    assert e is not None and r is not None
+
+
+def test_norm_fallback_accepts_another_summation_order():
+    torch.manual_seed(0)
+    x = torch.randn(64, 4096) * 100
+    eager = x.sum(1)
+    ref = x.double().sum(1)
+    # sequential float32 accumulation: a different (worse) order than eager's
+    cand = torch.zeros(64)
+    for j in range(0, 4096, 1):
+        cand += x[:, j]
+    assert corr.compare_tensor(cand, eager, ref, op="sum.dim_IntList").ok
+
+
+def test_norm_fallback_rejects_half_precision_accumulation():
+    torch.manual_seed(0)
+    a = torch.randn(64, 1024)
+    b = torch.randn(1024, 32)
+    eager, ref = a @ b, a.double() @ b.double()
+    cand = (a.half() @ b.half()).float()
+    res = corr.compare_tensor(cand, eager, ref, op="mm.default")
+    assert res.category == "wrong_result"
+    assert "norm test also failed" in res.message
+
+
+def test_uses_norm_fallback():
+    assert corr.uses_norm_fallback("mm.default")
+    assert corr.uses_norm_fallback("sum.dim_IntList")
+    assert corr.uses_norm_fallback("addmm_.default")
+    assert corr.uses_norm_fallback("_softmax.default")
+    assert not corr.uses_norm_fallback("sin.default")
+    assert corr.uses_norm_fallback("weird.default", out_numel=4, max_in_numel=16)
+
+
+def test_eager_fallback_when_no_reference():
+    e = torch.tensor([1.0, 2.0])
+    res = corr.compare_tensor(e + 1e-7, e, None)
+    assert res.ok and res.details.get("reference") == "eager"
+
+
+def test_bitwise_equal():
+    a = torch.tensor([float("nan"), 1.0])
+    assert corr.bitwise_equal(a, a.clone())
+    assert not corr.bitwise_equal(torch.tensor([0.0]), torch.tensor([-0.0]))
+    assert corr.bitwise_equal((a, 1), (a.clone(), 1))
+
+
+def test_trivial_answers():
+    # zero-size: everything passes
+    e = torch.zeros(0, 4)
+    assert set(corr.trivial_answers(e, e.double(), e)) == {"zeros", "input_copy"}
+    # relu of a positive 0-dim input is the input
+    x = torch.tensor(2.5)
+    assert "input_copy" in corr.trivial_answers(torch.relu(x), torch.relu(x.double()), x)
+    # a real test: nothing trivial passes
+    torch.manual_seed(0)
+    y = torch.randn(32, 32)
+    assert corr.trivial_answers(torch.sin(y), torch.sin(y.double()), y) == []
+    # a comparison that is all False: zeros pass
+    b = torch.zeros(8, dtype=torch.bool)
+    assert "zeros" in corr.trivial_answers(b, b, y[:8, 0])

@@ -1,0 +1,107 @@
+"""Worker processes: crashes are told apart, replacement is cheap, workers outlive the
+thread that started them, and memory is measured over the whole sandboxed tree."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from opbench.run.pool import WorkerConfig, WorkerFactory
+from opbench.suites.case import Case
+
+pytestmark = pytest.mark.slow
+
+KERNELS = {
+    "relu__default": """
+        import numpy as np
+        import torch
+
+        def relu__default_kernel_impl(x):
+            a = x.detach().numpy()
+            return torch.from_numpy(np.maximum(a, 0).astype(a.dtype))
+    """,
+    "neg__default": """
+        import ctypes
+
+        def neg__default_kernel_impl(x):
+            ctypes.string_at(0)
+    """,
+}
+RELU = Case(op="relu.default", args="((T([16, 8], f32),), {})", suite="t")
+NEG = Case(op="neg.default", args="((T([8], f32),), {})", suite="t")
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pool") / "kernels"
+    for folder, text in KERNELS.items():
+        (root / folder).mkdir(parents=True)
+        (root / folder / f"{folder}_implementation.py").write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.mark.parametrize("fork_server", [True, False])
+def test_crash_then_cheap_replacement(kernels, tmp_path, fork_server):
+    cfg = WorkerConfig(backend=str(kernels), device="cpu", sandbox="auto", fork_server=fork_server)
+    factory = WorkerFactory(cfg, tmp_path / "logs")
+    try:
+        w = factory.get("cpu")
+        costs = []
+        for _ in range(3 if fork_server else 1):  # back to back: no time for a spare to warm
+            out = w.run_case(NEG.to_dict(), 30)
+            assert out.kind == "crash" and "SIGSEGV" in out.detail, out
+            t0 = time.perf_counter()
+            w = factory.get("cpu")
+            ok = w.run_case(RELU.to_dict(), 30)
+            costs.append(time.perf_counter() - t0)
+            assert ok.kind == "result" and ok.message["report"]["error"] is None, ok
+        print(f"fork_server={fork_server}: crash -> next test done in", [f"{c:.3f}" for c in costs])
+        if fork_server:
+            assert factory.forked >= 3
+            assert max(costs) < 1.5, costs  # a fork, not a torch import (~2-6 s here)
+        w.stop()
+    finally:
+        factory.close()
+
+
+def test_worker_outlives_the_thread_that_started_it(kernels, tmp_path):
+    """bwrap's --die-with-parent fires when the starting *thread* exits."""
+    cfg = WorkerConfig(backend=str(kernels), device="cpu", sandbox="auto")
+    factory = WorkerFactory(cfg, tmp_path / "logs", spares=False)
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("w", factory.get("cpu")))
+    t.start()
+    t.join()
+    time.sleep(0.3)
+    w = got["w"]
+    try:
+        assert w.alive()
+        assert w.run_case(RELU.to_dict(), 30).kind == "result"
+        rss = w.rss_mb()
+        assert rss is not None and rss > 100  # python + torch, seen through bwrap
+    finally:
+        w.stop()
+        factory.close()
+
+
+def test_timeout_kills_and_reports(kernels, tmp_path):
+    loop = tmp_path / "loop"
+    (loop / "relu__default").mkdir(parents=True)
+    (loop / "relu__default" / "relu__default_implementation.py").write_text(
+        "def relu__default_kernel_impl(x):\n    while True:\n        pass\n"
+    )
+    factory = WorkerFactory(
+        WorkerConfig(backend=str(loop), device="cpu", sandbox="auto"), tmp_path / "l"
+    )
+    try:
+        w = factory.get("cpu")
+        t0 = time.perf_counter()
+        out = w.run_case(RELU.to_dict(), 1.5)
+        assert out.kind == "timeout" and time.perf_counter() - t0 < 5
+        assert not w.alive()
+    finally:
+        factory.close()

@@ -1,0 +1,107 @@
+"""The OpInfo suite, on a few OpInfos (mapping all of op_db takes a minute; not here)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("expecttest")
+
+from opbench.judge.evaluate import JudgeOptions, judge_report, run_candidate  # noqa: E402
+from opbench.spec.ops import get_overload  # noqa: E402
+from opbench.suites import opinfo  # noqa: E402
+from opbench.suites.materialize import materialize  # noqa: E402
+
+NAMES = ["sin", "add", "nn.functional.relu", "sum", "max", "mm", "where"]
+
+
+@pytest.fixture(scope="module")
+def quick_cases():
+    return opinfo.build_opinfo_cases("cpu", "quick", opinfo_names=NAMES)
+
+
+def test_cases_cover_variants_and_dtypes(quick_cases):
+    ops = {c.op for c in quick_cases}
+    for name in ("sin.default", "sin_.default", "sin.out", "add.Tensor", "add_.Tensor"):
+        assert name in ops, sorted(ops)
+    assert "mm.default" in ops and "relu.default" in ops
+    assert {c.params["dtype"] for c in quick_cases} == {"float32", "bfloat16"}
+    assert {c.params["variant"] for c in quick_cases} == {"functional", "inplace", "out"}
+    for c in quick_cases:
+        assert c.source == "opinfo" and c.suite == "opinfo"
+        assert c.args.startswith("((")
+    # the quick profile keeps a few samples per (overload, dtype, variant)
+    groups: dict = {}
+    for c in quick_cases:
+        key = (c.op, c.params["dtype"], c.params["variant"])
+        groups[key] = groups.get(key, 0) + 1
+    assert max(groups.values()) <= opinfo.QUICK_MAX_PER_GROUP
+    stats = opinfo.suite_stats(quick_cases)
+    assert stats["samples"] == len(quick_cases) and stats["overloads"] == len(ops)
+
+
+def test_ops_and_dtypes_narrow(quick_cases):
+    only = opinfo.build_opinfo_cases(
+        "cpu", "quick", dtypes=[torch.float32], ops={"sin"}, opinfo_names=["sin"]
+    )
+    assert only and {c.op.split(".")[0] for c in only} <= {"sin", "sin_"}
+    assert {c.params["dtype"] for c in only} == {"float32"}
+
+
+def test_materialize_reaches_the_overload_and_is_reproducible(quick_cases):
+    case = next(
+        c
+        for c in quick_cases
+        if c.op == "add.Tensor" and c.params["dtype"] == "float32" and "T([]" not in c.args
+    )
+    args1, kwargs1 = materialize(case, "cpu", 0)
+    args2, kwargs2 = materialize(case, "cpu", 0)
+    args3, _ = materialize(case, "cpu", 12345)
+    t1 = [a for a in args1 if isinstance(a, torch.Tensor)]
+    t2 = [a for a in args2 if isinstance(a, torch.Tensor)]
+    t3 = [a for a in args3 if isinstance(a, torch.Tensor)]
+    assert all(torch.equal(a, b) and a is not b for a, b in zip(t1, t2))
+    assert [a.shape for a in t1] == [a.shape for a in t3]
+    assert any(not torch.equal(a, b) for a, b in zip(t1, t3) if a.numel() > 1)
+    get_overload(case.op)(*args1, **kwargs1)  # the ATen-level arguments call the overload
+
+
+def test_inputs_are_fresh_copies(quick_cases):
+    case = next(c for c in quick_cases if c.op == "sin_.default" and c.params["dtype"] == "float32")
+    args, kwargs = materialize(case, "cpu", 0)
+    before = args[0].clone()
+    get_overload(case.op)(*args, **kwargs)  # writes into its own copy
+    again, _ = materialize(case, "cpu", 0)
+    assert torch.equal(again[0], before)
+
+
+def test_out_cases_pass_out_as_a_keyword(quick_cases):
+    case = next(c for c in quick_cases if c.op == "sin.out")
+    _, kwargs = materialize(case, "cpu", 0)
+    assert isinstance(kwargs.get("out"), torch.Tensor)
+
+
+def test_aten_passes_every_case(quick_cases):
+    options = JudgeOptions()
+    bad = []
+    for case in quick_cases:
+        report = run_candidate(case, get_overload(case.op), "cpu", options)
+        v = judge_report(case, report, "cpu", options)
+        if v.status != "passed":
+            bad.append((case.op, case.params, v.status, v.category, v.message))
+    assert not bad, bad[:5]
+
+
+def test_unknown_profile():
+    with pytest.raises(ValueError):
+        opinfo.profile_dtypes("cpu", "huge")
+    assert opinfo.profile_dtypes("cuda", "quick") == [torch.float32, torch.float16]
+    assert opinfo.profile_dtypes("cpu", "full") is None
+
+
+def test_compute_op_ignores_view_and_allocation_noise():
+    assert opinfo._compute_op(["t.default", "addmm.default"]) == "addmm.default"
+    assert opinfo._compute_op(["detach.default", "sin.default"]) == "sin.default"
+    assert opinfo._compute_op(["mul.Tensor", "add.Tensor"]) is None
+    assert opinfo._compute_op(["add.Tensor", "add.Tensor"]) is None
+    assert opinfo._compute_op(["permute.default"]) == "permute.default"
