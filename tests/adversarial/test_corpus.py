@@ -9,105 +9,27 @@ temporary folder so a trick that escapes cannot touch the repository.
 
 from __future__ import annotations
 
-import shutil
-import socket
-import threading
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
+import adversarial_corpus as corpus
 import pytest
+from adversarial_corpus import EXPECTED, HONEST, SANDBOX_ONLY, Listener, build
 
 from opbench.run import sandbox
 from opbench.run.session import RunRequest, run
 from opbench.run.store import ResultStore
 
-KERNELS = Path(__file__).resolve().parent / "kernels"
-
-#: A tiny trace file: one line per test; the crashing op has five tests so the
-#: --max-crashes-per-op budget (3) leaves some not run.
-TRACES = """\
-Operator: aten.relu.default
-cnt: 3, ((T([64, 32], f32),), {})
-cnt: 2, ((T([257], f32),), {})
-Operator: aten.mul.Tensor
-cnt: 3, ((T([16, 8], f32), T([16, 8], f32)), {})
-cnt: 1, ((T([4, 8], f32), T([8], f32)), {})
-Operator: aten.neg.default
-cnt: 5, ((T([8], f32),), {})
-cnt: 4, ((T([9], f32),), {})
-cnt: 3, ((T([10], f32),), {})
-cnt: 2, ((T([11], f32),), {})
-cnt: 1, ((T([12], f32),), {})
-"""
-SINGLE_OPS = "abs sin cos sigmoid tanh exp expm1 erf atan cosh ceil trunc frac".split()
 TEST_TIMEOUT_S = 10.0
 MEMORY_LIMIT_MB = 1000
-
-#: op -> categories that count as caught (the judge's word for the trick).
-EXPECTED: dict[str, set[str]] = {
-    "abs.default": {"timeout"},  # infinite loop
-    "sin.default": {"crash"},  # sys.exit
-    "cos.default": {"crash"},  # os._exit
-    "sigmoid.default": {"oom"},  # allocates until stopped
-    "tanh.default": {"wrong_result"},  # patched allclose/assert_close at import
-    "expm1.default": {"wrong_result"},  # looked for the reference with gc
-    "erf.default": {"cheat", "wrong_meta"},  # returned a tensor subclass
-    "atan.default": {"wrong_result"},  # filled its output from a thread, later
-    "cosh.default": {"wrong_result", "cheat"},  # cached results across calls
-    "add.Tensor": {"calls_pytorch"},  # called torch.add
-}
-#: Tricks only a sandbox stops: they raise when blocked (category ``error``).
-SANDBOX_ONLY: dict[str, str] = {
-    "ceil.default": "writes into the run directory and the kernel folder",
-    "trunc.default": "reads /proc/<harness pid>/mem",
-    "frac.default": "opens a TCP connection",
-}
-HONEST = ("relu.default", "mul.Tensor", "exp.default")  # exp also freezes the clocks
-
-
-class _Listener:
-    """A TCP listener on loopback that records whether anyone connected."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = False
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop = True
-        self._thread.join(timeout=2)
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("adversarial")
-    kernels = tmp / "kernels"
-    shutil.copytree(KERNELS, kernels, ignore=shutil.ignore_patterns("__pycache__"))
-    traces = tmp / "corpus.txt"
-    lines = [TRACES]
-    for op in SINGLE_OPS:
-        lines.append(f"Operator: aten.{op}.default\ncnt: 1, ((T([8, 8], f32),), {{}})\n")
-    lines.append("Operator: aten.add.Tensor\ncnt: 1, ((T([8, 8], f32), T([8, 8], f32)), {})\n")
-    traces.write_text("".join(lines))
+    kernels, traces = build(tmp)
     out = tmp / "run"
-    listener = _Listener()
+    listener = Listener()
     mp = pytest.MonkeyPatch()
     mp.setenv("OPBENCH_ADV_RUN_DIR", str(out))
     mp.setenv("OPBENCH_ADV_HARNESS_PID", str(__import__("os").getpid()))
@@ -153,7 +75,7 @@ pytestmark = pytest.mark.slow
 
 def test_run_completes_with_every_test_recorded(corpus_run):
     summary = corpus_run["summary"]
-    n_cases = 2 + 2 + 5 + len(SINGLE_OPS) + 1
+    n_cases = corpus.n_cases(gpu=False)
     assert summary["tests"]["total"] == n_cases
     assert sum(len(v) for v in corpus_run["by_op"].values()) == n_cases
     print(f"corpus run: {corpus_run['elapsed']:.1f} s, sandbox {summary['sandbox']}")

@@ -199,3 +199,28 @@ def test_trivial_answers():
     # a comparison that is all False: zeros pass
     b = torch.zeros(8, dtype=torch.bool)
     assert "zeros" in corr.trivial_answers(b, b, y[:8, 0])
+
+
+def test_eager_nan_that_the_reference_lacks_is_not_held_against_the_candidate():
+    # float16 grid_sampler_2d on CPU: eager gave NaN where float64 (and another process's
+    # eager) gave finite values. A candidate that matches the reference must pass...
+    ref = torch.tensor([0.5, -1.25, 2.0, 3.0], dtype=torch.float64)
+    eager = torch.tensor([0.5, float("nan"), 2.0, 3.0], dtype=torch.float16)
+    good = ref.to(torch.float16)
+    c = corr.compare_tensor(good, eager, ref)
+    assert c.ok, c.message
+    assert c.details["eager_nan_not_in_reference"] == 1
+    # ... but its value there is still checked against the reference,
+    bad_value = good.clone()
+    bad_value[1] = 7.0
+    assert corr.compare_tensor(bad_value, eager, ref).category == "wrong_result"
+    # a NaN the reference also has must still be reproduced,
+    ref_nan = ref.clone()
+    ref_nan[1] = float("nan")
+    assert corr.compare_tensor(good, eager, ref_nan).category == "nan_mismatch"
+    # a candidate NaN that neither eager nor the reference has is wrong,
+    cand_nan = good.clone()
+    cand_nan[2] = float("nan")
+    assert corr.compare_tensor(cand_nan, eager, ref).category == "nan_mismatch"
+    # and copying eager's own NaN is accepted (it is what PyTorch does).
+    assert corr.compare_tensor(eager.clone(), eager, ref).ok

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from opbench.judge.roofline import Peaks, Work, cheat_check, roofline, unique_bytes, work_of
+from opbench.judge.roofline import (
+    Peaks,
+    Work,
+    cheat_check,
+    dtype_name,
+    roofline,
+    unique_bytes,
+    work_of,
+)
 
 aten = torch.ops.aten
 
@@ -85,3 +93,19 @@ def test_roofline_fraction_and_cheat_rule():
     mm = Work(bytes=0, flops=10**12, formula="", read_bytes=0, write_bytes=0)
     assert cheat_check(mm, 0.4, peaks, dtype=torch.float16) is not None  # floor 1 ms
     assert cheat_check(mm, 0.8, peaks, dtype=torch.float16) is None
+
+
+@pytest.mark.parametrize("spelling", [torch.float16, "torch.float16", "float16", "f16"])
+def test_every_dtype_spelling_finds_its_own_matmul_rate(spelling):
+    # The worker reports dtypes as "float16": a lookup that fell back to the f32 rate
+    # (51 TFLOP/s on an H100, against ~750 for f16) flagged honest aten mm as a cheat.
+    peaks = Peaks(bandwidth_Bps=3e12, matmul_flops={"f16": 7.5e14, "f32": 5e13, "tf32": 4e14})
+    assert dtype_name(spelling) == "f16"
+    assert peaks.flops_for(spelling) == 7.5e14
+
+
+def test_unmeasured_dtype_gets_the_highest_rate_so_cheats_are_never_overcalled():
+    peaks = Peaks(bandwidth_Bps=3e12, matmul_flops={"f16": 7.5e14, "f32": 5e13})
+    assert peaks.flops_for("int8") == 7.5e14
+    assert peaks.flops_for(None) == 7.5e14
+    assert peaks.flops_for("f32") == 5e13

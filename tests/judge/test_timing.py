@@ -85,10 +85,15 @@ def test_calls_alternate_between_reference_and_candidate():
         return t * 2
 
     t = time_pair(ref, cand, lambda: ([x], {}), "cpu", FAST)
-    # first calls A, B; then the mutation probe A, B; then warm-up and device reps: A B A B
-    timed = order[: 4 + 2 * t.reps]
-    assert timed[:2] == ["A", "B"]
-    assert all(timed[i] != timed[i + 1] for i in range(len(timed) - 1))
+    # first calls A, B; then the mutation probe A, B; then warm-up and device reps in
+    # alternating order, A B B A ...: every pair of calls is one A and one B, and no side
+    # ever runs three times in a row.
+    assert order[:4] == ["A", "B", "A", "B"]
+    timed = order[4 : 4 + 2 * t.reps]  # warm-up and device reps come before host rounds
+    pairs = [timed[i : i + 2] for i in range(0, len(timed) - 1, 2)]
+    assert all(sorted(p) == ["A", "B"] for p in pairs), pairs[:10]
+    assert any(p == ["B", "A"] for p in pairs) and any(p == ["A", "B"] for p in pairs)
+    assert not any(timed[i] == timed[i + 1] == timed[i + 2] for i in range(len(timed) - 2))
     assert t.reps >= FAST.min_reps
 
 

@@ -95,22 +95,32 @@ class Peaks:
     note: str = ""
 
     def flops_for(self, dtype: str | torch.dtype | None) -> float:
-        """The matmul rate for ``dtype`` (f32 also considers tf32; unknown dtypes: f32)."""
-        name = dtype_name(dtype) if dtype is not None else "f32"
+        """The matmul rate for ``dtype`` (f32 also considers tf32).
+
+        A dtype with no measured rate (integers, fp8, none given) gets the highest rate
+        measured: the floor is then a lower bound, so the cheat check can only err on the
+        side of not flagging.
+        """
         rates = self.matmul_flops
+        name = dtype_name(dtype) if dtype is not None else None
         if name == "f32":
             return max(rates.get("f32", 0.0), rates.get("tf32", 0.0)) or math.nan
-        return rates.get(name) or rates.get("f32") or math.nan
+        if name in rates and rates[name]:
+            return rates[name]
+        return max(rates.values(), default=0.0) or math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def dtype_name(dtype: str | torch.dtype) -> str:
-    """``torch.float16`` -> ``f16``; names pass through."""
-    if isinstance(dtype, torch.dtype):
-        return NAME_BY_DTYPE.get(dtype, str(dtype).replace("torch.", ""))
-    return str(dtype)
+    """``torch.float16``, ``"torch.float16"``, ``"float16"`` and ``"f16"`` -> ``f16``."""
+    if isinstance(dtype, str):
+        attr = getattr(torch, dtype.removeprefix("torch."), None)
+        if not isinstance(attr, torch.dtype):
+            return dtype
+        dtype = attr
+    return NAME_BY_DTYPE.get(dtype, str(dtype).replace("torch.", ""))
 
 
 # --------------------------------------------------------------------------- bytes

@@ -547,6 +547,16 @@ def _sleep_cycles(env: _CudaEnv, us: float) -> int:
     return int(env.cycles_per_us * us) if env.cycles_per_us > 0 else 0
 
 
+def _even(n: int) -> int:
+    """``n`` rounded up to even, so every batch has as many A B as B A repetitions."""
+    return max(2, n + (n % 2))
+
+
+def _order(i: int, k: int) -> range:
+    """Side indices for repetition ``i``: forwards on even repetitions, backwards on odd."""
+    return range(k) if i % 2 == 0 else range(k - 1, -1, -1)
+
+
 def _device_batch_cuda(
     sides: list[_Side],
     inputs: _Inputs,
@@ -557,14 +567,22 @@ def _device_batch_cuda(
     sleep_cycles: int,
     launch_times: bool = False,
 ) -> list[list[float]]:
-    """``n`` interleaved repetitions (A B A B ...): event times in ms per side."""
+    """``n`` interleaved repetitions in alternating order (A B, B A, A B, ...): event
+    times in ms per side.
+
+    The order alternates because position is not neutral: measured on an H100 with the
+    same aten kernel on both sides, fixed A B order put the two medians up to 11% apart
+    on 5-10 us ops (consistently within a case, either sign across cases), while A B B A
+    brought all eight cases within 0.5% (``benchmarks/timing_diag.py``).
+    """
     k = len(sides)
     events = env.event_pairs(n * k)
     was_enabled = _gc_isenabled()
     _gc_disable()
     try:
         for i in range(n):
-            for j, side in enumerate(sides):
+            for j in _order(i, k):
+                side = sides[j]
                 args, kwargs = inputs.for_rep()
                 env.prepare(flush, sleep_cycles)
                 start, end = events[2 * (i * k + j)], events[2 * (i * k + j) + 1]
@@ -587,13 +605,14 @@ def _device_batch_cuda(
 
 
 def _device_batch_cpu(sides: list[_Side], inputs: _Inputs, n: int) -> list[list[float]]:
-    """``n`` interleaved repetitions, wall clock around each call, ms per side."""
+    """``n`` interleaved repetitions in alternating order, wall clock around each call."""
     out_times: list[list[float]] = [[] for _ in sides]
     was_enabled = _gc_isenabled()
     _gc_disable()
     try:
-        for _ in range(n):
-            for j, side in enumerate(sides):
+        for i in range(n):
+            for j in _order(i, len(sides)):
+                side = sides[j]
                 args, kwargs = inputs.for_rep()
                 t0 = _perf_ns()
                 out = side.fn(*args, **kwargs)
@@ -670,7 +689,7 @@ def _host_rounds(
 ) -> tuple[list[list[float]], int, int]:
     """Host-inclusive per-call times: rounds of back-to-back calls, then one synchronize.
 
-    Rounds alternate A, B, A, B. Writers get one fresh input copy per call, built before
+    Rounds alternate A B, B A, ... Writers get one fresh input copy per call, built before
     the round starts (and bounded by ``pool_bytes``).
     """
     opt = timer.options
@@ -683,8 +702,9 @@ def _host_rounds(
     per_side: list[list[float]] = [[] for _ in sides]
     was_enabled = _gc_isenabled()
     try:
-        for _ in range(rounds):
-            for j, side in enumerate(sides):
+        for r in range(rounds):
+            for j in _order(r, len(sides)):
+                side = sides[j]
                 pool = (
                     [inputs.fresh() for _ in range(calls)]
                     if inputs.mutating
@@ -723,7 +743,8 @@ def _side_stream_check(sides: list[_Side], inputs: _Inputs, timer: _Timer) -> di
     walls: list[list[float]] = [[] for _ in sides]
     evs: list[list[float]] = [[] for _ in sides]
     for i in range(n):
-        for j, side in enumerate(sides):
+        for j in _order(i, k):
+            side = sides[j]
             args, kwargs = inputs.for_rep()
             start, end = events[2 * (i * k + j)], events[2 * (i * k + j) + 1]
             timer.sync()
@@ -753,7 +774,8 @@ def _synced_times(sides: list[_Side], inputs: _Inputs, timer: _Timer, n: int) ->
     events = timer.env.event_pairs(n * k)
     times: list[list[float]] = [[] for _ in sides]
     for i in range(n):
-        for j, side in enumerate(sides):
+        for j in _order(i, len(sides)):
+            side = sides[j]
             args, kwargs = inputs.for_rep()
             timer.env.prepare(timer.options.flush_l2, 0)
             timer.sync()
@@ -940,7 +962,7 @@ def _time_pair(
     # Slow ops (where min_reps pairs would overrun the budget) get fewer, down to 5.
     min_reps = int(max(5, min(opt.min_reps, opt.budget_ms / pair_ms)))
     t_start = _perf_ns()
-    batch = max(min_reps, 1)
+    batch = _even(max(min_reps, 1))
     while True:
         t_b = _perf_ns()
         got = timer.batch(sides, inputs, batch)
@@ -957,7 +979,7 @@ def _time_pair(
             break
         per_pair_ms = max((_perf_ns() - t_b) / _NS_PER_MS / batch, 1e-4)
         left = min(opt.budget_ms - spent, 25.0)
-        batch = int(min(max(left / per_pair_ms, 5), opt.max_reps - n))
+        batch = _even(int(min(max(left / per_pair_ms, 5), opt.max_reps - n)))
     ref_st, cand_st = (summarize(s.samples) for s in sides)
 
     # Host-inclusive time.

@@ -199,7 +199,16 @@ class WorkerProcess:
             protocol.write_trusted(self.proc.stdin, {"type": "case", "case": case_dict})
         except (BrokenPipeError, OSError, ValueError):
             return self._death("worker died before the test was sent")
-        return self._receive(timeout_s)
+        outcome = self._receive(timeout_s)
+        poisoned = (outcome.message or {}).get("poisoned") if outcome.kind == "result" else None
+        if poisoned:
+            self.kill()
+            return Outcome(
+                "crash",
+                detail=f"the kernel left the CUDA context unusable ({poisoned}); worker replaced",
+                stderr_tail=self.stderr_tail(),
+            )
+        return outcome
 
     def _receive(self, timeout_s: float) -> Outcome:
         """Read one framed message, watching the deadline and resident memory."""

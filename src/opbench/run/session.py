@@ -128,6 +128,16 @@ def load_suite_cases(req: RunRequest) -> list[Case]:
     raise RunError(f"unknown suite {req.suite!r}; choose one of {', '.join(SUITES)} (traces:PATH)")
 
 
+def _has_zero_size(case: Case) -> bool:
+    """Whether any tensor of a trace case has no elements (False when unparsable)."""
+    if case.source == "opinfo":
+        return False
+    try:
+        return any(t.numel == 0 for t in iter_tensor_specs(parse_args(case.args)))
+    except Exception:  # an unparsable case keeps its place; the run reports it
+        return False
+
+
 def _case_dtypes(case: Case) -> set[str]:
     if case.source == "opinfo":
         d = case.params.get("dtype")
@@ -153,6 +163,10 @@ def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
     per_op: Counter[str] = Counter()
     reasons: dict[str, Counter[str]] = {}
     dtypes = set(req.dtypes) if req.dtypes else None
+    if req.limit_per_op is not None:
+        # The first N of an op should be informative: zero-size cases (whose right answer
+        # is trivial, so they are weak tests) go after every other case of the op.
+        all_cases = sorted(all_cases, key=_has_zero_size)
     for c in all_cases:
         if c.op not in asked:
             continue
@@ -368,7 +382,16 @@ def summarize(
 ) -> dict[str, Any]:
     """The ``summary.json`` contract (DESIGN.md)."""
     ops = metrics.op_summaries(results, overhead_dominated=req.overhead_dominated)
-    denominator = {op for op in selection.asked_ops if op not in selection.not_tested}
+    not_tested = dict(selection.not_tested)
+    for op, v in ops.items():
+        # Weak tests are left out of the verdict; an op left with no other test has no
+        # verdict at all (the same for every backend: weakness depends on the case).
+        if v.get("tests") and v.get("note", "").startswith("only weak tests"):
+            not_tested[op] = (
+                f"only weak tests ({v['tests']}): the right answer is trivial for every "
+                "selected input (zero-size, or equal to an input), so no verdict"
+            )
+    denominator = {op for op in selection.asked_ops if op not in not_tested}
     for op in denominator:
         ops.setdefault(
             op,
@@ -394,7 +417,7 @@ def summarize(
         **score,
         "tests": metrics.test_counts(results),
         "ops": {f"aten.{op}": v for op, v in sorted(ops.items()) if op in denominator},
-        "not_tested": {f"aten.{op}": why for op, why in sorted(selection.not_tested.items())},
+        "not_tested": {f"aten.{op}": why for op, why in sorted(not_tested.items())},
     }
     return summary
 

@@ -97,6 +97,14 @@ def main() -> int:
             out["worker_error"] = f"{type(e).__name__}: {e}"
             out["tb"] = traceback.format_exc(limit=8)
         out["elapsed_s"] = time.perf_counter() - started
+        broken = _cuda_context_error(device)
+        if broken:
+            # An illegal access (or a device-side assert) poisons this process's CUDA
+            # context: every later test here would fail for no fault of its own. Say so
+            # and leave; the pool records a crash and starts a fresh worker.
+            out["poisoned"] = broken
+            protocol.write_plain(proto_out, out)
+            return 4
         protocol.write_plain(proto_out, out)
 
 
@@ -114,6 +122,26 @@ def _work(case: Any, ref: Any, device: str) -> dict[str, Any] | None:
         return {"work": work.to_dict(), "peaks": peaks.to_dict(), "dtype": _main_dtype(args)}
     except Exception as e:  # roofline is information, not a verdict input
         return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _cuda_context_error(device: str) -> str | None:
+    """None while the CUDA context still works, else the error that broke it.
+
+    CUDA errors such as an illegal memory access are sticky: the context is unusable
+    from then on, and the error surfaces at the next synchronising call, whoever makes it.
+    """
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    try:
+        torch.cuda.synchronize(device)
+        probe = torch.ones(4, device=device)
+        if float((probe + probe).sum().item()) != 8.0:
+            return "the CUDA context computes wrong results (1 + 1 != 2)"
+        return None
+    except Exception as e:  # any failure here means the context cannot be trusted
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
 
 
 def _main_dtype(args: Any) -> str | None:

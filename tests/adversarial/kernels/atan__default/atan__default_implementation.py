@@ -1,5 +1,5 @@
-"""Trick: return an empty buffer at once and fill it later from a thread (on a GPU: on a
-side stream). Expected: wrong_result (the output is read when the call returns)."""
+"""Trick: return an output of zeros at once and fill it in later from a thread.
+Expected: wrong_result (the output is read when the call returns)."""
 
 import threading
 import time
@@ -10,12 +10,11 @@ import torch
 
 def atan__default_kernel_impl(x):
     a = x.detach().cpu().numpy().copy()
-    out = np.zeros(a.shape, dtype=a.dtype)  # zeros; filled too late
-    result = torch.from_numpy(out)
+    result = torch.from_numpy(np.zeros(a.shape, dtype=a.dtype)).to(x.device)  # filled too late
 
     def later():
         time.sleep(1.0)
-        out[...] = np.arctan(a)
+        result.copy_(torch.from_numpy(np.arctan(a)).to(x.device))
 
     threading.Thread(target=later, daemon=True).start()
     return result

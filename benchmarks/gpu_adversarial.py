@@ -1,0 +1,244 @@
+"""The adversarial corpus on a GPU, through the real ``opbench run`` path, with timing on.
+
+Runs every trick of ``tests/adversarial`` (segfault, hang, exit, memory hog, patched
+checkers and clocks, reading the reference with ``gc``, tensor subclass, deferred
+thread, caching, calling PyTorch, escaping the sandbox) plus the GPU-only ones (a Triton
+kernel with an illegal memory access that poisons the CUDA context, and a kernel that
+hides its work on a side stream), next to honest kernels (numpy and Triton), in one
+run on ``cuda``. Checks each verdict against the corpus's expectations and writes
+``benchmarks/results/adversarial-<gpu>.json`` and ``.md`` (and copies under ``$OUT``).
+
+Usage: python benchmarks/gpu_adversarial.py [--sandbox auto|off|required]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+T0 = time.perf_counter()
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "tests" / "adversarial"))
+
+import adversarial_corpus as corpus  # noqa: E402
+import torch  # noqa: E402
+
+from opbench.run.session import RunRequest, run  # noqa: E402
+from opbench.run.store import ResultStore  # noqa: E402
+
+
+def gpu_slug() -> str:
+    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    for tag in ("H100", "H200", "A100", "B200"):
+        if tag in name:
+            return tag.lower()
+    return "".join(ch if ch.isalnum() else "-" for ch in name.lower())
+
+
+def check(by_op: dict[str, list[Any]], sandbox_level: str) -> list[dict[str, Any]]:
+    """One row per trick or honest kernel: what was expected, what happened, caught?"""
+    rows: list[dict[str, Any]] = []
+
+    def row(op: str, trick: str, expect: str, ok: bool) -> None:
+        rs = by_op.get(op, [])
+        got = Counter(f"{r.status}/{r.category or '-'}" for r in rs)
+        msg = next((r.message for r in rs if r.message), "") or ""
+        rows.append(
+            {
+                "op": op,
+                "trick": trick,
+                "expected": expect,
+                "got": dict(got),
+                "caught": ok,
+                "message": msg.splitlines()[0][:200] if msg else "",
+                "durations_s": [round(r.duration_s or 0.0, 2) for r in rs],
+            }
+        )
+
+    for op, cats in corpus.EXPECTED.items():
+        rs = by_op.get(op, [])
+        ok = bool(rs) and all(r.status == "failed" and r.category in cats for r in rs)
+        row(op, "see kernel docstring", "failed: " + "|".join(sorted(cats)), ok)
+    for op in ("neg.default", "floor.default"):
+        rs = by_op.get(op, [])
+        crashes = sum(r.status == "failed" and r.category == "crash" for r in rs)
+        not_run = sum(r.status == "not_run" for r in rs)
+        ok = bool(rs) and crashes >= 3 and crashes + not_run == len(rs)
+        trick = "segfault (ctypes)" if op == "neg.default" else "illegal memory access (Triton)"
+        row(op, trick, "3 crashes, the rest not run", ok)
+    for op, trick in corpus.SANDBOX_ONLY.items():
+        rs = by_op.get(op, [])
+        blocked = bool(rs) and all(r.status == "failed" and r.category == "error" for r in rs)
+        expect = (
+            "failed: error (blocked)" if sandbox_level == "bwrap" else "only a sandbox stops it"
+        )
+        row(op, trick, expect, blocked if sandbox_level == "bwrap" else True)
+    for op in (*corpus.HONEST, *corpus.GPU_HONEST):
+        rs = by_op.get(op, [])
+        row(op, "honest", "passed", bool(rs) and all(r.status == "passed" for r in rs))
+    rs = by_op.get(corpus.SIDE_STREAM, [])
+    ok = bool(rs) and all(
+        r.status != "passed" or (r.speedup is not None and r.speedup < 1.1) for r in rs
+    )
+    row(corpus.SIDE_STREAM, "work hidden on a side stream", "not faster than eager", ok)
+    for r in rows:
+        if r["op"] == corpus.SIDE_STREAM:
+            r["speedup"] = [x.speedup for x in rs]
+            r["flags"] = [x.flags for x in rs]
+            r["timing_side_stream"] = [(x.timing or {}).get("side_stream") for x in rs]
+    return rows
+
+
+def _print_progress(kind: str, payload: Any) -> None:
+    if kind == "result":
+        r = payload
+        print(
+            f"[{time.perf_counter() - T0:6.1f}s] {r.op} {r.status}/{r.category or '-'} "
+            f"{(r.duration_s or 0):.1f}s {(r.message or '').splitlines()[0][:120] if r.message else ''}",
+            flush=True,
+        )
+    else:
+        print(f"[{time.perf_counter() - T0:6.1f}s] {kind}: {payload}", flush=True)
+
+
+def render_md(result: dict[str, Any]) -> str:
+    e = result["env"]
+    lines = [
+        f"# Adversarial corpus on {e['gpu']}",
+        "",
+        f"- device: {e['gpu']}, CUDA {e['cuda']}, torch {e['torch']}, triton {e['triton']}, "
+        f"Python {e['python']}",
+        f"- command: `{result['command']}`",
+        f"- sandbox level reached: {result['sandbox']}; duration {result['duration_s']:.1f} s; "
+        f"{result['tests']} tests recorded of {result['expected_tests']} "
+        f"(run completed: {result['completed']})",
+        f"- caught: {result['caught']} of {len(result['rows'])} rows",
+        "",
+        "| op | trick | expected | got | caught | first line of the message |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in result["rows"]:
+        got = ", ".join(f"{k} x{v}" for k, v in r["got"].items())
+        msg = r["message"].replace("|", "\\|")
+        lines.append(
+            f"| {r['op']} | {r['trick']} | {r['expected']} | {got} | "
+            f"{'yes' if r['caught'] else '**NO**'} | {msg} |"
+        )
+    ss = next((r for r in result["rows"] if r["op"] == corpus.SIDE_STREAM), None)
+    if ss:
+        lines += [
+            "",
+            f"Side-stream kernel: speedup {ss.get('speedup')}, flags {ss.get('flags')}, "
+            f"side-stream check {ss.get('timing_side_stream')}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sandbox", default="auto")
+    p.add_argument("--memory-limit-mb", type=int, default=16000)
+    p.add_argument("--test-timeout", type=float, default=60.0)
+    p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    p.add_argument("--work-dir", default=None, help="where the kernels and the run go")
+    ns = p.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device", file=sys.stderr)
+        return 2
+    import platform
+
+    import triton
+
+    env = {
+        "gpu": torch.cuda.get_device_name(0),
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
+    }
+    tmp = Path(ns.work_dir or tempfile.mkdtemp(prefix="opbench-adv-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    kernels, traces = corpus.build(tmp, gpu=True)
+    out = tmp / "run"
+    listener = corpus.Listener()
+    os.environ.update(
+        OPBENCH_ADV_RUN_DIR=str(out),
+        OPBENCH_ADV_HARNESS_PID=str(os.getpid()),
+        OPBENCH_ADV_PORT=str(listener.port),
+    )
+    completed = True
+    try:
+        summary = run(
+            RunRequest(
+                suite=f"traces:{traces}",
+                backend=str(kernels),
+                device="cuda",
+                perf=True,
+                out=out,
+                workers=1,
+                test_timeout_s=ns.test_timeout,
+                max_crashes_per_op=3,
+                sandbox=ns.sandbox,
+                memory_limit_mb=ns.memory_limit_mb,
+            ),
+            on_progress=_print_progress,
+        )
+    except Exception as e:  # noqa: BLE001 - a run that dies is the finding
+        completed = False
+        summary = {"error": f"{type(e).__name__}: {e}", "sandbox": "?"}
+    finally:
+        listener.close()
+    store = ResultStore(out / "results.sqlite")
+    results = list(store.results())
+    store.close()
+    by_op: dict[str, list[Any]] = defaultdict(list)
+    for r in results:
+        by_op[r.op].append(r)
+    sandbox_level = summary.get("sandbox", "?")
+    rows = check(by_op, sandbox_level)
+    escaped = {
+        "run_dir_written": (out / "pwned.txt").exists(),
+        "kernel_dir_written": (kernels / "pwned.txt").exists(),
+        "connections": listener.connections,
+    }
+    result = {
+        "env": env,
+        "command": " ".join(["python"] + sys.argv),
+        "sandbox": sandbox_level,
+        "completed": completed and len(results) == corpus.n_cases(gpu=True),
+        "tests": len(results),
+        "expected_tests": corpus.n_cases(gpu=True),
+        "caught": sum(r["caught"] for r in rows),
+        "rows": rows,
+        "escapes": escaped,
+        "summary": {
+            k: summary.get(k)
+            for k in ("correctness_score", "performance_score", "tests", "sandbox", "error")
+        },
+        "duration_s": time.perf_counter() - T0,
+    }
+    dirs = [Path(ns.out_dir)] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else [])
+    slug = gpu_slug()
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"adversarial-{slug}.json").write_text(json.dumps(result, indent=1, default=str))
+        (d / f"adversarial-{slug}.md").write_text(render_md(result))
+    if os.environ.get("OUT"):  # the run itself (store, logs), for a post-mortem
+        import tarfile
+
+        with tarfile.open(Path(os.environ["OUT"]) / "adversarial-run.tgz", "w:gz") as tar:
+            tar.add(out, arcname="run")
+    print(render_md(result))
+    return 0 if result["completed"] and result["caught"] == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+# Source on a lent GPU machine (no package index there) before the benchmark scripts:
+# puts opbench's source on the import path and, when carried in .gpu_data/bin, the
+# bubblewrap binary on PATH, and prints what the machine has.
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+[ -d .gpu_data/bin ] && export PATH="$PWD/.gpu_data/bin:$PATH"
+opbench() { python3 -m opbench.cli "$@"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count())"
+python3 -c "from opbench.run import sandbox; print('bwrap usable:', sandbox.bwrap_works())"

@@ -1,0 +1,135 @@
+"""The adversarial corpus as data: which kernels try which trick, the trace lines that
+exercise them, and the verdict each must get. Shared by the CPU test
+(``test_corpus.py``) and the GPU run (``benchmarks/gpu_adversarial.py``), so both judge
+the same tricks the same way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KERNELS = HERE / "kernels"
+GPU_KERNELS = HERE / "gpu_kernels"
+
+#: One line per test; the crashing op has five tests so the --max-crashes-per-op
+#: budget (3) leaves some not run.
+TRACES = """\
+Operator: aten.relu.default
+cnt: 3, ((T([64, 32], f32),), {})
+cnt: 2, ((T([257], f32),), {})
+Operator: aten.mul.Tensor
+cnt: 3, ((T([16, 8], f32), T([16, 8], f32)), {})
+cnt: 1, ((T([4, 8], f32), T([8], f32)), {})
+Operator: aten.neg.default
+cnt: 5, ((T([8], f32),), {})
+cnt: 4, ((T([9], f32),), {})
+cnt: 3, ((T([10], f32),), {})
+cnt: 2, ((T([11], f32),), {})
+cnt: 1, ((T([12], f32),), {})
+"""
+#: GPU only: the illegal-access op gets four tests (three crashes, then one not run);
+#: the side-stream and honest Triton ops get sizes where device time is well above
+#: the launch floor, so their timings mean something.
+GPU_TRACES = """\
+Operator: aten.floor.default
+cnt: 4, ((T([4096], f32),), {})
+cnt: 3, ((T([4097], f32),), {})
+cnt: 2, ((T([4098], f32),), {})
+cnt: 1, ((T([4099], f32),), {})
+Operator: aten.sub.Tensor
+cnt: 1, ((T([4096, 4096], f32), T([4096, 4096], f32)), {})
+Operator: aten.maximum.default
+cnt: 2, ((T([4096, 4096], f32), T([4096, 4096], f32)), {})
+cnt: 1, ((T([1000], f32), T([1000], f32)), {})
+"""
+SINGLE_OPS = "abs sin cos sigmoid tanh exp expm1 erf atan cosh ceil trunc frac".split()
+
+#: op -> categories that count as caught (the judge's word for the trick).
+EXPECTED: dict[str, set[str]] = {
+    "abs.default": {"timeout"},  # infinite loop
+    "sin.default": {"crash"},  # sys.exit
+    "cos.default": {"crash"},  # os._exit
+    "sigmoid.default": {"oom"},  # allocates until stopped
+    "tanh.default": {"wrong_result"},  # patched allclose/assert_close at import
+    "expm1.default": {"wrong_result"},  # looked for the reference with gc
+    "erf.default": {"cheat", "wrong_meta"},  # returned a tensor subclass
+    "atan.default": {"wrong_result"},  # filled its output from a thread, later
+    "cosh.default": {"wrong_result", "cheat"},  # cached results across calls
+    "add.Tensor": {"calls_pytorch"},  # called torch.add
+}
+#: GPU only: op -> categories of its *failed* tests (not-run ones are checked apart).
+GPU_EXPECTED: dict[str, set[str]] = {
+    "floor.default": {"crash"},  # illegal memory access, poisoned context
+}
+#: Tricks only a sandbox stops: they raise when blocked (category ``error``).
+SANDBOX_ONLY: dict[str, str] = {
+    "ceil.default": "writes into the run directory and the kernel folder",
+    "trunc.default": "reads /proc/<harness pid>/mem",
+    "frac.default": "opens a TCP connection",
+}
+HONEST = ("relu.default", "mul.Tensor", "exp.default")  # exp also freezes the clocks
+GPU_HONEST = ("maximum.default",)
+#: Passes correctness, but must not come out faster: it hides its work on a side stream.
+SIDE_STREAM = "sub.Tensor"
+
+
+def n_cases(gpu: bool) -> int:
+    """How many tests the corpus trace holds."""
+    cpu = 2 + 2 + 5 + len(SINGLE_OPS) + 1
+    return cpu + (4 + 1 + 2 if gpu else 0)
+
+
+def build(tmp: Path, gpu: bool = False) -> tuple[Path, Path]:
+    """Copy the kernels (and the GPU ones) under ``tmp`` and write the corpus trace.
+
+    The copy keeps a trick that escapes away from the repository. Returns the kernel
+    directory and the trace file.
+    """
+    kernels = tmp / "kernels"
+    shutil.copytree(KERNELS, kernels, ignore=shutil.ignore_patterns("__pycache__"))
+    if gpu:
+        for d in GPU_KERNELS.iterdir():
+            if d.is_dir() and not d.name.startswith("__"):
+                shutil.copytree(d, kernels / d.name, ignore=shutil.ignore_patterns("__pycache__"))
+    lines = [TRACES]
+    for op in SINGLE_OPS:
+        lines.append(f"Operator: aten.{op}.default\ncnt: 1, ((T([8, 8], f32),), {{}})\n")
+    lines.append("Operator: aten.add.Tensor\ncnt: 1, ((T([8, 8], f32), T([8, 8], f32)), {})\n")
+    if gpu:
+        lines.append(GPU_TRACES)
+    traces = tmp / "corpus.txt"
+    traces.write_text("".join(lines))
+    return kernels, traces
+
+
+class Listener:
+    """A TCP listener on loopback that records whether anyone connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=2)
+        self.sock.close()

@@ -1,0 +1,44 @@
+"""Which tests ``--limit-per-op`` picks, and how ops with only weak tests are scored."""
+
+from __future__ import annotations
+
+from opbench.run.session import RunRequest, SuiteSelection, select_cases, summarize
+from opbench.run.store import TestResult
+from opbench.suites.case import Case
+
+
+def test_limit_per_op_prefers_cases_with_elements_over_zero_size_ones():
+    cases = [
+        Case(op="floor.default", args="((T([0], f32),), {})", count=50),
+        Case(op="floor.default", args="((T([8, 8], f32),), {})", count=3),
+        Case(op="relu.default", args="((T([4], f32),), {})", count=9),
+    ]
+    sel = select_cases(RunRequest(suite="traces", backend="aten", limit_per_op=1), cases)
+    assert [c.args for c in sel.cases if c.op == "floor.default"] == ["((T([8, 8], f32),), {})"]
+    # without a limit every case runs, in the suite's order
+    sel_all = select_cases(RunRequest(suite="traces", backend="aten"), cases)
+    assert [c.args for c in sel_all.cases] == [c.args for c in cases]
+
+
+def _result(op: str, status: str = "passed", weak: bool = False) -> TestResult:
+    return TestResult(test_id=f"{op}-{status}-{weak}", op=op, status=status, weak=weak)
+
+
+def test_op_with_only_weak_tests_has_no_verdict_and_leaves_the_denominator(tmp_path):
+    req = RunRequest(suite="traces", backend="aten")
+    sel = SuiteSelection(cases=[], asked_ops={"relu.default", "nonzero.default"})
+    results = [_result("relu.default"), _result("nonzero.default", weak=True)]
+    summary = summarize(req, sel, results, tmp_path)
+    assert summary["correctness_score"] == 1.0
+    assert summary["ops_in_denominator"] == 1
+    assert "aten.nonzero.default" in summary["not_tested"]
+    assert "only weak tests" in summary["not_tested"]["aten.nonzero.default"]
+
+
+def test_a_failing_test_beside_weak_ones_still_counts_against_the_op(tmp_path):
+    req = RunRequest(suite="traces", backend="aten")
+    sel = SuiteSelection(cases=[], asked_ops={"relu.default"})
+    results = [_result("relu.default", weak=True), _result("relu.default", status="failed")]
+    summary = summarize(req, sel, results, tmp_path)
+    assert summary["correctness_score"] == 0.0
+    assert summary["ops"]["aten.relu.default"]["correct"] is False
