@@ -145,7 +145,7 @@ def render_md(result: dict[str, Any]) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sandbox", default="auto")
-    p.add_argument("--memory-limit-mb", type=int, default=16000)
+    p.add_argument("--memory-limit-mb", type=int, default=6000)
     p.add_argument("--test-timeout", type=float, default=60.0)
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     p.add_argument("--work-dir", default=None, help="where the kernels and the run go")

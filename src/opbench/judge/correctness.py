@@ -67,6 +67,13 @@ __all__ = [
     "trivial_answers",
 ]
 
+#: Eager NaN (where float64 is finite) at this many positions or more marks eager as
+#: unreliable for judging non-finite positions of that output.
+EAGER_UNRELIABLE_MIN = 16
+#: ... and then a candidate may be non-finite (where eager and float64 are finite) at up
+#: to this many times eager's count (eager's own count varies ~6x between calls there).
+EAGER_UNRELIABLE_FACTOR = 10
+
 #: Multiple of eager PyTorch's own error (vs float64) a candidate may have.
 K: float = 3.0
 
@@ -343,31 +350,52 @@ def compare_tensor(
         details["reference"] = "eager"
     shape_r = tuple(cr.shape)
 
-    # --- NaN positions: a candidate NaN must be one that eager or the float64 reference
-    # also has, and a NaN that both have must be reproduced. Where only eager has a NaN,
-    # that is eager's own error (seen on CPU: float16 grid_sampler_2d gives ~17,000 NaN
-    # where float64 gives none, and a slightly different set with another thread count):
-    # the candidate may copy it, or give a finite value, which is then checked against
-    # the reference below with no eager error to lean on.
+    # --- NaN and Inf positions must agree with eager, except where eager is non-finite
+    # and the float64 reference is not: that is eager's own error, and the candidate may
+    # copy it or give a finite value (then checked against the reference below, with no
+    # eager error to lean on).
+    r_fin = torch.isfinite(rr) if rr is not er else None
+    if r_fin is not None:
+        # Eager non-finite where the float64 value is finite is eager's own error.
+        trouble = ~torch.isfinite(er) & r_fin
+        n_trouble = int(trouble.sum())
+        spurious = ~torch.isfinite(cr) & torch.isfinite(er) & r_fin
+        n_spurious = int(spurious.sum())
+        if (
+            n_spurious
+            and n_trouble >= EAGER_UNRELIABLE_MIN
+            and n_spurious <= EAGER_UNRELIABLE_FACTOR * n_trouble
+        ):
+            # Many such positions, and not reproducible (float16 grid_sampler_2d on CPU:
+            # 2,700 to 17,000 NaN and some Inf in 2.2M outputs, a different set on every
+            # call): eager cannot judge non-finite positions here. The caller leaves the
+            # test out of the verdict; a candidate with far more trouble than eager fails.
+            details["eager_unreliable"] = (
+                f"eager is non-finite at {n_trouble} positions where float64 is finite; the "
+                f"candidate at {n_spurious} where neither is"
+            )
+            cr = torch.where(spurious, torch.nan, cr)
+            er = torch.where(spurious, torch.nan, er)
+        excused = trouble & torch.isfinite(cr)
+        if bool(excused.any()):
+            # the candidate is finite where eager failed: judge it against the reference
+            details["eager_nonfinite_not_in_reference"] = int(excused.sum())
+            er = torch.where(excused, rr, er)
+        cr_nonfin = trouble & ~torch.isfinite(cr)
+        if bool(cr_nonfin.any()):
+            # both eager and the candidate fail there: PyTorch's behaviour, accepted
+            cr = torch.where(cr_nonfin, torch.nan, cr)
+            er = torch.where(cr_nonfin, torch.nan, er)
     c_nan, e_nan = torch.isnan(cr), torch.isnan(er)
-    r_nan = torch.isnan(rr) if rr is not er else e_nan
-    extra_nan = c_nan & ~e_nan & ~r_nan
-    lost_nan = ~c_nan & e_nan & r_nan
-    if bool(extra_nan.any()) or bool(lost_nan.any()):
-        bad = (extra_nan | lost_nan).reshape(-1).nonzero()
+    if not torch.equal(c_nan, e_nan):
+        bad = (c_nan != e_nan).reshape(-1).nonzero()
         first = int(bad[0])
         return Comparison(
             "nan_mismatch",
-            f"{where}: NaN at {int(bad.numel())} positions differs from eager "
-            f"({int(extra_nan.sum())} NaN that eager and the float64 reference lack, "
-            f"{int(lost_nan.sum())} NaN of both missing); at "
+            f"{where}: NaN at {int(bad.numel())} positions differs from eager; at "
             f"{_fmt_index(first, shape_r)} got {cr.reshape(-1)[first].item()}, "
             f"expected {er.reshape(-1)[first].item()}",
         )
-    eager_only = ~c_nan & e_nan & ~r_nan
-    if bool(eager_only.any()):
-        details["eager_nan_not_in_reference"] = int(eager_only.sum())
-        er = torch.where(eager_only, rr, er)
     c_inf, e_inf = torch.isinf(cr), torch.isinf(er)
     inf_bad = (c_inf | e_inf) & ~((c_inf & e_inf) & (torch.sign(cr) == torch.sign(er)))
     if bool(inf_bad.any()):

@@ -928,9 +928,13 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
             worst_rel = max(worst_rel or 0.0, res.max_rel_err)
         previous.append((tr.outputs, exp.eager))
         # 6. weak?
+        unreliable = _eager_unreliable(res.details)
         if uninitialized:
             weak_flags.append(True)
             trivial_seen[tr.seed] = ["any values (uninitialised output)"]
+        elif unreliable:
+            weak_flags.append(True)
+            trivial_seen[tr.seed] = [f"anything: eager PyTorch is unreliable here ({unreliable})"]
         elif options.check_weak and (not weak_flags or all(weak_flags)):
             # (once one trial is not weak the test is not weak: later trials skip the check)
             triv = corr.trivial_answers(
@@ -993,6 +997,18 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
         max_rel_err=worst_rel,
         details=details,
     )
+
+
+def _eager_unreliable(details: dict[str, Any] | None) -> str | None:
+    """The reason eager PyTorch cannot judge this output, if a comparison found one."""
+    if not details:
+        return None
+    if isinstance(details.get("eager_unreliable"), str):
+        return details["eager_unreliable"]
+    for v in details.values():  # per-output details of a structured comparison
+        if isinstance(v, dict) and isinstance(v.get("eager_unreliable"), str):
+            return v["eager_unreliable"]
+    return None
 
 
 def _alias_problem(

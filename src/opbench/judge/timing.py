@@ -548,13 +548,21 @@ def _sleep_cycles(env: _CudaEnv, us: float) -> int:
 
 
 def _even(n: int) -> int:
-    """``n`` rounded up to even, so every batch has as many A B as B A repetitions."""
-    return max(2, n + (n % 2))
+    """``n`` rounded up to a multiple of 8: each batch is then balanced in every call
+    index modulo 2, 4 and 8 (Thue-Morse blocks of 8 repetitions)."""
+    return max(8, -(-n // 8) * 8)
 
 
 def _order(i: int, k: int) -> range:
-    """Side indices for repetition ``i``: forwards on even repetitions, backwards on odd."""
-    return range(k) if i % 2 == 0 else range(k - 1, -1, -1)
+    """Side indices for repetition ``i``, in Thue-Morse order: A B, B A, B A, A B, ...
+
+    Forwards when ``i`` has an even number of one bits, else backwards. Measured on an
+    H100 (``benchmarks/timing_diag.py``): one call position in every four ran ~10% slow
+    for small ops, whatever ran there, so fixed A B order and plain A B / B A alternation
+    both handed that slot to one side. The Thue-Morse sequence gives each side every call
+    index modulo 2, 4 and 8 equally often.
+    """
+    return range(k) if bin(i).count("1") % 2 == 0 else range(k - 1, -1, -1)
 
 
 def _device_batch_cuda(
@@ -567,25 +575,30 @@ def _device_batch_cuda(
     sleep_cycles: int,
     launch_times: bool = False,
 ) -> list[list[float]]:
-    """``n`` interleaved repetitions in alternating order (A B, B A, A B, ...): event
-    times in ms per side.
+    """``n`` interleaved repetitions in Thue-Morse order (see :func:`_order`): event times
+    in ms per side.
 
-    The order alternates because position is not neutral: measured on an H100 with the
-    same aten kernel on both sides, fixed A B order put the two medians up to 11% apart
-    on 5-10 us ops (consistently within a case, either sign across cases), while A B B A
-    brought all eight cases within 0.5% (``benchmarks/timing_diag.py``).
+    The order matters: measured on an H100 with the same aten kernel on both sides, a
+    fixed A B order put the two medians up to 11% apart on 5-10 us ops (consistently
+    within a case, either sign across cases); blocks of A B then B A brought all eight
+    cases within 0.4%.
     """
     k = len(sides)
     events = env.event_pairs(n * k)
+    # Event pairs go by position in the sequence, not by side, so each side uses every
+    # event slot equally: the diagnostic's bias followed the slot as much as the order.
+    slots: list[list[int]] = [[] for _ in range(k)]
     was_enabled = _gc_isenabled()
     _gc_disable()
     try:
         for i in range(n):
-            for j in _order(i, k):
+            for pos, j in enumerate(_order(i, k)):
                 side = sides[j]
+                slot = 2 * (i * k + pos)
+                slots[j].append(slot)
                 args, kwargs = inputs.for_rep()
                 env.prepare(flush, sleep_cycles)
-                start, end = events[2 * (i * k + j)], events[2 * (i * k + j) + 1]
+                start, end = events[slot], events[slot + 1]
                 _ev_record(start, stream)
                 t0 = _perf_ns()
                 out = side.fn(*args, **kwargs)
@@ -598,10 +611,7 @@ def _device_batch_cuda(
     finally:
         if was_enabled:
             _gc_enable()
-    return [
-        [_ev_elapsed(events[2 * (i * k + j)], events[2 * (i * k + j) + 1]) for i in range(n)]
-        for j in range(k)
-    ]
+    return [[_ev_elapsed(events[s], events[s + 1]) for s in slots[j]] for j in range(k)]
 
 
 def _device_batch_cpu(sides: list[_Side], inputs: _Inputs, n: int) -> list[list[float]]:

@@ -101,7 +101,10 @@ class WorkerProcess:
         self.config = config
         self.stderr_path = log_dir / f"{name}.stderr.log"
         self._stderr = open(self.stderr_path, "ab")
-        self._buf = b""
+        # bytearray: appending is amortised O(1); ``bytes +=`` copied the whole buffer
+        # on every 1 MB read, quadratic in the size of a large test's reply (minutes for
+        # a few hundred MB of output copies).
+        self._buf = bytearray()
         self.ready_info: dict[str, Any] | None = None
         self.warm_thread: threading.Thread | None = None
         self.forked = forkserver is not None
@@ -218,18 +221,21 @@ class WorkerProcess:
         while True:
             if need is None and len(self._buf) >= protocol.HEADER_SIZE:
                 try:
-                    need = protocol.frame_length(self._buf[: protocol.HEADER_SIZE])
+                    need = protocol.frame_length(bytes(self._buf[: protocol.HEADER_SIZE]))
                 except protocol.ProtocolError as e:
                     self.kill()
                     return Outcome("crash", detail=str(e), stderr_tail=self.stderr_tail())
             if need is not None and len(self._buf) >= protocol.HEADER_SIZE + need:
-                data = self._buf[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need]
-                self._buf = self._buf[protocol.HEADER_SIZE + need :]
+                data = memoryview(self._buf)[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need]
                 try:
-                    return Outcome("result", message=protocol.decode_plain(data))
+                    message = protocol.decode_plain(data)
                 except protocol.ProtocolError as e:
                     self.kill()
                     return Outcome("crash", detail=str(e), stderr_tail=self.stderr_tail())
+                finally:
+                    data.release()
+                del self._buf[: protocol.HEADER_SIZE + need]
+                return Outcome("result", message=message)
             now = time.monotonic()
             if now >= deadline:
                 self.kill()
@@ -249,7 +255,7 @@ class WorkerProcess:
                 )
             try:
                 ready, _, _ = select.select([fd], [], [], min(0.2, deadline - now))
-                chunk = os.read(fd, 1 << 20) if ready else None
+                chunk = os.read(fd, 8 << 20) if ready else None
             except (OSError, ValueError):  # pipe closed under us (killed by another thread)
                 return self._death("worker pipe closed")
             if ready:
