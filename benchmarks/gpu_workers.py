@@ -1,0 +1,157 @@
+"""The traces suite on the GPUs of one machine: one worker against one per GPU, and a
+timing run.
+
+Runs ``opbench run --suite traces --backend aten --device cuda --limit-per-op 1`` as a
+correctness pass (``--no-perf``) with ``--workers 1`` and with ``--workers N`` (N = the
+number of visible GPUs, one worker each), then the timing pass (``--perf``) with N
+workers, each in its own run directory. Writes ``benchmarks/results/traces-<gpu>x<N>.json``
+and ``.md`` (and copies under ``$OUT``) with wall times, speedup of N workers over one,
+scores, and the timing pass's coverage (ops with both times, a spread, canary flags and a
+roofline fraction).
+
+Usage: python benchmarks/gpu_workers.py --traces .gpu_data/traces [--budget 170]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s)
+        rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-1500:]
+    except subprocess.TimeoutExpired as e:
+        rc, tail = "timeout", str(e.stdout or "")[-800:]
+    wall = time.perf_counter() - t0
+    res: dict[str, Any] = {"command": "opbench run " + " ".join(args), "rc": rc, "wall_s": wall}
+    summary = out / "summary.json"
+    if summary.exists():
+        s = json.loads(summary.read_text())
+        res.update(
+            {
+                k: s.get(k)
+                for k in (
+                    "correctness_score",
+                    "performance_score",
+                    "performance_score_host",
+                    "ops_in_denominator",
+                    "tests",
+                    "timing_s",
+                    "env",
+                )
+            }
+        )
+    db = out / "results.sqlite"
+    if db.exists():
+        con = sqlite3.connect(db)
+        res["tests_recorded"] = con.execute("select count(*) from results").fetchone()[0]
+        rows = con.execute(
+            "select op, speedup, speedup_host, spread, flags, details from results "
+            "where status = 'passed'"
+        ).fetchall()
+        con.close()
+        timed = [r for r in rows if r[1] is not None and r[2] is not None and r[3] is not None]
+        with_roofline = [r for r in timed if '"roofline"' in (r[5] or "")]
+        res["timed_ops"] = len({r[0] for r in timed})
+        res["timed_ops_with_roofline"] = len({r[0] for r in with_roofline})
+        flags: dict[str, int] = {}
+        for r in timed:
+            for f in json.loads(r[4] or "[]"):
+                flags[f] = flags.get(f, 0) + 1
+        res["flag_counts"] = flags
+    if rc != 0:
+        res["output_tail"] = tail
+    return res
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--traces", required=True)
+    p.add_argument("--budget", type=float, default=170.0, help="seconds per pass")
+    p.add_argument("--workdir", default="/tmp/opbench-workers")
+    p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    p.add_argument("--device", default="cuda", help="cuda; cpu only to smoke-test this script")
+    p.add_argument("--workers", type=int, default=None, help="default: the number of GPUs")
+    p.add_argument(
+        "--compare-ops",
+        type=int,
+        default=None,
+        help="run the 1-vs-N comparison on every k-th included op, this many in all",
+    )
+    p.add_argument("--timing-budget", type=float, default=None, help="seconds, timing pass")
+    ns = p.parse_args()
+    import torch
+
+    cuda = ns.device == "cuda"
+    n = ns.workers or (torch.cuda.device_count() if cuda else 2)
+    gpu = torch.cuda.get_device_name(0) if cuda else "cpu"
+    slug = "h200" if "H200" in gpu else "h100" if "H100" in gpu else "gpu"
+    base = ["--suite", "traces", "--traces", ns.traces, "--backend", "aten"]
+    base += ["--device", ns.device, "--limit-per-op", "1"]
+    wd = Path(ns.workdir)
+    cmp_args = list(base)
+    if ns.compare_ops:
+        sys.path.insert(0, str(REPO / "src"))
+        from opbench.suites.traces import build_trace_cases
+
+        ops = sorted({c.op for c in build_trace_cases(ns.traces, device=ns.device) if c.included})
+        step = max(1, len(ops) // ns.compare_ops)
+        cmp_args += ["--ops", ",".join(ops[::step][: ns.compare_ops])]
+    passes = {
+        "correctness_1_worker": run(
+            [*cmp_args, "--no-perf", "--workers", "1"], wd / "c1", ns.budget
+        ),
+        f"correctness_{n}_workers": run(
+            [*cmp_args, "--no-perf", "--workers", str(n)], wd / f"c{n}", ns.budget
+        ),
+        f"timing_{n}_workers": run(
+            [*base, "--perf", "--workers", str(n)], wd / f"t{n}", ns.timing_budget or ns.budget
+        ),
+    }
+    one, many = passes["correctness_1_worker"], passes[f"correctness_{n}_workers"]
+    result = {
+        "gpu": gpu,
+        "gpus": n,
+        "passes": passes,
+        "speedup_workers": (one["wall_s"] / many["wall_s"])
+        if one.get("rc") == 0 and many.get("rc") == 0
+        else None,
+    }
+    lines = [
+        f"# traces suite on {n} x {gpu}",
+        "",
+        "| pass | rc | wall s | tests | correctness | perf (device) | perf (host) | timed ops | with roofline |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, r in passes.items():
+        lines.append(
+            f"| {name} | {r['rc']} | {r['wall_s']:.1f} | {r.get('tests_recorded')} | "
+            f"{r.get('correctness_score')} | {r.get('performance_score')} | "
+            f"{r.get('performance_score_host')} | {r.get('timed_ops', '-')} | "
+            f"{r.get('timed_ops_with_roofline', '-')} |"
+        )
+    lines += ["", f"{n} workers over 1: {result['speedup_workers']}", ""]
+    lines += [f"- `{r['command'][:300]}`" for r in passes.values()]
+    for d in [Path(ns.out_dir)] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else []):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"traces-{slug}x{n}.json").write_text(json.dumps(result, indent=1, default=str))
+        (d / f"traces-{slug}x{n}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
