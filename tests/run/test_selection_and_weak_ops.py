@@ -42,3 +42,14 @@ def test_a_failing_test_beside_weak_ones_still_counts_against_the_op(tmp_path):
     summary = summarize(req, sel, results, tmp_path)
     assert summary["correctness_score"] == 0.0
     assert summary["ops"]["aten.relu.default"]["correct"] is False
+
+
+def test_op_whose_every_test_was_skipped_leaves_the_denominator(tmp_path):
+    req = RunRequest(suite="traces", backend="aten")
+    sel = SuiteSelection(cases=[], asked_ops={"relu.default", "_cudnn_rnn.default"})
+    skipped = TestResult(
+        test_id="rnn", op="_cudnn_rnn.default", status="skipped", message="random op"
+    )
+    summary = summarize(req, sel, [_result("relu.default"), skipped], tmp_path)
+    assert summary["correctness_score"] == 1.0
+    assert "random op" in summary["not_tested"]["aten._cudnn_rnn.default"]

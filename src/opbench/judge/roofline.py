@@ -126,13 +126,14 @@ def dtype_name(dtype: str | torch.dtype) -> str:
 # --------------------------------------------------------------------------- bytes
 
 
-def _tensors(obj: Any) -> list[torch.Tensor]:
+def tensors_in(obj: Any) -> list[torch.Tensor]:
+    """Every tensor in an argument tree (lists, tuples, dict values), in order."""
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in _tensors(v)]
+        return [t for v in obj for t in tensors_in(v)]
     if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _tensors(v)]
+        return [t for v in obj.values() for t in tensors_in(v)]
     return []
 
 
@@ -267,7 +268,7 @@ def _bind(op: str, args: list[Any], kwargs: dict[str, Any]) -> list[tuple[Any, A
 
 
 def _out_numel(outputs: Any) -> int:
-    return sum(t.numel() for t in _tensors(outputs))
+    return sum(t.numel() for t in tensors_in(outputs))
 
 
 def _count_bytes(
@@ -282,7 +283,7 @@ def _count_bytes(
     read_ts: list[torch.Tensor] = []
     written_args: list[torch.Tensor] = []  # tensors the schema says are written
     for a, name, v in bound:
-        ts = _tensors(v)
+        ts = tensors_in(v)
         if not ts:
             continue
         is_out = a is not None and getattr(a, "is_out", False)
@@ -297,14 +298,14 @@ def _count_bytes(
             continue
         read_ts.extend(ts)
     read = unique_bytes(read_ts)
-    out_ts = _tensors(outputs)
+    out_ts = tensors_in(outputs)
     if gather_src is not None:
         gathered = sum(t.numel() * t.element_size() for t in out_ts if t.is_floating_point())
         read += gathered
         notes.append(f"{gather_src} counted as gathered bytes")
     if partial:
         notes.append("partial in-place write counted 0")
-    input_keys = {_storage_key(t) for a, _n, v in bound for t in _tensors(v)}
+    input_keys = {_storage_key(t) for a, _n, v in bound for t in tensors_in(v)}
     written_keys = {_storage_key(t) for t in written_args}
     written: list[torch.Tensor] = []
     for t in out_ts:
@@ -381,9 +382,9 @@ def _count_flops(op: str, args: list[Any], kwargs: dict[str, Any], outputs: Any)
     if family.endswith("_") and not family.startswith("_"):
         family = family[:-1]
     bound = _bind(op, args, kwargs)
-    outs = _tensors(outputs)
+    outs = tensors_in(outputs)
     first_out = outs[0] if outs else None
-    ins = [t for _a, _n, v in bound for t in _tensors(v)]
+    ins = [t for _a, _n, v in bound for t in tensors_in(v)]
     x = ins[0] if ins else None
 
     if family in (

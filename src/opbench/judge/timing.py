@@ -58,6 +58,8 @@ from typing import Any
 
 import torch
 
+from opbench.judge.roofline import tensors_in
+
 __all__ = [
     "PairTiming",
     "Summary",
@@ -295,23 +297,13 @@ def _clone_tensor(t: torch.Tensor, memo: dict[Any, Any]) -> torch.Tensor:
     return out
 
 
-def _tensors(obj: Any) -> list[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in _tensors(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _tensors(v)]
-    return []
-
-
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 
 def _same_inputs(a: Any, b: Any) -> bool:
     """True when two argument trees hold tensors of equal layout and equal bytes."""
-    ta, tb = _tensors(a), _tensors(b)
+    ta, tb = tensors_in(a), tensors_in(b)
     if len(ta) != len(tb):
         return False
     with torch.no_grad():
@@ -357,7 +349,7 @@ class _Inputs:
             t.untyped_storage().nbytes()
             if t.layout == torch.strided
             else t.numel() * t.element_size()
-            for t in _tensors(template)
+            for t in tensors_in(template)
         )
 
     def fresh(self) -> tuple[list[Any], dict[str, Any]]:

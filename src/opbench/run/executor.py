@@ -57,6 +57,26 @@ class CrashBudget:
         return False, ""
 
 
+def not_run_result(case: Case, kind: str, limit: int, *, backend: str, device: str) -> TestResult:
+    """The record of a test skipped because its op's kernel used up its crash budget."""
+    return TestResult(
+        test_id=case.test_id,
+        op=case.op,
+        args=case.args,
+        seed=case.seed,
+        suite=case.suite,
+        status="not_run",
+        category=kind,
+        message=(
+            f"not run: the kernel for {case.op} already failed with {kind} {limit} times "
+            "(--max-crashes-per-op)"
+        ),
+        case_json=case.to_dict(),
+        backend=backend,
+        device=device,
+    )
+
+
 def judge_outcome(
     case: Case,
     outcome: Outcome,
@@ -197,21 +217,8 @@ class LocalExecutor:
                     break
                 exhausted, kind = self.budget.exhausted(case.op)
                 if exhausted:
-                    result = TestResult(
-                        test_id=case.test_id,
-                        op=case.op,
-                        args=case.args,
-                        seed=case.seed,
-                        suite=case.suite,
-                        status="not_run",
-                        category=kind,
-                        message=(
-                            f"not run: the kernel for {case.op} already failed with "
-                            f"{kind} {self.budget.limit} times (--max-crashes-per-op)"
-                        ),
-                        case_json=case.to_dict(),
-                        backend=self.config.backend,
-                        device=device,
+                    result = not_run_result(
+                        case, kind, self.budget.limit, backend=self.config.backend, device=device
                     )
                     self.store.add(result)
                     on_result(result)

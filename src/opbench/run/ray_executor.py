@@ -25,7 +25,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from opbench.run.executor import CrashBudget, judge_outcome, with_hidden_run_dir
+from opbench.run.executor import (
+    CrashBudget,
+    judge_outcome,
+    not_run_result,
+    with_hidden_run_dir,
+)
 from opbench.run.pool import Outcome, WorkerConfig
 from opbench.run.store import ResultStore, TestResult
 from opbench.suites.case import Case
@@ -269,20 +274,10 @@ class RayExecutor:
         for item in payload["results"]:
             case = by_id.get(Case.from_dict(item["case"]).test_id) or Case.from_dict(item["case"])
             if "not_run" in item:
-                kind = item["not_run"]
-                result = TestResult(
-                    test_id=case.test_id,
-                    op=case.op,
-                    args=case.args,
-                    seed=case.seed,
-                    suite=case.suite,
-                    status="not_run",
-                    category=kind,
-                    message=(
-                        f"not run: the kernel for {case.op} already failed with {kind} "
-                        f"{self.req.max_crashes_per_op} times (--max-crashes-per-op)"
-                    ),
-                    case_json=case.to_dict(),
+                result = not_run_result(
+                    case,
+                    item["not_run"],
+                    self.req.max_crashes_per_op,
                     backend=self.config.backend,
                     device=device,
                 )

@@ -383,10 +383,13 @@ def summarize(
     """The ``summary.json`` contract (DESIGN.md)."""
     ops = metrics.op_summaries(results, overhead_dominated=req.overhead_dominated)
     not_tested = dict(selection.not_tested)
+    skipped_why = {r.op: r.message for r in results if r.status == "skipped" and r.message}
     for op, v in ops.items():
-        # Weak tests are left out of the verdict; an op left with no other test has no
-        # verdict at all (the same for every backend: weakness depends on the case).
-        if v.get("tests") and v.get("note", "").startswith("only weak tests"):
+        # Weak and skipped tests are left out of the verdict; an op left with no other
+        # test has no verdict at all (the same for every backend: it depends on the case).
+        if not v.get("tests") and v.get("skipped"):
+            not_tested[op] = f"every test skipped ({skipped_why.get(op, 'no verdict')})"
+        elif v.get("tests") and v.get("note", "").startswith("only weak tests"):
             not_tested[op] = (
                 f"only weak tests ({v['tests']}): the right answer is trivial for every "
                 "selected input (zero-size, or equal to an input), so no verdict"
