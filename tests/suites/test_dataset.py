@@ -118,3 +118,27 @@ def test_cli_ops_filter_and_bad_input(traces: Path, tmp_path: Path) -> None:
     broken.write_text("Operator: aten.add.Tensor\ncnt: 1, ((T([2], f16),\n")
     result = CliRunner().invoke(_app(), ["dataset", str(broken), "-o", str(out)])
     assert result.exit_code == 2 and "line 2" in result.output
+
+
+def test_measure_fills_runtimes_of_included_rows_only(tmp_path):
+    from opbench.suites.runtimes import fill_runtimes
+    from opbench.suites.traces import build_trace_cases, dataset_rows
+
+    trace = tmp_path / "t.txt"
+    trace.write_text(
+        "Operator: aten.relu.default\n"
+        "cnt: 2, ((T([64, 32], f32),), {})\n"
+        "cnt: 1, ((T([128], f32),), {})\n"
+        "Operator: aten.empty_like.default\n"
+        "cnt: 1, ((T([4], f32),), {})\n"
+    )
+    cases = build_trace_cases(str(trace), device="cpu", use_cache=False)
+    rows = dataset_rows(cases)
+    counts = fill_runtimes(rows, cases, "cpu", limit_per_op=1, budget_ms=5.0)
+    assert counts == {"timed": 1, "failed": 0, "launch_floor_us": counts["launch_floor_us"]}
+    timed = [r for r in rows if r["runtime_ms"] is not None]
+    assert len(timed) == 1 and timed[0]["op_name"] == "aten.relu.default"
+    assert timed[0]["runtime_ms"] > 0 and timed[0]["relative_runtime_to_kernel_launch"] > 0
+    assert isinstance(timed[0]["is_overhead_dominated_op"], bool)
+    creation = next(r for r in rows if r["op_name"] == "aten.empty_like.default")
+    assert creation["runtime_ms"] is None  # excluded rows are never timed

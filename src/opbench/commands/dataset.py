@@ -27,12 +27,23 @@ def register(app: typer.Typer) -> None:
         ),
         ops: str = typer.Option(None, help="Comma list of overloads (add.Tensor) or ops (add)."),
         cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse dry-run verdicts."),
+        measure: bool = typer.Option(
+            None,
+            "--measure/--no-measure",
+            help="Fill runtime_ms and the overhead fields by timing PyTorch (default: on cuda).",
+        ),
+        measure_limit_per_op: int = typer.Option(
+            None, help="Time at most N included rows per op (the rest stay null)."
+        ),
     ) -> None:
         """Write the traces suite as a table (uuid, op_name, args, runnable, included_in_benchmark, ...).
 
         One row per distinct (op, args) pair; every excluded row says why.
 
         Example: opbench dataset ../shared/traces -o problems.parquet --device cpu
+
+        With --device cuda (or --measure) the runtime fields are filled by timing PyTorch
+        on every included row (--measure-limit-per-op N for a quicker table).
         """
         from opbench.cli import _state, fail, out_console
         from opbench.spec.ops import UnknownOpError, select_ops
@@ -65,7 +76,27 @@ def register(app: typer.Typer) -> None:
                 available = {resolve_op_name(o) for o in available}
                 wanted, _ = select_ops([o for o in ops.split(",") if o.strip()], available)
             cases = build_trace_cases(source, ops=wanted, device=dev, use_cache=cache)
-            path = write_dataset(dataset_rows(cases), out)
+            rows = dataset_rows(cases)
+            if measure if measure is not None else dev == "cuda":
+                from rich.progress import Progress
+
+                from opbench.suites.runtimes import fill_runtimes
+
+                with Progress(console=out_console, transient=True) as bar:
+                    task = bar.add_task("timing PyTorch on each included row", total=None)
+                    timed = fill_runtimes(
+                        rows,
+                        cases,
+                        device,
+                        limit_per_op=measure_limit_per_op,
+                        on_progress=lambda i, n: bar.update(task, completed=i, total=n),
+                    )
+                out_console.print(
+                    f"timed {timed['timed']} rows ({timed['failed']} failed), launch floor "
+                    f"{timed['launch_floor_us']} us",
+                    highlight=False,
+                )
+            path = write_dataset(rows, out)
         except (
             FileNotFoundError,
             TraceFormatError,
