@@ -189,15 +189,27 @@ def wrap_command(
     # Bring back, read-only, what the worker needs from under the host's /tmp.
     hidden = [os.path.realpath(str(h)) for h in hide]
     exposed = [os.path.realpath(str(e)) for e in expose if os.path.exists(e)]
+    # Order matters (later mounts cover earlier ones): paths brought back from /tmp, then
+    # the hidden folders covered (also one inside a path just brought back: a checkout
+    # under /tmp whose tests folder is on the import path holds the run directory), then
+    # exposed folders that lie inside hidden ones.
+    bound: list[str] = []
     for p in _import_paths(env):
         if _is_under(p, "/tmp") and not any(_is_under(p, h) for h in hidden):
-            argv += ["--ro-bind", p, p]
+            bound.append(p)
+    for p in exposed:
+        if _is_under(p, "/tmp") and not any(_is_under(p, h) for h in hidden):
+            bound.append(p)
+    for p in bound:
+        argv += ["--ro-bind", p, p]
     for h in hidden:
-        if _is_under(h, "/tmp") or not os.path.isdir(h):
+        if not os.path.isdir(h):
+            continue
+        if _is_under(h, "/tmp") and not any(_is_under(h, b) for b in bound):
             continue  # already invisible: the private /tmp replaced it
         argv += ["--tmpfs", h, "--remount-ro", h]
     for p in exposed:
-        if _is_under(p, "/tmp") or any(_is_under(p, h) for h in hidden):
+        if any(_is_under(p, h) for h in hidden):
             argv += ["--ro-bind", p, p]
     argv += [*_base_flags(), "--chdir", "/tmp", *cmd]
     return Wrapped(argv, env, "bwrap", cwd=None, private_dirs=[private])
