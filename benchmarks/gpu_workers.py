@@ -58,6 +58,11 @@ def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
     if db.exists():
         con = sqlite3.connect(db)
         res["tests_recorded"] = con.execute("select count(*) from results").fetchone()[0]
+        spent = con.execute("select duration_s, details from results").fetchall()
+        res["worker_s_total"] = round(sum(r[0] or 0 for r in spent), 1)
+        res["judge_s_total"] = round(
+            sum(json.loads(r[1] or "{}").get("judge_s", 0.0) for r in spent), 1
+        )
         rows = con.execute(
             "select op, speedup, speedup_host, spread, flags, details from results "
             "where status = 'passed'"
@@ -92,6 +97,7 @@ def main() -> int:
         help="run the 1-vs-N comparison on every k-th included op, this many in all",
     )
     p.add_argument("--timing-budget", type=float, default=None, help="seconds, timing pass")
+    p.add_argument("--no-timing-pass", action="store_true", help="only the 1-vs-N comparison")
     ns = p.parse_args()
     import torch
 
@@ -117,10 +123,11 @@ def main() -> int:
         f"correctness_{n}_workers": run(
             [*cmp_args, "--no-perf", "--workers", str(n)], wd / f"c{n}", ns.budget
         ),
-        f"timing_{n}_workers": run(
-            [*base, "--perf", "--workers", str(n)], wd / f"t{n}", ns.timing_budget or ns.budget
-        ),
     }
+    if not ns.no_timing_pass:
+        passes[f"timing_{n}_workers"] = run(
+            [*base, "--perf", "--workers", str(n)], wd / f"t{n}", ns.timing_budget or ns.budget
+        )
     one, many = passes["correctness_1_worker"], passes[f"correctness_{n}_workers"]
     result = {
         "gpu": gpu,
@@ -133,12 +140,13 @@ def main() -> int:
     lines = [
         f"# traces suite on {n} x {gpu}",
         "",
-        "| pass | rc | wall s | tests | correctness | perf (device) | perf (host) | timed ops | with roofline |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| pass | rc | wall s | worker s | judge s | tests | correctness | perf (device) | perf (host) | timed ops | with roofline |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in passes.items():
         lines.append(
-            f"| {name} | {r['rc']} | {r['wall_s']:.1f} | {r.get('tests_recorded')} | "
+            f"| {name} | {r['rc']} | {r['wall_s']:.1f} | {r.get('worker_s_total')} | "
+            f"{r.get('judge_s_total')} | {r.get('tests_recorded')} | "
             f"{r.get('correctness_score')} | {r.get('performance_score')} | "
             f"{r.get('performance_score_host')} | {r.get('timed_ops', '-')} | "
             f"{r.get('timed_ops_with_roofline', '-')} |"
@@ -147,8 +155,9 @@ def main() -> int:
     lines += [f"- `{r['command'][:300]}`" for r in passes.values()]
     for d in [Path(ns.out_dir)] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else []):
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"traces-{slug}x{n}.json").write_text(json.dumps(result, indent=1, default=str))
-        (d / f"traces-{slug}x{n}.md").write_text("\n".join(lines) + "\n")
+        stem = f"traces-{slug}x{n}" + ("-compare" if ns.no_timing_pass else "")
+        (d / f"{stem}.json").write_text(json.dumps(result, indent=1, default=str))
+        (d / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

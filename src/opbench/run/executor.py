@@ -130,7 +130,9 @@ def judge_outcome(
         return TestResult(
             status="failed", category="error", message=f"unreadable report: {e}", **base
         )
+    t_judge = time.perf_counter()
     verdict = judge_report(case, report, device, judge_options)
+    judge_s = time.perf_counter() - t_judge
     result = TestResult(
         status=verdict.status,
         category=verdict.category,
@@ -138,7 +140,7 @@ def judge_outcome(
         weak=verdict.weak,
         max_abs_err=verdict.max_abs_err,
         max_rel_err=verdict.max_rel_err,
-        details=dict(verdict.details or {}),
+        details={**(verdict.details or {}), "judge_s": round(judge_s, 4)},
         duration_s=elapsed,
         **base,
     )

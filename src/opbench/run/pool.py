@@ -48,6 +48,10 @@ class WorkerConfig:
     env: dict[str, str] = field(default_factory=dict)
     #: Folders the sandboxed worker must not see (the run directory with the store).
     hide: list[str] = field(default_factory=list)
+    #: torch intra-op threads per worker (None: torch's default, one per core). Several
+    #: processes each with one thread per core oversubscribe the CPU: on 2 x H200 with 32
+    #: cores, a second worker made every test's worker time 5x longer.
+    threads: int | None = None
 
     def backend_path(self) -> str | None:
         """The kernel directory as an absolute path, when the backend is one."""
@@ -66,6 +70,7 @@ class WorkerConfig:
             "perf": self.perf,
             "judge_options": self.judge_options,
             "timing_options": self.timing_options,
+            "threads": self.threads,
         }
 
 

@@ -323,7 +323,16 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
             )
         else:
             raise RunError(f"unknown --executor {req.executor!r}; choose local or ray")
-        executor.run(todo, lambda r: progress("result", r))
+        import torch
+
+        # The judging process gets its share of the cores too, for this run only.
+        threads_before = torch.get_num_threads()
+        if req.executor == "local":
+            torch.set_num_threads(cpu_share(req.workers))
+        try:
+            executor.run(todo, lambda r: progress("result", r))
+        finally:
+            torch.set_num_threads(threads_before)
         sandbox_level = executor.sandbox_level
         worker_info = executor.worker_info
     run_s = time.perf_counter() - t_run
@@ -355,6 +364,7 @@ def _worker_config(req: RunRequest, judge_options: Any):
             limit = None
     timing_options: dict[str, Any] = {}
     return WorkerConfig(
+        threads=cpu_share(req.workers) if req.executor == "local" else None,
         backend=req.backend,
         device=req.device,
         kernel_version=req.kernel_version,
@@ -364,6 +374,15 @@ def _worker_config(req: RunRequest, judge_options: Any):
         sandbox=req.sandbox,
         memory_limit_mb=limit,
     )
+
+
+def cpu_share(workers: int) -> int:
+    """Intra-op threads for each of ``workers`` workers and the judging process."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores // (max(workers, 1) + 1))
 
 
 def _failed_ids(run_dir: Path) -> set[str]:

@@ -40,6 +40,10 @@ def main() -> int:
     from opbench.suites.materialize import materialize
 
     device = cfg["device"]
+    if cfg.get("threads"):
+        import torch
+
+        torch.set_num_threads(int(cfg["threads"]))
     if device.startswith("cuda"):
         import torch
 
