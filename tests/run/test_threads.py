@@ -19,8 +19,6 @@ def test_local_workers_are_told_their_share_and_ray_tasks_are_not():
     local = _worker_config(RunRequest(suite="smoke", backend="aten", workers=2), JudgeOptions())
     assert local.threads == cpu_share(2)
     assert local.message("cpu")["threads"] == cpu_share(2)
-    ray = _worker_config(
-        RunRequest(suite="smoke", backend="aten", executor="ray"), JudgeOptions()
-    )
+    ray = _worker_config(RunRequest(suite="smoke", backend="aten", executor="ray"), JudgeOptions())
     assert ray.threads is None
     assert WorkerConfig(backend="aten", device="cpu").message("cpu")["threads"] is None

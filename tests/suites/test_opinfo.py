@@ -105,3 +105,40 @@ def test_compute_op_ignores_view_and_allocation_noise():
     assert opinfo._compute_op(["mul.Tensor", "add.Tensor"]) is None
     assert opinfo._compute_op(["add.Tensor", "add.Tensor"]) is None
     assert opinfo._compute_op(["permute.default"]) == "permute.default"
+
+
+def test_special_values_turn_weak_opinfo_samples_into_real_tests():
+    # isnan's OpInfo samples hold no NaN: "all False" would pass them. The special-value
+    # re-draw injects NaN/Inf/0, so the lazy kernel fails and PyTorch's own passes non-weak.
+    cases = [
+        c
+        for c in opinfo.build_opinfo_cases("cpu", "quick", opinfo_names=["isnan"])
+        if c.op == "isnan.default" and c.params["dtype"] == "float32"
+    ]
+    assert cases
+    opts = JudgeOptions()
+
+    def lazy(x):
+        return torch.zeros(x.shape, dtype=torch.bool)
+
+    verdicts = [judge_report(c, run_candidate(c, lazy, "cpu", opts), "cpu", opts) for c in cases]
+    assert all(v.status == "failed" for v in verdicts), [
+        (v.status, v.category, v.weak) for v in verdicts
+    ]
+    aten = get_overload("isnan.default")
+    honest = [judge_report(c, run_candidate(c, aten, "cpu", opts), "cpu", opts) for c in cases]
+    assert all(v.status == "passed" for v in honest)
+    assert any(not v.weak and "redrawn_seed" in v.details for v in honest)
+
+
+def test_special_injection_is_reproducible_and_spares_expanded_tensors():
+    from opbench.suites.materialize import inject_specials
+
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    b.copy_(a)
+    expanded = torch.randn(64).expand(8, 64)
+    before = expanded.clone()
+    inject_specials([a, {"x": expanded}], 7)
+    inject_specials([b], 7)
+    assert torch.equal(torch.isnan(a), torch.isnan(b)) and bool(torch.isnan(a).any())
+    assert bool(torch.isinf(a).any()) and torch.equal(expanded, before)

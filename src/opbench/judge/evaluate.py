@@ -518,8 +518,13 @@ def _run_trial(
     return tr, result
 
 
-def _looks_trivial(case: Case, overload: torch._ops.OpOverload, device: str, seed: int) -> bool:
-    """Worker-side probe: would a trivial answer match eager within the floors?"""
+def _looks_trivial(
+    case: Case, overload: torch._ops.OpOverload, device: str, seed: int
+) -> bool | None:
+    """Worker-side probe: would a trivial answer match eager within the floors?
+
+    None when eager PyTorch cannot run these inputs: such a seed is no re-draw candidate.
+    """
     from opbench.suites.inputs import NotRunnable
     from opbench.suites.materialize import materialize
 
@@ -529,7 +534,7 @@ def _looks_trivial(case: Case, overload: torch._ops.OpOverload, device: str, see
         first = _clone(_to(_detach(first), "cpu")) if first is not None else None
         eager = _to_cpu_outputs(overload(*args, **kwargs))
     except (NotRunnable, Exception):
-        return False
+        return None
     base = overload._schema.name.removeprefix("aten::")
     return bool(
         corr.trivial_answers(
@@ -564,12 +569,20 @@ def run_candidate(
         if first_outputs is None:
             first_outputs = tr.outputs
         del result
-    if options.check_weak and case.source == "args":
+    if options.check_weak and case.source in ("args", "opinfo"):
+        from opbench.suites.materialize import special_seeds
+
         if all(_looks_trivial(case, overload, device, s) for s in seeds):
-            for j in range(REDRAWS):
-                s = derive_seed(case.seed, 1000 + j)
+            # trace cases: new values from the same rules; OpInfo cases: the sample with
+            # NaN, Inf and zeros injected (a new seed alone draws the same kind of values)
+            candidates = (
+                [derive_seed(case.seed, 1000 + j) for j in range(REDRAWS)]
+                if case.source == "args"
+                else special_seeds(case)
+            )
+            for s in candidates:
                 report.redraw_seeds_tried.append(s)
-                if not _looks_trivial(case, overload, device, s):
+                if _looks_trivial(case, overload, device, s) is False:
                     tr, _ = _run_trial(case, kernel, overload, device, s, guard_on=guard_on)
                     tr.redraw = True
                     report.trials.append(tr)

@@ -410,8 +410,8 @@ def summarize(
             not_tested[op] = f"every test skipped ({skipped_why.get(op, 'no verdict')})"
         elif v.get("tests") and v.get("note", "").startswith("only weak tests"):
             not_tested[op] = (
-                f"only weak tests ({v['tests']}): the right answer is trivial for every "
-                "selected input (zero-size, or equal to an input), so no verdict"
+                f"only weak tests ({v['tests']}): a trivial answer (zeros, a constant or "
+                "a copy of an input) would pass every selected input, so no verdict"
             )
     denominator = {op for op in selection.asked_ops if op not in not_tested}
     for op in denominator:

@@ -6,12 +6,18 @@ from the same case and seed, whatever suite the case came from.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import torch
 
 from opbench.spec.args import parse_args
 from opbench.suites.case import Case
+
+#: How many special-value re-draws an OpInfo case may get (see :func:`special_seeds`).
+SPECIAL_REDRAWS = 2
+#: Share of each floating input's elements replaced by NaN, +Inf, -Inf or 0.
+SPECIAL_FRACTION = 0.125
 
 
 def materialize(
@@ -29,5 +35,58 @@ def materialize(
     if case.source == "opinfo":
         from opbench.suites.opinfo import materialize_opinfo
 
-        return materialize_opinfo(case, device, seed)
+        args, kwargs = materialize_opinfo(case, device, seed)
+        if seed in special_seeds(case):
+            inject_specials((args, kwargs), seed)
+        return args, kwargs
     raise ValueError(f"unknown case source {case.source!r} for {case.op}")
+
+
+def special_seeds(case: Case) -> list[int]:
+    """Seeds whose inputs get special values injected (OpInfo cases only).
+
+    An OpInfo sample's values are what the OpInfo draws: ``isnan`` on data without NaN, or
+    ``logical_and`` on data without zeros, has an all-equal answer that zeros or a constant
+    would match (a weak test). Re-drawing with another seed draws from the same
+    distribution, so for these seeds the sample is built as usual and then a share of
+    each floating input is set to NaN, +Inf, -Inf and 0. Stable across processes.
+    """
+    if case.source != "opinfo":
+        return []
+    return [_derive(case.seed, 2000 + j) for j in range(SPECIAL_REDRAWS)]
+
+
+def _derive(seed: int, i: int) -> int:
+    h = hashlib.sha256(f"opbench:{seed}:{i}".encode()).hexdigest()
+    return int(h[:8], 16) & 0x7FFFFFFF
+
+
+def inject_specials(tree: Any, seed: int) -> None:
+    """Set :data:`SPECIAL_FRACTION` of every floating tensor's elements in ``tree`` (in
+    place) to NaN, +Inf, -Inf or 0, positions and values drawn from ``seed``.
+
+    Tensors whose elements overlap in memory (expanded ones) are left alone: writing one
+    element would change several.
+    """
+    g = torch.Generator().manual_seed(seed)
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0])
+    for t in _float_tensors(tree):
+        if t.numel() == 0:
+            continue
+        pick = torch.rand(t.shape, generator=g) < SPECIAL_FRACTION
+        values = specials[torch.randint(0, 4, t.shape, generator=g)]
+        try:
+            with torch.no_grad():
+                t.copy_(torch.where(pick.to(t.device), values.to(t.device, t.dtype), t))
+        except RuntimeError:  # overlapping memory (expanded): leave as drawn
+            continue
+
+
+def _float_tensors(obj: Any) -> list[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        return [obj] if obj.is_floating_point() else []
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in _float_tensors(v)]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _float_tensors(v)]
+    return []
