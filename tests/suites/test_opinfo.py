@@ -142,3 +142,14 @@ def test_special_injection_is_reproducible_and_spares_expanded_tensors():
     inject_specials([b], 7)
     assert torch.equal(torch.isnan(a), torch.isnan(b)) and bool(torch.isnan(a).any())
     assert bool(torch.isinf(a).any()) and torch.equal(expanded, before)
+
+
+def test_ops_hint_maps_only_the_opinfos_named_like_the_asked_ops():
+    assert "sin" in opinfo._opinfos_named_for({"sin.default", "add_.Tensor"})
+    assert "add" in opinfo._opinfos_named_for({"sin.default", "add_.Tensor"})
+    assert "nn.functional.relu" in opinfo._opinfos_named_for({"relu"})
+    # an op no OpInfo is named after needs the whole mapping
+    assert opinfo._opinfos_named_for({"sin", "no_such_op_anywhere"}) is None
+    cases = opinfo.build_opinfo_cases("cpu", "quick", hint_ops={"sin"})
+    assert {c.op for c in cases} >= {"sin.default", "sin_.default", "sin.out"}
+    assert all(c.params["opinfo"] == "sin" for c in cases if c.op.startswith("sin"))

@@ -122,7 +122,10 @@ def load_suite_cases(req: RunRequest) -> list[Case]:
 
         dtypes = [DTYPE_BY_NAME[d] for d in req.dtypes] if req.dtypes else None
         try:
-            return build_opinfo_cases(device=req.device, profile=req.profile, dtypes=dtypes)
+            hint = {o.removeprefix("aten.") for o in req.ops} if req.ops else None
+            return build_opinfo_cases(
+                device=req.device, profile=req.profile, dtypes=dtypes, hint_ops=hint
+            )
         except ImportError as e:
             raise RunError(f"the opinfo suite needs `pip install expecttest` ({e})") from None
     raise RunError(f"unknown suite {req.suite!r}; choose one of {', '.join(SUITES)} (traces:PATH)")

@@ -466,6 +466,25 @@ def _build_mapping_quietly(
     return out
 
 
+def _opinfos_named_for(ops: set[str]) -> frozenset[str] | None:
+    """OpInfo names whose ATen name matches one of ``ops`` (``add.Tensor``, ``add_``,
+    ``relu``), or None when some asked op matches none (then the full mapping is needed:
+    ``addmm`` is reached from ``nn.functional.linear``, say)."""
+    from opbench.spec.ops import base_name
+
+    wanted = {base_name(o).rstrip("_") or base_name(o) for o in ops}
+    found: set[str] = set()
+    matched: set[str] = set()
+    for info in _op_db():
+        aten = (getattr(info, "aten_name", None) or info.name).split(".")[-1]
+        short = info.name.split(".")[-1]
+        for w in wanted:
+            if w in (aten, short):
+                found.add(info.name)
+                matched.add(w)
+    return frozenset(found) if found and matched == wanted else None
+
+
 def _mapping(
     device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None = None
 ) -> list[dict[str, Any]]:
@@ -558,6 +577,7 @@ def build_opinfo_cases(
     *,
     seed: int = 0,
     opinfo_names: Iterable[str] | None = None,
+    hint_ops: set[str] | None = None,
 ) -> list[Case]:
     """The OpInfo suite's cases for ``device`` and ``profile``.
 
@@ -566,7 +586,9 @@ def build_opinfo_cases(
     names like ``add`` keep every overload of that op). The first call on a machine maps
     every OpInfo sample (tens of seconds); later calls read the cache. ``opinfo_names``
     maps only those OpInfos (``"sin"``, ``"nn.functional.relu"``), uncached: for tests
-    and quick looks.
+    and quick looks. ``hint_ops`` (the run's ``--ops``) does the same for the OpInfos
+    named like those ops (all of them when some asked op matches no OpInfo's name); it
+    selects nothing by itself.
     """
     from opbench.spec.ops import base_name
 
@@ -584,6 +606,11 @@ def build_opinfo_cases(
     cases: list[Case] = []
     for dtype in wanted:
         names = frozenset(opinfo_names) if opinfo_names is not None else None
+        if names is None and hint_ops:
+            # Map only the OpInfos named like the asked ops: seconds, where the full first
+            # build takes a minute on CPU and longer on CUDA. Always, not only while no
+            # full mapping is cached, so the same command builds the same suite.
+            names = _opinfos_named_for(hint_ops)
         entries = _mapping(device, kind, dtype, names)
         if selected_ops is not None:
             entries = [
