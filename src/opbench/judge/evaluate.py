@@ -36,7 +36,6 @@ The aten backend's kernel is the judged ``OpOverload`` itself; the guard skips i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import time
 import traceback
@@ -50,7 +49,7 @@ import torch
 from opbench.judge import correctness as corr
 from opbench.judge import guard as guard_mod
 from opbench.spec.ops import get_overload
-from opbench.suites.case import Case
+from opbench.suites.case import Case, derive_seed
 
 __all__ = [
     "JudgeOptions",
@@ -216,14 +215,6 @@ class Verdict:
 
 
 # --------------------------------------------------------------------------- seeds
-
-
-def derive_seed(seed: int, i: int) -> int:
-    """The ``i``-th derived seed of ``seed`` (stable across processes and machines)."""
-    if i == 0:
-        return seed
-    h = hashlib.sha256(f"opbench:{seed}:{i}".encode()).hexdigest()
-    return int(h[:8], 16) & 0x7FFFFFFF
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:

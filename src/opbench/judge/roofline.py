@@ -51,6 +51,7 @@ import torch
 
 from opbench.spec.args import NAME_BY_DTYPE
 from opbench.spec.ops import base_name
+from opbench.suites.materialize import tensors_in
 
 __all__ = [
     "CHEAT_MARGIN",
@@ -124,17 +125,6 @@ def dtype_name(dtype: str | torch.dtype) -> str:
 
 
 # --------------------------------------------------------------------------- bytes
-
-
-def tensors_in(obj: Any) -> list[torch.Tensor]:
-    """Every tensor in an argument tree (lists, tuples, dict values), in order."""
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in tensors_in(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in tensors_in(v)]
-    return []
 
 
 def _storage_key(t: torch.Tensor) -> tuple[Any, ...]:

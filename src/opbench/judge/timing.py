@@ -58,7 +58,7 @@ from typing import Any
 
 import torch
 
-from opbench.judge.roofline import tensors_in
+from opbench.suites.materialize import tensors_in
 
 __all__ = [
     "PairTiming",

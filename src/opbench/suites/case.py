@@ -54,3 +54,15 @@ class Case:
         d.pop("test_id", None)
         d["models"] = tuple(d.get("models", ()))
         return cls(**d)
+
+
+def derive_seed(seed: int, i: int) -> int:
+    """The ``i``-th derived seed of ``seed`` (stable across processes and machines).
+
+    Trial seeds, re-draw seeds and special-value seeds all come from here, so the worker
+    and the judge derive the same inputs from a case.
+    """
+    if i == 0:
+        return seed
+    h = hashlib.sha256(f"opbench:{seed}:{i}".encode()).hexdigest()
+    return int(h[:8], 16) & 0x7FFFFFFF

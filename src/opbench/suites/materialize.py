@@ -6,13 +6,12 @@ from the same case and seed, whatever suite the case came from.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import torch
 
 from opbench.spec.args import parse_args
-from opbench.suites.case import Case
+from opbench.suites.case import Case, derive_seed
 
 #: How many special-value re-draws an OpInfo case may get (see :func:`special_seeds`).
 SPECIAL_REDRAWS = 2
@@ -53,12 +52,7 @@ def special_seeds(case: Case) -> list[int]:
     """
     if case.source != "opinfo":
         return []
-    return [_derive(case.seed, 2000 + j) for j in range(SPECIAL_REDRAWS)]
-
-
-def _derive(seed: int, i: int) -> int:
-    h = hashlib.sha256(f"opbench:{seed}:{i}".encode()).hexdigest()
-    return int(h[:8], 16) & 0x7FFFFFFF
+    return [derive_seed(case.seed, 2000 + j) for j in range(SPECIAL_REDRAWS)]
 
 
 def inject_specials(tree: Any, seed: int) -> None:
@@ -70,8 +64,8 @@ def inject_specials(tree: Any, seed: int) -> None:
     """
     g = torch.Generator().manual_seed(seed)
     specials = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0])
-    for t in _float_tensors(tree):
-        if t.numel() == 0:
+    for t in tensors_in(tree):
+        if not t.is_floating_point() or t.numel() == 0:
             continue
         pick = torch.rand(t.shape, generator=g) < SPECIAL_FRACTION
         values = specials[torch.randint(0, 4, t.shape, generator=g)]
@@ -82,11 +76,12 @@ def inject_specials(tree: Any, seed: int) -> None:
             continue
 
 
-def _float_tensors(obj: Any) -> list[torch.Tensor]:
+def tensors_in(obj: Any) -> list[torch.Tensor]:
+    """Every tensor in an argument tree (lists, tuples, dict values), in order."""
     if isinstance(obj, torch.Tensor):
-        return [obj] if obj.is_floating_point() else []
+        return [obj]
     if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in _float_tensors(v)]
+        return [t for v in obj for t in tensors_in(v)]
     if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _float_tensors(v)]
+        return [t for v in obj.values() for t in tensors_in(v)]
     return []
