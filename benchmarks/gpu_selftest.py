@@ -36,7 +36,7 @@ import torch  # noqa: E402
 
 from opbench.backends.aten import AtenBackend  # noqa: E402
 from opbench.judge.roofline import cheat_check, measure_peaks, roofline, work_of  # noqa: E402
-from opbench.judge.selftest import geomean, run_selftest  # noqa: E402
+from opbench.judge.selftest import geomean, run_selftest, timing_row  # noqa: E402
 from opbench.judge.timing import (  # noqa: E402
     TimingOptions,
     clone_inputs,
@@ -143,19 +143,10 @@ def time_case(case: Any, opts: TimingOptions, peaks: Any, device: str) -> dict[s
     args, kwargs = make_inputs(case.op, parse_args(case.args), device, case.seed)
     row["inputs_s"] = time.perf_counter() - t0
     t = time_pair(ref, cand, lambda a=args, k=kwargs: (a, k), device, opts)
+    row.update({k: v for k, v in timing_row("", t).items() if k != "case"})
     row.update(
         {
-            "speedup_device": t.speedup_device,
-            "speedup_host": t.speedup_host,
-            "spread": t.spread,
-            "speedup_rel_err": t.speedup_rel_err,
-            "ref_device_us": t.ref_device_ms * 1e3,
-            "cand_device_us": t.cand_device_ms * 1e3,
-            "ref_host_us": t.ref_host_ms * 1e3,
-            "cand_host_us": t.cand_host_ms * 1e3,
             "relative_runtime_to_kernel_launch": t.relative_runtime_to_kernel_launch,
-            "flags": t.flags,
-            "reps": t.reps,
             "mutating": t.mutating,
             "sleep_us": t.sleep_us,
             "side_stream_delta_us": (t.side_stream or {}).get("delta_us"),

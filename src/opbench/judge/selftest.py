@@ -150,7 +150,8 @@ def _side_streamed(ref: Callable, dev: torch.device) -> Callable:
     return elsewhere
 
 
-def _row(label: str, t: PairTiming) -> dict[str, Any]:
+def timing_row(label: str, t: PairTiming) -> dict[str, Any]:
+    """The plain-data summary of one timed pair, as the self-test reports it."""
     return {
         "case": label,
         "speedup_device": t.speedup_device,
@@ -206,7 +207,7 @@ def run_selftest(device: str, *, quick: bool = False) -> dict[str, Any]:
         for label, ref, make in cases[name]:
             try:
                 t = time_pair(ref, wrap(ref), make, dev, opts)
-                rows.append(_row(label, t))
+                rows.append(timing_row(label, t))
                 log.info(
                     "%s %s: device %.3fx host %.3fx", name, label, t.speedup_device, t.speedup_host
                 )
