@@ -19,7 +19,7 @@ import os
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,6 @@ sys.path.insert(0, str(REPO / "tests" / "adversarial"))
 
 import adversarial_corpus as corpus  # noqa: E402
 import torch  # noqa: E402
-
-from opbench.run.session import RunRequest, run  # noqa: E402
-from opbench.run.store import ResultStore  # noqa: E402
 
 
 def gpu_slug() -> str:
@@ -166,42 +163,21 @@ def main() -> int:
     }
     tmp = Path(ns.work_dir or tempfile.mkdtemp(prefix="opbench-adv-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    kernels, traces = corpus.build(tmp, gpu=True)
-    out = tmp / "run"
-    listener = corpus.Listener()
-    os.environ.update(
-        OPBENCH_ADV_RUN_DIR=str(out),
-        OPBENCH_ADV_HARNESS_PID=str(os.getpid()),
-        OPBENCH_ADV_PORT=str(listener.port),
+    res = corpus.run_corpus(
+        tmp,
+        gpu=True,
+        on_progress=_print_progress,
+        device="cuda",
+        perf=True,
+        workers=1,
+        test_timeout_s=ns.test_timeout,
+        sandbox=ns.sandbox,
+        memory_limit_mb=ns.memory_limit_mb,
     )
-    completed = True
-    try:
-        summary = run(
-            RunRequest(
-                suite=f"traces:{traces}",
-                backend=str(kernels),
-                device="cuda",
-                perf=True,
-                out=out,
-                workers=1,
-                test_timeout_s=ns.test_timeout,
-                max_crashes_per_op=3,
-                sandbox=ns.sandbox,
-                memory_limit_mb=ns.memory_limit_mb,
-            ),
-            on_progress=_print_progress,
-        )
-    except Exception as e:  # noqa: BLE001 - a run that dies is the finding
-        completed = False
-        summary = {"error": f"{type(e).__name__}: {e}", "sandbox": "?"}
-    finally:
-        listener.close()
-    store = ResultStore(out / "results.sqlite")
-    results = list(store.results())
-    store.close()
-    by_op: dict[str, list[Any]] = defaultdict(list)
-    for r in results:
-        by_op[r.op].append(r)
+    out, kernels, listener, by_op = res["out"], res["kernels"], res["listener"], res["by_op"]
+    completed = res["error"] is None
+    summary = res["summary"] or {"error": res["error"], "sandbox": "?"}
+    results = [r for rs in by_op.values() for r in rs]
     sandbox_level = summary.get("sandbox", "?")
     rows = check(by_op, sandbox_level)
     escaped = {

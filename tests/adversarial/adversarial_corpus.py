@@ -6,10 +6,14 @@ the same tricks the same way.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import threading
+import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "kernels"
@@ -133,3 +137,64 @@ class Listener:
         self._stop = True
         self._thread.join(timeout=2)
         self.sock.close()
+
+
+def run_corpus(tmp: Path, *, gpu: bool = False, on_progress: Any = None, **request: Any) -> dict:
+    """Build the corpus under ``tmp`` and run it through the real ``opbench run`` path.
+
+    ``request`` holds the :class:`~opbench.run.session.RunRequest` fields that differ
+    between the CPU test and the GPU run (device, perf, workers, timeouts, sandbox). The
+    tricks that need to know where to aim (the run directory, the harness's PID, a
+    listener's port) find them in ``OPBENCH_ADV_*`` variables for the run's duration.
+    A run that raises is returned with ``error`` set and whatever the store holds.
+    """
+    from opbench.run.session import RunRequest, run
+    from opbench.run.store import ResultStore
+
+    kernels, traces = build(tmp, gpu=gpu)
+    out = tmp / "run"
+    listener = Listener()
+    aims = {
+        "OPBENCH_ADV_RUN_DIR": str(out),
+        "OPBENCH_ADV_HARNESS_PID": str(os.getpid()),
+        "OPBENCH_ADV_PORT": str(listener.port),
+    }
+    saved = {k: os.environ.get(k) for k in aims}
+    os.environ.update(aims)
+    summary: dict[str, Any] | None = None
+    error = None
+    t0 = time.perf_counter()
+    try:
+        req = RunRequest(
+            suite=f"traces:{traces}",
+            backend=str(kernels),
+            out=out,
+            max_crashes_per_op=3,
+            **request,
+        )
+        summary = run(req, on_progress=on_progress)
+    except Exception as e:  # a run that dies is a finding, reported by the caller
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        listener.close()
+    elapsed = time.perf_counter() - t0
+    by_op: dict[str, list] = defaultdict(list)
+    if (out / "results.sqlite").exists():
+        store = ResultStore(out / "results.sqlite")
+        for r in store.results():
+            by_op[r.op].append(r)
+        store.close()
+    return {
+        "summary": summary,
+        "error": error,
+        "by_op": by_op,
+        "out": out,
+        "kernels": kernels,
+        "listener": listener,
+        "elapsed": elapsed,
+    }

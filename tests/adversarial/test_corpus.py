@@ -9,16 +9,13 @@ temporary folder so a trick that escapes cannot touch the repository.
 
 from __future__ import annotations
 
-import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import adversarial_corpus as corpus
 import pytest
-from adversarial_corpus import EXPECTED, HONEST, SANDBOX_ONLY, Listener, build
+from adversarial_corpus import EXPECTED, HONEST, SANDBOX_ONLY, run_corpus
 
 from opbench.run import sandbox
-from opbench.run.session import RunRequest, run
-from opbench.run.store import ResultStore
 
 TEST_TIMEOUT_S = 10.0
 MEMORY_LIMIT_MB = 1000
@@ -26,48 +23,18 @@ MEMORY_LIMIT_MB = 1000
 
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("adversarial")
-    kernels, traces = build(tmp)
-    out = tmp / "run"
-    listener = Listener()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("OPBENCH_ADV_RUN_DIR", str(out))
-    mp.setenv("OPBENCH_ADV_HARNESS_PID", str(__import__("os").getpid()))
-    mp.setenv("OPBENCH_ADV_PORT", str(listener.port))
-    t0 = time.perf_counter()
-    try:
-        summary = run(
-            RunRequest(
-                suite=f"traces:{traces}",
-                backend=str(kernels),
-                device="cpu",
-                perf=False,
-                out=out,
-                workers=2,
-                test_timeout_s=TEST_TIMEOUT_S,
-                max_crashes_per_op=3,
-                sandbox="auto",
-                memory_limit_mb=MEMORY_LIMIT_MB,
-            )
-        )
-    finally:
-        mp.undo()
-        listener.close()
-    elapsed = time.perf_counter() - t0
-    store = ResultStore(out / "results.sqlite")
-    results = list(store.results())
-    store.close()
-    by_op: dict[str, list] = defaultdict(list)
-    for r in results:
-        by_op[r.op].append(r)
-    return {
-        "summary": summary,
-        "by_op": by_op,
-        "out": out,
-        "kernels": kernels,
-        "listener": listener,
-        "elapsed": elapsed,
-    }
+    res = run_corpus(
+        tmp_path_factory.mktemp("adversarial"),
+        device="cpu",
+        perf=False,
+        workers=2,
+        test_timeout_s=TEST_TIMEOUT_S,
+        sandbox="auto",
+        memory_limit_mb=MEMORY_LIMIT_MB,
+    )
+    if res["error"]:
+        pytest.fail(f"the corpus run did not complete: {res['error']}")
+    return res
 
 
 pytestmark = pytest.mark.slow
