@@ -539,7 +539,7 @@ def _sleep_cycles(env: _CudaEnv, us: float) -> int:
     return int(env.cycles_per_us * us) if env.cycles_per_us > 0 else 0
 
 
-def _even(n: int) -> int:
+def _balanced_batch(n: int) -> int:
     """``n`` rounded up to a multiple of 8: each batch is then balanced in every call
     index modulo 2, 4 and 8 (Thue-Morse blocks of 8 repetitions)."""
     return max(8, -(-n // 8) * 8)
@@ -964,7 +964,7 @@ def _time_pair(
     # Slow ops (where min_reps pairs would overrun the budget) get fewer, down to 5.
     min_reps = int(max(5, min(opt.min_reps, opt.budget_ms / pair_ms)))
     t_start = _perf_ns()
-    batch = _even(max(min_reps, 1))
+    batch = _balanced_batch(max(min_reps, 1))
     while True:
         t_b = _perf_ns()
         got = timer.batch(sides, inputs, batch)
@@ -981,7 +981,7 @@ def _time_pair(
             break
         per_pair_ms = max((_perf_ns() - t_b) / _NS_PER_MS / batch, 1e-4)
         left = min(opt.budget_ms - spent, 25.0)
-        batch = _even(int(min(max(left / per_pair_ms, 5), opt.max_reps - n)))
+        batch = _balanced_batch(int(min(max(left / per_pair_ms, 5), opt.max_reps - n)))
     ref_st, cand_st = (summarize(s.samples) for s in sides)
 
     # Host-inclusive time.

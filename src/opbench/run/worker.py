@@ -34,6 +34,8 @@ def main() -> int:
     cfg: dict[str, Any] = protocol.read_trusted(proto_in)
     t0 = time.perf_counter()
     # Timers and judge functions are captured before any candidate code is imported.
+    import torch
+
     from opbench.judge import timing as timing_mod  # noqa: F401  (captures timers at import)
     from opbench.judge.evaluate import JudgeOptions, run_candidate
     from opbench.suites.case import Case
@@ -41,12 +43,8 @@ def main() -> int:
 
     device = cfg["device"]
     if cfg.get("threads"):
-        import torch
-
         torch.set_num_threads(int(cfg["threads"]))
     if device.startswith("cuda"):
-        import torch
-
         torch.cuda.set_device(torch.device(device))
     _warm_up(device)
     info: dict[str, Any] = {"type": "ready", "pid": os.getpid()}
