@@ -63,6 +63,12 @@ def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
         res["judge_s_total"] = round(
             sum(json.loads(r[1] or "{}").get("judge_s", 0.0) for r in spent), 1
         )
+        res["not_passed"] = [
+            {"op": r[0], "status": r[1], "category": r[2], "message": (r[3] or "")[:600]}
+            for r in con.execute(
+                "select op, status, category, message from results where status != 'passed'"
+            )
+        ]
         rows = con.execute(
             "select op, speedup, speedup_host, spread, flags, details from results "
             "where status = 'passed'"
@@ -152,6 +158,11 @@ def main() -> int:
             f"{r.get('timed_ops_with_roofline', '-')} |"
         )
     lines += ["", f"{n} workers over 1: {result['speedup_workers']}", ""]
+    for name, r in passes.items():
+        for f in r.get("not_passed") or []:
+            msg = f["message"].splitlines()[0][:200] if f["message"] else ""
+            lines.append(f"- {name}: {f['op']} {f['status']} ({f['category']}): {msg}")
+    lines.append("")
     lines += [f"- `{r['command'][:300]}`" for r in passes.values()]
     for d in [Path(ns.out_dir)] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else []):
         d.mkdir(parents=True, exist_ok=True)

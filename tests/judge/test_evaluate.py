@@ -156,3 +156,41 @@ def test_determinism_can_be_switched_off():
     case = Case(op="relu.default", args="((T([64], f32),), {})")
     assert judge(case, noisy).category == "nondeterministic"
     assert judge(case, noisy, JudgeOptions(check_determinism=False)).status == "passed"
+
+
+@pytest.mark.parametrize("reduction", [0, 1])
+def test_total_weight_is_undefined_only_without_reduction(reduction):
+    """nll_loss's total_weight is never read with reduction='none' (CUDA leaves it
+    uninitialised), so any value passes there; with 'mean' it must be the weight sum."""
+    op = "nll_loss_forward.default"
+    case = Case(op=op, args=f"((T([16, 5], f32), T([16], i64), None, {reduction}, -100), {{}})")
+    ref = get_overload(op)
+    rng = np.random.default_rng(0)
+
+    def garbage_total_weight(x, target, weight, red, ignore_index):
+        loss, _ = ref(x, target, weight, red, ignore_index)
+        return loss, torch.tensor(float(rng.normal()) * 100, dtype=x.dtype)
+
+    assert judge(case, ref).status == "passed"
+    v = judge(case, garbage_total_weight, JudgeOptions(allow_pytorch=True))
+    if reduction == 0:
+        assert v.status == "passed", v
+    else:
+        assert (v.status, v.category) == ("failed", "wrong_result"), v
+        assert "output[1]" in v.message
+
+
+def test_output_devices_are_compared_per_output():
+    """A factory op without a device argument returns a CPU tensor even in a CUDA run:
+    the expected device is the one eager's output had, not the run's."""
+    from opbench.judge import correctness as corr
+
+    t = torch.arange(4.0)
+    same = corr.compare_outputs(
+        t, t.clone(), None, cand_devices={"": "cpu"}, eager_devices={"": "cpu"}
+    )
+    assert same.ok
+    moved = corr.compare_outputs(
+        t, t.clone(), None, cand_devices={"": "cuda:0"}, eager_devices={"": "cpu"}
+    )
+    assert moved.category == "wrong_meta" and "device" in moved.message

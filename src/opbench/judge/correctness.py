@@ -513,7 +513,7 @@ def compare_outputs(
     rtol_scale: float = 1.0,
     atol_scale: float = 1.0,
     cand_devices: dict[str, str] | None = None,
-    eager_device: str | None = None,
+    eager_devices: dict[str, str] | None = None,
     max_in_numel: int = 0,
     norm_fallback: bool | None = None,
     meta_only: frozenset[str] | set[str] | bool = False,
@@ -524,6 +524,9 @@ def compare_outputs(
     failing leaf's :class:`Comparison`, or a passing one carrying the worst errors.
     ``meta_only``: output paths (``"[1]"``; ``""`` for a single output) whose values are
     undefined (uninitialised memory), or True for all: only shape, dtype and device count.
+    ``cand_devices``/``eager_devices`` map output paths to the devices the tensors came
+    from, when they were copied to the CPU for comparing (a factory op such as
+    ``arange`` without a ``device`` argument returns a CPU tensor in a CUDA run).
     """
     if _structure(cand) != _structure(eager):
         # a Python scalar where eager returns a 0-dim tensor (or the reverse) is still wrong
@@ -567,7 +570,7 @@ def compare_outputs(
                 rtol_scale=rtol_scale,
                 atol_scale=atol_scale,
                 cand_device=(cand_devices or {}).get(path),
-                eager_device=eager_device,
+                eager_device=(eager_devices or {}).get(path),
                 max_in_numel=max_in_numel,
                 norm_fallback=norm_fallback,
                 values=not (meta_only is True or (meta_only and path in meta_only)),

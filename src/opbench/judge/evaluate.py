@@ -118,6 +118,27 @@ UNDEFINED_OUTPUTS: dict[str, frozenset[str]] = {
     "_embedding_bag_forward_only": frozenset({"[3]"}),
 }
 
+#: Ops whose ``total_weight`` output (``[1]``) is undefined with ``reduction='none'``:
+#: the backward never reads it then, and CUDA returns it uninitialised (an H200 run gave
+#: -7.09 for it, no sum of class weights).
+UNREDUCED_TOTAL_WEIGHT_OPS: frozenset[str] = frozenset({"nll_loss_forward", "nll_loss2d_forward"})
+
+
+def undefined_outputs(
+    overload: torch._ops.OpOverload, args: list[Any], kwargs: dict[str, Any]
+) -> frozenset[str]:
+    """Output paths whose values are undefined for these arguments (only their shape,
+    dtype and device are judged)."""
+    base = overload._schema.name.removeprefix("aten::")
+    paths = UNDEFINED_OUTPUTS.get(base, frozenset())
+    if base in UNREDUCED_TOTAL_WEIGHT_OPS:
+        names = _arg_names(overload)
+        i = names.index("reduction")
+        reduction = kwargs.get("reduction", args[i] if i < len(args) else None)
+        if reduction == 0:
+            paths = paths | {"[1]"}
+    return paths
+
 
 #: Ops measured to be bitwise nondeterministic in eager PyTorch on CPU (multi-threaded
 #: LAPACK): ``linalg_lstsq`` (gelsy driver) differs in the last bits from run to run.
@@ -160,6 +181,9 @@ class TrialResult:
     guard: str = "on"  # on | skipped
     elapsed_s: float = 0.0
     redraw: bool = False
+    #: output paths with undefined values for these inputs (the worker's repeat check
+    #: skips them; the judge works them out again for itself)
+    undefined: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -378,14 +402,6 @@ def _output_meta(obj: Any, input_storages: dict[int, str], path: str = "") -> li
     return [m]
 
 
-def _seed(seed: int, device: str) -> None:
-    """Seed the generators eager PyTorch uses on ``device`` (cheap, unlike
-    ``torch.manual_seed`` on a machine without an initialised GPU)."""
-    torch.default_generator.manual_seed(seed)
-    if str(device).startswith("cuda"):
-        torch.cuda.manual_seed(seed)
-
-
 @contextlib.contextmanager
 def _seeded(overload: torch._ops.OpOverload, seed: int, device: str) -> Any:
     """For ops that draw from the global generator: hold the generator lock (the harness
@@ -395,10 +411,10 @@ def _seeded(overload: torch._ops.OpOverload, seed: int, device: str) -> Any:
     if not _is_random(overload):
         yield
         return
-    from opbench.suites.opinfo import RNG_LOCK
+    from opbench.suites.opinfo import RNG_LOCK, seed_generators
 
     with RNG_LOCK:
-        _seed(seed, device)
+        seed_generators(seed, device)
         yield
 
 
@@ -434,6 +450,7 @@ def _run_trial(
     except NotRunnable as e:
         tr.status, tr.message = "skipped", str(e.reason)
         return tr, None
+    tr.undefined = sorted(undefined_outputs(overload, args, kwargs))
     inputs = _walk_inputs(args, kwargs)
     snaps = {p: _snapshot(t) for p, _, t in inputs}
     metas = {p: _meta(t) for p, _, t in inputs}
@@ -551,6 +568,7 @@ def run_candidate(
     report = CandidateReport(op=case.op, test_id=case.test_id)
     seeds = trial_seeds(case.seed, options.trials)
     first_outputs = None
+    undefined: frozenset[str] = frozenset()
     for seed in seeds:
         tr, result = _run_trial(case, kernel, overload, device, seed, guard_on=guard_on)
         report.trials.append(tr)
@@ -558,7 +576,7 @@ def run_candidate(
             _summarise(report, tr)
             return report
         if first_outputs is None:
-            first_outputs = tr.outputs
+            first_outputs, undefined = tr.outputs, frozenset(tr.undefined)
         del result
     if options.check_weak and case.source in ("args", "opinfo"):
         from opbench.suites.materialize import special_seeds
@@ -587,18 +605,20 @@ def run_candidate(
             report.repeat_equal = False
             report.repeat_detail = f"the repeat on identical inputs raised: {tr.message}"
         else:
-            report.repeat_equal = _defined_equal(overload, tr.outputs, first_outputs)
+            report.repeat_equal = _defined_equal(overload, tr.outputs, first_outputs, undefined)
             if not report.repeat_equal:
                 report.repeat_detail = _diff_summary(tr.outputs, first_outputs)
     return report
 
 
-def _defined_equal(overload: torch._ops.OpOverload, a: Any, b: Any) -> bool:
-    """Bitwise equality of two runs' outputs, ignoring outputs whose values are undefined."""
+def _defined_equal(
+    overload: torch._ops.OpOverload, a: Any, b: Any, undefined: frozenset[str]
+) -> bool:
+    """Bitwise equality of two runs' outputs, ignoring outputs whose values are undefined
+    (``undefined``: their paths, from :func:`undefined_outputs`)."""
     base = overload._schema.name.removeprefix("aten::")
     if base in UNINITIALIZED_OPS:
         return True
-    undefined = UNDEFINED_OUTPUTS.get(base, frozenset())
     if not undefined:
         return corr.bitwise_equal(a, b)
     la, lb = corr.leaves(a), corr.leaves(b)
@@ -686,6 +706,7 @@ class _Expected:
     eager_meta: list[dict[str, Any]] = field(default_factory=list)
     eager_written: dict[str, Any] = field(default_factory=dict)
     ref_written: dict[str, Any] = field(default_factory=dict)
+    undefined: frozenset[str] = frozenset()
 
 
 class _NotRunnableHere(Exception):
@@ -750,7 +771,18 @@ def _expected(case: Case, overload: torch._ops.OpOverload, device: str, seed: in
         ref_written = _written_values(overload, a64, k64)
     except Exception as e:
         note = f"no float64 reference ({type(e).__name__}: {str(e)[:200]}); eager is the reference"
-    return _Expected(eager, ref, first, max_in, metas, note, eager_meta, eager_written, ref_written)
+    return _Expected(
+        eager,
+        ref,
+        first,
+        max_in,
+        metas,
+        note,
+        eager_meta,
+        eager_written,
+        ref_written,
+        undefined_outputs(overload, args, kwargs),
+    )
 
 
 def _eager_is_deterministic(
@@ -795,7 +827,6 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
     returns_alias = any(r.alias_info is not None for r in overload._schema.returns)
     base = overload._schema.name.removeprefix("aten::")
     uninitialized = base in UNINITIALIZED_OPS
-    meta_only: frozenset[str] | bool = True if uninitialized else UNDEFINED_OUTPUTS.get(base, False)
     copy_like = guard_mod.is_copy_like(case.op)
     constant_like = base.rstrip("_") in CONSTANT_OPS
     details: dict[str, Any] = {"trials": [t.seed for t in report.trials]}
@@ -892,8 +923,8 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
             exp.eager,
             exp.ref,
             cand_devices=devs,
-            eager_device=str(torch.device(device)),
-            meta_only=meta_only,
+            eager_devices={m["path"]: m["device"] for m in exp.eager_meta if "device" in m},
+            meta_only=True if uninitialized else exp.undefined,
             **cmp_kw,
         )
         if res.ok and exp.eager_written:

@@ -211,6 +211,12 @@ class LocalExecutor:
         self, device: str, todo: queue.Queue, on_result: Callable[[TestResult], None]
     ) -> None:
         worker: WorkerProcess | None = None
+        if device.startswith("cuda"):
+            import torch
+
+            # the judge's references then land on this slot's GPU by default, and its
+            # generator is the one random ops draw from
+            torch.cuda.set_device(torch.device(device))
         try:
             while True:
                 try:

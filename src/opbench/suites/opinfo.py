@@ -36,6 +36,7 @@ the generators: same shapes, new values.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -154,7 +155,10 @@ def seed_generators(seed: int, device: str | torch.device = "cpu") -> None:
     torch.default_generator.manual_seed(seed)
     dev = torch.device(device)
     if dev.type == "cuda":
-        torch.cuda.manual_seed(seed)
+        # that device's generator: ``torch.cuda.manual_seed`` alone seeds the calling
+        # thread's current device, which in a harness slot judging cuda:1 is cuda:0
+        with torch.cuda.device(dev):
+            torch.cuda.manual_seed(seed)
 
 
 def _seed_all(seed: int, device: str = "cpu") -> None:
@@ -182,6 +186,7 @@ def _samples(name: str, vtn: str, device: str, dtype_name: str, kind: str, seed:
 
 
 def _enumerate(info: Any, device: str, dtype: torch.dtype, kind: str, seed: int) -> tuple:
+    dev = torch.device(device)
     _seed_all(seed, device)
     # The sample functions are called directly: ``info.sample_inputs`` wraps them in an
     # iterator that re-seeds torch with a fixed seed before every sample (so trial seeds
@@ -189,7 +194,18 @@ def _enumerate(info: Any, device: str, dtype: torch.dtype, kind: str, seed: int)
     fn = info.sample_inputs_func
     if kind == "reference" and info.reference_inputs_func is not None:
         fn = info.reference_inputs_func
-    return tuple(fn(info, device, dtype, False))
+    # Called with the device *type* ("cuda", not "cuda:1"), on the asked device made
+    # current: some sample functions branch on ``device == 'cuda'`` (softmax backward
+    # adds float16 samples), so the mapping (built on one GPU) and every later
+    # enumeration (on any GPU) must see the same string to get the same sample list.
+    with _current(dev):
+        return tuple(fn(info, dev.type, dtype, False))
+
+
+def _current(device: str | torch.device) -> contextlib.AbstractContextManager:
+    """Make ``device`` the current CUDA device (where "cuda" factory calls land)."""
+    dev = torch.device(device)
+    return torch.cuda.device(dev) if dev.type == "cuda" else contextlib.nullcontext()
 
 
 def _clone_tree(obj: Any, memo: dict[int, torch.UntypedStorage] | None = None) -> Any:
@@ -426,7 +442,7 @@ def _build_mapping(
 ) -> list[dict[str, Any]]:
     """Every (OpInfo, sample, variant) of one kind and dtype that maps to one overload
     (only the OpInfos called ``names``, when given)."""
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _current(device):
         warnings.simplefilter("ignore")
         return _build_mapping_quietly(device, kind, dtype, names)
 
@@ -721,7 +737,7 @@ def materialize_opinfo(
     try:
         # under the generator lock: a Python-level op may draw random numbers before it
         # reaches the overload, which must not disturb another thread's enumeration
-        with RNG_LOCK, warnings.catch_warnings():
+        with RNG_LOCK, warnings.catch_warnings(), _current(device):
             warnings.simplefilter("ignore")  # deprecation notices of the Python-level ops
             _seed_all(seed, device)  # and seeded, so what it draws is reproducible
             with rec:
