@@ -50,6 +50,8 @@ def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
                     "ops_in_denominator",
                     "tests",
                     "timing_s",
+                    "coverage",
+                    "not_tested",
                     "env",
                 )
             }
@@ -86,6 +88,16 @@ def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
     if rc != 0:
         res["output_tail"] = tail
     return res
+
+
+def write_results(out_dir: Path, stem: str, result: dict[str, Any], lines: list[str]) -> None:
+    """``STEM.json`` and ``STEM.md`` in ``out_dir`` and, on a lent GPU machine, in ``$OUT``
+    (what comes back from it); the markdown is printed too."""
+    for d in [out_dir] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else []):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{stem}.json").write_text(json.dumps(result, indent=1, default=str))
+        (d / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def main() -> int:
@@ -164,12 +176,8 @@ def main() -> int:
             lines.append(f"- {name}: {f['op']} {f['status']} ({f['category']}): {msg}")
     lines.append("")
     lines += [f"- `{r['command'][:300]}`" for r in passes.values()]
-    for d in [Path(ns.out_dir)] + ([Path(os.environ["OUT"])] if os.environ.get("OUT") else []):
-        d.mkdir(parents=True, exist_ok=True)
-        stem = f"traces-{slug}x{n}" + ("-compare" if ns.no_timing_pass else "")
-        (d / f"{stem}.json").write_text(json.dumps(result, indent=1, default=str))
-        (d / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    stem = f"traces-{slug}x{n}" + ("-compare" if ns.no_timing_pass else "")
+    write_results(Path(ns.out_dir), stem, result, lines)
     return 0
 
 

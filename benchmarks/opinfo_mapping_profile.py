@@ -30,6 +30,7 @@ def main() -> int:
     p.add_argument("--kind", default="sample", choices=["sample", "reference"])
     p.add_argument("--budget", type=float, default=240.0, help="seconds")
     p.add_argument("--json", default=None, help="write the per-OpInfo rows here")
+    p.add_argument("--verbose", action="store_true", help="name each OpInfo as it starts")
     ns = p.parse_args()
 
     import torch
@@ -53,6 +54,8 @@ def main() -> int:
                 continue
         except Exception:
             continue
+        if ns.verbose:
+            print("...", info.name, info.variant_test_name, file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
             samples = oi._enumerate(info, ns.device, dtype, ns.kind, 0)
@@ -73,7 +76,8 @@ def main() -> int:
         t2 = time.perf_counter()
         rows.append(
             {
-                "opinfo": info.name + (f".{info.variant_test_name}" if info.variant_test_name else ""),
+                "opinfo": info.name
+                + (f".{info.variant_test_name}" if info.variant_test_name else ""),
                 "enumerate_s": round(t1 - t0, 4),
                 "map_s": round(t2 - t1, 4),
                 "samples": len(samples),

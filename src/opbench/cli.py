@@ -176,6 +176,8 @@ def _run_with_progress(req: Any) -> dict[str, Any]:
         def on_progress(kind: str, payload: Any) -> None:
             if kind == "phase":
                 bar.update(task, description=str(payload))
+            elif kind == "coverage":
+                console.print(describe_coverage(payload))
             elif kind == "start":
                 bar.update(
                     task, description="testing", total=payload["total"], completed=payload["done"]
@@ -187,6 +189,23 @@ def _run_with_progress(req: Any) -> dict[str, Any]:
                 bar.update(task, advance=1, status=status[:60])
 
         return run(req, on_progress)
+
+
+def describe_coverage(cov: dict[str, Any]) -> str:
+    """One line: ``4,034 tests · 817 overloads · 384 operators · float32 2,197, ...``."""
+
+    def counts(d: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v:,}" for k, v in d.items())
+
+    parts = [f"{cov.get('tests', 0):,} tests", f"{cov.get('overloads', 0):,} overloads"]
+    parts.append(f"{cov.get('operators', 0):,} operators")
+    if cov.get("opinfos"):
+        parts.append(f"{cov['opinfos']:,} OpInfos")
+    if cov.get("by_dtype"):
+        parts.append(counts(cov["by_dtype"]))
+    if cov.get("by_variant"):
+        parts.append(counts(cov["by_variant"]))
+    return "suite: " + " · ".join(parts)
 
 
 def print_summary(summary: dict[str, Any]) -> None:

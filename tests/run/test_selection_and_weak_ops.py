@@ -53,3 +53,17 @@ def test_op_whose_every_test_was_skipped_leaves_the_denominator(tmp_path):
     summary = summarize(req, sel, [_result("relu.default"), skipped], tmp_path)
     assert summary["correctness_score"] == 1.0
     assert "random op" in summary["not_tested"]["aten._cudnn_rnn.default"]
+
+
+def test_coverage_counts_overloads_operators_dtypes_and_variants():
+    cases = [
+        Case(op="add.Tensor", args="((T([4], f32), T([4], f32)), {})"),
+        Case(op="add_.Tensor", args="((T([4], bf16), T([4], bf16)), {})"),
+        Case(op="add.out", args="((T([4], f32), T([4], f32)), {'out': T([4], f32)})"),
+        Case(op="_softmax.default", args="((T([4, 4], f16), 1, False), {})"),
+    ]
+    cov = select_cases(RunRequest(suite="traces", backend="aten"), cases).coverage
+    assert cov["tests"] == 4 and cov["overloads"] == 4
+    assert cov["operators"] == 2  # add, add_ and add.out are one operator; _softmax another
+    assert cov["by_dtype"] == {"f32": 2, "bf16": 1, "f16": 1}
+    assert cov["by_variant"] == {"functional": 2, "inplace": 1, "out": 1}

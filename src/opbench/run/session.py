@@ -142,16 +142,56 @@ def _has_zero_size(case: Case) -> bool:
 
 
 def _case_dtypes(case: Case) -> set[str]:
-    if case.source == "opinfo":
+    from opbench.spec.args import NAME_BY_DTYPE
+
+    if case.source == "opinfo":  # "float32" -> the trace name "f32"
+        import torch
+
         d = case.params.get("dtype")
-        return {d} if d else set()
+        dt = getattr(torch, d, None) if d else None
+        return {NAME_BY_DTYPE.get(dt, d)} if d else set()
     try:
         parsed = parse_args(case.args)
     except Exception:
         return set()
-    from opbench.spec.args import NAME_BY_DTYPE
 
     return {NAME_BY_DTYPE.get(t.dtype, str(t.dtype)) for t in iter_tensor_specs(parsed)}
+
+
+def _variant(case: Case) -> str:
+    if case.source == "opinfo":
+        return str(case.params.get("variant", "functional"))
+    name, _, overload = case.op.partition(".")
+    if overload == "out" or overload.endswith("_out"):
+        return "out"
+    return "inplace" if name.endswith("_") and not name.startswith("_") else "functional"
+
+
+def coverage_of(cases: Iterable[Case]) -> dict[str, Any]:
+    """What a selection covers, for the run's header and summary: tests, overloads,
+    operators (base names, in-place and out= folded in), and tests per dtype and per
+    variant (functional, inplace, out)."""
+    from opbench.spec.ops import base_name
+
+    cases = list(cases)
+    by_dtype: Counter[str] = Counter()
+    by_variant: Counter[str] = Counter()
+    for c in cases:
+        for d in _case_dtypes(c) or {"none"}:
+            by_dtype[d] += 1
+        by_variant[_variant(c)] += 1
+    cov: dict[str, Any] = {
+        "tests": len(cases),
+        "overloads": len({c.op for c in cases}),
+        "operators": len({base_name(c.op).rstrip("_") or base_name(c.op) for c in cases}),
+        "by_dtype": dict(by_dtype.most_common()),
+        "by_variant": dict(by_variant.most_common()),
+    }
+    opinfos = {(c.params.get("opinfo"), c.params.get("variant_test_name")) for c in cases}
+    opinfos.discard((None, None))
+    if opinfos:
+        cov["opinfos"] = len(opinfos)
+    return cov
 
 
 def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
@@ -192,7 +232,7 @@ def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
             not_tested[op] = (
                 f"no included test ({why.most_common(1)[0][0]})" if why else "no included test"
             )
-    return SuiteSelection(chosen, asked, not_tested, excluded)
+    return SuiteSelection(chosen, asked, not_tested, excluded, coverage_of(chosen))
 
 
 def environment(device: str) -> dict[str, Any]:
@@ -294,6 +334,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
         store.remove({c.test_id for c in cases})
         done = store.finished_ids()
     build_s = time.perf_counter() - t_build
+    progress("coverage", selection.coverage)
     todo = [c for c in cases if c.test_id not in done]
     progress("start", {"total": len(cases), "todo": len(todo), "done": len(cases) - len(todo)})
 
@@ -343,6 +384,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     selected_ids = {c.test_id for c in cases}
     results = [r for r in store.results() if r.test_id in selected_ids]
     summary = summarize(req, selection, results, out)
+    summary["coverage"] = selection.coverage
     summary["timing_s"] = {"build_suite": round(build_s, 3), "run": round(run_s, 3)}
     summary["resumed"] = bool(done) and req.resume
     if sandbox_level is not None:

@@ -65,13 +65,12 @@ __all__ = [
     "build_opinfo_cases",
     "materialize_opinfo",
     "profile_dtypes",
-    "suite_stats",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Bumped when the mapping format or rules change (invalidates disk caches).
-MAPPING_VERSION = 3
+MAPPING_VERSION = 4
 
 #: Samples kept per (overload, dtype, variant) in the quick profile.
 QUICK_MAX_PER_GROUP = 3
@@ -366,11 +365,16 @@ def _out_like(result: Any) -> Any:
 
 def _out_spec(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
-        return {
+        spec = {
             "shape": list(out.shape),
             "stride": list(out.stride()),
             "dtype": _dtype_name(out.dtype),
         }
+        if out.device.type == "cpu":
+            # a result of CPU scalars only (add of two 0-dim CPU tensors in a CUDA run):
+            # PyTorch refuses a CUDA out= for it
+            spec["cpu"] = True
+        return spec
     if isinstance(out, tuple):
         return [_out_spec(o) for o in out]
     return None
@@ -382,9 +386,22 @@ def _make_out(spec: Any, device: str) -> Any:
     # zeros, not empty: some out= kernels read their out tensor (as workspace), and
     # uninitialised memory would make the same case differ from run to run
     t = torch.empty_strided(
-        spec["shape"], spec["stride"], dtype=_dtype_from_name(spec["dtype"]), device=device
+        spec["shape"],
+        spec["stride"],
+        dtype=_dtype_from_name(spec["dtype"]),
+        device="cpu" if spec.get("cpu") else device,
     )
     return t.zero_()
+
+
+def _self_overlapping(t: torch.Tensor) -> bool:
+    """Whether elements of ``t`` share memory (stride 0, or strides like (1, 1, 7)).
+
+    Writing such a tensor in place is undefined: PyTorch rejects it for most ops, and for
+    others reads values it already overwrote; ``polygamma_`` (float64 reference input
+    of shape (5, 6, 2), strides (1, 1, 7)) then never returns.
+    """
+    return torch._debug_has_internal_overlap(t) != 0  # 0: no overlap, 1: yes, 2: unknown
 
 
 def _map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
@@ -406,6 +423,7 @@ def _map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
         info.inplace_variant is not None
         and isinstance(sample.input, torch.Tensor)
         and not getattr(sample, "broadcasts_input", False)
+        and not _self_overlapping(inp)
     ):
         inp2, args2, kwargs2 = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
         rec2 = _Recorder()
@@ -670,30 +688,6 @@ def build_opinfo_cases(
         )
     )
     return cases
-
-
-def suite_stats(cases: Iterable[Case]) -> dict[str, Any]:
-    """Counts for reporting: overloads, ops (base names), samples, per dtype/variant."""
-    from opbench.spec.ops import base_name
-
-    cases = list(cases)
-    by_dtype: dict[str, int] = {}
-    by_variant: dict[str, int] = {}
-    for c in cases:
-        by_dtype[c.params.get("dtype", "?")] = by_dtype.get(c.params.get("dtype", "?"), 0) + 1
-        by_variant[c.params.get("variant", "?")] = (
-            by_variant.get(c.params.get("variant", "?"), 0) + 1
-        )
-    return {
-        "samples": len(cases),
-        "overloads": len({c.op for c in cases}),
-        "operators": len({base_name(c.op).rstrip("_") or base_name(c.op) for c in cases}),
-        "opinfos": len(
-            {(c.params.get("opinfo"), c.params.get("variant_test_name")) for c in cases}
-        ),
-        "by_dtype": by_dtype,
-        "by_variant": by_variant,
-    }
 
 
 # --------------------------------------------------------------------------- materialise
