@@ -194,3 +194,16 @@ def test_output_devices_are_compared_per_output():
         t, t.clone(), None, cand_devices={"": "cuda:0"}, eager_devices={"": "cpu"}
     )
     assert moved.category == "wrong_meta" and "device" in moved.message
+
+
+def test_random_ops_judge_the_outputs_that_do_not_depend_on_the_generator():
+    from opbench.judge.evaluate import generator_dependent_outputs
+
+    out, states, reserve = torch.ones(3), torch.zeros(2), torch.arange(4.0)
+    same = (out, states, reserve)
+    reseeded = (out.clone(), states.clone(), reserve + 1)
+    assert generator_dependent_outputs(same, same) == frozenset()
+    assert generator_dependent_outputs(same, reseeded) == frozenset({"[2]"})
+    assert generator_dependent_outputs(reserve, reserve + 1) is None  # nothing left to judge
+    assert generator_dependent_outputs(same, None) is None
+    assert generator_dependent_outputs(same, (out, states)) is None

@@ -175,3 +175,13 @@ def test_no_inplace_variant_for_self_overlapping_inputs():
     assert "functional" in variants and "inplace" not in variants
     plain = {e["variant"] for e in opinfo._map_one(info, SampleInput(torch.rand(5, 6)), "cpu")}
     assert "inplace" in plain
+
+
+def test_mapping_build_reports_which_opinfo_it_is_on():
+    lines: list[str] = []
+    opinfo.build_opinfo_cases(
+        "cpu", "quick", dtypes=[torch.float32], opinfo_names=["sin", "cos"], progress=lines.append
+    )
+    assert any("float32: 1/2" in line for line in lines)
+    assert any("float32: 2/2" in line for line in lines)
+    assert {line.rsplit(" ", 1)[-1] for line in lines} == {"sin", "cos"}

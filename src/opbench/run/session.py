@@ -104,8 +104,9 @@ def parse_dtypes(text: Iterable[str] | None) -> list[str] | None:
     return names
 
 
-def load_suite_cases(req: RunRequest) -> list[Case]:
-    """All cases of the requested suite (included and excluded)."""
+def load_suite_cases(req: RunRequest, progress: Callable[[str], None] | None = None) -> list[Case]:
+    """All cases of the requested suite (included and excluded); ``progress`` hears how
+    far a long build (the OpInfo mapping) is."""
     name, _, path = req.suite.partition(":")
     if name == "smoke":
         from opbench.suites.smoke import build_smoke_cases
@@ -124,7 +125,11 @@ def load_suite_cases(req: RunRequest) -> list[Case]:
         try:
             hint = {o.removeprefix("aten.") for o in req.ops} if req.ops else None
             return build_opinfo_cases(
-                device=req.device, profile=req.profile, dtypes=dtypes, hint_ops=hint
+                device=req.device,
+                profile=req.profile,
+                dtypes=dtypes,
+                hint_ops=hint,
+                progress=progress,
             )
         except ImportError as e:
             raise RunError(f"the opinfo suite needs `pip install expecttest` ({e})") from None
@@ -326,7 +331,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
 
     t_build = time.perf_counter()
     progress("phase", "building the suite")
-    selection = select_cases(req, load_suite_cases(req))
+    selection = select_cases(req, load_suite_cases(req, lambda line: progress("phase", line)))
     cases = selection.cases
     if req.rerun_failed is not None:
         failed = _failed_ids(Path(req.rerun_failed))

@@ -48,7 +48,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -455,24 +455,41 @@ def _map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
     return entries
 
 
+#: Called with a line saying how far a mapping build is (the CLI shows it).
+Progress = Callable[[str], None]
+
+
 def _build_mapping(
-    device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None = None
+    device: str,
+    kind: str,
+    dtype: torch.dtype,
+    names: frozenset[str] | None = None,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Every (OpInfo, sample, variant) of one kind and dtype that maps to one overload
     (only the OpInfos called ``names``, when given)."""
     with warnings.catch_warnings(), _current(device):
         warnings.simplefilter("ignore")
-        return _build_mapping_quietly(device, kind, dtype, names)
+        return _build_mapping_quietly(device, kind, dtype, names, progress)
 
 
 def _build_mapping_quietly(
-    device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None
+    device: str,
+    kind: str,
+    dtype: torch.dtype,
+    names: frozenset[str] | None,
+    progress: Progress | None,
 ) -> list[dict[str, Any]]:
     device_type = torch.device(device).type
     out: list[dict[str, Any]] = []
-    for info in _op_db():
-        if names is not None and info.name not in names:
-            continue
+    infos = [i for i in _op_db() if names is None or i.name in names]
+    for n, info in enumerate(infos):
+        if progress is not None:
+            # names the OpInfo being mapped, so a sample that never returns is visible
+            progress(
+                f"mapping OpInfo {kind} inputs, {_dtype_name(dtype)}: {n + 1}/{len(infos)} "
+                f"{info.name}"
+            )
         try:
             if dtype not in info.supported_dtypes(device_type):
                 continue
@@ -520,10 +537,14 @@ def _opinfos_named_for(ops: set[str]) -> frozenset[str] | None:
 
 
 def _mapping(
-    device: str, kind: str, dtype: torch.dtype, names: frozenset[str] | None = None
+    device: str,
+    kind: str,
+    dtype: torch.dtype,
+    names: frozenset[str] | None = None,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     if names is not None:  # a subset: quick to map, never cached
-        return _build_mapping(device, kind, dtype, names)
+        return _build_mapping(device, kind, dtype, names, progress)
     path = _cache_path(torch.device(device).type, kind, dtype)
     if path.exists():
         try:
@@ -531,7 +552,7 @@ def _mapping(
         except (OSError, ValueError):
             log.warning("ignoring unreadable OpInfo mapping cache %s", path)
     t0 = time.perf_counter()
-    entries = _build_mapping(device, kind, dtype)
+    entries = _build_mapping(device, kind, dtype, progress=progress)
     log.info(
         "mapped OpInfo %s inputs for %s on %s in %.1f s (%d variants)",
         kind,
@@ -612,6 +633,7 @@ def build_opinfo_cases(
     seed: int = 0,
     opinfo_names: Iterable[str] | None = None,
     hint_ops: set[str] | None = None,
+    progress: Progress | None = None,
 ) -> list[Case]:
     """The OpInfo suite's cases for ``device`` and ``profile``.
 
@@ -622,7 +644,7 @@ def build_opinfo_cases(
     maps only those OpInfos (``"sin"``, ``"nn.functional.relu"``), uncached: for tests
     and quick looks. ``hint_ops`` (the run's ``--ops``) does the same for the OpInfos
     named like those ops (all of them when some asked op matches no OpInfo's name); it
-    selects nothing by itself.
+    selects nothing by itself. ``progress`` hears how far a mapping build is.
     """
     from opbench.spec.ops import base_name
 
@@ -645,7 +667,7 @@ def build_opinfo_cases(
             # build takes a minute on CPU and longer on CUDA. Always, not only while no
             # full mapping is cached, so the same command builds the same suite.
             names = _opinfos_named_for(hint_ops)
-        entries = _mapping(device, kind, dtype, names)
+        entries = _mapping(device, kind, dtype, names, progress)
         if selected_ops is not None:
             entries = [
                 e for e in entries if e["op"] in selected_ops or base_name(e["op"]) in selected_ops
