@@ -116,6 +116,10 @@ UNDEFINED_OUTPUTS: dict[str, frozenset[str]] = {
     "_ctc_loss": frozenset({"[1]"}),
     "_embedding_bag": frozenset({"[3]"}),
     "_embedding_bag_forward_only": frozenset({"[3]"}),
+    # cuDNN's reserve space, kept for the backward pass: opaque, and its last bytes are
+    # never written (on an H100, 214 of the last 256 of 24,576,256 bytes differed between
+    # the worker's and the judge's run of the same inputs)
+    "_cudnn_rnn": frozenset({"[3]"}),
 }
 
 #: Ops whose ``total_weight`` output (``[1]``) is undefined with ``reduction='none'``:
