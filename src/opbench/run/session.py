@@ -163,28 +163,35 @@ def _case_dtypes(case: Case) -> set[str]:
     return {NAME_BY_DTYPE.get(t.dtype, str(t.dtype)) for t in iter_tensor_specs(parsed)}
 
 
-def _variant(case: Case) -> str:
+def _variant(case: Case, kinds: dict[str, str]) -> str:
+    """The OpInfo variant a case was made from, else its overload's kind from the schema
+    (``kinds`` caches that per overload)."""
     if case.source == "opinfo":
         return str(case.params.get("variant", "functional"))
-    name, _, overload = case.op.partition(".")
-    if overload == "out" or overload.endswith("_out"):
-        return "out"
-    return "inplace" if name.endswith("_") and not name.startswith("_") else "functional"
+    if case.op not in kinds:
+        from opbench.spec.variants import kind_of
+
+        try:
+            kinds[case.op] = kind_of(case.op)
+        except (AttributeError, RuntimeError, ValueError):  # not an op of this torch
+            kinds[case.op] = "other"
+    return kinds[case.op]
 
 
 def coverage_of(cases: Iterable[Case]) -> dict[str, Any]:
     """What a selection covers, for the run's header and summary: tests, overloads,
     operators (base names, in-place and out= folded in), and tests per dtype and per
-    variant (functional, inplace, out)."""
+    variant (functional, inplace, out; ``other`` for ops that mutate otherwise)."""
     from opbench.spec.ops import base_name
 
     cases = list(cases)
     by_dtype: Counter[str] = Counter()
     by_variant: Counter[str] = Counter()
+    kinds: dict[str, str] = {}
     for c in cases:
         for d in _case_dtypes(c) or {"none"}:
             by_dtype[d] += 1
-        by_variant[_variant(c)] += 1
+        by_variant[_variant(c, kinds)] += 1
     cov: dict[str, Any] = {
         "tests": len(cases),
         "overloads": len({c.op for c in cases}),
