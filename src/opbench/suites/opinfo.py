@@ -404,54 +404,48 @@ def _self_overlapping(t: torch.Tensor) -> bool:
     return torch._debug_has_internal_overlap(t) != 0  # 0: no overlap, 1: yes, 2: unknown
 
 
+def _recorded(info: Any, sample: Any, variant: str, out: Any = None) -> tuple[Any, str | None, str]:
+    """Run one variant of a sample on fresh copies of its inputs under the recorder:
+    ``(result, the one overload it reached or None, that call's arguments described)``."""
+    inp, args, kwargs = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    rec = _Recorder()
+    with rec:
+        result = _call_variant(info, variant, inp, args, kwargs, out)
+    op = _compute_op(rec.names)
+    return result, op, (_describe(*rec.calls[op]) if op is not None else "")
+
+
 def _map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
     """Run a sample's variants under the recorder; one entry per variant that maps."""
     entries: list[dict[str, Any]] = []
-    inp, args, kwargs = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
-    rec = _Recorder()
     try:
-        with rec:
-            result = _call_variant(info, "functional", inp, args, kwargs, None)
+        result, op, described = _recorded(info, sample, "functional")
     except Exception:
         return entries
-    functional = _compute_op(rec.names)
-    if functional is not None:
-        a, k = rec.calls[functional]
-        entries.append({"variant": "functional", "op": functional, "args": _describe(a, k)})
-    # in-place
+    if op is not None:
+        entries.append({"variant": "functional", "op": op, "args": described})
+    more: list[tuple[str, Any]] = []
     if (
         info.inplace_variant is not None
         and isinstance(sample.input, torch.Tensor)
         and not getattr(sample, "broadcasts_input", False)
-        and not _self_overlapping(inp)
+        and not _self_overlapping(sample.input)  # (the copies keep the layout)
     ):
-        inp2, args2, kwargs2 = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
-        rec2 = _Recorder()
-        try:
-            with rec2:
-                _call_variant(info, "inplace", inp2, args2, kwargs2, None)
-            op2 = _compute_op(rec2.names)
-            if op2 is not None:
-                a, k = rec2.calls[op2]
-                entries.append({"variant": "inplace", "op": op2, "args": _describe(a, k)})
-        except Exception:
-            pass
-    # out=
+        more.append(("inplace", None))
     out = _out_like(result) if info.supports_out else None
     if out is not None:
-        inp3, args3, kwargs3 = _clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
-        rec3 = _Recorder()
+        more.append(("out", out))
+    for variant, out_arg in more:
         try:
-            with rec3:
-                _call_variant(info, "out", inp3, args3, kwargs3, out)
-            op3 = _compute_op(rec3.names)
-            if op3 is not None:
-                a, k = rec3.calls[op3]
-                entries.append(
-                    {"variant": "out", "op": op3, "args": _describe(a, k), "out": _out_spec(out)}
-                )
+            _, op, described = _recorded(info, sample, variant, out_arg)
         except Exception:
-            pass
+            continue
+        if op is None:
+            continue
+        entry = {"variant": variant, "op": op, "args": described}
+        if out_arg is not None:
+            entry["out"] = _out_spec(out_arg)
+        entries.append(entry)
     return entries
 
 
