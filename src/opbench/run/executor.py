@@ -48,6 +48,11 @@ class CrashBudget:
             self._counts[op] += 1
             self._kinds.setdefault(op, Counter())[kind] += 1
 
+    def history(self, op: str) -> list[str]:
+        """The kinds recorded for ``op``, one per crash (to seed another budget with)."""
+        with self._lock:
+            return list(self._kinds.get(op, Counter()).elements())
+
     def exhausted(self, op: str) -> tuple[bool, str]:
         with self._lock:
             n = self._counts[op]

@@ -163,8 +163,7 @@ class RayExecutor:
         self.store = store
         self.judge_options = judge_options
         self.config = with_hidden_run_dir(worker_config, store)
-        self.budget = CrashBudget(req.max_crashes_per_op)
-        self._kinds: dict[str, list[str]] = {}
+        self.budget = CrashBudget(req.max_crashes_per_op)  # crashes seen in all tasks
         self.sandbox_level: str | None = None
         self.worker_info: dict[str, Any] = {}
         self.batch_size = int(os.environ.get("OPBENCH_RAY_BATCH", DEFAULT_BATCH))
@@ -210,7 +209,7 @@ class RayExecutor:
         def submit() -> None:
             while todo and len(pending) < slots * 2:
                 batch = todo.pop()
-                prior = {op: list(self._kinds.get(op, [])) for op in {c.op for c in batch}}
+                prior = {op: self.budget.history(op) for op in {c.op for c in batch}}
                 ref = task.remote(
                     config,
                     files_ref,
@@ -287,7 +286,7 @@ class RayExecutor:
                     o["kind"], o.get("message"), o.get("detail", ""), o.get("stderr_tail", "")
                 )
                 if outcome.kind in ("crash", "timeout", "oom"):
-                    self._kinds.setdefault(case.op, []).append(outcome.kind)
+                    self.budget.record(case.op, outcome.kind)
                 result = judge_outcome(
                     case,
                     outcome,
