@@ -3,45 +3,25 @@ thread that started them, and memory is measured over the whole sandboxed tree."
 
 from __future__ import annotations
 
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from worker_kernels import KERNELS, write_kernel_dir
 
 from opbench.run.pool import WorkerConfig, WorkerFactory
 from opbench.suites.case import Case
 
 pytestmark = pytest.mark.slow
 
-KERNELS = {
-    "relu__default": """
-        import numpy as np
-        import torch
-
-        def relu__default_kernel_impl(x):
-            a = x.detach().numpy()
-            return torch.from_numpy(np.maximum(a, 0).astype(a.dtype))
-    """,
-    "neg__default": """
-        import ctypes
-
-        def neg__default_kernel_impl(x):
-            ctypes.string_at(0)
-    """,
-}
 RELU = Case(op="relu.default", args="((T([16, 8], f32),), {})", suite="t")
 NEG = Case(op="neg.default", args="((T([8], f32),), {})", suite="t")
 
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("pool") / "kernels"
-    for folder, text in KERNELS.items():
-        (root / folder).mkdir(parents=True)
-        (root / folder / f"{folder}_implementation.py").write_text(textwrap.dedent(text))
-    return root
+    return write_kernel_dir(tmp_path_factory.mktemp("pool") / "kernels", KERNELS)
 
 
 @pytest.mark.parametrize("fork_server", [True, False])

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'opbench[ray]')")
+
+import worker_kernels  # noqa: E402
 
 from opbench.run.session import RunRequest, run  # noqa: E402
 from opbench.run.store import ResultStore  # noqa: E402
@@ -19,20 +20,7 @@ from opbench.run.store import ResultStore  # noqa: E402
 pytestmark = pytest.mark.slow
 
 KERNELS = {
-    "relu__default": """
-        import numpy as np
-        import torch
-
-        def relu__default_kernel_impl(x):
-            a = x.detach().numpy()
-            return torch.from_numpy(np.maximum(a, 0).astype(a.dtype))
-    """,
-    "neg__default": """
-        import ctypes
-
-        def neg__default_kernel_impl(x):
-            ctypes.string_at(0)
-    """,
+    **worker_kernels.KERNELS,
     "add__Tensor": """
         import torch
 
@@ -66,10 +54,7 @@ def local_ray():
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path]:
-    kernels = tmp_path / "kernels"
-    for folder, text in KERNELS.items():
-        (kernels / folder).mkdir(parents=True)
-        (kernels / folder / f"{folder}_implementation.py").write_text(textwrap.dedent(text))
+    kernels = worker_kernels.write_kernel_dir(tmp_path / "kernels", KERNELS)
     traces = tmp_path / "traces.txt"
     traces.write_text(TRACES)
     return kernels, traces
