@@ -88,6 +88,12 @@ def run_cmd(
     allow_pytorch: bool = typer.Option(
         False, help="Kernels calling PyTorch compute: warn, not fail."
     ),
+    allow: list[str] = typer.Option(
+        None,
+        "--allow",
+        help="Exempt a static-scan rule (repeatable; e.g. --allow threads). Its findings "
+        "are still shown, marked allowed, and the exemption is recorded in the run.",
+    ),
     memory_limit_mb: int = typer.Option(
         None, help="Kill a worker whose resident memory exceeds this."
     ),
@@ -128,6 +134,7 @@ def run_cmd(
             kernel_version=kernel_version,
             rtol_scale=rtol_scale,
             allow_pytorch=allow_pytorch,
+            allow_rules=_scan_rules(allow),
             memory_limit_mb=memory_limit_mb,
             rerun_failed=rerun_failed,
             overhead_dominated=overhead_dominated,
@@ -221,6 +228,20 @@ def _register_commands() -> None:
 
 
 _register_commands()
+
+
+def _scan_rules(allow: list[str] | None) -> list[str]:
+    """``--allow`` values checked against the static scan's rule table."""
+    from opbench.judge.static_scan import RULES
+
+    rules = sorted({r.strip() for item in allow or [] for r in item.split(",") if r.strip()})
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        raise ValueError(
+            f"unknown static-scan rule(s) {', '.join(unknown)}; the rules are: "
+            + ", ".join(RULES)
+        )
+    return rules
 
 
 def main() -> None:

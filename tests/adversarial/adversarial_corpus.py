@@ -28,6 +28,10 @@ cnt: 2, ((T([257], f32),), {})
 Operator: aten.mul.Tensor
 cnt: 3, ((T([16, 8], f32), T([16, 8], f32)), {})
 cnt: 1, ((T([4, 8], f32), T([8], f32)), {})
+Operator: aten.div.Tensor
+cnt: 1, ((T([16, 8], f32), T([16, 8], f32)), {})
+Operator: aten.atan2.default
+cnt: 1, ((T([16, 8], f32), T([16, 8], f32)), {})
 Operator: aten.neg.default
 cnt: 5, ((T([8], f32),), {})
 cnt: 4, ((T([9], f32),), {})
@@ -50,21 +54,52 @@ Operator: aten.maximum.default
 cnt: 2, ((T([4096, 4096], f32), T([4096, 4096], f32)), {})
 cnt: 1, ((T([1000], f32), T([1000], f32)), {})
 """
-SINGLE_OPS = "abs sin cos sigmoid tanh exp expm1 erf atan cosh ceil trunc frac".split()
+SINGLE_OPS = (
+    "abs sin cos sigmoid tanh exp expm1 erf atan cosh ceil trunc frac "
+    "log sqrt rsqrt log1p reciprocal sign exp2 erfc asinh log2"
+).split()
 
 #: op -> categories that count as caught (the judge's word for the trick).
+#: These are the categories of the *runtime* layer: the corpus runs with every static-scan
+#: rule allowed (``--allow``), so each trick reaches the worker. With the scan on (the
+#: default), the tricks it recognises fail as ``tampering`` before any import
+#: (:data:`SCAN_BLOCKS`).
 EXPECTED: dict[str, set[str]] = {
     "abs.default": {"timeout"},  # infinite loop
     "sin.default": {"crash"},  # sys.exit
     "cos.default": {"crash"},  # os._exit
     "sigmoid.default": {"oom"},  # allocates until stopped
-    "tanh.default": {"wrong_result"},  # patched allclose/assert_close at import
+    "tanh.default": {"tampering", "wrong_result"},  # patched allclose/assert_close at import
     "expm1.default": {"wrong_result"},  # looked for the reference with gc
     "erf.default": {"cheat", "wrong_meta"},  # returned a tensor subclass
     "atan.default": {"wrong_result"},  # filled its output from a thread, later
     "cosh.default": {"wrong_result", "cheat"},  # cached results across calls
     "add.Tensor": {"calls_pytorch"},  # called torch.add
+    # delegation the calling thread's dispatch mode cannot see
+    "div.Tensor": {"calls_pytorch"},  # on a threading.Thread
+    "atan2.default": {"calls_pytorch"},  # on a concurrent.futures pool thread
+    "log.default": {"calls_pytorch"},  # inside torch._C._DisableTorchDispatch()
+    "sqrt.default": {"calls_pytorch"},  # inside _disable_current_modes()
+    "erfc.default": {"calls_pytorch"},  # on a thread started at import
+    "exp2.default": {"calls_pytorch"},  # through a name built at run time (no scan finding)
+    "asinh.default": {"calls_pytorch"},  # silenced the recorder during the call, restored it
+    # tampering with the worker's process
+    "rsqrt.default": {"tampering"},  # replaced the recorder's __torch_dispatch__ at import
+    "log1p.default": {"tampering"},  # patched torch.equal, Tensor.__eq__, the judge's helpers
+    "sign.default": {"tampering"},  # torch.set_num_threads(1) at import
+    # must keep its own verdict next to log1p's tampering in the same directory
+    "reciprocal.default": {"mutates_input"},  # zeroed its input
 }
+#: Delegates only after its first three calls: passes when untimed, caught when timed.
+TIMED_ONLY: dict[str, set[str]] = {"log2.default": {"calls_pytorch"}}
+#: Ops whose kernel source the static scan fails as ``tampering`` before any import.
+SCAN_BLOCKS = frozenset(
+    """
+    sin.default cos.default tanh.default expm1.default log.default sqrt.default
+    rsqrt.default log1p.default sign.default asinh.default exp.default trunc.default
+    neg.default
+    """.split()
+)
 #: GPU only: op -> categories of its *failed* tests (not-run ones are checked apart).
 GPU_EXPECTED: dict[str, set[str]] = {
     "floor.default": {"crash"},  # illegal memory access, poisoned context
@@ -83,7 +118,7 @@ SIDE_STREAM = "sub.Tensor"
 
 def n_cases(gpu: bool) -> int:
     """How many tests the corpus trace holds."""
-    cpu = 2 + 2 + 5 + len(SINGLE_OPS) + 1
+    cpu = 2 + 2 + 2 + 5 + len(SINGLE_OPS) + 1
     return cpu + (4 + 1 + 2 if gpu else 0)
 
 
@@ -137,6 +172,13 @@ class Listener:
         self._stop = True
         self._thread.join(timeout=2)
         self.sock.close()
+
+
+def all_scan_rules() -> list[str]:
+    """Every static-scan rule id: ``allow_rules`` that lets each trick reach the worker."""
+    from opbench.judge.static_scan import RULES
+
+    return sorted(RULES)
 
 
 def run_corpus(tmp: Path, *, gpu: bool = False, on_progress: Any = None, **request: Any) -> dict:

@@ -13,7 +13,15 @@ from collections import Counter
 
 import adversarial_corpus as corpus
 import pytest
-from adversarial_corpus import EXPECTED, HONEST, SANDBOX_ONLY, run_corpus
+from adversarial_corpus import (
+    EXPECTED,
+    HONEST,
+    SANDBOX_ONLY,
+    SCAN_BLOCKS,
+    TIMED_ONLY,
+    all_scan_rules,
+    run_corpus,
+)
 
 from opbench.run import sandbox
 
@@ -21,20 +29,32 @@ TEST_TIMEOUT_S = 10.0
 MEMORY_LIMIT_MB = 1000
 
 
-@pytest.fixture(scope="module")
-def corpus_run(tmp_path_factory: pytest.TempPathFactory):
+def _run(tmp, **extra):
     res = run_corpus(
-        tmp_path_factory.mktemp("adversarial"),
+        tmp,
         device="cpu",
         perf=False,
         workers=2,
         test_timeout_s=TEST_TIMEOUT_S,
         sandbox="auto",
         memory_limit_mb=MEMORY_LIMIT_MB,
+        **extra,
     )
     if res["error"]:
         pytest.fail(f"the corpus run did not complete: {res['error']}")
     return res
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory: pytest.TempPathFactory):
+    """The runtime layer: every static-scan rule allowed, so each trick is imported."""
+    return _run(tmp_path_factory.mktemp("adversarial"), allow_rules=all_scan_rules())
+
+
+@pytest.fixture(scope="module")
+def scanned_run(tmp_path_factory: pytest.TempPathFactory):
+    """The default: the static scan stops what it recognises before any import."""
+    return _run(tmp_path_factory.mktemp("adversarial-scanned"))
 
 
 pytestmark = pytest.mark.slow
@@ -104,3 +124,68 @@ def test_escapes_left_no_trace(corpus_run):
     assert not (corpus_run["out"] / "pwned.txt").exists()
     assert not (corpus_run["kernels"] / "pwned.txt").exists()
     assert corpus_run["listener"].connections == 0
+
+
+@pytest.mark.parametrize("op", sorted(TIMED_ONLY))
+def test_untimed_delegation_is_not_seen_without_timing(corpus_run, op):
+    """The reason the timed calls are observed too (the next test)."""
+    assert all(r.status == "passed" for r in corpus_run["by_op"][op])
+
+
+def test_delegating_only_while_timed_is_caught(tmp_path):
+    """log2 computes honestly for the correctness calls, then delegates: timed on CPU, the
+    observed first timed calls show it."""
+    from opbench.run.session import RunRequest, run
+    from opbench.run.store import ResultStore
+
+    kernels = tmp_path / "k"
+    corpus.shutil.copytree(corpus.KERNELS / "log2__default", kernels / "log2__default")
+    trace = tmp_path / "t.txt"
+    trace.write_text("Operator: aten.log2.default\ncnt: 1, ((T([64, 64], f32),), {})\n")
+    run(
+        RunRequest(
+            suite=f"traces:{trace}",
+            backend=str(kernels),
+            device="cpu",
+            perf=True,
+            out=tmp_path / "run",
+            sandbox="auto",
+        )
+    )
+    store = ResultStore(tmp_path / "run" / "results.sqlite")
+    (r,) = store.results()
+    store.close()
+    assert (r.status, r.category) == ("failed", "calls_pytorch"), r.message
+    assert "while being timed" in r.message
+
+
+def test_scan_blocks_recognised_tricks_before_import(scanned_run):
+    for op in SCAN_BLOCKS:
+        results = scanned_run["by_op"][op]
+        assert results and all(r.category == "tampering" for r in results), (op, results)
+        assert all(r.message.startswith("static scan") for r in results)
+        assert all(r.worker == "" for r in results)  # decided without a worker
+    files = scanned_run["summary"]["static_scan"]["files"]
+    assert "relu__default/relu__default_implementation.py" in files
+    assert files["relu__default/relu__default_implementation.py"] == []
+    assert scanned_run["summary"]["static_scan"]["allowed_rules"] == []
+
+
+def test_every_trick_fails_with_the_scan_on(scanned_run):
+    for op, cats in {**EXPECTED, **TIMED_ONLY}.items():
+        if op in TIMED_ONLY:
+            continue
+        for r in scanned_run["by_op"][op]:
+            assert r.status == "failed", (op, r.status, r.message)
+            assert r.category in cats | {"tampering"}, (op, r.category, r.message)
+    for op in ("relu.default", "mul.Tensor"):
+        assert all(r.status == "passed" for r in scanned_run["by_op"][op])
+
+
+def test_tampering_neighbour_does_not_change_a_verdict(corpus_run):
+    """log1p's module patches comparisons and the judge's helpers at import; reciprocal,
+    in the same directory, zeroes its input and is still caught."""
+    (r,) = corpus_run["by_op"]["reciprocal.default"]
+    assert (r.status, r.category) == ("failed", "mutates_input"), r.message
+    (t,) = corpus_run["by_op"]["log1p.default"]
+    assert t.category == "tampering", t.message

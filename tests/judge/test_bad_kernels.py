@@ -1,8 +1,9 @@
 """Deliberately bad kernels, one per failure category, and correct kernels written
 without PyTorch compute (numpy) that must pass with no false positives.
 
-The worker side (:func:`run_candidate`) and the harness side (:func:`judge_report`) are
-called in-process here; in a real run they live in different processes.
+The harness's planning, the worker side and the harness's judgement are called
+in-process here (:func:`judge_in_process`); in a real run they live in different
+processes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from opbench.judge.evaluate import JudgeOptions, judge_report, run_candidate
+from opbench.judge.evaluate import JudgeOptions, judge_in_process
 from opbench.suites.case import Case
 
 OPTS = JudgeOptions()
@@ -19,8 +20,7 @@ OPTS = JudgeOptions()
 
 def judge(op: str, args: str, kernel, options: JudgeOptions = OPTS, seed: int = 0):
     case = Case(op=op, args=args, seed=seed, suite="test")
-    report = run_candidate(case, kernel, "cpu", options)
-    return judge_report(case, report, "cpu", options)
+    return judge_in_process(case, kernel, "cpu", options)
 
 
 ADD = "((T([32, 64], f32), T([32, 64], f32)), {})"
@@ -271,7 +271,7 @@ import json, os
 assert os.environ["TRITON_INTERPRET"] == "1"
 import torch, triton, triton.language as tl
 
-from opbench.judge.evaluate import JudgeOptions, judge_report, run_candidate
+from opbench.judge.evaluate import JudgeOptions, judge_in_process
 from opbench.suites.case import Case
 
 
@@ -307,7 +307,7 @@ for op, args, kernel in [
     ("add_.Tensor", "((T([64, 96], f32), T([64, 96], f32)), {})", add_),
 ]:
     case = Case(op=op, args=args)
-    v = judge_report(case, run_candidate(case, kernel, "cpu", opts), "cpu", opts)
+    v = judge_in_process(case, kernel, "cpu", opts)
     results[f"{op} {args}"] = [v.status, v.category, v.message]
 print("RESULTS" + json.dumps(results))
 """

@@ -14,10 +14,12 @@ from opbench.judge.evaluate import (
     CandidateReport,
     JudgeOptions,
     derive_seed,
+    judge_in_process,
     judge_report,
-    run_candidate,
+    plan_trials,
     trial_seeds,
 )
+from opbench.instrument.candidate import run_candidate
 from opbench.spec.ops import get_overload
 from opbench.spec.variants import derive_inplace, derive_out
 from opbench.suites.case import Case
@@ -27,7 +29,7 @@ OPTS = JudgeOptions()
 
 
 def judge(case: Case, kernel, options: JudgeOptions = OPTS):
-    return judge_report(case, run_candidate(case, kernel, "cpu", options), "cpu", options)
+    return judge_in_process(case, kernel, "cpu", options)
 
 
 @pytest.mark.parametrize("case", build_smoke_cases(), ids=lambda c: c.op)
@@ -43,7 +45,8 @@ def test_report_survives_the_worker_protocol():
     from opbench.run import protocol
 
     case = Case(op="add_.Tensor", args="((T([8, 8], f32), T([8], f32)), {})")
-    report = run_candidate(case, get_overload(case.op), "cpu", OPTS)
+    plan, _ = plan_trials(case, "cpu", OPTS)
+    report = run_candidate(case, get_overload(case.op), "cpu", OPTS, plan)
     buf = io.BytesIO()
     protocol.write_plain(buf, report)
     plain = protocol.decode_plain(buf.getvalue()[protocol.HEADER_SIZE :])

@@ -6,10 +6,11 @@ import numpy as np
 import torch
 
 from opbench.judge import guard
+from opbench.instrument.observer import DispatchRecorder
 
 
 def record(fn, *args, targets=None):
-    rec = guard.DispatchRecorder(targets)
+    rec = DispatchRecorder(targets)
     with rec:
         out = fn(*args)
     return out, rec.calls

@@ -30,12 +30,14 @@ def test_crash_then_cheap_replacement(kernels, tmp_path, fork_server):
     factory = WorkerFactory(cfg, tmp_path / "logs")
     try:
         w = factory.get("cpu")
+        w.load(None)
         costs = []
         for _ in range(3 if fork_server else 1):  # back to back: no time for a spare to warm
             out = w.run_case(NEG.to_dict(), 30)
             assert out.kind == "crash" and "SIGSEGV" in out.detail, out
             t0 = time.perf_counter()
             w = factory.get("cpu")
+            w.load(None)
             ok = w.run_case(RELU.to_dict(), 30)
             costs.append(time.perf_counter() - t0)
             assert ok.kind == "result" and ok.message["report"]["error"] is None, ok
@@ -60,6 +62,7 @@ def test_worker_outlives_the_thread_that_started_it(kernels, tmp_path):
     w = got["w"]
     try:
         assert w.alive()
+        w.load(None)
         assert w.run_case(RELU.to_dict(), 30).kind == "result"
         rss = w.rss_mb()
         assert rss is not None and rss > 100  # python + torch, seen through bwrap
@@ -79,6 +82,7 @@ def test_timeout_kills_and_reports(kernels, tmp_path):
     )
     try:
         w = factory.get("cpu")
+        w.load(None)
         t0 = time.perf_counter()
         out = w.run_case(RELU.to_dict(), 1.5)
         assert out.kind == "timeout" and time.perf_counter() - t0 < 5

@@ -145,9 +145,16 @@ class DirectoryBackend(Backend):
     """Kernels loaded from a BackendBench-style directory."""
 
     def __init__(
-        self, path: str | Path, device: str = "cpu", *, kernel_version: str | None = None
+        self,
+        path: str | Path,
+        device: str = "cpu",
+        *,
+        kernel_version: str | None = None,
+        only: set[str] | None = None,
     ) -> None:
         super().__init__()
+        #: load only these folders (an isolation unit, :mod:`opbench.backends.units`)
+        self.only = set(only) if only is not None else None
         self.path = Path(path)
         if not self.path.is_dir():
             raise BackendError(f"backend directory {str(path)!r} does not exist")
@@ -166,6 +173,8 @@ class DirectoryBackend(Backend):
         for folder_path in sorted(p for p in self.path.iterdir() if p.is_dir()):
             folder = folder_path.name
             if folder.startswith(".") or folder == "__pycache__":
+                continue
+            if self.only is not None and folder not in self.only:
                 continue
             try:
                 target = parse_folder_name(folder)

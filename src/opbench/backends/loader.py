@@ -50,9 +50,17 @@ class Backend:
         return f"<{type(self).__name__} {self.name!r} device={self.device!r} ops={len(self.served_ops())}>"
 
 
-def load_backend(spec: str, device: str, *, kernel_version: str | None = None) -> Backend:
+def load_backend(
+    spec: str,
+    device: str,
+    *,
+    kernel_version: str | None = None,
+    only: set[str] | None = None,
+) -> Backend:
     """``aten`` | a kernel directory | ``module:NAME[:FUNC]`` -> a loaded :class:`Backend`.
 
+    ``only``: the folders of a kernel directory to import (one isolation unit, see
+    :mod:`opbench.backends.units`); None imports them all.
     Raises :class:`BackendError` for an unknown spec or a missing directory; problems
     with single kernels go to ``backend.load_errors`` and the rest still loads.
     """
@@ -85,7 +93,7 @@ def load_backend(spec: str, device: str, *, kernel_version: str | None = None) -
     if path.is_dir():
         from opbench.backends.directory import DirectoryBackend
 
-        return DirectoryBackend(path, device, kernel_version=kernel_version)
+        return DirectoryBackend(path, device, kernel_version=kernel_version, only=only)
     if path.exists():
         raise BackendError(
             f"backend {spec!r} is a file; give the kernel directory that holds "

@@ -196,10 +196,10 @@ def main():
         show_difference(got, expected[seed])
 
     if not opts.no_judge:
-        from opbench.judge.evaluate import JudgeOptions, judge_report, run_candidate
+        from opbench.judge.evaluate import JudgeOptions, judge_in_process
 
         options = JudgeOptions(trials=len(SEEDS))
-        verdict = judge_report(CASE, run_candidate(CASE, kernel, device, options), device, options)
+        verdict = judge_in_process(CASE, kernel, device, options)
         print(f"opbench verdict: {{verdict.status}} {{verdict.category or ''}} {{verdict.message}}")
 
 

@@ -1,17 +1,22 @@
-"""The per-test pipeline, split between the untrusted worker and the trusted harness.
+"""Deciding a test, in the HARNESS, from raw data the worker sent.
 
-* :func:`run_candidate` runs in the WORKER (where candidate kernels are imported): for
-  each trial seed it materialises fresh inputs, runs the kernel under the guard's
-  dispatch recorder, and records what came back (outputs copied to the CPU, their
-  types and layouts, which inputs changed, whether ``self``/``out`` was returned) in a
-  plain-data :class:`CandidateReport`. It decides nothing.
-* :func:`judge_report` runs in the HARNESS, which never imports candidate code: it
-  rebuilds the same inputs from the same seeds, computes eager PyTorch's output and a
-  float64 reference itself, and turns the report into a :class:`Verdict`.
+The harness never imports candidate code. For each test it
 
-Trials: the case's seed, then ``trials - 1`` seeds derived from it (same shapes, new
-values), so a kernel that caches results by shape or pointer fails the second trial.
-A repeat of the first trial on identical inputs checks determinism.
+1. plans the trials (:func:`plan_trials`): the case's seed, ``trials - 1`` seeds
+   derived from it (same shapes, new values: a kernel that caches results by shape or
+   pointer fails the second), and, when every one of those would also accept a trivial
+   answer, a re-drawn seed whose inputs do not (``details["redrawn_seed"]``). It
+   computes eager PyTorch's outputs and a float64 reference for each seed on the way,
+   and keeps them for step 3;
+2. sends the case and the plan to a worker, which runs the kernel on fresh inputs for
+   each seed and once more on the first seed's inputs, and sends back raw data
+   (:mod:`opbench.instrument.candidate`): outputs, each input's storage after the
+   call, object ids and storage addresses, what the observers saw, what changed in
+   its process;
+3. judges (:func:`judge_report`) against its own copies: the mutation diff against
+   the inputs it built itself, aliasing from the ids and addresses, the guard's rules
+   on the recorded calls (:mod:`opbench.judge.guard`), values against its references,
+   determinism by comparing the repeat's outputs with the first trial's, and weakness.
 
 Determinism rule: a candidate whose repeat differs bitwise is ``nondeterministic``. It
 fails unless PyTorch documents the op as nondeterministic on that device: random ops
@@ -24,10 +29,8 @@ It is also only a warning when eager PyTorch itself differs between two runs on 
 same inputs.
 
 Weak tests: a trial is weak when a trivial answer (zeros, a constant, a copy of the
-first input) would pass its tolerance. For ``args`` cases the worker re-draws up to
-:data:`REDRAWS` new seeds when its first trials look trivial and runs one that is not
-as an extra trial (``details["redrawn_seed"]``). The test is ``weak`` (left out of the
-verdict) only when every trial is weak.
+first input) would pass its tolerance. The test is ``weak`` (left out of the verdict)
+only when every trial is weak.
 
 The aten backend's kernel is the judged ``OpOverload`` itself; the guard skips it (see
 :func:`opbench.judge.guard.is_reference_kernel`).
@@ -37,27 +40,37 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
-import traceback
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 
+from opbench.instrument import tensors
+from opbench.instrument.records import CandidateReport, TrialPlan, TrialResult
 from opbench.judge import correctness as corr
 from opbench.judge import guard as guard_mod
+from opbench.spec.call import (
+    arg_names,
+    is_written,
+    targets,
+    variant_kind,
+    walk_inputs,
+    written_args,
+)
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case, derive_seed
 
 __all__ = [
     "JudgeOptions",
+    "TrialPlan",
     "TrialResult",
     "CandidateReport",
     "Verdict",
-    "run_candidate",
+    "Expectations",
+    "plan_trials",
     "judge_report",
+    "judge_in_process",
     "trial_seeds",
     "derive_seed",
     "CUDA_NONDETERMINISTIC",
@@ -65,14 +78,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Captured at import, before any candidate code can patch them.
-_clone = torch.Tensor.clone
-_detach = torch.Tensor.detach
-_to = torch.Tensor.to
-_as_strided = torch.Tensor.as_strided
-_equal = torch.equal
-
-#: Extra seeds the worker tries when the first trials of an ``args`` case look trivial.
+#: Extra seeds the harness tries when the first trials of an ``args`` case look trivial.
 REDRAWS = 3
 
 #: Ops PyTorch documents as nondeterministic on CUDA (``torch.use_deterministic_algorithms``).
@@ -136,7 +142,7 @@ def undefined_outputs(
     base = overload._schema.name.removeprefix("aten::")
     paths = UNDEFINED_OUTPUTS.get(base, frozenset())
     if base in UNREDUCED_TOTAL_WEIGHT_OPS:
-        names = _arg_names(overload)
+        names = arg_names(overload)
         i = names.index("reduction")
         reduction = kwargs.get("reduction", args[i] if i < len(args) else None)
         if reduction == 0:
@@ -166,70 +172,6 @@ class JudgeOptions:
 
 
 @dataclass
-class TrialResult:
-    """What happened when the candidate ran on one input set (plain data only)."""
-
-    seed: int
-    status: str = "ok"  # ok | error | not_implemented | skipped
-    message: str = ""
-    error_type: str | None = None
-    traceback: str | None = None
-    outputs: Any = None
-    output_meta: list[dict[str, Any]] = field(default_factory=list)
-    returned_targets: list[bool] = field(default_factory=list)
-    target_ptr_same: list[bool] = field(default_factory=list)
-    target_meta: list[dict[str, Any]] = field(default_factory=list)
-    mutated: dict[str, int] = field(default_factory=dict)
-    written_after: dict[str, Any] = field(default_factory=dict)
-    calls: list[tuple[str, bool, int]] = field(default_factory=list)
-    guard: str = "on"  # on | skipped
-    elapsed_s: float = 0.0
-    redraw: bool = False
-    #: output paths with undefined values for these inputs (the worker's repeat check
-    #: skips them; the judge works them out again for itself)
-    undefined: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CandidateReport:
-    """The worker's account of a candidate on one case; judged by :func:`judge_report`."""
-
-    op: str
-    test_id: str
-    trials: list[TrialResult] = field(default_factory=list)
-    repeat_equal: bool | None = None
-    repeat_detail: str = ""
-    error: str | None = None
-    skipped: str | None = None
-    not_implemented: str | None = None
-    redraw_seeds_tried: list[int] = field(default_factory=list)
-    notes: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_plain(cls, d: Any) -> CandidateReport:
-        """Rebuild from the plain dict a worker sent (``opbench.run.protocol.to_plain``)."""
-        if isinstance(d, CandidateReport):
-            return d
-        if not isinstance(d, dict):
-            raise TypeError(f"report is a {type(d).__name__}, not a dict")
-        names = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
-        trials = []
-        tnames = {f.name for f in fields(TrialResult)}
-        for t in kw.get("trials") or []:
-            if isinstance(t, TrialResult):
-                trials.append(t)
-                continue
-            if not isinstance(t, dict):
-                raise TypeError("malformed trial in report")
-            tk = {k: v for k, v in t.items() if k in tnames}
-            tk["calls"] = [tuple(c) for c in tk.get("calls") or []]
-            trials.append(TrialResult(**tk))
-        kw["trials"] = trials
-        return cls(**kw)
-
-
-@dataclass
 class Verdict:
     """The judge's decision on one test. ``details`` is JSON-serialisable."""
 
@@ -248,162 +190,6 @@ class Verdict:
 def trial_seeds(seed: int, trials: int) -> list[int]:
     """The case's seed, then ``trials - 1`` derived ones."""
     return [derive_seed(seed, i) for i in range(max(1, trials))]
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def _walk_inputs(args: list[Any], kwargs: dict[str, Any]) -> list[tuple[str, str, torch.Tensor]]:
-    """``[(path, argument name or index, tensor)]`` for every tensor in the call."""
-    out: list[tuple[str, str, torch.Tensor]] = []
-
-    def rec(v: Any, path: str, top: str) -> None:
-        if isinstance(v, torch.Tensor):
-            out.append((path, top, v))
-        elif isinstance(v, (list, tuple)):
-            for i, x in enumerate(v):
-                rec(x, f"{path}[{i}]", top)
-
-    for i, a in enumerate(args):
-        rec(a, f"args[{i}]", str(i))
-    for k, a in kwargs.items():
-        rec(a, f"kwargs[{k!r}]", k)
-    return out
-
-
-def _arg_names(overload: torch._ops.OpOverload) -> list[str]:
-    return [a.name for a in overload._schema.arguments]
-
-
-#: Arguments ops write although their schema does not say so (running statistics).
-WRITES_NOT_IN_SCHEMA: dict[str, frozenset[str]] = {
-    "native_batch_norm": frozenset({"running_mean", "running_var"}),
-    "cudnn_batch_norm": frozenset({"running_mean", "running_var"}),
-    "miopen_batch_norm": frozenset({"running_mean", "running_var"}),
-}
-
-
-def _written_args(overload: torch._ops.OpOverload) -> set[str]:
-    """Schema names and positions of the arguments the op may write (``Tensor(a!)``, and
-    :data:`WRITES_NOT_IN_SCHEMA`)."""
-    out: set[str] = set()
-    extra = WRITES_NOT_IN_SCHEMA.get(overload._schema.name.removeprefix("aten::"), frozenset())
-    for i, a in enumerate(overload._schema.arguments):
-        if (a.alias_info is not None and a.alias_info.is_write) or a.name in extra:
-            out.add(a.name)
-            out.add(str(i))
-    return out
-
-
-def _is_written(top: str, overload: torch._ops.OpOverload, written: set[str]) -> bool:
-    """Whether the argument at ``top`` (a position or a keyword name) may be written."""
-    if top in written:
-        return True
-    names = _arg_names(overload)
-    return top.isdigit() and int(top) < len(names) and names[int(top)] in written
-
-
-def _variant_kind(overload: torch._ops.OpOverload) -> str:
-    from opbench.spec.variants import kind_of
-
-    try:
-        return kind_of(_op_name(overload))
-    except (AttributeError, RuntimeError, ValueError):
-        return "other"
-
-
-def _op_name(overload: torch._ops.OpOverload) -> str:
-    """``add.Tensor`` for ``torch.ops.aten.add.Tensor``."""
-    return f"{overload._schema.name.removeprefix('aten::')}.{overload._overloadname}"
-
-
-def _targets(overload: torch._ops.OpOverload, args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
-    """The tensors an in-place / ``out=`` overload must write and return, in order."""
-    kind = _variant_kind(overload)
-    names = _arg_names(overload)
-    if kind == "inplace":
-        return [args[0] if args else kwargs.get(names[0])]
-    if kind == "out":
-        from opbench.spec.variants import out_arg_names
-
-        outs = []
-        for n in out_arg_names(_op_name(overload)):
-            if n in kwargs:
-                outs.append(kwargs[n])
-            elif n in names and names.index(n) < len(args):
-                outs.append(args[names.index(n)])
-            else:
-                outs.append(None)
-        return outs
-    return []
-
-
-def _span(t: torch.Tensor) -> torch.Tensor:
-    """A 1-D view of the storage elements ``t`` reaches (holes and all)."""
-    if t.numel() == 0:
-        return t.reshape(0)
-    n = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
-    return _as_strided(t, (n,), (1,), t.storage_offset())
-
-
-def _snapshot(t: torch.Tensor) -> torch.Tensor:
-    return _clone(_to(_detach(_span(t)), "cpu"))
-
-
-def _meta(t: torch.Tensor) -> dict[str, Any]:
-    return {
-        "shape": list(t.shape),
-        "stride": list(t.stride()),
-        "storage_offset": int(t.storage_offset()),
-        "dtype": str(t.dtype).removeprefix("torch."),
-        "device": str(t.device),
-        "data_ptr": int(t.data_ptr()) if t.numel() else 0,
-        "storage_ptr": int(t.untyped_storage().data_ptr()) if t.numel() else 0,
-    }
-
-
-def _to_cpu_outputs(obj: Any) -> Any:
-    """Copy outputs to the CPU, keeping tuples/lists/scalars; unknown objects -> repr."""
-    if isinstance(obj, (tuple, list)):
-        seq = [_to_cpu_outputs(v) for v in obj]
-        return seq if isinstance(obj, list) else tuple(seq)
-    if isinstance(obj, torch.Tensor):
-        try:
-            t = _detach(obj)
-            if type(t) is not torch.Tensor:
-                t = t.as_subclass(torch.Tensor)
-            return _clone(_to(t, "cpu"))
-        except Exception as e:  # a wrapper without data
-            return f"<unreadable tensor: {type(e).__name__}: {e}>"
-    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
-        return obj
-    return f"<{type(obj).__module__}.{type(obj).__qualname__}: {obj!r}>"[:500]
-
-
-def _output_meta(obj: Any, input_storages: dict[int, str], path: str = "") -> list[dict[str, Any]]:
-    if isinstance(obj, (tuple, list)):
-        out: list[dict[str, Any]] = []
-        for i, v in enumerate(obj):
-            out.extend(_output_meta(v, input_storages, f"{path}[{i}]"))
-        return out
-    m: dict[str, Any] = {"path": path, "type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
-    if isinstance(obj, torch.Tensor):
-        m["kind"] = "tensor"
-        m["problems"] = guard_mod.output_problems(obj, path)
-        try:
-            m.update(_meta(obj))
-            if obj.numel():
-                ptr = obj.untyped_storage().data_ptr()
-                m["aliases_input"] = input_storages.get(ptr)
-        except Exception as e:
-            m["problems"].append(f"output{path}: metadata unreadable ({type(e).__name__})")
-    elif obj is None:
-        m["kind"] = "none"
-    elif isinstance(obj, (bool, int, float, complex)):
-        m["kind"] = "scalar"
-    else:
-        m["kind"] = "other"
-    return [m]
 
 
 @contextlib.contextmanager
@@ -427,194 +213,6 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _short_tb(e: BaseException) -> str:
-    lines = traceback.format_exception(type(e), e, e.__traceback__)
-    return "".join(lines[-6:])[-3000:]
-
-
-# --------------------------------------------------------------------------- worker side
-
-
-def _run_trial(
-    case: Case,
-    kernel: Callable[..., Any],
-    overload: torch._ops.OpOverload,
-    device: str,
-    seed: int,
-    *,
-    guard_on: bool,
-) -> tuple[TrialResult, Any]:
-    """One trial in the worker; returns the record and the raw outputs (on device)."""
-    from opbench.suites.inputs import NotRunnable
-    from opbench.suites.materialize import materialize
-
-    tr = TrialResult(seed=seed, guard="on" if guard_on else "skipped")
-    try:
-        args, kwargs = materialize(case, device, seed)
-    except NotRunnable as e:
-        tr.status, tr.message = "skipped", str(e.reason)
-        return tr, None
-    tr.undefined = sorted(undefined_outputs(overload, args, kwargs))
-    inputs = _walk_inputs(args, kwargs)
-    snaps = {p: _snapshot(t) for p, _, t in inputs}
-    metas = {p: _meta(t) for p, _, t in inputs}
-    storages: dict[int, str] = {}
-    for p, _, t in inputs:
-        if t.numel():
-            storages.setdefault(t.untyped_storage().data_ptr(), p)
-    targets = _targets(overload, args, kwargs)
-    tr.target_meta = [_meta(t) if isinstance(t, torch.Tensor) else {} for t in targets]
-    recorder = guard_mod.DispatchRecorder([t for t in targets if isinstance(t, torch.Tensor)])
-    t0 = time.perf_counter()
-    try:
-        if guard_on:
-            with recorder:
-                result = kernel(*args, **kwargs)
-        else:
-            result = kernel(*args, **kwargs)
-        _sync(device)
-    except NotImplementedError as e:
-        tr.status, tr.message = "not_implemented", str(e) or "NotImplementedError"
-        return tr, None
-    except Exception as e:
-        tr.status = "error"
-        tr.error_type = type(e).__name__
-        tr.message = str(e)[:2000]
-        tr.traceback = _short_tb(e)
-        return tr, None
-    finally:
-        tr.elapsed_s = time.perf_counter() - t0
-        counts = Counter((c.name, c.into_target) for c in recorder.calls)
-        tr.calls = [(n, into, k) for (n, into), k in sorted(counts.items())]
-    tr.outputs = _to_cpu_outputs(result)
-    tr.output_meta = _output_meta(result, storages)
-    res_leaves = (
-        [v for _, v in corr.leaves(result)] if isinstance(result, (tuple, list)) else [result]
-    )
-    for i, t in enumerate(targets):
-        if not isinstance(t, torch.Tensor):
-            tr.returned_targets.append(False)
-            tr.target_ptr_same.append(False)
-            continue
-        returned = i < len(res_leaves) and res_leaves[i] is t
-        if len(targets) == 1 and not isinstance(result, (tuple, list)):
-            returned = result is t
-        tr.returned_targets.append(bool(returned))
-        tr.target_ptr_same.append(
-            t.numel() == 0
-            or tr.target_meta[i]["storage_ptr"] == 0
-            or t.untyped_storage().data_ptr() == tr.target_meta[i]["storage_ptr"]
-        )
-    written = _written_args(overload)
-    target_ids = {id(t) for t in targets}
-    for p, top, t in inputs:
-        if id(t) not in target_ids and _is_written(top, overload, written):
-            tr.written_after[p] = _clone(_to(_detach(t), "cpu"))
-    for p, _, t in inputs:
-        before = snaps[p]
-        m = metas[p]
-        if list(t.shape) != m["shape"] or list(t.stride()) != m["stride"]:
-            tr.mutated[p] = -1
-            continue
-        try:
-            after = _snapshot(t)
-        except RuntimeError:
-            tr.mutated[p] = -1
-            continue
-        if not corr.bitwise_equal(before, after):
-            if before.dtype.is_floating_point or before.dtype.is_complex:
-                diff = ~((before == after) | (torch.isnan(before) & torch.isnan(after)))
-            else:
-                diff = before != after
-            tr.mutated[p] = max(1, int(diff.sum()))
-    return tr, result
-
-
-def _looks_trivial(
-    case: Case, overload: torch._ops.OpOverload, device: str, seed: int
-) -> bool | None:
-    """Worker-side probe: would a trivial answer match eager within the floors?
-
-    None when eager PyTorch cannot run these inputs: such a seed is no re-draw candidate.
-    """
-    from opbench.suites.inputs import NotRunnable
-    from opbench.suites.materialize import materialize
-
-    try:
-        args, kwargs = materialize(case, device, seed)
-        first = next((t for _, _, t in _walk_inputs(args, kwargs)), None)
-        first = _clone(_to(_detach(first), "cpu")) if first is not None else None
-        eager = _to_cpu_outputs(overload(*args, **kwargs))
-    except (NotRunnable, Exception):
-        return None
-    base = overload._schema.name.removeprefix("aten::")
-    return bool(
-        corr.trivial_answers(
-            eager,
-            None,
-            first,
-            op=case.op,
-            allow_input_copy=not guard_mod.is_copy_like(case.op),
-            allow_constant=base.rstrip("_") not in CONSTANT_OPS,
-        )
-    )
-
-
-def run_candidate(
-    case: Case, kernel: Callable[..., Any], device: str, options: JudgeOptions
-) -> CandidateReport:
-    """Run ``kernel`` on ``case`` in the worker and report what it did (no verdict).
-
-    Never raises for a misbehaving kernel: its exceptions are recorded in the report.
-    """
-    overload = get_overload(case.op)
-    guard_on = not guard_mod.is_reference_kernel(kernel, overload)
-    report = CandidateReport(op=case.op, test_id=case.test_id)
-    seeds = trial_seeds(case.seed, options.trials)
-    first_outputs = None
-    undefined: frozenset[str] = frozenset()
-    for seed in seeds:
-        tr, result = _run_trial(case, kernel, overload, device, seed, guard_on=guard_on)
-        report.trials.append(tr)
-        if tr.status != "ok":
-            _summarise(report, tr)
-            return report
-        if first_outputs is None:
-            first_outputs, undefined = tr.outputs, frozenset(tr.undefined)
-        del result
-    if options.check_weak and case.source in ("args", "opinfo"):
-        from opbench.suites.materialize import special_seeds
-
-        if all(_looks_trivial(case, overload, device, s) for s in seeds):
-            # trace cases: new values from the same rules; OpInfo cases: the sample with
-            # NaN, Inf and zeros injected (a new seed alone draws the same kind of values)
-            candidates = (
-                [derive_seed(case.seed, 1000 + j) for j in range(REDRAWS)]
-                if case.source == "args"
-                else special_seeds(case)
-            )
-            for s in candidates:
-                report.redraw_seeds_tried.append(s)
-                if _looks_trivial(case, overload, device, s) is False:
-                    tr, _ = _run_trial(case, kernel, overload, device, s, guard_on=guard_on)
-                    tr.redraw = True
-                    report.trials.append(tr)
-                    if tr.status != "ok":
-                        _summarise(report, tr)
-                        return report
-                    break
-    if options.check_determinism:
-        tr, _ = _run_trial(case, kernel, overload, device, seeds[0], guard_on=False)
-        if tr.status != "ok":
-            report.repeat_equal = False
-            report.repeat_detail = f"the repeat on identical inputs raised: {tr.message}"
-        else:
-            report.repeat_equal = _defined_equal(overload, tr.outputs, first_outputs, undefined)
-            if not report.repeat_equal:
-                report.repeat_detail = _diff_summary(tr.outputs, first_outputs)
-    return report
-
-
 def _defined_equal(
     overload: torch._ops.OpOverload, a: Any, b: Any, undefined: frozenset[str]
 ) -> bool:
@@ -629,15 +227,6 @@ def _defined_equal(
     return len(la) == len(lb) and all(
         p in undefined or corr.bitwise_equal(x, y) for (p, x), (_, y) in zip(la, lb)
     )
-
-
-def _summarise(report: CandidateReport, tr: TrialResult) -> None:
-    if tr.status == "error":
-        report.error = f"{tr.error_type}: {tr.message}"
-    elif tr.status == "skipped":
-        report.skipped = tr.message
-    elif tr.status == "not_implemented":
-        report.not_implemented = tr.message
 
 
 def _diff_summary(a: Any, b: Any) -> str:
@@ -701,6 +290,9 @@ def _documented_nondeterministic(op: str, overload: torch._ops.OpOverload, devic
 
 @dataclass
 class _Expected:
+    """The harness's own view of one seed: eager's and the float64 reference's outputs,
+    and the inputs as it built them (storage spans or digests, for the mutation diff)."""
+
     eager: Any
     ref: Any
     first_input: torch.Tensor | None
@@ -711,6 +303,13 @@ class _Expected:
     eager_written: dict[str, Any] = field(default_factory=dict)
     ref_written: dict[str, Any] = field(default_factory=dict)
     undefined: frozenset[str] = frozenset()
+    input_spans: dict[str, torch.Tensor] = field(default_factory=dict)
+    input_digests: dict[str, str] = field(default_factory=dict)
+    storages: dict[int, str] = field(default_factory=dict)
+
+
+#: What the harness computed for each seed of a plan, kept for the judgement.
+Expectations = dict[int, _Expected]
 
 
 class _NotRunnableHere(Exception):
@@ -721,16 +320,35 @@ def _written_values(
     overload: torch._ops.OpOverload, args: list[Any], kwargs: dict[str, Any]
 ) -> dict[str, torch.Tensor]:
     """CPU copies of the written, non-returned tensor arguments after a call."""
-    written = _written_args(overload)
-    target_ids = {id(t) for t in _targets(overload, args, kwargs)}
+    written = written_args(overload)
+    target_ids = {id(t) for t in targets(overload, args, kwargs)}
     return {
         p: t.detach().cpu().clone()
-        for p, top, t in _walk_inputs(args, kwargs)
-        if id(t) not in target_ids and _is_written(top, overload, written)
+        for p, top, t in walk_inputs(args, kwargs)
+        if id(t) not in target_ids and is_written(top, overload, written)
     }
 
 
+def _aliases(metas: list[dict[str, Any]], storages: dict[int, str]) -> list[dict[str, Any]]:
+    """``metas`` with ``aliases_input`` set where an output shares an input's storage."""
+    for m in metas:
+        ptr = m.get("storage_ptr")
+        if m.get("kind") == "tensor" and ptr:
+            m["aliases_input"] = storages.get(int(ptr))
+    return metas
+
+
+def _storages(metas: dict[str, dict[str, Any]]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for p, m in metas.items():
+        ptr = m.get("storage_ptr")
+        if ptr:
+            out.setdefault(int(ptr), p)
+    return out
+
+
 def _expected(case: Case, overload: torch._ops.OpOverload, device: str, seed: int) -> _Expected:
+    from opbench.instrument.candidate import MAX_INPUT_ELEMENTS_SENT
     from opbench.suites.inputs import NotRunnable
     from opbench.suites.materialize import materialize
 
@@ -738,12 +356,16 @@ def _expected(case: Case, overload: torch._ops.OpOverload, device: str, seed: in
         args, kwargs = materialize(case, device, seed)
     except NotRunnable as e:
         raise _NotRunnableHere(f"inputs not runnable: {e.reason}") from None
-    inputs = _walk_inputs(args, kwargs)
-    metas = {p: _meta(t) for p, _, t in inputs}
-    storages: dict[int, str] = {}
+    inputs = walk_inputs(args, kwargs)
+    metas = {p: tensors.meta(t) for p, _, t in inputs}
+    storages = _storages(metas)
+    spans: dict[str, torch.Tensor] = {}
+    digests: dict[str, str] = {}
     for p, _, t in inputs:
-        if t.numel():
-            storages.setdefault(t.untyped_storage().data_ptr(), p)
+        snap = tensors.snapshot(t)
+        digests[p] = tensors.digest(snap)
+        if snap.numel() <= MAX_INPUT_ELEMENTS_SENT:
+            spans[p] = snap
     first = inputs[0][2].detach().cpu().clone() if inputs else None
     max_in = max((t.numel() for _, _, t in inputs), default=0)
     try:
@@ -759,7 +381,7 @@ def _expected(case: Case, overload: torch._ops.OpOverload, device: str, seed: in
             raise _NotRunnableHere(
                 f"eager returns a {leaf.layout} tensor; only strided outputs are judged"
             )
-    eager_meta = _output_meta(raw, storages)
+    eager_meta = _aliases(tensors.output_meta(raw), storages)
     eager = _cpu(raw)
     eager_written = _written_values(overload, args, kwargs)
     del raw
@@ -786,7 +408,77 @@ def _expected(case: Case, overload: torch._ops.OpOverload, device: str, seed: in
         eager_written,
         ref_written,
         undefined_outputs(overload, args, kwargs),
+        spans,
+        digests,
+        storages,
     )
+
+
+def _is_trivial(
+    case: Case, overload: torch._ops.OpOverload, exp: _Expected, options: JudgeOptions
+) -> bool:
+    """Would a trivial answer (zeros, a constant, an input copy) pass this seed's check?"""
+    base = overload._schema.name.removeprefix("aten::")
+    return bool(
+        corr.trivial_answers(
+            exp.eager,
+            exp.ref,
+            exp.first_input,
+            op=case.op,
+            allow_input_copy=not guard_mod.is_copy_like(case.op),
+            allow_constant=base.rstrip("_") not in CONSTANT_OPS,
+            max_in_numel=exp.max_in_numel,
+            rtol_scale=options.rtol_scale,
+            atol_scale=options.atol_scale,
+        )
+    )
+
+
+def plan_trials(case: Case, device: str, options: JudgeOptions) -> tuple[TrialPlan, Expectations]:
+    """The seeds the worker must run, and the harness's expectations for each.
+
+    Computed here, before any candidate runs, so nothing the candidate does can steer
+    which inputs it is tested on. When every trial of an ``args`` or ``opinfo`` case
+    would accept a trivial answer, up to :data:`REDRAWS` new seeds are tried (trace
+    cases: new values from the same rules; OpInfo cases: the sample with NaN, Inf and
+    zeros injected) and the first that does not is added as a re-drawn trial. Seeds
+    whose references cannot be computed here are left for the judgement to report.
+    """
+    overload = get_overload(case.op)
+    seeds = trial_seeds(case.seed, options.trials)
+    plan = TrialPlan(seeds=list(seeds), redraw=[False] * len(seeds))
+    expectations: Expectations = {}
+    for s in seeds:
+        try:
+            expectations[s] = _expected(case, overload, device, s)
+        except _NotRunnableHere:
+            return plan, expectations
+    if not (options.check_weak and case.source in ("args", "opinfo")):
+        return plan, expectations
+    base = overload._schema.name.removeprefix("aten::")
+    if base in UNINITIALIZED_OPS or _is_random(overload):
+        return plan, expectations
+    if not all(_is_trivial(case, overload, expectations[s], options) for s in seeds):
+        return plan, expectations
+    from opbench.suites.materialize import special_seeds
+
+    candidates = (
+        [derive_seed(case.seed, 1000 + j) for j in range(REDRAWS)]
+        if case.source == "args"
+        else special_seeds(case)
+    )
+    for s in candidates:
+        plan.redraw_seeds_tried.append(s)
+        try:
+            exp = _expected(case, overload, device, s)
+        except _NotRunnableHere:
+            continue
+        if not _is_trivial(case, overload, exp, options):
+            plan.seeds.append(s)
+            plan.redraw.append(True)
+            expectations[s] = exp
+            break
+    return plan, expectations
 
 
 def _eager_is_deterministic(
@@ -808,13 +500,33 @@ def _fail(category: str, message: str, **kw: Any) -> Verdict:
 
 
 def judge_report(
-    case: Case, report: CandidateReport, device: str, options: JudgeOptions
+    case: Case,
+    report: CandidateReport,
+    device: str,
+    options: JudgeOptions,
+    expectations: Expectations | None = None,
 ) -> Verdict:
-    """Decide a test from the worker's report, with references computed here."""
+    """Decide a test from the worker's report, with references computed here
+    (``expectations`` from :func:`plan_trials` are reused; missing seeds are computed)."""
     try:
-        return _judge(case, report, device, options)
+        return _judge(case, report, device, options, dict(expectations or {}))
     except _NotRunnableHere as e:
         return Verdict("skipped", None, str(e))
+
+
+def judge_in_process(
+    case: Case,
+    kernel: Callable[..., Any],
+    device: str,
+    options: JudgeOptions,
+) -> Verdict:
+    """Plan, run and judge ``kernel`` in this process: for trusted kernels only (tests,
+    ``opbench repro`` scripts). Runs that judge candidates use worker processes."""
+    from opbench.instrument.candidate import run_candidate
+
+    plan, expectations = plan_trials(case, device, options)
+    report = run_candidate(case, kernel, device, options, plan)
+    return judge_report(case, report, device, options, expectations)
 
 
 def _label(idx: int, tr: TrialResult) -> str:
@@ -823,11 +535,51 @@ def _label(idx: int, tr: TrialResult) -> str:
     return f"trial {idx + 1} (seed {tr.seed}{', re-drawn' if tr.redraw else ''}): "
 
 
-def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptions) -> Verdict:
+def _top_arg(path: str) -> str:
+    """``args[1][0]`` -> ``1``; ``kwargs['out']`` -> ``out``."""
+    return path.split("]", 1)[0].removeprefix("args[").removeprefix("kwargs[").strip("'\"")
+
+
+def _mutations(tr: TrialResult, exp: _Expected) -> dict[str, int]:
+    """Inputs whose storage differs after the call from the harness's own copy made
+    before it: path -> elements changed (-1: the layout changed; 1 at least, when only
+    digests could be compared)."""
+    changed: dict[str, int] = {}
+    for p, m in exp.inputs.items():
+        after = tr.input_meta_after.get(p)
+        if after is None or after.get("unreadable"):
+            changed[p] = -1
+            continue
+        if after.get("shape") != m["shape"] or after.get("stride") != m["stride"]:
+            changed[p] = -1
+            continue
+        before = exp.input_spans.get(p)
+        now = tr.inputs_after.get(p)
+        if isinstance(before, torch.Tensor) and isinstance(now, torch.Tensor):
+            if now.shape != before.shape or now.dtype != before.dtype:
+                changed[p] = -1
+            elif not corr.bitwise_equal(before, now):
+                if before.dtype.is_floating_point or before.dtype.is_complex:
+                    diff = ~((before == now) | (torch.isnan(before) & torch.isnan(now)))
+                else:
+                    diff = before != now
+                changed[p] = max(1, int(diff.sum()))
+        elif tr.inputs_digest.get(p) != exp.input_digests.get(p):
+            changed[p] = 1
+    return changed
+
+
+def _judge(
+    case: Case,
+    report: CandidateReport,
+    device: str,
+    options: JudgeOptions,
+    expectations: Expectations,
+) -> Verdict:
     overload = get_overload(case.op)
-    kind = _variant_kind(overload)
-    written = _written_args(overload)
-    names = _arg_names(overload)
+    kind = variant_kind(overload)
+    written = written_args(overload)
+    names = arg_names(overload)
     returns_alias = any(r.alias_info is not None for r in overload._schema.returns)
     base = overload._schema.name.removeprefix("aten::")
     uninitialized = base in UNINITIALIZED_OPS
@@ -837,20 +589,33 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
     warnings: list[str] = []
     if not report.trials:
         return _fail("error", "the worker sent no trial")
+    # tampering anywhere (a trial, the repeat) decides the test, whatever else happened
+    for tr in [*report.trials, *([report.repeat] if report.repeat else [])]:
+        _, tamper = guard_mod.classify_trial(case.op, tr.calls, tr.observed)
+        tamper = list(tr.tamper) + tamper
+        if tamper:
+            return _fail(
+                "tampering",
+                f"the kernel changed the judge's process: {'; '.join(tamper[:5])}",
+                details={**details, "tampering": tamper},
+            )
     if len([t for t in report.trials if not t.redraw]) < max(1, options.trials) and all(
         t.status == "ok" for t in report.trials
     ):
         return _fail("error", "the worker ran fewer trials than asked")
 
+    def expected_for(seed: int) -> _Expected:
+        if seed not in expectations:
+            expectations[seed] = _expected(case, overload, device, seed)  # may raise
+        return expectations[seed]
+
     # random ops: values that vary with the generator are not comparable; the outputs
     # that do not (cuDNN RNN's output and states next to its reserve space) still are
     generator_dependent: frozenset[str] = frozenset()
-    first_expected: _Expected | None = None  # (the first trial reuses it)
     if _is_random(overload):
         seed0 = report.trials[0].seed
-        first_expected = _expected(case, overload, device, seed0)
         b = _expected_eager_again(case, overload, device, seed0)
-        varying = generator_dependent_outputs(first_expected.eager, b)
+        varying = generator_dependent_outputs(expected_for(seed0).eager, b)
         if varying is None:
             return Verdict(
                 "skipped", None, "random op: its values depend on the generator, not judged"
@@ -868,31 +633,16 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
         label = _label(idx, tr)
         if tr.status == "skipped":
             return Verdict("skipped", None, f"inputs not runnable: {tr.message}")
-        if idx == 0 and first_expected is not None:
-            exp = first_expected  # the same seed: eager and the reference are already here
-        else:
-            exp = _expected(case, overload, device, tr.seed)  # raises _NotRunnableHere
+        exp = expected_for(tr.seed)  # raises _NotRunnableHere
         if exp.ref_note:
             details["reference"] = exp.ref_note
         if tr.status == "not_implemented":
             return Verdict(
                 "not_implemented", "not_implemented", label + f"kernel declined: {tr.message}"
             )
-        if tr.status == "error":
-            return _fail(
-                "error",
-                label + f"{tr.error_type}: {tr.message}",
-                details={**details, "traceback": tr.traceback or ""},
-            )
-        # 1. outputs must be plain tensors with real storage
-        problems = [p for m in tr.output_meta for p in m.get("problems", [])]
-        if problems:
-            return _fail("cheat", label + "; ".join(problems), details=details)
-        # 2. the guard
+        # 1. the guard (also for a kernel that raised: delegating, then failing, is no excuse)
         if tr.guard == "on":
-            g = guard_mod.classify_calls(
-                case.op, [(n, into) for n, into, k in tr.calls for _ in range(int(k))]
-            )
+            g, _ = guard_mod.classify_trial(case.op, tr.calls, tr.observed)
             if g.allowed:
                 details.setdefault("allowed_calls", g.allowed)
             if not g.ok:
@@ -907,15 +657,25 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
                 details["calls_pytorch"] = g.violations
         else:
             details["guard"] = "skipped: the kernel is the judged ATen overload itself"
+        if tr.status == "error":
+            return _fail(
+                "error",
+                label + f"{tr.error_type}: {tr.message}",
+                details={**details, "traceback": tr.traceback or ""},
+            )
+        # 2. outputs must be plain tensors with real storage
+        problems = guard_mod.output_problems_from_meta(tr.output_meta)
+        if problems:
+            return _fail("cheat", label + "; ".join(problems), details=details)
         # 3. aliasing: in-place returns self, out= returns out, functional returns new tensors
         bad = _alias_problem(case.op, kind, tr, exp, returns_alias)
         if bad:
             return _fail("bad_alias", label + bad, details=details)
-        # 4. inputs the op must not write are unchanged
-        for path, n in tr.mutated.items():
-            top = path.split("]", 1)[0].removeprefix("args[").removeprefix("kwargs[").strip("'\"")
+        # 4. inputs the op must not write are unchanged (against the harness's own copy)
+        for path, n in _mutations(tr, exp).items():
+            top = _top_arg(path)
             arg_name = names[int(top)] if top.isdigit() and int(top) < len(names) else top
-            if _is_written(top, overload, written):
+            if is_written(top, overload, written):
                 continue
             what = "its layout changed" if n < 0 else f"{n} elements changed"
             return _fail(
@@ -1000,20 +760,32 @@ def _judge(case: Case, report: CandidateReport, device: str, options: JudgeOptio
         else:
             weak_flags.append(False)
 
-    # 7. determinism
-    if options.check_determinism and report.repeat_equal is False and not uninitialized:
+    # 7. determinism: the repeat on the first trial's inputs, compared here
+    repeat_detail = ""
+    repeat_differs = False
+    if options.check_determinism and report.repeat is not None and report.trials:
+        rep, first = report.repeat, report.trials[0]
+        if rep.status != "ok":
+            repeat_differs = True
+            repeat_detail = f"the repeat on identical inputs raised: {rep.message}"
+        else:
+            undefined = expected_for(first.seed).undefined
+            if not _defined_equal(overload, rep.outputs, first.outputs, undefined):
+                repeat_differs = True
+                repeat_detail = _diff_summary(rep.outputs, first.outputs)
+    if repeat_differs and not uninitialized:
         if _documented_nondeterministic(case.op, overload, device):
             warnings.append(
-                f"nondeterministic (allowed for {case.op} on {device}): {report.repeat_detail}"
+                f"nondeterministic (allowed for {case.op} on {device}): {repeat_detail}"
             )
         elif not _eager_is_deterministic(case, overload, device, report.trials[0].seed):
             warnings.append(
-                f"nondeterministic (so is eager PyTorch on these inputs): {report.repeat_detail}"
+                f"nondeterministic (so is eager PyTorch on these inputs): {repeat_detail}"
             )
         else:
             return _fail(
                 "nondeterministic",
-                f"{report.repeat_detail}; PyTorch's {case.op} is deterministic on {device}",
+                f"{repeat_detail}; PyTorch's {case.op} is deterministic on {device}",
                 max_abs_err=worst_abs,
                 max_rel_err=worst_rel,
                 details=details,
@@ -1060,24 +832,49 @@ def _eager_unreliable(details: dict[str, Any] | None) -> str | None:
     return None
 
 
+def _returned_targets(tr: TrialResult) -> list[bool]:
+    """For each ``self``/``out`` target: did the kernel return that very object (by the
+    Python object ids the worker recorded), in its place among the outputs?"""
+    leaves = tr.output_meta
+    out = []
+    for i, t in enumerate(tr.target_meta):
+        if not t or "obj_id" not in t:
+            out.append(False)
+            continue
+        out.append(i < len(leaves) and leaves[i].get("obj_id") == t["obj_id"])
+    return out
+
+
+def _target_moved(tr: TrialResult) -> bool:
+    """Whether an in-place kernel swapped ``self``'s storage for a new one."""
+    for before, after in zip(tr.target_meta, tr.target_after):
+        if not before or not after or not before.get("storage_ptr"):
+            continue
+        if after.get("storage_ptr") != before["storage_ptr"]:
+            return True
+    return False
+
+
 def _alias_problem(
     op: str, kind: str, tr: TrialResult, exp: _Expected, returns_alias: bool
 ) -> str | None:
     """Why the outputs alias wrongly, or None."""
     if kind in ("inplace", "out"):
         what = "self" if kind == "inplace" else "out"
-        if not tr.returned_targets or not all(tr.returned_targets):
+        returned = _returned_targets(tr)
+        if not returned or not all(returned):
             return (
                 f"{op} must return its {what} tensor (the same object); "
                 "the kernel returned another object"
             )
-        if kind == "inplace" and not all(tr.target_ptr_same):
+        if kind == "inplace" and _target_moved(tr):
             return "the in-place kernel moved self to new storage instead of writing it"
         return None
     if returns_alias:
         return None
     eager_aliasing = {m["path"] for m in exp.eager_meta if m.get("aliases_input")}
-    for m in tr.output_meta:
+    storages = _storages(tr.input_meta)
+    for m in _aliases([dict(m) for m in tr.output_meta], storages):
         if m.get("aliases_input") and m["path"] not in eager_aliasing:
             return (
                 f"output{m['path']} shares storage with input {m['aliases_input']}; "

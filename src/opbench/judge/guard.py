@@ -1,10 +1,12 @@
-"""The guard: notice kernels that hand their work to PyTorch, and outputs that are not
-plain tensors.
+"""The guard's rules: which PyTorch calls a kernel may make, which outputs are real.
 
-:class:`DispatchRecorder` is a ``TorchDispatchMode`` entered *inside* the worker's
-call of a kernel (a mode entered around a ``torch.library`` override would not see
-what the kernel calls, see FACTS.md). It records every ATen op the kernel runs.
-:func:`classify_calls` then splits them into allowed plumbing and delegated compute.
+Runs in the HARNESS, on what the worker's observers recorded
+(:mod:`opbench.instrument.observer`): the dispatch recorder on the calling thread, and
+the process-wide execution observer, which also sees other threads, calls made with
+the Python dispatch modes disabled, and the timed calls. :func:`classify_trial` merges
+the two views of one trial; :func:`classify_timed` judges the calls seen while the
+candidate was timed. Delegated compute is ``calls_pytorch``; an observer that was
+switched off, or a process that changed under the call, is ``tampering``.
 
 What is allowed (:data:`ALWAYS_ALLOWED`, :data:`COPY_OPS`), and why:
 
@@ -37,18 +39,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from opbench.instrument.observer import Call
 
 __all__ = [
     "ALWAYS_ALLOWED",
     "COPY_OPS",
     "DATA_MOVEMENT_OPS",
-    "DispatchRecorder",
     "GuardResult",
     "classify_calls",
+    "classify_trial",
+    "classify_timed",
     "is_copy_like",
     "is_reference_kernel",
     "output_problems",
+    "output_problems_from_meta",
 ]
 
 #: Ops that compute nothing: allocation, metadata, views, host transfer of scalars.
@@ -63,6 +68,9 @@ ALWAYS_ALLOWED: frozenset[str] = frozenset(
     _unsafe_split _unsafe_split_with_sizes record_stream _has_compatible_shallow_copy_type
     is_same_size is_pinned pin_memory _pin_memory can_cast result_type promote_types
     is_set_to size stride numel dim is_contiguous is_complex is_floating_point
+    reshape reshape_as view_as expand_as flatten unflatten broadcast_to broadcast_tensors
+    swapaxes swapdims moveaxis squeeze_ unsqueeze_ transpose_ t_ numpy_T mT mH matrix_H
+    adjoint item requires_grad_ align_as lift
     """.split()
 )
 
@@ -71,7 +79,7 @@ COPY_OPS: frozenset[str] = frozenset(
     """
     copy_ copy clone _to_copy to contiguous lift_fresh_copy zero_ fill_ fill zeros zeros_like
     ones ones_like full full_like new_zeros new_ones new_full scalar_tensor _copy_from
-    _copy_from_and_resize
+    _copy_from_and_resize type_as
     """.split()
 )
 
@@ -98,34 +106,6 @@ def _base(name: str) -> str:
 
 def _family(name: str) -> str:
     return _base(name).rstrip("_") or _base(name)
-
-
-@dataclass
-class Call:
-    """One recorded ATen call: its name and whether it was a copy into a write target."""
-
-    name: str
-    into_target: bool = False
-
-
-class DispatchRecorder(TorchDispatchMode):
-    """Records every ATen op run while active; ``targets`` are the ``self``/``out``
-    tensors of the call (a ``copy_`` into one of them is marked ``into_target``)."""
-
-    def __init__(self, targets: list[torch.Tensor] | None = None) -> None:
-        super().__init__()
-        self.calls: list[Call] = []
-        self._targets = {id(t) for t in targets or []}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        kwargs = kwargs or {}
-        name = func.name() if hasattr(func, "name") else str(func)
-        into = False
-        if _base(name) in ("copy_", "_copy_from", "_copy_from_and_resize") and args:
-            dst = args[0] if _base(name) == "copy_" else (args[1] if len(args) > 1 else None)
-            into = id(dst) in self._targets
-        self.calls.append(Call(str(name).removeprefix("aten::"), into))
-        return func(*args, **kwargs)
 
 
 @dataclass
@@ -192,33 +172,112 @@ def is_reference_kernel(kernel: Any, overload: Any) -> bool:
 
 def output_problems(obj: Any, path: str = "") -> list[str]:
     """Outputs that are not plain tensors with real storage (subclasses, meta/fake or
-    sparse tensors, wrappers without data), as readable lines; empty when all are fine."""
-    if isinstance(obj, (tuple, list)):
-        out: list[str] = []
-        for i, v in enumerate(obj):
-            out.extend(output_problems(v, f"{path}[{i}]"))
-        return out
-    where = f"output{path}" if path else "output"
-    if not isinstance(obj, torch.Tensor):
-        return []
-    problems = []
-    if type(obj) is not torch.Tensor:
-        problems.append(
-            f"{where} is a {type(obj).__module__}.{type(obj).__qualname__}, not a plain torch.Tensor"
+    sparse tensors, wrappers without data), as readable lines; empty when all are fine.
+    (The same rule the judge applies to the worker's raw facts.)"""
+    from opbench.instrument.tensors import output_meta
+
+    return output_problems_from_meta(output_meta(obj, path))
+
+# --------------------------------------------------------------------------- merged views
+
+
+def _expanded(counts: dict[str, int] | None) -> list[tuple[str, bool]]:
+    return [(str(n), False) for n, k in sorted((counts or {}).items()) for _ in range(int(k))]
+
+
+def classify_trial(
+    judged_op: str,
+    calls: list[tuple[str, bool, int]],
+    observed: dict[str, Any] | None,
+) -> tuple[GuardResult, list[str]]:
+    """Merge a trial's two records into one :class:`GuardResult`, plus tampering lines.
+
+    ``calls``: the dispatch recorder's ``(name, into_target, count)``; ``observed``: the
+    execution observer's :class:`~opbench.instrument.observer.ObservedCalls` as a dict.
+    The observer sees composite ops before they decompose (``linear`` where the recorder
+    sees ``t`` and ``addmm``), so the two are classified apart and a name counts as a
+    violation as often as the view that saw it most often reports it. Copies into the
+    write target are known only to the recorder; that many ``copy_`` calls the observer
+    saw on the calling thread are taken to be the same ones.
+    """
+    rec = [(n, into) for n, into, k in calls for _ in range(int(k))]
+    result = classify_calls(judged_op, rec)
+    tamper: list[str] = []
+    if not observed:
+        return result, tamper
+    if observed.get("error"):
+        result.allowed.setdefault("(observer unavailable)", 1)
+        return result, tamper
+    expected, marks = int(observed.get("expected_marks") or 0), int(observed.get("marks") or 0)
+    if expected and marks < expected:
+        tamper.append(
+            f"the process-wide call observer recorded {marks} of the {expected} kernel calls "
+            "(it was switched off while the kernel ran)"
         )
-        return problems
-    if obj.layout != torch.strided:
-        problems.append(f"{where} has layout {obj.layout}, not torch.strided")
-    if obj.device.type == "meta":
-        problems.append(f"{where} is a meta tensor (no data)")
-    try:
-        if obj.numel() > 0 and obj.untyped_storage().data_ptr() == 0:
-            problems.append(f"{where} has no storage")
-    except (RuntimeError, NotImplementedError) as e:
-        problems.append(f"{where} has no real storage ({type(e).__name__}: {e})")
-    try:
-        if torch._C._functorch.is_functorch_wrapped_tensor(obj):  # type: ignore[attr-defined]
+    into_left = sum(1 for _, into in rec if into)
+    scoped: list[tuple[str, bool]] = []
+    for name, _ in _expanded(observed.get("scoped")):
+        into = _base(name) in ("copy_", "_copy_from", "_copy_from_and_resize") and into_left > 0
+        into_left -= into
+        scoped.append((name, into))
+    seen = classify_calls(judged_op, scoped)
+    other = classify_calls(judged_op, _expanded(observed.get("other_threads")))
+    merged = dict(result.violations)
+    for name, k in seen.violations.items():
+        merged[name] = max(merged.get(name, 0), k)
+    for name, k in other.violations.items():
+        merged[f"{name} (on another thread)"] = k
+    result.violations = merged
+    for name, k in other.allowed.items():
+        result.allowed[f"{name} (on another thread)"] = k
+    return result, tamper
+
+
+def classify_timed(judged_op: str, observed: dict[str, Any] | None) -> GuardResult:
+    """Compute the candidate delegated to PyTorch while it was being timed.
+
+    Copies and fills are not counted here (without the recorder, a copy into ``out``
+    cannot be told from other copies); everything else is, on any thread.
+    """
+    if not observed or observed.get("error"):
+        return GuardResult()
+    bad: Counter[str] = Counter()
+    for where, counts in (
+        ("", observed.get("scoped")),
+        (" (on another thread)", observed.get("other_threads")),
+    ):
+        for name, k in (counts or {}).items():
+            base = _base(name)
+            if base in ALWAYS_ALLOWED or base in COPY_OPS:
+                continue
+            bad[f"{name}{where}"] += int(k)
+    return GuardResult(dict(bad), {})
+
+
+def output_problems_from_meta(meta: list[dict[str, Any]]) -> list[str]:
+    """The judge's reading of the worker's raw output facts: outputs that are not
+    plain tensors with real storage (subclasses, meta or sparse tensors, functorch
+    wrappers, storage-less wrappers)."""
+    problems: list[str] = []
+    for m in meta:
+        if m.get("kind") != "tensor":
+            continue
+        where = f"output{m.get('path', '')}" if m.get("path") else "output"
+        if not m.get("plain", True):
+            problems.append(f"{where} is a {m.get('type')}, not a plain torch.Tensor")
+            continue
+        if m.get("unreadable"):
+            problems.append(f"{where}: {m['unreadable']}")
+            continue
+        if m.get("layout", "torch.strided") != "torch.strided":
+            problems.append(f"{where} has layout {m.get('layout')}, not torch.strided")
+        if m.get("device_type") == "meta":
+            problems.append(f"{where} is a meta tensor (no data)")
+        if m.get("functorch"):
             problems.append(f"{where} is a functorch wrapper")
-    except (AttributeError, RuntimeError):
-        pass
+        numel = 1
+        for d in m.get("shape") or []:
+            numel *= int(d)
+        if numel > 0 and m.get("storage_ptr", 1) == 0 and m.get("device_type") != "meta":
+            problems.append(f"{where} has no storage")
     return problems

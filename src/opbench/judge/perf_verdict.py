@@ -75,3 +75,37 @@ def apply_timing(
     elif work and work.get("error"):
         result.details["roofline_error"] = work["error"]
     result.flags = sorted(flags)
+
+
+def work_for(case: Case, device: str) -> dict[str, Any] | None:
+    """Bytes and FLOPs the op must do, from the harness's own run of the reference, and
+    the device's measured peaks (once per process), for the roofline. Failures here
+    never fail the test; they are noted as ``roofline_error``."""
+    import torch
+
+    from opbench.spec.ops import get_overload
+    from opbench.suites.materialize import materialize
+
+    try:
+        ref = get_overload(case.op)
+        args, kwargs = materialize(case, device)
+        outputs = ref(*args, **kwargs)
+        work = roofline.work_of(case.op, args, kwargs, outputs)
+        peaks = roofline.measure_peaks(device)
+        dtype = next(
+            (
+                str(t.dtype).replace("torch.", "")
+                for t in _tensors(args)
+                if isinstance(t, torch.Tensor)
+            ),
+            None,
+        )
+        return {"work": work.to_dict(), "peaks": peaks.to_dict(), "dtype": dtype}
+    except Exception as e:  # roofline is information, not a verdict input
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _tensors(args: Any) -> list[Any]:
+    from opbench.suites.materialize import tensors_in
+
+    return tensors_in(list(args))

@@ -44,6 +44,7 @@ flush), labelled ``"timer": "cpu-wall"``, so the pipeline runs in CI.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import glob
@@ -892,22 +893,32 @@ def time_pair(
     make_args: Callable[[], tuple[list[Any], dict[str, Any]]],
     device: str | torch.device,
     options: TimingOptions | None = None,
+    *,
+    observer_pause: Callable[[], Any] | None = None,
 ) -> PairTiming:
     """Time ``ref`` against ``cand`` on the inputs ``make_args()`` builds.
 
     ``make_args`` is called once; both sides then run on layout-exact copies (see the
     module docstring for the protocol). Raises whatever a side raises.
+
+    ``observer_pause``: a context manager factory that pauses the worker's call
+    observer (:class:`opbench.instrument.observer.ExecutionWindow`) where host time is
+    measured (the observer costs ~8 us per ATen call): the host-inclusive rounds, the
+    side-stream check and graph replays everywhere, and on the CPU every timed loop.
+    The first calls, the input-mutation probe and (CUDA) the warm-up and device-time
+    batches stay observed: there the flush keeps the GPU busy long enough to hide it.
     """
     opt = options or TimingOptions()
     dev = torch.device(device)
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     started = _perf_ns()
+    pause = observer_pause or contextlib.nullcontext
     if dev.type == "cuda":
         with torch.cuda.device(dev):
-            result = _time_pair(ref, cand, make_args, dev, opt)
+            result = _time_pair(ref, cand, make_args, dev, opt, pause)
     else:
-        result = _time_pair(ref, cand, make_args, dev, opt)
+        result = _time_pair(ref, cand, make_args, dev, opt, pause)
     result.elapsed_ms = (_perf_ns() - started) / _NS_PER_MS
     return result
 
@@ -918,6 +929,7 @@ def _time_pair(
     make_args: Callable[[], tuple[list[Any], dict[str, Any]]],
     dev: torch.device,
     opt: TimingOptions,
+    pause: Callable[[], Any] = contextlib.nullcontext,
 ) -> PairTiming:
     floor = measure_launch_floor(dev)
     timer = _Timer(dev, opt)
@@ -946,6 +958,10 @@ def _time_pair(
             inputs.mutating = True
             inputs.reset()
 
+    # On the CPU the timed loops are wall clock: the observer would be inside them.
+    paused_cpu = contextlib.ExitStack()
+    if not timer.cuda:
+        paused_cpu.enter_context(pause())
     # Warm-up by time (interleaved, same protocol), learning the host launch time and
     # the cost of one pair of repetitions.
     t_start = _perf_ns()
@@ -989,7 +1005,8 @@ def _time_pair(
         sorted(s.launch_ns)[len(s.launch_ns) // 2] / _NS_PER_MS for s in sides if s.launch_ns
     ]
     per_call = max(ref_st.median, cand_st.median, *launch_ms, 1e-4)
-    host, calls, rounds = _host_rounds(sides, inputs, timer, per_call)
+    with pause():
+        host, calls, rounds = _host_rounds(sides, inputs, timer, per_call)
     ref_host, cand_host = (summarize(h) for h in host)
 
     speedup_device = ref_st.median / cand_st.median if cand_st.median > 0 else math.inf
@@ -997,16 +1014,19 @@ def _time_pair(
 
     side_info = synced = None
     if timer.cuda and opt.side_stream_check:
-        side_info = _side_stream_check(sides, inputs, timer)
+        with pause():
+            side_info = _side_stream_check(sides, inputs, timer)
         tol_us = max(3.0, 0.1 * side_info["ref_event_us"])
         if side_info["delta_us"] > tol_us:
             # Confirm before acting: a one-off host hiccup must not flag an honest kernel.
-            again = _side_stream_check(sides, inputs, timer)
+            with pause():
+                again = _side_stream_check(sides, inputs, timer)
             if again["delta_us"] < side_info["delta_us"]:
                 side_info = again
         if side_info["delta_us"] > tol_us:
             flags.append("side_stream_suspect")
-            s_ref, s_cand = _synced_times(sides, inputs, timer, max(opt.min_reps, 10))
+            with pause():
+                s_ref, s_cand = _synced_times(sides, inputs, timer, max(opt.min_reps, 10))
             synced = {"ref_ms": s_ref, "cand_ms": s_cand}
             if s_cand > 0:
                 speedup_device = min(speedup_device, s_ref / s_cand)
@@ -1014,8 +1034,10 @@ def _time_pair(
     graph_ms: list[float] | None = None
     graph_note = None
     if timer.cuda and opt.cuda_graph:
-        graph_ms, graph_note = _graph_times(sides, inputs, timer, per_call)
+        with pause():
+            graph_ms, graph_note = _graph_times(sides, inputs, timer, per_call)
 
+    paused_cpu.close()
     if not inputs.mutating and inputs.became_dirty():
         flags.append("mutates_input")
 

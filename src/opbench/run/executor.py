@@ -1,10 +1,11 @@
 """Local execution: a pool of worker slots pulling cases from one shared queue.
 
-Each slot is a harness thread that owns one worker process (one per GPU, round-robin
-over the visible devices; N processes on CPU). The slot sends a case, waits with a
-timeout, turns the worker's answer into a verdict with the trusted judge (in this
-process, which never imports candidate code), and records it in the store before
-taking the next case, so a slow test only ever holds up its own slot.
+Each slot is a harness thread that owns one worker process at a time (one slot per
+GPU, round-robin over the visible devices; N on CPU). It takes a chunk of cases of one
+isolation unit, plans each case's trials (the seeds, and the references, computed
+here), sends it, waits with a timeout, turns the worker's answer into a verdict with
+the trusted judge (in this process, which never imports candidate code), and records
+it in the store before the next case, so a slow test only ever holds up its own slot.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess, WorkerStartError
 from opbench.run.store import ResultStore, TestResult
 from opbench.suites.case import Case
@@ -90,8 +92,17 @@ def judge_outcome(
     judge_options: Any,
     backend: str,
     worker: str,
+    expectations: Any = None,
+    unit_info: dict[str, Any] | None = None,
+    scan: list[Any] | None = None,
 ) -> TestResult:
-    """Turn what a worker sent (or how it died) into a :class:`TestResult`."""
+    """Turn what a worker sent (or how it died) into a :class:`TestResult`.
+
+    ``expectations``: the references :func:`opbench.judge.evaluate.plan_trials`
+    computed for this case (recomputed when missing); ``unit_info``: what the worker
+    reported when it imported the case's unit (import-time tampering and calls);
+    ``scan``: the static scan's findings for the unit (warnings, shown with the result).
+    """
     base = dict(
         test_id=case.test_id,
         op=case.op,
@@ -103,11 +114,14 @@ def judge_outcome(
         device=device,
         worker=worker,
     )
+    scan_details = {"static_scan": [f.to_dict() for f in scan]} if scan else {}
     if outcome.kind != "result":
         msg = outcome.detail
         if outcome.stderr_tail:
             msg += "\n--- last stderr lines ---\n" + outcome.stderr_tail
-        return TestResult(status="failed", category=outcome.kind, message=msg, **base)
+        return TestResult(
+            status="failed", category=outcome.kind, message=msg, details=scan_details, **base
+        )
     m = outcome.message or {}
     elapsed = m.get("elapsed_s")
     if m.get("worker_error"):
@@ -135,8 +149,12 @@ def judge_outcome(
         return TestResult(
             status="failed", category="error", message=f"unreadable report: {e}", **base
         )
+    from opbench.judge.verdicts import import_verdict, timing_guard_verdict
+
     t_judge = time.perf_counter()
-    verdict = judge_report(case, report, device, judge_options)
+    verdict = import_verdict(case.op, unit_info, judge_options) or judge_report(
+        case, report, device, judge_options, expectations
+    )
     judge_s = time.perf_counter() - t_judge
     result = TestResult(
         status=verdict.status,
@@ -145,15 +163,24 @@ def judge_outcome(
         weak=verdict.weak,
         max_abs_err=verdict.max_abs_err,
         max_rel_err=verdict.max_rel_err,
-        details={**(verdict.details or {}), "judge_s": round(judge_s, 4)},
+        details={**(verdict.details or {}), **scan_details, "judge_s": round(judge_s, 4)},
         duration_s=elapsed,
         **base,
     )
+    if verdict.status != "passed":
+        return result
+    timed = timing_guard_verdict(case.op, m, judge_options)
+    if timed is not None and timed.status != "passed":
+        result.status, result.category, result.message = timed.status, timed.category, timed.message
+        result.details.update(timed.details)
+        return result
+    if timed is not None and timed.details:
+        result.details.update(timed.details)
     timing = m.get("timing")
-    if timing and verdict.status == "passed":
-        from opbench.judge.perf_verdict import apply_timing
+    if timing:
+        from opbench.judge.perf_verdict import apply_timing, work_for
 
-        apply_timing(result, case, timing, device, m.get("work"))
+        apply_timing(result, case, timing, device, work_for(case, device))
     return result
 
 
@@ -168,7 +195,12 @@ def with_hidden_run_dir(config: WorkerConfig, store: ResultStore, *dirs: Path) -
 
 
 class LocalExecutor:
-    """Runs cases on local worker processes and stores each result as it finishes."""
+    """Runs cases on local worker processes and stores each result as it finishes.
+
+    Cases go out in chunks of one isolation unit (:mod:`opbench.run.isolation`); a
+    slot keeps its worker while the next chunk has the same unit and replaces it
+    otherwise, so every worker imports one unit's code only.
+    """
 
     def __init__(
         self,
@@ -177,6 +209,7 @@ class LocalExecutor:
         store: ResultStore,
         log_dir: Path,
         judge_options: Any,
+        planner: IsolationPlanner | None = None,
     ) -> None:
         self.config = with_hidden_run_dir(config, store, log_dir)
         config = self.config
@@ -185,14 +218,16 @@ class LocalExecutor:
         self.judge_options = judge_options
         self.factory = WorkerFactory(config, log_dir)
         self.budget = CrashBudget(options.max_crashes_per_op)
+        self.planner = planner or IsolationPlanner(config.backend, config.kernel_version)
         self.worker_info: dict[str, Any] = {}
         self.sandbox_level: str | None = None
+        self.workers_started = 0
         self._error: BaseException | None = None
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
-        todo: queue.Queue[Case] = queue.Queue()
-        for c in cases:
-            todo.put(c)
+        todo: queue.Queue[tuple[Unit, list[Case]]] = queue.Queue()
+        for item in chunks(cases, self.planner):
+            todo.put(item)
         devices = list(self.options.devices) or ["cpu"]
         n = max(1, self.options.workers)
         threads = [
@@ -209,12 +244,32 @@ class LocalExecutor:
                     t.join(0.2)
         finally:
             self.factory.close()
+            self.worker_info = {"load_errors": dict(self.planner.load_errors)}
         if self._error is not None:
             raise self._error
+
+    def _worker_for(self, device: str, unit: Unit, current: WorkerProcess | None) -> Any:
+        """A live worker that has loaded ``unit``: ``current`` if it has, else a fresh one
+        (``current`` is stopped). Returns the worker, or the load failure's dict."""
+        if current is not None and current.alive() and current.loaded_info is not None:
+            if current.unit == unit:
+                return current
+        if current is not None:
+            current.stop()
+        worker = self.factory.get(device)
+        self.workers_started += 1
+        self.sandbox_level = worker.sandbox_level
+        info = worker.load(unit)
+        if info.get("type") == "load_failed":
+            return info
+        self.planner.note_loaded(info)
+        return worker
 
     def _slot(
         self, device: str, todo: queue.Queue, on_result: Callable[[TestResult], None]
     ) -> None:
+        from opbench.judge.evaluate import plan_trials
+
         worker: WorkerProcess | None = None
         if device.startswith("cuda"):
             import torch
@@ -222,42 +277,52 @@ class LocalExecutor:
             # the judge's references then land on this slot's GPU by default, and its
             # generator is the one random ops draw from
             torch.cuda.set_device(torch.device(device))
+        backend = self.config.backend
         try:
             while True:
                 try:
-                    case = todo.get_nowait()
+                    unit, group = todo.get_nowait()
                 except queue.Empty:
                     break
-                exhausted, kind = self.budget.exhausted(case.op)
-                if exhausted:
-                    result = not_run_result(
-                        case, kind, self.budget.limit, backend=self.config.backend, device=device
-                    )
+                for case in group:
+                    result = self._without_worker(case, unit, device)
+                    if result is None:
+                        started = time.perf_counter()
+                        plan, expectations = plan_trials(case, device, self.judge_options)
+                        got = self._worker_for(device, unit, worker)
+                        if isinstance(got, dict):  # importing the unit killed the worker
+                            worker = None
+                            self.budget.record(case.op, got["kind"])
+                            outcome = Outcome(
+                                got["kind"],
+                                detail=f"the worker died importing the kernel: {got['detail']}",
+                                stderr_tail=got.get("stderr_tail", ""),
+                            )
+                        else:
+                            worker = got
+                            outcome = worker.run_case(
+                                case.to_dict(), self.options.test_timeout_s, plan.to_dict()
+                            )
+                        name = worker.name if worker else ""
+                        unit_info = worker.loaded_info if worker else None
+                        if outcome.kind in ("crash", "timeout", "oom"):
+                            self.budget.record(case.op, outcome.kind)
+                            worker = None
+                        result = judge_outcome(
+                            case,
+                            outcome,
+                            device=device,
+                            judge_options=self.judge_options,
+                            backend=backend,
+                            worker=name,
+                            expectations=expectations,
+                            unit_info=unit_info,
+                            scan=self.planner.scan(unit),
+                        )
+                        if result.duration_s is None:
+                            result.duration_s = time.perf_counter() - started
                     self.store.add(result)
                     on_result(result)
-                    continue
-                if worker is None or not worker.alive():
-                    worker = self.factory.get(device)
-                    self.sandbox_level = worker.sandbox_level
-                    if worker.ready_info:
-                        self.worker_info = worker.ready_info
-                started = time.perf_counter()
-                outcome = worker.run_case(case.to_dict(), self.options.test_timeout_s)
-                if outcome.kind in ("crash", "timeout", "oom"):
-                    self.budget.record(case.op, outcome.kind)
-                    worker = None
-                result = judge_outcome(
-                    case,
-                    outcome,
-                    device=device,
-                    judge_options=self.judge_options,
-                    backend=self.config.backend,
-                    worker=worker.name if worker else "",
-                )
-                if result.duration_s is None:
-                    result.duration_s = time.perf_counter() - started
-                self.store.add(result)
-                on_result(result)
         except WorkerStartError as e:
             self._error = e
             # drain so the other slots stop too
@@ -271,3 +336,15 @@ class LocalExecutor:
         finally:
             if worker is not None:
                 worker.stop()
+
+    def _without_worker(self, case: Case, unit: Unit, device: str) -> TestResult | None:
+        """The result of a case no worker runs: past its op's crash budget, no kernel,
+        or a unit the static scan blocked."""
+        exhausted, kind = self.budget.exhausted(case.op)
+        if exhausted:
+            return not_run_result(
+                case, kind, self.budget.limit, backend=self.config.backend, device=device
+            )
+        return self.planner.result_without_worker(
+            case, unit, backend=self.config.backend, device=device
+        )

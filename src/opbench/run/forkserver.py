@@ -52,8 +52,9 @@ def _template_main() -> int:
     os.dup2(devnull, 1)
     import torch
 
+    from opbench.instrument import candidate  # noqa: F401
     from opbench.judge import timing  # noqa: F401  (what a worker imports first)
-    from opbench.judge.evaluate import run_candidate  # noqa: F401
+    from opbench.judge.evaluate import JudgeOptions  # noqa: F401
     from opbench.run import worker
 
     worker._warm_up("cpu")
@@ -214,6 +215,8 @@ class ForkServer:
         env.update(config.env)
         env[_FD_ENV] = str(child.fileno())
         env["PYTHONUNBUFFERED"] = "1"
+        # the call observer logs a line each time it starts and stops; keep real warnings
+        env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         kernel_dir = config.backend_path()
         self._wrapped = sandbox.wrap_command(
             [sys.executable, "-m", "opbench.run.forkserver"],

@@ -111,6 +111,8 @@ class WorkerProcess:
         # a few hundred MB of output copies).
         self._buf = bytearray()
         self.ready_info: dict[str, Any] | None = None
+        self.loaded_info: dict[str, Any] | None = None
+        self.unit: tuple[str, ...] | None = None
         self.warm_thread: threading.Thread | None = None
         self.forked = forkserver is not None
         if forkserver is not None:
@@ -128,6 +130,8 @@ class WorkerProcess:
         env = dict(os.environ)
         env.update(config.env)
         env["PYTHONUNBUFFERED"] = "1"
+        # the call observer logs a line each time it starts and stops; keep real warnings
+        env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         if device.startswith("cuda") and ":" in device:
             pass  # the worker selects the device itself; keep all GPUs visible for IPC-free setups
         kernel_dir = config.backend_path()
@@ -166,6 +170,43 @@ class WorkerProcess:
         self.ready_info = out.message
         return out.message
 
+    def load(self, unit: tuple[str, ...] | None) -> dict[str, Any]:
+        """Have the worker import one isolation unit's code (``None``: the whole backend)
+        and return what it said (``load_errors``, ``served``, what it saw at import).
+
+        A worker loads once: it judges that unit only, and is replaced for another.
+        """
+        if self.loaded_info is not None:
+            raise RuntimeError(f"worker {self.name} already judges another unit")
+        try:
+            protocol.write_trusted(
+                self.proc.stdin, {"type": "load", "unit": list(unit) if unit is not None else None}
+            )
+        except (BrokenPipeError, OSError, ValueError):
+            self.kill()
+            raise WorkerStartError(f"worker {self.name} died before loading its kernels") from None
+        out = self._receive(self.config.startup_timeout_s)
+        if out.kind != "result" or out.message is None or out.message.get("type") != "loaded":
+            detail = out.detail
+            if out.message and out.message.get("type") == "fatal":
+                detail = out.message.get("error", "")
+            self.kill()
+            if out.kind in ("crash", "timeout", "oom") and unit:
+                # importing this unit's code killed the worker: that is the unit's failure
+                return {
+                    "type": "load_failed",
+                    "kind": out.kind,
+                    "detail": detail,
+                    "stderr_tail": out.stderr_tail,
+                }
+            raise WorkerStartError(
+                f"worker {self.name} failed to load the backend: {detail or out.kind}\n"
+                f"{out.stderr_tail}".strip()
+            )
+        self.unit = unit
+        self.loaded_info = out.message
+        return out.message
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -202,9 +243,13 @@ class WorkerProcess:
                 pass
 
     # -- one case --------------------------------------------------------------------
-    def run_case(self, case_dict: dict[str, Any], timeout_s: float) -> Outcome:
+    def run_case(
+        self, case_dict: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None = None
+    ) -> Outcome:
         try:
-            protocol.write_trusted(self.proc.stdin, {"type": "case", "case": case_dict})
+            protocol.write_trusted(
+                self.proc.stdin, {"type": "case", "case": case_dict, "plan": plan}
+            )
         except (BrokenPipeError, OSError, ValueError):
             return self._death("worker died before the test was sent")
         outcome = self._receive(timeout_s)

@@ -31,6 +31,7 @@ from opbench.run.executor import (
     not_run_result,
     with_hidden_run_dir,
 )
+from opbench.run.isolation import IsolationPlanner
 from opbench.run.pool import Outcome, WorkerConfig
 from opbench.run.store import ResultStore, TestResult
 from opbench.suites.case import Case
@@ -76,6 +77,13 @@ def _outcome_plain(o: Outcome) -> dict[str, Any]:
     return {"kind": o.kind, "message": o.message, "detail": o.detail, "stderr_tail": o.stderr_tail}
 
 
+def _unit_plain(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the harness needs of a worker's import report (not its served list)."""
+    if not info:
+        return None
+    return {k: info.get(k) for k in ("import_tamper", "import_observed", "unit")}
+
+
 def run_batch(
     config: dict[str, Any],
     kernel_files: dict[str, bytes] | None,
@@ -83,11 +91,16 @@ def run_batch(
     timeout_s: float,
     max_crashes: int,
     prior_crashes: dict[str, list[str]],
+    units: list[list[str] | None] | None = None,
+    plans: list[dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    """The body of one Ray task: run ``cases`` on a local worker, return plain outcomes.
+    """The body of one Ray task: run ``cases`` on local workers, return plain outcomes.
 
-    ``prior_crashes``: crash kinds already seen per op in the run, so the per-op crash
-    budget holds across tasks. Tests past the budget come back as ``not_run``.
+    ``units``: each case's isolation unit (a worker imports one unit's code; a new one
+    is started when the unit changes); ``plans``: each case's trial plan, made by the
+    harness. ``prior_crashes``: crash kinds already seen per op in the run, so the
+    per-op crash budget holds across tasks. Tests past the budget come back as
+    ``not_run``.
     """
     from opbench.run.pool import WorkerFactory, WorkerStartError
 
@@ -110,27 +123,55 @@ def run_batch(
         "node": os.uname().nodename,
     }
     worker = None
+    units = units or [None] * len(cases)
+    plans = plans or [None] * len(cases)
     try:
-        for cd in cases:
+        for cd, unit_list, plan in zip(cases, units, plans):
             op = cd["op"]
+            unit = tuple(unit_list) if unit_list is not None else None
             exhausted, kind = budget.exhausted(op)
             if exhausted:
                 out["results"].append({"case": cd, "not_run": kind, "worker": ""})
                 continue
-            if worker is None or not worker.alive():
+            if worker is not None and (not worker.alive() or worker.unit != unit):
+                worker.stop()
+                worker = None
+            if worker is None:
                 try:
                     worker = factory.get(device)
+                    info = worker.load(unit)
                 except WorkerStartError as e:
                     out["fatal"] = str(e)
                     break
                 out["sandbox_level"] = worker.sandbox_level
-                out["worker_info"] = worker.ready_info or {}
-            outcome = worker.run_case(cd, timeout_s)
+                if info.get("type") == "load_failed":
+                    worker = None
+                    budget.record(op, info["kind"])
+                    failed = Outcome(
+                        info["kind"],
+                        detail=f"the worker died importing the kernel: {info['detail']}",
+                        stderr_tail=info.get("stderr_tail", ""),
+                    )
+                    out["results"].append(
+                        {"case": cd, "outcome": _outcome_plain(failed), "worker": ""}
+                    )
+                    continue
+                errors = out["worker_info"].setdefault("load_errors", {})
+                errors.update(info.get("load_errors") or {})
+            outcome = worker.run_case(cd, timeout_s, plan)
             name = worker.name
+            unit_info = worker.loaded_info
             if outcome.kind in ("crash", "timeout", "oom"):
                 budget.record(op, outcome.kind)
                 worker = None
-            out["results"].append({"case": cd, "outcome": _outcome_plain(outcome), "worker": name})
+            out["results"].append(
+                {
+                    "case": cd,
+                    "outcome": _outcome_plain(outcome),
+                    "worker": name,
+                    "unit_info": _unit_plain(unit_info),
+                }
+            )
     finally:
         if worker is not None:
             worker.stop()
@@ -141,14 +182,24 @@ def run_batch(
     return out
 
 
-def batches(cases: Sequence[Case], size: int) -> Iterator[list[Case]]:
-    """Consecutive cases of one op per batch (so a crashing op's budget applies in-task)."""
-    batch: list[Case] = []
+def batches(
+    cases: Sequence[Case], size: int, unit_of: Callable[[str], Any] | None = None
+) -> Iterator[list[Case]]:
+    """Cases of one isolation unit (else one op) together, at most ``size`` per batch
+    (so a crashing op's budget applies in-task, and a task starts few workers)."""
+    key = unit_of or (lambda op: op)
+    groups: dict[str, list[Case]] = {}
     for c in cases:
-        if batch and (len(batch) >= size or c.op != batch[-1].op and len(batch) >= size // 2):
-            yield batch
-            batch = []
-        batch.append(c)
+        groups.setdefault(repr(key(c.op)), []).append(c)
+    batch: list[Case] = []
+    batch_key = None
+    for k, group in groups.items():
+        for c in group:
+            if batch and (len(batch) >= size or k != batch_key and len(batch) >= size // 2):
+                yield batch
+                batch = []
+            batch.append(c)
+            batch_key = k
     if batch:
         yield batch
 
@@ -157,8 +208,16 @@ class RayExecutor:
     """Runs cases as Ray tasks and stores each result as it streams back."""
 
     def __init__(
-        self, worker_config: WorkerConfig, req: Any, store: ResultStore, judge_options: Any
+        self,
+        worker_config: WorkerConfig,
+        req: Any,
+        store: ResultStore,
+        judge_options: Any,
+        planner: IsolationPlanner | None = None,
     ) -> None:
+        self.planner = planner or IsolationPlanner(
+            worker_config.backend, worker_config.kernel_version
+        )
         self.req = req
         self.store = store
         self.judge_options = judge_options
@@ -193,13 +252,27 @@ class RayExecutor:
         return max(1, int(res.get(key, 1)))
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
+        from opbench.judge.evaluate import plan_trials
+
         ray = self._connect()
         cuda = self.req.device.startswith("cuda")
         task = ray.remote(num_gpus=1 if cuda else 0, num_cpus=1, max_retries=0)(run_batch)
         kernel_dir = self.config.backend_path()
         files_ref = ray.put(pack_kernel_dir(kernel_dir)) if kernel_dir else None
         config = asdict(self.config)
-        todo = list(batches(list(cases), max(1, self.batch_size)))
+        device = self.req.device
+        runnable = []
+        for c in cases:  # no kernel, or blocked by the static scan: decided here
+            done = self.planner.result_without_worker(
+                c, self.planner.unit_of(c.op), backend=self.config.backend, device=device
+            )
+            if done is None:
+                runnable.append(c)
+            else:
+                self.store.add(done)
+                on_result(done)
+        cases = runnable
+        todo = list(batches(cases, max(1, self.batch_size), self.planner.unit_of))
         todo.reverse()
         by_id = {c.test_id: c for c in cases}
         pending: dict[Any, list[Case]] = {}
@@ -210,6 +283,10 @@ class RayExecutor:
             while todo and len(pending) < slots * 2:
                 batch = todo.pop()
                 prior = {op: self.budget.history(op) for op in {c.op for c in batch}}
+                units = [self.planner.unit_of(c.op) for c in batch]
+                # the seeds are the harness's choice; the references are recomputed when
+                # the results come back (holding them for a whole batch costs memory)
+                plans = [plan_trials(c, device, self.judge_options)[0].to_dict() for c in batch]
                 ref = task.remote(
                     config,
                     files_ref,
@@ -217,6 +294,8 @@ class RayExecutor:
                     float(self.req.test_timeout_s),
                     int(self.req.max_crashes_per_op),
                     prior,
+                    [list(u) if u is not None else None for u in units],
+                    plans,
                 )
                 pending[ref] = batch
 
@@ -267,7 +346,8 @@ class RayExecutor:
         if payload.get("sandbox_level"):
             self.sandbox_level = payload["sandbox_level"]
         if payload.get("worker_info"):
-            self.worker_info = payload["worker_info"]
+            self.planner.note_loaded(payload["worker_info"])
+            self.worker_info = {"load_errors": dict(self.planner.load_errors)}
         self.nodes.add(payload.get("node", "?"))
         device = self.req.device
         for item in payload["results"]:
@@ -294,6 +374,8 @@ class RayExecutor:
                     judge_options=self.judge_options,
                     backend=self.config.backend,
                     worker=f"{payload.get('node', '?')}/{item.get('worker', '')}",
+                    unit_info=item.get("unit_info"),
+                    scan=self.planner.scan(self.planner.unit_of(case.op)),
                 )
             self.store.add(result)
             on_result(result)

@@ -58,6 +58,8 @@ class RunRequest:
     atol_scale: float = 1.0
     allow_pytorch: bool = False
     memory_limit_mb: int | None = None
+    #: static-scan rules exempted with ``--allow RULE`` (recorded in the summary)
+    allow_rules: list[str] = field(default_factory=list)
     rerun_failed: Path | None = None
     overhead_dominated: str = "include"
 
@@ -78,6 +80,7 @@ class RunRequest:
             "rtol_scale",
             "atol_scale",
             "allow_pytorch",
+            "allow_rules",
         )
         d = asdict(self)
         return {k: d[k] for k in keep}
@@ -354,6 +357,13 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
         rtol_scale=req.rtol_scale, atol_scale=req.atol_scale, allow_pytorch=req.allow_pytorch
     )
     worker_config = _worker_config(req, judge_options)
+    from opbench.run.isolation import IsolationPlanner
+
+    planner = IsolationPlanner(
+        worker_config.backend, req.kernel_version, frozenset(req.allow_rules or [])
+    )
+    for unit in {planner.unit_of(c.op) for c in cases}:
+        planner.scan(unit)  # every kernel the run selects, before any is imported
     t_run = time.perf_counter()
     sandbox_level = None
     worker_info: dict[str, Any] = {}
@@ -361,7 +371,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
         if req.executor == "ray":
             from opbench.run.ray_executor import RayExecutor
 
-            executor = RayExecutor(worker_config, req, store, judge_options)
+            executor = RayExecutor(worker_config, req, store, judge_options, planner)
         elif req.executor == "local":
             from opbench.run.executor import ExecutionOptions, LocalExecutor
 
@@ -376,6 +386,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
                 store,
                 out / "logs",
                 judge_options,
+                planner,
             )
         else:
             raise RunError(f"unknown --executor {req.executor!r}; choose local or ray")
@@ -402,8 +413,14 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     if sandbox_level is not None:
         store.set_meta("sandbox_level", sandbox_level)
     summary["sandbox"] = store.get_meta("sandbox_level") or req.sandbox
-    if worker_info.get("load_errors"):
-        summary["backend_load_errors"] = worker_info["load_errors"]
+    load_errors = {**planner.load_errors, **(worker_info.get("load_errors") or {})}
+    if load_errors:
+        summary["backend_load_errors"] = dict(sorted(load_errors.items()))
+    if planner.layout is not None:
+        summary["static_scan"] = {
+            "allowed_rules": sorted(req.allow_rules or []),
+            "files": planner.scan_report(),
+        }
     write_outputs(out, summary, results)
     store.close()
     return summary

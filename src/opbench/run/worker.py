@@ -1,11 +1,18 @@
 """The worker process: the only place where candidate kernels are imported and run.
 
 Started by :mod:`opbench.run.pool` as ``python -m opbench.run.worker`` (possibly inside
-a sandbox). It reads its configuration and then one case at a time from stdin, runs
-the candidate side of the judgement (:func:`opbench.judge.evaluate.run_candidate`) and,
-when asked, the interleaved timing of reference against candidate, and writes plain
-data back on a private copy of stdout. File descriptor 1 is pointed at stderr before
-any candidate code is imported, so a kernel that prints cannot corrupt the protocol.
+a sandbox, or forked from a warm template). It reads its configuration, warms up and
+says ``ready``; then the harness names the one isolation unit it judges
+(:mod:`opbench.backends.units`: the kernel folders of one operator, or the whole
+backend for ``aten`` and ``module:``), and only then is candidate code imported, under
+the call observer and after the process's fingerprint is taken
+(:mod:`opbench.instrument.integrity`). It then serves one case at a time: runs the
+candidate on the seeds the harness planned (:func:`opbench.instrument.candidate.run_candidate`)
+and, when asked, the interleaved timing of reference against candidate, and writes
+plain data back on a private copy of stdout. It decides nothing: the harness does.
+
+File descriptor 1 is pointed at stderr before any candidate code is imported, so a
+kernel that prints cannot corrupt the protocol.
 """
 
 from __future__ import annotations
@@ -33,11 +40,19 @@ def main() -> int:
 
     cfg: dict[str, Any] = protocol.read_trusted(proto_in)
     t0 = time.perf_counter()
-    # Timers and judge functions are captured before any candidate code is imported.
+    # Everything the worker runs is imported before any candidate code is, so timers,
+    # tensor methods and the judge's helpers are bound to the originals.
     import torch
 
-    from opbench.judge import timing as timing_mod  # noqa: F401  (captures timers at import)
-    from opbench.judge.evaluate import JudgeOptions, run_candidate
+    from opbench.backends import directory, loader  # noqa: F401
+    from opbench.instrument import candidate as candidate_mod
+    from opbench.instrument import observer as observer_mod
+    from opbench.instrument.integrity import Fingerprint
+    from opbench.instrument.records import TrialPlan
+    from opbench.judge import timing as timing_mod
+    from opbench.judge.evaluate import JudgeOptions
+    from opbench.spec import variants  # noqa: F401
+    from opbench.spec.ops import get_overload
     from opbench.suites.case import Case
     from opbench.suites.materialize import materialize
 
@@ -47,13 +62,35 @@ def main() -> int:
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
     _warm_up(device)
-    info: dict[str, Any] = {"type": "ready", "pid": os.getpid()}
-    try:
-        from opbench.backends.loader import load_backend
+    protocol.write_plain(proto_out, {"type": "ready", "pid": os.getpid()})
 
-        backend = load_backend(cfg["backend"], device, kernel_version=cfg.get("kernel_version"))
-        info["load_errors"] = dict(getattr(backend, "load_errors", {}) or {})
-        info["served"] = sorted(backend.served_ops())
+    # The harness then says which code this worker judges: one isolation unit
+    # (opbench.backends.units), or None for a backend that is one unit (aten, module:).
+    try:
+        msg = protocol.read_trusted(proto_in)
+    except EOFError:
+        return 0
+    if msg.get("type") != "load":
+        return 0
+    unit = msg.get("unit")
+    fingerprint = Fingerprint()
+    window = observer_mod.ExecutionWindow()
+    try:
+        with window, window.mark():
+            backend = loader.load_backend(
+                cfg["backend"],
+                device,
+                kernel_version=cfg.get("kernel_version"),
+                only=set(unit) if unit is not None else None,
+            )
+        info: dict[str, Any] = {
+            "type": "loaded",
+            "unit": unit,
+            "load_errors": dict(getattr(backend, "load_errors", {}) or {}),
+            "served": sorted(backend.served_ops()),
+            "import_observed": window.result.to_dict(),
+            "import_tamper": fingerprint.changes(),
+        }
     except Exception as e:
         info = {"type": "fatal", "error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()}
         protocol.write_plain(proto_out, info)
@@ -74,6 +111,7 @@ def main() -> int:
         if msg.get("type") == "stop":
             return 0
         case = Case.from_dict(msg["case"])
+        plan = TrialPlan.from_dict(msg["plan"]) if msg.get("plan") else None
         out: dict[str, Any] = {"type": "result", "test_id": case.test_id}
         started = time.perf_counter()
         try:
@@ -81,20 +119,23 @@ def main() -> int:
             if kernel is None:
                 out["no_kernel"] = True
             else:
-                report = run_candidate(case, kernel, device, judge_options)
+                report = candidate_mod.run_candidate(
+                    case, kernel, device, judge_options, plan, fingerprint=fingerprint
+                )
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
-                    from opbench.spec.ops import get_overload
-
                     ref = get_overload(case.op)
-                    out["timing"] = timing_mod.time_pair(
-                        ref,
-                        kernel,
-                        lambda case=case: materialize(case, device),
-                        device,
-                        timing_options,
+                    out.update(
+                        _timed(
+                            ref,
+                            kernel,
+                            lambda case=case: materialize(case, device),
+                            device,
+                            timing_options,
+                            fingerprint,
+                            guard_on=not candidate_mod.is_reference_kernel(kernel, ref),
+                        )
                     )
-                    out["work"] = _work(case, ref, device)
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
             out["worker_error"] = f"{type(e).__name__}: {e}"
             out["tb"] = traceback.format_exc(limit=8)
@@ -110,20 +151,59 @@ def main() -> int:
         protocol.write_plain(proto_out, out)
 
 
-def _work(case: Any, ref: Any, device: str) -> dict[str, Any] | None:
-    """Bytes and FLOPs the op must do (from the reference's inputs and outputs) and the
-    device's measured peaks, for the roofline. Failures here never fail the test."""
-    from opbench.judge import roofline
-    from opbench.suites.materialize import materialize
+def _timed(
+    ref: Any,
+    kernel: Any,
+    make_args: Any,
+    device: str,
+    options: Any,
+    fingerprint: Any,
+    *,
+    guard_on: bool,
+) -> dict[str, Any]:
+    """Time the pair under the call observer; the process is checked before and after.
 
-    try:
-        args, kwargs = materialize(case, device)
-        outputs = ref(*args, **kwargs)
-        work = roofline.work_of(case.op, args, kwargs, outputs)
-        peaks = roofline.measure_peaks(device)
-        return {"work": work.to_dict(), "peaks": peaks.to_dict(), "dtype": _main_dtype(args)}
-    except Exception as e:  # roofline is information, not a verdict input
-        return {"error": f"{type(e).__name__}: {e}"}
+    Each side's calls are marked with its own scope, so the harness can tell the
+    candidate's calls from the reference's. A process that changed since the candidate
+    was imported (thread count, backend settings, patched functions) is not timed.
+    """
+    from opbench.instrument.observer import CANDIDATE_SCOPE, REFERENCE_SCOPE, ExecutionWindow
+    from opbench.judge import timing as timing_mod
+
+    before = fingerprint.changes()
+    if before:
+        fingerprint.restore_settings()
+        return {"timing_tamper": before}
+    if not guard_on:
+        return {"timing": timing_mod.time_pair(ref, kernel, make_args, device, options)}
+    window = ExecutionWindow()
+    with window:
+        timing = timing_mod.time_pair(
+            _scoped_call(ref, window, REFERENCE_SCOPE),
+            _scoped_call(kernel, window, CANDIDATE_SCOPE),
+            make_args,
+            device,
+            options,
+            observer_pause=window.pause,
+        )
+    return {
+        "timing": timing,
+        "timing_observed": window.result.to_dict(),
+        "timing_tamper": fingerprint.changes(),
+    }
+
+
+def _scoped_call(fn: Any, window: Any, scope: str) -> Any:
+    """``fn`` with each call marked by ``scope`` while the window records (both sides
+    get the same wrapper, so its cost is the same on both)."""
+    mark = window.mark
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with mark(scope):
+            return fn(*args, **kwargs)
+
+    call._schema = getattr(fn, "_schema", None)  # type: ignore[attr-defined]
+    return call
 
 
 def _cuda_context_error(device: str) -> str | None:
@@ -146,19 +226,6 @@ def _cuda_context_error(device: str) -> str | None:
         return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
 
 
-def _main_dtype(args: Any) -> str | None:
-    import torch
-
-    stack = list(args)
-    while stack:
-        v = stack.pop(0)
-        if isinstance(v, torch.Tensor):
-            return str(v.dtype).replace("torch.", "")
-        if isinstance(v, (list, tuple)):
-            stack[:0] = list(v)
-    return None
-
-
 def _warm_up(device: str) -> None:
     """Pay one-time costs before saying "ready", not inside the first test's timeout.
 
@@ -169,13 +236,13 @@ def _warm_up(device: str) -> None:
     """
     import torch
 
-    from opbench.judge import guard as guard_mod
+    from opbench.instrument.observer import DispatchRecorder, ExecutionWindow
     from opbench.suites.case import Case
     from opbench.suites.materialize import materialize
 
     try:
         args, _ = materialize(Case(op="relu.default", args="((T([4], f32),), {})"), device)
-        with guard_mod.DispatchRecorder():
+        with ExecutionWindow() as window, window.mark(), DispatchRecorder():
             torch.relu(args[0]).detach().cpu().numpy()
     except Exception as e:  # warm-up is an optimisation; the tests will show real problems
         print(f"opbench worker: warm-up failed: {type(e).__name__}: {e}", file=sys.stderr)

@@ -1,0 +1,163 @@
+"""Has candidate code changed the instrument it runs inside?
+
+Runs in the WORKER. :class:`Fingerprint` is taken after the worker's own modules are
+imported and before any candidate module is: the identity of every function and class
+attribute of opbench's modules, of the ``torch`` functions and ``Tensor`` methods the
+worker and PyTorch's own checks use, of the modules in ``sys.modules`` that hold them,
+the tracing hooks, and the backend settings and thread count the run pinned.
+:meth:`Fingerprint.changes` lists what differs now, as plain lines; the harness turns a
+non-empty list into the verdict ``tampering``.
+
+This is a tripwire, not a wall: code in the same process can, in principle, restore
+what it changed before the next check, or patch this module's own state. The static
+scan (:mod:`opbench.judge.static_scan`) flags the means (``sys.modules``, ``gc``,
+frame inspection, ``setattr`` on torch), and per-op isolation keeps what one module
+does away from every other operator's verdict.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+__all__ = ["Fingerprint", "settings_snapshot"]
+
+#: ``torch`` functions whose replacement would change how the worker reads results.
+TORCH_FUNCTIONS = (
+    "equal allclose isclose isnan isinf isfinite eq ne abs sub add mul where clone "
+    "empty empty_like empty_strided zeros ones manual_seed set_num_threads get_num_threads "
+    "from_numpy as_strided"
+).split()
+#: ``torch.Tensor`` attributes the worker uses to copy, compare and describe tensors.
+TENSOR_ATTRS = (
+    "__eq__ __ne__ __torch_dispatch__ __torch_function__ clone detach to cpu cuda "
+    "as_strided copy_ numpy data_ptr untyped_storage storage_offset stride size numel "
+    "contiguous view reshape __getitem__ __setitem__ item tolist equal eq"
+).split()
+_SUBMODULES = ("torch.testing", "torch.cuda", "torch.autograd.profiler", "torch.profiler")
+
+
+def settings_snapshot() -> dict[str, Any]:
+    """The PyTorch settings a run pins and a module could change to slow the reference
+    (or to make it less precise): thread counts, TF32 and matmul precision, cuDNN modes,
+    deterministic algorithms, the default dtype."""
+    s: dict[str, Any] = {
+        "num_threads": torch.get_num_threads(),
+        "num_interop_threads": torch.get_num_interop_threads(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "grad_enabled": torch.is_grad_enabled(),
+    }
+    b = torch.backends
+    for name, get in (
+        ("cuda.matmul.allow_tf32", lambda: b.cuda.matmul.allow_tf32),
+        (
+            "cuda.matmul.allow_fp16_reduced_precision_reduction",
+            lambda: b.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        ),
+        (
+            "cuda.matmul.allow_bf16_reduced_precision_reduction",
+            lambda: b.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        ),
+        ("cudnn.enabled", lambda: b.cudnn.enabled),
+        ("cudnn.benchmark", lambda: b.cudnn.benchmark),
+        ("cudnn.deterministic", lambda: b.cudnn.deterministic),
+        ("cudnn.allow_tf32", lambda: b.cudnn.allow_tf32),
+        ("mkldnn.enabled", lambda: b.mkldnn.enabled),
+        ("flash_sdp", lambda: b.cuda.flash_sdp_enabled()),
+        ("mem_efficient_sdp", lambda: b.cuda.mem_efficient_sdp_enabled()),
+        ("math_sdp", lambda: b.cuda.math_sdp_enabled()),
+    ):
+        try:
+            s[name] = get()
+        except Exception:  # a setting this torch lacks
+            continue
+    return s
+
+
+def _module_items(mod: types.ModuleType) -> dict[str, int]:
+    """Identity of the functions and classes a module holds, and of class attributes."""
+    out: dict[str, int] = {}
+    for k, v in list(vars(mod).items()):
+        if isinstance(v, (types.FunctionType, type, types.BuiltinFunctionType)):
+            out[k] = id(v)
+            if isinstance(v, types.FunctionType):
+                out[f"{k}.__code__"] = id(v.__code__)
+            if isinstance(v, type) and v.__module__ == mod.__name__:
+                for ak, av in list(vars(v).items()):
+                    if callable(av) or isinstance(av, (staticmethod, classmethod, property)):
+                        out[f"{k}.{ak}"] = id(av)
+                        code = getattr(av, "__code__", None)
+                        if code is not None:
+                            out[f"{k}.{ak}.__code__"] = id(code)
+    return out
+
+
+class Fingerprint:
+    """What the worker's instrument looks like now, to compare with later."""
+
+    def __init__(self) -> None:
+        self._taken: dict[str, int | str] = self._take()
+        self._settings = settings_snapshot()
+
+    def _take(self) -> dict[str, int | str]:
+        f: dict[str, int | str] = {}
+        for name, mod in list(sys.modules.items()):
+            if mod is None or not (name == "opbench" or name.startswith("opbench.")):
+                continue
+            f[f"sys.modules[{name}]"] = id(mod)
+            for k, v in _module_items(mod).items():
+                f[f"{name}.{k}"] = v
+        for name in ("torch", *_SUBMODULES):
+            mod = sys.modules.get(name)
+            if mod is not None:
+                f[f"sys.modules[{name}]"] = id(mod)
+        for n in TORCH_FUNCTIONS:
+            if hasattr(torch, n):
+                f[f"torch.{n}"] = id(getattr(torch, n))
+        for n in TENSOR_ATTRS:
+            v = torch.Tensor.__dict__.get(n, getattr(torch.Tensor, n, None))
+            if v is not None:
+                f[f"torch.Tensor.{n}"] = id(v)
+        testing = sys.modules.get("torch.testing")
+        if testing is not None:
+            for n in ("assert_close", "assert_allclose"):
+                if hasattr(testing, n):
+                    f[f"torch.testing.{n}"] = id(getattr(testing, n))
+        f["sys.gettrace"] = repr(sys.gettrace())
+        f["sys.getprofile"] = repr(sys.getprofile())
+        f["threading.settrace"] = repr(getattr(threading, "_trace_hook", None))
+        f["threading.setprofile"] = repr(getattr(threading, "_profile_hook", None))
+        return f
+
+    def changes(self, *, settings: bool = True) -> list[str]:
+        """What differs from when the fingerprint was taken, as readable lines."""
+        now = self._take()
+        lines = []
+        for k, v in self._taken.items():
+            if now.get(k) != v:
+                lines.append(f"{k} was replaced" if k in now else f"{k} was removed")
+        if settings:
+            lines.extend(self.settings_changes())
+        return lines
+
+    def settings_changes(self) -> list[str]:
+        now = settings_snapshot()
+        return [
+            f"PyTorch setting {k} changed from {v!r} to {now.get(k)!r}"
+            for k, v in self._settings.items()
+            if now.get(k) != v
+        ]
+
+    def restore_settings(self, set_threads: Callable[[int], None] = torch.set_num_threads) -> None:
+        """Put the thread count back (the reference must not run on fewer cores because a
+        candidate changed it; the change itself is still reported)."""
+        n = self._settings.get("num_threads")
+        if isinstance(n, int) and torch.get_num_threads() != n:
+            set_threads(n)

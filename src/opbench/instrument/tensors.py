@@ -1,0 +1,114 @@
+"""Tensors as plain data: storage spans, layouts, host copies of outputs.
+
+Used by the worker to describe what a kernel returned and what its inputs look like
+after the call, and by the judge to describe its own copies the same way. The tensor
+methods are bound at import, before any candidate code is imported into the process,
+so a module that patches ``Tensor.clone`` or ``Tensor.to`` changes nothing here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import torch
+
+__all__ = ["cpu_outputs", "digest", "meta", "output_meta", "snapshot", "span"]
+
+_clone = torch.Tensor.clone
+_detach = torch.Tensor.detach
+_to = torch.Tensor.to
+_as_strided = torch.Tensor.as_strided
+_contiguous = torch.Tensor.contiguous
+_view = torch.Tensor.view
+_numpy = torch.Tensor.numpy
+_sha256 = hashlib.sha256
+_Tensor = torch.Tensor
+_is_functorch = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+
+
+def span(t: torch.Tensor) -> torch.Tensor:
+    """A 1-D view of the storage elements ``t`` reaches (holes and all)."""
+    if t.numel() == 0:
+        return t.reshape(0)
+    n = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    return _as_strided(t, (n,), (1,), t.storage_offset())
+
+
+def snapshot(t: torch.Tensor) -> torch.Tensor:
+    """A CPU copy of the storage span of ``t``."""
+    return _clone(_to(_detach(span(t)), "cpu"))
+
+
+def digest(cpu_span: torch.Tensor) -> str:
+    """SHA-256 of a CPU tensor's bytes (for inputs too large to send back whole)."""
+    t = _contiguous(_detach(cpu_span))
+    if t.numel() == 0:
+        return _sha256(b"").hexdigest()
+    return _sha256(memoryview(_numpy(_view(t.reshape(-1), torch.uint8)))).hexdigest()
+
+
+def meta(t: torch.Tensor) -> dict[str, Any]:
+    return {
+        "shape": list(t.shape),
+        "stride": list(t.stride()),
+        "storage_offset": int(t.storage_offset()),
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "device": str(t.device),
+        "data_ptr": int(t.data_ptr()) if t.numel() else 0,
+        "storage_ptr": int(t.untyped_storage().data_ptr()) if t.numel() else 0,
+        "obj_id": id(t),
+    }
+
+
+def cpu_outputs(obj: Any) -> Any:
+    """Copy outputs to the CPU, keeping tuples/lists/scalars; unknown objects -> repr."""
+    if isinstance(obj, (tuple, list)):
+        seq = [cpu_outputs(v) for v in obj]
+        return seq if isinstance(obj, list) else tuple(seq)
+    if isinstance(obj, torch.Tensor):
+        try:
+            t = _detach(obj)
+            if type(t) is not _Tensor:
+                t = t.as_subclass(_Tensor)
+            return _clone(_to(t, "cpu"))
+        except Exception as e:  # a wrapper without data
+            return f"<unreadable tensor: {type(e).__name__}: {e}>"
+    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
+        return obj
+    return f"<{type(obj).__module__}.{type(obj).__qualname__}: {obj!r}>"[:500]
+
+
+def output_meta(obj: Any, path: str = "") -> list[dict[str, Any]]:
+    """Raw facts about each output leaf: kind, type, layout and storage (see
+    :func:`opbench.judge.guard.output_problems` for what the judge makes of them)."""
+    if isinstance(obj, (tuple, list)):
+        out: list[dict[str, Any]] = []
+        for i, v in enumerate(obj):
+            out.extend(output_meta(v, f"{path}[{i}]"))
+        return out
+    m: dict[str, Any] = {
+        "path": path,
+        "type": f"{type(obj).__module__}.{type(obj).__qualname__}",
+        "obj_id": id(obj),
+    }
+    if isinstance(obj, torch.Tensor):
+        m["kind"] = "tensor"
+        m["plain"] = type(obj) is _Tensor
+        try:
+            m["layout"] = str(obj.layout)
+            m["device_type"] = obj.device.type
+            m["functorch"] = bool(_is_functorch(obj)) if _is_functorch else False
+        except Exception as e:
+            m["unreadable"] = f"{type(e).__name__}: {e}"
+        try:
+            m.update(meta(obj))
+        except Exception as e:
+            m["unreadable"] = f"metadata unreadable ({type(e).__name__}: {e})"
+    elif obj is None:
+        m["kind"] = "none"
+    elif isinstance(obj, (bool, int, float, complex)):
+        m["kind"] = "scalar"
+    else:
+        m["kind"] = "other"
+    return [m]

@@ -1,0 +1,897 @@
+"""Static scan of candidate kernel sources: flag code that reaches for the judge.
+
+Contract: the trusted harness calls :func:`scan_files` on a kernel folder (every ``.py``
+file, sibling helpers included) *before* any worker imports it. The scan reads the text
+with :mod:`ast` only; it never imports, compiles for execution or runs the scanned code,
+so a hostile file can at worst make the scan report it. Findings of severity
+``tampering`` fail the operator (category ``tampering``); ``warning`` findings are shown
+in the report; a rule the user exempted with ``--allow RULE`` still reports its
+findings, with severity ``allowed``. Tampering inside a top-level ``if __name__ ==
+"__main__":`` block is reported as a warning, because the loader imports kernels under
+another name, unless the file could rename itself (writes ``__name__``, or names it in
+a string or keyword).
+
+Names are resolved before matching: imports and their aliases (``import torch as t``,
+``from torch.utils import _python_dispatch as pd``), assignments of them (``T =
+torch.Tensor``, tuple unpacking, ``for m in (torch, np)``, default arguments),
+attribute chains, ``getattr(x, "const")``, ``setattr``/``delattr``/``object.__setattr__``,
+``__import__``/``importlib.import_module``/``eval`` of a constant, ``X.__dict__["k"]``,
+``vars(X)["k"]``, ``sys.modules["k"]``, ``globals()["k"]``, and modules reached through
+another module (``os.sys.modules`` is ``sys.modules``). String constants are folded
+through ``+`` and f-strings without placeholders. ``exec``/``eval``/``compile`` of a
+constant string scans that string as code, reported at the call.
+
+What it cannot see (it is one layer; the guard, which watches the kernel run, catches
+the rest): names computed at run time (``getattr(torch, name)`` is unknown;
+``setattr(torch, name, f)`` is still flagged, its receiver being known); the payload of
+``exec`` of decoded bytes (flagged as ``dynamic-code``, never decoded); code written to
+a file at run time and then imported (only ``file-access`` and ``dynamic-import``
+warnings: big kernel libraries generate code that way); objects passed
+through function arguments, return values, containers or class attributes (``mods =
+[torch]; mods[0].equal = f``); what imported modules do (the allow-listed
+:data:`ALLOWED_OPBENCH_MODULES` must stay free of judge imports); compiled extensions and
+Triton code (only the Python around a ``@triton.jit`` body matters here). Aliases are
+file-wide, not scoped: a name bound to a module anywhere counts as that module
+everywhere, which errs towards reporting. The rule table is :data:`RULES`;
+:func:`rules_markdown` renders it as markdown.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import sys
+import tokenize
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = [
+    "ALLOWED",
+    "ALLOWED_OPBENCH_MODULES",
+    "RULES",
+    "TAMPERING",
+    "WARNING",
+    "Finding",
+    "Rule",
+    "format_findings",
+    "rules_markdown",
+    "scan_files",
+    "scan_source",
+    "tampering",
+]
+
+TAMPERING = "tampering"
+WARNING = "warning"
+ALLOWED = "allowed"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the rule table; ``id`` is what ``--allow`` and reports name."""
+
+    id: str
+    severity: str
+    title: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One match: where, which rule, and what was matched (as resolved, with the text)."""
+
+    rule: str
+    severity: str
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _table(*rows: tuple[str, str, str, str]) -> dict[str, Rule]:
+    return {r[0]: Rule(*r) for r in rows}
+
+
+T, W = TAMPERING, WARNING
+#: The rule table, in report order: tampering rules first.
+RULES: dict[str, Rule] = _table(
+    ("opbench-import", T, "import of or attribute access on an opbench module outside "
+     "ALLOWED_OPBENCH_MODULES",
+     "the guard, timing and correctness code live there; reaching them rewrites the verdict"),
+    ("sys-modules", T, "sys.modules, sys.meta_path, sys.path_hooks (read or write)",
+     "hands out every loaded module, the judge's included, without an import to see"),
+    ("heap-walk", T, "the gc module (get_objects, get_referrers...), __subclasses__",
+     "finds live objects the kernel was never given: reference outputs, the recorder"),
+    ("frame-access", T, "sys._getframe, inspect frame functions, traceback.walk_stack, f_back, "
+     "f_globals, f_locals, tb_frame, gi_frame, __globals__, __closure__, __code__ assignment",
+     "the caller's frames and globals hold the worker's expected outputs and recorder state"),
+    ("native-code", T, "ctypes, cffi, numpy.ctypeslib, opening /proc/<pid>/mem",
+     "raw memory writes and C calls bypass every Python-level check"),
+    ("fd-access", T, "raw descriptor I/O: os.write/read/dup/dup2/fdopen, open(<int>), /proc/*/fd/",
+     "the worker reports to the harness over inherited descriptors: writes forge its report"),
+    ("dispatch-disable", T, "torch._C._DisableTorchDispatch/_DisableTorchFunction*, dispatch key "
+     "guards, _dispatch_tls_*, mode-stack push/pop/query, torch.utils._python_dispatch internals, "
+     "torch.utils._mode_utils, torch._dispatch.python, private torch.overrides helpers",
+     "hides the kernel's ATen calls from the guard's dispatch recorder, or detects it"),
+    ("aten-override", T, "torch.library registrations in the aten/prims namespaces, "
+     ".py_impl on torch.ops, torch._C._dispatch_library",
+     "replaces the reference operator the candidate is compared with"),
+    ("module-patch", T, "assignment, augmented assignment, del, setattr/delattr on attributes of "
+     "torch (Tensor, nn.functional, testing...), numpy, triton, opbench, the standard library, "
+     "or type(x)/x.__class__",
+     "the judge compares with torch.equal/allclose/Tensor.__eq__ and times with time.*"),
+    ("builtins-patch", T, "writes to builtins (builtins.x = ..., __builtins__['x'] = ...)",
+     "every module, the judge's included, looks names up there"),
+    ("dispatch-override", T, "assigning __torch_dispatch__/__torch_function__ on a class the file "
+     "does not define", "reroutes every tensor operation of that class through the kernel"),
+    ("global-state", T, "torch.backends.* writes or flag calls, set_float32_matmul_precision, "
+     "thread counts (set_num_threads, OMP_/MKL_... environment), use_deterministic_algorithms, "
+     "set_default_dtype/device, torch._C._set_*, CPU affinity",
+     "the same worker runs and times the reference: it would be slowed down or changed"),
+    ("reseed", T, "torch/cuda manual_seed, seed, set_rng_state, numpy.random.seed, random.seed",
+     "reseeding changes the generators the judge draws inputs from"),
+    ("signal-handler", T, "signal.signal, setitimer, alarm, pthread_kill, faulthandler timers",
+     "a handler or timer interrupts the judge mid-measurement or kills the worker"),
+    ("process-control", T, "os.kill, os.fork, os._exit, os.abort, os.exec*, sys.exit, exit(), "
+     "raise SystemExit/KeyboardInterrupt", "ends or forks the worker to hide a failure"),
+    ("trace-hook", T, "sys.settrace/setprofile, threading.settrace/setprofile, sys.monitoring, "
+     "sys.addaudithook, assignment to f_trace", "runs kernel code inside every judge call"),
+    ("dynamic-code", T, "exec/eval/compile of a computed string, types.CodeType/FunctionType, "
+     "runpy",
+     "hides code from this scan (constant strings are scanned as code)"),
+    ("deserialize", T, "marshal/pickle/dill/cloudpickle loads, numpy.load(allow_pickle=True), "
+     "torch.load(weights_only=False)", "unpickling runs code hidden in data"),
+    ("unscannable", T, "source nested too deeply for the parser to build a tree",
+     "code the scan cannot read is treated as hiding something"),
+    ("threads", W, "threading, _thread, concurrent, multiprocessing, asyncio, subprocess, "
+     "os.system/popen/spawn*", "work that outlives the call escapes timing and the guard"),
+    ("file-access", W, "open, os file operations, shutil, tempfile, pathlib read/write methods, "
+     "numpy/torch load/save (path arithmetic is not flagged)",
+     "precomputed answers, or writes into the run directory"),
+    ("network", W, "socket, ssl, urllib, http, requests, httpx, aiohttp ...",
+     "answers fetched from elsewhere"),
+    ("inspect", W, "the inspect module (its frame functions are frame-access)",
+     "introspection is the usual road to frames and judge objects"),
+    ("dynamic-import", W, "__import__/importlib.import_module of a computed name, "
+     "importlib.util/machinery/reload", "hides what is imported"),
+    ("sleep", W, "time.sleep, torch.cuda._sleep", "stalls distort timing"),
+    ("torch-internal", W, "other uses of torch._C", "private bindings; worth a look"),
+    ("torch-compiler", W, "torch.compile, torch._dynamo, torch._inductor, torch._export "
+     "(their config writes included)",
+     "delegates the work to PyTorch's compiler, whose kernels the recorder does not see"),
+    ("device-select", W, "torch.cuda.set_device/set_stream, torch._C._cuda_setDevice/_setStream",
+     "changes the current device or stream for the judge's later work"),
+    ("env-write", W, "os.environ writes of other variables (TRITON_*, ...)",
+     "changes the environment of the whole worker"),
+    ("native-extension", W, "torch.utils.cpp_extension, torch.ops.load_library",
+     "compiled C++/CUDA code is outside this scan's view"),
+    ("syntax-error", W, "the file does not parse", "the import fails and is reported anyway"),
+    ("unreadable", W, "the file could not be read or decoded", "nothing was scanned"),
+)  # fmt: skip
+del T, W
+
+#: opbench modules a kernel may import: the reference Triton backend's shared helpers
+#: (each entry also admits its submodules, by prefix ``entry + "."``).
+ALLOWED_OPBENCH_MODULES: frozenset[str] = frozenset({"opbench.kernels"})
+
+
+def _matcher(patterns: Iterable[str]) -> re.Pattern[str]:
+    """``a.b`` matches ``a.b`` and below; ``a.b*`` any path starting so; ``~rx`` a regex."""
+    parts = []
+    for p in patterns:
+        if p.startswith("~"):
+            parts.append(p[1:])
+        else:
+            parts.append(re.escape(p[:-1]) if p.endswith("*") else re.escape(p) + r"(\.|$)")
+    return re.compile("|".join(f"(?:{x})" for x in parts))
+
+
+_TORCH_C_DISPATCH = (
+    r"torch\._C\.\w*(Disable(TorchDispatch|TorchFunction|FuncTorch|PythonDispatcher)"
+    r"|Enable(PythonDispatcher|TorchFunction|PreDispatch)|DispatchKeyGuard|AutoDispatchBelow"
+    r"|PythonTLSSnapshot|TorchDispatchModeKey|_dispatch_tls_|dispatch_mode|_dispatch_stack"
+    r"|_function_stack|torch_function_(state|mode|enabled|all_disabled)|disabled_torch"
+    r"|skip_(next|one_hop)_torch_function|_in_tls)"
+)
+_PY_DISPATCH_PUBLIC = (
+    r"(TorchDispatchMode|BaseTorchDispatchMode|TraceableWrapperSubclass|transform_subclass"
+    r"|is_traceable_wrapper_subclass(_type)?|return_and_correct_aliasing)(\.|$)"
+)
+#: ``rule: patterns`` in priority order: the first rule with a matching pattern names the
+#: rule of a referenced (imported, used or called) path. Indented lines continue a rule.
+_REF_TABLE = rf"""
+sys-modules: sys.modules sys.meta_path sys.path_hooks sys.path_importer_cache
+heap-walk: gc objgraph pympler guppy
+frame-access: sys._getframe* sys._current_frames traceback.walk_stack traceback.walk_tb
+  inspect.currentframe inspect.stack inspect.trace inspect.getouterframes inspect.getinnerframes
+  inspect.getframeinfo inspect.getargvalues inspect.getgeneratorlocals inspect.getclosurevars
+  inspect.getcoroutinelocals
+native-code: ctypes _ctypes cffi numpy.ctypeslib
+fd-access: os.write os.read os.dup os.dup2 os.fdopen os.pwrite os.writev os.sendfile os.splice
+aten-override: torch._C._dispatch_library
+dispatch-disable: ~{_TORCH_C_DISPATCH} ~torch\.utils\._python_dispatch\.(?!{_PY_DISPATCH_PUBLIC})
+  torch.utils._mode_utils torch._dispatch.python torch.overrides._*
+  torch.overrides.enable_reentrant_dispatch
+trace-hook: sys.settrace sys.setprofile sys.monitoring sys.addaudithook sys.call_tracing
+  threading.settrace* threading.setprofile*
+signal-handler: ~_?signal\.(signal|setitimer|alarm|pthread_|siginterrupt|set_wakeup_fd|raise_signal)
+  faulthandler.dump_traceback_later faulthandler.register
+process-control: os.kill os.killpg os.fork os.forkpty os._exit os.abort os.exec* sys.exit
+  sys.remote_exec builtins.exit builtins.quit
+dynamic-code: runpy codeop code.interact code.Interactive*
+deserialize: marshal.load marshal.loads pickle.load pickle.loads pickle.Unpickler _pickle dill
+  cloudpickle shelve joblib.load
+global-state: torch.set_float32_matmul_precision torch.set_num_threads torch.set_num_interop_threads
+  torch.use_deterministic_algorithms torch.set_deterministic_debug_mode torch.set_default_dtype
+  torch.set_default_device torch.set_default_tensor_type torch.set_flush_denormal
+  torch.cuda.set_per_process_memory_fraction torch.cuda.memory.set_per_process_memory_fraction
+  torch.cuda.set_sync_debug_mode torch.cuda.memory._set_allocator_settings
+  torch.cuda.memory.change_current_allocator torch._C._set_* sys.setswitchinterval
+  os.sched_setaffinity os.nice os.setpriority threadpoolctl resource.setrlimit resource.prlimit
+reseed: ~(torch|numpy)(\.\w+)*\.(manual_seed(_all)?|seed(_all)?|set_rng_state(_all)?|set_state)$
+  random.seed random.setstate
+threads: threading _thread concurrent multiprocessing asyncio subprocess _posixsubprocess pty
+  torch.multiprocessing os.system os.popen os.spawn* os.posix_spawn* os.startfile
+file-access: builtins.open io.open io.FileIO shutil tempfile glob mmap fileinput gzip bz2 lzma
+  zipfile tarfile sqlite3 dbm torch.load torch.save torch.from_file os.open os.remove os.unlink
+  os.rename os.renames os.replace os.rmdir os.removedirs os.mkdir os.makedirs os.listdir
+  os.scandir os.walk os.chmod os.chown os.truncate os.link os.symlink os.utime os.chdir
+  os.mkfifo os.mknod numpy.load numpy.save numpy.savez
+  numpy.savez_compressed numpy.savetxt numpy.loadtxt numpy.fromfile numpy.genfromtxt numpy.memmap
+network: socket _socket ssl urllib urllib3 http requests httpx aiohttp ftplib smtplib poplib
+  imaplib telnetlib xmlrpc socketserver websocket websockets paramiko
+inspect: inspect
+dynamic-import: importlib.util importlib.machinery importlib.reload importlib.abc
+  importlib._bootstrap* zipimport
+sleep: time.sleep torch.cuda._sleep
+torch-compiler: torch.compile torch._dynamo torch._inductor torch._export
+device-select: torch.cuda.set_device torch.cuda.set_stream torch.cuda._set_stream_by_id
+  torch._C._cuda_setDevice torch._C._cuda_setStream torch.accelerator.set_device_index
+  torch.accelerator.set_stream
+native-extension: torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library
+torch-internal: torch._C
+"""
+
+
+def _parse_table(text: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    rows: list[tuple[str, list[str]]] = []
+    for line in text.strip().splitlines():
+        if line.startswith(" "):
+            rows[-1][1].extend(line.split())
+        else:
+            rule, _, patterns = line.partition(":")
+            assert rule in RULES, rule
+            rows.append((rule, patterns.split()))
+    return tuple((rule, _matcher(patterns)) for rule, patterns in rows)
+
+
+_REF_RULES = _parse_table(_REF_TABLE)
+
+#: Roots whose attributes a kernel must never assign: whatever the judge's process shares.
+_PATCH_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "numpy", "triton", "opbench"}
+#: A path segment naming one of these modules is that module (``torch.sys`` is ``sys``).
+_REROOT = frozenset(
+    "sys gc os ctypes builtins inspect importlib marshal pickle subprocess socket threading "
+    "_thread opbench torch".split()
+)
+_BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("__")) | {"__import__"}
+_IMPORTERS = frozenset({"builtins.__import__", "importlib.import_module", "importlib.__import__"})
+_EXECS = frozenset({"builtins.exec", "builtins.eval", "builtins.compile"})
+_FRAME_ATTRS = frozenset(
+    "f_back f_globals f_locals f_builtins tb_frame gi_frame cr_frame ag_frame __globals__ "
+    "__closure__".split()
+)
+_DICT_MUTATORS = frozenset("__setitem__ __delitem__ update setdefault pop popitem clear".split())
+_KEYED = frozenset({"__setitem__", "__delitem__", "setdefault", "pop"})
+_REGISTRARS = frozenset(
+    "Library _scoped_library impl define custom_op triton_op register_kernel register_fake "
+    "register_autograd impl_abstract register_torch_dispatch register_vmap fallback".split()
+)
+_CORE_NAMESPACE = re.compile(r"(aten|prims?)(::|$)")
+_FILE_METHODS = frozenset(
+    "read_text write_text read_bytes write_bytes unlink touch rmdir mkdir iterdir rglob "
+    "symlink_to hardlink_to tofile open".split()
+)
+_OPENERS = frozenset(
+    "builtins.open io.open io.FileIO os.open pathlib.Path pathlib.PosixPath".split()
+)
+_PROC_MEM = re.compile(r"/proc/.+/mem$|/dev/k?mem$")
+_FD_PATH = re.compile(r"/proc/.+/fd/|/dev/fd/|/dev/std(in|out|err)")
+_BACKEND_QUERY = re.compile(r"(is_|get_|can_|version$)|.*(_enabled|_available)$")
+_THREAD_ENV = re.compile(
+    r"(OMP_|MKL_|OPENBLAS_|GOTO_|NUMEXPR_|VECLIB_|BLIS_|KMP_|TORCH|PYTORCH|CUDA|CUBLAS|CUDNN"
+    r"|NCCL|NVIDIA|OPBENCH|PYTHON|LD_)"
+)
+_COMPILER_CONFIG = _matcher(["torch._dynamo.config", "torch._inductor.config"])
+_MAX_DEPTH = 200
+
+
+def _opbench_forbidden(path: str) -> bool:
+    if path.split(".")[0] != "opbench":
+        return False
+    return not any(path == m or path.startswith(m + ".") for m in ALLOWED_OPBENCH_MODULES)
+
+
+def _ref_rule(path: str) -> str | None:
+    """The rule of a reference to (an import, use or call of) ``path``."""
+    if _opbench_forbidden(path):
+        return "opbench-import"
+    return next((rule for rule, rx in _REF_RULES if rx.match(path)), None)
+
+
+def _store_rule(path: str) -> str | None:
+    """The rule of an assignment to (or deletion of) the attribute ``path``."""
+    root = path.split(".")[0]
+    if _opbench_forbidden(path):
+        return "opbench-import"
+    if root == "builtins":
+        return "builtins-patch"
+    if _COMPILER_CONFIG.match(path):
+        return "torch-compiler"
+    if path.startswith(("torch.backends.", "os.environ")):
+        return "global-state"
+    if _ref_rule(path) == "sys-modules":
+        return "sys-modules"
+    return "module-patch" if root in _PATCH_ROOTS else None
+
+
+def _reroot(path: str) -> str:
+    parts = path.split(".")
+    if parts[0] in ("posix", "nt"):
+        parts[0] = "os"
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in _REROOT:
+            return ".".join(parts[i:])
+    return ".".join(parts)
+
+
+def _const_str(node: ast.AST | None, depth: int = 0) -> str | None:
+    """A string known without running anything: constants, ``+`` of them, f-strings of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if depth < _MAX_DEPTH and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _const_str(node.left, depth + 1), _const_str(node.right, depth + 1)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [_const_str(v, depth + 1) for v in node.values]
+        return "".join(p for p in parts if p is not None) if None not in parts else None
+    return None
+
+
+def _literal_text(node: ast.AST) -> str:
+    """Constant pieces of a string expression, placeholders as ``*`` (for path patterns)."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "*" for v in node.values)
+    return _const_str(node) or ""
+
+
+def _arg(call: ast.Call, pos: int | None, *names: str) -> ast.expr | None:
+    """The argument at ``pos`` or passed by one of ``names`` (None: not statically there)."""
+    if pos is not None and len(call.args) > pos:
+        starred = any(isinstance(a, ast.Starred) for a in call.args[: pos + 1])
+        return None if starred else call.args[pos]
+    return next((k.value for k in call.keywords if k.arg in names), None)
+
+
+def _falsy(node: ast.expr | None) -> bool:
+    """Statically false (absent counts as false); a computed value is not."""
+    if node is None:
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return not node.elts
+    return isinstance(node, ast.Constant) and not node.value
+
+
+def _const_in(node: ast.expr, values: tuple[object, ...]) -> bool:
+    return isinstance(node, ast.Constant) and any(node.value is v for v in values)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name a chain starts from (``a`` in ``getattr(a, "b").c[0]``), for de-duplication."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            node = node.args[0] if node.func.id == "getattr" else node.func
+        else:
+            return None
+
+
+class _Scanner:
+    """One module: aliases first (file-wide), then every node in source order.
+
+    ``inner`` holds nodes that are part of an enclosing chain or call, which is checked
+    as a whole (``torch._C._DisableTorchDispatch`` is one finding, not one per prefix).
+    ``flagged`` maps a name to the rules its binding already reported, so that
+    ``import gc`` and the uses of ``gc`` below it give one finding.
+    """
+
+    def __init__(self, source: str, filename: str, parent: _Scanner | None = None) -> None:
+        self.source, self.filename = source, filename
+        self.aliases: dict[str, list[str]] = (
+            {k: list(v) for k, v in parent.aliases.items()} if parent else {}
+        )
+        self.local_names: set[str] = set(parent.local_names) if parent else set()
+        self.local_classes: set[str] = set(parent.local_classes) if parent else set()
+        self.flagged: dict[str, set[str]] = (
+            {k: set(v) for k, v in parent.flagged.items()} if parent else {}
+        )
+        self.inner: set[int] = set()
+        self.findings: list[Finding] = []
+
+    def scan(self, tree: ast.AST) -> list[Finding]:
+        self._collect(tree)
+        stack = [tree]
+        while stack:  # an explicit stack: deep but valid code cannot exhaust recursion
+            node = stack.pop()
+            visit = getattr(self, f"_visit_{type(node).__name__}", None)
+            if visit is not None:
+                visit(node)
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        main = _main_block_lines(tree)
+        return [
+            _in_main(f) if f.line in main and f.severity == TAMPERING else f for f in self.findings
+        ]
+
+    # -- pass 1: what names stand for -----------------------------------------------------
+    def _bind(self, name: str, paths: Iterable[str]) -> None:
+        known = self.aliases.setdefault(name, [])
+        known.extend(p for p in paths if p not in known)
+
+    def _collect(self, tree: ast.AST) -> None:
+        assigns: list[tuple[ast.expr, ast.expr]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    top = a.name.split(".")[0]
+                    self._bind(a.asname or top, [a.name if a.asname else top])
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if node.level or not node.module:
+                        self.local_names.add(a.asname or a.name)
+                    elif a.name != "*":
+                        self._bind(a.asname or a.name, [f"{node.module}.{a.name}"])
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.local_names.add(node.name)
+                if isinstance(node, ast.ClassDef):
+                    self.local_classes.add(node.name)
+            elif isinstance(node, ast.arg):
+                self.local_names.add(node.arg)
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.local_names.add(node.id)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.local_names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                assigns.extend((t, node.value) for t in node.targets)
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                assigns.append((node.target, node.value))
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                if isinstance(node.iter, (ast.List, ast.Tuple, ast.Set)):
+                    assigns.extend((node.target, elt) for elt in node.iter.elts)
+            elif isinstance(node, ast.arguments):  # def f(m=torch): m.equal = ...
+                params = [*node.posonlyargs, *node.args]
+                defaults = zip(params[len(params) - len(node.defaults) :], node.defaults)
+                for param, default in [*defaults, *zip(node.kwonlyargs, node.kw_defaults)]:
+                    if default is not None:
+                        assigns.append((ast.Name(id=param.arg, ctx=ast.Store()), default))
+        for _ in range(3):  # chains of aliases: a = torch; b = a.Tensor
+            for target, value in assigns:
+                for name, val in _pairs(target, value):
+                    self._bind(name, self._resolve(val))
+
+    def _resolve(self, node: ast.AST | None, depth: int = 0) -> list[str]:
+        """Every dotted path ``node`` may stand for (usually one; none when unknown)."""
+        attrs: list[str] = []
+        while isinstance(node, ast.Attribute):  # iterative: chains may be long
+            attrs.append(node.attr)
+            node = node.value
+        suffix = "".join(f".{a}" for a in reversed(attrs))
+        if node is None or depth > _MAX_DEPTH:
+            return []
+        return [_reroot(p + suffix) for p in self._resolve_base(node, depth + 1)]
+
+    def _resolve_base(self, node: ast.AST, depth: int) -> list[str]:
+        if isinstance(node, ast.Name):
+            if node.id in self.aliases:
+                return self.aliases[node.id]
+            if node.id in self.local_names:
+                return []
+            if node.id == "__builtins__":
+                return ["builtins"]
+            return [f"builtins.{node.id}"] if node.id in _BUILTIN_NAMES else []
+        if isinstance(node, ast.NamedExpr):
+            return self._resolve(node.value, depth)
+        if isinstance(node, ast.Call):
+            funcs = set(self._resolve(node.func, depth))
+            first = _arg(node, 0, "name")
+            if "builtins.getattr" in funcs and (name := _const_str(_arg(node, 1))):
+                return [f"{p}.{name}" for p in self._resolve(first, depth)]
+            if funcs & _IMPORTERS:
+                mod = _const_str(first)
+                if not mod or mod.startswith("."):
+                    return []
+                fromlist = _arg(node, 3, "fromlist")
+                whole = "importlib.import_module" in funcs or not _falsy(fromlist)
+                return [mod if whole else mod.split(".")[0]]
+            if "builtins.eval" in funcs and (src := _const_str(first)):
+                try:
+                    return self._resolve(ast.parse(src.strip(), mode="eval").body, depth)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return []
+            if "builtins.vars" in funcs:
+                return [f"{p}.__dict__" for p in self._resolve(_arg(node, 0), depth)]
+            return ["<globals>"] if "builtins.globals" in funcs else []
+        if isinstance(node, ast.Subscript) and (key := _const_str(node.slice)) is not None:
+            out: list[str] = []
+            for p in self._resolve(node.value, depth):
+                if p.endswith(".__dict__"):
+                    out.append(f"{p[: -len('.__dict__')]}.{key}")
+                elif p in ("sys.modules", "builtins"):
+                    out.append(key if p == "sys.modules" else f"builtins.{key}")
+                elif p == "<globals>":
+                    out.extend(self._resolve(ast.Name(id=key, ctx=ast.Load()), depth))
+            return out
+        return []
+
+    # -- reporting ------------------------------------------------------------------------
+    def _emit(self, rule: str, node: ast.AST, message: str) -> None:
+        line, col = getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+        self.findings.append(Finding(rule, RULES[rule].severity, self.filename, line, col, message))
+
+    def _text(self, node: ast.AST, limit: int = 60) -> str:
+        text = " ".join((ast.get_source_segment(self.source, node) or "").split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def _check_ref(self, path: str, node: ast.AST, verb: str, root: str | None = None) -> None:
+        rule = _ref_rule(path)
+        if rule is None or rule in self.flagged.get(root or "", ()):
+            return
+        text = self._text(
+            node.func if isinstance(node, ast.Call) and verb == "calls" else node, 999
+        )
+        path = path.removeprefix("builtins.")
+        shown = f" (as {text[:57]}...)" if len(text) > 60 else f" (as {text})"
+        shown = shown if text and text != path and verb != "imports" else ""
+        self._emit(rule, node, f"{verb} {path}{shown}")
+
+    def _check_store(self, node: ast.AST, receiver: ast.expr, attr: str | None, verb: str) -> None:
+        """An assignment, deletion or setattr of ``receiver.attr`` (attr None: computed)."""
+        if attr in ("__torch_dispatch__", "__torch_function__"):
+            name = receiver.id if isinstance(receiver, ast.Name) else None
+            if name not in self.local_classes or name in self.aliases:
+                self._emit("dispatch-override", node, f"{verb} {self._text(receiver)}.{attr}")
+            return
+        if attr is not None:
+            self._check_attr_name(attr, node, store=True)
+        for path in self._resolve(receiver):
+            target = f"{path}.{attr or '<computed>'}"
+            if rule := _store_rule(target):
+                self._emit(rule, node, f"{verb} {target}")
+                return
+        if (isinstance(receiver, ast.Attribute) and receiver.attr == "__class__") or (
+            isinstance(receiver, ast.Call) and "builtins.type" in self._resolve(receiver.func)
+        ):
+            self._emit("module-patch", node, f"{verb} {self._text(receiver)}.{attr}")
+
+    def _check_attr_name(self, attr: str, node: ast.AST, store: bool) -> None:
+        if attr in _FRAME_ATTRS or (store and attr == "__code__"):
+            self._emit("frame-access", node, f"{'assigns' if store else 'uses'} .{attr}")
+        elif attr == "__subclasses__":
+            self._emit("heap-walk", node, "uses .__subclasses__")
+        elif store and attr == "f_trace":
+            self._emit("trace-hook", node, "assigns .f_trace")
+
+    def _check_env(self, node: ast.AST, how: str, key: ast.expr | None) -> None:
+        name = _const_str(key)
+        if name is None:
+            self._emit("global-state", node, f"{how} os.environ (a computed key, or all keys)")
+        else:
+            rule = "global-state" if _THREAD_ENV.match(name) else "env-write"
+            self._emit(rule, node, f"{how} os.environ[{name!r}]")
+
+    # -- pass 2: visitors -----------------------------------------------------------------
+    def _visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self._import(a.name, a.asname or a.name.split(".")[0], node)
+
+    def _visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            return  # sibling helper files of the kernel folder
+        for a in node.names:
+            full = node.module if a.name == "*" else f"{node.module}.{a.name}"
+            self._import(full, a.asname or a.name, node)
+
+    def _import(self, path: str, bound: str, node: ast.AST) -> None:
+        if rule := _ref_rule(path):
+            self._emit(rule, node, f"imports {path}")
+            self.flagged.setdefault(bound, set()).add(rule)
+
+    def _visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:  # an alias of a reported thing is not reported again
+            for name, value in _pairs(target, node.value):
+                rules = {r for p in self._resolve(value) if (r := _ref_rule(p))}
+                rules |= self.flagged.get(_root_name(value) or "", set())
+                if rules:
+                    self.flagged.setdefault(name, set()).update(rules)
+
+    def _visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.inner:
+            for path in self._resolve(node):
+                self._check_ref(path, node, "uses", node.id)
+
+    def _visit_Attribute(self, node: ast.Attribute) -> None:
+        self.inner.add(id(node.value))
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
+            self._check_store(node, node.value, node.attr, verb)
+            return
+        self._check_attr_name(node.attr, node, store=False)
+        if id(node) not in self.inner:
+            for path in self._resolve(node):
+                self._check_ref(path, node, "uses", _root_name(node))
+
+    def _visit_Subscript(self, node: ast.Subscript) -> None:
+        if not isinstance(node.ctx, (ast.Store, ast.Del)):
+            return
+        verb = "deletes" if isinstance(node.ctx, ast.Del) else "writes"
+        containers = self._resolve(node.value)
+        if "os.environ" in containers:
+            self._check_env(node, verb, node.slice)
+        elif "sys.modules" not in containers:  # that one is reported as a use
+            for path in self._resolve(node) or [f"{c}.<computed>" for c in containers]:
+                if rule := _store_rule(path):
+                    self._emit(rule, node, f"{verb} {path}")
+                    return
+
+    def _visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        for path in self._resolve(exc):
+            if path in ("builtins.SystemExit", "builtins.KeyboardInterrupt"):
+                self._emit("process-control", node, f"raises {path.split('.')[1]}")
+
+    def _visit_Call(self, node: ast.Call) -> None:
+        self.inner.add(id(node.func))
+        if isinstance(node.func, ast.Attribute):
+            self._check_method(node, node.func)
+        for path in self._resolve(node.func):
+            self._check_call(node, path)
+
+    def _check_call(self, node: ast.Call, path: str) -> None:
+        fname = path.rsplit(".", 1)[-1]
+        if path in _EXECS:
+            self._check_exec(node, fname)
+        elif path in _IMPORTERS:
+            mod = _const_str(_arg(node, 0, "name"))
+            if mod is None:
+                self._emit("dynamic-import", node, f"{fname}() of a computed name")
+            elif not mod.startswith("."):
+                self._check_ref(mod, node, "imports")
+        elif path in ("builtins.setattr", "builtins.delattr") and node.args:
+            name = _const_str(_arg(node, 1))
+            self._check_store(node, node.args[0], name, f"{fname} on")
+        elif path == "builtins.getattr":
+            if (name := _const_str(_arg(node, 1))) and node.args:
+                self._check_attr_name(name, node, store=False)
+                self.inner.add(id(node.args[0]))  # checked below, as the whole path
+            if id(node) not in self.inner:
+                for target in self._resolve(node):
+                    self._check_ref(target, node, "uses", _root_name(node))
+        elif path.startswith("os.environ.") and fname in _DICT_MUTATORS:
+            self._env_call(node, fname)
+        elif path in ("os.putenv", "os.unsetenv"):
+            self._check_env(node, f"calls os.{fname}() on", _arg(node, 0, "key"))
+        elif found := self._call_rule(node, path, fname):
+            self._emit(found[0], node, found[1])
+        else:
+            self._check_ref(path, node, "calls", _root_name(node.func))
+
+    def _call_rule(self, node: ast.Call, path: str, fname: str) -> tuple[str, str] | None:
+        """Rules that depend on the call's arguments, not only on what is called."""
+        if path.startswith("torch.backends.") and not (
+            _BACKEND_QUERY.match(fname) or (fname.startswith("preferred_") and not node.args)
+        ):
+            return "global-state", f"calls {path}"
+        if path.startswith("torch.library.") and fname in _REGISTRARS:
+            op = _arg(node, 0, "ns", "qualname", "op", "name")
+            if op is None:
+                return None
+            name, targets = _const_str(op), self._resolve(op)
+            core = any(t.startswith(("torch.ops.aten", "torch.ops.prims")) for t in targets)
+            if (name is not None and _CORE_NAMESPACE.match(name)) or core:
+                return "aten-override", f"calls {path} on {self._text(op)}"
+            if name is None and not targets:
+                return "aten-override", f"calls {path} with a computed namespace"
+        if path == "numpy.load" and not _falsy(_arg(node, 2, "allow_pickle")):
+            return "deserialize", "calls numpy.load(allow_pickle=True)"
+        weights = _arg(node, None, "weights_only")
+        if path == "torch.load" and weights is not None and not _const_in(weights, (True, None)):
+            return "deserialize", "calls torch.load(weights_only=False)"
+        if path in ("types.CodeType", "types.FunctionType", "types.LambdaType"):
+            return "dynamic-code", f"calls {path}"
+        target = node.args[0] if path in _OPENERS and node.args else None
+        if isinstance(target, ast.Constant) and type(target.value) is int:
+            return "fd-access", f"calls {path.removeprefix('builtins.')}({target.value})"
+        if target is not None and _PROC_MEM.search(_literal_text(target)):
+            return "native-code", f"opens {_literal_text(target)}"
+        if target is not None and _FD_PATH.search(_literal_text(target)):
+            return "fd-access", f"opens {_literal_text(target)}"
+        return None
+
+    def _env_call(self, node: ast.Call, method: str) -> None:
+        arg = _arg(node, 0, "key")
+        if method == "update" and isinstance(arg, ast.Dict) and None not in arg.keys:
+            for key in arg.keys:
+                self._check_env(node, "calls update() on", key)
+        else:
+            self._check_env(node, f"calls {method}() on", arg if method in _KEYED else None)
+
+    def _check_method(self, node: ast.Call, func: ast.Attribute) -> None:
+        """Checks by method name, whatever the receiver resolves to."""
+        receivers = self._resolve(func.value)
+        if func.attr in ("__setattr__", "__delattr__"):
+            verb = "setattr on" if func.attr == "__setattr__" else "delattr on"
+            if {"builtins.object", "builtins.type"} & set(receivers) and node.args:
+                self._check_store(node, node.args[0], _const_str(_arg(node, 1)), verb)
+            else:
+                self._check_store(node, func.value, _const_str(_arg(node, 0)), verb)
+        elif func.attr in _DICT_MUTATORS:
+            key = _const_str(_arg(node, 0)) if func.attr in _KEYED else None
+            for p in receivers:
+                target = f"{p[: -len('.__dict__')]}.{key or '<computed>'}"
+                if p.endswith(".__dict__") and (rule := _store_rule(target)):
+                    self._emit(rule, node, f"{func.attr}() on {target}")
+                    return
+        elif func.attr == "py_impl" and any(p.startswith("torch.ops.") for p in receivers):
+            self._emit("aten-override", node, f"calls {self._text(func)}")
+        elif func.attr in _REGISTRARS and not any(p.startswith("torch.") for p in receivers):
+            name = _const_str(_arg(node, 0))
+            if name and "::" in name and _CORE_NAMESPACE.match(name):
+                self._emit("aten-override", node, f"calls .{func.attr}({name!r})")
+        elif func.attr in _FILE_METHODS and all(p.startswith("pathlib.") for p in receivers):
+            self._emit("file-access", node, f"calls .{func.attr}() on {self._text(func.value)}")
+
+    def _check_exec(self, node: ast.Call, fname: str) -> None:
+        """A constant payload is scanned as code (reported at the call); any other is hidden."""
+        arg = _arg(node, 0, "source")
+        if arg is None:
+            return
+        payload = _const_str(arg)
+        if payload is None and isinstance(arg, ast.Constant) and isinstance(arg.value, bytes):
+            payload = arg.value.decode("utf-8", "replace")
+        if payload is None:
+            self._emit("dynamic-code", node, f"{fname}() of a computed string")
+            return
+        try:
+            tree = ast.parse(payload)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return  # it fails when run, too
+        for f in _Scanner(payload, self.filename, parent=self).scan(tree):
+            self._emit(f.rule, node, f"in {fname}() string: {f.message}")
+
+
+def _main_block_lines(tree: ast.AST) -> set[int]:
+    """Lines of top-level ``if __name__ == "__main__":`` bodies, which the kernel loader
+    never runs (it imports under another name): empty when anything in the file could
+    make that test true (a write of ``__name__``, a ``"__name__"`` string or keyword)."""
+    for n in ast.walk(tree):
+        if (
+            (isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(n.ctx, ast.Load)
+             and (getattr(n, "id", None) or getattr(n, "attr", None)) == "__name__")
+            or (isinstance(n, ast.Constant) and "__name__" in str(n.value))
+            or (isinstance(n, ast.keyword) and n.arg == "__name__")
+            or (isinstance(n, (ast.Global, ast.Nonlocal)) and "__name__" in n.names)
+        ):  # fmt: skip
+            return set()
+    lines: set[int] = set()
+    for stmt in getattr(tree, "body", []):
+        test = stmt.test if isinstance(stmt, ast.If) else None
+        if (
+            isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and {ast.dump(test.left), ast.dump(test.comparators[0])}
+            == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
+        ):  # fmt: skip
+            lines.update(range(stmt.body[0].lineno, (stmt.body[-1].end_lineno or 0) + 1))
+    return lines
+
+
+def _in_main(f: Finding) -> Finding:
+    message = f"{f.message} (in the __main__ block, not run on import)"
+    return Finding(f.rule, WARNING, f.file, f.line, f.col, message)
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[str, ast.expr]]:
+    """(name, value) bindings of a plain or tuple-to-tuple assignment."""
+    if isinstance(target, ast.Name):
+        return [(target.id, value)]
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+        if len(target.elts) == len(value.elts):
+            return [(t.id, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name)]
+    return []
+
+
+def scan_source(
+    source: str, filename: str = "<kernel>", *, allow: frozenset[str] | set[str] = frozenset()
+) -> list[Finding]:
+    """Findings for one source text, sorted by position, at most one per rule and line.
+
+    ``allow`` holds rule ids the user exempted: their findings come back with severity
+    ``allowed``. An unknown id raises :class:`ValueError` (a typo must not silently exempt
+    nothing). A file that does not parse gives one ``syntax-error`` warning: its import
+    fails and is reported anyway.
+    """
+    unknown = set(allow) - RULES.keys()
+    if unknown:
+        raise ValueError(f"unknown rule id(s) in allow: {', '.join(sorted(unknown))}")
+    try:
+        tree = ast.parse(source, filename=filename)
+    except (RecursionError, MemoryError):
+        found = [Finding("unscannable", TAMPERING, filename, 0, 0, "nested too deeply to parse")]
+    except (SyntaxError, ValueError) as e:
+        msg = f"does not parse: {getattr(e, 'msg', None) or e}"
+        found = [Finding("syntax-error", WARNING, filename, getattr(e, "lineno", 0) or 0, 0, msg)]
+    else:
+        found = _Scanner(source, filename).scan(tree)
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for f in sorted(found, key=lambda f: (f.line, f.col, f.rule)):
+        if (f.rule, f.line) not in seen:
+            seen.add((f.rule, f.line))
+            out.append(_allowed(f, allow))
+    return out
+
+
+def _allowed(f: Finding, allow: frozenset[str] | set[str]) -> Finding:
+    return Finding(f.rule, ALLOWED, f.file, f.line, f.col, f.message) if f.rule in allow else f
+
+
+def scan_files(
+    paths: Iterable[str | Path],
+    *,
+    allow: frozenset[str] | set[str] = frozenset(),
+    root: Path | None = None,
+) -> list[Finding]:
+    """Findings for several files, named relative to ``root`` when given.
+
+    A file that cannot be read or decoded (the encoding is detected as Python's import
+    detects it) gives one ``unreadable`` warning: its import fails as well.
+    """
+    out: list[Finding] = []
+    for p in map(Path, paths):
+        name = p.as_posix()
+        if root is not None:
+            try:
+                name = p.resolve().relative_to(Path(root).resolve()).as_posix()
+            except ValueError:
+                pass
+        try:
+            with tokenize.open(p) as fh:
+                source = fh.read()
+        except (OSError, UnicodeDecodeError, SyntaxError) as e:
+            f = Finding("unreadable", WARNING, name, 0, 0, f"cannot read: {type(e).__name__}: {e}")
+            out.append(_allowed(f, allow))
+            continue
+        out.extend(scan_source(source, name, allow=allow))
+    return out
+
+
+def tampering(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that fail the operator."""
+    return [f for f in findings if f.severity == TAMPERING]
+
+
+def format_findings(findings: Iterable[Finding]) -> str:
+    """One line per finding: ``file:line rule severity message``."""
+    return "\n".join(f"{f.file}:{f.line} {f.rule} {f.severity} {f.message}" for f in findings)
+
+
+def rules_markdown() -> str:
+    """The rule table as markdown, for the README."""
+    rows = ["| rule | severity | matches | why |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{r.id}` | {r.severity} | {r.title} | {r.why} |" for r in RULES.values()]
+    return "\n".join(rows)

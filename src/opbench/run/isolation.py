@@ -1,0 +1,142 @@
+"""Which worker judges which case: isolation units, the static scan before any import,
+and the results of cases no worker needs to run.
+
+Runs in the HARNESS. Every case is mapped to its isolation unit
+(:mod:`opbench.backends.units`); cases are handed to workers in chunks of one unit,
+and a worker imports one unit's code only, so nothing one operator's module does can
+reach another operator's verdict. Before a unit's code is imported anywhere, its files
+are scanned (:mod:`opbench.judge.static_scan`): a tampering finding fails the unit's
+tests without running them; warnings travel with each test's result.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opbench.backends.units import WHOLE_BACKEND, DirectoryLayout, layout_of
+from opbench.run.store import TestResult
+from opbench.suites.case import Case
+
+__all__ = ["CHUNK", "IsolationPlanner", "Unit", "chunks"]
+
+#: Cases per chunk handed to a worker slot: one unit's tests stay together; a backend
+#: that is one unit (aten) is cut into chunks so several slots share it.
+CHUNK = 32
+
+#: A unit: the kernel folders a worker imports (sorted); ``None``: the whole backend.
+Unit = tuple[str, ...] | None
+
+
+@dataclass
+class IsolationPlanner:
+    """The harness's view of a backend's units, scans and load problems."""
+
+    backend: str
+    kernel_version: str | None = None
+    allow_rules: frozenset[str] = frozenset()
+    layout: DirectoryLayout | None = None
+    scans: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
+    load_errors: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.layout = layout_of(self.backend, self.kernel_version)
+        if self.layout is not None:
+            self.load_errors.update(self.layout.errors)
+
+    def unit_of(self, op: str) -> Unit:
+        """The unit judging ``op``: its folders, ``()`` when no folder serves it, or
+        ``None`` for a backend that is one unit."""
+        if self.layout is None:
+            return None
+        return self.layout.unit_for(op)
+
+    def scan(self, unit: Unit) -> list[Any]:
+        """The static scan of a unit's files (cached; empty for one-unit backends)."""
+        if not unit or self.layout is None:
+            return []
+        with self._lock:
+            if unit in self.scans:
+                return self.scans[unit]
+        from opbench.judge.static_scan import scan_files
+
+        paths = [self.layout.files[f] for f in unit if f in self.layout.files]
+        findings = scan_files(paths, allow=self.allow_rules, root=self.layout.path)
+        with self._lock:
+            self.scans[unit] = findings
+        return findings
+
+    def blocking(self, unit: Unit) -> list[Any]:
+        """The unit's tampering findings (its tests fail without running)."""
+        from opbench.judge.static_scan import tampering
+
+        return tampering(self.scan(unit))
+
+    def note_loaded(self, info: dict[str, Any] | None) -> None:
+        """Merge what a worker reported when it imported a unit."""
+        if info and info.get("load_errors"):
+            with self._lock:
+                self.load_errors.update(info["load_errors"])
+
+    def scan_report(self) -> dict[str, list[dict[str, Any]]]:
+        """Every scanned kernel file's findings, for the summary (file -> findings)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        with self._lock:
+            for findings in self.scans.values():
+                for f in findings:
+                    out.setdefault(f.file, []).append(f.to_dict())
+            if self.layout is not None:
+                for unit in self.scans:
+                    for folder in unit:
+                        file = self.layout.files.get(folder)
+                        if file is not None:
+                            out.setdefault(str(file.relative_to(self.layout.path)), [])
+        return dict(sorted(out.items()))
+
+    # -- results for cases that no worker runs --------------------------------------
+    def result_without_worker(
+        self, case: Case, unit: Unit, *, backend: str, device: str
+    ) -> TestResult | None:
+        """``not_implemented`` when no folder serves the op; ``tampering`` when the
+        static scan found tampering in the unit's source; else None (run it)."""
+        base = dict(
+            test_id=case.test_id,
+            op=case.op,
+            args=case.args,
+            seed=case.seed,
+            suite=case.suite,
+            case_json=case.to_dict(),
+            backend=backend,
+            device=device,
+        )
+        if unit == WHOLE_BACKEND and self.layout is not None:
+            return TestResult(
+                status="not_implemented",
+                category="not_implemented",
+                message=f"the backend has no kernel for {case.op}",
+                **base,
+            )
+        blocking = self.blocking(unit)
+        if blocking:
+            lines = [f"{f.file}:{f.line} {f.rule}: {f.message}" for f in blocking]
+            return TestResult(
+                status="failed",
+                category="tampering",
+                message="static scan of the kernel source: " + "; ".join(lines[:5]),
+                details={"static_scan": [f.to_dict() for f in self.scan(unit)]},
+                **base,
+            )
+        return None
+
+
+def chunks(cases: Sequence[Case], planner: IsolationPlanner) -> Iterator[tuple[Unit, list[Case]]]:
+    """Cases grouped by unit (in order of first appearance), cut into :data:`CHUNK`s."""
+    groups: dict[Unit, list[Case]] = {}
+    for c in cases:
+        groups.setdefault(planner.unit_of(c.op), []).append(c)
+    for unit, group in groups.items():
+        for i in range(0, len(group), CHUNK):
+            yield unit, group[i : i + CHUNK]
