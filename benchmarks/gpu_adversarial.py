@@ -2,10 +2,13 @@
 
 Runs every trick of ``tests/adversarial`` (segfault, hang, exit, memory hog, patched
 checkers and clocks, reading the reference with ``gc``, tensor subclass, deferred
-thread, caching, calling PyTorch, escaping the sandbox) plus the GPU-only ones (a Triton
-kernel with an illegal memory access that poisons the CUDA context, and a kernel that
-hides its work on a side stream), next to honest kernels (numpy and Triton), in one
-run on ``cuda``. Checks each verdict against the corpus's expectations and writes
+thread, caching, calling PyTorch directly, from other threads, pools, threads started at
+import, with dispatch modes disabled or silenced, only while timed, tampering with the
+judge's classes, helpers and thread count, escaping the sandbox) plus the GPU-only ones
+(a Triton kernel with an illegal memory access that poisons the CUDA context, and a
+kernel that hides its work on a side stream), next to honest kernels (numpy and
+Triton), on ``cuda``: once with every static-scan rule allowed (the runtime layer, with
+timing), once with the scan on (the default). Checks each verdict against the corpus's expectations and writes
 ``benchmarks/results/adversarial-<gpu>.json`` and ``.md`` (and copies under ``$OUT``).
 
 Usage: python benchmarks/gpu_adversarial.py [--sandbox auto|off|required]
@@ -60,7 +63,7 @@ def check(by_op: dict[str, list[Any]], sandbox_level: str) -> list[dict[str, Any
             }
         )
 
-    for op, cats in corpus.EXPECTED.items():
+    for op, cats in {**corpus.EXPECTED, **corpus.TIMED_ONLY}.items():
         rs = by_op.get(op, [])
         ok = bool(rs) and all(r.status == "failed" and r.category in cats for r in rs)
         row(op, "see kernel docstring", "failed: " + "|".join(sorted(cats)), ok)
@@ -91,6 +94,36 @@ def check(by_op: dict[str, list[Any]], sandbox_level: str) -> list[dict[str, Any
             r["speedup"] = [x.speedup for x in rs]
             r["flags"] = [x.flags for x in rs]
             r["timing_side_stream"] = [(x.timing or {}).get("side_stream") for x in rs]
+    return rows
+
+
+def check_scanned(by_op: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """The same corpus with the static scan on (the default): what the scan recognises
+    fails as ``tampering`` without a worker; every other trick still fails at run time;
+    the honest kernels the scan has nothing against still pass."""
+    rows = []
+    for op, rs in sorted(by_op.items()):
+        if op in corpus.SCAN_BLOCKS:
+            expect = "failed: tampering (static scan, no worker)"
+            ok = bool(rs) and all(r.category == "tampering" and not r.worker for r in rs)
+        elif op in ("relu.default", "mul.Tensor", *corpus.GPU_HONEST):
+            expect, ok = "passed", all(r.status == "passed" for r in rs)
+        elif op in corpus.EXPECTED:
+            expect = "failed"
+            ok = all(r.status in ("failed", "not_run") for r in rs)
+        else:
+            continue
+        got = Counter(f"{r.status}/{r.category or '-'}" for r in rs)
+        msg = next((r.message for r in rs if r.message), "") or ""
+        rows.append(
+            {
+                "op": op,
+                "expected": expect,
+                "got": dict(got),
+                "caught": ok,
+                "message": msg.splitlines()[0][:160] if msg else "",
+            }
+        )
     return rows
 
 
@@ -129,6 +162,25 @@ def render_md(result: dict[str, Any]) -> str:
             f"| {r['op']} | {r['trick']} | {r['expected']} | {got} | "
             f"{'yes' if r['caught'] else '**NO**'} | {msg} |"
         )
+    sc = result.get("scanned_run")
+    if sc:
+        lines += [
+            "",
+            "## The same corpus with the static scan on (the default)",
+            "",
+            f"Completed: {sc['completed']}; caught {sc['caught']} of {len(sc['rows'])} rows; "
+            f"{sc['duration_s']:.1f} s.",
+            "",
+            "| op | expected | got | ok | first line of the message |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for r in sc["rows"]:
+            got = ", ".join(f"{k} x{v}" for k, v in r["got"].items())
+            msg = r["message"].replace("|", "\\|")
+            lines.append(
+                f"| {r['op']} | {r['expected']} | {got} | {'yes' if r['caught'] else '**NO**'} "
+                f"| {msg} |"
+            )
     ss = next((r for r in result["rows"] if r["op"] == corpus.SIDE_STREAM), None)
     if ss:
         lines += [
@@ -163,6 +215,7 @@ def main() -> int:
     }
     tmp = Path(ns.work_dir or tempfile.mkdtemp(prefix="opbench-adv-"))
     tmp.mkdir(parents=True, exist_ok=True)
+    # the runtime layer: every scan rule allowed, so each trick is imported and run
     res = corpus.run_corpus(
         tmp,
         gpu=True,
@@ -173,7 +226,20 @@ def main() -> int:
         test_timeout_s=ns.test_timeout,
         sandbox=ns.sandbox,
         memory_limit_mb=ns.memory_limit_mb,
+        allow_rules=corpus.all_scan_rules(),
     )
+    # the default: the static scan first (no timing: the verdicts are what is checked)
+    scanned = corpus.run_corpus(
+        tmp / "scanned",
+        gpu=True,
+        device="cuda",
+        perf=False,
+        workers=1,
+        test_timeout_s=ns.test_timeout,
+        sandbox=ns.sandbox,
+        memory_limit_mb=ns.memory_limit_mb,
+    )
+    scan_rows = check_scanned(scanned["by_op"])
     out, kernels, listener, by_op = res["out"], res["kernels"], res["listener"], res["by_op"]
     completed = res["error"] is None
     summary = res["summary"] or {"error": res["error"], "sandbox": "?"}
@@ -194,6 +260,12 @@ def main() -> int:
         "expected_tests": corpus.n_cases(gpu=True),
         "caught": sum(r["caught"] for r in rows),
         "rows": rows,
+        "scanned_run": {
+            "completed": scanned["error"] is None,
+            "caught": sum(r["caught"] for r in scan_rows),
+            "rows": scan_rows,
+            "duration_s": scanned["elapsed"],
+        },
         "escapes": escaped,
         "summary": {
             k: summary.get(k)
@@ -213,7 +285,8 @@ def main() -> int:
         with tarfile.open(Path(os.environ["OUT"]) / "adversarial-run.tgz", "w:gz") as tar:
             tar.add(out, arcname="run")
     print(render_md(result))
-    return 0 if result["completed"] and result["caught"] == len(rows) else 1
+    ok = result["completed"] and result["caught"] == len(rows)
+    return 0 if ok and result["scanned_run"]["caught"] == len(scan_rows) else 1
 
 
 if __name__ == "__main__":
