@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -55,6 +56,7 @@ _PROCESS_ROOT = "[pytorch|profiler|execution_trace|process]"
 _USER_SCOPE = 7  # at::RecordScope::USER_SCOPE, as the observer writes it
 
 _record_function = torch.autograd.profiler.record_function
+_token_hex = secrets.token_hex
 
 
 def _base(name: str) -> str:
@@ -143,6 +145,9 @@ class ExecutionWindow:
     def __init__(self, directory: str | None = None) -> None:
         self.result = ObservedCalls()
         self.scope_marks = 0
+        # scope names carry a secret per window: a kernel that opens its own scope named
+        # like the reference's cannot pass its calls off as the reference's
+        self.token = _token_hex(8)
         self._dir = directory or tempfile.gettempdir()
         self._path = ""
         self._obs: Any = None
@@ -196,7 +201,7 @@ class ExecutionWindow:
             self._obs.unregister_callback()
             with _open(self._path) as f:
                 data = _json_load(f)
-            self.result = _attribute(data.get("nodes") or [], self.result)
+            self.result = _attribute(data.get("nodes") or [], self.result, self.token)
         except Exception as e:
             self.result.error = f"observer output unreadable: {type(e).__name__}: {e}"
         finally:
@@ -211,7 +216,7 @@ class ExecutionWindow:
             return contextlib.nullcontext()
         if name == CANDIDATE_SCOPE:
             self.scope_marks += 1
-        return _record_function(name)
+        return _record_function(f"{name}#{self.token}")
 
 
 def scoped(window: ExecutionWindow | None, name: str = CANDIDATE_SCOPE):
@@ -219,8 +224,14 @@ def scoped(window: ExecutionWindow | None, name: str = CANDIDATE_SCOPE):
     return window.mark(name) if window is not None else contextlib.nullcontext()
 
 
-def _attribute(nodes: list[dict[str, Any]], into: ObservedCalls) -> ObservedCalls:
-    """Split the observer's nodes into candidate, reference and other-thread calls."""
+def _attribute(nodes: list[dict[str, Any]], into: ObservedCalls, token: str) -> ObservedCalls:
+    """Split the observer's nodes into candidate, reference and other-thread calls.
+
+    An op belongs to the candidate when any enclosing scope is the candidate's (a kernel
+    cannot hide its calls inside a scope of its own), to the reference only under the
+    reference's scope and no candidate scope; ops on threads that never ran one of the
+    worker's scopes are the candidate's too."""
+    cand_name, ref_name = f"{CANDIDATE_SCOPE}#{token}", f"{REFERENCE_SCOPE}#{token}"
     by_id: dict[int, dict[str, Any]] = {}
     for n in nodes:
         attrs = {a.get("name"): a.get("value") for a in n.get("attrs") or []}
@@ -230,8 +241,8 @@ def _attribute(nodes: list[dict[str, Any]], into: ObservedCalls) -> ObservedCall
             "tid": attrs.get("tid"),
             "scope": attrs.get("scope"),
         }
-    our_tids = {v["tid"] for v in by_id.values() if v["name"] in (CANDIDATE_SCOPE, REFERENCE_SCOPE)}
-    into.marks = sum(1 for v in by_id.values() if v["name"] == CANDIDATE_SCOPE)
+    our_tids = {v["tid"] for v in by_id.values() if v["name"] in (cand_name, ref_name)}
+    into.marks = sum(1 for v in by_id.values() if v["name"] == cand_name)
     scoped_c: Counter[str] = Counter()
     other_c: Counter[str] = Counter()
     ref_c: Counter[str] = Counter()
@@ -248,8 +259,10 @@ def _attribute(nodes: list[dict[str, Any]], into: ObservedCalls) -> ObservedCall
             and parent["name"] not in (_THREAD_ROOT, _PROCESS_ROOT)
             and hops < len(by_id)  # the process root is its own parent
         ):
-            if parent["name"] in (CANDIDATE_SCOPE, REFERENCE_SCOPE) and owner is None:
-                owner = parent["name"]
+            if parent["name"] == cand_name:
+                owner = CANDIDATE_SCOPE
+            elif parent["name"] == ref_name and owner is None:
+                owner = REFERENCE_SCOPE
             parent = by_id.get(parent["parent"])
             hops += 1
         top = parent is None or parent["name"] in (_THREAD_ROOT, _PROCESS_ROOT)

@@ -223,8 +223,10 @@ def classify_trial(
     seen = classify_calls(judged_op, scoped)
     other = classify_calls(judged_op, _expanded(observed.get("other_threads")))
     merged = dict(result.violations)
+    by_base = {_base(n): n for n in merged}  # "add.Tensor" (recorder) is "add" (observer)
     for name, k in seen.violations.items():
-        merged[name] = max(merged.get(name, 0), k)
+        key = by_base.get(_base(name), name)
+        merged[key] = max(merged.get(key, 0), k)
     for name, k in other.violations.items():
         merged[f"{name} (on another thread)"] = k
     result.violations = merged

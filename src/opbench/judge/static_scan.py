@@ -115,8 +115,10 @@ RULES: dict[str, Rule] = _table(
      "the worker reports to the harness over inherited descriptors: writes forge its report"),
     ("dispatch-disable", T, "torch._C._DisableTorchDispatch/_DisableTorchFunction*, dispatch key "
      "guards, _dispatch_tls_*, mode-stack push/pop/query, torch.utils._python_dispatch internals, "
-     "torch.utils._mode_utils, torch._dispatch.python, private torch.overrides helpers",
-     "hides the kernel's ATen calls from the guard's dispatch recorder, or detects it"),
+     "torch.utils._mode_utils, torch._dispatch.python, private torch.overrides helpers, the "
+     "profilers (torch.profiler, torch.autograd.profiler, torch._C._profiler)",
+     "hides the kernel's ATen calls from the guard's recorders (the dispatch mode, the "
+     "process-wide execution-trace observer), or detects them"),
     ("aten-override", T, "torch.library registrations in the aten/prims namespaces, "
      ".py_impl on torch.ops, torch._C._dispatch_library",
      "replaces the reference operator the candidate is compared with"),
@@ -215,7 +217,8 @@ fd-access: os.write os.read os.dup os.dup2 os.fdopen os.pwrite os.writev os.send
 aten-override: torch._C._dispatch_library
 dispatch-disable: ~{_TORCH_C_DISPATCH} ~torch\.utils\._python_dispatch\.(?!{_PY_DISPATCH_PUBLIC})
   torch.utils._mode_utils torch._dispatch.python torch.overrides._*
-  torch.overrides.enable_reentrant_dispatch
+  torch.overrides.enable_reentrant_dispatch torch._C._profiler torch.profiler
+  torch.autograd.profiler torch.autograd.profiler_util torch.autograd._profiler_enabled
 trace-hook: sys.settrace sys.setprofile sys.monitoring sys.addaudithook sys.call_tracing
   threading.settrace* threading.setprofile*
 signal-handler: ~_?signal\.(signal|setitimer|alarm|pthread_|siginterrupt|set_wakeup_fd|raise_signal)

@@ -255,7 +255,7 @@ class LocalExecutor:
             if current.unit == unit:
                 return current
         if current is not None:
-            current.stop()
+            current.retire()
         worker = self.factory.get(device)
         self.workers_started += 1
         self.sandbox_level = worker.sandbox_level

@@ -48,6 +48,10 @@ class WorkerConfig:
     env: dict[str, str] = field(default_factory=dict)
     #: Folders the sandboxed worker must not see (the run directory with the store).
     hide: list[str] = field(default_factory=list)
+    #: Workers kept started and warm ahead of need, per device. A run with one isolation
+    #: unit per operator replaces a worker per operator; on CUDA a fresh worker pays for
+    #: a CUDA context (~0.5 s), so two spares hide it behind short tests.
+    spare_workers: int = 1
     #: torch intra-op threads per worker (None: torch's default, one per core). Several
     #: processes each with one thread per core oversubscribe the CPU: on 2 x H200 with 32
     #: cores, a second worker made every test's worker time 5x longer.
@@ -233,6 +237,12 @@ class WorkerProcess:
             except (OSError, subprocess.TimeoutExpired, ValueError):
                 pass
         self.kill()
+
+    def retire(self) -> None:
+        """Stop a worker whose unit is done without waiting for it: it is killed and
+        reaped on a background thread (a graceful stop costs ~50 ms per worker, and a
+        run with one unit per operator replaces hundreds of them)."""
+        threading.Thread(target=self.kill, name=f"retire-{self.name}", daemon=True).start()
 
     def _close_pipes(self) -> None:
         for f in (self.proc.stdin, self.proc.stdout, self._stderr):
@@ -482,12 +492,13 @@ class WorkerFactory:
             w = self._new(device)
             w.wait_ready()
         if self.spares_enabled:
-            self._start_spare(device)
+            for _ in range(max(1, self.config.spare_workers)):
+                self._start_spare(device)
         return w
 
     def _start_spare(self, device: str) -> None:
         with self._lock:
-            if self._spares.get(device):
+            if len(self._spares.get(device) or ()) >= max(1, self.config.spare_workers):
                 return
         spare = self._new(device)
         with self._lock:

@@ -134,7 +134,7 @@ def run_batch(
                 out["results"].append({"case": cd, "not_run": kind, "worker": ""})
                 continue
             if worker is not None and (not worker.alive() or worker.unit != unit):
-                worker.stop()
+                worker.retire()
                 worker = None
             if worker is None:
                 try:

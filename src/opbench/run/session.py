@@ -447,6 +447,7 @@ def _worker_config(req: RunRequest, judge_options: Any):
         timing_options=timing_options,
         sandbox=req.sandbox,
         memory_limit_mb=limit,
+        spare_workers=2 if req.device.startswith("cuda") else 1,
     )
 
 
