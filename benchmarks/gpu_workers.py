@@ -65,6 +65,10 @@ def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
         res["judge_s_total"] = round(
             sum(json.loads(r[1] or "{}").get("judge_s", 0.0) for r in spent), 1
         )
+        res["verdicts"] = {
+            t: f"{st}/{cat or '-'}"
+            for t, st, cat in con.execute("select test_id, status, category from results")
+        }
         res["not_passed"] = [
             {"op": r[0], "status": r[1], "category": r[2], "message": (r[3] or "")[:600]}
             for r in con.execute(
@@ -116,6 +120,12 @@ def main() -> int:
     )
     p.add_argument("--timing-budget", type=float, default=None, help="seconds, timing pass")
     p.add_argument("--no-timing-pass", action="store_true", help="only the 1-vs-N comparison")
+    p.add_argument(
+        "--ray",
+        action="store_true",
+        help="also run the correctness pass with --executor ray and compare its verdicts",
+    )
+    p.add_argument("--skip-one", action="store_true", help="no 1-worker pass")
     ns = p.parse_args()
     import torch
 
@@ -134,19 +144,24 @@ def main() -> int:
         ops = sorted({c.op for c in build_trace_cases(ns.traces, device=ns.device) if c.included})
         step = max(1, len(ops) // ns.compare_ops)
         cmp_args += ["--ops", ",".join(ops[::step][: ns.compare_ops])]
-    passes = {
-        "correctness_1_worker": run(
+    passes = {}
+    if not ns.skip_one:
+        passes["correctness_1_worker"] = run(
             [*cmp_args, "--no-perf", "--workers", "1"], wd / "c1", ns.budget
-        ),
-        f"correctness_{n}_workers": run(
-            [*cmp_args, "--no-perf", "--workers", str(n)], wd / f"c{n}", ns.budget
-        ),
-    }
+        )
+    passes[f"correctness_{n}_workers"] = run(
+        [*cmp_args, "--no-perf", "--workers", str(n)], wd / f"c{n}", ns.budget
+    )
+    if ns.ray:
+        passes["correctness_ray"] = run(
+            [*cmp_args, "--no-perf", "--executor", "ray"], wd / "ray", ns.budget
+        )
     if not ns.no_timing_pass:
         passes[f"timing_{n}_workers"] = run(
             [*base, "--perf", "--workers", str(n)], wd / f"t{n}", ns.timing_budget or ns.budget
         )
-    one, many = passes["correctness_1_worker"], passes[f"correctness_{n}_workers"]
+    one = passes.get("correctness_1_worker", {})
+    many = passes[f"correctness_{n}_workers"]
     result = {
         "gpu": gpu,
         "gpus": n,
@@ -155,6 +170,14 @@ def main() -> int:
         if one.get("rc") == 0 and many.get("rc") == 0
         else None,
     }
+    if ns.ray:
+        ray_v = passes["correctness_ray"].get("verdicts") or {}
+        many_v = many.get("verdicts") or {}
+        result["ray_vs_workers"] = {
+            "tests": len(ray_v),
+            "same_verdicts": sum(ray_v.get(t) == v for t, v in many_v.items()),
+            "differ": {t: [v, ray_v.get(t)] for t, v in many_v.items() if ray_v.get(t) != v},
+        }
     lines = [
         f"# traces suite on {n} x {gpu}",
         "",
@@ -170,6 +193,14 @@ def main() -> int:
             f"{r.get('timed_ops_with_roofline', '-')} |"
         )
     lines += ["", f"{n} workers over 1: {result['speedup_workers']}", ""]
+    if "ray_vs_workers" in result:
+        rv = result["ray_vs_workers"]
+        lines += [
+            f"--executor ray against --workers {n}: {rv['same_verdicts']} of "
+            f"{len(many.get('verdicts') or {})} tests with the same verdict; differing: "
+            f"{rv['differ'] or 'none'}",
+            "",
+        ]
     for name, r in passes.items():
         for f in r.get("not_passed") or []:
             msg = f["message"].splitlines()[0][:200] if f["message"] else ""
@@ -177,6 +208,7 @@ def main() -> int:
     lines.append("")
     lines += [f"- `{r['command'][:300]}`" for r in passes.values()]
     stem = f"traces-{slug}x{n}" + ("-compare" if ns.no_timing_pass else "")
+    stem += "-ray" if ns.ray else ""
     write_results(Path(ns.out_dir), stem, result, lines)
     return 0
 
