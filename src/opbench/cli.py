@@ -238,8 +238,7 @@ def _scan_rules(allow: list[str] | None) -> list[str]:
     unknown = [r for r in rules if r not in RULES]
     if unknown:
         raise ValueError(
-            f"unknown static-scan rule(s) {', '.join(unknown)}; the rules are: "
-            + ", ".join(RULES)
+            f"unknown static-scan rule(s) {', '.join(unknown)}; the rules are: " + ", ".join(RULES)
         )
     return rules
 

@@ -82,6 +82,7 @@ def run_trial(
         return tr
     inputs = walk_inputs(args, kwargs)
     tr.input_meta = {p: tensors.meta(t) for p, _, t in inputs}
+    before = {p: tensors.digest(tensors.snapshot(t)) for p, _, t in inputs}
     tgts = targets(overload, args, kwargs)
     tr.target_meta = [tensors.meta(t) if isinstance(t, torch.Tensor) else {} for t in tgts]
     recorder = DispatchRecorder([t for t in tgts if isinstance(t, torch.Tensor)])
@@ -99,12 +100,12 @@ def run_trial(
                     # the window stays open while the worker reads the results: a
                     # thread that writes the output after the kernel returned is seen
                     tr.elapsed_s = _perf() - t0
-                    _record(tr, result, args, kwargs, inputs, tgts, overload)
+                    _record(tr, result, inputs, tgts, overload, before)
         else:
             result = kernel(*args, **kwargs)
             _sync(device)
             tr.elapsed_s = _perf() - t0
-            _record(tr, result, args, kwargs, inputs, tgts, overload)
+            _record(tr, result, inputs, tgts, overload, before)
     except NotImplementedError as e:
         tr.status, tr.message = "not_implemented", str(e) or "NotImplementedError"
     except Exception as e:
@@ -117,7 +118,7 @@ def run_trial(
         tr.calls = [(n, into, k) for (n, into), k in sorted(counts.items())]
         if window is not None:
             tr.observed = window.result.to_dict()
-        if fingerprint is not None:
+        if fingerprint is not None and guard_on:
             tr.tamper = fingerprint.changes()
     if tr.status != "ok":
         tr.outputs = None
@@ -128,13 +129,17 @@ def run_trial(
 def _record(
     tr: TrialResult,
     result: Any,
-    args: list[Any],
-    kwargs: dict[str, Any],
     inputs: list[tuple[str, str, torch.Tensor]],
     tgts: list[Any],
     overload: torch._ops.OpOverload,
+    before: dict[str, str],
 ) -> None:
-    """Outputs, targets and inputs as they are after the call, as plain data."""
+    """Outputs, targets and inputs as they are after the call, as plain data.
+
+    Every input's digest after the call goes back (the judge compares it with its own
+    copy's); the input itself only when it is small and the worker saw it change, so
+    the judge can say how many elements changed (whole inputs for every trial doubled
+    the size of a report for nothing)."""
     tr.outputs = tensors.cpu_outputs(result)
     tr.output_meta = tensors.output_meta(result)
     tr.target_after = [tensors.meta(t) if isinstance(t, torch.Tensor) else {} for t in tgts]
@@ -148,7 +153,9 @@ def _record(
             tr.input_meta_after[p] = {"unreadable": f"{type(e).__name__}: {e}"}
             continue
         tr.inputs_digest[p] = tensors.digest(after)
-        if after.numel() <= MAX_INPUT_ELEMENTS_SENT:
+        tr.inputs_digest_before[p] = before.get(p, "")
+        tr.elements_digest[p] = tensors.elements_digest(t)
+        if tr.inputs_digest[p] != before.get(p) and after.numel() <= MAX_INPUT_ELEMENTS_SENT:
             tr.inputs_after[p] = after
         if id(t) not in target_ids and is_written(top, overload, written):
             tr.written_after[p] = tensors.cpu_outputs(t)
@@ -175,13 +182,24 @@ def run_candidate(
         op=case.op, test_id=case.test_id, redraw_seeds_tried=list(plan.redraw_seeds_tried)
     )
     redraw = plan.redraw + [False] * (len(plan.seeds) - len(plan.redraw))
-    for seed, is_redraw in zip(plan.seeds, redraw):
+    for i, (seed, is_redraw) in enumerate(zip(plan.seeds, redraw)):
+        # the process is checked after the last call of the test (a change that stays
+        # is seen there; the observers catch calls made while it lasted)
+        last = i == len(plan.seeds) - 1 and not (plan.repeat and options.check_determinism)
         tr = run_trial(
-            case, kernel, overload, device, seed, guard_on=guard_on, fingerprint=fingerprint
+            case,
+            kernel,
+            overload,
+            device,
+            seed,
+            guard_on=guard_on,
+            fingerprint=fingerprint if last else None,
         )
         tr.redraw = is_redraw
         report.trials.append(tr)
         if tr.status != "ok":
+            if fingerprint is not None and guard_on and not last:
+                tr.tamper = fingerprint.changes()
             _summarise(report, tr)
             return report
     if plan.repeat and options.check_determinism:

@@ -48,8 +48,12 @@ class TrialResult:
 
     ``output_meta``/``target_meta``/``input_meta``: shapes, strides, dtypes, devices,
     storage addresses and Python object ids (for "returned self" and aliasing);
-    ``inputs_after``: each input's storage span after the call, on the CPU (or None
-    when too large to send, then ``inputs_digest`` alone); ``calls``: what the
+    ``inputs_digest_before``/``inputs_digest``: SHA-256 of each input's storage span
+    (holes between its elements included) before and after the call, taken by the
+    worker; ``elements_digest``: of the elements the input reaches, after the call (the
+    harness compares it with its own copy's: holes hold whatever memory the allocator
+    gave, so only the worker can see them before and after); ``inputs_after``: the span
+    after the call, on the CPU, when it changed and is small enough to send; ``calls``: what the
     dispatch recorder saw on the calling thread; ``observed``: what the global observer
     saw (:class:`opbench.instrument.observer.ObservedCalls`); ``tamper``: what changed
     in the worker's process during the call (:mod:`opbench.instrument.integrity`).
@@ -68,6 +72,8 @@ class TrialResult:
     input_meta_after: dict[str, dict[str, Any]] = field(default_factory=dict)
     inputs_after: dict[str, Any] = field(default_factory=dict)
     inputs_digest: dict[str, str] = field(default_factory=dict)
+    inputs_digest_before: dict[str, str] = field(default_factory=dict)
+    elements_digest: dict[str, str] = field(default_factory=dict)
     written_after: dict[str, Any] = field(default_factory=dict)
     calls: list[tuple[str, bool, int]] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)

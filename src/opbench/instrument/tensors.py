@@ -13,7 +13,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["cpu_outputs", "digest", "meta", "output_meta", "snapshot", "span"]
+__all__ = [
+    "cpu_outputs",
+    "digest",
+    "elements_digest",
+    "meta",
+    "output_meta",
+    "snapshot",
+    "span",
+]
 
 _clone = torch.Tensor.clone
 _detach = torch.Tensor.detach
@@ -46,6 +54,11 @@ def digest(cpu_span: torch.Tensor) -> str:
     if t.numel() == 0:
         return _sha256(b"").hexdigest()
     return _sha256(memoryview(_numpy(_view(t.reshape(-1), torch.uint8)))).hexdigest()
+
+
+def elements_digest(t: torch.Tensor) -> str:
+    """SHA-256 of the elements ``t`` reaches, in order (holes in its storage left out)."""
+    return digest(_clone(_to(_detach(t), "cpu")).reshape(-1))
 
 
 def meta(t: torch.Tensor) -> dict[str, Any]:

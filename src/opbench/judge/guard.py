@@ -108,6 +108,9 @@ def _family(name: str) -> str:
     return _base(name).rstrip("_") or _base(name)
 
 
+_DATA_MOVEMENT_FAMILIES = frozenset(_family(n) for n in DATA_MOVEMENT_OPS)
+
+
 @dataclass
 class GuardResult:
     """``violations``: delegated compute ops and counts; ``allowed``: plumbing seen."""
@@ -130,7 +133,7 @@ def classify_calls(judged_op: str, calls: list[tuple[str, bool]] | list[Call]) -
     ``calls`` are :class:`Call` objects or ``(name, into_target)`` pairs (as sent back
     by the worker). See the module docstring for the rule.
     """
-    data_movement = _family(judged_op) in {_family(n) for n in DATA_MOVEMENT_OPS}
+    data_movement = _family(judged_op) in _DATA_MOVEMENT_FAMILIES
     bad: Counter[str] = Counter()
     ok: Counter[str] = Counter()
     target_copies = 0
@@ -160,7 +163,7 @@ def is_copy_like(op: str) -> bool:
     return (
         base in ALWAYS_ALLOWED
         or base in COPY_OPS
-        or fam in {_family(n) for n in DATA_MOVEMENT_OPS}
+        or fam in _DATA_MOVEMENT_FAMILIES
         or base.endswith("_copy")
     )
 
@@ -177,6 +180,7 @@ def output_problems(obj: Any, path: str = "") -> list[str]:
     from opbench.instrument.tensors import output_meta
 
     return output_problems_from_meta(output_meta(obj, path))
+
 
 # --------------------------------------------------------------------------- merged views
 

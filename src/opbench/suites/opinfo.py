@@ -21,6 +21,23 @@ Profiles:
 * ``full``: ``reference_inputs`` (a superset of ``sample_inputs`` where an OpInfo has
   them) in every dtype the OpInfo supports on the device.
 
+Strides and special values in the quick profile: ``sample_inputs`` of the elementwise
+OpInfos (``UnaryUfuncInfo``, ``BinaryUfuncInfo`` and their subclasses) are mostly
+contiguous and always finite (``tanh`` has one contiguous 20x20 tensor), so a kernel
+that reads its input as if it were contiguous, or mishandles NaN, would pass. Each
+(overload, dtype, variant) group of these OpInfos whose quick cases lack a
+non-contiguous input gets one more case, derived from its largest sample with
+``params["layout"] = "strided"`` (its tensor arguments re-laid out with gaps, see
+:func:`_with_layout`; ``out`` keeps its layout); each floating group whose quick cases
+hold no NaN or Inf gets one with ``params["values"] = "special"`` (NaN, +-Inf, 0 and
+large magnitudes in 1/8 of the elements of its floating inputs, on every trial, see
+:mod:`opbench.suites.materialize`; ``"nonfinite"``, without the large magnitudes, for
+ops with ``handles_large_floats=False``: ``sin``, ``cos``, ``sinc``). A derived case is
+kept only if eager PyTorch runs it (where the op accepts the values). The
+``reference_inputs`` hold such samples too, but re-enumerating them for every trial
+costs 50-100 ms per OpInfo (tensors of a million elements); a derived case re-uses the
+samples already enumerated.
+
 Each sample also yields its in-place variant (``op.inplace_variant``, where the sample
 does not broadcast ``self``) and its ``out=`` variant (``op.supports_out``, ``out``
 allocated like the functional result). Random ops (tagged ``nondeterministic_seeded``)
@@ -30,13 +47,14 @@ A case is re-created by :func:`materialize_opinfo`: seed torch, ``random`` and n
 re-enumerate the OpInfo's samples (cached in-process per OpInfo, dtype, kind, seed and
 device), take the sample by index, run the variant under a dispatch mode that stops at
 the overload's call and return the ATen-level ``(args, kwargs)`` it would have received
-(fresh tensors: the candidate may write into them). A new trial seed just re-seeds
-the generators: same shapes, new values.
+(fresh tensors: the candidate may write into them), re-laid out when the case has a
+``layout``. A new trial seed just re-seeds the generators: same shapes, new values.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -62,6 +80,7 @@ __all__ = [
     "OpInfoUnavailable",
     "NOISE",
     "QUICK_MAX_PER_GROUP",
+    "LAYOUT_STRIDED",
     "build_opinfo_cases",
     "materialize_opinfo",
     "profile_dtypes",
@@ -70,10 +89,14 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Bumped when the mapping format or rules change (invalidates disk caches).
-MAPPING_VERSION = 4
+MAPPING_VERSION = 5
 
 #: Samples kept per (overload, dtype, variant) in the quick profile.
 QUICK_MAX_PER_GROUP = 3
+
+#: ``case.params["layout"]`` of a case whose tensor arguments are strided copies
+#: (:func:`_strided_copy`) of the sample's.
+LAYOUT_STRIDED = "strided"
 
 #: Ops that do not count when deciding which overload a sample dispatches to.
 NOISE: frozenset[str] = frozenset(
@@ -400,8 +423,22 @@ def _self_overlapping(t: torch.Tensor) -> bool:
     Writing such a tensor in place is undefined: PyTorch rejects it for most ops, and for
     others reads values it already overwrote; ``polygamma_`` (float64 reference input
     of shape (5, 6, 2), strides (1, 1, 7)) then never returns.
+
+    PyTorch's own check answers "too hard" for every non-dense tensor (a slice with a
+    step, a transposed slice); those whose dimensions, sorted by stride, each step over
+    everything the smaller ones span are kept as not overlapping (their in-place variant
+    is a test: the kernel must write through the strides). 1,997 float32 reference
+    samples are such slices; any other "too hard" layout counts as overlapping.
     """
-    return torch._debug_has_internal_overlap(t) != 0  # 0: no overlap, 1: yes, 2: unknown
+    answer = torch._debug_has_internal_overlap(t)  # 0: no overlap, 1: yes, 2: too hard
+    if answer != 2:
+        return answer != 0
+    span = 0  # the largest offset the smaller-strided dimensions reach
+    for stride, size in sorted((abs(s), n) for n, s in zip(t.shape, t.stride()) if n > 1):
+        if stride <= span:
+            return True
+        span += (size - 1) * stride
+    return False
 
 
 def _recorded(info: Any, sample: Any, variant: str, out: Any = None) -> tuple[Any, str | None, str]:
@@ -672,6 +709,7 @@ def build_opinfo_cases(
                 groups.setdefault((e["op"], e["variant"]), []).append(e)
             entries = [e for g in groups.values() for e in _pick_quick(g, QUICK_MAX_PER_GROUP)]
         entries = [e for e in entries if _excluded(e["op"]) is None]
+        dtype_cases: list[Case] = []
         for e in entries:
             params: dict[str, Any] = {
                 "opinfo": e["opinfo"],
@@ -683,7 +721,7 @@ def build_opinfo_cases(
             }
             if e.get("out") is not None:
                 params["out"] = e["out"]
-            cases.append(
+            dtype_cases.append(
                 Case(
                     op=e["op"],
                     args=e["args"],
@@ -694,6 +732,9 @@ def build_opinfo_cases(
                     is_synthetic=False,
                 )
             )
+        cases += dtype_cases
+        if profile == "quick":
+            cases += _elementwise_extras(dtype_cases, device)
     cases.sort(
         key=lambda c: (
             c.op,
@@ -701,9 +742,169 @@ def build_opinfo_cases(
             c.params["variant"],
             c.params["opinfo"],
             c.params["index"],
+            c.params.get("layout", ""),
+            c.params.get("values", ""),
         )
     )
     return cases
+
+
+# --------------------------------------------------------------------------- derived cases
+
+
+def _is_elementwise(params: dict[str, Any]) -> bool:
+    """Whether a case's OpInfo is a unary or binary ufunc (or a subclass: the
+    ``ElementwiseUnaryPythonRefInfo`` of the Python references)."""
+    from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
+
+    info = _by_key().get((params["opinfo"], params["variant_test_name"]))
+    return isinstance(info, (UnaryUfuncInfo, BinaryUfuncInfo))
+
+
+def _input_specs(args_text: str) -> list[TensorSpec]:
+    """The tensor inputs (``out`` aside) of a case's description."""
+    from opbench.spec.args import ArgsParseError, iter_tensor_specs, parse_args
+
+    try:
+        parsed = parse_args(args_text)
+    except ArgsParseError:
+        return []
+    inputs = (parsed.args, {k: v for k, v in parsed.kwargs.items() if k != "out"})
+    return list(iter_tensor_specs(inputs))
+
+
+def _noncontiguous_input(args_text: str) -> bool:
+    """Whether a case's description has a non-contiguous tensor input."""
+    return any(spec.stride is not None for spec in _input_specs(args_text))
+
+
+def _largest(cases: list[Case]) -> Case:
+    """The case with the most input elements (the first sample of those)."""
+    return max(
+        cases, key=lambda c: (sum(s.numel for s in _input_specs(c.args)), -c.params["index"])
+    )
+
+
+def _input_tensors(args: list[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    from opbench.suites.materialize import tensors_in
+
+    return tensors_in((args, {k: v for k, v in kwargs.items() if k != "out"}))
+
+
+def _nonfinite_input(case: Case, device: str) -> bool:
+    """Whether a case's inputs (as built from its seed) hold NaN or Inf."""
+    from opbench.suites.inputs import NotRunnable
+    from opbench.suites.materialize import materialize
+
+    try:
+        args, kwargs = materialize(case, device)
+    except NotRunnable:
+        return False
+    return any(
+        t.is_floating_point() and not bool(torch.isfinite(t).all())
+        for t in _input_tensors(args, kwargs)
+    )
+
+
+def _elementwise_extras(cases: list[Case], device: str) -> list[Case]:
+    """One dtype's quick cases of elementwise OpInfos: for each (overload, variant)
+    whose cases lack a non-contiguous input, a ``layout`` case; for each floating one
+    whose inputs hold no NaN or Inf, a ``values`` case; both derived from the group's
+    largest elementwise sample and kept only where eager PyTorch runs them."""
+    groups: dict[tuple[str, str], list[Case]] = {}
+    for c in cases:
+        groups.setdefault((c.op, c.params["variant"]), []).append(c)
+    extras: list[Case] = []
+    with warnings.catch_warnings(), _current(device):
+        warnings.simplefilter("ignore")
+        for group in groups.values():
+            elementwise = [c for c in group if _is_elementwise(c.params)]
+            if not elementwise:
+                continue
+            base = _largest(elementwise)
+            if not any(s.numel >= 2 for s in _input_specs(base.args)):
+                # only 0-dim samples of the ufunc (``bool`` reaching ``_to_copy``): derive
+                # from another OpInfo's sample of the same group
+                base = _largest(group)
+            wanted: list[dict[str, Any]] = []
+            if not any(_noncontiguous_input(c.args) for c in group):
+                wanted.append({"layout": LAYOUT_STRIDED})
+            if _dtype_from_name(base.params["dtype"]).is_floating_point and not any(
+                _nonfinite_input(c, device) for c in group
+            ):
+                info = _by_key()[(base.params["opinfo"], base.params["variant_test_name"])]
+                large = getattr(info, "handles_large_floats", True)
+                wanted.append({"values": "special" if large else "nonfinite"})
+            for extra in wanted:
+                derived = _derived_case(base, extra, device)
+                if derived is not None:
+                    extras.append(derived)
+    return extras
+
+
+def _derived_case(base: Case, extra: dict[str, Any], device: str) -> Case | None:
+    """``base`` with ``extra`` in its params, described by the inputs it makes; None
+    when those inputs lack what ``extra`` asks for or eager PyTorch rejects them."""
+    from opbench.spec.ops import get_overload
+    from opbench.suites.materialize import materialize
+
+    case = dataclasses.replace(base, params={**base.params, **extra})
+    try:
+        args, kwargs = materialize(case, device)
+        inputs = _input_tensors(args, kwargs)
+        if "layout" in extra:
+            if not any(not t.is_contiguous() for t in inputs):
+                return None
+            case = dataclasses.replace(case, args=_describe(args, kwargs))
+        if "values" in extra and not any(
+            t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in inputs
+        ):
+            return None
+        get_overload(case.op)(*args, **kwargs)
+    except Exception as e:  # NotRunnable, or the op rejects these values
+        log.debug("no %s case for %s: %s", extra, base.op, e)
+        return None
+    return case
+
+
+def _strided_copy(t: torch.Tensor, swap_last: bool) -> torch.Tensor:
+    """``t``'s values in a tensor that skips every other element of its innermost stored
+    dimension (the skipped ones are zeros, so a kernel that reads them reads the same
+    thing in every process), with ``swap_last`` also storing the last two dimensions
+    swapped: a (20, 20) tensor gets strides (2, 40). Never overlapping, so it is also a
+    valid ``self`` of an in-place op, which must write through these strides."""
+    shape = list(t.shape)
+    if swap_last:
+        shape[-1], shape[-2] = shape[-2], shape[-1]
+    buf = torch.zeros((*shape[:-1], 2 * shape[-1]), dtype=t.dtype, device=t.device)
+    view = buf[..., ::2]
+    if swap_last:
+        view = view.transpose(-1, -2)
+    with torch.no_grad():
+        view.copy_(t)
+    return view
+
+
+def _with_layout(args: list[Any]) -> list[Any]:
+    """The positional arguments with every tensor of two or more elements replaced by a
+    strided copy (:func:`_strided_copy`); the first one, usually ``self``, also has its
+    last two dimensions swapped, so inputs do not share strides (a kernel that indexes
+    ``other`` with ``self``'s strides fails too). ``out`` (a keyword) stays as mapped."""
+    copies: dict[int, torch.Tensor] = {}  # the same tensor twice stays one tensor
+    result: list[Any] = []
+    for a in args:
+        if (
+            isinstance(a, torch.Tensor)
+            and type(a) is torch.Tensor
+            and a.layout == torch.strided
+            and a.dim() >= 1
+            and a.numel() >= 2
+        ):
+            if id(a) not in copies:
+                copies[id(a)] = _strided_copy(a, swap_last=not copies and a.dim() >= 2)
+            a = copies[id(a)]
+        result.append(a)
+    return result
 
 
 # --------------------------------------------------------------------------- materialise
@@ -760,4 +961,10 @@ def materialize_opinfo(
         raise _not_runnable(
             f"OpInfo {key[0]} sample {idx} ({variant}) with seed {seed} does not reach {target}"
         )
-    return rec.captured
+    captured_args, captured_kwargs = rec.captured
+    layout = p.get("layout")
+    if layout == LAYOUT_STRIDED:
+        captured_args = _with_layout(captured_args)
+    elif layout is not None:
+        raise _not_runnable(f"unknown layout {layout!r} in an OpInfo case")
+    return captured_args, captured_kwargs
