@@ -15,6 +15,7 @@ so it runs without the recorders (``guard: skipped``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections import Counter
@@ -69,8 +70,13 @@ def run_trial(
     *,
     guard_on: bool,
     fingerprint: Fingerprint | None = None,
+    window: ExecutionWindow | None = None,
 ) -> TrialResult:
-    """One trial in the worker: build inputs, call, record (never raises for the kernel)."""
+    """One trial in the worker: build inputs, call, record (never raises for the kernel).
+
+    ``window``: the test's open call observer; the call is marked as the candidate's
+    in it. It stays open while the worker reads the results (a thread that fills the
+    output after the kernel returned is seen)."""
     from opbench.suites.inputs import NotRunnable
     from opbench.suites.materialize import materialize
 
@@ -86,19 +92,16 @@ def run_trial(
     tgts = targets(overload, args, kwargs)
     tr.target_meta = [tensors.meta(t) if isinstance(t, torch.Tensor) else {} for t in tgts]
     recorder = DispatchRecorder([t for t in tgts if isinstance(t, torch.Tensor)])
-    window = ExecutionWindow() if guard_on else None
     result: Any = None
     t0 = _perf()
     try:
-        if window is not None:
-            with window:
+        if guard_on:
+            with window.resume() if window is not None else contextlib.nullcontext():
                 try:
                     with scoped(window), recorder:
                         result = kernel(*args, **kwargs)
                     _sync(device)
                 finally:
-                    # the window stays open while the worker reads the results: a
-                    # thread that writes the output after the kernel returned is seen
                     tr.elapsed_s = _perf() - t0
                     _record(tr, result, inputs, tgts, overload, before)
         else:
@@ -116,8 +119,6 @@ def run_trial(
     finally:
         counts = Counter((c.name, c.into_target) for c in recorder.calls)
         tr.calls = [(n, into, k) for (n, into), k in sorted(counts.items())]
-        if window is not None:
-            tr.observed = window.result.to_dict()
         if fingerprint is not None and guard_on:
             tr.tamper = fingerprint.changes()
     if tr.status != "ok":
@@ -182,6 +183,45 @@ def run_candidate(
         op=case.op, test_id=case.test_id, redraw_seeds_tried=list(plan.redraw_seeds_tried)
     )
     redraw = plan.redraw + [False] * (len(plan.seeds) - len(plan.redraw))
+    # one observer window for the whole test (opening one costs ~1 ms; per trial it was
+    # a fifth of a small test's time): every call is marked, the worker's own work between
+    # the calls runs unmarked on its own thread and is not counted
+    window = ExecutionWindow() if guard_on else None
+    with window if window is not None else contextlib.nullcontext():
+        # recording resumes for each call and the reading of its results (run_trial);
+        # building inputs and snapshots in between is the worker's own work
+        with window.pause() if window is not None else contextlib.nullcontext():
+            _run_plan(
+                case,
+                kernel,
+                overload,
+                device,
+                options,
+                plan,
+                redraw,
+                report,
+                guard_on,
+                fingerprint,
+                window,
+            )
+    if window is not None:
+        report.observed = window.result.to_dict()
+    return report
+
+
+def _run_plan(
+    case: Case,
+    kernel: Callable[..., Any],
+    overload: torch._ops.OpOverload,
+    device: str,
+    options: Any,
+    plan: TrialPlan,
+    redraw: list[bool],
+    report: CandidateReport,
+    guard_on: bool,
+    fingerprint: Fingerprint | None,
+    window: ExecutionWindow | None,
+) -> None:
     for i, (seed, is_redraw) in enumerate(zip(plan.seeds, redraw)):
         # the process is checked after the last call of the test (a change that stays
         # is seen there; the observers catch calls made while it lasted)
@@ -194,6 +234,7 @@ def run_candidate(
             seed,
             guard_on=guard_on,
             fingerprint=fingerprint if last else None,
+            window=window,
         )
         tr.redraw = is_redraw
         report.trials.append(tr)
@@ -201,7 +242,7 @@ def run_candidate(
             if fingerprint is not None and guard_on and not last:
                 tr.tamper = fingerprint.changes()
             _summarise(report, tr)
-            return report
+            return
     if plan.repeat and options.check_determinism:
         rep = run_trial(
             case,
@@ -211,10 +252,10 @@ def run_candidate(
             plan.seeds[0],
             guard_on=guard_on,
             fingerprint=fingerprint,
+            window=window,
         )
         rep.inputs_after = {}  # the first trial's are enough; the repeat is for outputs
         report.repeat = rep
-    return report
 
 
 def _summarise(report: CandidateReport, tr: TrialResult) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import tempfile
 from collections import Counter
@@ -107,6 +108,7 @@ class ObservedCalls:
     marks: int = 0
     expected_marks: int = 0
     error: str | None = None
+    corrupt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +118,7 @@ class ObservedCalls:
             "marks": self.marks,
             "expected_marks": self.expected_marks,
             "error": self.error,
+            "corrupt": self.corrupt,
         }
 
 
@@ -128,7 +131,7 @@ def _observer_class() -> Any:
 
 
 _ObserverClass = _observer_class()
-_json_load = json.load
+_json_loads = json.loads
 _open = open
 _unlink = os.unlink
 
@@ -189,6 +192,21 @@ class ExecutionWindow:
             if self._paused == 0 and self._obs is not None:
                 self._obs.start()
 
+    @contextlib.contextmanager
+    def resume(self) -> Iterator[None]:
+        """Record for a stretch inside a :meth:`pause` (the candidate's call while the
+        worker's own preparation runs paused)."""
+        if self._obs is None or self._paused == 0:
+            yield
+            return
+        saved, self._paused = self._paused, 0
+        self._obs.start()
+        try:
+            yield
+        finally:
+            self._obs.stop()
+            self._paused = saved
+
     @property
     def recording(self) -> bool:
         return self._obs is not None and self._paused == 0
@@ -200,10 +218,12 @@ class ExecutionWindow:
             self._obs.stop()
             self._obs.unregister_callback()
             with _open(self._path) as f:
-                data = _json_load(f)
-            self.result = _attribute(data.get("nodes") or [], self.result, self.token)
+                nodes = _read_nodes(f.read())
+            self.result = _attribute(nodes, self.result, self.token)
         except Exception as e:
-            self.result.error = f"observer output unreadable: {type(e).__name__}: {e}"
+            # the observer ran but its output cannot be read: not a state a kernel may
+            # leave it in (the judge treats it as tampering, unlike a missing observer)
+            self.result.corrupt = f"observer output unreadable: {type(e).__name__}: {e}"
         finally:
             self._obs = None
             self.result.expected_marks = self.scope_marks
@@ -222,6 +242,46 @@ class ExecutionWindow:
 def scoped(window: ExecutionWindow | None, name: str = CANDIDATE_SCOPE):
     """``window.mark(name)``, or nothing without a window."""
     return window.mark(name) if window is not None else contextlib.nullcontext()
+
+
+_ID_LINE = re.compile(r'"id": (\d+), "name": "((?:[^"\\]|\\.)*)", "ctrl_deps": (\d+),')
+_SCOPE = re.compile(r'\{"name": "scope", "type": "u?int64", "value": (-?\d+)\}')
+_TID = re.compile(r'\{"name": "tid", "type": "u?int64", "value": (-?\d+)\}')
+
+
+def _read_nodes(text: str) -> list[dict[str, Any]]:
+    """The observer's nodes (id, name, parent, tid, scope) from its JSON, line by line.
+
+    The writer puts a node's id/name/ctrl_deps on one line and its attributes on another,
+    and escapes every string value (quotes, newlines), so a string a kernel passes to an
+    op can neither start a line nor fake an attribute. ``json.loads`` of the whole file
+    took 18 ms per small test (every op's inputs and outputs are in it); this takes ~1.
+    """
+    nodes: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        s = line.lstrip()
+        if s.startswith('"id": '):
+            m = _ID_LINE.match(s)
+            if m is None:
+                raise ValueError(f"unexpected node line {s[:120]!r}")
+            current = {
+                "id": int(m.group(1)),
+                "name": _json_loads(f'"{m.group(2)}"'),
+                "ctrl_deps": int(m.group(3)),
+                "attrs": [],
+            }
+            nodes.append(current)
+        elif s.startswith('"attrs": ') and current is not None:
+            scope, tid = _SCOPE.search(s), _TID.search(s)
+            if scope is None or tid is None:
+                raise ValueError(f"node {current['id']} without scope or thread")
+            current["attrs"] = [
+                {"name": "scope", "value": int(scope.group(1))},
+                {"name": "tid", "value": int(tid.group(1))},
+            ]
+            current = None
+    return nodes
 
 
 def _attribute(nodes: list[dict[str, Any]], into: ObservedCalls, token: str) -> ObservedCalls:

@@ -98,6 +98,8 @@ class CandidateReport:
     not_implemented: str | None = None
     redraw_seeds_tried: list[int] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    #: what the process-wide observer saw over the whole test (all trials and the repeat)
+    observed: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_plain(cls, d: Any) -> CandidateReport:

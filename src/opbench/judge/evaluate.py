@@ -608,16 +608,22 @@ def _judge(
     warnings: list[str] = []
     if not report.trials:
         return _fail("error", "the worker sent no trial")
-    # tampering anywhere (a trial, the repeat) decides the test, whatever else happened
-    for tr in [*report.trials, *([report.repeat] if report.repeat else [])]:
-        _, tamper = guard_mod.classify_trial(case.op, tr.calls, tr.observed)
-        tamper = list(tr.tamper) + tamper
-        if tamper:
-            return _fail(
-                "tampering",
-                f"the kernel changed the judge's process: {'; '.join(tamper[:5])}",
-                details={**details, "tampering": tamper},
-            )
+    # tampering anywhere (a trial, the repeat, the observer) decides the test
+    everything = [*report.trials, *([report.repeat] if report.repeat else [])]
+    calls: dict[tuple[str, bool], int] = {}
+    for tr in everything:
+        for n, into, k in tr.calls:
+            calls[(n, into)] = calls.get((n, into), 0) + int(k)
+    guard_all, silenced = guard_mod.classify_trial(
+        case.op, [(n, into, k) for (n, into), k in calls.items()], report.observed
+    )
+    tamper = [line for tr in everything for line in tr.tamper] + silenced
+    if tamper:
+        return _fail(
+            "tampering",
+            f"the kernel changed the judge's process: {'; '.join(tamper[:5])}",
+            details={**details, "tampering": tamper},
+        )
     if len([t for t in report.trials if not t.redraw]) < max(1, options.trials) and all(
         t.status == "ok" for t in report.trials
     ):
@@ -659,16 +665,17 @@ def _judge(
             return Verdict(
                 "not_implemented", "not_implemented", label + f"kernel declined: {tr.message}"
             )
-        # 1. the guard (also for a kernel that raised: delegating, then failing, is no excuse)
+        # 1. the guard, over every call of the test (also for a kernel that raised:
+        # delegating, then failing, is no excuse)
         if tr.guard == "on":
-            g, _ = guard_mod.classify_trial(case.op, tr.calls, tr.observed)
+            g = guard_all
             if g.allowed:
                 details.setdefault("allowed_calls", g.allowed)
             if not g.ok:
                 if not options.allow_pytorch:
                     return _fail(
                         "calls_pytorch",
-                        label + g.message(),
+                        g.message(),
                         details={**details, "calls": g.violations},
                     )
                 if g.message() not in warnings:

@@ -209,6 +209,9 @@ def classify_trial(
     tamper: list[str] = []
     if not observed:
         return result, tamper
+    if observed.get("corrupt"):
+        tamper.append(str(observed["corrupt"]))
+        return result, tamper
     if observed.get("error"):
         result.allowed.setdefault("(observer unavailable)", 1)
         return result, tamper

@@ -448,6 +448,7 @@ def _worker_config(req: RunRequest, judge_options: Any):
         sandbox=req.sandbox,
         memory_limit_mb=limit,
         spare_workers=2 if req.device.startswith("cuda") else 1,
+        env={"OPBENCH_PRELOAD": "opinfo"} if req.suite.startswith("opinfo") else {},
     )
 
 

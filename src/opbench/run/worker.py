@@ -240,6 +240,17 @@ def _warm_up(device: str) -> None:
     from opbench.suites.case import Case
     from opbench.suites.materialize import materialize
 
+    if "opinfo" in os.environ.get("OPBENCH_PRELOAD", "").split(","):
+        # OpInfo cases need op_db (~2 s to import): a template imports it once for all
+        # the workers it forks, instead of every per-operator worker importing it again
+        try:
+            from opbench.suites.opinfo import _by_key
+
+            _by_key()
+        except Exception as e:  # the first OpInfo case will report the real problem
+            print(
+                f"opbench worker: OpInfo preload failed: {type(e).__name__}: {e}", file=sys.stderr
+            )
     try:
         args, _ = materialize(Case(op="relu.default", args="((T([4], f32),), {})"), device)
         with ExecutionWindow() as window, window.mark(), DispatchRecorder():
