@@ -139,6 +139,14 @@ def _print_progress(kind: str, payload: Any) -> None:
         print(f"[{time.perf_counter() - T0:6.1f}s] {kind}: {payload}", flush=True)
 
 
+def _md_row(r: dict[str, Any], trick: str | None = None) -> str:
+    """One table row: op, (trick), expected, what came back, caught?, the message."""
+    got = ", ".join(f"{k} x{v}" for k, v in r["got"].items())
+    cells = [r["op"], *([trick] if trick is not None else []), r["expected"], got]
+    cells += ["yes" if r["caught"] else "**NO**", r["message"].replace("|", "\\|")]
+    return "| " + " | ".join(cells) + " |"
+
+
 def render_md(result: dict[str, Any]) -> str:
     e = result["env"]
     lines = [
@@ -155,13 +163,7 @@ def render_md(result: dict[str, Any]) -> str:
         "| op | trick | expected | got | caught | first line of the message |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for r in result["rows"]:
-        got = ", ".join(f"{k} x{v}" for k, v in r["got"].items())
-        msg = r["message"].replace("|", "\\|")
-        lines.append(
-            f"| {r['op']} | {r['trick']} | {r['expected']} | {got} | "
-            f"{'yes' if r['caught'] else '**NO**'} | {msg} |"
-        )
+    lines += [_md_row(r, r["trick"]) for r in result["rows"]]
     sc = result.get("scanned_run")
     if sc:
         lines += [
@@ -174,13 +176,7 @@ def render_md(result: dict[str, Any]) -> str:
             "| op | expected | got | ok | first line of the message |",
             "| --- | --- | --- | --- | --- |",
         ]
-        for r in sc["rows"]:
-            got = ", ".join(f"{k} x{v}" for k, v in r["got"].items())
-            msg = r["message"].replace("|", "\\|")
-            lines.append(
-                f"| {r['op']} | {r['expected']} | {got} | {'yes' if r['caught'] else '**NO**'} "
-                f"| {msg} |"
-            )
+        lines += [_md_row(r) for r in sc["rows"]]
     ss = next((r for r in result["rows"] if r["op"] == corpus.SIDE_STREAM), None)
     if ss:
         lines += [

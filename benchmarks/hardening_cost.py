@@ -106,7 +106,9 @@ def run(src: Path, kernels: Path, out: Path, args: argparse.Namespace) -> dict[s
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
-    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    summary = (
+        json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    )
     verdicts: dict[str, tuple[str, str | None]] = {}
     if (out / "results.sqlite").exists():
         con = sqlite3.connect(out / "results.sqlite")

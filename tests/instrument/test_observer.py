@@ -15,7 +15,6 @@ import torch
 
 from opbench.instrument.integrity import Fingerprint
 from opbench.instrument.observer import (
-    CANDIDATE_SCOPE,
     REFERENCE_SCOPE,
     ExecutionWindow,
 )

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from opbench.instrument.candidate import run_candidate
 from opbench.judge.evaluate import (
     CandidateReport,
     JudgeOptions,
@@ -19,7 +20,6 @@ from opbench.judge.evaluate import (
     plan_trials,
     trial_seeds,
 )
-from opbench.instrument.candidate import run_candidate
 from opbench.spec.ops import get_overload
 from opbench.spec.variants import derive_inplace, derive_out
 from opbench.suites.case import Case

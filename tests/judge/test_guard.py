@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from opbench.judge import guard
 from opbench.instrument.observer import DispatchRecorder
+from opbench.judge import guard
 
 
 def record(fn, *args, targets=None):

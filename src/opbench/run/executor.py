@@ -22,7 +22,7 @@ from typing import Any
 
 from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess, WorkerStartError
-from opbench.run.store import ResultStore, TestResult
+from opbench.run.store import ResultStore, TestResult, case_fields
 from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
@@ -67,20 +67,13 @@ class CrashBudget:
 def not_run_result(case: Case, kind: str, limit: int, *, backend: str, device: str) -> TestResult:
     """The record of a test skipped because its op's kernel used up its crash budget."""
     return TestResult(
-        test_id=case.test_id,
-        op=case.op,
-        args=case.args,
-        seed=case.seed,
-        suite=case.suite,
         status="not_run",
         category=kind,
         message=(
             f"not run: the kernel for {case.op} already failed with {kind} {limit} times "
             "(--max-crashes-per-op)"
         ),
-        case_json=case.to_dict(),
-        backend=backend,
-        device=device,
+        **case_fields(case, backend=backend, device=device),
     )
 
 
@@ -103,17 +96,7 @@ def judge_outcome(
     reported when it imported the case's unit (import-time tampering and calls);
     ``scan``: the static scan's findings for the unit (warnings, shown with the result).
     """
-    base = dict(
-        test_id=case.test_id,
-        op=case.op,
-        args=case.args,
-        seed=case.seed,
-        suite=case.suite,
-        case_json=case.to_dict(),
-        backend=backend,
-        device=device,
-        worker=worker,
-    )
+    base = case_fields(case, backend=backend, device=device, worker=worker)
     scan_details = {"static_scan": [f.to_dict() for f in scan]} if scan else {}
     if outcome.kind != "result":
         msg = outcome.detail

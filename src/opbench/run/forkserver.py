@@ -58,6 +58,7 @@ def _template_main() -> int:
     from opbench.run import worker
 
     worker._warm_up("cpu")
+    worker.WARMED_BY_TEMPLATE = True
     # Everything imported so far is shared with the children copy-on-write; a collection
     # in a child would touch (and so copy) every page of it. Frozen objects are never
     # scanned: a fork's first answers took 30-60 ms on 2 cores without this.

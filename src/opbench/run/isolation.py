@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opbench.backends.units import WHOLE_BACKEND, DirectoryLayout, layout_of
-from opbench.run.store import TestResult
+from opbench.run.store import TestResult, case_fields
 from opbench.suites.case import Case
 
 __all__ = ["CHUNK", "IsolationPlanner", "Unit", "chunks"]
@@ -102,16 +102,7 @@ class IsolationPlanner:
     ) -> TestResult | None:
         """``not_implemented`` when no folder serves the op; ``tampering`` when the
         static scan found tampering in the unit's source; else None (run it)."""
-        base = dict(
-            test_id=case.test_id,
-            op=case.op,
-            args=case.args,
-            seed=case.seed,
-            suite=case.suite,
-            case_json=case.to_dict(),
-            backend=backend,
-            device=device,
-        )
+        base = case_fields(case, backend=backend, device=device)
         if unit == WHOLE_BACKEND and self.layout is not None:
             return TestResult(
                 status="not_implemented",

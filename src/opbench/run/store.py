@@ -54,6 +54,22 @@ class StoreError(RuntimeError):
     """The run directory cannot be used as asked (e.g. resuming a different run)."""
 
 
+def case_fields(case: Any, *, backend: str, device: str, worker: str = "") -> dict[str, Any]:
+    """The fields of a :class:`TestResult` that describe the test itself (its case, the
+    backend and device it ran for), shared by every way a result is made."""
+    return dict(
+        test_id=case.test_id,
+        op=case.op,
+        args=case.args,
+        seed=case.seed,
+        suite=case.suite,
+        case_json=case.to_dict(),
+        backend=backend,
+        device=device,
+        worker=worker,
+    )
+
+
 @dataclass
 class TestResult:
     """One finished test, as stored. Times in milliseconds; speedups are ref/candidate."""

@@ -23,6 +23,9 @@ import time
 import traceback
 from typing import Any
 
+#: Set by the fork server's template after its own warm-up, before it forks workers.
+WARMED_BY_TEMPLATE = False
+
 
 def _private_streams():
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
@@ -61,7 +64,8 @@ def main() -> int:
         torch.set_num_threads(int(cfg["threads"]))
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
-    _warm_up(device)
+    if not (device == "cpu" and WARMED_BY_TEMPLATE):
+        _warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(proto_out, {"type": "ready", "pid": os.getpid()})
 
     # The harness then says which code this worker judges: one isolation unit
