@@ -121,7 +121,7 @@ def test_cli_ops_filter_and_bad_input(traces: Path, tmp_path: Path) -> None:
 
 
 def test_measure_fills_runtimes_of_included_rows_only(tmp_path):
-    from opbench.suites.runtimes import fill_runtimes
+    from opbench.judge.runtimes import fill_runtimes
     from opbench.suites.traces import build_trace_cases, dataset_rows
 
     trace = tmp_path / "t.txt"

@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
             if measure if measure is not None else dev == "cuda":
                 from rich.progress import Progress
 
-                from opbench.suites.runtimes import fill_runtimes
+                from opbench.judge.runtimes import fill_runtimes
 
                 with Progress(console=out_console, transient=True) as bar:
                     task = bar.add_task("timing PyTorch on each included row", total=None)

@@ -51,6 +51,7 @@ from opbench.instrument.records import CandidateReport, TrialPlan, TrialResult
 from opbench.judge import correctness as corr
 from opbench.judge import guard as guard_mod
 from opbench.spec.call import (
+    UNINITIALIZED_OPS,
     arg_names,
     is_written,
     targets,
@@ -101,13 +102,6 @@ CUDA_NONDETERMINISTIC: frozenset[str] = frozenset(
     """.split()
 )
 
-#: Ops whose outputs are uninitialised memory: only shape, dtype and device are judged.
-UNINITIALIZED_OPS: frozenset[str] = frozenset(
-    """
-    empty empty_like empty_strided new_empty new_empty_strided empty_permuted resize_
-    resize_as_ _resize_output_ _empty_affine_quantized _empty_per_channel_affine_quantized
-    """.split()
-)
 
 #: Ops whose answer is a constant by definition: "a constant" is not a lazy answer.
 CONSTANT_OPS: frozenset[str] = frozenset(

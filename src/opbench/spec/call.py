@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 __all__ = [
+    "UNINITIALIZED_OPS",
     "WRITES_NOT_IN_SCHEMA",
     "arg_names",
     "is_written",
@@ -21,6 +22,15 @@ __all__ = [
     "walk_inputs",
     "written_args",
 ]
+
+#: Ops whose outputs are uninitialised memory: only shape, dtype and device are judged
+#: (and the suites leave them out where that is all a test could show).
+UNINITIALIZED_OPS: frozenset[str] = frozenset(
+    """
+    empty empty_like empty_strided new_empty new_empty_strided empty_permuted resize_
+    resize_as_ _resize_output_ _empty_affine_quantized _empty_per_channel_affine_quantized
+    """.split()
+)
 
 #: Arguments ops write although their schema does not say so (running statistics).
 WRITES_NOT_IN_SCHEMA: dict[str, frozenset[str]] = {

@@ -338,7 +338,7 @@ def _describe(args: list[Any], kwargs: dict[str, Any]) -> str:
 
 def _excluded(name: str) -> str | None:
     """Why an overload is left out of the suite, or None."""
-    from opbench.judge.evaluate import UNINITIALIZED_OPS
+    from opbench.spec.call import UNINITIALIZED_OPS
 
     base = name.split(".", 1)[0]
     if base in UNINITIALIZED_OPS:
