@@ -56,7 +56,7 @@ cnt: 1, ((T([1000], f32), T([1000], f32)), {})
 """
 SINGLE_OPS = (
     "abs sin cos sigmoid tanh exp expm1 erf atan cosh ceil trunc frac "
-    "log sqrt rsqrt log1p reciprocal sign exp2 erfc asinh log2"
+    "log sqrt rsqrt log1p reciprocal sign exp2 erfc asinh log2 sinh"
 ).split()
 
 #: op -> categories that count as caught (the judge's word for the trick).
@@ -83,6 +83,7 @@ EXPECTED: dict[str, set[str]] = {
     "erfc.default": {"calls_pytorch"},  # on a thread started at import
     "exp2.default": {"calls_pytorch"},  # through a name built at run time (no scan finding)
     "asinh.default": {"calls_pytorch"},  # silenced the recorder during the call, restored it
+    "sinh.default": {"calls_pytorch"},  # exported torch.ops.aten.sinh.default as its kernel
     # tampering with the worker's process
     "rsqrt.default": {"tampering"},  # replaced the recorder's __torch_dispatch__ at import
     "log1p.default": {"tampering"},  # patched torch.equal, Tensor.__eq__, the judge's helpers

@@ -52,7 +52,7 @@ def test_report_survives_the_worker_protocol():
     plain = protocol.decode_plain(buf.getvalue()[protocol.HEADER_SIZE :])
     again = CandidateReport.from_plain(plain)
     assert [t.seed for t in again.trials] == [t.seed for t in report.trials]
-    v = judge_report(case, again, "cpu", OPTS)
+    v = judge_report(case, again, "cpu", OPTS, guard=False)  # PyTorch itself
     assert v.status == "passed", v
 
 

@@ -10,7 +10,8 @@ reference or decides whether a result is right: the harness does that with its o
 copies of the inputs (:func:`opbench.judge.evaluate.judge_report`).
 
 The aten backend's kernel is the judged ``OpOverload`` itself: PyTorch by definition,
-so it runs without the recorders (``guard: skipped``).
+so it runs without the recorders (``guard: skipped``); the worker says so from the
+``--backend`` spec, never from the kernel object (a kernel file may export the overload).
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ from opbench.instrument import tensors
 from opbench.instrument.integrity import Fingerprint
 from opbench.instrument.observer import DispatchRecorder, ExecutionWindow, scoped
 from opbench.instrument.records import CandidateReport, TrialPlan, TrialResult
+from opbench.judge.guard import is_reference_kernel
 from opbench.spec.call import is_written, targets, walk_inputs, written_args
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case, derive_seed
 
-__all__ = ["MAX_INPUT_ELEMENTS_SENT", "default_plan", "is_reference_kernel", "run_candidate"]
+__all__ = ["MAX_INPUT_ELEMENTS_SENT", "default_plan", "run_candidate"]
 
 #: Inputs up to this many storage elements are sent back whole after the call (the
 #: judge then counts changed elements); larger ones as a SHA-256 digest only.
@@ -45,10 +47,6 @@ def default_plan(case: Case, trials: int) -> TrialPlan:
     """The case's seed, then ``trials - 1`` derived ones, then a repeat of the first
     (what the harness asks for when no re-draw is needed)."""
     return TrialPlan(seeds=[derive_seed(case.seed, i) for i in range(max(1, trials))])
-
-
-def is_reference_kernel(kernel: Any, overload: Any) -> bool:
-    return isinstance(kernel, torch._ops.OpOverload) and kernel == overload
 
 
 def _sync(device: str) -> None:
@@ -170,15 +168,18 @@ def run_candidate(
     plan: TrialPlan | None = None,
     *,
     fingerprint: Fingerprint | None = None,
+    guard: bool | None = None,
 ) -> CandidateReport:
     """Run ``kernel`` on the plan's seeds and report what it did (no verdict).
 
     Never raises for a misbehaving kernel: its exceptions are recorded in the report.
-    ``options`` is the run's :class:`opbench.judge.evaluate.JudgeOptions`.
+    ``options`` is the run's :class:`opbench.judge.evaluate.JudgeOptions`; ``guard``:
+    whether to observe the calls (the worker: unless the backend is ``aten``; None, for
+    in-process use: unless the kernel is the judged overload itself).
     """
     overload = get_overload(case.op)
     plan = plan or default_plan(case, options.trials)
-    guard_on = not is_reference_kernel(kernel, overload)
+    guard_on = guard if guard is not None else not is_reference_kernel(kernel, overload)
     report = CandidateReport(
         op=case.op, test_id=case.test_id, redraw_seeds_tried=list(plan.redraw_seeds_tried)
     )

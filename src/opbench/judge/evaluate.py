@@ -33,7 +33,7 @@ first input) would pass its tolerance. The test is ``weak`` (left out of the ver
 only when every trial is weak.
 
 The aten backend's kernel is the judged ``OpOverload`` itself; the guard skips it (see
-:func:`opbench.judge.guard.is_reference_kernel`).
+:func:`opbench.judge.guard.is_reference_backend`).
 """
 
 from __future__ import annotations
@@ -516,11 +516,15 @@ def judge_report(
     device: str,
     options: JudgeOptions,
     expectations: Expectations | None = None,
+    *,
+    guard: bool = True,
 ) -> Verdict:
     """Decide a test from the worker's report, with references computed here
-    (``expectations`` from :func:`plan_trials` are reused; missing seeds are computed)."""
+    (``expectations`` from :func:`plan_trials` are reused; missing seeds are computed).
+    ``guard``: False only when the backend is PyTorch itself (the harness knows the
+    backend; a report that says its calls were not observed is not taken on trust)."""
     try:
-        return _judge(case, report, device, options, dict(expectations or {}))
+        return _judge(case, report, device, options, dict(expectations or {}), guard)
     except _NotRunnableHere as e:
         return Verdict("skipped", None, str(e))
 
@@ -537,7 +541,8 @@ def judge_in_process(
 
     plan, expectations = plan_trials(case, device, options)
     report = run_candidate(case, kernel, device, options, plan)
-    return judge_report(case, report, device, options, expectations)
+    guard = not guard_mod.is_reference_kernel(kernel, get_overload(case.op))
+    return judge_report(case, report, device, options, expectations, guard=guard)
 
 
 def _label(idx: int, tr: TrialResult) -> str:
@@ -590,6 +595,7 @@ def _judge(
     device: str,
     options: JudgeOptions,
     expectations: Expectations,
+    guard: bool,
 ) -> Verdict:
     overload = get_overload(case.op)
     kind = variant_kind(overload)
@@ -612,6 +618,8 @@ def _judge(
         case.op, [(n, into, k) for (n, into), k in calls.items()], report.observed
     )
     tamper = [line for tr in everything for line in tr.tamper] + silenced
+    if guard and any(tr.guard != "on" for tr in everything):
+        tamper.append("the worker ran the kernel without its call observers")
     if tamper:
         return _fail(
             "tampering",
@@ -661,7 +669,7 @@ def _judge(
             )
         # 1. the guard, over every call of the test (also for a kernel that raised:
         # delegating, then failing, is no excuse)
-        if tr.guard == "on":
+        if guard:
             g = guard_all
             if g.allowed:
                 details.setdefault("allowed_calls", g.allowed)

@@ -28,7 +28,7 @@ the ``self``/``out`` tensor the op must write, which is how opbench derives in-p
 is compute delegated to PyTorch.
 
 The aten backend's kernel *is* the judged ``OpOverload``; it is PyTorch by definition,
-so :func:`is_reference_kernel` lets the worker skip the recorder for it (documented in
+so for the ``aten`` backend (:func:`is_reference_backend`) the worker skips the recorders (documented in
 the verdict's details as ``guard: skipped``).
 """
 
@@ -51,6 +51,7 @@ __all__ = [
     "classify_trial",
     "classify_timed",
     "is_copy_like",
+    "is_reference_backend",
     "is_reference_kernel",
     "output_problems",
     "output_problems_from_meta",
@@ -169,8 +170,15 @@ def is_copy_like(op: str) -> bool:
 
 
 def is_reference_kernel(kernel: Any, overload: Any) -> bool:
-    """True when the kernel is the judged ``OpOverload`` itself (the aten backend)."""
+    """True when the kernel is the judged ``OpOverload`` itself (in-process judging of
+    PyTorch against itself). Runs decide by the backend (:func:`is_reference_backend`):
+    a kernel file may also hand out the overload itself, and that is delegation."""
     return isinstance(kernel, torch._ops.OpOverload) and kernel == overload
+
+
+def is_reference_backend(spec: str) -> bool:
+    """Whether a run's ``--backend`` is PyTorch itself, whose kernels skip the guard."""
+    return spec == "aten"
 
 
 def output_problems(obj: Any, path: str = "") -> list[str]:

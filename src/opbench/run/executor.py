@@ -135,8 +135,15 @@ def judge_outcome(
     from opbench.judge.verdicts import import_verdict, timing_guard_verdict
 
     t_judge = time.perf_counter()
+    from opbench.judge.guard import is_reference_backend
+
     verdict = import_verdict(case.op, unit_info, judge_options) or judge_report(
-        case, report, device, judge_options, expectations
+        case,
+        report,
+        device,
+        judge_options,
+        expectations,
+        guard=not is_reference_backend(backend),
     )
     judge_s = time.perf_counter() - t_judge
     result = TestResult(

@@ -54,6 +54,7 @@ def main() -> int:
     from opbench.instrument.records import TrialPlan
     from opbench.judge import timing as timing_mod
     from opbench.judge.evaluate import JudgeOptions
+    from opbench.judge.guard import is_reference_backend
     from opbench.spec import variants  # noqa: F401
     from opbench.spec.ops import get_overload
     from opbench.suites.case import Case
@@ -103,6 +104,9 @@ def main() -> int:
     protocol.write_plain(proto_out, info)
 
     judge_options = JudgeOptions(**cfg.get("judge_options", {}))
+    # observed unless the backend is PyTorch itself (decided from the spec, as the judge
+    # does: a kernel file that exports the ATen overload is delegating, not "aten")
+    guard_on = not is_reference_backend(cfg["backend"])
     timing_options = None
     if cfg.get("perf"):
         timing_options = timing_mod.TimingOptions(**cfg.get("timing_options", {}))
@@ -124,7 +128,13 @@ def main() -> int:
                 out["no_kernel"] = True
             else:
                 report = candidate_mod.run_candidate(
-                    case, kernel, device, judge_options, plan, fingerprint=fingerprint
+                    case,
+                    kernel,
+                    device,
+                    judge_options,
+                    plan,
+                    fingerprint=fingerprint,
+                    guard=guard_on,
                 )
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
@@ -137,7 +147,7 @@ def main() -> int:
                             device,
                             timing_options,
                             fingerprint,
-                            guard_on=not candidate_mod.is_reference_kernel(kernel, ref),
+                            guard_on=guard_on,
                         )
                     )
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
