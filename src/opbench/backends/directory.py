@@ -32,10 +32,8 @@ from typing import Any
 from opbench.backends.loader import Backend, BackendError
 from opbench.spec import variants
 from opbench.spec.ops import (
-    UnknownOpError,
     all_overload_names,
     canonical_name,
-    parse_folder_name,
 )
 
 log = logging.getLogger(__name__)
@@ -170,26 +168,15 @@ class DirectoryBackend(Backend):
     # ------------------------------------------------------------------ loading
 
     def _load(self) -> None:
-        for folder_path in sorted(p for p in self.path.iterdir() if p.is_dir()):
-            folder = folder_path.name
-            if folder.startswith(".") or folder == "__pycache__":
-                continue
-            if self.only is not None and folder not in self.only:
-                continue
-            try:
-                target = parse_folder_name(folder)
-            except UnknownOpError as e:
-                self.load_errors[folder] = f"{folder}/: folder names no ATen op or overload ({e})"
-                continue
-            file, note = pick_implementation(folder_path, self.kernel_version)
-            if file is None:
-                self.load_errors[folder] = (
-                    f"{folder}/: no {folder}_implementation*.py file in the folder"
-                )
-                continue
+        from opbench.backends.units import DirectoryLayout
+
+        layout = DirectoryLayout(self.path, self.kernel_version, self.only)
+        self.load_errors.update(layout.errors)
+        for folder, file in layout.files.items():
+            target = layout.targets[folder]
             rel = f"{folder}/{file.name}"
-            if note:
-                self._notes[target] = note
+            if folder in layout.notes:
+                self._notes[target] = layout.notes[folder]
             try:
                 module = _import_file(file, self.path)
             except KeyboardInterrupt:

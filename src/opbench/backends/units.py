@@ -31,9 +31,12 @@ class DirectoryLayout:
 
     path: Path
     kernel_version: str | None = None
+    #: read only these folders (a worker loading one unit need not glob the others)
+    only: set[str] | None = None
     targets: dict[str, str] = field(default_factory=dict)  # folder -> overload or bare op
     files: dict[str, Path] = field(default_factory=dict)  # folder -> implementation file
     errors: dict[str, str] = field(default_factory=dict)  # folder -> why it cannot load
+    notes: dict[str, str] = field(default_factory=dict)  # folder -> version picked instead
 
     def __post_init__(self) -> None:
         from opbench.backends.directory import pick_implementation
@@ -42,18 +45,22 @@ class DirectoryLayout:
             folder = folder_path.name
             if folder.startswith(".") or folder == "__pycache__":
                 continue
+            if self.only is not None and folder not in self.only:
+                continue
             try:
                 self.targets[folder] = parse_folder_name(folder)
             except UnknownOpError as e:
                 self.errors[folder] = f"{folder}/: folder names no ATen op or overload ({e})"
                 continue
-            file, _ = pick_implementation(folder_path, self.kernel_version)
+            file, note = pick_implementation(folder_path, self.kernel_version)
             if file is None:
                 self.errors[folder] = (
                     f"{folder}/: no {folder}_implementation*.py file in the folder"
                 )
                 continue
             self.files[folder] = file
+            if note:
+                self.notes[folder] = note
 
     def unit_for(self, op: str) -> tuple[str, ...]:
         """The folders whose code the worker judging ``op`` imports (sorted; empty when

@@ -67,14 +67,13 @@ def run_trial(
     seed: int,
     *,
     guard_on: bool,
-    fingerprint: Fingerprint | None = None,
     window: ExecutionWindow | None = None,
 ) -> TrialResult:
     """One trial in the worker: build inputs, call, record (never raises for the kernel).
 
-    ``window``: the test's open call observer; the call is marked as the candidate's
-    in it. It stays open while the worker reads the results (a thread that fills the
-    output after the kernel returned is seen)."""
+    ``window``: the test's open call observer, paused while the worker builds inputs; it
+    records the call (marked as the candidate's) and the reading of its results (a
+    thread that fills the output after the kernel returned is seen)."""
     from opbench.suites.inputs import NotRunnable
     from opbench.suites.materialize import materialize
 
@@ -90,23 +89,19 @@ def run_trial(
     tgts = targets(overload, args, kwargs)
     tr.target_meta = [tensors.meta(t) if isinstance(t, torch.Tensor) else {} for t in tgts]
     recorder = DispatchRecorder([t for t in tgts if isinstance(t, torch.Tensor)])
+    observing = guard_on and window is not None
     result: Any = None
     t0 = _perf()
     try:
-        if guard_on:
-            with window.resume() if window is not None else contextlib.nullcontext():
-                try:
-                    with scoped(window), recorder:
+        with window.resume() if observing else contextlib.nullcontext():
+            try:
+                with scoped(window) if observing else contextlib.nullcontext():
+                    with recorder if guard_on else contextlib.nullcontext():
                         result = kernel(*args, **kwargs)
-                    _sync(device)
-                finally:
-                    tr.elapsed_s = _perf() - t0
-                    _record(tr, result, inputs, tgts, overload, before)
-        else:
-            result = kernel(*args, **kwargs)
-            _sync(device)
-            tr.elapsed_s = _perf() - t0
-            _record(tr, result, inputs, tgts, overload, before)
+                _sync(device)
+            finally:
+                tr.elapsed_s = _perf() - t0
+                _record(tr, result, inputs, tgts, overload, before)
     except NotImplementedError as e:
         tr.status, tr.message = "not_implemented", str(e) or "NotImplementedError"
     except Exception as e:
@@ -117,8 +112,6 @@ def run_trial(
     finally:
         counts = Counter((c.name, c.into_target) for c in recorder.calls)
         tr.calls = [(n, into, k) for (n, into), k in sorted(counts.items())]
-        if fingerprint is not None and guard_on:
-            tr.tamper = fingerprint.changes()
     if tr.status != "ok":
         tr.outputs = None
         tr.output_meta = []
@@ -185,78 +178,34 @@ def run_candidate(
     )
     redraw = plan.redraw + [False] * (len(plan.seeds) - len(plan.redraw))
     # one observer window for the whole test (opening one costs ~1 ms; per trial it was
-    # a fifth of a small test's time): every call is marked, the worker's own work between
-    # the calls runs unmarked on its own thread and is not counted
+    # a fifth of a small test's time), paused while the worker builds inputs: run_trial
+    # resumes it for each call and the reading of its results
     window = ExecutionWindow() if guard_on else None
-    with window if window is not None else contextlib.nullcontext():
-        # recording resumes for each call and the reading of its results (run_trial);
-        # building inputs and snapshots in between is the worker's own work
-        with window.pause() if window is not None else contextlib.nullcontext():
-            _run_plan(
-                case,
-                kernel,
-                overload,
-                device,
-                options,
-                plan,
-                redraw,
-                report,
-                guard_on,
-                fingerprint,
-                window,
-            )
+    with contextlib.ExitStack() as observed:
+        if window is not None:
+            observed.enter_context(window)
+            observed.enter_context(window.pause())
+        for seed, is_redraw in zip(plan.seeds, redraw):
+            tr = run_trial(case, kernel, overload, device, seed, guard_on=guard_on, window=window)
+            tr.redraw = is_redraw
+            report.trials.append(tr)
+            if tr.status != "ok":
+                _summarise(report, tr)
+                break
+        else:
+            if plan.repeat and options.check_determinism:
+                rep = run_trial(
+                    case, kernel, overload, device, plan.seeds[0], guard_on=guard_on, window=window
+                )
+                rep.inputs_after = {}  # the first trial's are enough; the repeat is for outputs
+                report.repeat = rep
     if window is not None:
         report.observed = window.result.to_dict()
+    if fingerprint is not None and guard_on:
+        # once, after the test's last call: a change that stays is seen here; the
+        # observers catch calls made while it lasted
+        (report.repeat or report.trials[-1]).tamper = fingerprint.changes()
     return report
-
-
-def _run_plan(
-    case: Case,
-    kernel: Callable[..., Any],
-    overload: torch._ops.OpOverload,
-    device: str,
-    options: Any,
-    plan: TrialPlan,
-    redraw: list[bool],
-    report: CandidateReport,
-    guard_on: bool,
-    fingerprint: Fingerprint | None,
-    window: ExecutionWindow | None,
-) -> None:
-    for i, (seed, is_redraw) in enumerate(zip(plan.seeds, redraw)):
-        # the process is checked after the last call of the test (a change that stays
-        # is seen there; the observers catch calls made while it lasted)
-        last = i == len(plan.seeds) - 1 and not (plan.repeat and options.check_determinism)
-        tr = run_trial(
-            case,
-            kernel,
-            overload,
-            device,
-            seed,
-            guard_on=guard_on,
-            fingerprint=fingerprint if last else None,
-            window=window,
-        )
-        tr.redraw = is_redraw
-        report.trials.append(tr)
-        if tr.status != "ok":
-            if fingerprint is not None and guard_on and not last:
-                tr.tamper = fingerprint.changes()
-            _summarise(report, tr)
-            return
-    if plan.repeat and options.check_determinism:
-        rep = run_trial(
-            case,
-            kernel,
-            overload,
-            device,
-            plan.seeds[0],
-            guard_on=guard_on,
-            fingerprint=fingerprint,
-            window=window,
-        )
-        rep.inputs_after = {}  # the first trial's are enough; the repeat is for outputs
-        report.repeat = rep
 
 
 def _summarise(report: CandidateReport, tr: TrialResult) -> None:
