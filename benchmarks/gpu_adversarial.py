@@ -211,30 +211,24 @@ def main() -> int:
     }
     tmp = Path(ns.work_dir or tempfile.mkdtemp(prefix="opbench-adv-"))
     tmp.mkdir(parents=True, exist_ok=True)
+    common = dict(
+        gpu=True,
+        device="cuda",
+        workers=1,
+        test_timeout_s=ns.test_timeout,
+        sandbox=ns.sandbox,
+        memory_limit_mb=ns.memory_limit_mb,
+    )
     # the runtime layer: every scan rule allowed, so each trick is imported and run
     res = corpus.run_corpus(
         tmp,
-        gpu=True,
         on_progress=_print_progress,
-        device="cuda",
         perf=True,
-        workers=1,
-        test_timeout_s=ns.test_timeout,
-        sandbox=ns.sandbox,
-        memory_limit_mb=ns.memory_limit_mb,
         allow_rules=corpus.all_scan_rules(),
+        **common,
     )
     # the default: the static scan first (no timing: the verdicts are what is checked)
-    scanned = corpus.run_corpus(
-        tmp / "scanned",
-        gpu=True,
-        device="cuda",
-        perf=False,
-        workers=1,
-        test_timeout_s=ns.test_timeout,
-        sandbox=ns.sandbox,
-        memory_limit_mb=ns.memory_limit_mb,
-    )
+    scanned = corpus.run_corpus(tmp / "scanned", perf=False, **common)
     scan_rows = check_scanned(scanned["by_op"])
     out, kernels, listener, by_op = res["out"], res["kernels"], res["listener"], res["by_op"]
     completed = res["error"] is None

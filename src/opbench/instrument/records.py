@@ -8,7 +8,7 @@ with its own copies of the inputs and its own references.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 __all__ = ["CandidateReport", "TrialPlan", "TrialResult"]
@@ -25,12 +25,7 @@ class TrialPlan:
     redraw_seeds_tried: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seeds": list(self.seeds),
-            "redraw": list(self.redraw),
-            "repeat": self.repeat,
-            "redraw_seeds_tried": list(self.redraw_seeds_tried),
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrialPlan:

@@ -161,15 +161,23 @@ class WorkerProcess:
         protocol.write_trusted(self.proc.stdin, config.message(device))
 
     # -- lifecycle -----------------------------------------------------------------
-    def wait_ready(self) -> dict[str, Any]:
+    def _expect(self, kind: str) -> tuple[Outcome, str | None]:
+        """Wait for the worker's ``kind`` message (ready, loaded). On anything else the
+        worker is killed and the reason returned (its fatal error, or how it died)."""
         out = self._receive(self.config.startup_timeout_s)
-        if out.kind != "result" or out.message is None or out.message.get("type") != "ready":
-            detail = out.detail
-            if out.message and out.message.get("type") == "fatal":
-                detail = out.message.get("error", "")
-            self.kill()
+        if out.kind == "result" and out.message is not None and out.message.get("type") == kind:
+            return out, None
+        detail = out.detail
+        if out.message and out.message.get("type") == "fatal":
+            detail = out.message.get("error", "")
+        self.kill()
+        return out, detail or out.kind
+
+    def wait_ready(self) -> dict[str, Any]:
+        out, failed = self._expect("ready")
+        if failed is not None:
             raise WorkerStartError(
-                f"worker {self.name} failed to start: {detail or out.kind}\n{out.stderr_tail}".strip()
+                f"worker {self.name} failed to start: {failed}\n{out.stderr_tail}".strip()
             )
         self.ready_info = out.message
         return out.message
@@ -189,22 +197,18 @@ class WorkerProcess:
         except (BrokenPipeError, OSError, ValueError):
             self.kill()
             raise WorkerStartError(f"worker {self.name} died before loading its kernels") from None
-        out = self._receive(self.config.startup_timeout_s)
-        if out.kind != "result" or out.message is None or out.message.get("type") != "loaded":
-            detail = out.detail
-            if out.message and out.message.get("type") == "fatal":
-                detail = out.message.get("error", "")
-            self.kill()
+        out, failed = self._expect("loaded")
+        if failed is not None:
             if out.kind in ("crash", "timeout", "oom") and unit:
                 # importing this unit's code killed the worker: that is the unit's failure
                 return {
                     "type": "load_failed",
                     "kind": out.kind,
-                    "detail": detail,
+                    "detail": failed,
                     "stderr_tail": out.stderr_tail,
                 }
             raise WorkerStartError(
-                f"worker {self.name} failed to load the backend: {detail or out.kind}\n"
+                f"worker {self.name} failed to load the backend: {failed}\n"
                 f"{out.stderr_tail}".strip()
             )
         self.unit = unit
