@@ -84,7 +84,7 @@ def load_backend(
         from opbench import kernels
 
         path = Path(kernels.__file__).parent
-        if not any(p.is_dir() and not p.name.startswith(("_", ".")) for p in path.iterdir()):
+        if not any(p.is_dir() and any(p.glob("*_implementation*.py")) for p in path.iterdir()):
             raise BackendError(
                 "the reference Triton backend (opbench.kernels) holds no kernels in this install"
             )

@@ -45,6 +45,10 @@ class DirectoryLayout:
             folder = folder_path.name
             if folder.startswith(".") or folder == "__pycache__":
                 continue
+            if (folder_path / "__init__.py").exists() and not any(
+                folder_path.glob(f"{folder}_implementation*.py")
+            ):
+                continue  # a package of shared code beside the kernels (opbench.kernels._lib)
             if self.only is not None and folder not in self.only:
                 continue
             try:

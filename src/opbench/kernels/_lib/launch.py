@@ -1,0 +1,109 @@
+"""The thin launch path: a ``@triton.jit`` function launched through its compiled kernel.
+
+``kernel[grid](*args)`` re-derives Triton's specialization key from every argument on
+every call (binding, alignment and integer-value checks, a string cache key), which
+costs more host time than eager PyTorch spends on a whole small op (``FACTS.md``: 27 µs
+host-inclusive for a tiny add through ``kernel[grid]``, 9.5 µs in eager). A
+:class:`Launcher` keys its own cache on what can change the compiled code for *our*
+kernels and nothing else:
+
+* every tensor argument's dtype and whether its address is 16-byte aligned (Triton
+  specializes pointers on both);
+* the values of the constexpr keyword arguments;
+* the device index.
+
+Integer arguments never enter the key: every kernel here annotates them ``tl.int64``
+and lists them in ``do_not_specialize``, so Triton compiles one kernel for all their
+values (it would otherwise specialize on ``== 1`` and divisibility by 16, and pick
+i32 or i64 by magnitude). Float scalars are annotated ``tl.float64`` for the same reason
+(and so a float64 op keeps its scalar's precision; kernels cast it to their compute type).
+
+A miss compiles through the ordinary ``kernel[grid](...)`` call, which also launches it,
+and keeps the returned ``CompiledKernel``; a hit calls ``CompiledKernel.run`` with the
+same argument convention Triton 3.6 through 3.9 use inside ``JITFunction.run``.
+
+Under Triton's interpreter (``TRITON_INTERPRET=1``, CPU tensors) there is no compiled
+kernel: every launch goes through ``kernel[grid](...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import triton
+
+__all__ = ["Launcher", "cdiv", "interpreted"]
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def interpreted(fn: Any) -> bool:
+    """True when ``fn`` was defined under Triton's interpreter (no compiled kernels)."""
+    return not hasattr(fn, "device_caches")
+
+
+def _runtime_knobs() -> Any:
+    knobs = getattr(triton, "knobs", None)
+    return knobs.runtime if knobs is not None else None
+
+
+class Launcher:
+    """Launches one ``@triton.jit`` function; one instance per function, module-level.
+
+    Call as ``launcher(grid, args, **constexprs)``: ``args`` are the runtime arguments in
+    the function's order (tensors, ints, floats), ``constexprs`` the compile-time ones by
+    name, always in the same order at a call site (they are part of the cache key).
+    """
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self._interpreted = interpreted(fn)
+        # key -> (compiled kernel, names of the constexpr params in signature order)
+        self._compiled: dict[tuple, tuple[Any, tuple[str, ...]]] = {}
+
+    def __call__(self, grid: Sequence[int], args: Sequence[Any], **constexprs: Any) -> None:
+        if self._interpreted:
+            self.fn[tuple(grid)](*args, **constexprs)
+            return
+        device = -1
+        key: list[Any] = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                key.append(a.dtype)
+                key.append(a.data_ptr() & 15 == 0)
+                device = a.device.index
+        key.extend(constexprs.values())
+        key.append(device)
+        k = tuple(key)
+        hit = self._compiled.get(k)
+        if hit is None:
+            compiled = self.fn[tuple(grid)](*args, **constexprs)
+            names = tuple(p.name for p in self.fn.params[len(args) :])
+            self._compiled[k] = (compiled, names)
+            return
+        compiled, names = hit
+        g0 = grid[0]
+        g1 = grid[1] if len(grid) > 1 else 1
+        g2 = grid[2] if len(grid) > 2 else 1
+        stream = torch._C._cuda_getCurrentRawStream(device)
+        knobs = _runtime_knobs()
+        enter = knobs.launch_enter_hook if knobs is not None else None
+        exit_ = knobs.launch_exit_hook if knobs is not None else None
+        full = (*args, *(constexprs[n] for n in names))
+        metadata = compiled.launch_metadata(grid, stream, *full) if enter is not None else None
+        compiled.run(
+            g0,
+            g1,
+            g2,
+            stream,
+            compiled.function,
+            compiled.packed_metadata,
+            metadata,
+            enter,
+            exit_,
+            *full,
+        )

@@ -1,0 +1,816 @@
+"""Elementwise ops (arithmetic, activations and their backward ops, ``where``, copies):
+one flat kernel and one strided kernel, each taking the op's scalar function as a
+constexpr, and the Python entry points that follow ATen's schemas.
+
+How a call is launched (:func:`run`):
+
+* **flat**: every tensor operand is contiguous with the output's shape, or a single
+  element (a 0-dim tensor, read once); Python numbers arrive as scalar arguments. One
+  1-D kernel over the elements; this is the common case of the traced models.
+* **strided**: anything else (broadcasting, transposed or sliced inputs, an ``out``
+  or ``self`` that is not contiguous). Operands are expanded to the output's shape
+  (stride 0 where broadcast, no copy), dimensions that are contiguous in every operand
+  are merged, and the kernel maps each output index to every operand's offset over at
+  most :data:`MAX_DIMS` merged dimensions; more than that splits into launches over the
+  leading dimension.
+
+Every operand is loaded and converted to the compute type first (float32 for f16, bf16
+and f32, as eager's ``opmath``; float64 for f64; int64 for integers and bools), so the
+interpreter computes bf16 right, and the result is cast once on store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from opbench.kernels._lib.launch import Launcher, cdiv
+
+__all__ = ["MAX_DIMS", "run", "compute_type", "destination"]
+
+#: Merged dimensions the strided kernel indexes; more split into several launches.
+MAX_DIMS = 4
+#: Elements per program of the flat kernel. 1024 x 4 warps reaches ~90% of copy
+#: bandwidth on large f16/f32 inputs (benchmarks/triton_bandwidth.py).
+BLOCK = 1024
+#: Small programs under the interpreter: it runs programs one by one in Python.
+_INTERP_BLOCK = 4096
+
+_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+#: libdevice exists only for compiled kernels; the interpreter patches tl.math only.
+ON_GPU: tl.constexpr = tl.constexpr(not _INTERPRETING)
+if not _INTERPRETING:
+    from triton.language.extra import libdevice
+else:  # never reached in interpreted kernels (ON_GPU is False there)
+    libdevice = None
+
+# Operand modes (constexpr): how the kernel gets each of up to three operands.
+ABSENT, TENSOR, ELEMENT, NUMBER = 0, 1, 2, 3
+
+
+# ----------------------------------------------------------------------------- math
+
+
+@triton.jit
+def tanh_f(x):
+    """tanh in the compute type: libdevice on the GPU; on the interpreter a series for
+    |x| < 0.4 (where (1 - e^-2|x|) would cancel) and the exponential form elsewhere."""
+    if ON_GPU:
+        y = libdevice.tanh(x)
+    else:
+        ax = tl.abs(x)
+        t = tl.exp(-2.0 * ax)
+        big = (1.0 - t) / (1.0 + t)
+        x2 = x * x
+        small = ax * (
+            1.0
+            + x2
+            * (
+                -1.0 / 3.0
+                + x2
+                * (
+                    2.0 / 15.0
+                    + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155925.0)))
+                )
+            )
+        )
+        y = tl.where(ax < 0.4, small, big)
+        y = tl.where(x < 0, -y, y)
+        y = tl.where(x != x, x, y)
+    return y
+
+
+@triton.jit
+def sigmoid_f(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _add(a, b, c, p0, p1):
+    return a + b * p0
+
+
+@triton.jit
+def _sub(a, b, c, p0, p1):
+    return a - b * p0
+
+
+@triton.jit
+def _rsub(a, b, c, p0, p1):
+    return b - a * p0
+
+
+@triton.jit
+def _mul(a, b, c, p0, p1):
+    return a * b
+
+
+@triton.jit
+def _divide(a, b, c, p0, p1):
+    return a / b
+
+
+@triton.jit
+def _neg(a, b, c, p0, p1):
+    return -a
+
+
+@triton.jit
+def _identity(a, b, c, p0, p1):
+    return a
+
+
+@triton.jit
+def _where(a, b, c, p0, p1):
+    return tl.where(a != 0, b, c)
+
+
+@triton.jit
+def _relu(a, b, c, p0, p1):
+    return tl.where(a < 0, 0, a)  # NaN stays NaN
+
+
+@triton.jit
+def _threshold_backward(a, b, c, p0, p1):
+    # grad, self, threshold: eager's self <= threshold ? 0 : grad
+    return tl.where(b <= p0, 0, a)
+
+
+@triton.jit
+def _hardtanh(a, b, c, p0, p1):
+    return tl.where(a < p0, p0, tl.where(a > p1, p1, a))
+
+
+@triton.jit
+def _hardtanh_backward(a, b, c, p0, p1):
+    return tl.where((b <= p0) | (b >= p1), 0, a)
+
+
+@triton.jit
+def _sigmoid(a, b, c, p0, p1):
+    return sigmoid_f(a)
+
+
+@triton.jit
+def _sigmoid_backward(a, b, c, p0, p1):
+    # grad, output
+    return a * (1.0 - b) * b
+
+
+@triton.jit
+def _tanh(a, b, c, p0, p1):
+    return tanh_f(a)
+
+
+@triton.jit
+def _tanh_backward(a, b, c, p0, p1):
+    # grad, output
+    return a * (1.0 - b * b)
+
+
+@triton.jit
+def _silu(a, b, c, p0, p1):
+    return a * sigmoid_f(a)
+
+
+@triton.jit
+def _silu_backward(a, b, c, p0, p1):
+    # grad, self
+    s = sigmoid_f(b)
+    return a * s * (1.0 + b * (1.0 - s))
+
+
+@triton.jit
+def _gelu(a, b, c, p0, p1):
+    return 0.5 * a * (1.0 + tl.math.erf(a * 0.7071067811865476))
+
+
+@triton.jit
+def _gelu_tanh(a, b, c, p0, p1):
+    inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
+    return 0.5 * a * (1.0 + tanh_f(inner))
+
+
+@triton.jit
+def _gelu_backward(a, b, c, p0, p1):
+    # grad, self (approximate='none')
+    cdf = 0.5 * (1.0 + tl.math.erf(b * 0.7071067811865476))
+    pdf = tl.exp(-0.5 * b * b) * 0.3989422804014327
+    return a * (cdf + b * pdf)
+
+
+@triton.jit
+def _gelu_tanh_backward(a, b, c, p0, p1):
+    # grad, self (approximate='tanh'), as ATen's GeluBackward
+    x_sq = b * b
+    inner = 0.7978845608028654 * (b + 0.044715 * x_sq * b)
+    t = tanh_f(inner)
+    left = 0.5 * b
+    right = 1.0 + t
+    left_d = 0.5 * right
+    right_d = left * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x_sq)
+    return a * (left_d + right_d)
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def _operand(
+    ptr, offs, mask, number, MODE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr
+):
+    if MODE == 1:
+        v = tl.load(ptr + offs, mask=mask).to(COMPUTE)
+    elif MODE == 2:
+        v = tl.load(ptr + offs * 0, mask=mask).to(COMPUTE)  # one element, broadcast
+    else:
+        v = tl.zeros([BLOCK], COMPUTE) + tl.cast(number, COMPUTE)
+    return v
+
+
+@triton.jit(do_not_specialize=["n"])
+def _flat_kernel(
+    a_ptr, b_ptr, c_ptr, out_ptr,
+    n: tl.int64,
+    na: tl.float64, nb: tl.float64, nc: tl.float64, p0: tl.float64, p1: tl.float64,
+    FN: tl.constexpr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = _operand(a_ptr, offs, mask, na, A, COMPUTE, BLOCK)
+    b = a
+    c = a
+    if B != 0:
+        b = _operand(b_ptr, offs, mask, nb, B, COMPUTE, BLOCK)
+    if C != 0:
+        c = _operand(c_ptr, offs, mask, nc, C, COMPUTE, BLOCK)
+    y = FN(a, b, c, tl.cast(p0, COMPUTE), tl.cast(p1, COMPUTE))
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit(
+    do_not_specialize=[
+        "n",
+        "d1",
+        "d2",
+        "d3",
+        "as0",
+        "as1",
+        "as2",
+        "as3",
+        "bs0",
+        "bs1",
+        "bs2",
+        "bs3",
+        "cs0",
+        "cs1",
+        "cs2",
+        "cs3",
+        "os0",
+        "os1",
+        "os2",
+        "os3",
+    ]
+)
+def _strided_kernel(
+    a_ptr, b_ptr, c_ptr, out_ptr,
+    n: tl.int64, d1: tl.int64, d2: tl.int64, d3: tl.int64,
+    as0: tl.int64, as1: tl.int64, as2: tl.int64, as3: tl.int64,
+    bs0: tl.int64, bs1: tl.int64, bs2: tl.int64, bs3: tl.int64,
+    cs0: tl.int64, cs1: tl.int64, cs2: tl.int64, cs3: tl.int64,
+    os0: tl.int64, os1: tl.int64, os2: tl.int64, os3: tl.int64,
+    na: tl.float64, nb: tl.float64, nc: tl.float64, p0: tl.float64, p1: tl.float64,
+    FN: tl.constexpr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0).to(tl.int64)
+    idx = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = idx < n
+    # the output index in the merged shape (d0, d1, d2, d3), innermost last
+    i3 = idx % d3
+    r = idx // d3
+    i2 = r % d2
+    r = r // d2
+    i1 = r % d1
+    i0 = r // d1
+    a = _operand(a_ptr, i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3, mask, na, A, COMPUTE, BLOCK)
+    b = a
+    c = a
+    if B != 0:
+        b = _operand(b_ptr, i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3, mask, nb, B, COMPUTE, BLOCK)
+    if C != 0:
+        c = _operand(c_ptr, i0 * cs0 + i1 * cs1 + i2 * cs2 + i3 * cs3, mask, nc, C, COMPUTE, BLOCK)
+    y = FN(a, b, c, tl.cast(p0, COMPUTE), tl.cast(p1, COMPUTE))
+    out_offs = i0 * os0 + i1 * os1 + i2 * os2 + i3 * os3
+    tl.store(out_ptr + out_offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+_flat = Launcher(_flat_kernel)
+_strided = Launcher(_strided_kernel)
+
+
+# ----------------------------------------------------------------------------- launching
+
+_FLOAT_COMPUTE = {torch.float16: tl.float32, torch.bfloat16: tl.float32, torch.float32: tl.float32}
+
+
+def compute_type(dtype: torch.dtype) -> Any:
+    """The type the kernel computes in for a result of ``dtype`` (eager's opmath)."""
+    if dtype in _FLOAT_COMPUTE:
+        return tl.float32
+    if dtype == torch.float64:
+        return tl.float64
+    if dtype.is_complex or dtype.is_floating_point:  # complex, float8
+        raise NotImplementedError(f"no Triton kernel for {dtype}")
+    return tl.int64
+
+
+def _merge_dims(
+    shape: Sequence[int], strides: list[list[int]]
+) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dims and merge neighbours that are contiguous in every operand."""
+    dims = [i for i, s in enumerate(shape) if s != 1]
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for i in dims:
+        mergeable = bool(out_shape) and all(
+            out_strides[k][-1] == strides[k][i] * shape[i] for k in range(len(strides))
+        )
+        if mergeable:
+            out_shape[-1] *= shape[i]
+            for k in range(len(strides)):
+                out_strides[k][-1] = strides[k][i]
+        else:
+            out_shape.append(shape[i])
+            for k in range(len(strides)):
+                out_strides[k].append(strides[k][i])
+    return out_shape, out_strides
+
+
+def _expanded_strides(t: torch.Tensor, shape: Sequence[int]) -> list[int]:
+    """``t``'s strides when broadcast to ``shape`` (0 where broadcast)."""
+    nd = len(shape)
+    pad = nd - t.dim()
+    out = [0] * nd
+    for i in range(t.dim()):
+        out[pad + i] = 0 if t.shape[i] == 1 and shape[pad + i] != 1 else t.stride(i)
+    return out
+
+
+def run(
+    fn: Any,
+    operands: Sequence[torch.Tensor | float | int | bool],
+    out: torch.Tensor,
+    compute: Any,
+    p0: float = 0.0,
+    p1: float = 0.0,
+) -> torch.Tensor:
+    """Compute ``fn`` elementwise over up to three ``operands`` into ``out`` (already of
+    the broadcast shape and result dtype); returns ``out``."""
+    n = out.numel()
+    if n == 0:
+        return out
+    modes: list[int] = []
+    numbers: list[float] = []
+    tensors: list[torch.Tensor] = []
+    for op in operands:
+        if isinstance(op, torch.Tensor):
+            if op.device != out.device:  # a 0-dim CPU tensor beside CUDA operands
+                modes.append(NUMBER)
+                numbers.append(op.item())
+                tensors.append(out)
+            else:
+                modes.append(ELEMENT if op.numel() == 1 and op.dim() == 0 else TENSOR)
+                numbers.append(0.0)
+                tensors.append(op)
+        else:
+            modes.append(NUMBER)
+            numbers.append(op)
+            tensors.append(out)  # never read
+    while len(modes) < 3:
+        modes.append(ABSENT)
+        numbers.append(0.0)
+        tensors.append(out)
+    interp = _INTERPRETING
+    block = _INTERP_BLOCK if interp else BLOCK
+    shape = tuple(out.shape)
+    flat = out.is_contiguous() and all(
+        m != TENSOR or (t.is_contiguous() and tuple(t.shape) == shape)
+        for m, t in zip(modes, tensors)
+    )
+    a, b, c = tensors
+    A, B, C = modes
+    na, nb, nc = (float(x) if not isinstance(x, bool) else float(x) for x in numbers)
+    if flat:
+        _flat(
+            (cdiv(n, block),),
+            (a, b, c, out, n, na, nb, nc, float(p0), float(p1)),
+            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block,
+        )  # fmt: skip
+        return out
+    strides = [
+        _expanded_strides(t, shape) if m == TENSOR else [0] * len(shape)
+        for m, t in zip(modes, tensors)
+    ]
+    strides.append(list(out.stride()))
+    mshape, mstrides = _merge_dims(shape, strides)
+    if len(mshape) > MAX_DIMS:
+        # split over the leading dimension of the unmerged shape (views, no copies)
+        lead = next(i for i, s in enumerate(shape) if s != 1)
+        for i in range(shape[lead]):
+            sub = [
+                t.expand(shape).select(lead, i) if m == TENSOR else (t if m == ELEMENT else v)
+                for m, t, v in zip(modes, tensors, numbers)
+            ][: len(operands)]
+            run(fn, sub, out.select(lead, i), compute, p0, p1)
+        return out
+    pad = MAX_DIMS - len(mshape)
+    dims = [1] * pad + mshape
+    st = [[0] * pad + s for s in mstrides]
+    _strided(
+        (cdiv(n, block),),
+        (a, b, c, out, n, dims[1], dims[2], dims[3], *st[0], *st[1], *st[2], *st[3],
+         na, nb, nc, float(p0), float(p1)),
+        FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block,
+    )  # fmt: skip
+    return out
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def broadcast_shape(*operands: Any) -> tuple[int, ...]:
+    shapes = [tuple(t.shape) for t in operands if isinstance(t, torch.Tensor)]
+    return tuple(torch.broadcast_shapes(*shapes)) if shapes else ()
+
+
+def _layout_source(shape: tuple[int, ...], operands: Sequence[Any]) -> torch.Tensor | None:
+    """A full-shape, dense, non-contiguous operand whose layout eager's output keeps
+    (channels-last activations): the output is allocated like it."""
+    for t in operands:
+        if (
+            isinstance(t, torch.Tensor)
+            and tuple(t.shape) == shape
+            and not t.is_contiguous()
+            and t.dim() in (4, 5)
+            and t.is_contiguous(
+                memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+            )
+        ):
+            return t
+    return None
+
+
+def destination(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    operands: Sequence[Any],
+    *,
+    out: torch.Tensor | None = None,
+    inplace: torch.Tensor | None = None,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """The tensor a result of ``shape``/``dtype`` goes into, with ATen's rules for
+    in-place (``self`` must have the shape, the result must cast to its dtype) and
+    ``out=`` (same device, castable, resized when its shape differs)."""
+    if inplace is not None:
+        if tuple(inplace.shape) != shape:
+            raise RuntimeError(
+                f"output with shape {list(inplace.shape)} doesn't match the broadcast shape "
+                f"{list(shape)}"
+            )
+        if not torch.can_cast(dtype, inplace.dtype):
+            raise RuntimeError(
+                f"result type {_name(dtype)} can't be cast to the desired output type "
+                f"{_name(inplace.dtype)}"
+            )
+        return inplace
+    if device is None:
+        device = next(
+            (t.device for t in operands if isinstance(t, torch.Tensor) and t.dim() > 0),
+            next(t.device for t in operands if isinstance(t, torch.Tensor)),
+        )
+    if out is not None:
+        if out.device != device:
+            raise RuntimeError(
+                f"Expected out tensor to have device {device}, but got {out.device} instead"
+            )
+        if not torch.can_cast(dtype, out.dtype):
+            raise RuntimeError(
+                f"result type {_name(dtype)} can't be cast to the desired output type "
+                f"{_name(out.dtype)}"
+            )
+        if tuple(out.shape) != shape:
+            if out.numel() != 0:
+                import warnings
+
+                warnings.warn(
+                    f"An output with one or more elements was resized since it had shape "
+                    f"{list(out.shape)}, which does not match the required output shape "
+                    f"{list(shape)}. This behavior is deprecated, and in a future PyTorch "
+                    "release outputs will not be resized unless they have zero elements. "
+                    "You can explicitly reuse an out tensor t by resizing it, inplace, to "
+                    "zero elements with t.resize_(0).",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            out.resize_(shape)
+        return out
+    like = _layout_source(shape, operands)
+    if like is not None:
+        return torch.empty_like(like, dtype=dtype)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+_NAMES = {
+    torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float32: "Float",
+    torch.float64: "Double", torch.int8: "Char", torch.int16: "Short", torch.int32: "Int",
+    torch.int64: "Long", torch.uint8: "Byte", torch.bool: "Bool",
+}  # fmt: skip
+
+
+def _name(dtype: torch.dtype) -> str:
+    return _NAMES.get(dtype, str(dtype))
+
+
+def elementwise(
+    fn: Any,
+    operands: Sequence[Any],
+    dtype: torch.dtype,
+    *,
+    p0: float = 0.0,
+    p1: float = 0.0,
+    out: torch.Tensor | None = None,
+    inplace: torch.Tensor | None = None,
+    compute_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """The op ``fn`` over broadcast ``operands`` with a result of ``dtype``, written to a
+    new tensor, ``out`` or ``inplace``; returns that tensor."""
+    shape = broadcast_shape(*operands)
+    dest = destination(shape, dtype, operands, out=out, inplace=inplace)
+    return run(fn, operands, dest, compute_type(compute_dtype or dtype), p0, p1)
+
+
+# ----------------------------------------------------------------------------- ATen ops
+# Signatures follow the ATen schemas; ``out``/``inplace`` select the variant. Every
+# functional op also has ``<op>_`` (writes ``self``) and ``<op>_out`` (writes ``out``).
+
+
+def _check_number(x: Any) -> None:
+    if isinstance(x, complex):
+        raise NotImplementedError("complex scalars have no Triton kernel here")
+
+
+def _arith(
+    fn: Any, self: Any, other: Any, alpha: Any, out: Any, inplace: Any, op: str
+) -> torch.Tensor:
+    _check_number(other)
+    _check_number(alpha)
+    dtype = torch.result_type(self, other)
+    if dtype == torch.bool and op in ("sub", "rsub"):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead."
+        )
+    if isinstance(alpha, float) and not dtype.is_floating_point and alpha != int(alpha):
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number."
+        )
+    return elementwise(fn, [self, other], dtype, p0=alpha, out=out, inplace=inplace)
+
+
+def add(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
+    return _arith(_add, self, other, alpha, None, None, "add")
+
+
+def add_(self: torch.Tensor, other: Any, alpha: Any = 1) -> torch.Tensor:
+    return _arith(_add, self, other, alpha, None, self, "add")
+
+
+def add_out(self: Any, other: Any, alpha: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    return _arith(_add, self, other, alpha, out, None, "add")
+
+
+def sub(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
+    return _arith(_sub, self, other, alpha, None, None, "sub")
+
+
+def sub_(self: torch.Tensor, other: Any, alpha: Any = 1) -> torch.Tensor:
+    return _arith(_sub, self, other, alpha, None, self, "sub")
+
+
+def sub_out(self: Any, other: Any, alpha: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
+    return _arith(_sub, self, other, alpha, out, None, "sub")
+
+
+def rsub(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
+    return _arith(_rsub, self, other, alpha, None, None, "rsub")
+
+
+def mul(self: Any, other: Any) -> torch.Tensor:
+    return _arith(_mul, self, other, 1, None, None, "mul")
+
+
+def mul_(self: torch.Tensor, other: Any) -> torch.Tensor:
+    return _arith(_mul, self, other, 1, None, self, "mul")
+
+
+def mul_out(self: Any, other: Any, *, out: torch.Tensor) -> torch.Tensor:
+    return _arith(_mul, self, other, 1, out, None, "mul")
+
+
+def _div(self: Any, other: Any, rounding_mode: str | None, out: Any, inplace: Any) -> torch.Tensor:
+    _check_number(other)
+    if rounding_mode is not None:
+        raise NotImplementedError(f"div with rounding_mode={rounding_mode!r}")
+    dtype = torch.result_type(self, other)
+    if not dtype.is_floating_point:
+        dtype = torch.get_default_dtype()  # true division of integers
+    return elementwise(_divide, [self, other], dtype, out=out, inplace=inplace)
+
+
+def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> torch.Tensor:
+    return _div(self, other, rounding_mode, None, None)
+
+
+def div_(self: torch.Tensor, other: Any, *, rounding_mode: str | None = None) -> torch.Tensor:
+    return _div(self, other, rounding_mode, None, self)
+
+
+def div_out(
+    self: Any, other: Any, *, rounding_mode: str | None = None, out: torch.Tensor
+) -> torch.Tensor:
+    return _div(self, other, rounding_mode, out, None)
+
+
+def _unary(fn: Any, self: torch.Tensor, out: Any, inplace: Any, *, floats_only: bool = True,
+           p0: float = 0.0, p1: float = 0.0) -> torch.Tensor:  # fmt: skip
+    if self.dtype == torch.bool or (floats_only and not self.dtype.is_floating_point):
+        raise NotImplementedError(f"{fn.__name__.strip('_')} on {self.dtype}")
+    return elementwise(fn, [self], self.dtype, out=out, inplace=inplace, p0=p0, p1=p1)
+
+
+def neg(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_neg, self, None, None, floats_only=False)
+
+
+def neg_(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_neg, self, None, self, floats_only=False)
+
+
+def neg_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _unary(_neg, self, out, None, floats_only=False)
+
+
+def relu(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_relu, self, None, None, floats_only=False)
+
+
+def relu_(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_relu, self, None, self, floats_only=False)
+
+
+def sigmoid(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_sigmoid, self, None, None)
+
+
+def sigmoid_(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_sigmoid, self, None, self)
+
+
+def sigmoid_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _unary(_sigmoid, self, out, None)
+
+
+def tanh(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_tanh, self, None, None)
+
+
+def tanh_(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_tanh, self, None, self)
+
+
+def tanh_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _unary(_tanh, self, out, None)
+
+
+def silu(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_silu, self, None, None)
+
+
+def silu_(self: torch.Tensor) -> torch.Tensor:
+    return _unary(_silu, self, None, self)
+
+
+def silu_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _unary(_silu, self, out, None)
+
+
+def _gelu_fn(approximate: str, exact: Any, tanh_form: Any) -> Any:
+    if approximate == "none":
+        return exact
+    if approximate == "tanh":
+        return tanh_form
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def gelu(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
+    return _unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, None, None)
+
+
+def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
+    return _unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, None, self)
+
+
+def gelu_out(self: torch.Tensor, *, approximate: str = "none", out: torch.Tensor) -> torch.Tensor:
+    return _unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, out, None)
+
+
+def hardtanh(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    return _unary(_hardtanh, self, None, None, floats_only=False, p0=min_val, p1=max_val)
+
+
+def hardtanh_(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    return _unary(_hardtanh, self, None, self, floats_only=False, p0=min_val, p1=max_val)
+
+
+def hardtanh_out(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0, *,
+                 out: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    return _unary(_hardtanh, self, out, None, floats_only=False, p0=min_val, p1=max_val)
+
+
+def where(condition: torch.Tensor, self: Any, other: Any) -> torch.Tensor:
+    return _where_into(condition, self, other, None)
+
+
+def where_out(condition: torch.Tensor, self: Any, other: Any, *, out: torch.Tensor) -> torch.Tensor:
+    return _where_into(condition, self, other, out)
+
+
+def _where_into(condition: torch.Tensor, self: Any, other: Any, out: Any) -> torch.Tensor:
+    if condition.dtype not in (torch.bool, torch.uint8):
+        raise RuntimeError(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{_name(condition.dtype)}"
+        )
+    _check_number(self)
+    _check_number(other)
+    dtype = torch.result_type(self, other)
+    return elementwise(_where, [condition, self, other], dtype, out=out)
+
+
+def _backward(fn: Any, grad: torch.Tensor, other: torch.Tensor, out: Any,
+              p0: float = 0.0, p1: float = 0.0) -> torch.Tensor:  # fmt: skip
+    if not torch.result_type(grad, other).is_floating_point:
+        raise NotImplementedError(f"{fn.__name__.strip('_')} on integer tensors")
+    return elementwise(fn, [grad, other], torch.result_type(grad, other), p0=p0, p1=p1, out=out)
+
+
+def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold: float, *,
+                       grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return _backward(_threshold_backward, grad_output, self, grad_input, p0=threshold)
+
+
+def hardtanh_backward(grad_output: torch.Tensor, self: torch.Tensor, min_val: float,
+                      max_val: float, *, grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return _backward(_hardtanh_backward, grad_output, self, grad_input, p0=min_val, p1=max_val)
+
+
+def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor, *,
+                     grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return _backward(_sigmoid_backward, grad_output, output, grad_input)
+
+
+def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor, *,
+                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return _backward(_tanh_backward, grad_output, output, grad_input)
+
+
+def silu_backward(grad_output: torch.Tensor, self: torch.Tensor, *,
+                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return _backward(_silu_backward, grad_output, self, grad_input)
+
+
+def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none",
+                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    fn = _gelu_fn(approximate, _gelu_backward, _gelu_tanh_backward)
+    return _backward(fn, grad_output, self, grad_input)
+
+
+def copy_into(dest: torch.Tensor, src: Any) -> torch.Tensor:
+    """``dest[...] = src`` with broadcasting and dtype conversion (``copy_``, ``clone``)."""
+    if dest.dtype.is_complex or (isinstance(src, torch.Tensor) and src.dtype.is_complex):
+        raise NotImplementedError("complex copies have no Triton kernel here")
+    src_dtype = src.dtype if isinstance(src, torch.Tensor) else dest.dtype
+    if dest.dtype.is_floating_point or src_dtype.is_floating_point:
+        ct = tl.float64 if torch.float64 in (dest.dtype, src_dtype) else tl.float32
+    else:
+        ct = tl.int64
+    return run(_identity, [src], dest, ct)

@@ -1,0 +1,7 @@
+"""aten::relu_.default, written into self.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import relu_ as relu__kernel_impl
+
+__all__ = ["relu__kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::silu.default: x * sigmoid(x).
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import silu as silu_kernel_impl
+
+__all__ = ["silu_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::silu_backward.default.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import silu_backward as silu_backward_kernel_impl
+
+__all__ = ["silu_backward_kernel_impl"]

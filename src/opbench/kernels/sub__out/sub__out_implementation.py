@@ -1,0 +1,7 @@
+"""aten::sub.out, written into out.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import sub_out as sub__out_kernel_impl
+
+__all__ = ["sub__out_kernel_impl"]
