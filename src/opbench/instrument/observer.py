@@ -73,6 +73,23 @@ class Call:
     into_target: bool = False
 
 
+#: How the recorder names a ``copy_`` of memory onto itself (same address, dtype, shape
+#: and strides): it moves nothing, and the guard allows it.
+NOOP_COPY = "copy_ onto itself"
+
+
+def _onto_itself(dst: Any, src: Any) -> bool:
+    return (
+        isinstance(dst, torch.Tensor)
+        and isinstance(src, torch.Tensor)
+        and dst.device == src.device
+        and dst.dtype == src.dtype
+        and dst.shape == src.shape
+        and dst.stride() == src.stride()
+        and dst.data_ptr() == src.data_ptr()
+    )
+
+
 class DispatchRecorder(TorchDispatchMode):
     """Records every ATen op run on this thread while active; ``targets`` are the
     ``self``/``out`` tensors of the call (a ``copy_`` into one is marked ``into_target``)."""
@@ -88,6 +105,12 @@ class DispatchRecorder(TorchDispatchMode):
         into = False
         if _base(name) in ("copy_", "_copy_from", "_copy_from_and_resize") and args:
             dst = args[0] if _base(name) == "copy_" else (args[1] if len(args) > 1 else None)
+            src = args[1] if _base(name) == "copy_" and len(args) > 1 else None
+            if _onto_itself(dst, src):
+                # moves nothing: Triton's interpreter writes every argument's storage
+                # back onto itself after a launch on CPU tensors
+                self.calls.append(Call(NOOP_COPY))
+                return func(*args, **kwargs)
             into = id(dst) in self._targets
         self.calls.append(Call(str(name).removeprefix("aten::"), into))
         return func(*args, **kwargs)

@@ -15,6 +15,9 @@ What is allowed (:data:`ALWAYS_ALLOWED`, :data:`COPY_OPS`), and why:
   ``_local_scalar_dense`` for ``.item()``, ``lift_fresh``, ``detach``, ``alias``,
   ``resolve_conj``/``resolve_neg`` that ``tensor.numpy()`` emits): they compute nothing;
 * views (``view``, ``as_strided``, ``permute``, ``slice``, ...): they move no data;
+* a ``copy_`` of memory onto itself (same address, dtype, shape and strides) moves
+  nothing; Triton's interpreter makes one per tensor argument after every launch on CPU
+  tensors, so data-movement kernels can be judged on the CPU too;
 * copies and fills (``copy_``, ``clone``, ``_to_copy``, ``zero_``, ``fill_``, ``zeros``...):
   a kernel must be able to make its inputs contiguous, convert dtypes around a Triton
   launch, move data to the host for numpy, initialise an accumulator and write its result
@@ -40,7 +43,7 @@ from typing import Any
 
 import torch
 
-from opbench.instrument.observer import Call
+from opbench.instrument.observer import NOOP_COPY, Call
 
 __all__ = [
     "ALWAYS_ALLOWED",
@@ -141,7 +144,7 @@ def classify_calls(judged_op: str, calls: list[tuple[str, bool]] | list[Call]) -
     for c in calls:
         name, into = (c.name, c.into_target) if isinstance(c, Call) else (str(c[0]), bool(c[1]))
         base = _base(name)
-        if base in ALWAYS_ALLOWED:
+        if base in ALWAYS_ALLOWED or name == NOOP_COPY:
             ok[name] += 1
         elif base in COPY_OPS:
             if not data_movement:
@@ -230,8 +233,12 @@ def classify_trial(
             "(it was switched off while the kernel ran)"
         )
     into_left = sum(1 for _, into in rec if into)
+    noop_left = sum(1 for name, _ in rec if name == NOOP_COPY)
     scoped: list[tuple[str, bool]] = []
     for name, _ in _expanded(observed.get("scoped")):
+        if _base(name) == "copy_" and noop_left > 0:
+            noop_left -= 1  # the observer's view of a copy the recorder saw move nothing
+            continue
         into = _base(name) in ("copy_", "_copy_from", "_copy_from_and_resize") and into_left > 0
         into_left -= into
         scoped.append((name, into))

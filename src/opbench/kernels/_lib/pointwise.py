@@ -804,13 +804,5 @@ def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate:
     return _backward(fn, grad_output, self, grad_input)
 
 
-def copy_into(dest: torch.Tensor, src: Any) -> torch.Tensor:
-    """``dest[...] = src`` with broadcasting and dtype conversion (``copy_``, ``clone``)."""
-    if dest.dtype.is_complex or (isinstance(src, torch.Tensor) and src.dtype.is_complex):
-        raise NotImplementedError("complex copies have no Triton kernel here")
-    src_dtype = src.dtype if isinstance(src, torch.Tensor) else dest.dtype
-    if dest.dtype.is_floating_point or src_dtype.is_floating_point:
-        ct = tl.float64 if torch.float64 in (dest.dtype, src_dtype) else tl.float32
-    else:
-        ct = tl.int64
-    return run(_identity, [src], dest, ct)
+#: the identity, for the copies of :mod:`opbench.kernels._lib.copy`
+IDENTITY = _identity
