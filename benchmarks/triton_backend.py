@@ -1,0 +1,358 @@
+"""The reference Triton backend on a GPU: launch cost, bandwidth, and the traces suite
+against eager and against FlagGems.
+
+Parts (``--parts``, default all):
+
+* ``launch``: host time per call of a 1,024-element f16 ``add`` (wall clock over 2,000
+  back-to-back calls, then a synchronize: what an eager model pays), for eager, our
+  launch path (:class:`opbench.kernels._lib.launch.Launcher`), the same kernel through a
+  plain ``kernel[grid](...)`` and our kernel registered into PyTorch with
+  ``opbench.enable`` (so ``torch.add`` dispatches to it).
+* ``bandwidth``: device time (CUDA events, median of 30 after warm-up) of ``add``,
+  ``relu``, ``clone`` and ``sum`` on 256 MiB inputs in f16 and f32, as bytes moved over
+  time against the copy bandwidth ``judge.roofline.measure_peaks`` measures; eager beside.
+* ``traces``: ``opbench run --suite traces --backend triton --device cuda`` over the
+  covered ops (``--limit-per-op 4``, most used cases first), timed; its ``summary.json``
+  is written to ``benchmarks/results/triton-<gpu>.json`` with the launch and bandwidth
+  numbers added.
+* ``flaggems``: the same cases with ``--backend module:flag_gems:enable``, written to
+  ``benchmarks/results/flaggems-<gpu>.json``.
+
+A markdown table of both runs (per op: device and host speedups, achieved bandwidth and
+fraction of speed of light) goes to ``benchmarks/results/triton-<gpu>.md``.
+
+Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``):
+    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts launch,bandwidth,traces
+    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+#: The ops the backend covers that the traces use (bare names: every traced overload).
+COVERED = (
+    "add,add_,sub,rsub,mul,mul_,div,div_,neg,relu,relu_,sigmoid,tanh,silu,silu_,gelu,"
+    "hardtanh,hardtanh_,where,threshold_backward,hardtanh_backward,sigmoid_backward,"
+    "tanh_backward,silu_backward,gelu_backward,copy_,clone,cat,sum,mean,amax,_softmax,"
+    "_softmax_backward_data,_log_softmax,_log_softmax_backward_data,native_layer_norm,"
+    "native_layer_norm_backward,native_batch_norm,native_batch_norm_backward,embedding,"
+    "embedding_dense_backward"
+)
+
+
+def _gpu_tag() -> str:
+    import torch
+
+    name = torch.cuda.get_device_name().lower()
+    return next((t for t in ("h200", "h100", "a100", "l40") if t in name), "gpu")
+
+
+# ----------------------------------------------------------------------------- launch
+
+
+def _host_us(fn: Any, calls: int = 2000) -> float:
+    import torch
+
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    best = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def launch_cost() -> dict[str, Any]:
+    import torch
+
+    import opbench
+    from opbench.kernels._lib import pointwise as pw
+
+    a = torch.randn(1024, device="cuda", dtype=torch.float16)
+    b = torch.randn(1024, device="cuda", dtype=torch.float16)
+    out = torch.empty_like(a)
+    kernel = pw._flat_kernel
+    consts = dict(FN=pw._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
+
+    def plain() -> None:
+        kernel[(1,)](a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0, **consts)
+
+    def launcher_only() -> None:
+        pw._flat((1,), (a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0), **consts)
+
+    res = {
+        "what": "host-inclusive us per call, 1,024-element f16 add, best of 5 x 2,000 calls",
+        "eager torch.add": _host_us(lambda: torch.add(a, b)),
+        "eager torch.empty_like (allocation alone)": _host_us(lambda: torch.empty_like(a)),
+        "plain kernel[grid](...) into a preallocated out": _host_us(plain),
+        "Launcher into a preallocated out": _host_us(launcher_only),
+        "opbench.kernels add (allocates its output)": _host_us(lambda: pw.add(a, b)),
+    }
+    with opbench.backend("triton", "cuda", ops=["add.Tensor"]):
+        res["torch.add dispatched to the Triton backend (torch.library)"] = _host_us(
+            lambda: torch.add(a, b)
+        )
+    return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in res.items()}
+
+
+# ----------------------------------------------------------------------------- bandwidth
+
+
+def _device_ms(fn: Any, reps: int = 30) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def bandwidth() -> dict[str, Any]:
+    import torch
+
+    from opbench.judge.roofline import measure_peaks
+    from opbench.kernels._lib import copy as cp
+    from opbench.kernels._lib import pointwise as pw
+
+    peaks = measure_peaks("cuda")
+    rows = []
+    for dtype in (torch.float16, torch.float32):
+        n = (256 << 20) // torch.tensor([], dtype=dtype).element_size()
+        x = torch.randn(n, device="cuda", dtype=dtype)
+        y = torch.randn(n, device="cuda", dtype=dtype)
+        item = x.element_size()
+        cases = {
+            "add": (3 * n * item, lambda: pw.add(x, y), lambda: torch.add(x, y)),
+            "relu": (2 * n * item, lambda: pw.relu(x), lambda: torch.relu(x)),
+            "clone": (2 * n * item, lambda: cp.clone(x), lambda: x.clone()),
+        }
+        try:
+            from opbench.kernels._lib import reduction as red
+
+            cases["sum"] = (n * item, lambda: red.sum_default(x), lambda: x.sum())
+        except (ImportError, AttributeError):
+            pass
+        for name, (nbytes, ours, eager) in cases.items():
+            t_ours, t_eager = _device_ms(ours), _device_ms(eager)
+            rows.append(
+                {
+                    "op": name,
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "MiB_in": 256,
+                    "ours_ms": round(t_ours, 4),
+                    "eager_ms": round(t_eager, 4),
+                    "ours_GBps": round(nbytes / t_ours / 1e6, 1),
+                    "eager_GBps": round(nbytes / t_eager / 1e6, 1),
+                    "fraction_of_copy_bw": round(nbytes / (t_ours / 1e3) / peaks.bandwidth_Bps, 3),
+                }
+            )
+        del x, y
+    return {"copy_bandwidth_GBps": round(peaks.bandwidth_Bps / 1e9, 1), "rows": rows}
+
+
+# ----------------------------------------------------------------------------- traces
+
+
+def traces_run(backend: str, traces: str, out: Path, budget_s: float) -> dict[str, Any]:
+    args = [
+        "--suite", "traces", "--traces", traces, "--backend", backend, "--device", "cuda",
+        "--ops", COVERED, "--limit-per-op", "4", "--out", str(out),
+    ]  # fmt: skip
+    cmd = [sys.executable, "-m", "opbench.cli", "run", *args]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s)
+        rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-3000:]
+    except subprocess.TimeoutExpired as e:
+        rc, tail = "timeout", str(e.stdout or "")[-1500:]
+    print(tail)
+    summary = out / "summary.json"
+    s = json.loads(summary.read_text()) if summary.exists() else {}
+    s["benchmark"] = {
+        "command": "opbench run " + " ".join(args),
+        "rc": rc,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+    return s
+
+
+def per_op(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per overload: tests, passed, geomean device/host speedup, median bandwidth/SOL."""
+    db = run_dir / "results.sqlite"
+    if not db.exists():
+        return {}
+    con = sqlite3.connect(db)
+    rows = con.execute("select op, status, category, speedup, speedup_host, details from results")
+    ops: dict[str, dict[str, Any]] = {}
+    for op, status, category, sp, sph, details in rows:
+        o = ops.setdefault(
+            op, {"tests": 0, "passed": 0, "fail": {}, "sp": [], "sph": [], "bw": [], "sol": []}
+        )
+        o["tests"] += 1
+        if status == "passed":
+            o["passed"] += 1
+        elif category:
+            o["fail"][category] = o["fail"].get(category, 0) + 1
+        if sp:
+            o["sp"].append(sp)
+        if sph:
+            o["sph"].append(sph)
+        roof = (json.loads(details or "{}") or {}).get("roofline") or {}
+        cand = roof.get("cand") or {}
+        if cand.get("achieved_Bps") and cand["achieved_Bps"] == cand["achieved_Bps"]:
+            o["bw"].append(cand["achieved_Bps"] / 1e9)
+            o["sol"].append(cand.get("sol_fraction"))
+    con.close()
+
+    def gm(v: list[float]) -> float | None:
+        v = [x for x in v if x and x > 0]
+        return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else None
+
+    return {
+        op: {
+            "tests": o["tests"],
+            "passed": o["passed"],
+            "failures": o["fail"],
+            "speedup": gm(o["sp"]),
+            "speedup_host": gm(o["sph"]),
+            "GBps_median": round(statistics.median(o["bw"]), 1) if o["bw"] else None,
+            "sol_median": round(statistics.median([s for s in o["sol"] if s]), 3)
+            if [s for s in o["sol"] if s]
+            else None,
+        }
+        for op, o in sorted(ops.items())
+    }
+
+
+def render(ours: dict[str, Any], theirs: dict[str, Any], gpu: str) -> list[str]:
+    lines = [f"# Reference Triton backend on {gpu}", ""]
+    env = ours.get("env") or {}
+    lines += [
+        f"torch {env.get('torch')}, triton {env.get('triton')}, {env.get('gpu')}; "
+        f"traces suite, `--limit-per-op 4`; speedups are geomeans over an op's correct "
+        "tests (device: CUDA events with L2 flush; host: wall clock over back-to-back calls).",
+        "",
+    ]
+    for name, s in (("opbench.kernels (ours)", ours), ("FlagGems", theirs)):
+        if s:
+            lines.append(
+                f"- **{name}**: correctness {s.get('correctness_score')}, performance_score "
+                f"(device) {s.get('performance_score')}, performance_score_host "
+                f"{s.get('performance_score_host')}; `{(s.get('benchmark') or {}).get('command')}` "
+                f"({(s.get('benchmark') or {}).get('wall_s')} s)"
+            )
+    lines.append("")
+    launch = ours.get("launch_cost")
+    if launch:
+        lines += [
+            "## Launch cost",
+            "",
+            f"{launch.get('what')}:",
+            "",
+            "| path | µs/call |",
+            "|---|---|",
+        ]
+        lines += [f"| {k} | {v} |" for k, v in launch.items() if k != "what"]
+        lines.append("")
+    bw = ours.get("bandwidth")
+    if bw:
+        lines += [
+            "## Bandwidth on 256 MiB inputs",
+            "",
+            f"copy bandwidth measured by `measure_peaks`: {bw['copy_bandwidth_GBps']} GB/s",
+            "",
+            "| op | dtype | ours ms | eager ms | ours GB/s | eager GB/s | fraction of copy bw |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['op']} | {r['dtype']} | {r['ours_ms']} | {r['eager_ms']} | {r['ours_GBps']} | "
+            f"{r['eager_GBps']} | {r['fraction_of_copy_bw']} |"
+            for r in bw["rows"]
+        ]
+        lines.append("")
+    a, b = ours.get("per_op") or {}, theirs.get("per_op") or {}
+    lines += [
+        "## Per op (traces)",
+        "",
+        "| op | ours passed | ours device | ours host | ours GB/s | ours SOL | FlagGems passed | FG device | FG host | failures (ours / FG) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for op in sorted(set(a) | set(b)):
+        x, y = a.get(op, {}), b.get(op, {})
+        lines.append(
+            f"| {op} | {x.get('passed', '-')}/{x.get('tests', '-')} | {x.get('speedup')} | "
+            f"{x.get('speedup_host')} | {x.get('GBps_median')} | {x.get('sol_median')} | "
+            f"{y.get('passed', '-')}/{y.get('tests', '-')} | {y.get('speedup')} | "
+            f"{y.get('speedup_host')} | {x.get('failures') or ''} / {y.get('failures') or ''} |"
+        )
+    return lines
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--traces", default="../shared/traces")
+    p.add_argument("--parts", default="launch,bandwidth,traces,flaggems,report")
+    p.add_argument("--budget", type=float, default=420.0, help="seconds per traces run")
+    p.add_argument("--work", default="/tmp/triton_backend_runs")
+    a = p.parse_args()
+    parts = set(a.parts.split(","))
+    gpu = _gpu_tag()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    work = Path(a.work)
+    ours_path, theirs_path = RESULTS / f"triton-{gpu}.json", RESULTS / f"flaggems-{gpu}.json"
+    ours = json.loads(ours_path.read_text()) if ours_path.exists() else {}
+    theirs = json.loads(theirs_path.read_text()) if theirs_path.exists() else {}
+    extra: dict[str, Any] = {k: ours[k] for k in ("launch_cost", "bandwidth") if k in ours}
+    if "launch" in parts:
+        extra["launch_cost"] = launch_cost()
+        print(json.dumps(extra["launch_cost"], indent=1))
+    if "bandwidth" in parts:
+        extra["bandwidth"] = bandwidth()
+        print(json.dumps(extra["bandwidth"], indent=1))
+    if "traces" in parts:
+        out = work / "triton"
+        subprocess.run(["rm", "-rf", str(out)])
+        ours = traces_run("triton", a.traces, out, a.budget)
+        ours["per_op"] = per_op(out)
+    ours.update(extra)
+    if ours:
+        ours_path.write_text(json.dumps(ours, indent=1, default=str))
+    if "flaggems" in parts:
+        out = work / "flaggems"
+        subprocess.run(["rm", "-rf", str(out)])
+        theirs = traces_run("module:flag_gems:enable", a.traces, out, a.budget)
+        theirs["per_op"] = per_op(out)
+        theirs_path.write_text(json.dumps(theirs, indent=1, default=str))
+    md = render(ours, theirs, gpu)
+    (RESULTS / f"triton-{gpu}.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

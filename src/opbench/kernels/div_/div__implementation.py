@@ -1,7 +1,0 @@
-"""aten::div_.Tensor and div_.Scalar, written into self.
-
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
-
-from opbench.kernels._lib.pointwise import div_ as div__kernel_impl
-
-__all__ = ["div__kernel_impl"]
