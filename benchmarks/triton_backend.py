@@ -132,12 +132,46 @@ def _device_ms(fn: Any, reps: int = 30) -> float:
     return statistics.median(times)
 
 
+def _bandwidth_rows(x: Any, y: Any, copy_Bps: float) -> list[dict[str, Any]]:
+    import torch
+
+    from opbench.kernels._lib import copy as cp
+    from opbench.kernels._lib import pointwise as pw
+
+    n, item = x.numel(), x.element_size()
+    cases = {
+        "add": (3 * n * item, lambda: pw.add(x, y), lambda: torch.add(x, y)),
+        "relu": (2 * n * item, lambda: pw.relu(x), lambda: torch.relu(x)),
+        "clone": (2 * n * item, lambda: cp.clone(x), lambda: x.clone()),
+    }
+    try:
+        from opbench.kernels._lib import reduction as red
+
+        cases["sum"] = (n * item, lambda: red.sum_default(x), lambda: x.sum())
+    except (ImportError, AttributeError):
+        pass
+    rows = []
+    for name, (nbytes, ours, eager) in cases.items():
+        t_ours, t_eager = _device_ms(ours), _device_ms(eager)
+        rows.append(
+            {
+                "op": name,
+                "dtype": str(x.dtype).removeprefix("torch."),
+                "MiB_in": 256,
+                "ours_ms": round(t_ours, 4),
+                "eager_ms": round(t_eager, 4),
+                "ours_GBps": round(nbytes / t_ours / 1e6, 1),
+                "eager_GBps": round(nbytes / t_eager / 1e6, 1),
+                "fraction_of_copy_bw": round(nbytes / (t_ours / 1e3) / copy_Bps, 3),
+            }
+        )
+    return rows
+
+
 def bandwidth() -> dict[str, Any]:
     import torch
 
     from opbench.judge.roofline import measure_peaks
-    from opbench.kernels._lib import copy as cp
-    from opbench.kernels._lib import pointwise as pw
 
     peaks = measure_peaks("cuda")
     rows = []
@@ -145,32 +179,7 @@ def bandwidth() -> dict[str, Any]:
         n = (256 << 20) // torch.tensor([], dtype=dtype).element_size()
         x = torch.randn(n, device="cuda", dtype=dtype)
         y = torch.randn(n, device="cuda", dtype=dtype)
-        item = x.element_size()
-        cases = {
-            "add": (3 * n * item, lambda: pw.add(x, y), lambda: torch.add(x, y)),
-            "relu": (2 * n * item, lambda: pw.relu(x), lambda: torch.relu(x)),
-            "clone": (2 * n * item, lambda: cp.clone(x), lambda: x.clone()),
-        }
-        try:
-            from opbench.kernels._lib import reduction as red
-
-            cases["sum"] = (n * item, lambda: red.sum_default(x), lambda: x.sum())
-        except (ImportError, AttributeError):
-            pass
-        for name, (nbytes, ours, eager) in cases.items():
-            t_ours, t_eager = _device_ms(ours), _device_ms(eager)
-            rows.append(
-                {
-                    "op": name,
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "MiB_in": 256,
-                    "ours_ms": round(t_ours, 4),
-                    "eager_ms": round(t_eager, 4),
-                    "ours_GBps": round(nbytes / t_ours / 1e6, 1),
-                    "eager_GBps": round(nbytes / t_eager / 1e6, 1),
-                    "fraction_of_copy_bw": round(nbytes / (t_ours / 1e3) / peaks.bandwidth_Bps, 3),
-                }
-            )
+        rows += _bandwidth_rows(x, y, peaks.bandwidth_Bps)
         del x, y
     return {"copy_bandwidth_GBps": round(peaks.bandwidth_Bps / 1e9, 1), "rows": rows}
 
