@@ -1,0 +1,457 @@
+"""Reductions (``sum``, ``mean``, ``amax``) over any set of dimensions of a strided
+input: one 2-D kernel, rows = kept elements, columns = reduced elements, and the ATen
+entry points that follow the schemas.
+
+How a call is launched (:func:`reduce_into`):
+
+* The kept dims (in the output's row-major order) and the reduced dims (sorted by
+  stride, so a transposed input still merges) are each merged where contiguous and
+  addressed by at most two dims per side: row ``m`` and column ``n`` become
+  ``offset(m) + offset(n)``, loaded straight from the input (no copy). A side that
+  merges to one dim of stride 1 is a constexpr mode (``MODE_* == 0``), so the compiler
+  sees the contiguity and vectorises. More than two dims on a side (rare) copies the
+  input once, permuted so the kept dims lead (`.contiguous()`), which merges to one each.
+* Each program owns ``BLOCK_M`` rows and loops over the columns in ``BLOCK_N`` chunks,
+  accumulating a ``[BLOCK_M, BLOCK_N]`` tile (float32 for f16/bf16/f32, float64 for
+  f64, int64 for integers and bools, as eager's accumulate types), then reduces it once.
+  Tiles are row-shaped (wide ``BLOCK_N``) when the reduced side is the contiguous one and
+  column-shaped (wide ``BLOCK_M``) when the kept side is, so loads coalesce either way.
+* Two stages when the rows alone cannot fill the GPU (a whole-tensor ``sum``, a
+  reduction over a long dim of a few rows): program ``(m, s)`` reduces the ``s``-th slice
+  of row ``m`` into a ``[M, S]`` partial buffer of the accumulate type, and a second
+  launch of the same kernel reduces those ``S`` columns into the output.
+
+``amax`` propagates NaN (a NaN anywhere in a row gives NaN, as eager); ``mean`` divides
+the float sum by the reduced count in the kernel (0/0 gives eager's NaN for an empty
+reduction).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.pointwise import _name, destination
+
+__all__ = [
+    "reduce_into",
+    "normalize_dims",
+    "merge_side",
+    "offsets",
+    "add_combine",
+    "max_nan",
+    "tl_dtype",
+    "sum_default",
+    "sum_dim",
+    "sum_dim_out",
+    "sum_out",
+    "mean_default",
+    "mean_dim",
+    "mean_out",
+    "mean_dtype_out",
+    "amax",
+    "amax_out",
+]
+
+_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+#: Programs that fill an H100 (132 SMs, two resident programs each); fewer row programs
+#: than this split the columns into a second stage.
+TARGET_PROGRAMS = 4 if _INTERPRETING else 264
+#: A split reads at least this many column chunks (a partial per chunk costs a store).
+MIN_CHUNKS_PER_SPLIT = 1 if _INTERPRETING else 4
+#: Row-shaped tiles (reduced side contiguous), by the reduced length: (limit, BM, BN).
+#: Every tile holds 4,096 elements (32 per thread at 4 warps).
+ROW_TILES = ((16, 256, 16), (128, 32, 128), (512, 8, 512), (None, 4, 1024))
+#: Column-shaped tile (kept side contiguous): 128 contiguous rows x 32 reduced columns.
+COL_TILE = (128, 32)
+#: Tile elements under the interpreter: big tiles, few programs (it runs them one by one).
+_INTERP_TILE = 16384
+
+SUM, MAX = 0, 1
+
+_TL = {
+    torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32,
+    torch.float64: tl.float64, torch.int8: tl.int8, torch.int16: tl.int16,
+    torch.int32: tl.int32, torch.int64: tl.int64, torch.uint8: tl.uint8, torch.bool: tl.int1,
+}  # fmt: skip
+
+
+def tl_dtype(dtype: torch.dtype) -> Any:
+    t = _TL.get(dtype)
+    if t is None:
+        raise NotImplementedError(f"no Triton kernel for {dtype}")
+    return t
+
+
+def acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Eager's accumulate type for a result of ``dtype``."""
+    if dtype == torch.float64:
+        return torch.float64
+    if dtype.is_floating_point:
+        if dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            raise NotImplementedError(f"no Triton kernel for {dtype}")
+        return torch.float32
+    if dtype.is_complex:
+        raise NotImplementedError(f"no Triton kernel for {dtype}")
+    return torch.int64
+
+
+# ----------------------------------------------------------------------------- kernel
+
+
+@triton.jit
+def offsets(idx, d1, s0, s1, MODE: tl.constexpr):
+    """Element offsets of flat indices ``idx`` over one side's merged dims. MODE 0: one
+    dim of stride 1; 1: one dim of stride ``s0``; 2: two dims (inner size ``d1``)."""
+    if MODE == 0:
+        off = idx
+    elif MODE == 1:
+        off = idx * s0
+    else:
+        off = (idx // d1) * s0 + (idx % d1) * s1
+    return off
+
+
+@triton.jit
+def add_combine(a, b):
+    """``a + b`` for ``tl.reduce``. ``tl.sum``, ``tl.max``, ``tl.zeros`` are ``@jit`` functions of
+    triton.language.standard: in a worker that imported triton before choosing the
+    interpreter they stay compiled-only and raise inside an interpreted kernel."""
+    return a + b
+
+
+@triton.jit
+def max_nan(a, b):
+    """max that propagates NaN (a combine function for ``tl.reduce``)."""
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit(do_not_specialize=["M", "N", "per_split", "md1", "ms0", "ms1", "nd1", "ns0", "ns1"])
+def _reduce_kernel(
+    x_ptr, out_ptr,
+    M: tl.int64, N: tl.int64, per_split: tl.int64,
+    md1: tl.int64, ms0: tl.int64, ms1: tl.int64,
+    nd1: tl.int64, ns0: tl.int64, ns1: tl.int64,
+    init: tl.float64, denom: tl.float64,
+    OP: tl.constexpr, MEAN: tl.constexpr, CAST: tl.constexpr, ACC: tl.constexpr,
+    MODE_M: tl.constexpr, MODE_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    pid_m = tl.program_id(0).to(tl.int64)
+    pid_s = tl.program_id(1).to(tl.int64)
+    splits = tl.num_programs(1).to(tl.int64)
+    m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask_m = m < M
+    m_off = offsets(m, md1, ms0, ms1, MODE_M)
+    start = pid_s * per_split
+    fill = tl.full([BLOCK_M, BLOCK_N], 0, ACC) + tl.cast(init, ACC)
+    acc = fill
+    for k in range(0, per_split, BLOCK_N):
+        n = start + k + tl.arange(0, BLOCK_N)
+        mask = mask_m[:, None] & (n < N)[None, :]
+        ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
+        v = tl.load(ptrs, mask=mask, other=0)
+        if CAST is not None:
+            v = v.to(CAST)
+        v = v.to(ACC)
+        if OP == 0:
+            acc += v
+        else:
+            acc = max_nan(acc, tl.where(mask, v, fill))
+    if OP == 0:
+        res = tl.reduce(acc, 1, add_combine)
+    else:
+        res = tl.reduce(acc, 1, max_nan)
+    if MEAN:
+        res = res / tl.cast(denom, ACC)
+    tl.store(out_ptr + (m * splits + pid_s), res.to(out_ptr.dtype.element_ty), mask=mask_m)
+
+
+_reduce = Launcher(_reduce_kernel)
+
+
+# ----------------------------------------------------------------------------- launching
+
+
+def merge_side(sizes: Sequence[int], strides: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Drop size-1 dims and merge neighbours where ``stride[i] == stride[i+1]*size[i+1]``."""
+    out_sizes: list[int] = []
+    out_strides: list[int] = []
+    for s, st in zip(sizes, strides):
+        if s == 1:
+            continue
+        if out_sizes and out_strides[-1] == st * s:
+            out_sizes[-1] *= s
+            out_strides[-1] = st
+        else:
+            out_sizes.append(s)
+            out_strides.append(st)
+    return out_sizes, out_strides
+
+
+def side_args(sizes: list[int], strides: list[int]) -> tuple[int, int, int, int] | None:
+    """``(MODE, d1, s0, s1)`` for :func:`offsets`, None for more than two dims."""
+    if not sizes:
+        return 1, 1, 0, 0
+    if len(sizes) == 1:
+        return (0 if strides[0] == 1 else 1), 1, strides[0], 0
+    if len(sizes) == 2:
+        return 2, sizes[1], strides[0], strides[1]
+    return None
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _tile(M: int, N: int, mode_m: int, mode_n: int) -> tuple[int, int]:
+    if _INTERPRETING:
+        bn = min(_next_pow2(max(N, 1)), _INTERP_TILE)
+        bm = min(_next_pow2(max(M, 1)), max(1, _INTERP_TILE // bn))
+        return bm, bn
+    if mode_m == 0 and mode_n != 0:
+        return COL_TILE
+    for limit, bm, bn in ROW_TILES:
+        if limit is None or N <= limit:
+            return bm, bn
+    raise AssertionError
+
+
+def _launch(x, out, M, N, m_args, n_args, op, mean, denom, cast, acc, init) -> None:
+    """Reduce ``x`` (rows ``m_args``, columns ``n_args``) into ``out``'s first M
+    elements, through a partial buffer when the rows alone do not fill the GPU."""
+    mode_m, md1, ms0, ms1 = m_args
+    mode_n, nd1, ns0, ns1 = n_args
+    bm, bn = _tile(M, N, mode_m, mode_n)
+    programs = cdiv(M, bm)
+    chunks = cdiv(N, bn)
+    splits = 1
+    if programs < TARGET_PROGRAMS and chunks >= 2 * MIN_CHUNKS_PER_SPLIT:
+        splits = min(cdiv(TARGET_PROGRAMS, programs), chunks // MIN_CHUNKS_PER_SPLIT)
+    per_split = max(1, cdiv(chunks, splits)) * bn
+    splits = max(1, cdiv(N, per_split))
+    acc_tl = tl_dtype(acc)
+    if splits == 1:
+        _reduce(
+            (programs, 1),
+            (x, out, M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1, init, denom),
+            OP=op, MEAN=mean, CAST=cast, ACC=acc_tl, MODE_M=mode_m, MODE_N=mode_n,
+            BLOCK_M=bm, BLOCK_N=bn,
+        )  # fmt: skip
+        return
+    partial = torch.empty((M, splits), dtype=acc, device=x.device)
+    _reduce(
+        (programs, splits),
+        (x, partial, M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1, init, denom),
+        OP=op, MEAN=False, CAST=cast, ACC=acc_tl, MODE_M=mode_m, MODE_N=mode_n,
+        BLOCK_M=bm, BLOCK_N=bn,
+    )  # fmt: skip
+    _launch(partial, out, M, splits, (1, 1, splits, 0), (0, 1, 1, 0), op, mean, denom,
+            None, acc, init)  # fmt: skip
+
+
+def normalize_dims(x: torch.Tensor, dim: Any, name: str = "") -> list[int]:
+    """ATen's dim list: None or [] is every dim; wrapped, range-checked, no repeats."""
+    nd = x.dim()
+    if dim is None:
+        return list(range(nd))
+    if isinstance(dim, int):
+        dim = [dim]
+    dims = [int(d) for d in dim]
+    if not dims:
+        return list(range(nd))
+    bound = max(nd, 1)
+    out: list[int] = []
+    for d in dims:
+        if not -bound <= d < bound:
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
+                f"but got {d})"
+            )
+        w = d % bound
+        if w in out:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        out.append(w)
+    return [d for d in out if d < nd]
+
+
+def reduced_shape(x: torch.Tensor, dims: list[int], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(x.shape))
+    return tuple(s for i, s in enumerate(x.shape) if i not in dims)
+
+
+def reduce_into(
+    x: torch.Tensor,
+    dims: list[int],
+    dest: torch.Tensor,
+    op: int,
+    *,
+    mean: bool = False,
+    cast: torch.dtype | None = None,
+) -> torch.Tensor:
+    """Reduce ``x`` over ``dims`` into ``dest`` (the kept elements in row-major order,
+    any shape/strides); ``cast`` converts each element first (``sum(dtype=)``)."""
+    nd = x.dim()
+    kept = [d for d in range(nd) if d not in dims]
+    M = math.prod(x.shape[d] for d in kept)
+    N = math.prod(x.shape[d] for d in dims)
+    if M == 0:
+        return dest
+    acc = acc_dtype(dest.dtype if cast is None else cast)
+    cast_tl = tl_dtype(cast) if cast is not None and cast != x.dtype else None
+    init = 0.0 if op == SUM else (-math.inf if acc.is_floating_point else float(-(2**63)))
+    m_args = side_args(*merge_side([x.shape[d] for d in kept], [x.stride(d) for d in kept]))
+    red = sorted(dims, key=lambda d: -x.stride(d))
+    n_args = side_args(*merge_side([x.shape[d] for d in red], [x.stride(d) for d in red]))
+    if m_args is None or n_args is None:
+        x = x.permute(*kept, *red).contiguous()
+        m_args, n_args = (1, 1, N, 0), (0, 1, 1, 0)
+    target = dest
+    if not dest.is_contiguous():
+        target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
+    denom = float(N) if N else math.nan
+    _launch(x, target, M, N, m_args, n_args, op, mean, denom, cast_tl, acc, init)
+    if target is not dest:
+        dest.copy_(target)
+    return dest
+
+
+# ----------------------------------------------------------------------------- ATen ops
+
+
+def _sum(self, dim, keepdim, dtype, out) -> torch.Tensor:
+    dims = normalize_dims(self, dim)
+    if dtype is None:
+        if out is not None:
+            dtype = out.dtype
+        elif self.dtype.is_floating_point or self.dtype.is_complex:
+            dtype = self.dtype
+        else:
+            dtype = torch.int64
+    if out is not None and out.dtype != dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
+        )
+    acc_dtype(dtype)
+    acc_dtype(self.dtype)
+    dest = destination(reduced_shape(self, dims, keepdim), dtype, [self], out=out)
+    return reduce_into(self, dims, dest, SUM, cast=dtype if dtype != self.dtype else None)
+
+
+def sum_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _sum(self, None, False, dtype, None)
+
+
+def sum_dim(
+    self: torch.Tensor, dim: Any, keepdim: bool = False, *, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    return _sum(self, dim, keepdim, dtype, None)
+
+
+def sum_dim_out(
+    self: torch.Tensor,
+    dim: Any,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+    out: torch.Tensor,
+) -> torch.Tensor:
+    return _sum(self, dim, keepdim, dtype, out)
+
+
+def sum_out(
+    self: torch.Tensor, *, dtype: torch.dtype | None = None, out: torch.Tensor
+) -> torch.Tensor:
+    return _sum(self, None, False, dtype, out)
+
+
+def _mean(self, dim, keepdim, dtype, out) -> torch.Tensor:
+    dims = normalize_dims(self, dim)
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Optional dtype must be either a floating "
+            f"point or complex dtype. Got: {_name(dtype)}"
+        )
+    in_dtype = dtype or self.dtype
+    if not (in_dtype.is_floating_point or in_dtype.is_complex):
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {_name(in_dtype)}"
+        )
+    out_dtype = dtype or (out.dtype if out is not None else self.dtype)
+    if out is not None and out.dtype != out_dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {out_dtype}, but got {out.dtype} instead"
+        )
+    acc_dtype(out_dtype)
+    acc_dtype(self.dtype)
+    dest = destination(reduced_shape(self, dims, keepdim), out_dtype, [self], out=out)
+    cast = out_dtype if out_dtype != self.dtype else None
+    return reduce_into(self, dims, dest, SUM, mean=True, cast=cast)
+
+
+def mean_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return _mean(self, None, False, dtype, None)
+
+
+def mean_dim(
+    self: torch.Tensor, dim: Any, keepdim: bool = False, *, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    return _mean(self, dim, keepdim, dtype, None)
+
+
+def mean_out(
+    self: torch.Tensor,
+    dim: Any,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+    out: torch.Tensor,
+) -> torch.Tensor:
+    return _mean(self, dim, keepdim, dtype, out)
+
+
+def mean_dtype_out(
+    self: torch.Tensor, *, dtype: torch.dtype | None = None, out: torch.Tensor
+) -> torch.Tensor:
+    return _mean(self, None, False, dtype, out)
+
+
+def _amax(self, dim, keepdim, out) -> torch.Tensor:
+    dims = normalize_dims(self, dim)
+    if self.numel() == 0:
+        if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+            raise RuntimeError(
+                "amax(): Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument."
+            )
+        for d in dims:
+            if self.shape[d] == 0:
+                raise IndexError(f"amax(): Expected reduction dim {d} to have non-zero size.")
+    if out is not None and out.dtype != self.dtype:
+        raise RuntimeError(
+            f"Expected the dtype for input and out to match, but got {_name(self.dtype)} for "
+            f"input's dtype and {_name(out.dtype)} for out's dtype."
+        )
+    acc_dtype(self.dtype)
+    dest = destination(reduced_shape(self, dims, keepdim), self.dtype, [self], out=out)
+    return reduce_into(self, dims, dest, MAX)
+
+
+def amax(self: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
+    return _amax(self, dim, keepdim, None)
+
+
+def amax_out(
+    self: torch.Tensor, dim: Any = (), keepdim: bool = False, *, out: torch.Tensor
+) -> torch.Tensor:
+    return _amax(self, dim, keepdim, out)

@@ -1,0 +1,7 @@
+"""aten::mean (the default overload): the mean of every element.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.reduction`."""
+
+from opbench.kernels._lib.reduction import mean_default as mean__default_kernel_impl
+
+__all__ = ["mean__default_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::mean.dtype_out: the mean of every element, written into out.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.reduction`."""
+
+from opbench.kernels._lib.reduction import mean_dtype_out as mean__dtype_out_kernel_impl
+
+__all__ = ["mean__dtype_out_kernel_impl"]

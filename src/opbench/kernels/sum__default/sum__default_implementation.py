@@ -1,0 +1,7 @@
+"""aten::sum (the default overload): the sum of every element.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.reduction`."""
+
+from opbench.kernels._lib.reduction import sum_default as sum__default_kernel_impl
+
+__all__ = ["sum__default_kernel_impl"]

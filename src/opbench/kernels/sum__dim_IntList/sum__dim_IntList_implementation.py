@@ -1,0 +1,7 @@
+"""aten::sum.dim_IntList: the sum over dims (None or [] is every dim).
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.reduction`."""
+
+from opbench.kernels._lib.reduction import sum_dim as sum__dim_IntList_kernel_impl
+
+__all__ = ["sum__dim_IntList_kernel_impl"]
