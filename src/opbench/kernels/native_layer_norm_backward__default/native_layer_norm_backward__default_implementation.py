@@ -1,0 +1,9 @@
+"""aten::native_layer_norm_backward.default: (grad_input, grad_weight, grad_bias), None where output_mask is False.
+
+Triton kernels and launchers: :mod:`opbench.kernels._lib.norm`."""
+
+from opbench.kernels._lib.norm import (
+    layer_norm_backward as native_layer_norm_backward__default_kernel_impl,
+)
+
+__all__ = ["native_layer_norm_backward__default_kernel_impl"]
