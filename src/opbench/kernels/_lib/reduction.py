@@ -45,7 +45,8 @@ __all__ = [
     "normalize_dims",
     "merge_side",
     "offsets",
-    "add_combine",
+    "row_sum",
+    "row_max",
     "max_nan",
     "tl_dtype",
     "sum_default",
@@ -120,17 +121,33 @@ def offsets(idx, d1, s0, s1, MODE: tl.constexpr):
     return off
 
 
+#: The standard library's own combine functions. The interpreter recognises them and
+#: reduces a tile with numpy (``np.sum``, pairwise, as accurate as eager's cascade sum;
+#: ``np.nanmax``); any other combine function it calls once per element, in Python.
+#: ``tl.sum``/``tl.max``/``tl.zeros`` themselves are ``@jit`` functions of
+#: triton.language.standard: in a process that imported triton before choosing the
+#: interpreter (opbench's CPU workers) they stay compiled-only and raise inside an
+#: interpreted kernel, so the kernels call ``tl.reduce`` with these directly.
+_SUM_COMBINE = tl.standard._sum_combine
+_MAX_COMBINE = tl.standard._elementwise_max
+
+
 @triton.jit
-def add_combine(a, b):
-    """``a + b`` for ``tl.reduce``. ``tl.sum``, ``tl.max``, ``tl.zeros`` are ``@jit`` functions of
-    triton.language.standard: in a worker that imported triton before choosing the
-    interpreter they stay compiled-only and raise inside an interpreted kernel."""
-    return a + b
+def row_sum(x):
+    """Sum over axis 1 of a 2-D tile."""
+    return tl.reduce(x, 1, _SUM_COMBINE)
+
+
+@triton.jit
+def row_max(x):
+    """Max over axis 1 of a 2-D tile, NaN if any element is NaN (``maximum`` ignores
+    NaN: the NaNs are summed in, 0 where there are none)."""
+    return tl.reduce(x, 1, _MAX_COMBINE) + tl.reduce(tl.where(x != x, x, 0), 1, _SUM_COMBINE)
 
 
 @triton.jit
 def max_nan(a, b):
-    """max that propagates NaN (a combine function for ``tl.reduce``)."""
+    """Elementwise max that propagates NaN."""
     return tl.where((a > b) | (a != a), a, b)
 
 
@@ -167,9 +184,9 @@ def _reduce_kernel(
         else:
             acc = max_nan(acc, tl.where(mask, v, fill))
     if OP == 0:
-        res = tl.reduce(acc, 1, add_combine)
+        res = row_sum(acc)
     else:
-        res = tl.reduce(acc, 1, max_nan)
+        res = row_max(acc)
     if MEAN:
         res = res / tl.cast(denom, ACC)
     tl.store(out_ptr + (m * splits + pid_s), res.to(out_ptr.dtype.element_ty), mask=mask_m)

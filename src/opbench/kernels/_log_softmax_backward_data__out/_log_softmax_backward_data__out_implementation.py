@@ -1,0 +1,9 @@
+"""aten::_log_softmax_backward_data.out, written into out.
+
+Triton kernels and launcher: :mod:`opbench.kernels._lib.softmax`."""
+
+from opbench.kernels._lib.softmax import (
+    log_softmax_backward_data_out as _log_softmax_backward_data__out_kernel_impl,
+)
+
+__all__ = ["_log_softmax_backward_data__out_kernel_impl"]

@@ -1,0 +1,191 @@
+"""The reduction family (``sum``, ``mean``, ``amax``) against eager PyTorch on CPU
+(Triton's interpreter): every overload, in f32, f16 and bf16, over every dim and dim
+set, with keepdim, on contiguous, transposed, sliced, 0-dim and empty inputs, NaN and
+Inf, integer and bool inputs, ``dtype=``, ``out=``, and the split (two-stage) path,
+checked as the judge checks them (against eager and a float64 reference)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import reduction as red  # noqa: E402
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _input(layout: str, dtype: torch.dtype) -> torch.Tensor:
+    g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
+
+    def r(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=g) * 3).to(dtype)
+
+    if layout == "contiguous":
+        return r(6, 19, 5)
+    if layout == "transposed":
+        return r(5, 19, 6).permute(2, 1, 0)
+    if layout == "sliced":
+        return r(6, 38, 10)[:, ::2, 1::2]
+    if layout == "4d":  # kept and reduced sides of two non-mergeable dims each
+        return r(3, 4, 5, 6).permute(0, 2, 1, 3)
+    raise AssertionError(layout)
+
+
+LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
+DIMS = [None, [], [0], [1], [-1], [0, 2], [2, 0], [1, 2], [0, 1, 2]]
+
+OPS = {
+    "sum": (red.sum_dim, aten.sum.dim_IntList),
+    "mean": (red.mean_dim, aten.mean.dim),
+    "amax": (lambda x, d, k: red.amax(x, d or [], k), lambda x, d, k: aten.amax(x, d or [], k)),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_dims(name: str, layout: str, dtype: torch.dtype) -> None:
+    ours, ref = OPS[name]
+    x = _input(layout, dtype)
+    dims = DIMS + ([[1, 3], [0, 2, 3]] if x.dim() == 4 else [])
+    for dim in dims:
+        for keepdim in (False, True):
+            assert_matches(ours(x, dim, keepdim), ref, x, dim, keepdim)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_default_overloads(dtype: torch.dtype) -> None:
+    x = _input("transposed", dtype)
+    assert_matches(red.sum_default(x), aten.sum.default, x)
+    assert_matches(red.mean_default(x), aten.mean.default, x)
+    assert_matches(red.amax(x), aten.amax.default, x)
+    s = torch.tensor(2.5, dtype=dtype)  # 0-dim: dims 0 and -1 name the scalar
+    assert_matches(red.sum_default(s), aten.sum.default, s)
+    assert_matches(red.mean_dim(s, [0], True), aten.mean.dim, s, [0], True)
+    assert_matches(red.amax(s, [-1]), aten.amax.default, s, [-1])
+    assert_matches(red.sum_dim(s, None), aten.sum.dim_IntList, s, None)
+
+
+def test_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small interpreter tiles: rows loop over several chunks and long rows split into a
+    partial buffer and a second launch (the GPU's whole-tensor path)."""
+    monkeypatch.setattr(red, "_INTERP_TILE", 64)
+    x = torch.randn(3, 1000)
+    for ours, ref in ((red.sum_dim, aten.sum.dim_IntList), (red.mean_dim, aten.mean.dim)):
+        assert_matches(ours(x, [1]), ref, x, [1])
+        assert_matches(ours(x.t(), [0], True), ref, x.t(), [0], True)
+        assert_matches(ours(x, None), ref, x, None)
+    assert_matches(red.amax(x, [1]), aten.amax.default, x, [1])
+    assert_matches(red.amax(x), aten.amax.default, x)
+    i = torch.randint(-100, 100, (2000,), dtype=torch.int32)
+    assert_matches(red.sum_default(i), aten.sum.default, i)
+    assert_matches(red.amax(i), aten.amax.default, i)
+
+
+def test_empty_inputs() -> None:
+    e = torch.empty(0, 4)
+    for dim in ([0], [1], None):
+        assert_matches(red.sum_dim(e, dim), aten.sum.dim_IntList, e, dim)
+        assert_matches(red.mean_dim(e, dim, True), aten.mean.dim, e, dim, True)
+    assert_matches(red.sum_default(e), aten.sum.default, e)
+    assert_matches(red.mean_default(e), aten.mean.default, e)  # nan, as eager
+    assert_matches(red.amax(e, [1]), aten.amax.default, e, [1])
+    with pytest.raises(IndexError, match="non-zero size"):
+        red.amax(e, [0])
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        red.amax(e)
+
+
+def test_nan_and_inf() -> None:
+    x = torch.randn(4, 6)
+    x[0, 2] = float("nan")
+    x[1, 0] = float("inf")
+    x[2, :] = -float("inf")
+    x[3, 5] = float("nan")
+    x[3, 0] = float("inf")
+    for dim in ([0], [1], None):
+        assert_matches(red.amax(x, dim or []), aten.amax.default, x, dim or [])
+        assert_matches(red.sum_dim(x, dim), aten.sum.dim_IntList, x, dim)
+        assert_matches(red.mean_dim(x, dim), aten.mean.dim, x, dim)
+    h = x.half()
+    assert_matches(red.amax(h.t(), [0]), aten.amax.default, h.t(), [0])
+
+
+def test_integer_bool_and_dtype_kwarg() -> None:
+    i = torch.randint(-50, 50, (5, 7), dtype=torch.int32)
+    b = torch.rand(5, 7) > 0.5
+    assert_matches(red.sum_dim(i, [1]), aten.sum.dim_IntList, i, [1])  # int64 result
+    assert_matches(red.sum_default(b), aten.sum.default, b)
+    assert_matches(red.amax(i, [0]), aten.amax.default, i, [0])  # keeps int32
+    assert_matches(red.amax(b, [1]), aten.amax.default, b, [1])  # keeps bool
+    h = torch.randn(5, 7).half()
+    assert_matches(red.sum_dim(h, [1], dtype=torch.float32), aten.sum.dim_IntList, h, [1],
+                   dtype=torch.float32)  # fmt: skip
+    assert_matches(red.sum_default(h, dtype=torch.float64), aten.sum.default, h,
+                   dtype=torch.float64)  # fmt: skip
+    assert_matches(red.mean_dim(i, [0], dtype=torch.float32), aten.mean.dim, i, [0],
+                   dtype=torch.float32)  # fmt: skip
+    assert_matches(red.sum_default(h * 8, dtype=torch.int32), aten.sum.default, h * 8,
+                   dtype=torch.int32)  # fmt: skip
+    with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+        red.mean_dim(i, [0])
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        red.sum_dim(h, [1, -1])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        red.sum_dim(h, [2])
+
+
+def _same(got: torch.Tensor, want: torch.Tensor) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
+
+
+def test_out_variants() -> None:
+    x = torch.randn(4, 6, 5)
+    out = torch.empty(0)
+    assert red.sum_dim_out(x, [1], True, out=out) is out
+    _same(out, x.sum(1, keepdim=True))
+    out = torch.empty(())
+    assert red.sum_out(x, out=out) is out
+    _same(out, x.sum())
+    out = torch.empty(5, 4).t()  # a strided out keeps its strides
+    assert red.mean_out(x, [1], out=out) is out
+    assert out.stride() == (1, 4)
+    _same(out, x.mean(1))
+    out = torch.empty((), dtype=torch.float64)  # out's dtype is the result dtype
+    assert red.mean_dtype_out(x, out=out) is out
+    _same(out, aten.mean.dtype_out(x, out=torch.empty((), dtype=torch.float64)))
+    out = torch.empty(4, 5)
+    assert red.amax_out(x, [1], out=out) is out
+    _same(out, x.amax(1))
+    with pytest.raises(RuntimeError, match="Expected the dtype for input and out to match"):
+        red.amax_out(x, [1], out=torch.empty(4, 5, dtype=torch.float16))
+
+
+def test_kernels_run_when_triton_was_imported_first() -> None:
+    """opbench's CPU workers import triton before they choose the interpreter; the
+    standard library's ``@jit`` helpers (``tl.sum``, ``tl.max``, ``tl.zeros``) then raise
+    inside interpreted kernels, so the kernels must not use them."""
+    code = (
+        "import triton, os, torch\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "from opbench.kernels._lib import reduction as r, softmax as s\n"
+        "x = torch.randn(3, 5)\n"
+        "assert torch.allclose(r.sum_dim(x, [1]), x.sum(1), atol=1e-5)\n"
+        "assert torch.equal(r.amax(x, [0]), x.amax(0))\n"
+        "assert torch.allclose(s.softmax(x, 1, False), x.softmax(1), atol=1e-6)\n"
+        "y = x.softmax(1)\n"
+        "assert torch.allclose(s.softmax_backward_data(x, y, 1, x.dtype),\n"
+        "    torch.ops.aten._softmax_backward_data(x, y, 1, x.dtype), atol=1e-6)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)

@@ -1,0 +1,170 @@
+"""The softmax family (``_softmax``, ``_log_softmax`` and their backward ops) against
+eager PyTorch on CPU (Triton's interpreter): f32, f16 and bf16, every dim of contiguous,
+transposed and sliced inputs, rows longer than one tile (the two-pass path), ``-inf``
+and NaN rows, 0-dim and empty inputs, ``half_to_float`` and the ``out=`` overloads,
+checked as the judge checks them (against eager and a float64 reference)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import softmax as sm  # noqa: E402
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _input(layout: str, dtype: torch.dtype) -> torch.Tensor:
+    g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
+
+    def r(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=g) * 3).to(dtype)
+
+    if layout == "contiguous":
+        return r(6, 19, 5)
+    if layout == "transposed":
+        return r(5, 19, 6).permute(2, 1, 0)
+    if layout == "sliced":
+        return r(6, 38, 10)[:, ::2, 1::2]
+    if layout == "4d":  # three kept dims that do not merge: the contiguous fallback
+        return r(3, 4, 5, 6).permute(0, 2, 1, 3)
+    raise AssertionError(layout)
+
+
+LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
+
+
+def _grad_and_output(x: torch.Tensor, dim: int, log: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(7)
+    grad = torch.randn(x.shape, generator=g).to(x.dtype)
+    fwd = aten._log_softmax if log else aten._softmax
+    return grad, fwd(x, dim, False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_forward_every_dim(layout: str, dtype: torch.dtype) -> None:
+    x = _input(layout, dtype)
+    for dim in range(-x.dim(), x.dim()):
+        assert_matches(sm.softmax(x, dim, False), aten._softmax, x, dim, False)
+        assert_matches(sm.log_softmax(x, dim, False), aten._log_softmax, x, dim, False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_backward_every_dim(layout: str, dtype: torch.dtype) -> None:
+    x = _input(layout, dtype)
+    for dim in range(x.dim()):
+        for log, ours, ref in (
+            (False, sm.softmax_backward_data, aten._softmax_backward_data),
+            (True, sm.log_softmax_backward_data, aten._log_softmax_backward_data),
+        ):
+            grad, out = _grad_and_output(x, dim, log)
+            assert_matches(ours(grad, out, dim, dtype), ref, grad, out, dim, dtype)
+            # a transposed grad beside a contiguous output
+            gt = grad.transpose(0, -1).contiguous().transpose(0, -1)
+            assert_matches(ours(gt, out, dim, dtype), ref, gt, out, dim, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_long_rows_two_pass(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows longer than one tile take the online (two-pass) path, including rows whose
+    first tiles are all -inf."""
+    monkeypatch.setattr(sm, "INTERP_MAX_WIDTH", 64)
+    x = (torch.randn(4, 300) * 3).to(dtype)
+    x[1, :150] = -float("inf")
+    x[3, 200:] = -float("inf")
+    for t, dim in ((x, 1), (x.t(), 0), (x.t().contiguous().t(), 1)):
+        assert_matches(sm.softmax(t, dim, False), aten._softmax, t, dim, False)
+        assert_matches(sm.log_softmax(t, dim, False), aten._log_softmax, t, dim, False)
+    y = aten._softmax(x, 1, False)
+    grad = torch.randn(x.shape).to(dtype)
+    assert_matches(sm.softmax_backward_data(grad, y, 1, dtype), aten._softmax_backward_data,
+                   grad, y, 1, dtype)  # fmt: skip
+    ly = aten._log_softmax(x, 1, False)
+    assert_matches(sm.log_softmax_backward_data(grad, ly, 1, dtype),
+                   aten._log_softmax_backward_data, grad, ly, 1, dtype)  # fmt: skip
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_special_values(two_pass: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if two_pass:
+        monkeypatch.setattr(sm, "INTERP_MAX_WIDTH", 2)
+    x = torch.randn(6, 5)
+    x[0, :] = -float("inf")  # all -inf: NaN, as eager
+    x[1, 2] = float("nan")  # NaN anywhere: the row is NaN
+    x[2, 3] = float("inf")  # +inf: NaN, as eager
+    x[3, 1:] = -float("inf")  # one finite: 1 there, 0 elsewhere
+    x[4, :] = 1e4  # large equal values
+    for fn, ref in ((sm.softmax, aten._softmax), (sm.log_softmax, aten._log_softmax)):
+        assert_matches(fn(x, 1, False), ref, x, 1, False)
+        assert_matches(fn(x.t(), 0, False), ref, x.t(), 0, False)
+
+
+def test_zero_dim_and_empty() -> None:
+    s = torch.tensor(1.5)
+    for dim in (0, -1):
+        assert_matches(sm.softmax(s, dim, False), aten._softmax, s, dim, False)
+        assert_matches(sm.log_softmax(s, dim, False), aten._log_softmax, s, dim, False)
+        assert_matches(sm.softmax_backward_data(s, s, dim, s.dtype),
+                       aten._softmax_backward_data, s, s, dim, s.dtype)  # fmt: skip
+    for shape, dim in (((0, 4), 0), ((0, 4), 1), ((3, 0), 1), ((2, 0, 3), 2)):
+        e = torch.empty(shape)
+        assert_matches(sm.softmax(e, dim, False), aten._softmax, e, dim, False)
+        assert_matches(sm.log_softmax(e, dim, False), aten._log_softmax, e, dim, False)
+        assert_matches(sm.log_softmax_backward_data(e, e, dim, e.dtype),
+                       aten._log_softmax_backward_data, e, e, dim, e.dtype)  # fmt: skip
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        sm.softmax(torch.randn(3, 4), 2, False)
+
+
+def test_half_to_float() -> None:
+    """f16 in, f32 out (the CUDA kernels' path; eager's CPU kernels reject it, so the
+    reference is eager on the f32 upcast)."""
+    h = (torch.randn(7, 40) * 3).half()
+    got = sm.softmax(h, 1, True)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, aten._softmax(h.float(), 1, False), atol=1e-6, rtol=1e-5)
+    got = sm.log_softmax(h.t(), 0, True)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, aten._log_softmax(h.t().float(), 0, False), atol=1e-5,
+                               rtol=1e-5)  # fmt: skip
+    # backward of a half_to_float softmax: f32 grad and output, f16 grad_input
+    y = got.exp()
+    grad = torch.randn(y.shape)
+    gi = sm.softmax_backward_data(grad, y, 0, torch.float16)
+    assert gi.dtype == torch.float16
+    want = aten._softmax_backward_data(grad, y, 0, torch.float32).half()
+    torch.testing.assert_close(gi, want, atol=1e-3, rtol=1e-3)
+    with pytest.raises(RuntimeError, match="Half type only"):
+        sm.softmax(h.float(), 1, True)
+
+
+def _same(got: torch.Tensor, want: torch.Tensor) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-6, rtol=1e-5)
+
+
+def test_out_variants() -> None:
+    x = torch.randn(5, 9)
+    out = torch.empty(0)
+    assert sm.softmax_out(x, 1, False, out=out) is out
+    _same(out, x.softmax(1))
+    out = torch.empty(9, 5).t()  # a strided out keeps its strides
+    assert sm.log_softmax_out(x, 0, False, out=out) is out
+    assert out.stride() == (1, 5)
+    _same(out, x.log_softmax(0))
+    y = x.softmax(1)
+    grad = torch.randn(5, 9)
+    gi = torch.empty(5, 9)
+    assert sm.softmax_backward_data_out(grad, y, 1, x.dtype, grad_input=gi) is gi
+    _same(gi, aten._softmax_backward_data(grad, y, 1, x.dtype))
+    ly = x.log_softmax(1)
+    out = torch.empty(0)
+    assert sm.log_softmax_backward_data_out(grad, ly, 1, x.dtype, out=out) is out
+    _same(out, aten._log_softmax_backward_data(grad, ly, 1, x.dtype))
