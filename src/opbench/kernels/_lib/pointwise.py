@@ -233,7 +233,7 @@ def _operand(
     return v
 
 
-@triton.jit(do_not_specialize=["n"])
+@triton.jit
 def _flat_kernel(
     a_ptr, b_ptr, c_ptr, out_ptr,
     n: tl.int64,
@@ -312,7 +312,7 @@ def _strided_kernel(
     tl.store(out_ptr + out_offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-_flat = Launcher(_flat_kernel)
+_flat = Launcher(_flat_kernel, specialize=("n",))
 _strided = Launcher(_strided_kernel)
 
 
@@ -398,16 +398,17 @@ def run(
         modes.append(ABSENT)
         numbers.append(0.0)
         tensors.append(out)
-    interp = _INTERPRETING
-    block = _INTERP_BLOCK if interp else BLOCK
-    shape = tuple(out.shape)
-    flat = out.is_contiguous() and all(
-        m != TENSOR or (t.is_contiguous() and tuple(t.shape) == shape)
-        for m, t in zip(modes, tensors)
-    )
+    block = _INTERP_BLOCK if _INTERPRETING else BLOCK
+    shape = out.shape
+    flat = out.is_contiguous()
+    if flat:
+        for m, t in zip(modes, tensors):
+            if m == TENSOR and not (t.shape == shape and t.is_contiguous()):
+                flat = False
+                break
     a, b, c = tensors
     A, B, C = modes
-    na, nb, nc = (float(x) if not isinstance(x, bool) else float(x) for x in numbers)
+    na, nb, nc = float(numbers[0]), float(numbers[1]), float(numbers[2])
     if flat:
         _flat(
             (cdiv(n, block),),
@@ -415,6 +416,7 @@ def run(
             FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block,
         )  # fmt: skip
         return out
+    shape = tuple(shape)
     strides = [
         _expanded_strides(t, shape) if m == TENSOR else [0] * len(shape)
         for m, t in zip(modes, tensors)
@@ -447,8 +449,29 @@ def run(
 
 
 def broadcast_shape(*operands: Any) -> tuple[int, ...]:
-    shapes = [tuple(t.shape) for t in operands if isinstance(t, torch.Tensor)]
-    return tuple(torch.broadcast_shapes(*shapes)) if shapes else ()
+    """The broadcast shape of the tensor operands, with eager's error on a mismatch.
+    (``torch.broadcast_shapes`` costs 7.5 µs a call through its symbolic-shape
+    guards; this costs well under 1 for equal shapes: benchmarks/launch_profile.py.)"""
+    shapes = [t.shape for t in operands if isinstance(t, torch.Tensor)]
+    if not shapes:
+        return ()
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return tuple(first)
+    nd = max(len(s) for s in shapes)
+    out = [1] * nd
+    for s in shapes:
+        off = nd - len(s)
+        for i, size in enumerate(s):
+            have = out[off + i]
+            if size != have and size != 1:
+                if have != 1:
+                    raise RuntimeError(
+                        f"The size of tensor a ({have}) must match the size of tensor b "
+                        f"({size}) at non-singleton dimension {off + i}"
+                    )
+                out[off + i] = size
+    return tuple(out)
 
 
 def _layout_source(shape: tuple[int, ...], operands: Sequence[Any]) -> torch.Tensor | None:
@@ -493,10 +516,7 @@ def destination(
             )
         return inplace
     if device is None:
-        device = next(
-            (t.device for t in operands if isinstance(t, torch.Tensor) and t.dim() > 0),
-            next(t.device for t in operands if isinstance(t, torch.Tensor)),
-        )
+        device = _device_of(operands)
     if out is not None:
         if out.device != device:
             raise RuntimeError(
@@ -523,10 +543,25 @@ def destination(
                 )
             out.resize_(shape)
         return out
-    like = _layout_source(shape, operands)
-    if like is not None:
-        return torch.empty_like(like, dtype=dtype)
+    if len(shape) in (4, 5):
+        like = _layout_source(shape, operands)
+        if like is not None:
+            return torch.empty_like(like, dtype=dtype)
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _device_of(operands: Sequence[Any]) -> torch.device:
+    """The device of the first tensor with dimensions (a 0-dim CPU tensor may sit beside
+    CUDA tensors), else of the first tensor."""
+    first = None
+    for t in operands:
+        if isinstance(t, torch.Tensor):
+            if t.dim() > 0:
+                return t.device
+            if first is None:
+                first = t.device
+    assert first is not None, "no tensor operand"
+    return first
 
 
 _NAMES = {
