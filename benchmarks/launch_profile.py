@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import cProfile
 import io
-import statistics
-import sys
 import math
 import pstats
+import statistics
+import sys
 import time
 from typing import Any
 
@@ -87,17 +87,22 @@ def sweep() -> None:
     bw = measure_peaks("cuda").bandwidth_Bps
     for dtype in (torch.float16, torch.float32):
         n = (256 << 20) // torch.tensor([], dtype=dtype).element_size()
-        x, y = torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda", dtype=dtype)
+        x, y = (
+            torch.randn(n, device="cuda", dtype=dtype),
+            torch.randn(n, device="cuda", dtype=dtype),
+        )
         out = torch.empty_like(x)
         for block in (1024, 2048, 4096, 8192):
             for warps in (4, 8, 16):
                 if block // (32 * warps) < 1:
                     continue
 
-                def call(block: int = block, warps: int = warps) -> None:
+                args = (x, y, x, out, n, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+                def call(block: int = block, warps: int = warps, args: tuple = args) -> None:
                     pw._flat(
-                        (pw.cdiv(n, block),),
-                        (x, y, x, out, n, 0.0, 0.0, 0.0, 1.0, 0.0),
+                        (pw.cdiv(args[4], block),),
+                        args,
                         FN=pw._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=block,
                         num_warps=warps,
                     )  # fmt: skip
@@ -106,7 +111,10 @@ def sweep() -> None:
                     call()
                 times = []
                 for _ in range(20):
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s, e = (
+                        torch.cuda.Event(enable_timing=True),
+                        torch.cuda.Event(enable_timing=True),
+                    )
                     s.record()
                     call()
                     e.record()
@@ -114,7 +122,9 @@ def sweep() -> None:
                     times.append(s.elapsed_time(e))
                 ms = statistics.median(times)
                 frac = 3 * n * x.element_size() / (ms / 1e3) / bw
-                print(f"sweep {dtype} BLOCK={block} warps={warps}: {ms:.4f} ms, {frac:.3f} of copy bw")
+                print(
+                    f"sweep {dtype} BLOCK={block} warps={warps}: {ms:.4f} ms, {frac:.3f} of copy bw"
+                )
 
 
 if __name__ == "__main__":
