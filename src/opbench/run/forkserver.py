@@ -219,12 +219,10 @@ class ForkServer:
         self._closed = False
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = parent
-        env = dict(os.environ)
-        env.update(config.env)
+        from opbench.run.pool import worker_env
+
+        env = worker_env(config, device)
         env[_FD_ENV] = str(child.fileno())
-        env["PYTHONUNBUFFERED"] = "1"
-        # the call observer logs a line each time it starts and stops; keep real warnings
-        env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         kernel_dir = config.backend_path()
         self._wrapped = sandbox.wrap_command(
             [sys.executable, "-m", "opbench.run.forkserver"],

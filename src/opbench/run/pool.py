@@ -92,6 +92,24 @@ class WorkerStartError(RuntimeError):
     """A worker could not start (the backend failed to load, the sandbox failed, ...)."""
 
 
+def worker_env(config: WorkerConfig, device: str) -> dict[str, str]:
+    """The environment of a worker (or of the template workers are forked from).
+
+    On the CPU, Triton kernels run only under Triton's interpreter, which Triton reads
+    when its modules are imported and its ``@jit`` functions defined: the worker's own
+    warm-up already imports Triton (through torch's profiler), so the variable must be
+    in the process's environment from its start (a user's explicit value is kept).
+    """
+    env = dict(os.environ)
+    env.update(config.env)
+    env["PYTHONUNBUFFERED"] = "1"
+    # the call observer logs a line each time it starts and stops; keep real warnings
+    env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    if device == "cpu":
+        env.setdefault("TRITON_INTERPRET", "1")
+    return env
+
+
 class WorkerProcess:
     """One started worker process and the pipes to it."""
 
@@ -131,11 +149,7 @@ class WorkerProcess:
             protocol.write_trusted(self.proc.stdin, config.message(device))
             return
         cmd = [sys.executable, "-m", "opbench.run.worker"]
-        env = dict(os.environ)
-        env.update(config.env)
-        env["PYTHONUNBUFFERED"] = "1"
-        # the call observer logs a line each time it starts and stops; keep real warnings
-        env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+        env = worker_env(config, device)
         if device.startswith("cuda") and ":" in device:
             pass  # the worker selects the device itself; keep all GPUs visible for IPC-free setups
         kernel_dir = config.backend_path()

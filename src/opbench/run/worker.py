@@ -78,11 +78,6 @@ def main() -> int:
     if msg.get("type") != "load":
         return 0
     unit = msg.get("unit")
-    if device == "cpu":
-        # Triton kernels run on CPU tensors only under Triton's interpreter, which is
-        # chosen when a ``@triton.jit`` function is defined: set it before any kernel
-        # file is imported (a user's explicit TRITON_INTERPRET=0 is kept).
-        os.environ.setdefault("TRITON_INTERPRET", "1")
     fingerprint = Fingerprint()
     window = observer_mod.ExecutionWindow()
     try:
