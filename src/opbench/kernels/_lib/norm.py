@@ -707,6 +707,16 @@ def _viewable(t: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int, int]]:
     return t, st
 
 
+def _suggest_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialized tensor shaped like ``t`` in ATen's ``suggest_memory_format``:
+    channels-last when ``t`` is, else contiguous (eager's CPU batch norm outputs)."""
+    if not t.is_contiguous():
+        for fmt, nd in ((torch.channels_last, 4), (torch.channels_last_3d, 5)):
+            if t.dim() == nd and t.is_contiguous(memory_format=fmt):
+                return torch.empty_like(t, memory_format=fmt)
+    return torch.empty(t.shape, dtype=t.dtype, device=t.device)
+
+
 def _bn_blocks(C: int, s_c: int, R: int) -> tuple[int, int]:
     """(BLOCK_R, BLOCK_C): channel blocks only when channels are adjacent in memory."""
     block_c = min(BN_BLOCK_C, triton.next_power_of_2(C)) if s_c == 1 and C > 1 else 1
@@ -776,7 +786,8 @@ def batch_norm(
     save_len = C if (training or on_cuda) else 0
     save_mean = torch.empty((save_len,), dtype=sdt, device=dev)
     save_invstd = torch.empty((save_len,), dtype=sdt, device=dev)
-    y = torch.empty_like(input)
+    # CUDA's batch norm keeps the input's strides (empty_like), the CPU's suggests a format
+    y = torch.empty_like(input) if on_cuda else _suggest_like(input)
     if C == 0:
         return y, save_mean, save_invstd
     x, (xsN, xsC, xsS) = _viewable(input)
@@ -840,7 +851,7 @@ def batch_norm_backward(
     want_dx, want_dw, want_db = (bool(m) for m in output_mask)
     dev = input.device
     pdt = weight.dtype if weight is not None else input.dtype
-    dx = torch.empty_like(input) if want_dx else None
+    dx = _suggest_like(input) if want_dx else None
     dw = torch.empty((C,), dtype=pdt, device=dev) if want_dw else None
     db = torch.empty((C,), dtype=pdt, device=dev) if want_db else None
     if not (want_dx or want_dw or want_db) or C == 0:

@@ -1,0 +1,85 @@
+"""Embedding and its dense backward against eager PyTorch on CPU (Triton's interpreter):
+f32, f16, bf16 (and f64) weights and gradients, int64 and int32 indices of any shape
+(0-dim, empty, repeated), a non-contiguous weight, padding_idx, scale_grad_by_freq, and
+eager's IndexError for out-of-range indices, checked as the judge checks them (against
+eager and a float64 reference)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import embedding as emb  # noqa: E402
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+V, D = 10, 7
+
+INDICES = {
+    "2d_repeated": torch.tensor([[1, 1, 2], [0, 9, 1]]),
+    "int32": torch.tensor([3, 3, 3, 5], dtype=torch.int32),
+    "0d": torch.tensor(4),
+    "empty": torch.empty(0, 2, dtype=torch.long),
+    "transposed": torch.arange(12).reshape(3, 4).t() % V,
+}
+
+
+def _weight(dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    return torch.randn(V, D, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", sorted(INDICES))
+def test_embedding(name: str, dtype: torch.dtype) -> None:
+    idx = INDICES[name]
+    w = _weight(dtype)
+    got = emb.embedding(w, idx)
+    assert got.shape == (*idx.shape, D) and got.dtype == dtype
+    assert_matches(got, aten.embedding, w, idx)
+    wt = w.t().contiguous().t()  # column-major weight
+    assert_matches(emb.embedding(wt, idx, 1), aten.embedding, wt, idx, 1)
+
+
+def test_embedding_wide_rows_and_integer_weight() -> None:
+    w = torch.randn(4, emb.MAX_BLOCK_D + 5)
+    idx = torch.tensor([3, 0, 3])
+    assert_matches(emb.embedding(w, idx), aten.embedding, w, idx)
+    wi = torch.arange(12).reshape(4, 3)
+    assert torch.equal(emb.embedding(wi, idx), aten.embedding(wi, idx))
+
+
+@pytest.mark.parametrize("bad", [10, -1])
+def test_embedding_out_of_range_raises_like_eager(bad: int) -> None:
+    w = _weight(torch.float32)
+    idx = torch.tensor([1, bad])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        aten.embedding(w, idx)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        emb.embedding(w, idx)
+
+
+@pytest.mark.parametrize("scale", [False, True], ids=["plain", "scale_grad_by_freq"])
+@pytest.mark.parametrize("padding_idx", [-1, 1])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("name", sorted(INDICES))
+def test_embedding_dense_backward(name: str, dtype: torch.dtype, padding_idx: int,
+                                  scale: bool) -> None:  # fmt: skip
+    idx = INDICES[name]
+    g = torch.randn(*idx.shape, D, generator=torch.Generator().manual_seed(1)).to(dtype)
+    got = emb.embedding_dense_backward(g, idx, V, padding_idx, scale)
+    assert got.shape == (V, D) and got.dtype == dtype
+    assert_matches(got, aten.embedding_dense_backward, g, idx, V, padding_idx, scale)
+
+
+def test_embedding_dense_backward_many_duplicates_and_out_of_range() -> None:
+    # every index in one program hits the same row: the atomics must not lose updates
+    idx = torch.tensor([2] * 300 + [V + 3])  # eager's CPU kernel skips out-of-range rows
+    g = torch.randn(301, D)
+    assert_matches(
+        emb.embedding_dense_backward(g, idx, V, -1, False), aten.embedding_dense_backward,
+        g, idx, V, -1, False,
+    )  # fmt: skip

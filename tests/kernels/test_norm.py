@@ -1,0 +1,245 @@
+"""Layer norm and batch norm, forward and backward, against eager PyTorch on CPU (Triton's
+interpreter): f32, f16, bf16 (and f64), weight/bias present or None, rows kept whole and
+rows in chunks, 2-D to 5-D batch norm in contiguous and channels-last layouts, training
+(running statistics updated in place) and eval, every output_mask, empty inputs, and the
+exact metadata of mean/rstd and save_mean/save_invstd (FlagGems gets both wrong), checked
+as the judge checks them (against eager and a float64 reference)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import norm  # noqa: E402
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+MASKS = [list(m) for m in itertools.product([True, False], repeat=3)]
+
+
+def _rand(*shape: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g) * 2 + 0.5).to(dtype)
+
+
+def _meta(t: torch.Tensor | None) -> tuple | None:
+    return None if t is None else (tuple(t.shape), t.dtype, t.stride())
+
+
+# ----------------------------------------------------------------------------- layer norm
+
+LN_CASES = {
+    "last_dim": ((3, 5, 7), [7]),
+    "two_dims": ((4, 6, 10), [6, 10]),
+    "all_dims": ((3, 4), [3, 4]),
+    "chunked_rows": ((2, norm.MAX_ROW_BLOCK + 3), [norm.MAX_ROW_BLOCK + 3]),
+}
+
+
+@pytest.mark.parametrize("affine", ["both", "none", "weight_only"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", sorted(LN_CASES))
+def test_layer_norm(case: str, dtype: torch.dtype, affine: str) -> None:
+    shape, ns = LN_CASES[case]
+    x = _rand(*shape, dtype=dtype)
+    w = _rand(*ns, dtype=dtype, seed=1) if affine != "none" else None
+    b = _rand(*ns, dtype=dtype, seed=2) if affine == "both" else None
+    got = norm.layer_norm(x, ns, w, b, 1e-5)
+    assert_matches(got, aten.native_layer_norm, x, ns, w, b, 1e-5)
+    assert [_meta(t) for t in got] == [_meta(t) for t in aten.native_layer_norm(x, ns, w, b, 1e-5)]
+
+
+def test_layer_norm_metadata() -> None:
+    x = _rand(2, 3, 4, 5, dtype=torch.float16)
+    _, mean, rstd = norm.layer_norm(x, [4, 5], None, None, 1e-5)
+    assert mean.shape == rstd.shape == (2, 3, 1, 1)  # FlagGems: [6]
+    assert mean.dtype == rstd.dtype == torch.float16  # eager on the CPU (CUDA: float32)
+    # the CPU's mixed-type path: f16 input with a float32 weight keeps float32 statistics
+    _, mean, _ = norm.layer_norm(x, [4, 5], torch.ones(4, 5), None, 1e-5)
+    assert mean.dtype == torch.float32
+
+
+def test_layer_norm_strided_empty_and_degenerate_eps() -> None:
+    x = _rand(7, 3, 5, dtype=torch.float32).permute(1, 0, 2)
+    assert_matches(norm.layer_norm(x, [5], None, None, 1e-5), aten.native_layer_norm, x, [5],
+                   None, None, 1e-5)  # fmt: skip
+    e = torch.empty(0, 4)
+    assert_matches(norm.layer_norm(e, [4], None, None, 1e-5), aten.native_layer_norm, e, [4],
+                   None, None, 1e-5)  # fmt: skip
+    # a negative eps (OpInfo uses -0.5) gives NaN where var + eps < 0, as eager
+    x = _rand(2, 2, 3, dtype=torch.float32)
+    assert_matches(norm.layer_norm(x, [2, 3], None, None, -0.5), aten.native_layer_norm, x,
+                   [2, 3], None, None, -0.5)  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64], ids=str)
+@pytest.mark.parametrize("case", ["two_dims", "chunked_rows"])
+def test_layer_norm_backward(case: str, dtype: torch.dtype) -> None:
+    shape, ns = LN_CASES[case]
+    x = _rand(*shape, dtype=dtype)
+    w = _rand(*ns, dtype=dtype, seed=1)
+    b = _rand(*ns, dtype=dtype, seed=2)
+    _, mean, rstd = aten.native_layer_norm(x, ns, w, b, 1e-5)
+    g = _rand(*shape, dtype=dtype, seed=3)
+    for mask in MASKS:
+        got = norm.layer_norm_backward(g, x, ns, mean, rstd, w, b, mask)
+        assert [t is None for t in got] == [not m for m in mask]
+        assert_matches(got, aten.native_layer_norm_backward, g, x, ns, mean, rstd, w, b, mask)
+    mask = [True, False, False]
+    got = norm.layer_norm_backward(g, x, ns, mean, rstd, None, None, mask)
+    assert_matches(got, aten.native_layer_norm_backward, g, x, ns, mean, rstd, None, None, mask)
+
+
+def test_layer_norm_backward_empty_rows() -> None:
+    args = (torch.randn(0, 4), torch.randn(0, 4), [4], torch.randn(0, 1), torch.randn(0, 1),
+            torch.ones(4), torch.ones(4), [True, True, True])  # fmt: skip
+    assert_matches(norm.layer_norm_backward(*args), aten.native_layer_norm_backward, *args)
+
+
+# ----------------------------------------------------------------------------- batch norm
+
+BN_SHAPES = {
+    "2d": ((6, 3), None),
+    "3d": ((2, 3, 5), None),
+    "4d": ((2, 3, 4, 5), None),
+    "4d_channels_last": ((2, 3, 4, 5), torch.channels_last),
+    "4d_channels_last_wide": ((3, 70, 2, 2), torch.channels_last),
+    "5d_channels_last": ((2, 5, 2, 3, 4), torch.channels_last_3d),
+    "4d_transposed": ((2, 3, 4, 5), "transposed"),
+}
+
+
+def _bn_input(case: str, dtype: torch.dtype) -> torch.Tensor:
+    shape, layout = BN_SHAPES[case]
+    if layout == "transposed":  # spatial dims that do not merge: copied to contiguous
+        return _rand(*shape[:2], shape[3], shape[2], dtype=dtype).transpose(2, 3)
+    x = _rand(*shape, dtype=dtype)
+    return x.to(memory_format=layout) if layout is not None else x
+
+
+def _bn_params(C: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    return (
+        _rand(C, dtype=dtype, seed=1),
+        _rand(C, dtype=dtype, seed=2),
+        _rand(C, dtype=dtype, seed=3),
+        torch.rand(C, generator=torch.Generator().manual_seed(4)).to(dtype) + 0.5,
+    )
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", sorted(BN_SHAPES))
+def test_batch_norm(case: str, dtype: torch.dtype, training: bool) -> None:
+    x = _bn_input(case, dtype)
+    w, b, rm, rv = _bn_params(x.shape[1], dtype)
+    variants = [(w, b, rm, rv), (None, None, rm, rv)]
+    if training:
+        variants.append((w, b, None, None))
+    for ww, bb, r_m, r_v in variants:
+        ours_rm = r_m.clone() if r_m is not None else None
+        ours_rv = r_v.clone() if r_v is not None else None
+        got = norm.batch_norm(x, ww, bb, ours_rm, ours_rv, training, 0.1, 1e-5)
+        eager_rm = r_m.clone() if r_m is not None else None
+        eager_rv = r_v.clone() if r_v is not None else None
+        want = aten.native_batch_norm(x, ww, bb, eager_rm, eager_rv, training, 0.1, 1e-5)
+        assert [_meta(t) for t in got] == [_meta(t) for t in want]
+        assert_matches(
+            got, aten.native_batch_norm, x, ww, bb,
+            r_m.clone() if r_m is not None else None, r_v.clone() if r_v is not None else None,
+            training, 0.1, 1e-5,
+        )  # fmt: skip
+        if r_m is not None:  # running statistics: momentum and the unbiased variance
+            tol = (
+                {"atol": 1e-5, "rtol": 1e-5}
+                if dtype == torch.float32
+                else {"atol": 1e-2, "rtol": 2e-2}
+            )
+            torch.testing.assert_close(ours_rm.double(), eager_rm.double(), **tol)
+            torch.testing.assert_close(ours_rv.double(), eager_rv.double(), **tol)
+
+
+def test_batch_norm_metadata() -> None:
+    x = _rand(4, 3, 2, 2, dtype=torch.float16)
+    _, sm, si = norm.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    assert (sm.shape, sm.dtype, si.shape, si.dtype) == ((3,), torch.float16, (3,), torch.float16)
+    # eval mode on the CPU returns empty statistics; mixed f16 input / f32 params: float32
+    rm, rv = torch.zeros(3), torch.ones(3)
+    _, sm, si = norm.batch_norm(x, torch.ones(3), None, rm, rv, False, 0.1, 1e-5)
+    assert (sm.shape, sm.dtype, si.shape) == ((0,), torch.float32, (0,))
+    _, sm, _ = norm.batch_norm(x, torch.ones(3), None, rm, rv, True, 0.1, 1e-5)
+    assert sm.dtype == torch.float32
+
+
+def test_batch_norm_edge_cases() -> None:
+    # one value per channel: the unbiased running variance is NaN, as eager
+    x = _rand(1, 3, dtype=torch.float32)
+    ours, eager = (torch.ones(3), torch.ones(3)), (torch.ones(3), torch.ones(3))
+    norm.batch_norm(x, None, None, torch.zeros(3), ours[1], True, 0.1, 1e-5)
+    aten.native_batch_norm(x, None, None, torch.zeros(3), eager[1], True, 0.1, 1e-5)
+    torch.testing.assert_close(ours[1], eager[1], equal_nan=True)
+    # empty input in eval mode; training on an empty input raises, as eager
+    e = torch.empty(0, 3)
+    args = (e, None, None, torch.zeros(3), torch.ones(3), False, 0.1, 1e-5)
+    assert_matches(norm.batch_norm(*args), aten.native_batch_norm, *args)
+    with pytest.raises(RuntimeError, match="at least one element"):
+        norm.batch_norm(e, None, None, None, None, True, 0.1, 1e-5)
+    # momentum and eps from OpInfo's samples (negative momentum is legal)
+    x = _rand(3, 2, 3, 4, dtype=torch.float32)
+    args = (x, torch.ones(2), torch.zeros(2), torch.zeros(2), torch.ones(2), True, -1.0, 0.5)
+    assert_matches(norm.batch_norm(*args), aten.native_batch_norm, *args)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64], ids=str)
+@pytest.mark.parametrize("case", ["2d", "4d", "4d_channels_last", "5d_channels_last"])
+def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> None:
+    x = _bn_input(case, dtype)
+    w, b, rm, rv = _bn_params(x.shape[1], dtype)
+    _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
+    g = _rand(*x.shape, dtype=dtype, seed=5)
+    for mask in MASKS:
+        for ww in (w, None):
+            args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
+            got = norm.batch_norm_backward(*args)
+            assert [_meta(t) for t in got] == [
+                _meta(t) for t in aten.native_batch_norm_backward(*args)
+            ]
+            assert_matches(got, aten.native_batch_norm_backward, *args)
+
+
+def test_batch_norm_backward_grad_layout_differs() -> None:
+    x = _rand(2, 3, 4, 5, dtype=torch.float32)
+    g = _rand(2, 3, 4, 5, dtype=torch.float32, seed=7).to(memory_format=torch.channels_last)
+    _, sm, si = aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    args = (g, x, None, None, None, sm, si, True, 1e-5, [True, True, True])
+    got = norm.batch_norm_backward(*args)
+    assert got[0].stride() == x.stride()
+    assert_matches(got, aten.native_batch_norm_backward, *args)
+
+
+def test_kernels_run_when_triton_was_imported_first() -> None:
+    """opbench's CPU workers may import Triton before TRITON_INTERPRET is set: the kernels
+    must not call triton.language's own @jit helpers (tl.sum, tl.zeros)."""
+    code = (
+        "import triton.language, os\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "import torch\n"
+        "from opbench.kernels._lib import norm\n"
+        "x = torch.randn(4, 3, 5)\n"
+        "y = norm.layer_norm(x, [5], None, None, 1e-5)\n"
+        "torch.testing.assert_close(y, torch.ops.aten.native_layer_norm(x, [5], None, None, 1e-5))\n"
+        "y = norm.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)\n"
+        "torch.testing.assert_close(y, torch.ops.aten.native_batch_norm(\n"
+        "    x, None, None, None, None, True, 0.1, 1e-5))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
