@@ -160,3 +160,13 @@ def test_declines_what_it_does_not_implement() -> None:
         pw.div(torch.ones(3), torch.ones(3), rounding_mode="floor")
     with pytest.raises(NotImplementedError):
         pw.sigmoid(torch.ones(3, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_div_rounding_modes(mode: str, dtype: torch.dtype) -> None:
+    a = (torch.randn(41, 7) * 20).to(dtype)
+    b = torch.tensor([3.0, -3.0, 0.5, -0.25, 7.0, 0.0, -0.0]).to(dtype)
+    assert_matches(pw.div(a, b, rounding_mode=mode), aten.div.Tensor_mode, a, b, rounding_mode=mode)
+    with pytest.raises(NotImplementedError):
+        pw.div(torch.arange(4), 3, rounding_mode=mode)

@@ -116,6 +116,40 @@ def _divide(a, b, c, p0, p1):
 
 
 @triton.jit
+def trunc_f(x):
+    return tl.where(x < 0, tl.math.ceil(x), tl.math.floor(x))
+
+
+@triton.jit
+def fmod_f(a, b):
+    """C's fmod: libdevice on the GPU; a - trunc(a / b) * b on the interpreter (exact
+    while a / b is, which covers the test inputs)."""
+    if ON_GPU:
+        r = libdevice.fmod(a, b)
+    else:
+        r = a - trunc_f(a / b) * b
+    return r
+
+
+@triton.jit
+def _divide_trunc(a, b, c, p0, p1):
+    return trunc_f(a / b)
+
+
+@triton.jit
+def _divide_floor(a, b, c, p0, p1):
+    # ATen's div_floor_floating, step by step (a true floor(a / b) rounds differently)
+    mod = fmod_f(a, b)
+    q = (a - mod) / b
+    q = tl.where((mod != 0) & ((b < 0) != (mod < 0)), q - 1.0, q)
+    fl = tl.math.floor(q)
+    fl = tl.where(q - fl > 0.5, fl + 1.0, fl)
+    zero = tl.where(a / b < 0, -0.0, 0.0)
+    res = tl.where(q != 0, fl, zero)
+    return tl.where(b == 0, a / b, res)
+
+
+@triton.jit
 def _neg(a, b, c, p0, p1):
     return -a
 
@@ -663,12 +697,22 @@ def mul_out(self: Any, other: Any, *, out: torch.Tensor) -> torch.Tensor:
 
 def _div(self: Any, other: Any, rounding_mode: str | None, out: Any, inplace: Any) -> torch.Tensor:
     _check_number(other)
-    if rounding_mode is not None:
-        raise NotImplementedError(f"div with rounding_mode={rounding_mode!r}")
     dtype = torch.result_type(self, other)
+    if rounding_mode is None:
+        if not dtype.is_floating_point:
+            dtype = torch.get_default_dtype()  # true division of integers
+        return elementwise(_divide, [self, other], dtype, out=out, inplace=inplace)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"'{rounding_mode}'"
+        )
     if not dtype.is_floating_point:
-        dtype = torch.get_default_dtype()  # true division of integers
-    return elementwise(_divide, [self, other], dtype, out=out, inplace=inplace)
+        # integer division semantics (and division by zero) differ between Triton's
+        # compiled code and its interpreter; declined rather than guessed
+        raise NotImplementedError(f"div with rounding_mode={rounding_mode!r} on {dtype}")
+    fn = _divide_trunc if rounding_mode == "trunc" else _divide_floor
+    return elementwise(fn, [self, other], dtype, out=out, inplace=inplace)
 
 
 def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> torch.Tensor:

@@ -35,7 +35,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
 from opbench.kernels._lib.pointwise import destination
-from opbench.kernels._lib.reduction import offsets, row_max, row_sum
+from opbench.kernels._lib.reduction import offsets, row_max, row_sum, vec_of
 
 __all__ = [
     "softmax",
@@ -72,8 +72,17 @@ def _softmax_kernel(
     xs0: tl.int64, xs1: tl.int64, os0: tl.int64, os1: tl.int64,
     xn: tl.int64, on: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
-    SINGLE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    SINGLE: tl.constexpr, VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
+    # sizes and strides arrive divided by VEC: multiplied back, the compiler knows them
+    # multiples of VEC and vectorises (reduction.vec_of)
+    md1 = md1 * VEC
+    xs0 = xs0 * VEC
+    xs1 = xs1 * VEC
+    os0 = os0 * VEC
+    os1 = os1 * VEC
+    xn = xn * VEC
+    on = on * VEC
     pid = tl.program_id(0).to(tl.int64)
     m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = m < M
@@ -143,9 +152,19 @@ def _softmax_bwd_kernel(
     gs0: tl.int64, gs1: tl.int64, ys0: tl.int64, ys1: tl.int64, os0: tl.int64, os1: tl.int64,
     gn: tl.int64, yn: tl.int64, on: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
-    SINGLE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    SINGLE: tl.constexpr, VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g)."""
+    md1 = md1 * VEC
+    gs0 = gs0 * VEC
+    gs1 = gs1 * VEC
+    ys0 = ys0 * VEC
+    ys1 = ys1 * VEC
+    os0 = os0 * VEC
+    os1 = os1 * VEC
+    gn = gn * VEC
+    yn = yn * VEC
+    on = on * VEC
     pid = tl.program_id(0).to(tl.int64)
     m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = m < M
@@ -301,6 +320,9 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
         plan = _plan([*inputs, target], dim)
         assert plan is not None
     M, N, mode, flat, col, md1, unit_n, single, bm, bn = plan
+    used = ([md1] if mode == 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
+    vec = vec_of(used, [*inputs, target])
+    md1, flat, col = md1 // vec, [v // vec for v in flat], [v // vec for v in col]
     compute = _compute(inputs[0].dtype if not bwd else dest.dtype)
     if any(t.dtype == torch.float64 for t in inputs):
         compute = tl.float64
@@ -308,7 +330,7 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
     launcher(
         (cdiv(M, bm),),
         (*inputs, target, M, N, md1, *flat, *col),
-        LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single,
+        LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
         BLOCK_M=bm, BLOCK_N=bn,
     )  # fmt: skip
     if target is not dest and target.data_ptr() != dest.data_ptr():
