@@ -94,6 +94,8 @@ class Launcher:
         hit = self._compiled.get(k)
         if hit is None:
             compiled = self.fn[tuple(grid)](*args, **constexprs)
+            # Triton's own query of the current stream (torch's raw stream handle)
+            self._stream = triton.runtime.driver.active.get_current_stream
             names = tuple(p.name for p in self.fn.params[len(args) :])
             self._compiled[k] = (compiled, tuple(constexprs[n] for n in names), compiled.run)
             return
@@ -102,7 +104,7 @@ class Launcher:
         enter, exit_ = _hooks()
         full = (*args, *consts)
         metadata = None
-        stream = torch._C._cuda_getCurrentRawStream(device)
+        stream = self._stream(device)
         if enter is not None:
             metadata = compiled.launch_metadata(grid, stream, *full)
         run(
