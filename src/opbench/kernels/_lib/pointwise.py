@@ -263,7 +263,7 @@ def _operand(
     elif MODE == 2:
         v = tl.load(ptr + offs * 0, mask=mask).to(COMPUTE)  # one element, broadcast
     else:
-        v = tl.zeros([BLOCK], COMPUTE) + tl.cast(number, COMPUTE)
+        v = tl.full([BLOCK], 0, COMPUTE) + tl.cast(number, COMPUTE)
     return v
 
 
