@@ -157,7 +157,9 @@ def test_inplace_and_out_variants_write_their_target() -> None:
 
 def test_declines_what_it_does_not_implement() -> None:
     with pytest.raises(NotImplementedError):
-        pw.div(torch.ones(3), torch.ones(3), rounding_mode="floor")
+        pw.div(torch.ones(3, dtype=torch.int64), 2, rounding_mode="floor")
+    with pytest.raises(ValueError, match="rounding_mode"):
+        pw.div(torch.ones(3), 2.0, rounding_mode="round")
     with pytest.raises(NotImplementedError):
         pw.sigmoid(torch.ones(3, dtype=torch.int64))
 
