@@ -64,19 +64,10 @@ def _gpu_tag() -> str:
 
 
 def _host_us(fn: Any, calls: int = 2000) -> float:
-    import torch
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from launch_profile import per_call_us
 
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    best = math.inf
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    return best
+    return per_call_us(fn, calls)
 
 
 def launch_cost() -> dict[str, Any]:

@@ -33,6 +33,26 @@ def assert_matches(got: Any, reference: Callable[..., Any], *args: Any, **kwargs
     assert result.ok, f"{result.category}: {result.message}"
 
 
+def sample_input(layout: str, dtype: torch.dtype) -> torch.Tensor:
+    """A seeded 3-D input of the named layout (values ~N(0, 9)): ``contiguous``,
+    ``transposed`` (permuted, no dim mergeable), ``sliced`` (steps in two dims), ``4d``
+    (a 4-D permutation whose outer and inner pairs do not merge)."""
+    g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
+
+    def r(*shape: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=g) * 3).to(dtype)
+
+    if layout == "contiguous":
+        return r(6, 19, 5)
+    if layout == "transposed":
+        return r(5, 19, 6).permute(2, 1, 0)
+    if layout == "sliced":
+        return r(6, 38, 10)[:, ::2, 1::2]
+    if layout == "4d":
+        return r(3, 4, 5, 6).permute(0, 2, 1, 3)
+    raise AssertionError(layout)
+
+
 def _cast_structure(ref: Any, eager: Any) -> Any:
     if isinstance(ref, torch.Tensor) and isinstance(eager, torch.Tensor):
         return ref if eager.dtype.is_floating_point else ref.to(eager.dtype)

@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import softmax as sm  # noqa: E402
 
@@ -19,21 +19,7 @@ aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def _input(layout: str, dtype: torch.dtype) -> torch.Tensor:
-    g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
-
-    def r(*shape: int) -> torch.Tensor:
-        return (torch.randn(*shape, generator=g) * 3).to(dtype)
-
-    if layout == "contiguous":
-        return r(6, 19, 5)
-    if layout == "transposed":
-        return r(5, 19, 6).permute(2, 1, 0)
-    if layout == "sliced":
-        return r(6, 38, 10)[:, ::2, 1::2]
-    if layout == "4d":  # three kept dims that do not merge: the contiguous fallback
-        return r(3, 4, 5, 6).permute(0, 2, 1, 3)
-    raise AssertionError(layout)
+_input = sample_input
 
 
 LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
