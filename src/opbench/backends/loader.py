@@ -9,6 +9,7 @@ harness never loads a candidate backend.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,11 @@ def load_backend(
         return ModuleBackend(name, func or "enable", device)
     if spec == "triton":
         from opbench import kernels
+
+        if str(device).startswith("cpu"):
+            # in-process use on a CPU (opbench.enable, check-model): the kernels run
+            # under Triton's interpreter, chosen when their @jit functions are defined
+            os.environ.setdefault("TRITON_INTERPRET", "1")
 
         path = Path(kernels.__file__).parent
         if not any(p.is_dir() and any(p.glob("*_implementation*.py")) for p in path.iterdir()):
