@@ -184,6 +184,44 @@ def with_hidden_run_dir(config: WorkerConfig, store: ResultStore, *dirs: Path) -
     return replace(config, hide=hide)
 
 
+class _Plans:
+    """A test's trial plan and expectations (the harness's own inputs and references,
+    :func:`opbench.judge.evaluate.plan_trials`), computed one test ahead on a thread of
+    the harness while the worker runs the current test: on 2 cores the two processes
+    then work at the same time instead of in turn. Only without timing (``ahead``
+    False under ``--perf``), where the harness's work would share the CPU or GPU with
+    the measured calls."""
+
+    def __init__(self, compute: Callable[[Case], Any], device: str, *, ahead: bool) -> None:
+        self._compute = compute
+        self._pool: Any = None
+        self._pending: tuple[str, Any] | None = None
+        if ahead:
+            from concurrent.futures import ThreadPoolExecutor
+
+            def bind_device() -> None:
+                if device.startswith("cuda"):
+                    import torch
+
+                    torch.cuda.set_device(torch.device(device))
+
+            self._pool = ThreadPoolExecutor(1, "opbench-plan", initializer=bind_device)
+
+    def ahead(self, case: Case) -> None:
+        if self._pool is not None:
+            self._pending = (case.test_id, self._pool.submit(self._compute, case))
+
+    def get(self, case: Case) -> Any:
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == case.test_id:
+            return pending[1].result()
+        return self._compute(case)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 class LocalExecutor:
     """Runs cases on local worker processes and stores each result as it finishes.
 
@@ -246,10 +284,12 @@ class LocalExecutor:
                 return current
         if current is not None:
             current.retire()
-        worker = self.factory.get(device)
+        worker = self.factory.get(device, unit)
         self.workers_started += 1
         self.sandbox_level = worker.sandbox_level
-        info = worker.load(unit)
+        info = worker.preload_result if worker.preload_unit == unit else None
+        if info is None:
+            info = worker.load(unit)
         if info.get("type") == "load_failed":
             return info
         self.planner.note_loaded(info)
@@ -268,17 +308,24 @@ class LocalExecutor:
             # generator is the one random ops draw from
             torch.cuda.set_device(torch.device(device))
         backend = self.config.backend
+        plans = _Plans(
+            lambda case: plan_trials(case, device, self.judge_options),
+            device,
+            ahead=not self.config.perf,
+        )
         try:
             while True:
                 try:
                     unit, group = todo.get_nowait()
                 except queue.Empty:
                     break
-                for case in group:
+                for i, case in enumerate(group):
                     result = self._without_worker(case, unit, device)
                     if result is None:
                         started = time.perf_counter()
-                        plan, expectations = plan_trials(case, device, self.judge_options)
+                        plan, expectations = plans.get(case)
+                        if i + 1 < len(group):
+                            plans.ahead(group[i + 1])
                         got = self._worker_for(device, unit, worker)
                         if isinstance(got, dict):  # importing the unit killed the worker
                             worker = None
@@ -289,6 +336,8 @@ class LocalExecutor:
                                 stderr_tail=got.get("stderr_tail", ""),
                             )
                         else:
+                            if got is not worker and not self.config.perf:
+                                self._preload_next(device, todo)
                             worker = got
                             outcome = worker.run_case(
                                 case.to_dict(), self.options.test_timeout_s, plan.to_dict()
@@ -324,8 +373,17 @@ class LocalExecutor:
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
         finally:
+            plans.close()
             if worker is not None:
                 worker.stop()
+
+    def _preload_next(self, device: str, todo: queue.Queue) -> None:
+        """Let the spare import the unit queued next while this one runs (another slot
+        may take that unit first; the spare is then discarded, never reused)."""
+        with todo.mutex:
+            nxt = todo.queue[0] if todo.queue else None
+        if nxt is not None and self.factory.spares_enabled:
+            self.factory.preload(device, nxt[0])
 
     def _without_worker(self, case: Case, unit: Unit, device: str) -> TestResult | None:
         """The result of a case no worker runs: past its op's crash budget, no kernel,

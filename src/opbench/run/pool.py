@@ -136,6 +136,10 @@ class WorkerProcess:
         self.loaded_info: dict[str, Any] | None = None
         self.unit: tuple[str, ...] | None = None
         self.warm_thread: threading.Thread | None = None
+        #: the unit a spare was asked to import ahead of need (WorkerFactory.preload),
+        #: and what its load answered (None while unknown, or if it could not load)
+        self.preload_unit: tuple[str, ...] | None = None
+        self.preload_result: dict[str, Any] | None = None
         self.forked = forkserver is not None
         if forkserver is not None:
             # A fork of a warm template (opbench.run.forkserver), already in its sandbox.
@@ -494,8 +498,10 @@ class WorkerFactory:
             self._forkserver.close()
             self._forkserver = None
 
-    def get(self, device: str) -> WorkerProcess:
-        """A ready worker for ``device``: the spare if there is one, else a new one."""
+    def get(self, device: str, unit: tuple[str, ...] | None = None) -> WorkerProcess:
+        """A ready worker for ``device``: the spare if there is one, else a new one. A
+        spare that imported another unit ahead of need is discarded (a worker judges one
+        unit only); one that imported ``unit`` comes back loaded."""
         with self._lock:
             queue = self._spares.get(device)
             w = queue.popleft() if queue else None
@@ -503,7 +509,10 @@ class WorkerFactory:
             warm = getattr(w, "warm_thread", None)
             if warm is not None:
                 warm.join()
-            if w.ready_info is None or not w.alive():
+            stale = w.preload_unit is not None and (
+                w.preload_unit != unit or w.preload_result is None
+            )
+            if w.ready_info is None or not w.alive() or stale:
                 w.kill()
                 w = None
         if w is None:
@@ -529,6 +538,32 @@ class WorkerFactory:
                 log.debug("spare worker failed to start: %s", e)
 
         spare.warm_thread = threading.Thread(target=warm, daemon=True)
+        spare.warm_thread.start()
+
+    def preload(self, device: str, unit: tuple[str, ...]) -> None:
+        """Have the next spare import ``unit`` now, while the current unit's tests run
+        (runs without timing only: the import would share the machine with measured
+        calls). Its own process, sandbox and import observer, as for any load."""
+        with self._lock:
+            queue = self._spares.get(device)
+            spare = queue[0] if queue else None
+        if spare is None or spare.preload_unit is not None:
+            return
+        spare.preload_unit = unit
+        previous = spare.warm_thread
+
+        def load() -> None:
+            if previous is not None:
+                previous.join()
+            if spare.ready_info is None or not spare.alive():
+                return
+            try:
+                spare.preload_result = spare.load(unit)
+            except WorkerStartError as e:
+                log.debug("spare worker failed to preload %s: %s", unit, e)
+                spare.kill()
+
+        spare.warm_thread = threading.Thread(target=load, daemon=True)
         spare.warm_thread.start()
 
     def close(self) -> None:
