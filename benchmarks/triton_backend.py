@@ -15,13 +15,19 @@ Parts (``--parts``, default all):
   covered ops (``--limit-per-op 4``, most used cases first), timed; its ``summary.json``
   is written to ``benchmarks/results/triton-<gpu>.json`` with the launch and bandwidth
   numbers added.
+* ``opinfo``: correctness only (``--no-perf``), the quick OpInfo profile for every covered
+  op in f16, bf16 and f32 on CUDA, 4 workers (Triton compiles in parallel); the summary goes
+  to ``benchmarks/results/triton-<gpu>-opinfo.json``. A cold OpInfo mapping cache costs
+  ~150 s: point ``OPBENCH_CACHE_DIR`` somewhere that survives between device calls.
 * ``flaggems``: the same cases with ``--backend module:flag_gems:enable``, written to
   ``benchmarks/results/flaggems-<gpu>.json``.
 
 A markdown table of both runs (per op: device and host speedups, achieved bandwidth and
 fraction of speed of light) goes to ``benchmarks/results/triton-<gpu>.md``.
 
-Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``):
+Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``; three device calls of
+under 10 minutes each; FlagGems needs its wheel and sqlalchemy's installed first):
+    OPBENCH_CACHE_DIR=$OUT/cache python3 benchmarks/triton_backend.py --parts opinfo
     python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts launch,bandwidth,traces
     python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report
 """
@@ -342,6 +348,28 @@ def main() -> int:
     ours.update(extra)
     if ours:
         ours_path.write_text(json.dumps(ours, indent=1, default=str))
+    if "opinfo" in parts:
+        out = work / "opinfo"
+        subprocess.run(["rm", "-rf", str(out)])
+        args = [
+            "--suite", "opinfo", "--backend", "triton", "--device", "cuda", "--ops", COVERED,
+            "--dtypes", "f16,bf16,f32", "--no-perf", "--workers", "4", "--out", str(out),
+        ]  # fmt: skip
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "opbench.cli", "run", *args],
+            capture_output=True, text=True, timeout=a.budget,
+        )  # fmt: skip
+        summary = out / "summary.json"
+        s = json.loads(summary.read_text()) if summary.exists() else {}
+        s["benchmark"] = {
+            "command": "opbench run " + " ".join(args),
+            "rc": proc.returncode,
+            "wall_s": round(time.perf_counter() - t0, 1),
+        }
+        s["per_op"] = per_op(out)
+        (RESULTS / f"triton-{gpu}-opinfo.json").write_text(json.dumps(s, indent=1, default=str))
+        print(json.dumps({k: s.get(k) for k in ("correctness_score", "tests")}, indent=1))
     if "flaggems" in parts:
         out = work / "flaggems"
         subprocess.run(["rm", "-rf", str(out)])
