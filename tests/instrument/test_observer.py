@@ -118,3 +118,37 @@ def test_fingerprint_sees_a_patched_judge_helper():
         assert any("tensors.digest" in x for x in fp.changes())
     finally:
         tensors.digest = saved
+
+
+def test_inherited_fingerprint_checks_the_templates_view_and_rereads_settings():
+    """A forked worker reuses the template's fingerprint (no walk of every module per
+    fork): a judge helper replaced afterwards is still caught, the worker's own thread
+    count is its baseline, and a new opbench module makes it take a fresh one."""
+    import sys
+    import types
+
+    import opbench.instrument.tensors as tensors
+
+    template = Fingerprint()
+    saved_threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(saved_threads + 1)  # pinned by the worker after the fork
+        fp = Fingerprint.inherited(template)
+        assert fp._taken is template._taken
+        assert fp.changes() == []
+        saved = tensors.digest
+        try:
+            tensors.digest = lambda t: "same"
+            assert any("tensors.digest" in x for x in fp.changes())
+        finally:
+            tensors.digest = saved
+    finally:
+        torch.set_num_threads(saved_threads)
+    sys.modules["opbench._test_new_module"] = types.ModuleType("opbench._test_new_module")
+    try:
+        fresh = Fingerprint.inherited(template)
+        assert fresh._taken is not template._taken
+        assert "sys.modules[opbench._test_new_module]" in fresh._taken
+    finally:
+        del sys.modules["opbench._test_new_module"]
+    assert Fingerprint.inherited(None).changes() == []

@@ -59,6 +59,9 @@ def _template_main() -> int:
 
     worker._warm_up("cpu")
     worker.WARMED_BY_TEMPLATE = True
+    from opbench.instrument.integrity import Fingerprint
+
+    worker.TEMPLATE_FINGERPRINT = Fingerprint()
     # Everything imported so far is shared with the children copy-on-write; a collection
     # in a child would touch (and so copy) every page of it. Frozen objects are never
     # scanned: a fork's first answers took 30-60 ms on 2 cores without this.

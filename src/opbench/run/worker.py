@@ -25,6 +25,8 @@ from typing import Any
 
 #: Set by the fork server's template after its own warm-up, before it forks workers.
 WARMED_BY_TEMPLATE = False
+#: The template's process fingerprint, taken after its warm-up (see Fingerprint.inherited).
+TEMPLATE_FINGERPRINT = None
 
 
 def _private_streams():
@@ -78,7 +80,7 @@ def main() -> int:
     if msg.get("type") != "load":
         return 0
     unit = msg.get("unit")
-    fingerprint = Fingerprint()
+    fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
     window = observer_mod.ExecutionWindow()
     try:
         with window, window.mark():
