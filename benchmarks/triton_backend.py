@@ -55,7 +55,11 @@ COVERED = (
     "tanh_backward,silu_backward,gelu_backward,copy_,clone,cat,sum,mean,amax,_softmax,"
     "_softmax_backward_data,_log_softmax,_log_softmax_backward_data,native_layer_norm,"
     "native_layer_norm_backward,native_batch_norm,native_batch_norm_backward,embedding,"
-    "embedding_dense_backward"
+    "embedding_dense_backward,hardsigmoid,hardsigmoid_,hardsigmoid_backward,hardswish,"
+    "hardswish_,hardswish_backward,leaky_relu,leaky_relu_,leaky_relu_backward,elu,elu_,"
+    "elu_backward,exp,exp_,sqrt,sqrt_,rsqrt,rsqrt_,reciprocal,reciprocal_,minimum,maximum,"
+    "pow.Tensor_Scalar,pow.Tensor_Scalar_out,pow_.Scalar,clamp.default,clamp.out,"
+    "clamp_.default,masked_fill.Scalar,masked_fill.Scalar_out,masked_fill_.Scalar"
 )
 
 

@@ -1,0 +1,7 @@
+"""aten::clamp_.default, written into self.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import clamp_ as clamp___default_kernel_impl
+
+__all__ = ["clamp___default_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::exp.default (integer and bool inputs give the default float dtype).
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import exp as exp_kernel_impl
+
+__all__ = ["exp_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::hardsigmoid_.default, written into self.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import hardsigmoid_ as hardsigmoid__kernel_impl
+
+__all__ = ["hardsigmoid__kernel_impl"]

@@ -1,0 +1,9 @@
+"""aten::hardsigmoid_backward.grad_input, written into grad_input.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import (
+    hardsigmoid_backward as hardsigmoid_backward__grad_input_kernel_impl,
+)
+
+__all__ = ["hardsigmoid_backward__grad_input_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::hardswish_backward.out, written into out.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import hardswish_backward as hardswish_backward__out_kernel_impl
+
+__all__ = ["hardswish_backward__out_kernel_impl"]

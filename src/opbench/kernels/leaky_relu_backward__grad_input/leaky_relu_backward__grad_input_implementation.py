@@ -1,0 +1,9 @@
+"""aten::leaky_relu_backward.grad_input, written into grad_input.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import (
+    leaky_relu_backward as leaky_relu_backward__grad_input_kernel_impl,
+)
+
+__all__ = ["leaky_relu_backward__grad_input_kernel_impl"]

@@ -1,0 +1,9 @@
+"""aten::masked_fill.Scalar_out, written into out.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import (
+    masked_fill_scalar_out as masked_fill__Scalar_out_kernel_impl,
+)
+
+__all__ = ["masked_fill__Scalar_out_kernel_impl"]

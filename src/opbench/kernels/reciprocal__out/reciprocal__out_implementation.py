@@ -1,0 +1,7 @@
+"""aten::reciprocal.out, written into out.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import reciprocal_out as reciprocal__out_kernel_impl
+
+__all__ = ["reciprocal__out_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::rsqrt.default (integer and bool inputs give the default float dtype).
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import rsqrt as rsqrt_kernel_impl
+
+__all__ = ["rsqrt_kernel_impl"]

@@ -1,0 +1,7 @@
+"""aten::rsqrt_.default, written into self.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import rsqrt_ as rsqrt__kernel_impl
+
+__all__ = ["rsqrt__kernel_impl"]

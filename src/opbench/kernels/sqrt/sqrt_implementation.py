@@ -1,0 +1,7 @@
+"""aten::sqrt.default (integer and bool inputs give the default float dtype).
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import sqrt as sqrt_kernel_impl
+
+__all__ = ["sqrt_kernel_impl"]

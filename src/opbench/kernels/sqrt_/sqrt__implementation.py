@@ -1,0 +1,7 @@
+"""aten::sqrt_.default, written into self.
+
+Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+
+from opbench.kernels._lib.pointwise import sqrt_ as sqrt__kernel_impl
+
+__all__ = ["sqrt__kernel_impl"]
