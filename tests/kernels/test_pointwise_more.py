@@ -14,7 +14,8 @@ pytest.importorskip("triton")
 
 from kernel_checks import assert_matches  # noqa: E402
 
-from opbench.kernels._lib import pointwise as pw  # noqa: E402
+from opbench.kernels._lib import activations as act  # noqa: E402
+from opbench.kernels._lib import math_ops as mo  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -44,51 +45,51 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
 
 
 def _pow(e: float):  # noqa: ANN202
-    return (lambda x: pw.pow_tensor_scalar(x, e), lambda x: aten.pow.Tensor_Scalar(x, e))
+    return (lambda x: mo.pow_tensor_scalar(x, e), lambda x: aten.pow.Tensor_Scalar(x, e))
 
 
 UNARY = {
-    "hardsigmoid": (pw.hardsigmoid, aten.hardsigmoid),
-    "hardswish": (pw.hardswish, aten.hardswish),
-    "leaky_relu": (pw.leaky_relu, aten.leaky_relu),
-    "leaky_relu_0.2": (lambda x: pw.leaky_relu(x, 0.2), lambda x: aten.leaky_relu(x, 0.2)),
-    "elu": (pw.elu, aten.elu),
+    "hardsigmoid": (act.hardsigmoid, aten.hardsigmoid),
+    "hardswish": (act.hardswish, aten.hardswish),
+    "leaky_relu": (act.leaky_relu, aten.leaky_relu),
+    "leaky_relu_0.2": (lambda x: act.leaky_relu(x, 0.2), lambda x: aten.leaky_relu(x, 0.2)),
+    "elu": (act.elu, aten.elu),
     "elu_scaled": (
-        lambda x: pw.elu(x, 1.5, 1.05, 0.7),
+        lambda x: act.elu(x, 1.5, 1.05, 0.7),
         lambda x: aten.elu(x, 1.5, 1.05, 0.7),
     ),
-    "exp": (pw.exp, aten.exp),
-    "sqrt": (pw.sqrt, aten.sqrt),
-    "rsqrt": (pw.rsqrt, aten.rsqrt),
-    "reciprocal": (pw.reciprocal, aten.reciprocal),
+    "exp": (mo.exp, aten.exp),
+    "sqrt": (mo.sqrt, aten.sqrt),
+    "rsqrt": (mo.rsqrt, aten.rsqrt),
+    "reciprocal": (mo.reciprocal, aten.reciprocal),
     **{f"pow_{e}": _pow(e) for e in (0, 1, 2, 3, 4, -1, -2, -3, 0.5, -0.5, 1.7, -2.5, 3.0)},
-    "clamp": (lambda x: pw.clamp(x, -1.5, 2.0), lambda x: aten.clamp(x, -1.5, 2.0)),
-    "clamp_min": (lambda x: pw.clamp(x, 0.5), lambda x: aten.clamp(x, 0.5)),
-    "clamp_max": (lambda x: pw.clamp(x, None, 0.5), lambda x: aten.clamp(x, None, 0.5)),
-    "clamp_crossed": (lambda x: pw.clamp(x, 2.0, -1.0), lambda x: aten.clamp(x, 2.0, -1.0)),
+    "clamp": (lambda x: mo.clamp(x, -1.5, 2.0), lambda x: aten.clamp(x, -1.5, 2.0)),
+    "clamp_min": (lambda x: mo.clamp(x, 0.5), lambda x: aten.clamp(x, 0.5)),
+    "clamp_max": (lambda x: mo.clamp(x, None, 0.5), lambda x: aten.clamp(x, None, 0.5)),
+    "clamp_crossed": (lambda x: mo.clamp(x, 2.0, -1.0), lambda x: aten.clamp(x, 2.0, -1.0)),
 }
 
 BINARY = {
-    "hardsigmoid_backward": (pw.hardsigmoid_backward, aten.hardsigmoid_backward),
-    "hardswish_backward": (pw.hardswish_backward, aten.hardswish_backward),
+    "hardsigmoid_backward": (act.hardsigmoid_backward, aten.hardsigmoid_backward),
+    "hardswish_backward": (act.hardswish_backward, aten.hardswish_backward),
     "leaky_relu_backward": (
-        lambda g, x: pw.leaky_relu_backward(g, x, 0.2, False),
+        lambda g, x: act.leaky_relu_backward(g, x, 0.2, False),
         lambda g, x: aten.leaky_relu_backward(g, x, 0.2, False),
     ),
     "leaky_relu_backward_result": (
-        lambda g, x: pw.leaky_relu_backward(g, x, 0.2, True),
+        lambda g, x: act.leaky_relu_backward(g, x, 0.2, True),
         lambda g, x: aten.leaky_relu_backward(g, x, 0.2, True),
     ),
     "elu_backward": (
-        lambda g, x: pw.elu_backward(g, 1.5, 1.05, 0.7, False, x),
+        lambda g, x: act.elu_backward(g, 1.5, 1.05, 0.7, False, x),
         lambda g, x: aten.elu_backward(g, 1.5, 1.05, 0.7, False, x),
     ),
     "elu_backward_result": (
-        lambda g, x: pw.elu_backward(g, 1.5, 1.05, 0.7, True, x),
+        lambda g, x: act.elu_backward(g, 1.5, 1.05, 0.7, True, x),
         lambda g, x: aten.elu_backward(g, 1.5, 1.05, 0.7, True, x),
     ),
-    "minimum": (pw.minimum, aten.minimum),
-    "maximum": (pw.maximum, aten.maximum),
+    "minimum": (mo.minimum, aten.minimum),
+    "maximum": (mo.maximum, aten.maximum),
 }
 #: ops whose two operands broadcast (the backward ops take same-shaped tensors)
 BROADCASTING = {"minimum", "maximum"}
@@ -131,7 +132,7 @@ def test_unary_special_values(name: str, dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("e", [INF, -INF, NAN, 1e10, -7.0, 0.3])
 def test_pow_special_exponents(e: float) -> None:
-    assert_matches(pw.pow_tensor_scalar(SPECIAL, e), aten.pow.Tensor_Scalar, SPECIAL, e)
+    assert_matches(mo.pow_tensor_scalar(SPECIAL, e), aten.pow.Tensor_Scalar, SPECIAL, e)
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -152,43 +153,43 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool], ids=str)
 def test_math_of_integers_gives_floats(name: str, dtype: torch.dtype) -> None:
     x = torch.arange(-5, 11).to(dtype)
-    _same(getattr(pw, name)(x), getattr(aten, name)(x))
+    _same(getattr(mo, name)(x), getattr(aten, name)(x))
     with pytest.raises(RuntimeError, match="can't be cast"):
-        getattr(pw, name + "_")(x.clone())
+        getattr(mo, name + "_")(x.clone())
 
 
 @pytest.mark.parametrize("e", [0, 1, 2, 3, 7, 13, 40])
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8], ids=str)
 def test_pow_integers_exact(e: int, dtype: torch.dtype) -> None:
     x = torch.arange(-9, 12).to(dtype)
-    got, want = pw.pow_tensor_scalar(x, e), aten.pow.Tensor_Scalar(x, e)
+    got, want = mo.pow_tensor_scalar(x, e), aten.pow.Tensor_Scalar(x, e)
     assert got.dtype == want.dtype and torch.equal(got, want)
 
 
 def test_pow_mixed_types_and_errors() -> None:
     i = torch.arange(-4, 9)
-    _same(pw.pow_tensor_scalar(i, 0.5), aten.pow.Tensor_Scalar(i, 0.5))
-    _same(pw.pow_tensor_scalar(i, 2.0), aten.pow.Tensor_Scalar(i, 2.0))
+    _same(mo.pow_tensor_scalar(i, 0.5), aten.pow.Tensor_Scalar(i, 0.5))
+    _same(mo.pow_tensor_scalar(i, 2.0), aten.pow.Tensor_Scalar(i, 2.0))
     b = torch.tensor([True, False])
-    _same(pw.pow_tensor_scalar(b, 2), aten.pow.Tensor_Scalar(b, 2))
+    _same(mo.pow_tensor_scalar(b, 2), aten.pow.Tensor_Scalar(b, 2))
     with pytest.raises(RuntimeError, match="negative integer powers"):
-        pw.pow_tensor_scalar(i, -2)
+        mo.pow_tensor_scalar(i, -2)
     with pytest.raises(RuntimeError, match="can't be cast"):
-        pw.pow_scalar_(i.clone(), 0.5)
+        mo.pow_scalar_(i.clone(), 0.5)
 
 
 def test_clamp_integers_promotion_and_errors() -> None:
     i = torch.arange(-6, 7, dtype=torch.int32)
-    _same(pw.clamp(i, -2, 3), aten.clamp(i, -2, 3))
-    _same(pw.clamp(i, -2.5), aten.clamp(i, -2.5))  # promotes to float
-    _same(pw.clamp(i, None, 4), aten.clamp(i, None, 4))
+    _same(mo.clamp(i, -2, 3), aten.clamp(i, -2, 3))
+    _same(mo.clamp(i, -2.5), aten.clamp(i, -2.5))  # promotes to float
+    _same(mo.clamp(i, None, 4), aten.clamp(i, None, 4))
     x = torch.randn(9)
-    _same(pw.clamp(x, NAN), aten.clamp(x, NAN))
-    _same(pw.clamp(x, None, NAN), aten.clamp(x, None, NAN))
+    _same(mo.clamp(x, NAN), aten.clamp(x, NAN))
+    _same(mo.clamp(x, None, NAN), aten.clamp(x, None, NAN))
     with pytest.raises(RuntimeError, match="At least one"):
-        pw.clamp(x)
+        mo.clamp(x)
     with pytest.raises(RuntimeError, match="can't be cast"):
-        pw.clamp_(i.clone(), 0.5)
+        mo.clamp_(i.clone(), 0.5)
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, torch.int64, torch.uint8, torch.bool], ids=str)
@@ -205,7 +206,7 @@ def test_masked_fill(dtype: torch.dtype, layout: str) -> None:
         self, mask = self.transpose(0, 2), mask.permute(2, 1, 0)
     value = True if dtype == torch.bool else 3
     for v in (value, -2.75 if dtype.is_floating_point else value):
-        got, want = pw.masked_fill_scalar(self, mask, v), aten.masked_fill.Scalar(self, mask, v)
+        got, want = mo.masked_fill_scalar(self, mask, v), aten.masked_fill.Scalar(self, mask, v)
         assert got.dtype == want.dtype and torch.equal(got, want)
 
 
@@ -213,18 +214,18 @@ def test_masked_fill_values_and_errors() -> None:
     x = torch.randn(4, 3).half()
     m = torch.tensor([True, False, True])
     for v in (INF, -INF, NAN, 65504.0):
-        _same(pw.masked_fill_scalar(x, m, v), aten.masked_fill.Scalar(x, m, v))
+        _same(mo.masked_fill_scalar(x, m, v), aten.masked_fill.Scalar(x, m, v))
     with pytest.raises(RuntimeError, match="without overflow"):
-        pw.masked_fill_scalar(x, m, 1e10)
+        mo.masked_fill_scalar(x, m, 1e10)
     with pytest.raises(RuntimeError, match="boolean masks"):
-        pw.masked_fill_scalar(x, m.long(), 1.0)
+        mo.masked_fill_scalar(x, m.long(), 1.0)
     i = torch.arange(12).reshape(4, 3)
-    _same(pw.masked_fill_scalar(i, m, -2.7), aten.masked_fill.Scalar(i, m, -2.7))
+    _same(mo.masked_fill_scalar(i, m, -2.7), aten.masked_fill.Scalar(i, m, -2.7))
 
 
 def test_minimum_maximum_integers_and_mixed() -> None:
     a, b = torch.arange(-5, 5), torch.arange(4, -6, -1, dtype=torch.int32)
-    for ours, ref in ((pw.minimum, aten.minimum), (pw.maximum, aten.maximum)):
+    for ours, ref in ((mo.minimum, aten.minimum), (mo.maximum, aten.maximum)):
         assert torch.equal(ours(a, b), ref(a, b))
         _same(ours(a, torch.tensor(0.5)), ref(a, torch.tensor(0.5)))
         t, f = torch.tensor([True, False, True]), torch.tensor([False, False, True])
@@ -234,16 +235,16 @@ def test_minimum_maximum_integers_and_mixed() -> None:
 def test_inplace_and_out_variants_write_their_target() -> None:
     x = torch.randn(5, 6) * 3
     cases = [
-        (pw.hardsigmoid_, pw.hardsigmoid_out, aten.hardsigmoid, ()),
-        (pw.hardswish_, pw.hardswish_out, aten.hardswish, ()),
-        (pw.leaky_relu_, pw.leaky_relu_out, aten.leaky_relu, (0.3,)),
-        (pw.elu_, pw.elu_out, aten.elu, (1.2, 1.1, 0.9)),
-        (pw.exp_, pw.exp_out, aten.exp, ()),
-        (pw.sqrt_, pw.sqrt_out, aten.sqrt, ()),
-        (pw.rsqrt_, pw.rsqrt_out, aten.rsqrt, ()),
-        (pw.reciprocal_, pw.reciprocal_out, aten.reciprocal, ()),
-        (pw.pow_scalar_, pw.pow_tensor_scalar_out, aten.pow.Tensor_Scalar, (1.7,)),
-        (pw.clamp_, pw.clamp_out, aten.clamp, (-1.0, 1.0)),
+        (act.hardsigmoid_, act.hardsigmoid_out, aten.hardsigmoid, ()),
+        (act.hardswish_, act.hardswish_out, aten.hardswish, ()),
+        (act.leaky_relu_, act.leaky_relu_out, aten.leaky_relu, (0.3,)),
+        (act.elu_, act.elu_out, aten.elu, (1.2, 1.1, 0.9)),
+        (mo.exp_, mo.exp_out, aten.exp, ()),
+        (mo.sqrt_, mo.sqrt_out, aten.sqrt, ()),
+        (mo.rsqrt_, mo.rsqrt_out, aten.rsqrt, ()),
+        (mo.reciprocal_, mo.reciprocal_out, aten.reciprocal, ()),
+        (mo.pow_scalar_, mo.pow_tensor_scalar_out, aten.pow.Tensor_Scalar, (1.7,)),
+        (mo.clamp_, mo.clamp_out, aten.clamp, (-1.0, 1.0)),
     ]
     for inplace, out_fn, ref, args in cases:
         want = ref(x, *args)
@@ -255,32 +256,32 @@ def test_inplace_and_out_variants_write_their_target() -> None:
         _same(out, want)
     m = torch.rand(6) > 0.5
     target = x.clone()
-    assert pw.masked_fill_scalar_(target, m, 9.0) is target
+    assert mo.masked_fill_scalar_(target, m, 9.0) is target
     _same(target, x.masked_fill(m, 9.0))
     out = torch.empty(0)
-    assert pw.masked_fill_scalar_out(x, m, 9.0, out=out) is out
+    assert mo.masked_fill_scalar_out(x, m, 9.0, out=out) is out
     _same(out, x.masked_fill(m, 9.0))
     y = torch.randn(6)
-    for fn, ref in ((pw.minimum_out, torch.minimum), (pw.maximum_out, torch.maximum)):
+    for fn, ref in ((mo.minimum_out, torch.minimum), (mo.maximum_out, torch.maximum)):
         out = torch.empty(5, 6, dtype=torch.float64)
         assert fn(x, y, out=out) is out
         _same(out, ref(x, y).double())
     g = torch.randn(5, 6)
     out = torch.empty(5, 6)
-    assert pw.hardswish_backward(g, x, out=out) is out
+    assert act.hardswish_backward(g, x, out=out) is out
     _same(out, aten.hardswish_backward(g, x))
-    assert pw.elu_backward(g, 1.0, 1.0, 1.0, False, x, grad_input=out) is out
+    assert act.elu_backward(g, 1.0, 1.0, 1.0, False, x, grad_input=out) is out
     _same(out, aten.elu_backward(g, 1.0, 1.0, 1.0, False, x))
 
 
 def test_declines_and_errors() -> None:
     i = torch.arange(4)
-    for fn in (pw.hardsigmoid, pw.hardswish, pw.leaky_relu, pw.elu):
+    for fn in (act.hardsigmoid, act.hardswish, act.leaky_relu, act.elu):
         with pytest.raises(NotImplementedError):
             fn(i)
     with pytest.raises(RuntimeError, match="negative slope"):
-        pw.leaky_relu_backward(torch.ones(3), torch.ones(3), -0.1, True)
+        act.leaky_relu_backward(torch.ones(3), torch.ones(3), -0.1, True)
     with pytest.raises(RuntimeError, match="negative slope"):
-        pw.elu_backward(torch.ones(3), -1.0, 1.0, 1.0, True, torch.ones(3))
+        act.elu_backward(torch.ones(3), -1.0, 1.0, 1.0, True, torch.ones(3))
     with pytest.raises(NotImplementedError):
-        pw.exp(torch.ones(3, dtype=torch.complex64))
+        mo.exp(torch.ones(3, dtype=torch.complex64))

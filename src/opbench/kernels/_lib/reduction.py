@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
-from opbench.kernels._lib.pointwise import _name, destination
+from opbench.kernels._lib.pointwise import destination, dtype_name
 
 __all__ = [
     "reduce_into",
@@ -452,13 +452,13 @@ def _mean(self, dim, keepdim, dtype, out) -> torch.Tensor:
     if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. Optional dtype must be either a floating "
-            f"point or complex dtype. Got: {_name(dtype)}"
+            f"point or complex dtype. Got: {dtype_name(dtype)}"
         )
     in_dtype = dtype or self.dtype
     if not (in_dtype.is_floating_point or in_dtype.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating "
-            f"point or complex dtype. Got: {_name(in_dtype)}"
+            f"point or complex dtype. Got: {dtype_name(in_dtype)}"
         )
     out_dtype = dtype or (out.dtype if out is not None else self.dtype)
     if out is not None and out.dtype != out_dtype:
@@ -512,8 +512,8 @@ def _amax(self, dim, keepdim, out) -> torch.Tensor:
                 raise IndexError(f"amax(): Expected reduction dim {d} to have non-zero size.")
     if out is not None and out.dtype != self.dtype:
         raise RuntimeError(
-            f"Expected the dtype for input and out to match, but got {_name(self.dtype)} for "
-            f"input's dtype and {_name(out.dtype)} for out's dtype."
+            f"Expected the dtype for input and out to match, but got {dtype_name(self.dtype)} for "
+            f"input's dtype and {dtype_name(out.dtype)} for out's dtype."
         )
     acc_dtype(self.dtype)
     dest = destination(reduced_shape(self, dims, keepdim), self.dtype, [self], out=out)

@@ -1,7 +1,7 @@
 """aten::elu.out, written into out.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.activations`."""
 
-from opbench.kernels._lib.pointwise import elu_out as elu__out_kernel_impl
+from opbench.kernels._lib.activations import elu_out as elu__out_kernel_impl
 
 __all__ = ["elu__out_kernel_impl"]

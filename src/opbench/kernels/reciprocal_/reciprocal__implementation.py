@@ -1,7 +1,7 @@
 """aten::reciprocal_.default, written into self.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.math_ops`."""
 
-from opbench.kernels._lib.pointwise import reciprocal_ as reciprocal__kernel_impl
+from opbench.kernels._lib.math_ops import reciprocal_ as reciprocal__kernel_impl
 
 __all__ = ["reciprocal__kernel_impl"]

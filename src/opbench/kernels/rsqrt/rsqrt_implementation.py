@@ -1,7 +1,7 @@
 """aten::rsqrt.default (integer and bool inputs give the default float dtype).
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.math_ops`."""
 
-from opbench.kernels._lib.pointwise import rsqrt as rsqrt_kernel_impl
+from opbench.kernels._lib.math_ops import rsqrt as rsqrt_kernel_impl
 
 __all__ = ["rsqrt_kernel_impl"]

@@ -1,0 +1,364 @@
+"""Unary math (exp, sqrt, rsqrt, reciprocal), ``pow.Tensor_Scalar``, ``clamp``,
+``masked_fill`` with a scalar, ``minimum`` and ``maximum``, with their in-place and
+``out=`` overloads, on the elementwise kernels of :mod:`opbench.kernels._lib.pointwise`.
+Special cases (pow's exponents 0, 1, 0.5, -1, 2, ...; clamp with min > max; fill values
+that overflow the dtype) follow eager's, checked against it on the CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+from opbench.kernels._lib.pointwise import IDENTITY, check_number, elementwise, exp_f, log_f
+
+
+@triton.jit
+def _exp(a, b, c, p0, p1):
+    return exp_f(a)
+
+
+@triton.jit
+def _sqrt(a, b, c, p0, p1):
+    return tl.sqrt_rn(a)
+
+
+@triton.jit
+def _rsqrt(a, b, c, p0, p1):
+    return 1.0 / tl.sqrt_rn(a)  # eager's CPU kernel: 1 / sqrt(x)
+
+
+@triton.jit
+def _reciprocal(a, b, c, p0, p1):
+    return 1.0 / a
+
+
+@triton.jit
+def _ones(a, b, c, p0, p1):
+    return tl.full(a.shape, 1, a.dtype)  # x ** 0 == 1 for every x, NaN included
+
+
+@triton.jit
+def _square(a, b, c, p0, p1):
+    return a * a
+
+
+@triton.jit
+def _cube(a, b, c, p0, p1):
+    return a * a * a
+
+
+@triton.jit
+def _inv_square(a, b, c, p0, p1):
+    return 1.0 / (a * a)
+
+
+@triton.jit
+def _pow_float(a, b, c, p0, p1):
+    """std::pow(a, p0) for a float p0 that is none of the special cases; p1 says what
+    p0 is: 0 not an integer (a finite negative base gives NaN), 1 an even integer or
+    +-inf, 2 an odd integer (a negative base, -0 and -inf included, flips the sign)."""
+    mag = exp_f(p0 * log_f(tl.abs(a)))
+    negative = (a < 0) | ((a == 0) & (1.0 / a < 0))
+    y = tl.where(negative, tl.where(p1 == 2, -mag, mag), mag)
+    y = tl.where((a < 0) & (a != float("-inf")), tl.where(p1 == 0, float("nan"), y), y)
+    # |a| == 1 with an infinite exponent, and 1 ** NaN, are 1
+    y = tl.where(tl.abs(a) == 1, tl.where(tl.abs(p0) == float("inf"), 1.0, y), y)
+    return tl.where(a == 1, 1.0, y)
+
+
+@triton.jit
+def _pow_int(a, b, c, p0, p1):
+    """Integer a ** p0 for an integer p0 >= 0 by squaring (wraps as eager's powi)."""
+    r = tl.full(a.shape, 1, a.dtype)
+    base = a
+    e = p0
+    while e > 0:
+        if e % 2 == 1:
+            r = r * base
+        base = base * base
+        e = e // 2
+    return r
+
+
+@triton.jit
+def _clamp(a, b, c, p0, p1):
+    # self, min, max: min first, then max (max wins when min > max); NaN bounds give NaN
+    y = tl.where((a < b) | (b != b), b, a)
+    return tl.where((y > c) | (c != c), c, y)
+
+
+@triton.jit
+def _clamp_min(a, b, c, p0, p1):
+    return tl.where((a < b) | (b != b), b, a)
+
+
+@triton.jit
+def _clamp_max(a, b, c, p0, p1):
+    return tl.where((a > b) | (b != b), b, a)
+
+
+@triton.jit
+def _masked_fill(a, b, c, p0, p1):
+    # self, mask; p0 = value
+    return tl.where(b != 0, p0, a)
+
+
+@triton.jit
+def _minimum(a, b, c, p0, p1):
+    y = tl.where(b < a, b, a)
+    return tl.where(a != a, a, tl.where(b != b, b, y))
+
+
+@triton.jit
+def _maximum(a, b, c, p0, p1):
+    y = tl.where(b > a, b, a)
+    return tl.where(a != a, a, tl.where(b != b, b, y))
+
+
+# unary math: integer and bool inputs give the default float dtype, as eager's
+
+
+def _math_dtype(self: torch.Tensor) -> torch.dtype:
+    if self.dtype.is_complex:
+        raise NotImplementedError(f"no Triton kernel for {self.dtype}")
+    return self.dtype if self.dtype.is_floating_point else torch.get_default_dtype()
+
+
+def _math(fn: Any, self: torch.Tensor, out: Any, inplace: Any) -> torch.Tensor:
+    return elementwise(fn, [self], _math_dtype(self), out=out, inplace=inplace)
+
+
+def exp(self: torch.Tensor) -> torch.Tensor:
+    return _math(_exp, self, None, None)
+
+
+def exp_(self: torch.Tensor) -> torch.Tensor:
+    return _math(_exp, self, None, self)
+
+
+def exp_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _math(_exp, self, out, None)
+
+
+def sqrt(self: torch.Tensor) -> torch.Tensor:
+    return _math(_sqrt, self, None, None)
+
+
+def sqrt_(self: torch.Tensor) -> torch.Tensor:
+    return _math(_sqrt, self, None, self)
+
+
+def sqrt_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _math(_sqrt, self, out, None)
+
+
+def rsqrt(self: torch.Tensor) -> torch.Tensor:
+    return _math(_rsqrt, self, None, None)
+
+
+def rsqrt_(self: torch.Tensor) -> torch.Tensor:
+    return _math(_rsqrt, self, None, self)
+
+
+def rsqrt_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _math(_rsqrt, self, out, None)
+
+
+def reciprocal(self: torch.Tensor) -> torch.Tensor:
+    return _math(_reciprocal, self, None, None)
+
+
+def reciprocal_(self: torch.Tensor) -> torch.Tensor:
+    return _math(_reciprocal, self, None, self)
+
+
+def reciprocal_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _math(_reciprocal, self, out, None)
+
+
+# pow.Tensor_Scalar: eager's special cases (ATen's pow_tensor_scalar_kernel), then
+# std::pow through exp/log (in float64 for float32 tensors: eager's CPU pow takes the
+# exponent as a double)
+
+_EXACT_INT = 2**53  # integer exponents, bounds and fill values travel as float64
+
+
+def _pow_float_fn(dtype: torch.dtype, e: float) -> tuple[Any, float, torch.dtype | None]:
+    """The kernel, its p1 and a compute dtype override for a float result."""
+    if dtype in (torch.float32, torch.float64, torch.bfloat16):
+        special = {0.5: _sqrt, -0.5: _rsqrt, -1.0: _reciprocal}.get(e)
+        if special is not None:
+            return special, 0.0, None
+    if dtype in (torch.float32, torch.float64):
+        special = {2.0: _square, 3.0: _cube, -2.0: _inv_square}.get(e)
+        if special is not None:
+            return special, 0.0, None
+    if e == 2.0:
+        return _square, 0.0, None
+    if e in (float("inf"), float("-inf")):
+        kind = 1.0
+    elif e == e and e == int(e):
+        kind = 2.0 if int(e) % 2 else 1.0
+    else:
+        kind = 0.0
+    return _pow_float, kind, (torch.float64 if dtype == torch.float32 else None)
+
+
+def _pow_into(self: torch.Tensor, exponent: Any, out: Any, inplace: Any) -> torch.Tensor:
+    if isinstance(exponent, complex) or self.dtype.is_complex:
+        raise NotImplementedError("complex pow has no Triton kernel here")
+    dtype = torch.result_type(self, exponent)
+    if not dtype.is_floating_point:
+        if exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if exponent >= _EXACT_INT or (dtype != torch.int64 and exponent > torch.iinfo(dtype).max):
+            raise NotImplementedError(f"pow of {dtype} to {exponent}: exponent out of range")
+    e = float(exponent)
+    if e == 0:
+        fn, kind, compute = _ones, 0.0, None
+    elif e == 1:
+        fn, kind, compute = IDENTITY, 0.0, None
+    elif not dtype.is_floating_point:
+        fn, kind, compute = _pow_int, 0.0, None
+    else:
+        fn, kind, compute = _pow_float_fn(dtype, e)
+    return elementwise(fn, [self], dtype, p0=e, p1=kind, out=out, inplace=inplace,
+                       compute_dtype=compute)  # fmt: skip
+
+
+def pow_tensor_scalar(self: torch.Tensor, exponent: Any) -> torch.Tensor:
+    return _pow_into(self, exponent, None, None)
+
+
+def pow_scalar_(self: torch.Tensor, exponent: Any) -> torch.Tensor:
+    return _pow_into(self, exponent, None, self)
+
+
+def pow_tensor_scalar_out(self: torch.Tensor, exponent: Any, *, out: torch.Tensor) -> torch.Tensor:
+    return _pow_into(self, exponent, out, None)
+
+
+# clamp.default: the result type promotes over self and the bounds
+
+
+def _bound(v: Any, dtype: torch.dtype) -> float:
+    check_number(v)
+    if not dtype.is_floating_point and abs(v) >= _EXACT_INT:
+        raise NotImplementedError(f"clamp bound {v} beyond float64's exact integers")
+    return float(v)
+
+
+def _clamp_into(self: torch.Tensor, min: Any, max: Any, out: Any, inplace: Any) -> torch.Tensor:
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if self.dtype.is_complex:
+        raise RuntimeError("clamp is not supported for complex types")
+    bounds = [b for b in (min, max) if b is not None]
+    dtype = torch.result_type(self, bounds[0])
+    if len(bounds) == 2:
+        dtype = torch.promote_types(dtype, torch.result_type(self, bounds[1]))
+    if dtype == torch.bool:
+        raise NotImplementedError("clamp on bool tensors")
+    fn = _clamp if len(bounds) == 2 else (_clamp_min if max is None else _clamp_max)
+    operands = [self, *(_bound(b, dtype) for b in bounds)]
+    return elementwise(fn, operands, dtype, out=out, inplace=inplace)
+
+
+def clamp(self: torch.Tensor, min: Any = None, max: Any = None) -> torch.Tensor:
+    return _clamp_into(self, min, max, None, None)
+
+
+def clamp_(self: torch.Tensor, min: Any = None, max: Any = None) -> torch.Tensor:
+    return _clamp_into(self, min, max, None, self)
+
+
+def clamp_out(self: torch.Tensor, min: Any = None, max: Any = None, *,
+              out: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    return _clamp_into(self, min, max, out, None)
+
+
+# masked_fill.Scalar: data movement done by the kernel alone (no fill, no copy)
+
+
+def _fill_value(value: Any, dtype: torch.dtype) -> float:
+    """``value`` as eager converts it to ``dtype``, with eager's overflow error."""
+    check_number(value)
+    v = float(value)
+    if dtype.is_floating_point:
+        limit = torch.finfo(dtype).max
+    elif dtype == torch.bool:
+        return float(v != 0)
+    else:
+        if not (abs(v) < _EXACT_INT):
+            raise NotImplementedError(f"masked_fill value {value} on {dtype}")
+        info = torch.iinfo(dtype)
+        if info.min <= v <= info.max:
+            return float(int(v))
+        limit = -1.0  # out of range: eager's error below
+    if v == v and abs(v) != float("inf") and abs(v) > limit:
+        raise RuntimeError(
+            f"value cannot be converted to type {_C10_NAMES.get(dtype, dtype)} without overflow"
+        )
+    return v
+
+
+_C10_NAMES = {
+    torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
+    torch.float64: "double", torch.int8: "int8_t", torch.int16: "int16_t",
+    torch.int32: "int32_t", torch.int64: "int64_t", torch.uint8: "uint8_t",
+}  # fmt: skip
+
+
+def _masked_fill_into(self: torch.Tensor, mask: torch.Tensor, value: Any, out: Any,
+                      inplace: Any) -> torch.Tensor:  # fmt: skip
+    if mask.dtype != torch.bool:
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
+    if self.dtype.is_complex:
+        raise NotImplementedError("masked_fill on complex tensors")
+    v = _fill_value(value, self.dtype)
+    return elementwise(_masked_fill, [self, mask], self.dtype, p0=v, out=out, inplace=inplace)
+
+
+def masked_fill_scalar(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Tensor:
+    return _masked_fill_into(self, mask, value, None, None)
+
+
+def masked_fill_scalar_(self: torch.Tensor, mask: torch.Tensor, value: Any) -> torch.Tensor:
+    return _masked_fill_into(self, mask, value, None, self)
+
+
+def masked_fill_scalar_out(self: torch.Tensor, mask: torch.Tensor, value: Any, *,
+                           out: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    return _masked_fill_into(self, mask, value, out, None)
+
+
+# minimum / maximum: NaN in either operand propagates
+
+
+def _min_max(fn: Any, self: torch.Tensor, other: torch.Tensor, out: Any) -> torch.Tensor:
+    dtype = torch.result_type(self, other)
+    if dtype.is_complex:
+        raise RuntimeError(f"{fn.__name__.strip('_')} not implemented for complex tensors.")
+    return elementwise(fn, [self, other], dtype, out=out)
+
+
+def minimum(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    return _min_max(_minimum, self, other, None)
+
+
+def minimum_out(self: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _min_max(_minimum, self, other, out)
+
+
+def maximum(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    return _min_max(_maximum, self, other, None)
+
+
+def maximum_out(self: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return _min_max(_maximum, self, other, out)
