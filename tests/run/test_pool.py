@@ -89,3 +89,28 @@ def test_timeout_kills_and_reports(kernels, tmp_path):
         assert not w.alive()
     finally:
         factory.close()
+
+
+def test_spare_preloads_the_next_unit_and_is_discarded_for_another(kernels, tmp_path):
+    """WorkerFactory.preload: the spare imports a unit ahead of need; asking for that
+    unit returns it already loaded (and it runs tests), asking for another unit never
+    reuses it (a worker judges one unit only)."""
+    cfg = WorkerConfig(backend=str(kernels), device="cpu", sandbox="off")
+    factory = WorkerFactory(cfg, tmp_path / "logs")
+    try:
+        first = factory.get("cpu")  # starts a spare
+        factory.preload("cpu", ("relu__default",))
+        got = factory.get("cpu", ("relu__default",))
+        assert got.preload_unit == ("relu__default",)
+        assert got.preload_result is not None and got.preload_result["type"] == "loaded"
+        assert got.unit == ("relu__default",) and got.loaded_info is not None
+        assert got.run_case(RELU.to_dict(), 30).kind == "result"
+        factory.preload("cpu", ("neg__default",))
+        spare = factory._spares["cpu"][0]
+        other = factory.get("cpu", ("relu__default",))
+        assert other is not spare and other.loaded_info is None
+        assert not spare.alive()
+        for w in (first, got, other):
+            w.stop()
+    finally:
+        factory.close()
