@@ -398,6 +398,23 @@ def _expanded_strides(t: torch.Tensor, shape: Sequence[int]) -> list[int]:
     return out
 
 
+_BLOCK_NOW = _INTERP_BLOCK if _INTERPRETING else BLOCK
+
+
+def _all_flat(operands: Sequence[Any], out: torch.Tensor) -> bool:
+    """Every operand a contiguous tensor of ``out``'s shape on its device type, and
+    ``out`` contiguous: one flat launch, no stride tables."""
+    if not out.is_contiguous():
+        return False
+    shape, cuda = out.shape, out.is_cuda
+    for t in operands:
+        if type(t) is not torch.Tensor or t.shape != shape or t.is_cuda != cuda:
+            return False
+        if not t.is_contiguous() or t.dim() == 0:
+            return False
+    return True
+
+
 def run(
     fn: Any,
     operands: Sequence[torch.Tensor | float | int | bool],
@@ -410,6 +427,17 @@ def run(
     the broadcast shape and result dtype); returns ``out``."""
     n = out.numel()
     if n == 0:
+        return out
+    if _all_flat(operands, out):  # the common case, without building the general tables
+        a = operands[0]
+        b = operands[1] if len(operands) > 1 else a
+        c = operands[2] if len(operands) > 2 else a
+        _flat(
+            (cdiv(n, _BLOCK_NOW),),
+            (a, b, c, out, n, 0.0, 0.0, 0.0, float(p0), float(p1)),
+            FN=fn, A=TENSOR, B=TENSOR if len(operands) > 1 else ABSENT,
+            C=TENSOR if len(operands) > 2 else ABSENT, COMPUTE=compute, BLOCK=_BLOCK_NOW,
+        )  # fmt: skip
         return out
     modes: list[int] = []
     numbers: list[float] = []
@@ -622,8 +650,20 @@ def elementwise(
 ) -> torch.Tensor:
     """The op ``fn`` over broadcast ``operands`` with a result of ``dtype``, written to a
     new tensor, ``out`` or ``inplace``; returns that tensor."""
-    shape = broadcast_shape(*operands)
-    dest = destination(shape, dtype, operands, out=out, inplace=inplace)
+    first = operands[0]
+    if (
+        out is None
+        and inplace is None
+        and type(first) is torch.Tensor
+        and first.dim() > 0
+        and first.is_contiguous()
+        and all(type(t) is not torch.Tensor or t.shape == first.shape for t in operands)
+    ):
+        # same-shape operands, a new contiguous result: no broadcast or layout rules
+        dest = torch.empty(first.shape, dtype=dtype, device=first.device)
+    else:
+        shape = broadcast_shape(*operands)
+        dest = destination(shape, dtype, operands, out=out, inplace=inplace)
     return run(fn, operands, dest, compute_type(compute_dtype or dtype), p0, p1)
 
 
