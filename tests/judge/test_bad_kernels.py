@@ -337,3 +337,27 @@ def test_correct_triton_kernels_pass_under_the_interpreter(tmp_path):
     results = json.loads(line[len("RESULTS") :])
     for key, (status, category, message) in results.items():
         assert status == "passed", (key, category, message)
+
+
+def test_a_kernel_alternating_its_answers_is_caught_where_the_repeat_lands(monkeypatch) -> None:
+    """The repeat of the first trial runs at a position the harness draws in secret: a
+    kernel that flips every other call repeated its first answer exactly when the repeat
+    always came after the last trial (two trials: calls 1 and 3 agree)."""
+    import opbench.judge.expectations as expectations
+
+    calls = [0]
+
+    def alternating_relu(x):
+        calls[0] += 1
+        r = np.maximum(x.numpy(), 0)
+        if calls[0] % 2 == 0:
+            r[0] = np.nextafter(r[0], np.float32(np.inf))
+        return torch.from_numpy(r)
+
+    args = "((T([64], f32),), {})"
+    monkeypatch.setattr(expectations.secrets, "randbelow", lambda n: 0)  # right after trial 1
+    v = judge("relu.default", args, alternating_relu)
+    assert v.category == "nondeterministic", v
+    monkeypatch.setattr(expectations.secrets, "randbelow", lambda n: n - 1)  # the old place
+    calls[0] = 0
+    assert judge("relu.default", args, alternating_relu).status == "passed"

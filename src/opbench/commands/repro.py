@@ -2,9 +2,19 @@
 
 The script rebuilds the test's inputs from its seeds (the same ``materialize`` the
 worker used), computes PyTorch's answer *before* the backend is loaded (a ``module:``
-backend may override ATen process-wide), runs the backend's kernel on its own copy of
-the inputs, prints where and by how much they differ, and finally runs opbench's full
-judge (trials, guard, aliasing, mutation) in-process for the verdict.
+backend may override ATen process-wide), and then re-runs every check of the verdict
+with its evidence, each on a fresh copy of the inputs:
+
+* values, shapes, dtypes, devices and NaN/Inf positions against PyTorch
+  (``wrong_result``, ``wrong_meta``, ``nan_mismatch``);
+* the input elements the kernel changed that the op must not write (``mutates_input``);
+* a returned tensor that is not ``self``/``out``, or that shares storage with an input
+  (``bad_alias``);
+* the PyTorch compute the kernel called (``calls_pytorch``);
+* two runs on identical inputs that differ (``nondeterministic``);
+
+and finally opbench's full judge in-process. It exits 1 while the test fails and 0 once
+it passes, so it can sit in a kernel author's own tests.
 """
 
 from __future__ import annotations
@@ -84,28 +94,34 @@ def render_script(row: dict[str, Any]) -> str:
     )
 
 
-_TEMPLATE = '''#!/usr/bin/env python
-"""Reproduce opbench test {test_id}.
+_TEMPLATE = """#!/usr/bin/env python
+\"\"\"Reproduce opbench test {test_id}.
 
 op: {op}    recorded verdict: {verdict}
 message: {message}
 
+Re-runs each check of the verdict with its evidence; exits 1 while the test fails, 0 once
+it passes.
+
 Usage: python this_script.py [--device DEVICE] [--backend SPEC] [--no-judge]
-"""
+\"\"\"
 
 import argparse
 import json
+import sys
 
 import torch
 
+from opbench.spec.call import is_written, targets, walk_inputs, written_args
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case
 from opbench.suites.materialize import materialize
 
-CASE = Case.from_dict(json.loads(r"""{case_json}"""))
+CASE = Case.from_dict(json.loads(r\"\"\"{case_json}\"\"\"))
 BACKEND = {backend!r}
 DEVICE = {device!r}
 SEEDS = {seeds!r}  # the trials: the case's seed, then derived seeds (same shapes)
+SHOW = 5  # elements listed per finding
 
 
 def leaves(obj, path=""):
@@ -122,44 +138,152 @@ def describe(v):
     return repr(v)
 
 
-def show_difference(got, expected):
-    """Print, per output, shape/dtype agreement and the largest difference."""
+def where(mask):
+    \"\"\"The first positions of a boolean tensor, as index lists.\"\"\"
+    idx = mask.nonzero().tolist()
+    more = f" (+{{len(idx) - SHOW}} more)" if len(idx) > SHOW else ""
+    return f"{{idx[:SHOW]}}{{more}}"
+
+
+def bits_differ(a, b):
+    \"\"\"Elements whose bits differ (NaN equal to NaN), for same-shaped tensors.\"\"\"
+    a, b = a.detach().cpu(), b.detach().cpu()
+    if a.is_floating_point() or a.is_complex():
+        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+    else:
+        same = a == b
+    return ~same
+
+
+def check_values(got, expected):
+    \"\"\"Per output: metadata, NaN/Inf positions and the largest difference. Returns the
+    problems found (empty when every output agrees bit for bit or in metadata only).\"\"\"
+    problems = []
     g, e = leaves(got), leaves(expected)
     if len(g) != len(e):
-        print(f"  {{len(g)}} outputs, expected {{len(e)}}")
+        problems.append(f"{{len(g)}} outputs, expected {{len(e)}}")
     for (path, a), (_, b) in zip(g, e):
         name = f"output{{path}}"
         if not isinstance(b, torch.Tensor):
             print(f"  {{name}}: got {{a!r}}, expected {{b!r}}")
             continue
         if not isinstance(a, torch.Tensor):
-            print(f"  {{name}}: got {{type(a).__name__}}, expected a tensor")
+            problems.append(f"{{name}}: got {{type(a).__name__}}, expected a tensor")
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+            problems.append(f"{{name}}: wrong_meta: got {{describe(a)}}, expected {{describe(b)}}")
             continue
         a, b = a.detach().cpu(), b.detach().cpu()
-        if a.shape != b.shape or a.dtype != b.dtype:
-            print(f"  {{name}}: got {{describe(a)}}, expected {{describe(b)}}")
-            continue
         if a.numel() == 0:
             print(f"  {{name}}: empty, shapes agree")
             continue
         if a.is_floating_point() or a.is_complex():
-            nan_a, nan_b = torch.isnan(a), torch.isnan(b)
-            if not torch.equal(nan_a, nan_b):
-                print(f"  {{name}}: NaN positions differ at {{int((nan_a != nan_b).sum())}} elements")
+            for label, fa, fb in (
+                ("NaN", torch.isnan(a), torch.isnan(b)),
+                ("+Inf", a == float("inf"), b == float("inf")),
+                ("-Inf", a == float("-inf"), b == float("-inf")),
+            ):
+                if not torch.equal(fa, fb):
+                    problems.append(
+                        f"{{name}}: nan_mismatch: {{label}} where PyTorch has none at "
+                        f"{{where(fa & ~fb)}}; missing at {{where(fb & ~fa)}}"
+                    )
             ok = torch.isfinite(a) & torch.isfinite(b)
             diff = torch.zeros(a.shape, dtype=torch.float64)
-            diff[ok] = (a[ok].to(torch.complex128 if a.is_complex() else torch.float64)
-                        - b[ok].to(torch.complex128 if b.is_complex() else torch.float64)).abs()
+            wide = torch.complex128 if a.is_complex() else torch.float64
+            diff[ok] = (a[ok].to(wide) - b[ok].to(wide)).abs()
         else:
             diff = (a.to(torch.float64) - b.to(torch.float64)).abs()
         worst = int(diff.argmax())
-        idx = list(torch.unravel_index(torch.tensor(worst), a.shape)) if a.dim() else []
-        idx = [int(i) for i in idx]
+        idx = [int(i) for i in torch.unravel_index(torch.tensor(worst), a.shape)] if a.dim() else []
         print(
             f"  {{name}}: max |got - expected| = {{float(diff.max()):.4g}} at {{idx}} "
             f"(got {{a.reshape(-1)[worst].item()}}, expected {{b.reshape(-1)[worst].item()}}); "
             f"{{int((diff > 0).sum())}} of {{a.numel()}} elements differ"
         )
+    return problems
+
+
+def check_mutation(kernel, overload, device, seed):
+    \"\"\"Inputs the op must not write, compared bit for bit before and after the call.\"\"\"
+    args, kwargs = materialize(CASE, device, seed)
+    written = written_args(overload)
+    before = [
+        (path, t, t.detach().clone())
+        for path, top, t in walk_inputs(list(args), kwargs)
+        if not is_written(top, overload, written)
+    ]
+    kernel(*args, **kwargs)
+    problems = []
+    for path, t, saved in before:
+        if t.shape != saved.shape:
+            problems.append(f"mutates_input: {{path}} was resized from {{list(saved.shape)}} to {{list(t.shape)}}")
+            continue
+        changed = bits_differ(t, saved)
+        if changed.any():
+            first = changed.nonzero()[0].tolist() if t.dim() else []
+            at = tuple(first)
+            problems.append(
+                f"mutates_input: {{path}} changed at {{int(changed.sum())}} of {{t.numel()}} "
+                f"elements, first {{where(changed)}}: {{saved[at].item()}} -> {{t.detach()[at].item()}}"
+            )
+    return problems
+
+
+def check_alias(kernel, overload, device, seed):
+    \"\"\"In-place/out= results must be ``self``/``out``; other outputs must not share an
+    input's storage.\"\"\"
+    args, kwargs = materialize(CASE, device, seed)
+    want = targets(overload, list(args), kwargs)
+    inputs = walk_inputs(list(args), kwargs)
+    got = kernel(*args, **kwargs)
+    outs = [v for _, v in leaves(got)]
+    problems = []
+    for i, t in enumerate(want):
+        if i < len(outs) and outs[i] is not t:
+            problems.append(f"bad_alias: output {{i}} is not the tensor the op must write and return ({{describe(t)}})")
+    for i, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor) or any(o is t for t in want) or o.numel() == 0:
+            continue
+        ptr = o.untyped_storage().data_ptr()
+        for path, _, t in inputs:
+            if t.numel() and t.untyped_storage().data_ptr() == ptr:
+                problems.append(f"bad_alias: output {{i}} shares storage with input {{path}}")
+    return problems
+
+
+def check_calls(kernel, device, seed):
+    \"\"\"The ATen ops the kernel called, sorted by the guard's rule.\"\"\"
+    from opbench.instrument.observer import DispatchRecorder
+    from opbench.judge.guard import classify_calls
+
+    args, kwargs = materialize(CASE, device, seed)
+    with DispatchRecorder(targets(get_overload(CASE.op), list(args), kwargs)) as rec:
+        kernel(*args, **kwargs)
+    result = classify_calls(CASE.op, rec.calls)
+    if result.allowed:
+        print(f"  allowed calls (allocation, views, copies): {{result.allowed}}")
+    return [f"calls_pytorch: {{result.message()}}"] if result.violations else []
+
+
+def check_repeat(kernel, device, seed):
+    \"\"\"Two runs on identical fresh inputs must agree bit for bit.\"\"\"
+    runs = []
+    for _ in range(2):
+        args, kwargs = materialize(CASE, device, seed)
+        runs.append(kernel(*args, **kwargs))
+    problems = []
+    for (path, a), (_, b) in zip(leaves(runs[0]), leaves(runs[1])):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+            differ = bits_differ(a, b)
+            if differ.any():
+                at = tuple(differ.nonzero()[0].tolist()) if a.dim() else ()
+                problems.append(
+                    f"nondeterministic: output{{path}} differs between two runs at "
+                    f"{{int(differ.sum())}} elements, first {{where(differ)}}: "
+                    f"{{a.detach().cpu()[at].item()}} vs {{b.detach().cpu()[at].item()}}"
+                )
+    return problems
 
 
 def main():
@@ -169,7 +293,7 @@ def main():
     parser.add_argument("--no-judge", action="store_true", help="skip opbench's full verdict")
     opts = parser.parse_args()
     device = opts.device
-    reference = get_overload(CASE.op)
+    overload = get_overload(CASE.op)
 
     # PyTorch's answers first: a module: backend may override ATen once it is loaded.
     expected = {{}}
@@ -177,7 +301,7 @@ def main():
         args, kwargs = materialize(CASE, device, seed)
         print(f"seed {{seed}}: args = {{describe(args)}}, kwargs = {{describe(kwargs)}}")
         torch.manual_seed(seed)
-        expected[seed] = reference(*args, **kwargs)
+        expected[seed] = overload(*args, **kwargs)
 
     from opbench.backends.loader import load_backend
 
@@ -185,27 +309,36 @@ def main():
     kernel = backend.kernel_for(CASE.op)
     if kernel is None:
         raise SystemExit(f"backend {{opts.backend!r}} has no kernel for {{CASE.op}}")
+    problems = []
     for seed in SEEDS:
-        args, kwargs = materialize(CASE, device, seed)  # the kernel's own copy
         print(f"seed {{seed}}: kernel vs PyTorch")
         try:
-            got = kernel(*args, **kwargs)
+            args, kwargs = materialize(CASE, device, seed)  # the kernel's own copy
+            problems += check_values(kernel(*args, **kwargs), expected[seed])
+            problems += check_mutation(kernel, overload, device, seed)
+            problems += check_alias(kernel, overload, device, seed)
+            problems += check_calls(kernel, device, seed)
+            problems += check_repeat(kernel, device, seed)
         except Exception as e:  # show what the kernel raised, keep going
-            print(f"  the kernel raised {{type(e).__name__}}: {{e}}")
-            continue
-        show_difference(got, expected[seed])
+            problems.append(f"error: the kernel raised {{type(e).__name__}}: {{e}}")
+    for p in dict.fromkeys(problems):
+        print(f"  FAIL {{p}}")
 
+    failed = bool(problems)
     if not opts.no_judge:
         from opbench.judge.evaluate import JudgeOptions, judge_in_process
 
         options = JudgeOptions(trials=len(SEEDS))
         verdict = judge_in_process(CASE, kernel, device, options)
         print(f"opbench verdict: {{verdict.status}} {{verdict.category or ''}} {{verdict.message}}")
+        failed = verdict.status != "passed"
+    print("reproduced: the test fails" if failed else "the test passes")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def register(app: typer.Typer) -> None:

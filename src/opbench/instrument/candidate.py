@@ -185,15 +185,20 @@ def run_candidate(
         if window is not None:
             observed.enter_context(window)
             observed.enter_context(window.pause())
-        for seed, is_redraw in zip(plan.seeds, redraw):
+        repeat_after = plan.repeat_after if 0 <= plan.repeat_after < len(plan.seeds) else -1
+        last = len(plan.seeds) - 1
+        for i, (seed, is_redraw) in enumerate(zip(plan.seeds, redraw)):
             tr = run_trial(case, kernel, overload, device, seed, guard_on=guard_on, window=window)
             tr.redraw = is_redraw
             report.trials.append(tr)
             if tr.status != "ok":
                 _summarise(report, tr)
                 break
-        else:
-            if plan.repeat and options.check_determinism:
+            if (
+                plan.repeat
+                and options.check_determinism
+                and i == (last if repeat_after < 0 else repeat_after)
+            ):
                 rep = run_trial(
                     case, kernel, overload, device, plan.seeds[0], guard_on=guard_on, window=window
                 )

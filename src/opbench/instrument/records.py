@@ -17,12 +17,17 @@ __all__ = ["CandidateReport", "TrialPlan", "TrialResult"]
 @dataclass
 class TrialPlan:
     """The seeds the harness asks the worker to run: the trials, then (optionally) a
-    re-drawn seed whose inputs make a trivial answer fail, then a repeat of the first."""
+    re-drawn seed whose inputs make a trivial answer fail, and a repeat of the first trial
+    run right after trial ``repeat_after`` (the harness draws that position at random: a
+    kernel that counts its calls and alternates its answers cannot know which call is
+    compared with which; at a fixed position, after the last trial, one that flipped
+    every other call repeated its first answer exactly)."""
 
     seeds: list[int]
     redraw: list[bool] = field(default_factory=list)
     repeat: bool = True
     redraw_seeds_tried: list[int] = field(default_factory=list)
+    repeat_after: int = -1  # -1: after the last trial
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -34,6 +39,7 @@ class TrialPlan:
             redraw=[bool(r) for r in d.get("redraw") or []],
             repeat=bool(d.get("repeat", True)),
             redraw_seeds_tried=[int(s) for s in d.get("redraw_seeds_tried") or []],
+            repeat_after=int(d.get("repeat_after", -1)),
         )
 
 

@@ -12,6 +12,7 @@ report against the same objects, so each is computed once.
 from __future__ import annotations
 
 import contextlib
+import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -332,7 +333,11 @@ def plan_trials(case: Case, device: str, options: JudgeOptions) -> tuple[TrialPl
     """
     overload = get_overload(case.op)
     seeds = trial_seeds(case.seed, options.trials)
-    plan = TrialPlan(seeds=list(seeds), redraw=[False] * len(seeds))
+    plan = TrialPlan(
+        seeds=list(seeds),
+        redraw=[False] * len(seeds),
+        repeat_after=secrets.randbelow(len(seeds)),  # the worker cannot know it in advance
+    )
     expectations: Expectations = {}
     for s in seeds:
         try:
