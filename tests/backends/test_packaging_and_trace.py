@@ -41,17 +41,49 @@ print("PACKAGE_OK", {name}.__file__, len({name}.served_ops("cpu")))
 """
 
 
-def _fresh_venv(root: Path) -> Path:
-    """A venv that sees this environment's installed distributions (torch, numpy, ...)
-    through a path entry, but not opbench: its editable install is a ``.pth`` hook of this
-    environment's site-packages, which a plain path entry does not run."""
-    import sysconfig
+def _closure(names: list[str]) -> set[str]:
+    """Installed distributions ``names`` need, transitively (extras left out)."""
+    import re
+    from importlib import metadata
+
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = re.split(r"[\s;<>=!~\[(]", todo.pop(), maxsplit=1)[0]
+        key = name.lower().replace("_", "-")
+        if not key or key in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional dependency this environment does not have
+        seen.add(key)
+        todo += [r for r in dist.requires or [] if "extra ==" not in r]
+    return seen
+
+
+def _fresh_venv(root: Path, extra: tuple[str, ...] = ()) -> Path:
+    """A venv holding only torch and numpy (and ``extra``, with what they need), not
+    opbench: their
+    installed files are linked into one folder the venv reads through a path entry, so
+    nothing else of this environment is visible there."""
+    from importlib import metadata
 
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120
     )
+    only = root / "only-torch-numpy"
+    only.mkdir()
+    for key in _closure(["torch", "numpy", "pip", *extra]):  # pip: to install the wheel
+        dist = metadata.distribution(key)
+        for f in dist.files or []:
+            top = f.parts[0]
+            src = Path(dist.locate_file(top))
+            if top.startswith("..") or not src.exists() or (only / top).exists():
+                continue
+            (only / top).symlink_to(src)
     site = next(root.glob("lib/python*/site-packages"))
-    (site / "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "only.pth").write_text(f"{only}\n")
     return root / "bin" / "python"
 
 
@@ -65,8 +97,10 @@ def _wheel(out: Path, dist: Path) -> Path:
     return next(dist.glob("*.whl"))
 
 
-def _install_and_use(tmp_path: Path, out: Path, name: str, served: str) -> str:
-    python = _fresh_venv(tmp_path / "venv")
+def _install_and_use(
+    tmp_path: Path, out: Path, name: str, served: str, extra: tuple[str, ...] = ()
+) -> str:
+    python = _fresh_venv(tmp_path / "venv", extra)
     wheel = _wheel(out, tmp_path / "dist")
     pip = subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-index", str(wheel)],
@@ -148,7 +182,7 @@ def test_reference_triton_backend_packages_without_opbench(tmp_path: Path) -> No
             # the loader's lazy `from opbench import kernels`, run only for --backend triton
             bad = [m for m in bad if m != "opbench"]
         assert not bad, (f, bad)
-    stdout = _install_and_use(tmp_path, out, "ref_triton", "relu.default")
+    stdout = _install_and_use(tmp_path, out, "ref_triton", "relu.default", ("triton",))
     assert int(stdout.split()[-1]) > 100  # overloads served
 
 
