@@ -8,3 +8,11 @@ opbench() { python3 -m opbench.cli "$@"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu --format=csv,noheader
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count())"
 python3 -c "from opbench.run import sandbox; print('bwrap usable:', sandbox.bwrap_works())"
+# Wheels the GPU machine lacks, when carried (download them on the CPU machine first):
+#   pip download --no-deps expecttest -d .whl/ex
+#   pip download --no-deps flag_gems==5.0.2 sqlalchemy greenlet typing_extensions \
+#       --python-version 3.12 --only-binary=:all: --platform manylinux_2_28_x86_64 \
+#       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl/fg
+for d in .whl/ex .whl/fg; do
+  if [ -d "$d" ]; then python3 -m pip install -q --no-deps --no-index "$d"/*.whl; fi
+done
