@@ -25,8 +25,9 @@ Parts (``--parts``, default all):
 A markdown table of both runs (per op: device and host speedups, achieved bandwidth and
 fraction of speed of light) goes to ``benchmarks/results/triton-<gpu>.md``.
 
-Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``; three device calls of
-under 10 minutes each; FlagGems needs its wheel and sqlalchemy's installed first):
+Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``, which installs the
+wheels carried in ``.whl/ex`` and ``.whl/fg``; carry them and ``.gpu_data`` (the traces);
+three device calls of under 10 minutes each):
     OPBENCH_CACHE_DIR=$OUT/cache python3 benchmarks/triton_backend.py --parts opinfo
     python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts launch,bandwidth,traces
     python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report
