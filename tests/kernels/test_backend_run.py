@@ -75,3 +75,16 @@ def test_four_models_train_on_the_triton_backend_on_cpu(tmp_path: Path) -> None:
     for r in rows:
         assert r["ok"], r
         assert len(r["served_ops"]) >= 10, r["served_ops"]
+
+
+def test_every_kernel_folder_loads() -> None:
+    """Each op folder imports and names its kernel (the OpInfo run reaches only some of
+    them: a folder pointing at a moved function would otherwise go unnoticed)."""
+    from opbench.backends.loader import load_backend
+
+    backend = load_backend("triton", "cpu")
+    assert backend.load_errors == {}, backend.load_errors
+    root = REPO / "src" / "opbench" / "kernels"
+    folders = [p for p in root.iterdir() if any(p.glob("*_implementation*.py"))]
+    assert len(folders) > 100
+    assert len(backend.kernels) == len(folders)
