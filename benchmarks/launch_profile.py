@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import triton
 
+from opbench.kernels._lib import arithmetic as ar
 from opbench.kernels._lib import pointwise as pw
 
 
@@ -43,10 +44,10 @@ def main() -> None:
     a = torch.randn(1024, device="cuda", dtype=torch.float16)
     b = torch.randn(1024, device="cuda", dtype=torch.float16)
     out = torch.empty_like(a)
-    consts = dict(FN=pw._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
+    consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
     args = (a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0)
     compiled = pw._flat_kernel[(1,)](*args, **consts)
-    full = (*args, pw._add, 1, 1, 0, pw.tl.float32, pw.BLOCK)
+    full = (*args, ar._add, 1, 1, 0, pw.tl.float32, pw.BLOCK)
     stream = torch._C._cuda_getCurrentRawStream(0)
     steps = {
         "eager torch.add": lambda: torch.add(a, b),
@@ -64,8 +65,8 @@ def main() -> None:
             1, 1, 1, stream, compiled.function, compiled.packed_metadata, None, None, None, *full
         ),
         "Launcher (pw._flat) into out": lambda: pw._flat((1,), args, **consts),
-        "pw.run(add) into out": lambda: pw.run(pw._add, [a, b], out, pw.tl.float32, 1.0),
-        "pw.add (allocates)": lambda: pw.add(a, b),
+        "pw.run(add) into out": lambda: pw.run(ar._add, [a, b], out, pw.tl.float32, 1.0),
+        "pw.add (allocates)": lambda: ar.add(a, b),
         "kernel[grid] into out": lambda: pw._flat_kernel[(1,)](*args, **consts),
     }
     for name, fn in steps.items():
@@ -73,7 +74,7 @@ def main() -> None:
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(5000):
-        pw.add(a, b)
+        ar.add(a, b)
     prof.disable()
     torch.cuda.synchronize()
     s = io.StringIO()
@@ -103,7 +104,7 @@ def sweep() -> None:
                     pw._flat(
                         (pw.cdiv(args[4], block),),
                         args,
-                        FN=pw._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=block,
+                        FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=block,
                         num_warps=warps,
                     )  # fmt: skip
 

@@ -85,13 +85,14 @@ def launch_cost() -> dict[str, Any]:
     import torch
 
     import opbench
+    from opbench.kernels._lib import arithmetic as ar
     from opbench.kernels._lib import pointwise as pw
 
     a = torch.randn(1024, device="cuda", dtype=torch.float16)
     b = torch.randn(1024, device="cuda", dtype=torch.float16)
     out = torch.empty_like(a)
     kernel = pw._flat_kernel
-    consts = dict(FN=pw._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
+    consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
 
     def plain() -> None:
         kernel[(1,)](a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0, **consts)
@@ -105,7 +106,7 @@ def launch_cost() -> dict[str, Any]:
         "eager torch.empty_like (allocation alone)": _host_us(lambda: torch.empty_like(a)),
         "plain kernel[grid](...) into a preallocated out": _host_us(plain),
         "Launcher into a preallocated out": _host_us(launcher_only),
-        "opbench.kernels add (allocates its output)": _host_us(lambda: pw.add(a, b)),
+        "opbench.kernels add (allocates its output)": _host_us(lambda: ar.add(a, b)),
     }
     with opbench.backend("triton", "cuda", ops=["add.Tensor"]):
         res["torch.add dispatched to the Triton backend (torch.library)"] = _host_us(
@@ -137,13 +138,14 @@ def _device_ms(fn: Any, reps: int = 30) -> float:
 def _bandwidth_rows(x: Any, y: Any, copy_Bps: float) -> list[dict[str, Any]]:
     import torch
 
+    from opbench.kernels._lib import activations as act
+    from opbench.kernels._lib import arithmetic as ar
     from opbench.kernels._lib import copy as cp
-    from opbench.kernels._lib import pointwise as pw
 
     n, item = x.numel(), x.element_size()
     cases = {
-        "add": (3 * n * item, lambda: pw.add(x, y), lambda: torch.add(x, y)),
-        "relu": (2 * n * item, lambda: pw.relu(x), lambda: torch.relu(x)),
+        "add": (3 * n * item, lambda: ar.add(x, y), lambda: torch.add(x, y)),
+        "relu": (2 * n * item, lambda: act.relu(x), lambda: torch.relu(x)),
         "clone": (2 * n * item, lambda: cp.clone(x), lambda: x.clone()),
     }
     try:

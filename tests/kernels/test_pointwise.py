@@ -12,7 +12,8 @@ pytest.importorskip("triton")
 
 from kernel_checks import assert_matches  # noqa: E402
 
-from opbench.kernels._lib import pointwise as pw  # noqa: E402
+from opbench.kernels._lib import activations as act  # noqa: E402
+from opbench.kernels._lib import arithmetic as ar  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -42,33 +43,33 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
 LAYOUTS = ["contiguous", "transposed", "broadcast", "zero_dim", "empty", "sliced5d"]
 
 BINARY = {
-    "add": (pw.add, lambda a, b: aten.add.Tensor(a, b, alpha=2), {"alpha": 2}),
-    "sub": (pw.sub, aten.sub.Tensor, {}),
-    "mul": (pw.mul, aten.mul.Tensor, {}),
-    "div": (pw.div, aten.div.Tensor, {}),
+    "add": (ar.add, lambda a, b: aten.add.Tensor(a, b, alpha=2), {"alpha": 2}),
+    "sub": (ar.sub, aten.sub.Tensor, {}),
+    "mul": (ar.mul, aten.mul.Tensor, {}),
+    "div": (ar.div, aten.div.Tensor, {}),
     "threshold_backward": (
-        lambda g, x: pw.threshold_backward(g, x, 0.5),
+        lambda g, x: act.threshold_backward(g, x, 0.5),
         lambda g, x: aten.threshold_backward(g, x, 0.5),
         None,
     ),
-    "gelu_backward": (pw.gelu_backward, aten.gelu_backward, None),
-    "silu_backward": (pw.silu_backward, aten.silu_backward, None),
-    "sigmoid_backward": (pw.sigmoid_backward, aten.sigmoid_backward, None),
-    "tanh_backward": (pw.tanh_backward, aten.tanh_backward, None),
+    "gelu_backward": (act.gelu_backward, aten.gelu_backward, None),
+    "silu_backward": (act.silu_backward, aten.silu_backward, None),
+    "sigmoid_backward": (act.sigmoid_backward, aten.sigmoid_backward, None),
+    "tanh_backward": (act.tanh_backward, aten.tanh_backward, None),
 }
 
 UNARY = {
-    "relu": (pw.relu, aten.relu),
-    "neg": (pw.neg, aten.neg),
-    "sigmoid": (pw.sigmoid, aten.sigmoid),
-    "tanh": (pw.tanh, aten.tanh),
-    "silu": (pw.silu, aten.silu),
-    "gelu": (pw.gelu, aten.gelu),
+    "relu": (act.relu, aten.relu),
+    "neg": (ar.neg, aten.neg),
+    "sigmoid": (act.sigmoid, aten.sigmoid),
+    "tanh": (act.tanh, aten.tanh),
+    "silu": (act.silu, aten.silu),
+    "gelu": (act.gelu, aten.gelu),
     "gelu_tanh": (
-        lambda x: pw.gelu(x, approximate="tanh"),
+        lambda x: act.gelu(x, approximate="tanh"),
         lambda x: aten.gelu(x, approximate="tanh"),
     ),
-    "hardtanh": (lambda x: pw.hardtanh(x, -0.5, 2.0), lambda x: aten.hardtanh(x, -0.5, 2.0)),
+    "hardtanh": (lambda x: act.hardtanh(x, -0.5, 2.0), lambda x: aten.hardtanh(x, -0.5, 2.0)),
 }
 
 
@@ -115,53 +116,53 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 
 def test_scalars_and_integer_promotion() -> None:
     i = torch.arange(-6, 6, dtype=torch.int32)
-    _same(pw.add(i, 3), i + 3)
-    _same(pw.add(i, 2.5), i + 2.5)  # int tensor + float scalar -> float
-    _same(pw.div(i, torch.tensor(4)), i / torch.tensor(4))
+    _same(ar.add(i, 3), i + 3)
+    _same(ar.add(i, 2.5), i + 2.5)  # int tensor + float scalar -> float
+    _same(ar.div(i, torch.tensor(4)), i / torch.tensor(4))
     _same(
-        pw.mul(torch.ones(3, dtype=torch.bool), torch.tensor([True, False, True])),
+        ar.mul(torch.ones(3, dtype=torch.bool), torch.tensor([True, False, True])),
         torch.ones(3, dtype=torch.bool) * torch.tensor([True, False, True]),
     )
-    _same(pw.rsub(torch.ones(4), 3.0, 2), aten.rsub.Scalar(torch.ones(4), 3.0, 2))
+    _same(ar.rsub(torch.ones(4), 3.0, 2), aten.rsub.Scalar(torch.ones(4), 3.0, 2))
     h = torch.randn(8, dtype=torch.float16)
-    _same(pw.add(h, torch.tensor(1.5, dtype=torch.float32)), h + torch.tensor(1.5))
+    _same(ar.add(h, torch.tensor(1.5, dtype=torch.float32)), h + torch.tensor(1.5))
 
 
 def test_where_broadcasts_condition_and_scalars() -> None:
     c = torch.randn(4, 1, 5) > 0
     x = torch.randn(3, 1)
-    _same(pw.where(c, x, 0.0), torch.where(c, x, 0.0))
-    _same(pw.where(c, 1.0, x.half()), torch.where(c, 1.0, x.half()))
+    _same(ar.where(c, x, 0.0), torch.where(c, x, 0.0))
+    _same(ar.where(c, 1.0, x.half()), torch.where(c, 1.0, x.half()))
 
 
 def test_inplace_and_out_variants_write_their_target() -> None:
     x = torch.randn(6, 4)
     y = torch.randn(4)
     target = x.clone()
-    assert pw.add_(target, y, 3) is target
+    assert ar.add_(target, y, 3) is target
     _same(target, x + 3 * y)
     strided = torch.randn(4, 6).t()  # a non-contiguous self is written in place
     expect = torch.relu(strided)
-    assert pw.relu_(strided) is strided
+    assert act.relu_(strided) is strided
     _same(strided, expect)
     out = torch.empty(0)
-    assert pw.mul_out(x, y, out=out) is out
+    assert ar.mul_out(x, y, out=out) is out
     _same(out, x * y)
     with pytest.raises(RuntimeError, match="can't be cast"):
-        pw.add_(torch.zeros(3, dtype=torch.int64), torch.ones(3))
+        ar.add_(torch.zeros(3, dtype=torch.int64), torch.ones(3))
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
-        pw.add_(torch.zeros(3), torch.ones(2, 3))
+        ar.add_(torch.zeros(3), torch.ones(2, 3))
     with pytest.warns(UserWarning, match="resized"):
-        pw.add_out(x, y, out=torch.empty(2))
+        ar.add_out(x, y, out=torch.empty(2))
 
 
 def test_declines_what_it_does_not_implement() -> None:
     with pytest.raises(NotImplementedError):
-        pw.div(torch.ones(3, dtype=torch.int64), 2, rounding_mode="floor")
+        ar.div(torch.ones(3, dtype=torch.int64), 2, rounding_mode="floor")
     with pytest.raises(ValueError, match="rounding_mode"):
-        pw.div(torch.ones(3), 2.0, rounding_mode="round")
+        ar.div(torch.ones(3), 2.0, rounding_mode="round")
     with pytest.raises(NotImplementedError):
-        pw.sigmoid(torch.ones(3, dtype=torch.int64))
+        act.sigmoid(torch.ones(3, dtype=torch.int64))
 
 
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
@@ -169,6 +170,6 @@ def test_declines_what_it_does_not_implement() -> None:
 def test_div_rounding_modes(mode: str, dtype: torch.dtype) -> None:
     a = (torch.randn(41, 7) * 20).to(dtype)
     b = torch.tensor([3.0, -3.0, 0.5, -0.25, 7.0, 0.0, -0.0]).to(dtype)
-    assert_matches(pw.div(a, b, rounding_mode=mode), aten.div.Tensor_mode, a, b, rounding_mode=mode)
+    assert_matches(ar.div(a, b, rounding_mode=mode), aten.div.Tensor_mode, a, b, rounding_mode=mode)
     with pytest.raises(NotImplementedError):
-        pw.div(torch.arange(4), 3, rounding_mode=mode)
+        ar.div(torch.arange(4), 3, rounding_mode=mode)

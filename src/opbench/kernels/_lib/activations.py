@@ -1,9 +1,10 @@
-"""Activations beyond the basic ones: hardsigmoid, hardswish, leaky_relu and elu, with
-their in-place, ``out=`` and backward ops, on the elementwise kernels of
-:mod:`opbench.kernels._lib.pointwise` (each op is a scalar ``@triton.jit`` function
-passed to them as a constexpr). Formulas follow ATen's vectorised CPU kernels (the path
-eager takes for all but the last few elements of a tensor), so NaN goes where eager's
-does.
+"""Activations and their backward ops on the elementwise engine
+(:mod:`opbench.kernels._lib.pointwise`): relu, sigmoid, tanh, silu, gelu (``none`` and
+``tanh``), hardtanh, hardsigmoid, hardswish, leaky_relu and elu, with in-place and
+``out=`` entry points, and threshold/hardtanh/sigmoid/tanh/silu/gelu/hardsigmoid/
+hardswish/leaky_relu/elu ``_backward``. Each op is a scalar ``@triton.jit`` function
+handed to the engine's kernels. Formulas follow ATen's vectorised CPU kernels (the path
+eager takes for all but the last few elements of a tensor), so NaN goes where eager's does.
 """
 
 from __future__ import annotations
@@ -17,11 +18,209 @@ import triton.language as tl
 from opbench.kernels._lib.pointwise import (
     backward_op,
     check_number,
-    dtype_name,
     elementwise,
     exp_f,
     expm1_f,
+    require_float,
+    sigmoid_f,
+    tanh_f,
+    unary,
 )
+
+
+@triton.jit
+def _relu(a, b, c, p0, p1):
+    return tl.where(a < 0, 0, a)  # NaN stays NaN
+
+
+@triton.jit
+def _threshold_backward(a, b, c, p0, p1):
+    # grad, self, threshold: eager's self <= threshold ? 0 : grad
+    return tl.where(b <= p0, 0, a)
+
+
+@triton.jit
+def _hardtanh(a, b, c, p0, p1):
+    return tl.where(a < p0, p0, tl.where(a > p1, p1, a))
+
+
+@triton.jit
+def _hardtanh_backward(a, b, c, p0, p1):
+    return tl.where((b <= p0) | (b >= p1), 0, a)
+
+
+@triton.jit
+def _sigmoid(a, b, c, p0, p1):
+    return sigmoid_f(a)
+
+
+@triton.jit
+def _sigmoid_backward(a, b, c, p0, p1):
+    # grad, output
+    return a * (1.0 - b) * b
+
+
+@triton.jit
+def _tanh(a, b, c, p0, p1):
+    return tanh_f(a)
+
+
+@triton.jit
+def _tanh_backward(a, b, c, p0, p1):
+    # grad, output
+    return a * (1.0 - b * b)
+
+
+@triton.jit
+def _silu(a, b, c, p0, p1):
+    return a * sigmoid_f(a)
+
+
+@triton.jit
+def _silu_backward(a, b, c, p0, p1):
+    # grad, self
+    s = sigmoid_f(b)
+    return a * s * (1.0 + b * (1.0 - s))
+
+
+@triton.jit
+def _gelu(a, b, c, p0, p1):
+    return 0.5 * a * (1.0 + tl.math.erf(a * 0.7071067811865476))
+
+
+@triton.jit
+def _gelu_tanh(a, b, c, p0, p1):
+    inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
+    return 0.5 * a * (1.0 + tanh_f(inner))
+
+
+@triton.jit
+def _gelu_backward(a, b, c, p0, p1):
+    # grad, self (approximate='none')
+    cdf = 0.5 * (1.0 + tl.math.erf(b * 0.7071067811865476))
+    pdf = tl.exp(-0.5 * b * b) * 0.3989422804014327
+    return a * (cdf + b * pdf)
+
+
+@triton.jit
+def _gelu_tanh_backward(a, b, c, p0, p1):
+    # grad, self (approximate='tanh'), as ATen's GeluBackward
+    x_sq = b * b
+    inner = 0.7978845608028654 * (b + 0.044715 * x_sq * b)
+    t = tanh_f(inner)
+    left = 0.5 * b
+    right = 1.0 + t
+    left_d = 0.5 * right
+    right_d = left * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x_sq)
+    return a * (left_d + right_d)
+
+
+def relu(self: torch.Tensor) -> torch.Tensor:
+    return unary(_relu, self, None, None, floats_only=False)
+
+
+def relu_(self: torch.Tensor) -> torch.Tensor:
+    return unary(_relu, self, None, self, floats_only=False)
+
+
+def sigmoid(self: torch.Tensor) -> torch.Tensor:
+    return unary(_sigmoid, self, None, None)
+
+
+def sigmoid_(self: torch.Tensor) -> torch.Tensor:
+    return unary(_sigmoid, self, None, self)
+
+
+def sigmoid_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return unary(_sigmoid, self, out, None)
+
+
+def tanh(self: torch.Tensor) -> torch.Tensor:
+    return unary(_tanh, self, None, None)
+
+
+def tanh_(self: torch.Tensor) -> torch.Tensor:
+    return unary(_tanh, self, None, self)
+
+
+def tanh_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return unary(_tanh, self, out, None)
+
+
+def silu(self: torch.Tensor) -> torch.Tensor:
+    return unary(_silu, self, None, None)
+
+
+def silu_(self: torch.Tensor) -> torch.Tensor:
+    return unary(_silu, self, None, self)
+
+
+def silu_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return unary(_silu, self, out, None)
+
+
+def _gelu_fn(approximate: str, exact: Any, tanh_form: Any) -> Any:
+    if approximate == "none":
+        return exact
+    if approximate == "tanh":
+        return tanh_form
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def gelu(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
+    return unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, None, None)
+
+
+def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
+    return unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, None, self)
+
+
+def gelu_out(self: torch.Tensor, *, approximate: str = "none", out: torch.Tensor) -> torch.Tensor:
+    return unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, out, None)
+
+
+def hardtanh(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    return unary(_hardtanh, self, None, None, floats_only=False, p0=min_val, p1=max_val)
+
+
+def hardtanh_(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    return unary(_hardtanh, self, None, self, floats_only=False, p0=min_val, p1=max_val)
+
+
+def hardtanh_out(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0, *,
+                 out: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    return unary(_hardtanh, self, out, None, floats_only=False, p0=min_val, p1=max_val)
+
+
+def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold: float, *,
+                       grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return backward_op(_threshold_backward, grad_output, self, grad_input, p0=threshold)
+
+
+def hardtanh_backward(grad_output: torch.Tensor, self: torch.Tensor, min_val: float,
+                      max_val: float, *, grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return backward_op(_hardtanh_backward, grad_output, self, grad_input, p0=min_val, p1=max_val)
+
+
+def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor, *,
+                     grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return backward_op(_sigmoid_backward, grad_output, output, grad_input)
+
+
+def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor, *,
+                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return backward_op(_tanh_backward, grad_output, output, grad_input)
+
+
+def silu_backward(grad_output: torch.Tensor, self: torch.Tensor, *,
+                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    return backward_op(_silu_backward, grad_output, self, grad_input)
+
+
+def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none",
+                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
+    fn = _gelu_fn(approximate, _gelu_backward, _gelu_tanh_backward)
+    return backward_op(fn, grad_output, self, grad_input)
 
 
 @triton.jit
@@ -87,59 +286,46 @@ def _elu_backward_result(a, b, c, p0, p1):
 # ----------------------------------------------------------------------------- more ATen ops
 
 
-def _floats_only(op: str, *tensors: torch.Tensor) -> None:
-    """Eager implements these activations for floating types only."""
-    for t in tensors:
-        if not t.dtype.is_floating_point:
-            raise NotImplementedError(f"\"{op}\" not implemented for '{dtype_name(t.dtype)}'")
-
-
-def _activation(fn: Any, op: str, self: torch.Tensor, out: Any, inplace: Any,
-                p0: float = 0.0, p1: float = 0.0) -> torch.Tensor:  # fmt: skip
-    _floats_only(op, self)
-    return elementwise(fn, [self], self.dtype, out=out, inplace=inplace, p0=p0, p1=p1)
-
-
 def hardsigmoid(self: torch.Tensor) -> torch.Tensor:
-    return _activation(_hardsigmoid, "hardsigmoid", self, None, None)
+    return unary(_hardsigmoid, self, None, None, op="hardsigmoid")
 
 
 def hardsigmoid_(self: torch.Tensor) -> torch.Tensor:
-    return _activation(_hardsigmoid, "hardsigmoid", self, None, self)
+    return unary(_hardsigmoid, self, None, self, op="hardsigmoid")
 
 
 def hardsigmoid_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _activation(_hardsigmoid, "hardsigmoid", self, out, None)
+    return unary(_hardsigmoid, self, out, None, op="hardsigmoid")
 
 
 def hardswish(self: torch.Tensor) -> torch.Tensor:
-    return _activation(_hardswish, "hardswish", self, None, None)
+    return unary(_hardswish, self, None, None, op="hardswish")
 
 
 def hardswish_(self: torch.Tensor) -> torch.Tensor:
-    return _activation(_hardswish, "hardswish", self, None, self)
+    return unary(_hardswish, self, None, self, op="hardswish")
 
 
 def hardswish_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _activation(_hardswish, "hardswish", self, out, None)
+    return unary(_hardswish, self, out, None, op="hardswish")
 
 
 def leaky_relu(self: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
-    return _activation(_leaky_relu, "leaky_relu", self, None, None, p0=negative_slope)
+    return unary(_leaky_relu, self, None, None, op="leaky_relu", p0=negative_slope)
 
 
 def leaky_relu_(self: torch.Tensor, negative_slope: float = 0.01) -> torch.Tensor:
-    return _activation(_leaky_relu, "leaky_relu", self, None, self, p0=negative_slope)
+    return unary(_leaky_relu, self, None, self, op="leaky_relu", p0=negative_slope)
 
 
 def leaky_relu_out(self: torch.Tensor, negative_slope: float = 0.01, *,
                    out: torch.Tensor) -> torch.Tensor:  # fmt: skip
-    return _activation(_leaky_relu, "leaky_relu", self, out, None, p0=negative_slope)
+    return unary(_leaky_relu, self, out, None, op="leaky_relu", p0=negative_slope)
 
 
 def _elu_into(self: torch.Tensor, alpha: float, scale: float, input_scale: float, out: Any,
               inplace: Any) -> torch.Tensor:  # fmt: skip
-    _floats_only("elu", self)
+    require_float("elu", self)
     for v in (alpha, scale, input_scale):
         check_number(v)
     operands = [self, float(input_scale)]

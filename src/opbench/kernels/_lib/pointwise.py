@@ -1,6 +1,9 @@
-"""Elementwise ops (arithmetic, activations and their backward ops, ``where``, copies):
-one flat kernel and one strided kernel, each taking the op's scalar function as a
-constexpr, and the Python entry points that follow ATen's schemas.
+"""The elementwise engine: one flat kernel and one strided kernel, each taking an op's
+scalar function as a constexpr, the output rules (broadcast shape, dtype casts, in-place
+and ``out=``), and the math helpers the op modules share. The ops themselves, with their
+ATen-schema entry points, are in :mod:`~opbench.kernels._lib.arithmetic`,
+:mod:`~opbench.kernels._lib.activations`, :mod:`~opbench.kernels._lib.math_ops` and
+:mod:`~opbench.kernels._lib.copy`.
 
 How a call is launched (:func:`run`):
 
@@ -31,12 +34,25 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
 
-__all__ = ["MAX_DIMS", "run", "compute_type", "destination"]
+__all__ = [
+    "IDENTITY",
+    "MAX_DIMS",
+    "backward_op",
+    "check_number",
+    "compute_type",
+    "destination",
+    "dtype_name",
+    "elementwise",
+    "require_float",
+    "run",
+    "unary",
+]
 
 #: Merged dimensions the strided kernel indexes; more split into several launches.
 MAX_DIMS = 4
-#: Elements per program of the flat kernel. 1024 x 4 warps reaches ~90% of copy
-#: bandwidth on large f16/f32 inputs (benchmarks/triton_bandwidth.py).
+#: Elements per program of the flat kernel, 4 warps: 0.71-0.79 of copy bandwidth for a
+#: 256 MiB add on the H100 (benchmarks/results/triton-launch-bandwidth-h100.md); the
+#: block/warp sweep in benchmarks/launch_profile.py --sweep has not run yet.
 BLOCK = 1024
 #: Small programs under the interpreter: it runs programs one by one in Python.
 _INTERP_BLOCK = 4096
@@ -91,164 +107,8 @@ def sigmoid_f(x):
 
 
 @triton.jit
-def _add(a, b, c, p0, p1):
-    return a + b * p0
-
-
-@triton.jit
-def _sub(a, b, c, p0, p1):
-    return a - b * p0
-
-
-@triton.jit
-def _rsub(a, b, c, p0, p1):
-    return b - a * p0
-
-
-@triton.jit
-def _mul(a, b, c, p0, p1):
-    return a * b
-
-
-@triton.jit
-def _divide(a, b, c, p0, p1):
-    return a / b
-
-
-@triton.jit
-def trunc_f(x):
-    return tl.where(x < 0, tl.math.ceil(x), tl.math.floor(x))
-
-
-@triton.jit
-def fmod_f(a, b):
-    """C's fmod: libdevice on the GPU; a - trunc(a / b) * b on the interpreter (exact
-    while a / b is, which covers the test inputs)."""
-    if ON_GPU:
-        r = libdevice.fmod(a, b)
-    else:
-        r = a - trunc_f(a / b) * b
-    return r
-
-
-@triton.jit
-def _divide_trunc(a, b, c, p0, p1):
-    return trunc_f(a / b)
-
-
-@triton.jit
-def _divide_floor(a, b, c, p0, p1):
-    # ATen's div_floor_floating, step by step (a true floor(a / b) rounds differently)
-    mod = fmod_f(a, b)
-    q = (a - mod) / b
-    q = tl.where((mod != 0) & ((b < 0) != (mod < 0)), q - 1.0, q)
-    fl = tl.math.floor(q)
-    fl = tl.where(q - fl > 0.5, fl + 1.0, fl)
-    zero = tl.where(a / b < 0, -0.0, 0.0)
-    res = tl.where(q != 0, fl, zero)
-    return tl.where(b == 0, a / b, res)
-
-
-@triton.jit
-def _neg(a, b, c, p0, p1):
-    return -a
-
-
-@triton.jit
 def _identity(a, b, c, p0, p1):
     return a
-
-
-@triton.jit
-def _where(a, b, c, p0, p1):
-    return tl.where(a != 0, b, c)
-
-
-@triton.jit
-def _relu(a, b, c, p0, p1):
-    return tl.where(a < 0, 0, a)  # NaN stays NaN
-
-
-@triton.jit
-def _threshold_backward(a, b, c, p0, p1):
-    # grad, self, threshold: eager's self <= threshold ? 0 : grad
-    return tl.where(b <= p0, 0, a)
-
-
-@triton.jit
-def _hardtanh(a, b, c, p0, p1):
-    return tl.where(a < p0, p0, tl.where(a > p1, p1, a))
-
-
-@triton.jit
-def _hardtanh_backward(a, b, c, p0, p1):
-    return tl.where((b <= p0) | (b >= p1), 0, a)
-
-
-@triton.jit
-def _sigmoid(a, b, c, p0, p1):
-    return sigmoid_f(a)
-
-
-@triton.jit
-def _sigmoid_backward(a, b, c, p0, p1):
-    # grad, output
-    return a * (1.0 - b) * b
-
-
-@triton.jit
-def _tanh(a, b, c, p0, p1):
-    return tanh_f(a)
-
-
-@triton.jit
-def _tanh_backward(a, b, c, p0, p1):
-    # grad, output
-    return a * (1.0 - b * b)
-
-
-@triton.jit
-def _silu(a, b, c, p0, p1):
-    return a * sigmoid_f(a)
-
-
-@triton.jit
-def _silu_backward(a, b, c, p0, p1):
-    # grad, self
-    s = sigmoid_f(b)
-    return a * s * (1.0 + b * (1.0 - s))
-
-
-@triton.jit
-def _gelu(a, b, c, p0, p1):
-    return 0.5 * a * (1.0 + tl.math.erf(a * 0.7071067811865476))
-
-
-@triton.jit
-def _gelu_tanh(a, b, c, p0, p1):
-    inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
-    return 0.5 * a * (1.0 + tanh_f(inner))
-
-
-@triton.jit
-def _gelu_backward(a, b, c, p0, p1):
-    # grad, self (approximate='none')
-    cdf = 0.5 * (1.0 + tl.math.erf(b * 0.7071067811865476))
-    pdf = tl.exp(-0.5 * b * b) * 0.3989422804014327
-    return a * (cdf + b * pdf)
-
-
-@triton.jit
-def _gelu_tanh_backward(a, b, c, p0, p1):
-    # grad, self (approximate='tanh'), as ATen's GeluBackward
-    x_sq = b * b
-    inner = 0.7978845608028654 * (b + 0.044715 * x_sq * b)
-    t = tanh_f(inner)
-    left = 0.5 * b
-    right = 1.0 + t
-    left_d = 0.5 * right
-    right_d = left * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x_sq)
-    return a * (left_d + right_d)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -667,9 +527,9 @@ def elementwise(
     return run(fn, operands, dest, compute_type(compute_dtype or dtype), p0, p1)
 
 
-# ----------------------------------------------------------------------------- ATen ops
-# Signatures follow the ATen schemas; ``out``/``inplace`` select the variant. Every
-# functional op also has ``<op>_`` (writes ``self``) and ``<op>_out`` (writes ``out``).
+# ----------------------------------------------------------------------------- for op modules
+# ATen entry points pass ``out``/``inplace`` to select the variant: a new tensor, ``self``
+# (``<op>_``) or ``out`` (``<op>.out``).
 
 
 def check_number(x: Any) -> None:
@@ -677,212 +537,23 @@ def check_number(x: Any) -> None:
         raise NotImplementedError("complex scalars have no Triton kernel here")
 
 
-def _arith(
-    fn: Any, self: Any, other: Any, alpha: Any, out: Any, inplace: Any, op: str
-) -> torch.Tensor:
-    check_number(other)
-    check_number(alpha)
-    dtype = torch.result_type(self, other)
-    if dtype == torch.bool and op in ("sub", "rsub"):
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. "
-            "Use the `^` or `logical_xor()` operator instead."
-        )
-    if isinstance(alpha, float) and not dtype.is_floating_point and alpha != int(alpha):
-        raise RuntimeError(
-            "For integral input tensors, argument alpha must not be a floating point number."
-        )
-    return elementwise(fn, [self, other], dtype, p0=alpha, out=out, inplace=inplace)
+def require_float(op: str, *tensors: torch.Tensor) -> None:
+    """Decline, as eager words it, an op defined for floating types only."""
+    for t in tensors:
+        if not t.dtype.is_floating_point:
+            raise NotImplementedError(f"\"{op}\" not implemented for '{dtype_name(t.dtype)}'")
 
 
-def add(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
-    return _arith(_add, self, other, alpha, None, None, "add")
-
-
-def add_(self: torch.Tensor, other: Any, alpha: Any = 1) -> torch.Tensor:
-    return _arith(_add, self, other, alpha, None, self, "add")
-
-
-def add_out(self: Any, other: Any, alpha: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
-    return _arith(_add, self, other, alpha, out, None, "add")
-
-
-def sub(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
-    return _arith(_sub, self, other, alpha, None, None, "sub")
-
-
-def sub_(self: torch.Tensor, other: Any, alpha: Any = 1) -> torch.Tensor:
-    return _arith(_sub, self, other, alpha, None, self, "sub")
-
-
-def sub_out(self: Any, other: Any, alpha: Any = 1, *, out: torch.Tensor) -> torch.Tensor:
-    return _arith(_sub, self, other, alpha, out, None, "sub")
-
-
-def rsub(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
-    return _arith(_rsub, self, other, alpha, None, None, "rsub")
-
-
-def mul(self: Any, other: Any) -> torch.Tensor:
-    return _arith(_mul, self, other, 1, None, None, "mul")
-
-
-def mul_(self: torch.Tensor, other: Any) -> torch.Tensor:
-    return _arith(_mul, self, other, 1, None, self, "mul")
-
-
-def mul_out(self: Any, other: Any, *, out: torch.Tensor) -> torch.Tensor:
-    return _arith(_mul, self, other, 1, out, None, "mul")
-
-
-def _div(self: Any, other: Any, rounding_mode: str | None, out: Any, inplace: Any) -> torch.Tensor:
-    check_number(other)
-    dtype = torch.result_type(self, other)
-    if rounding_mode is None:
-        if not dtype.is_floating_point:
-            dtype = torch.get_default_dtype()  # true division of integers
-        return elementwise(_divide, [self, other], dtype, out=out, inplace=inplace)
-    if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(
-            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-            f"'{rounding_mode}'"
-        )
-    if not dtype.is_floating_point:
-        # integer division semantics (and division by zero) differ between Triton's
-        # compiled code and its interpreter; declined rather than guessed
-        raise NotImplementedError(f"div with rounding_mode={rounding_mode!r} on {dtype}")
-    fn = _divide_trunc if rounding_mode == "trunc" else _divide_floor
-    return elementwise(fn, [self, other], dtype, out=out, inplace=inplace)
-
-
-def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> torch.Tensor:
-    return _div(self, other, rounding_mode, None, None)
-
-
-def div_(self: torch.Tensor, other: Any, *, rounding_mode: str | None = None) -> torch.Tensor:
-    return _div(self, other, rounding_mode, None, self)
-
-
-def div_out(
-    self: Any, other: Any, *, rounding_mode: str | None = None, out: torch.Tensor
-) -> torch.Tensor:
-    return _div(self, other, rounding_mode, out, None)
-
-
-def _unary(fn: Any, self: torch.Tensor, out: Any, inplace: Any, *, floats_only: bool = True,
-           p0: float = 0.0, p1: float = 0.0) -> torch.Tensor:  # fmt: skip
-    if self.dtype == torch.bool or (floats_only and not self.dtype.is_floating_point):
-        raise NotImplementedError(f"{fn.__name__.strip('_')} on {self.dtype}")
+def unary(fn: Any, self: torch.Tensor, out: Any, inplace: Any, *, op: str | None = None,
+          floats_only: bool = True, p0: float = 0.0, p1: float = 0.0) -> torch.Tensor:  # fmt: skip
+    """A one-input op keeping ``self``'s dtype; declined (as eager words it) for bools, and
+    for integers when the op is defined on floating types only."""
+    name = op or fn.__name__.strip("_")
+    if floats_only:
+        require_float(name, self)
+    elif self.dtype == torch.bool:
+        raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
     return elementwise(fn, [self], self.dtype, out=out, inplace=inplace, p0=p0, p1=p1)
-
-
-def neg(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_neg, self, None, None, floats_only=False)
-
-
-def neg_(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_neg, self, None, self, floats_only=False)
-
-
-def neg_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _unary(_neg, self, out, None, floats_only=False)
-
-
-def relu(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_relu, self, None, None, floats_only=False)
-
-
-def relu_(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_relu, self, None, self, floats_only=False)
-
-
-def sigmoid(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_sigmoid, self, None, None)
-
-
-def sigmoid_(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_sigmoid, self, None, self)
-
-
-def sigmoid_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _unary(_sigmoid, self, out, None)
-
-
-def tanh(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_tanh, self, None, None)
-
-
-def tanh_(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_tanh, self, None, self)
-
-
-def tanh_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _unary(_tanh, self, out, None)
-
-
-def silu(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_silu, self, None, None)
-
-
-def silu_(self: torch.Tensor) -> torch.Tensor:
-    return _unary(_silu, self, None, self)
-
-
-def silu_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-    return _unary(_silu, self, out, None)
-
-
-def _gelu_fn(approximate: str, exact: Any, tanh_form: Any) -> Any:
-    if approximate == "none":
-        return exact
-    if approximate == "tanh":
-        return tanh_form
-    raise RuntimeError("approximate argument must be either none or tanh.")
-
-
-def gelu(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
-    return _unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, None, None)
-
-
-def gelu_(self: torch.Tensor, *, approximate: str = "none") -> torch.Tensor:
-    return _unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, None, self)
-
-
-def gelu_out(self: torch.Tensor, *, approximate: str = "none", out: torch.Tensor) -> torch.Tensor:
-    return _unary(_gelu_fn(approximate, _gelu, _gelu_tanh), self, out, None)
-
-
-def hardtanh(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
-    return _unary(_hardtanh, self, None, None, floats_only=False, p0=min_val, p1=max_val)
-
-
-def hardtanh_(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
-    return _unary(_hardtanh, self, None, self, floats_only=False, p0=min_val, p1=max_val)
-
-
-def hardtanh_out(self: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0, *,
-                 out: torch.Tensor) -> torch.Tensor:  # fmt: skip
-    return _unary(_hardtanh, self, out, None, floats_only=False, p0=min_val, p1=max_val)
-
-
-def where(condition: torch.Tensor, self: Any, other: Any) -> torch.Tensor:
-    return _where_into(condition, self, other, None)
-
-
-def where_out(condition: torch.Tensor, self: Any, other: Any, *, out: torch.Tensor) -> torch.Tensor:
-    return _where_into(condition, self, other, out)
-
-
-def _where_into(condition: torch.Tensor, self: Any, other: Any, out: Any) -> torch.Tensor:
-    if condition.dtype not in (torch.bool, torch.uint8):
-        raise RuntimeError(
-            "where expected condition to be a boolean tensor, but got a tensor with dtype "
-            f"{dtype_name(condition.dtype)}"
-        )
-    check_number(self)
-    check_number(other)
-    dtype = torch.result_type(self, other)
-    return elementwise(_where, [condition, self, other], dtype, out=out)
 
 
 def backward_op(fn: Any, grad: torch.Tensor, other: torch.Tensor, out: Any,
@@ -892,48 +563,12 @@ def backward_op(fn: Any, grad: torch.Tensor, other: torch.Tensor, out: Any,
     return elementwise(fn, [grad, other], torch.result_type(grad, other), p0=p0, p1=p1, out=out)
 
 
-def threshold_backward(grad_output: torch.Tensor, self: torch.Tensor, threshold: float, *,
-                       grad_input: Any = None) -> torch.Tensor:  # fmt: skip
-    return backward_op(_threshold_backward, grad_output, self, grad_input, p0=threshold)
-
-
-def hardtanh_backward(grad_output: torch.Tensor, self: torch.Tensor, min_val: float,
-                      max_val: float, *, grad_input: Any = None) -> torch.Tensor:  # fmt: skip
-    return backward_op(_hardtanh_backward, grad_output, self, grad_input, p0=min_val, p1=max_val)
-
-
-def sigmoid_backward(grad_output: torch.Tensor, output: torch.Tensor, *,
-                     grad_input: Any = None) -> torch.Tensor:  # fmt: skip
-    return backward_op(_sigmoid_backward, grad_output, output, grad_input)
-
-
-def tanh_backward(grad_output: torch.Tensor, output: torch.Tensor, *,
-                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
-    return backward_op(_tanh_backward, grad_output, output, grad_input)
-
-
-def silu_backward(grad_output: torch.Tensor, self: torch.Tensor, *,
-                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
-    return backward_op(_silu_backward, grad_output, self, grad_input)
-
-
-def gelu_backward(grad_output: torch.Tensor, self: torch.Tensor, *, approximate: str = "none",
-                  grad_input: Any = None) -> torch.Tensor:  # fmt: skip
-    fn = _gelu_fn(approximate, _gelu_backward, _gelu_tanh_backward)
-    return backward_op(fn, grad_output, self, grad_input)
-
-
 #: the identity, for the copies of :mod:`opbench.kernels._lib.copy`
 IDENTITY = _identity
 
 
-# ============================================================================= more ops
-# Activations (hardsigmoid, hardswish, leaky_relu, elu and their backward ops), unary
-# math (exp, sqrt, rsqrt, reciprocal), pow.Tensor_Scalar, clamp, masked_fill, minimum and
-# maximum. Formulas follow ATen's vectorised CPU kernels (the path eager takes for all
-# but the last few elements of a tensor), so NaN goes where eager's does.
-
 # ----------------------------------------------------------------------------- more math
+# exp, log and expm1 for activations.py and math_ops.py
 
 
 @triton.jit

@@ -1,7 +1,7 @@
 """aten::div_.Scalar, written into self.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.arithmetic`."""
 
-from opbench.kernels._lib.pointwise import div_ as div___Scalar_kernel_impl
+from opbench.kernels._lib.arithmetic import div_ as div___Scalar_kernel_impl
 
 __all__ = ["div___Scalar_kernel_impl"]

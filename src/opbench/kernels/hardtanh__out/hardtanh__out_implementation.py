@@ -1,7 +1,7 @@
 """aten::hardtanh.out, written into out.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.activations`."""
 
-from opbench.kernels._lib.pointwise import hardtanh_out as hardtanh__out_kernel_impl
+from opbench.kernels._lib.activations import hardtanh_out as hardtanh__out_kernel_impl
 
 __all__ = ["hardtanh__out_kernel_impl"]

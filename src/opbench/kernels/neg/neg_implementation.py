@@ -1,7 +1,7 @@
 """aten::neg.default.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.arithmetic`."""
 
-from opbench.kernels._lib.pointwise import neg as neg_kernel_impl
+from opbench.kernels._lib.arithmetic import neg as neg_kernel_impl
 
 __all__ = ["neg_kernel_impl"]

@@ -1,7 +1,7 @@
 """aten::neg_.default, written into self.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.arithmetic`."""
 
-from opbench.kernels._lib.pointwise import neg_ as neg__kernel_impl
+from opbench.kernels._lib.arithmetic import neg_ as neg__kernel_impl
 
 __all__ = ["neg__kernel_impl"]

@@ -1,7 +1,7 @@
 """aten::sigmoid_.default, written into self.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.activations`."""
 
-from opbench.kernels._lib.pointwise import sigmoid_ as sigmoid__kernel_impl
+from opbench.kernels._lib.activations import sigmoid_ as sigmoid__kernel_impl
 
 __all__ = ["sigmoid__kernel_impl"]

@@ -1,7 +1,7 @@
 """aten::silu.default: x * sigmoid(x).
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.activations`."""
 
-from opbench.kernels._lib.pointwise import silu as silu_kernel_impl
+from opbench.kernels._lib.activations import silu as silu_kernel_impl
 
 __all__ = ["silu_kernel_impl"]

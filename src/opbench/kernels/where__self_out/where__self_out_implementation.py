@@ -1,7 +1,7 @@
 """aten::where.self_out, written into out.
 
-Triton kernel and launcher: :mod:`opbench.kernels._lib.pointwise`."""
+Triton kernel and launcher: :mod:`opbench.kernels._lib.arithmetic`."""
 
-from opbench.kernels._lib.pointwise import where_out as where__self_out_kernel_impl
+from opbench.kernels._lib.arithmetic import where_out as where__self_out_kernel_impl
 
 __all__ = ["where__self_out_kernel_impl"]
