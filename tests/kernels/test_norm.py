@@ -19,6 +19,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import assert_matches  # noqa: E402
 
+from opbench.kernels._lib import batch_norm as bn  # noqa: E402
 from opbench.kernels._lib import norm  # noqa: E402
 
 aten = torch.ops.aten
@@ -147,7 +148,7 @@ def test_batch_norm(case: str, dtype: torch.dtype, training: bool) -> None:
     for ww, bb, r_m, r_v in variants:
         ours_rm = r_m.clone() if r_m is not None else None
         ours_rv = r_v.clone() if r_v is not None else None
-        got = norm.batch_norm(x, ww, bb, ours_rm, ours_rv, training, 0.1, 1e-5)
+        got = bn.batch_norm(x, ww, bb, ours_rm, ours_rv, training, 0.1, 1e-5)
         eager_rm = r_m.clone() if r_m is not None else None
         eager_rv = r_v.clone() if r_v is not None else None
         want = aten.native_batch_norm(x, ww, bb, eager_rm, eager_rv, training, 0.1, 1e-5)
@@ -169,13 +170,13 @@ def test_batch_norm(case: str, dtype: torch.dtype, training: bool) -> None:
 
 def test_batch_norm_metadata() -> None:
     x = _rand(4, 3, 2, 2, dtype=torch.float16)
-    _, sm, si = norm.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    _, sm, si = bn.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
     assert (sm.shape, sm.dtype, si.shape, si.dtype) == ((3,), torch.float16, (3,), torch.float16)
     # eval mode on the CPU returns empty statistics; mixed f16 input / f32 params: float32
     rm, rv = torch.zeros(3), torch.ones(3)
-    _, sm, si = norm.batch_norm(x, torch.ones(3), None, rm, rv, False, 0.1, 1e-5)
+    _, sm, si = bn.batch_norm(x, torch.ones(3), None, rm, rv, False, 0.1, 1e-5)
     assert (sm.shape, sm.dtype, si.shape) == ((0,), torch.float32, (0,))
-    _, sm, _ = norm.batch_norm(x, torch.ones(3), None, rm, rv, True, 0.1, 1e-5)
+    _, sm, _ = bn.batch_norm(x, torch.ones(3), None, rm, rv, True, 0.1, 1e-5)
     assert sm.dtype == torch.float32
 
 
@@ -183,19 +184,19 @@ def test_batch_norm_edge_cases() -> None:
     # one value per channel: the unbiased running variance is NaN, as eager
     x = _rand(1, 3, dtype=torch.float32)
     ours, eager = (torch.ones(3), torch.ones(3)), (torch.ones(3), torch.ones(3))
-    norm.batch_norm(x, None, None, torch.zeros(3), ours[1], True, 0.1, 1e-5)
+    bn.batch_norm(x, None, None, torch.zeros(3), ours[1], True, 0.1, 1e-5)
     aten.native_batch_norm(x, None, None, torch.zeros(3), eager[1], True, 0.1, 1e-5)
     torch.testing.assert_close(ours[1], eager[1], equal_nan=True)
     # empty input in eval mode; training on an empty input raises, as eager
     e = torch.empty(0, 3)
     args = (e, None, None, torch.zeros(3), torch.ones(3), False, 0.1, 1e-5)
-    assert_matches(norm.batch_norm(*args), aten.native_batch_norm, *args)
+    assert_matches(bn.batch_norm(*args), aten.native_batch_norm, *args)
     with pytest.raises(RuntimeError, match="at least one element"):
-        norm.batch_norm(e, None, None, None, None, True, 0.1, 1e-5)
+        bn.batch_norm(e, None, None, None, None, True, 0.1, 1e-5)
     # momentum and eps from OpInfo's samples (negative momentum is legal)
     x = _rand(3, 2, 3, 4, dtype=torch.float32)
     args = (x, torch.ones(2), torch.zeros(2), torch.zeros(2), torch.ones(2), True, -1.0, 0.5)
-    assert_matches(norm.batch_norm(*args), aten.native_batch_norm, *args)
+    assert_matches(bn.batch_norm(*args), aten.native_batch_norm, *args)
 
 
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
@@ -209,7 +210,7 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
     for mask in MASKS:
         for ww in (w, None):
             args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
-            got = norm.batch_norm_backward(*args)
+            got = bn.batch_norm_backward(*args)
             assert [_meta(t) for t in got] == [
                 _meta(t) for t in aten.native_batch_norm_backward(*args)
             ]
@@ -221,7 +222,7 @@ def test_batch_norm_backward_grad_layout_differs() -> None:
     g = _rand(2, 3, 4, 5, dtype=torch.float32, seed=7).to(memory_format=torch.channels_last)
     _, sm, si = aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
     args = (g, x, None, None, None, sm, si, True, 1e-5, [True, True, True])
-    got = norm.batch_norm_backward(*args)
+    got = bn.batch_norm_backward(*args)
     assert got[0].stride() == x.stride()
     assert_matches(got, aten.native_batch_norm_backward, *args)
 
@@ -233,11 +234,11 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
         "import triton.language, os\n"
         "os.environ['TRITON_INTERPRET'] = '1'\n"
         "import torch\n"
-        "from opbench.kernels._lib import norm\n"
+        "from opbench.kernels._lib import batch_norm as bn, norm\n"
         "x = torch.randn(4, 3, 5)\n"
         "y = norm.layer_norm(x, [5], None, None, 1e-5)\n"
         "torch.testing.assert_close(y, torch.ops.aten.native_layer_norm(x, [5], None, None, 1e-5))\n"
-        "y = norm.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)\n"
+        "y = bn.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)\n"
         "torch.testing.assert_close(y, torch.ops.aten.native_batch_norm(\n"
         "    x, None, None, None, None, True, 0.1, 1e-5))\n"
     )
