@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 import triton
+import triton.language as tl
 
 from opbench.kernels._lib import arithmetic as ar
 from opbench.kernels._lib import pointwise as pw
@@ -44,10 +45,10 @@ def main() -> None:
     a = torch.randn(1024, device="cuda", dtype=torch.float16)
     b = torch.randn(1024, device="cuda", dtype=torch.float16)
     out = torch.empty_like(a)
-    consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
+    consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=tl.float32, BLOCK=pw.BLOCK, IDX=tl.int32)
     args = (a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0)
     compiled = pw._flat_kernel[(1,)](*args, **consts)
-    full = (*args, ar._add, 1, 1, 0, pw.tl.float32, pw.BLOCK)
+    full = (*args, ar._add, 1, 1, 0, tl.float32, pw.BLOCK, tl.int32)
     stream = torch._C._cuda_getCurrentRawStream(0)
     steps = {
         "eager torch.add": lambda: torch.add(a, b),
@@ -82,7 +83,24 @@ def main() -> None:
     print(s.getvalue())
 
 
+def _median_ms(call: Any, reps: int = 20) -> float:
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        call()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
 def sweep() -> None:
+    """Binary add (3 streams) and unary copy (2 streams) on 256 MiB, per block size, warp
+    count and offset width, as a fraction of the copy bandwidth measure_peaks reports."""
     from opbench.judge.roofline import measure_peaks
 
     bw = measure_peaks("cuda").bandwidth_Bps
@@ -93,39 +111,32 @@ def sweep() -> None:
             torch.randn(n, device="cuda", dtype=dtype),
         )
         out = torch.empty_like(x)
-        for block in (1024, 2048, 4096, 8192):
-            for warps in (4, 8, 16):
-                if block // (32 * warps) < 1:
-                    continue
+        for name, streams, fn, eager in (
+            ("add", 3, ar._add, lambda x=x, y=y, out=out: torch.add(x, y, out=out)),
+            ("copy", 2, pw._identity, lambda x=x, out=out: out.copy_(x)),
+        ):
+            ms = _median_ms(eager)
+            print(
+                f"sweep {dtype} {name} eager: {ms:.4f} ms, {streams * n * x.element_size() / (ms / 1e3) / bw:.3f}"
+            )
+            for width, idx in (("i64", tl.int64), ("i32", tl.int32)):
+                for block in (1024, 2048, 4096, 8192, 16384):
+                    for warps in (4, 8, 16):
+                        args = (x, y, x, out, n, 0.0, 0.0, 0.0, 1.0, 0.0)
+                        consts = dict(
+                            FN=fn, A=1, B=1 if streams == 3 else 0, C=0,
+                            COMPUTE=tl.float32, BLOCK=block, IDX=idx,
+                        )  # fmt: skip
 
-                args = (x, y, x, out, n, 0.0, 0.0, 0.0, 1.0, 0.0)
+                        def call(block=block, warps=warps, args=args, consts=consts) -> None:  # noqa: E501
+                            pw._flat((pw.cdiv(args[4], block),), args, num_warps=warps, **consts)
 
-                def call(block: int = block, warps: int = warps, args: tuple = args) -> None:
-                    pw._flat(
-                        (pw.cdiv(args[4], block),),
-                        args,
-                        FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=block,
-                        num_warps=warps,
-                    )  # fmt: skip
-
-                for _ in range(3):
-                    call()
-                times = []
-                for _ in range(20):
-                    s, e = (
-                        torch.cuda.Event(enable_timing=True),
-                        torch.cuda.Event(enable_timing=True),
-                    )
-                    s.record()
-                    call()
-                    e.record()
-                    e.synchronize()
-                    times.append(s.elapsed_time(e))
-                ms = statistics.median(times)
-                frac = 3 * n * x.element_size() / (ms / 1e3) / bw
-                print(
-                    f"sweep {dtype} BLOCK={block} warps={warps}: {ms:.4f} ms, {frac:.3f} of copy bw"
-                )
+                        ms = _median_ms(call)
+                        frac = streams * n * x.element_size() / (ms / 1e3) / bw
+                        print(
+                            f"sweep {dtype} {name} {width} BLOCK={block} warps={warps}: "
+                            f"{ms:.4f} ms, {frac:.3f} of copy bw"
+                        )
 
 
 if __name__ == "__main__":

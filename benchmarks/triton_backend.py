@@ -92,7 +92,7 @@ def launch_cost() -> dict[str, Any]:
     b = torch.randn(1024, device="cuda", dtype=torch.float16)
     out = torch.empty_like(a)
     kernel = pw._flat_kernel
-    consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK)
+    consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK, IDX=pw.tl.int32)
 
     def plain() -> None:
         kernel[(1,)](a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0, **consts)
@@ -191,27 +191,42 @@ def bandwidth() -> dict[str, Any]:
 # ----------------------------------------------------------------------------- traces
 
 
-def traces_run(backend: str, traces: str, out: Path, budget_s: float) -> dict[str, Any]:
-    args = [
-        "--suite", "traces", "--traces", traces, "--backend", backend, "--device", "cuda",
-        "--ops", COVERED, "--limit-per-op", "4", "--out", str(out),
-    ]  # fmt: skip
+def opbench_run(args: list[str], out: Path, budget_s: float, resume: bool) -> dict[str, Any]:
+    """``opbench run ARGS --out OUT`` within ``budget_s`` (its log in ``OUT.log``); its
+    summary with the command and wall time added. ``resume`` continues a run a previous
+    device call left unfinished (``--resume``: finished tests are kept)."""
+    if not resume:
+        subprocess.run(["rm", "-rf", str(out)])
+    args = [*args, "--out", str(out), *(["--resume"] if resume else [])]
     cmd = [sys.executable, "-m", "opbench.cli", "run", *args]
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s)
-        rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-3000:]
-    except subprocess.TimeoutExpired as e:
-        rc, tail = "timeout", str(e.stdout or "")[-1500:]
-    print(tail)
+    log = out.with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as f:
+        try:
+            rc: Any = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=budget_s)
+            rc = rc.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    print(log.read_text()[-3000:])
     summary = out / "summary.json"
-    s = json.loads(summary.read_text()) if summary.exists() else {}
+    s = json.loads(summary.read_text()) if summary.exists() and rc != "timeout" else {}
     s["benchmark"] = {
         "command": "opbench run " + " ".join(args),
         "rc": rc,
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     return s
+
+
+def traces_run(
+    backend: str, traces: str, out: Path, budget_s: float, resume: bool = False
+) -> dict[str, Any]:
+    args = [
+        "--suite", "traces", "--traces", traces, "--backend", backend, "--device", "cuda",
+        "--ops", COVERED, "--limit-per-op", "4",
+    ]  # fmt: skip
+    return opbench_run(args, out, budget_s, resume)
 
 
 def per_op(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -331,7 +346,11 @@ def main() -> int:
     p.add_argument("--traces", default="../shared/traces")
     p.add_argument("--parts", default="launch,bandwidth,traces,flaggems,report")
     p.add_argument("--budget", type=float, default=420.0, help="seconds per traces run")
-    p.add_argument("--work", default="/tmp/triton_backend_runs")
+    p.add_argument("--work", default="/tmp/triton_backend_runs", help="run directories")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the runs in --work (carried back)"
+    )
+    p.add_argument("--dtypes", default="f16,bf16,f32", help="opinfo part's dtypes")
     a = p.parse_args()
     parts = set(a.parts.split(","))
     gpu = _gpu_tag()
@@ -349,38 +368,24 @@ def main() -> int:
         print(json.dumps(extra["bandwidth"], indent=1))
     if "traces" in parts:
         out = work / "triton"
-        subprocess.run(["rm", "-rf", str(out)])
-        ours = traces_run("triton", a.traces, out, a.budget)
+        ours = traces_run("triton", a.traces, out, a.budget, a.resume)
         ours["per_op"] = per_op(out)
     ours.update(extra)
     if ours:
         ours_path.write_text(json.dumps(ours, indent=1, default=str))
     if "opinfo" in parts:
-        out = work / "opinfo"
-        subprocess.run(["rm", "-rf", str(out)])
         args = [
             "--suite", "opinfo", "--backend", "triton", "--device", "cuda", "--ops", COVERED,
-            "--dtypes", "f16,bf16,f32", "--no-perf", "--workers", "4", "--out", str(out),
+            "--dtypes", a.dtypes, "--no-perf", "--workers", "4",
         ]  # fmt: skip
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "opbench.cli", "run", *args],
-            capture_output=True, text=True, timeout=a.budget,
-        )  # fmt: skip
-        summary = out / "summary.json"
-        s = json.loads(summary.read_text()) if summary.exists() else {}
-        s["benchmark"] = {
-            "command": "opbench run " + " ".join(args),
-            "rc": proc.returncode,
-            "wall_s": round(time.perf_counter() - t0, 1),
-        }
+        out = work / "opinfo"
+        s = opbench_run(args, out, a.budget, a.resume)
         s["per_op"] = per_op(out)
         (RESULTS / f"triton-{gpu}-opinfo.json").write_text(json.dumps(s, indent=1, default=str))
         print(json.dumps({k: s.get(k) for k in ("correctness_score", "tests")}, indent=1))
     if "flaggems" in parts:
         out = work / "flaggems"
-        subprocess.run(["rm", "-rf", str(out)])
-        theirs = traces_run("module:flag_gems:enable", a.traces, out, a.budget)
+        theirs = traces_run("module:flag_gems:enable", a.traces, out, a.budget, a.resume)
         theirs["per_op"] = per_op(out)
         theirs_path.write_text(json.dumps(theirs, indent=1, default=str))
     md = render(ours, theirs, gpu)

@@ -8,7 +8,9 @@ host-inclusive for a tiny add through ``kernel[grid]``, 9.5 µs in eager). A
 kernels and nothing else:
 
 * every tensor argument's dtype and whether its address is 16-byte aligned (Triton
-  specializes pointers on both);
+  specializes pointers on both). Tensors sit where the kernel's unannotated parameters
+  are, found once from the signature: testing every argument's type on every call cost
+  about 2 µs of a 1,024-element add's host time;
 * the values of the constexpr keyword arguments;
 * the device index.
 
@@ -66,38 +68,39 @@ class Launcher:
     def __init__(self, fn: Any, *, specialize: tuple[str, ...] = ()) -> None:
         self.fn = fn
         self._interpreted = interpreted(fn)
-        names = [p.name for p in getattr(fn, "params", [])] or list(getattr(fn, "arg_names", []))
+        params = [] if self._interpreted else list(fn.params)
+        names = [p.name for p in params] or list(getattr(fn, "arg_names", []))
         #: positions of the integer arguments Triton specializes (== 1, divisible by 16)
         self._int_keys = tuple(names.index(n) for n in specialize)
-        # key -> (compiled kernel, names of the constexpr params in signature order)
-        self._compiled: dict[tuple, tuple[Any, tuple[str, ...]]] = {}
+        #: positions of the pointer arguments: the unannotated runtime parameters (every
+        #: integer and float parameter of our kernels is annotated), checked on each
+        #: compile so the cache key never misses a tensor
+        self._ptrs = tuple(
+            i for i, p in enumerate(params) if not p.annotation and not p.is_constexpr
+        )
+        # key -> (compiled kernel, constexpr values in signature order, its run function)
+        self._compiled: dict[tuple, tuple[Any, tuple[Any, ...], Any]] = {}
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any], **constexprs: Any) -> None:
         if self._interpreted:
             self.fn[tuple(grid)](*args, **constexprs)
             return
-        device = -1
         key: list[Any] = []
-        for a in args:
-            if isinstance(a, torch.Tensor):
-                key.append(a.dtype)
-                key.append(a.data_ptr() & 15 == 0)
-                if device < 0:
-                    device = a.device.index
+        for i in self._ptrs:
+            t = args[i]
+            key.append(t.dtype)
+            key.append(t.data_ptr() & 15 == 0)
         for i in self._int_keys:
             v = args[i]
             key.append(v == 1)
             key.append(v % 16 == 0)
-        key.extend(constexprs.values())
+        device = args[self._ptrs[0]].device.index
         key.append(device)
+        key.extend(constexprs.values())
         k = tuple(key)
         hit = self._compiled.get(k)
         if hit is None:
-            compiled = self.fn[tuple(grid)](*args, **constexprs)
-            # Triton's own query of the current stream (torch's raw stream handle)
-            self._stream = triton.runtime.driver.active.get_current_stream
-            names = tuple(p.name for p in self.fn.params[len(args) :])
-            self._compiled[k] = (compiled, tuple(constexprs[n] for n in names), compiled.run)
+            self._compile(k, grid, args, constexprs)
             return
         compiled, consts, run = hit
         n = len(grid)
@@ -111,6 +114,24 @@ class Launcher:
             grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream,
             compiled.function, compiled.packed_metadata, metadata, enter, exit_, *full,
         )  # fmt: skip
+
+    def _compile(
+        self, key: tuple, grid: Sequence[int], args: Sequence[Any], constexprs: dict[str, Any]
+    ) -> None:
+        """A cache miss: check the argument kinds, compile (and launch) through
+        ``kernel[grid]``, and keep the compiled kernel under ``key``."""
+        for i, p in enumerate(self.fn.params[: len(args)]):
+            if isinstance(args[i], torch.Tensor) != (i in self._ptrs):
+                raise TypeError(
+                    f"{self.fn.__name__}: argument {p.name!r} must "
+                    f"{'be' if i in self._ptrs else 'not be'} a tensor (pointer parameters are "
+                    "the unannotated ones; annotate integers tl.int64 and floats tl.float64)"
+                )
+        compiled = self.fn[tuple(grid)](*args, **constexprs)
+        # Triton's own query of the current stream (torch's raw stream handle)
+        self._stream = triton.runtime.driver.active.get_current_stream
+        names = tuple(p.name for p in self.fn.params[len(args) :])
+        self._compiled[key] = (compiled, tuple(constexprs[n] for n in names), compiled.run)
 
 
 def _hooks() -> tuple[Any, Any]:

@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
-from opbench.kernels._lib.pointwise import destination, dtype_name
+from opbench.kernels._lib.pointwise import destination, dtype_name, index_type
 
 __all__ = [
     "reduce_into",
@@ -173,20 +173,24 @@ def _reduce_kernel(
     init: tl.float64, denom: tl.float64,
     OP: tl.constexpr, MEAN: tl.constexpr, CAST: tl.constexpr, ACC: tl.constexpr,
     MODE_M: tl.constexpr, MODE_N: tl.constexpr, VEC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IDX: tl.constexpr,
 ):  # fmt: skip
     """``per_split`` is in chunks of BLOCK_N; sizes and strides arrive divided by VEC
     (see :func:`vec_of`) and are multiplied back here, so the compiler knows they are
-    multiples of VEC and can vectorise the loads."""
-    pid_m = tl.program_id(0).to(tl.int64)
-    pid_s = tl.program_id(1).to(tl.int64)
-    splits = tl.num_programs(1).to(tl.int64)
-    md1 = md1 * VEC
-    ms0 = ms0 * VEC
-    ms1 = ms1 * VEC
-    nd1 = nd1 * VEC
-    ns0 = ns0 * VEC
-    ns1 = ns1 * VEC
+    multiples of VEC and can vectorise the loads. ``IDX`` is the index type: int32
+    whenever every offset fits (:func:`opbench.kernels._lib.pointwise.index_type`)."""
+    pid_m = tl.program_id(0).to(IDX)
+    pid_s = tl.program_id(1).to(IDX)
+    splits = tl.num_programs(1).to(IDX)
+    M = M.to(IDX)
+    N = N.to(IDX)
+    per_split = per_split.to(IDX)
+    md1 = md1.to(IDX) * VEC
+    ms0 = ms0.to(IDX) * VEC
+    ms1 = ms1.to(IDX) * VEC
+    nd1 = nd1.to(IDX) * VEC
+    ns0 = ns0.to(IDX) * VEC
+    ns1 = ns1.to(IDX) * VEC
     m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = m < M
     m_off = offsets(m, md1, ms0, ms1, MODE_M)
@@ -312,12 +316,14 @@ def _launch(x, out, M, N, m_args, n_args, op, mean, denom, cast, acc, init) -> N
     per_split = max(1, cdiv(chunks, splits))  # in chunks
     splits = max(1, cdiv(N, per_split * bn))
     acc_tl = tl_dtype(acc)
+    # the indices (rows, columns, partial-buffer slots) and x's offsets: its extent
+    idx = index_type(max(M * splits, M + bm, N + per_split * bn), x.shape, [x.stride()])
     if splits == 1:
         _reduce(
             (programs, 1),
             (x, out, M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1, init, denom),
             OP=op, MEAN=mean, CAST=cast, ACC=acc_tl, MODE_M=mode_m, MODE_N=mode_n,
-            VEC=vec, BLOCK_M=bm, BLOCK_N=bn,
+            VEC=vec, BLOCK_M=bm, BLOCK_N=bn, IDX=idx,
         )  # fmt: skip
         return
     partial = torch.empty((M, splits), dtype=acc, device=x.device)
@@ -325,7 +331,7 @@ def _launch(x, out, M, N, m_args, n_args, op, mean, denom, cast, acc, init) -> N
         (programs, splits),
         (x, partial, M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1, init, denom),
         OP=op, MEAN=False, CAST=cast, ACC=acc_tl, MODE_M=mode_m, MODE_N=mode_n,
-        VEC=vec, BLOCK_M=bm, BLOCK_N=bn,
+        VEC=vec, BLOCK_M=bm, BLOCK_N=bn, IDX=idx,
     )  # fmt: skip
     _launch(partial, out, M, splits, (1, 1, splits, 0), (0, 1, 1, 0), op, mean, denom,
             None, acc, init)  # fmt: skip

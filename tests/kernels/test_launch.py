@@ -1,0 +1,53 @@
+"""The launch path's assumptions about our kernels, checked without a GPU."""
+
+import json
+import os
+import subprocess
+import sys
+
+import triton.language as tl
+
+from opbench.kernels._lib.pointwise import _I32_SAFE, index_type
+
+_SIGNATURES = r"""
+import importlib, json, pkgutil
+import opbench.kernels._lib as lib
+from opbench.kernels._lib.launch import Launcher
+out = {}
+for m in pkgutil.iter_modules(lib.__path__):
+    mod = importlib.import_module(f"opbench.kernels._lib.{m.name}")
+    for name, v in vars(mod).items():
+        if isinstance(v, Launcher):
+            params = v.fn.params
+            out[f"{m.name}.{name}"] = {
+                "ptrs": [params[i].name for i in v._ptrs],
+                "runtime": [p.name for p in params if not p.is_constexpr],
+            }
+print(json.dumps(out))
+"""
+
+
+def test_every_launcher_finds_exactly_the_pointer_parameters() -> None:
+    """The Launcher keys its cache on the tensors at the unannotated parameters; a kernel
+    whose integer parameter lost its annotation would put an int there (caught at
+    compile time on the GPU), and a pointer given an annotation would drop a tensor from
+    the key (a stale kernel for another dtype). Our kernels name pointers ``*_ptr``."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGNATURES], env=env, capture_output=True, text=True, check=True
+    )
+    launchers = json.loads(proc.stdout)
+    assert len(launchers) >= 15
+    for name, sig in launchers.items():
+        expected = [p for p in sig["runtime"] if p.endswith("_ptr")]
+        assert sig["ptrs"] == expected, name
+        assert sig["ptrs"], name
+
+
+def test_index_type_is_int32_only_while_every_offset_fits() -> None:
+    assert index_type(1024, [1, 1, 32, 32], [[0, 0, 32, 1]]) == tl.int32
+    assert index_type(_I32_SAFE + 1, [1, 1, 1, _I32_SAFE + 1], [[0, 0, 0, 1]]) == tl.int64
+    # few elements, but a broadcast operand's stride reaches past 2**31
+    assert index_type(4, [1, 1, 2, 2], [[0, 0, 2**31, 1], [0, 0, 2, 1]]) == tl.int64
+    # stride 0 (broadcast) adds nothing
+    assert index_type(2**20, [1, 1, 2**10, 2**10], [[0, 0, 0, 1]]) == tl.int32
