@@ -187,19 +187,34 @@ def _strided_kernel(
     os0: tl.int64, os1: tl.int64, os2: tl.int64, os3: tl.int64,
     na: tl.float64, nb: tl.float64, nc: tl.float64, p0: tl.float64, p1: tl.float64,
     FN: tl.constexpr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK: tl.constexpr, IDX: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr, IDX: tl.constexpr, NDIM: tl.constexpr,
 ):  # fmt: skip
     """``IDX`` as in the flat kernel: 64-bit division is emulated on the GPU, so the
-    index arithmetic below costs several times more in int64."""
+    index arithmetic below costs several times more in int64. ``NDIM``: the merged rank
+    (1-4; the shape is padded with leading 1s): one division per dim past the first,
+    none for one strided dim (each costs some 20 instructions an element, which made a
+    broadcast f16 ``div`` over [32768, 196] compute-bound)."""
     idx = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
     mask = idx < n.to(IDX)
     # the output index in the merged shape (d0, d1, d2, d3), innermost last
-    r = idx // d3.to(IDX)
-    i3 = idx - r * d3.to(IDX)
-    r2 = r // d2.to(IDX)
-    i2 = r - r2 * d2.to(IDX)
-    i0 = r2 // d1.to(IDX)
-    i1 = r2 - i0 * d1.to(IDX)
+    i0 = 0
+    i1 = 0
+    i2 = 0
+    if NDIM == 1:
+        i3 = idx
+    else:
+        r = idx // d3.to(IDX)
+        i3 = idx - r * d3.to(IDX)
+        if NDIM == 2:
+            i2 = r
+        else:
+            r2 = r // d2.to(IDX)
+            i2 = r - r2 * d2.to(IDX)
+            if NDIM == 3:
+                i1 = r2
+            else:
+                i0 = r2 // d1.to(IDX)
+                i1 = r2 - i0 * d1.to(IDX)
     a = _operand(
         a_ptr, _offset(i0, i1, i2, i3, as0, as1, as2, as3, IDX), mask, na, A, COMPUTE, BLOCK
     )
@@ -392,7 +407,7 @@ def run(
         (a, b, c, out, n, dims[1], dims[2], dims[3], *st[0], *st[1], *st[2], *st[3],
          na, nb, nc, float(p0), float(p1)),
         FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block,
-        IDX=index_type(n, dims, st),
+        IDX=index_type(n, dims, st), NDIM=max(1, len(mshape)),
     )  # fmt: skip
     return out
 
