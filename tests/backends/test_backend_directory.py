@@ -45,6 +45,28 @@ def test_loads_and_derives_variants(tmp_path: Path) -> None:
         be.kernel_for("add.Tensor")(x.double(), y.double())
 
 
+def test_a_bare_inplace_folder_wins_over_the_derived_variant(tmp_path: Path) -> None:
+    """``relu_`` beside ``relu`` is the in-place op's own kernel: deriving relu_ from
+    relu would run the functional kernel and copy, one more pass over memory."""
+    files = dict(NUMPY_KERNELS)
+    files["relu_/relu__implementation.py"] = (
+        "import torch\n"
+        "CALLS = []\n"
+        "def relu__kernel_impl(x):\n"
+        "    CALLS.append(1)\n"
+        "    x.copy_(torch.from_numpy(x.numpy().clip(min=0)))\n"
+        "    return x\n"
+    )
+    be = load_backend(str(write_dir(tmp_path, files)), "cpu")
+    assert be.coverage_note("relu_.default") == "relu_/relu__implementation.py"
+    assert "derived from relu/" in be.coverage_note("relu.out")
+    x = torch.randn(5)
+    z = x.clone()
+    assert be.kernel_for("relu_.default")(z) is z
+    torch.testing.assert_close(z, torch.relu(x))
+    assert be.kernel_for("relu_.default").__module__ != be.kernel_for("relu.default").__module__
+
+
 def test_every_problem_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
     files = dict(NUMPY_KERNELS)
     files["sub__Tensor/sub__Tensor_implementation.py"] = "def sub__Tensor_kernel_impl(a, b:\n"

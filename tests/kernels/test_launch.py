@@ -51,3 +51,19 @@ def test_index_type_is_int32_only_while_every_offset_fits() -> None:
     assert index_type(4, [1, 1, 2, 2], [[0, 0, 2**31, 1], [0, 0, 2, 1]]) == tl.int64
     # stride 0 (broadcast) adds nothing
     assert index_type(2**20, [1, 1, 2**10, 2**10], [[0, 0, 0, 1]]) == tl.int32
+
+
+def test_no_kernel_module_holds_a_nan_global() -> None:
+    """Compiled Triton re-checks the globals a kernel read on every ``kernel[grid]`` call
+    by ``!=``; a NaN global never equals itself, so the second compile of such a kernel
+    raised "Global variable _NAN has changed" on the H100 (the interpreter never checks)."""
+    import importlib
+    import pkgutil
+
+    import opbench.kernels._lib as lib
+
+    for m in pkgutil.iter_modules(lib.__path__):
+        mod = importlib.import_module(f"opbench.kernels._lib.{m.name}")
+        for name, v in vars(mod).items():
+            value = v.value if isinstance(v, tl.constexpr) else v
+            assert not (isinstance(value, float) and value != value), f"{m.name}.{name}"

@@ -38,8 +38,6 @@ from opbench.kernels._lib.norm import (
 
 __all__ = ["batch_norm", "batch_norm_backward"]
 
-#: eager's running variance for a single value per channel
-_NAN: tl.constexpr = tl.constexpr(float("nan"))
 
 #: Batch-norm tiles: elements per tile and the widest channel block (channels-last).
 BN_TILE = 4096 if not _INTERPRETING else 65536
@@ -136,7 +134,9 @@ def _bn_finalize_kernel(
             m = tl.cast(momentum, COMPUTE)
             rm = tl.load(rm_ptr + cs * rm_stride, mask=cmask, other=0.0).to(COMPUTE)
             rv = tl.load(rv_ptr + cs * rv_stride, mask=cmask, other=0.0).to(COMPUTE)
-            unbiased = tl.where(count > 1.0, m2 / tl.maximum(count - 1.0, 1.0), _NAN)
+            unbiased = tl.where(
+                count > 1.0, m2 / tl.maximum(count - 1.0, 1.0), float("nan")
+            )  # eager's for one value per channel (no NaN global: see norm._INF)
             rm = m * mean + (1.0 - m) * rm
             rv = m * unbiased + (1.0 - m) * rv
             tl.store(rm_ptr + cs * rm_stride, rm.to(rm_ptr.dtype.element_ty), mask=cmask)

@@ -62,9 +62,11 @@ COLSUM_BLOCK_R = 32 if not _INTERPRETING else 512
 COLSUM_BLOCK_C = 128 if not _INTERPRETING else 1024
 
 
-#: Constants for results eager produces from degenerate variances (eps <= 0).
+#: Results eager produces from degenerate variances (eps <= 0). No NaN global: compiled
+#: Triton re-checks a kernel's globals on every ``kernel[grid]`` call by ``!=``, and a
+#: NaN never equals itself ("Global variable _NAN has changed since we compiled this
+#: kernel, from constexpr[nan] to constexpr[nan]" on the H100): NaN is written inline.
 _INF: tl.constexpr = tl.constexpr(float("inf"))
-_NAN: tl.constexpr = tl.constexpr(float("nan"))
 
 
 @triton.jit
@@ -72,7 +74,7 @@ def inv_sqrt(v):
     """1 / sqrt(v), with inf at 0 and NaN below 0 produced without evaluating either (the
     interpreter's numpy warnings on them fail the op inside opbench's worker)."""
     r = 1.0 / tl.sqrt(tl.where(v > 0, v, 1.0))
-    return tl.where(v > 0, r, tl.where(v == 0, _INF, _NAN))
+    return tl.where(v > 0, r, tl.where(v == 0, _INF, float("nan")))
 
 
 @triton.jit
