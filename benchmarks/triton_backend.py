@@ -229,18 +229,47 @@ def traces_run(
     return opbench_run(args, out, budget_s, resume)
 
 
+#: Cases whose eager device time is at least this long (ms) are where a backend's launch
+#: cost must not show: the issue's host-inclusive target there is 0.9x eager.
+LONG_CASE_MS = 0.020
+
+
+def long_cases_host(run_dir: Path) -> dict[str, Any]:
+    """Host-inclusive geomean over every correct test whose eager device time is at
+    least :data:`LONG_CASE_MS` (all ops together)."""
+    db = run_dir / "results.sqlite"
+    if not db.exists():
+        return {}
+    con = sqlite3.connect(db)
+    v = [
+        r[0]
+        for r in con.execute(
+            "select speedup_host from results where status = 'passed' and ref_device_ms >= ?",
+            (LONG_CASE_MS,),
+        )
+    ]
+    con.close()
+    return {"cases": len(v), "speedup_host_geomean": _gm(v)}
+
+
 def per_op(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Per overload: tests, passed, geomean device/host speedup, median bandwidth/SOL."""
     db = run_dir / "results.sqlite"
     if not db.exists():
         return {}
     con = sqlite3.connect(db)
-    rows = con.execute("select op, status, category, speedup, speedup_host, details from results")
+    rows = con.execute(
+        "select op, status, category, speedup, speedup_host, details, ref_device_ms from results"
+    )
     ops: dict[str, dict[str, Any]] = {}
-    for op, status, category, sp, sph, details in rows:
+    for op, status, category, sp, sph, details, ref_ms in rows:
         o = ops.setdefault(
-            op, {"tests": 0, "passed": 0, "fail": {}, "sp": [], "sph": [], "bw": [], "sol": []}
-        )
+            op,
+            {"tests": 0, "passed": 0, "fail": {}, "sp": [], "sph": [], "bw": [], "sol": [],
+             "sph20": []},
+        )  # fmt: skip
+        if sph and ref_ms and ref_ms >= LONG_CASE_MS:
+            o["sph20"].append(sph)
         o["tests"] += 1
         if status == "passed":
             o["passed"] += 1
@@ -257,23 +286,62 @@ def per_op(run_dir: Path) -> dict[str, dict[str, Any]]:
             o["sol"].append(cand.get("sol_fraction"))
     con.close()
 
-    def gm(v: list[float]) -> float | None:
-        v = [x for x in v if x and x > 0]
-        return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else None
-
     return {
         op: {
             "tests": o["tests"],
             "passed": o["passed"],
             "failures": o["fail"],
-            "speedup": gm(o["sp"]),
-            "speedup_host": gm(o["sph"]),
+            "speedup": _gm(o["sp"]),
+            "speedup_host": _gm(o["sph"]),
+            "host_cases_20us": len(o["sph20"]),
+            "speedup_host_20us": _gm(o["sph20"]),
             "GBps_median": round(statistics.median(o["bw"]), 1) if o["bw"] else None,
             "sol_median": round(statistics.median([s for s in o["sol"] if s]), 3)
             if [s for s in o["sol"] if s]
             else None,
         }
         for op, o in sorted(ops.items())
+    }
+
+
+def _gm(values: list[Any]) -> float | None:
+    v = [x for x in values if x and x > 0]
+    return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else None
+
+
+def _r(x: Any) -> Any:
+    return round(x, 3) if isinstance(x, float) else x
+
+
+def _command(s: dict[str, Any]) -> str:
+    b = s.get("benchmark") or {}
+    cmd = str(b.get("command", "")).replace(COVERED, "<COVERED>")
+    return f"`{cmd}` (rc {b.get('rc')}, {b.get('wall_s')} s in the last device call)"
+
+
+def shared_ops(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """The overloads both backends ran and passed every test of: geomean speedups of
+    each over them, and the ops where FlagGems is ahead on device or host time."""
+    a, b = ours.get("per_op") or {}, theirs.get("per_op") or {}
+    ops = sorted(
+        op
+        for op in set(a) & set(b)
+        if a[op]["tests"] and a[op]["passed"] == a[op]["tests"]
+        and b[op]["tests"] and b[op]["passed"] == b[op]["tests"]
+    )  # fmt: skip
+    ahead = [
+        op
+        for op in ops
+        if (b[op]["speedup"] or 0) > (a[op]["speedup"] or 0)
+        or (b[op]["speedup_host"] or 0) > (a[op]["speedup_host"] or 0)
+    ]
+    return {
+        "ops": len(ops),
+        "ours_device": _gm([a[o]["speedup"] for o in ops]),
+        "flaggems_device": _gm([b[o]["speedup"] for o in ops]),
+        "ours_host": _gm([a[o]["speedup_host"] for o in ops]),
+        "flaggems_host": _gm([b[o]["speedup_host"] for o in ops]),
+        "flaggems_ahead": ahead,
     }
 
 
@@ -284,16 +352,42 @@ def render(ours: dict[str, Any], theirs: dict[str, Any], gpu: str) -> list[str]:
         f"torch {env.get('torch')}, triton {env.get('triton')}, {env.get('gpu')}; "
         f"traces suite, `--limit-per-op 4`; speedups are geomeans over an op's correct "
         "tests (device: CUDA events with L2 flush; host: wall clock over back-to-back calls).",
+        "`<COVERED>` is `benchmarks/triton_backend.py`'s COVERED list.",
         "",
     ]
     for name, s in (("opbench.kernels (ours)", ours), ("FlagGems", theirs)):
-        if s:
+        if not s:
+            continue
+        per = s.get("per_op") or {}
+        if s.get("correctness_score") is None and per:
+            tests = sum(o["tests"] for o in per.values())
             lines.append(
-                f"- **{name}**: correctness {s.get('correctness_score')}, performance_score "
-                f"(device) {s.get('performance_score')}, performance_score_host "
-                f"{s.get('performance_score_host')}; `{(s.get('benchmark') or {}).get('command')}` "
-                f"({(s.get('benchmark') or {}).get('wall_s')} s)"
+                f"- **{name}**: did not finish ({len(per)} overloads, {tests} tests reached; "
+                f"no run-wide scores); {_command(s)}"
             )
+            continue
+        lines.append(
+            f"- **{name}**: correctness {_r(s.get('correctness_score'))} over "
+            f"{s.get('ops_in_denominator')} overloads, performance_score (device) "
+            f"{_r(s.get('performance_score'))}, performance_score_host "
+            f"{_r(s.get('performance_score_host'))}; {_command(s)}"
+        )
+    for name, s in (("ours", ours), ("FlagGems", theirs)):
+        lc = s.get("long_cases_host") or {}
+        if lc.get("cases"):
+            lines.append(
+                f"- {name}, cases of {LONG_CASE_MS * 1e3:.0f} µs or more eager device time: "
+                f"host-inclusive geomean {lc['speedup_host_geomean']} over {lc['cases']} tests"
+            )
+    both = shared_ops(ours, theirs)
+    if both["ops"]:
+        lines += [
+            "",
+            f"On the {both['ops']} overloads both ran and passed: device geomean ours "
+            f"{both['ours_device']} vs FlagGems {both['flaggems_device']}, host ours "
+            f"{both['ours_host']} vs FlagGems {both['flaggems_host']}. FlagGems ahead on "
+            f"device or host time: {', '.join(both['flaggems_ahead']) or 'none'}.",
+        ]
     lines.append("")
     launch = ours.get("launch_cost")
     if launch:
@@ -327,14 +421,15 @@ def render(ours: dict[str, Any], theirs: dict[str, Any], gpu: str) -> list[str]:
     lines += [
         "## Per op (traces)",
         "",
-        "| op | ours passed | ours device | ours host | ours GB/s | ours SOL | FlagGems passed | FG device | FG host | failures (ours / FG) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| op | ours passed | ours device | ours host | ours host, eager >= 20 µs | ours GB/s | ours SOL | FlagGems passed | FG device | FG host | failures (ours / FG) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for op in sorted(set(a) | set(b)):
         x, y = a.get(op, {}), b.get(op, {})
         lines.append(
             f"| {op} | {x.get('passed', '-')}/{x.get('tests', '-')} | {x.get('speedup')} | "
-            f"{x.get('speedup_host')} | {x.get('GBps_median')} | {x.get('sol_median')} | "
+            f"{x.get('speedup_host')} | {x.get('speedup_host_20us') or '-'} "
+            f"({x.get('host_cases_20us', 0)}) | {x.get('GBps_median')} | {x.get('sol_median')} | "
             f"{y.get('passed', '-')}/{y.get('tests', '-')} | {y.get('speedup')} | "
             f"{y.get('speedup_host')} | {x.get('failures') or ''} / {y.get('failures') or ''} |"
         )
@@ -351,9 +446,10 @@ def main() -> int:
         "--resume", action="store_true", help="continue the runs in --work (carried back)"
     )
     p.add_argument("--dtypes", default="f16,bf16,f32", help="opinfo part's dtypes")
+    p.add_argument("--gpu", help="results tag (h100); default from the GPU (report part only)")
     a = p.parse_args()
     parts = set(a.parts.split(","))
-    gpu = _gpu_tag()
+    gpu = a.gpu or _gpu_tag()
     RESULTS.mkdir(parents=True, exist_ok=True)
     work = Path(a.work)
     ours_path, theirs_path = RESULTS / f"triton-{gpu}.json", RESULTS / f"flaggems-{gpu}.json"
@@ -370,6 +466,7 @@ def main() -> int:
         out = work / "triton"
         ours = traces_run("triton", a.traces, out, a.budget, a.resume)
         ours["per_op"] = per_op(out)
+        ours["long_cases_host"] = long_cases_host(out)
     ours.update(extra)
     if ours:
         ours_path.write_text(json.dumps(ours, indent=1, default=str))
@@ -387,6 +484,7 @@ def main() -> int:
         out = work / "flaggems"
         theirs = traces_run("module:flag_gems:enable", a.traces, out, a.budget, a.resume)
         theirs["per_op"] = per_op(out)
+        theirs["long_cases_host"] = long_cases_host(out)
         theirs_path.write_text(json.dumps(theirs, indent=1, default=str))
     md = render(ours, theirs, gpu)
     (RESULTS / f"triton-{gpu}.md").write_text("\n".join(md) + "\n")
