@@ -7,6 +7,7 @@ Exit codes (DESIGN.md): 0 done (and above ``--fail-under`` if given), 1 below th
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import sys
 from pathlib import Path
@@ -76,6 +77,14 @@ def run_cmd(
         None, help="Trace folder, .txt or parquet (else OPBENCH_TRACES / download)."
     ),
     fail_under: float = typer.Option(None, help="Exit 1 when the correctness score is below this."),
+    fail_under_perf: float = typer.Option(
+        None, help="Exit 1 when the performance score (device-time geomean) is below this."
+    ),
+    junit: Path = typer.Option(None, help="Also write the run as JUnit XML (one case per op)."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print summary.json on stdout instead of the table."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display and no table."),
     test_timeout: float = typer.Option(120.0, help="Seconds before a test is killed as a timeout."),
     max_crashes_per_op: int = typer.Option(
         3, help="Skip an op's remaining tests after N crashes/hangs."
@@ -102,6 +111,12 @@ def run_cmd(
     ),
     overhead_dominated: str = typer.Option(
         "include", help="include | exclude | only (perf canary)."
+    ),
+    allow_tf32: bool = typer.Option(
+        False,
+        "--allow-tf32",
+        help="Let float32 matmuls and convolutions use TF32 on both sides (default: IEEE "
+        "float32, which slows eager's float32 convolutions on NVIDIA GPUs).",
     ),
 ) -> None:
     """Run a suite against a backend and write RUN_DIR/summary.json and results.sqlite.
@@ -138,8 +153,11 @@ def run_cmd(
             memory_limit_mb=memory_limit_mb,
             rerun_failed=rerun_failed,
             overhead_dominated=overhead_dominated,
+            allow_tf32=allow_tf32,
         )
-        summary = _run_with_progress(req)
+        if fail_under_perf is not None and not perf:
+            raise ValueError("--fail-under-perf needs timing: drop --no-perf")
+        summary = _run_with_progress(req, quiet=quiet or json_out)
     except (RunError, UnknownOpError, FileNotFoundError, ValueError) as e:
         if _state["debug"]:
             raise
@@ -159,15 +177,43 @@ def run_cmd(
         ):
             fail(str(e).splitlines()[0] if str(e) else name)
         raise
-    print_summary(summary)
+    if junit is not None:
+        _write_junit(junit, summary)
+    if json_out:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    elif not quiet:
+        print_summary(summary)
+    failed = False
     score = summary.get("correctness_score")
     if fail_under is not None and (score is None or score < fail_under):
         console.print(f"correctness score {score} is below --fail-under {fail_under}")
+        failed = True
+    perf_score = summary.get("performance_score")
+    if fail_under_perf is not None and (perf_score is None or perf_score < fail_under_perf):
+        console.print(
+            f"performance score {perf_score} is below --fail-under-perf {fail_under_perf}"
+        )
+        failed = True
+    if failed:
         raise typer.Exit(1)
 
 
-def _run_with_progress(req: Any) -> dict[str, Any]:
+def _write_junit(path: Path, summary: dict[str, Any]) -> None:
+    from opbench.report.junit import write_junit
+    from opbench.run.store import ResultStore
+
+    store = ResultStore(Path(summary["run_dir"]) / "results.sqlite")
+    try:
+        write_junit(path, summary, store.results())
+    finally:
+        store.close()
+
+
+def _run_with_progress(req: Any, quiet: bool = False) -> dict[str, Any]:
     from opbench.run.session import run
+
+    if quiet:
+        return run(req, lambda kind, payload: None)
 
     columns = (
         TextColumn("[bold]{task.description}"),

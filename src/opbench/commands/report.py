@@ -58,17 +58,34 @@ def register(app: typer.Typer) -> None:
         threshold: float = typer.Option(
             0.05, help="Relative speedup drop that counts as a regression."
         ),
+        ignore_settings: bool = typer.Option(
+            False,
+            "--ignore-settings",
+            help="Rank the runs even if their devices or backend settings differ.",
+        ),
     ) -> None:
-        """Compare two runs op by op; exit 1 when B regresses against A.
+        """Compare two runs op by op; exit 1 when B regresses against A, 3 when the runs
+        were measured differently (device, GPU or backend settings such as TF32).
 
         Example: opbench compare runs/before runs/after
         """
+        from opbench.report.settings import differences
         from opbench.report.tables import compare_runs
 
-        table, regressions = compare_runs(
-            load_summary(run_a), load_summary(run_b), threshold=threshold
-        )
+        a, b = load_summary(run_a), load_summary(run_b)
         console = Console()
+        differ = differences(a, b)
+        if differ and not ignore_settings:
+            console.print(
+                f"[red]cannot rank these runs[/]: {run_a} and {run_b} were measured "
+                "differently (--ignore-settings compares them anyway):"
+            )
+            for line in differ:
+                console.print(f"  {line}")
+            raise typer.Exit(3)
+        table, regressions = compare_runs(a, b, threshold=threshold)
+        for line in differ:
+            console.print(f"[yellow]measured differently[/] {line}")
         console.print(table)
         for line in regressions:
             console.print(f"[red]regression[/] {line}")

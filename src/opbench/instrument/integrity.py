@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from opbench.instrument.settings import read as read_settings
+
 __all__ = ["Fingerprint", "settings_snapshot"]
 
 #: ``torch`` functions whose replacement would change how the worker reads results.
@@ -44,41 +46,12 @@ _SUBMODULES = ("torch.testing", "torch.cuda", "torch.autograd.profiler", "torch.
 
 
 def settings_snapshot() -> dict[str, Any]:
-    """The PyTorch settings a run pins and a module could change to slow the reference
-    (or to make it less precise): thread counts, TF32 and matmul precision, cuDNN modes,
-    deterministic algorithms, the default dtype."""
-    s: dict[str, Any] = {
-        "num_threads": torch.get_num_threads(),
-        "num_interop_threads": torch.get_num_interop_threads(),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "default_dtype": str(torch.get_default_dtype()),
-        "grad_enabled": torch.is_grad_enabled(),
-    }
-    b = torch.backends
-    for name, get in (
-        ("cuda.matmul.allow_tf32", lambda: b.cuda.matmul.allow_tf32),
-        (
-            "cuda.matmul.allow_fp16_reduced_precision_reduction",
-            lambda: b.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        ),
-        (
-            "cuda.matmul.allow_bf16_reduced_precision_reduction",
-            lambda: b.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        ),
-        ("cudnn.enabled", lambda: b.cudnn.enabled),
-        ("cudnn.benchmark", lambda: b.cudnn.benchmark),
-        ("cudnn.deterministic", lambda: b.cudnn.deterministic),
-        ("cudnn.allow_tf32", lambda: b.cudnn.allow_tf32),
-        ("mkldnn.enabled", lambda: b.mkldnn.enabled),
-        ("flash_sdp", lambda: b.cuda.flash_sdp_enabled()),
-        ("mem_efficient_sdp", lambda: b.cuda.mem_efficient_sdp_enabled()),
-        ("math_sdp", lambda: b.cuda.math_sdp_enabled()),
-    ):
-        try:
-            s[name] = get()
-        except Exception:  # a setting this torch lacks
-            continue
+    """The PyTorch settings a run pins or records (:mod:`opbench.instrument.settings`:
+    thread counts, float32 precision of matmuls and convolutions, cuDNN modes, attention
+    backends, deterministic algorithms, the default dtype) and grad mode: a module could
+    change any of them to slow the reference or make it less precise. ~40 us."""
+    s = read_settings()
+    s["grad_enabled"] = torch.is_grad_enabled()
     return s
 
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from opbench.report.settings import rows as settings_rows
 from opbench.run.store import TestResult
 
 _CSS = """
@@ -63,9 +64,26 @@ def render(
         ),
         "</div>",
         f"<p><small>timer: {_e(summary.get('timer') or 'none (--no-perf)')} · sandbox: "
-        f"{_e(summary.get('sandbox'))} · env: {_e(json.dumps(summary.get('env', {}), default=str))}"
+        f"{_e(summary.get('sandbox'))} · env: "
+        f"{_e(json.dumps({k: v for k, v in (summary.get('env') or {}).items() if k != 'backend_settings'}, default=str))}"
         "</small></p>",
     ]
+    settings = settings_rows(summary)
+    if settings:
+        parts.append(
+            "<h2>Backend settings</h2><p><small>Read back in the workers where the "
+            "reference and the candidate ran, at the start and the end of the run; "
+            "<b>pinned</b> ones opbench sets for both sides (float32 in IEEE unless "
+            "<code>--allow-tf32</code>), the rest are PyTorch's defaults.</small></p>"
+            "<table><tr><th>setting</th><th>start</th><th>end</th><th></th></tr>"
+        )
+        parts += [
+            f"<tr><td><code>{_e(k)}</code></td><td>{_e(v0)}</td>"
+            f"<td class='{'' if v1 == v0 else 'bad'}'>{_e(v1)}</td>"
+            f"<td>{'pinned' if pinned else ''}</td></tr>"
+            for k, v0, v1, pinned in settings
+        ]
+        parts.append("</table>")
     fast = summary.get("fast_p") or {}
     if fast:
         parts.append("<h2>fast_p</h2><table><tr>")

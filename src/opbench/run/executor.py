@@ -273,6 +273,9 @@ class LocalExecutor:
         finally:
             self.factory.close()
             self.worker_info = {"load_errors": dict(self.planner.load_errors)}
+            found = self.factory.backend_settings()
+            if found is not None:
+                self.worker_info["backend_settings"] = found
         if self._error is not None:
             raise self._error
 

@@ -56,6 +56,8 @@ class WorkerConfig:
     #: processes each with one thread per core oversubscribe the CPU: on 2 x H200 with 32
     #: cores, a second worker made every test's worker time 5x longer.
     threads: int | None = None
+    #: Float32 matmuls and convolutions may use TF32 (``--allow-tf32``); off: IEEE.
+    allow_tf32: bool = False
 
     def backend_path(self) -> str | None:
         """The kernel directory as an absolute path, when the backend is one."""
@@ -75,6 +77,7 @@ class WorkerConfig:
             "judge_options": self.judge_options,
             "timing_options": self.timing_options,
             "threads": self.threads,
+            "allow_tf32": self.allow_tf32,
         }
 
 
@@ -444,6 +447,8 @@ class WorkerFactory:
         self.spares_enabled = spares
         self._lock = threading.Lock()
         self._spares: dict[str, deque[WorkerProcess]] = {}
+        self.settings_start: dict[str, Any] | None = None
+        self.settings_end: dict[str, Any] | None = None
         self._count = 0
         self.started = 0
         # Workers are started from this one long-lived thread: a sandboxed worker dies
@@ -518,10 +523,27 @@ class WorkerFactory:
         if w is None:
             w = self._new(device)
             w.wait_ready()
+        self._note_settings(w.ready_info)
         if self.spares_enabled:
             for _ in range(max(1, self.config.spare_workers)):
                 self._start_spare(device)
         return w
+
+    def _note_settings(self, ready: dict[str, Any] | None) -> None:
+        """Keep the backend settings the first and the latest worker handed out read
+        back after pinning them (the run's record, ``env.backend_settings``)."""
+        found = (ready or {}).get("settings")
+        if found is None:
+            return
+        with self._lock:
+            if self.settings_start is None:
+                self.settings_start = found
+            self.settings_end = found
+
+    def backend_settings(self) -> dict[str, Any] | None:
+        if self.settings_start is None:
+            return None
+        return {"start": self.settings_start, "end": self.settings_end}
 
     def _start_spare(self, device: str) -> None:
         with self._lock:

@@ -177,6 +177,9 @@ def run_batch(
         if worker is not None:
             worker.stop()
         factory.close()
+        found = factory.backend_settings()
+        if found is not None:
+            out["worker_info"]["backend_settings"] = found
         import shutil
 
         shutil.rmtree(scratch, ignore_errors=True)
@@ -348,7 +351,14 @@ class RayExecutor:
             self.sandbox_level = payload["sandbox_level"]
         if payload.get("worker_info"):
             self.planner.note_loaded(payload["worker_info"])
+            found = payload["worker_info"].get("backend_settings")
+            before = self.worker_info.get("backend_settings")
             self.worker_info = {"load_errors": dict(self.planner.load_errors)}
+            if found is not None:  # the first task's start, the latest task's end
+                start = before["start"] if before else found["start"]
+                self.worker_info["backend_settings"] = {"start": start, "end": found["end"]}
+            elif before is not None:
+                self.worker_info["backend_settings"] = before
         self.nodes.add(payload.get("node", "?"))
         device = self.req.device
         for item in payload["results"]:

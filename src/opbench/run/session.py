@@ -62,6 +62,8 @@ class RunRequest:
     allow_rules: list[str] = field(default_factory=list)
     rerun_failed: Path | None = None
     overhead_dominated: str = "include"
+    #: float32 matmuls and convolutions may run in TF32 on both sides (off: IEEE float32)
+    allow_tf32: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What must match for ``--resume`` to continue a run directory."""
@@ -83,7 +85,10 @@ class RunRequest:
             "allow_rules",
         )
         d = asdict(self)
-        return {k: d[k] for k in keep}
+        out = {k: d[k] for k in keep}
+        if self.allow_tf32:  # only when set: run directories made before it still resume
+            out["allow_tf32"] = True
+        return out
 
 
 @dataclass
@@ -265,9 +270,13 @@ def environment(device: str) -> dict[str, Any]:
         env["triton"] = triton.__version__
     except Exception:
         env["triton"] = None
+    env["cpu"] = cpu_model()
     if device.startswith("cuda") and torch.cuda.is_available():
         env["gpu"] = torch.cuda.get_device_name(torch.device(device))
         env["cuda"] = torch.version.cuda
+        env["cudnn"] = (
+            torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        )
         env["gpu_count"] = torch.cuda.device_count()
         try:
             import subprocess
@@ -288,6 +297,41 @@ def environment(device: str) -> dict[str, Any]:
         env["gpu"] = None
     env["flags"] = {k: v for k, v in os.environ.items() if k.startswith(("OPBENCH_", "TRITON_"))}
     return env
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+#: nvidia-smi fields read at the start and the end of a run (clocks throttle with heat).
+_GPU_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw")
+
+
+def gpu_state(device: str) -> list[dict[str, str]] | None:
+    """Clocks, temperature and power of every visible GPU now (nvidia-smi), None on a
+    CPU run or where nvidia-smi is missing."""
+    if not device.startswith("cuda"):
+        return None
+    import subprocess
+
+    try:
+        text = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={','.join(_GPU_FIELDS)}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rows = [[v.strip() for v in line.split(",")] for line in text.strip().splitlines()]
+    return [dict(zip(_GPU_FIELDS, r)) for r in rows if len(r) == len(_GPU_FIELDS)] or None
 
 
 def devices_for(device: str, workers: int) -> list[str]:
@@ -365,6 +409,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     for unit in {planner.unit_of(c.op) for c in cases}:
         planner.scan(unit)  # every kernel the run selects, before any is imported
     t_run = time.perf_counter()
+    gpu_start = gpu_state(req.device)
     sandbox_level = None
     worker_info: dict[str, Any] = {}
     if todo:
@@ -413,6 +458,16 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     if sandbox_level is not None:
         store.set_meta("sandbox_level", sandbox_level)
     summary["sandbox"] = store.get_meta("sandbox_level") or req.sandbox
+    settings = worker_info.get("backend_settings")
+    earlier = store.get_meta("backend_settings")  # a resumed run's first part
+    if settings and earlier:
+        settings = {"start": earlier["start"], "end": settings["end"]}
+    settings = settings or earlier
+    if settings:
+        summary["env"]["backend_settings"] = settings
+        store.set_meta("backend_settings", settings)
+    if gpu_start is not None:
+        summary["env"]["gpu_state"] = {"start": gpu_start, "end": gpu_state(req.device)}
     load_errors = {**planner.load_errors, **(worker_info.get("load_errors") or {})}
     if load_errors:
         summary["backend_load_errors"] = dict(sorted(load_errors.items()))
@@ -448,6 +503,7 @@ def _worker_config(req: RunRequest, judge_options: Any):
         sandbox=req.sandbox,
         memory_limit_mb=limit,
         spare_workers=2 if req.device.startswith("cuda") else 1,
+        allow_tf32=req.allow_tf32,
         env={"OPBENCH_PRELOAD": "opinfo"} if req.suite.startswith("opinfo") else {},
     )
 

@@ -65,11 +65,17 @@ def main() -> int:
     device = cfg["device"]
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
+    # the same backend settings for both sides (TF32 off unless the run allows it)
+    from opbench.instrument import settings as settings_mod
+
+    settings_mod.pin(allow_tf32=bool(cfg.get("allow_tf32")))
     if device.startswith("cuda"):
         torch.cuda.set_device(torch.device(device))
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
         _warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
-    protocol.write_plain(proto_out, {"type": "ready", "pid": os.getpid()})
+    protocol.write_plain(
+        proto_out, {"type": "ready", "pid": os.getpid(), "settings": settings_mod.read()}
+    )
 
     # The harness then says which code this worker judges: one isolation unit
     # (opbench.backends.units), or None for a backend that is one unit (aten, module:).

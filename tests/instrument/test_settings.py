@@ -1,0 +1,50 @@
+"""Backend settings: pinned in workers, read back in full, and watched for changes."""
+
+import json
+import subprocess
+import sys
+
+_PROBE = r"""
+import json, sys, torch
+from opbench.instrument import settings
+from opbench.instrument.integrity import Fingerprint
+before = settings.read()
+pinned = settings.pin(allow_tf32=sys.argv[1] == "tf32")
+after = settings.read()
+fp = Fingerprint()
+torch.backends.mkldnn.matmul.fp32_precision = "bf16"  # what a kernel module could do
+print(json.dumps({"before": before, "pinned": pinned, "after": after,
+                  "changes": fp.settings_changes()}))
+"""
+
+
+def _probe(mode: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, mode], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+def test_pin_makes_float32_ieee_and_read_reports_every_setting() -> None:
+    r = _probe("ieee")
+    # PyTorch's own default runs cuDNN convolutions in TF32
+    assert r["before"]["cudnn.conv.fp32_precision"] == "tf32"
+    for path in ("cuda.matmul", "cudnn.conv", "mkldnn.matmul"):
+        assert r["after"][f"{path}.fp32_precision"] == "ieee"
+        assert r["pinned"][f"{path}.fp32_precision"] == "ieee"
+    assert r["after"]["cudnn.benchmark"] is False
+    for key in ("num_threads", "mha.fastpath", "sdp.flash", "cpu.capability", "mkldnn.enabled"):
+        assert key in r["after"], key
+    json.dumps(r["after"])  # plain JSON values
+
+
+def test_allow_tf32_only_for_cublas_and_cudnn() -> None:
+    r = _probe("tf32")
+    assert r["after"]["cuda.matmul.fp32_precision"] == "tf32"
+    assert r["after"]["cudnn.conv.fp32_precision"] == "tf32"
+    assert r["after"]["mkldnn.matmul.fp32_precision"] == "ieee"
+
+
+def test_the_fingerprint_sees_a_precision_changed_after_pinning() -> None:
+    changes = _probe("ieee")["changes"]
+    assert any("mkldnn.matmul.fp32_precision" in c and "bf16" in c for c in changes), changes
