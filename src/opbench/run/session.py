@@ -473,6 +473,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
         summary["backend_load_errors"] = dict(sorted(load_errors.items()))
     if planner.layout is not None:
         summary["static_scan"] = {
+            "root": str(planner.layout.path),
             "allowed_rules": sorted(req.allow_rules or []),
             "files": planner.scan_report(),
         }
