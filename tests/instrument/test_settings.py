@@ -8,6 +8,8 @@ _PROBE = r"""
 import json, sys, torch
 from opbench.instrument import settings
 from opbench.instrument.integrity import Fingerprint
+if sys.argv[1] == "frozen":  # what importing PyTorch's OpInfo database does
+    torch.backends.disable_global_flags()
 before = settings.read()
 pinned = settings.pin(allow_tf32=sys.argv[1] == "tf32")
 after = settings.read()
@@ -48,3 +50,11 @@ def test_allow_tf32_only_for_cublas_and_cudnn() -> None:
 def test_the_fingerprint_sees_a_precision_changed_after_pinning() -> None:
     changes = _probe("ieee")["changes"]
     assert any("mkldnn.matmul.fp32_precision" in c and "bf16" in c for c in changes), changes
+
+
+def test_pin_works_after_pytorch_froze_the_backend_flags() -> None:
+    """Importing ``torch.testing._internal.common_methods_invocations`` (the OpInfo
+    suite's preload) freezes cuDNN's flags; pinning must still work there."""
+    r = _probe("frozen")
+    assert r["after"]["cudnn.benchmark"] is False
+    assert r["after"]["cudnn.conv.fp32_precision"] == "ieee"

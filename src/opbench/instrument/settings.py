@@ -18,6 +18,7 @@ is recorded (:func:`read`). The thread count is pinned by the worker itself.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,20 @@ def pin(*, allow_tf32: bool = False) -> dict[str, Any]:
     """Set the pinned settings; returns what was set (a setting this torch lacks is
     left out). Uses only the ``fp32_precision`` API where it exists: torch 2.13 raises
     when the legacy ``allow_tf32`` flags are read after a mix of both APIs set them."""
+    with _mutable_flags():
+        return _pin(allow_tf32)
+
+
+def _mutable_flags() -> Any:
+    """PyTorch's own context for setting backend flags after
+    ``torch.backends.disable_global_flags()``, which importing its OpInfo database calls
+    (opbench's workers preload it for the opinfo suite); a no-op context otherwise."""
+    allow = getattr(torch.backends, "__allow_nonbracketed_mutation", None)
+    frozen = getattr(torch.backends, "flags_frozen", lambda: False)()
+    return allow() if allow is not None and frozen else contextlib.nullcontext()
+
+
+def _pin(allow_tf32: bool) -> dict[str, Any]:
     done: dict[str, Any] = {}
     for path in PINNED_FP32:
         want = "tf32" if allow_tf32 and path in _TF32_ALLOWED else "ieee"
