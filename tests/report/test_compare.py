@@ -91,3 +91,76 @@ def test_differences_names_device_gpu_and_settings() -> None:
     assert differences(a, b) == ["GPU: H100 vs H200", "x: 1 vs 2"]
     c = {"device": "cpu", "env": {}}  # a run that predates the record: device only
     assert differences(a, c) == ["device: cuda vs cpu", "GPU: H100 vs None"]
+
+
+def _store(
+    run: Path, speedups: dict[str, tuple[float, float]], failed: frozenset[str] = frozenset()
+) -> None:
+    """A run directory with per-test results: test -> (speedup, relative error)."""
+    from opbench.run.store import ResultStore, TestResult
+
+    run.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(run / "results.sqlite")
+    for tid, (s, err) in speedups.items():
+        op = tid.split("#")[0]
+        store.add(
+            TestResult(
+                test_id=tid, op=op, args="((T([64], f32),), {})",
+                status="failed" if tid in failed else "passed",
+                category="wrong_result" if tid in failed else None,
+                speedup=None if tid in failed else s,
+                timing={"speedup_rel_err": err},
+            )
+        )  # fmt: skip
+    store.close()
+    ops: dict[str, dict] = {}
+    for tid, (s, _) in speedups.items():
+        o = ops.setdefault(f"aten.{tid.split('#')[0]}", {"correct": True, "sp": []})
+        o["correct"] = o["correct"] and tid not in failed
+        o["sp"].append(s)
+    summary = {
+        "run_dir": str(run), "device": "cpu", "env": {},
+        "ops": {
+            op: {"correct": o["correct"],
+                 "speedup": (o["sp"][0] * o["sp"][1]) ** 0.5 if o["correct"] else None}
+            for op, o in ops.items()
+        },
+    }  # fmt: skip
+    (run / "summary.json").write_text(json.dumps(summary))
+
+
+def test_per_test_significance_decides_which_slowdowns_regress(tmp_path: Path) -> None:
+    from opbench.report.compare import compare_tests, op_regressions
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    base = {
+        "relu.default#1": (1.00, 0.005), "relu.default#2": (1.00, 0.005),
+        "add.Tensor#1": (1.00, 0.05), "add.Tensor#2": (1.00, 0.05),
+        "mul.Tensor#1": (1.00, 0.005), "mul.Tensor#2": (1.00, 0.005),
+    }  # fmt: skip
+    _store(a, base)
+    # relu really slower; add as much slower but inside its noise; mul one test fails
+    _store(
+        b,
+        {**base, "relu.default#1": (0.80, 0.005), "relu.default#2": (0.85, 0.005),
+         "add.Tensor#1": (0.85, 0.05), "add.Tensor#2": (0.88, 0.05)},
+        failed=frozenset({"mul.Tensor#2"}),
+    )  # fmt: skip
+    changes = compare_tests(a, b)
+    assert changes is not None
+    sig = {c.test_id for c in changes if c.significant}
+    assert sig == {"relu.default#1", "relu.default#2", "mul.Tensor#2"}
+    sa, sb = (
+        json.loads((a / "summary.json").read_text()),
+        json.loads((b / "summary.json").read_text()),
+    )
+    regressions = op_regressions(sa, sb, changes, threshold=0.05)
+    assert any(r.startswith("aten.relu.default: speedup") for r in regressions)
+    assert any(r.startswith("aten.mul.Tensor: correct -> not correct") for r in regressions)
+    assert not any("add.Tensor" in r for r in regressions)  # a drop inside the noise
+    # without per-test results, the threshold alone flags add too
+    assert any("add.Tensor" in r for r in op_regressions(sa, sb, None, threshold=0.05))
+    page = tmp_path / "compare.html"
+    r = _opbench("compare", str(a), str(b), "--html", str(page))
+    assert r.returncode == 1 and "relu.default" in r.stdout
+    assert "within noise" in page.read_text() and "outside both runs" in page.read_text()

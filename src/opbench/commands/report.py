@@ -56,21 +56,30 @@ def register(app: typer.Typer) -> None:
         run_a: Path = typer.Argument(..., help="Baseline run directory."),
         run_b: Path = typer.Argument(..., help="New run directory."),
         threshold: float = typer.Option(
-            0.05, help="Relative speedup drop that counts as a regression."
+            0.05, help="Relative drop of an op's speedup that can count as a regression."
         ),
         ignore_settings: bool = typer.Option(
             False,
             "--ignore-settings",
             help="Rank the runs even if their devices or backend settings differ.",
         ),
+        html_out: Path = typer.Option(None, "--html", help="Also write the comparison page."),
+        show: int = typer.Option(20, help="Changed tests listed (significant first)."),
     ) -> None:
-        """Compare two runs op by op; exit 1 when B regresses against A, 3 when the runs
-        were measured differently (device, GPU or backend settings such as TF32).
+        """Compare two runs op by op and test by test; exit 1 when B regresses against A,
+        3 when the runs were measured differently (device, GPU or backend settings).
 
-        Example: opbench compare runs/before runs/after
+        A test's speedup change is significant when it exceeds 2% and the two runs'
+        intervals (speedup x (1 +- 2 x its relative standard error, from the recorded
+        repetitions)) do not overlap. An op regresses when it stops being correct, or its
+        speedup drops by more than --threshold with at least one significantly slower
+        test.
+
+        Example: opbench compare runs/before runs/after --html compare.html
         """
+        from opbench.report.compare import compare_tests, op_regressions, render_html
         from opbench.report.settings import differences
-        from opbench.report.tables import compare_runs
+        from opbench.report.tables import compare_runs, test_changes_table
 
         a, b = load_summary(run_a), load_summary(run_b)
         console = Console()
@@ -83,11 +92,17 @@ def register(app: typer.Typer) -> None:
             for line in differ:
                 console.print(f"  {line}")
             raise typer.Exit(3)
-        table, regressions = compare_runs(a, b, threshold=threshold)
+        changes = compare_tests(run_a, run_b)
+        regressions = op_regressions(a, b, changes, threshold)
+        console.print(compare_runs(a, b))
+        if changes:
+            console.print(test_changes_table(changes, show))
         for line in differ:
             console.print(f"[yellow]measured differently[/] {line}")
-        console.print(table)
         for line in regressions:
             console.print(f"[red]regression[/] {line}")
+        if html_out is not None:
+            html_out.write_text(render_html(a, b, changes, regressions))
+            Console(stderr=True).print(f"wrote {html_out}")
         if regressions:
             raise typer.Exit(1)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from opbench.report import charts
+from opbench.report.metrics import sol_fraction
 from opbench.report.settings import rows as settings_rows
 from opbench.run.store import TestResult
 
@@ -81,12 +81,6 @@ def dtype_of(args: str) -> str:
     """The dtype of a test's first tensor argument (trace format), or ``-``."""
     m = _DTYPE.search(args or "")
     return m.group(1) if m else "-"
-
-
-def _sol(r: TestResult) -> float | None:
-    cand = ((r.details or {}).get("roofline") or {}).get("cand") or {}
-    f = cand.get("sol_fraction")
-    return f if isinstance(f, (int, float)) and math.isfinite(f) else None
 
 
 def render(summary: dict[str, Any], results: Iterable[TestResult]) -> str:
@@ -181,7 +175,7 @@ def _charts(summary: dict[str, Any], results: list[TestResult]) -> list[str]:
         for op, v in (summary.get("ops") or {}).items()
         if v.get("speedup")
     ]
-    points = [(_sol(r), r.speedup, f"{r.op} {r.args[:80]}") for r in timed]
+    points = [(sol_fraction(r), r.speedup, f"{r.op} {r.args[:80]}") for r in timed]
     return [
         "<h2>Charts</h2><div class='charts'>",
         charts.speedup_histogram([r.speedup for r in timed]),  # type: ignore[misc]
@@ -288,7 +282,7 @@ def _tests(results: list[TestResult]) -> list[str]:
         "<th>message</th></tr></thead><tbody>",
     ]
     for r in shown:
-        sol = _sol(r)
+        sol = sol_fraction(r)
         cls = "ok" if r.status == "passed" else "warn" if r.status == "skipped" else "bad"
         out.append(
             f"<tr data-status='{_e(r.status)}'><td><code>{_e(r.test_id)}</code></td>"

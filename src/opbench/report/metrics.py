@@ -50,6 +50,22 @@ def geomean(values: Iterable[float]) -> float | None:
     return math.exp(math.fsum(math.log(v) for v in vals) / len(vals))
 
 
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def sol_fraction(r: TestResult) -> float | None:
+    """The fraction of the machine's speed of light the candidate reached on test ``r``
+    (its roofline estimate), when the op is modelled."""
+    cand = ((r.details or {}).get("roofline") or {}).get("cand") or {}
+    f = cand.get("sol_fraction")
+    return f if isinstance(f, (int, float)) and math.isfinite(f) else None
+
+
 #: ``--overhead-dominated`` choices: which timed tests feed the speedups.
 OVERHEAD_CHOICES = ("include", "exclude", "only")
 
@@ -104,6 +120,8 @@ def op_summaries(
             "speedup": geomean(r.speedup for r in timed) if correct else None,
             "speedup_host": geomean(r.speedup_host for r in timed_host) if correct else None,
             "timed_tests": len(timed),
+            "spread": _median([r.spread for r in timed if r.spread is not None]),
+            "sol_fraction": _median([f for f in map(sol_fraction, timed) if f is not None]),
         }
         if not strong and judged:
             out[op]["note"] = "only weak tests: not counted as correct"

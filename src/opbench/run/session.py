@@ -346,6 +346,29 @@ def devices_for(device: str, workers: int) -> list[str]:
     return [device] * max(workers, 1)
 
 
+def check_device(device: str) -> None:
+    """Refuse, before anything starts, a device opbench does not judge on: it runs on
+    ``cpu`` and NVIDIA ``cuda`` / ``cuda:N`` (the timing protocol, the guard and the
+    sandbox are built and measured there); ``mps``, ``xpu`` and ROCm builds of PyTorch
+    (whose ``cuda`` is HIP) are not supported."""
+    import torch
+
+    supported = "opbench runs on --device cpu, cuda or cuda:N (NVIDIA GPUs)"
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda") or (kind == "cpu" and index):
+        raise RunError(f"--device {device!r} is not supported: {supported}")
+    if kind == "cuda":
+        if getattr(torch.version, "hip", None):
+            raise RunError(f"this PyTorch is a ROCm build (HIP {torch.version.hip}): {supported}")
+        if index and not index.isdigit():
+            raise RunError(f"--device {device!r}: the GPU index must be a number ({supported})")
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise RunError(f"--device {device}, but no CUDA device is visible")
+        if index and int(index) >= n:
+            raise RunError(f"--device {device}: only {n} CUDA device(s) are visible (cuda:0..)")
+
+
 def check_backend_spec(spec: str) -> None:
     """Fail fast (before any worker starts) on a kernel directory that is not there."""
     if spec in ("aten", "triton") or spec.startswith("module:"):
@@ -368,6 +391,7 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     from opbench.judge.evaluate import JudgeOptions
 
     progress = on_progress or (lambda kind, payload: None)
+    check_device(req.device)
     check_backend_spec(req.backend)
     out = Path(req.out or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S")).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -585,6 +609,10 @@ def write_outputs(out: Path, summary: dict[str, Any], results: list[TestResult])
     tmp.write_text(json.dumps(summary, indent=2, default=str))
     tmp.replace(out / "summary.json")
     (out / "report.html").write_text(render(summary, results))
+    from opbench.report.export import write_tests_parquet
+
+    if not write_tests_parquet(out / "tests.parquet", results):
+        log.info("no tests.parquet: pyarrow is not installed (pip install 'opbench[parquet]')")
     with open(out / "ops.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(
