@@ -40,8 +40,12 @@ _state: dict[str, Any] = {"debug": False}
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print one clear line and exit (used for bad usage or input)."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Print one clear line and exit (used for bad usage or input): never wrapped by
+    rich (a file path and line number stay on one line for the terminal to wrap, and
+    for tools that grep the output), the message never read as markup."""
+    from rich.markup import escape
+
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
