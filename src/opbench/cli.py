@@ -15,7 +15,14 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 app = typer.Typer(
     name="opbench",
@@ -225,6 +232,8 @@ def _run_with_progress(req: Any, quiet: bool = False) -> dict[str, Any]:
         MofNCompleteColumn(),
         TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),  # from the rate so far; unknown while the suite is built
     )
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task("building suite", total=None, status="")

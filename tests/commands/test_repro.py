@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -140,3 +141,33 @@ def test_repro_shows_the_failing_check_then_passes_once_fixed(category: str, tmp
     good = _run(script)
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
     assert "FAIL" not in good.stdout and "the test passes" in good.stdout
+
+
+def test_repro_profile_writes_a_chrome_trace_of_both_sides(tmp_path: Path):
+    """``opbench repro RUN TEST --profile F``: the script runs in its own process and
+    writes a torch.profiler trace with the reference's and the candidate's calls marked."""
+    kdir = tmp_path / "kernels"
+    _write(kdir, "relu", FIXED["relu"])
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "opbench.cli", "run", "--suite", "smoke", "--backend",
+            str(kdir), "--device", "cpu", "--ops", "relu.default", "--no-perf", "--out",
+            str(out), "--quiet",
+        ],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    test_id = (
+        sqlite3.connect(out / "results.sqlite").execute("select test_id from results").fetchone()[0]
+    )
+    trace = tmp_path / "trace.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "opbench.cli", "repro", str(out), test_id, "--profile", str(trace)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    names = {e.get("name") for e in json.loads(trace.read_text())["traceEvents"]}
+    assert {"opbench::reference", "opbench::candidate"} <= names
+    assert "aten::relu" in names  # the reference's own op, as the profiler saw it

@@ -103,7 +103,7 @@ message: {message}
 Re-runs each check of the verdict with its evidence; exits 1 while the test fails, 0 once
 it passes.
 
-Usage: python this_script.py [--device DEVICE] [--backend SPEC] [--no-judge]
+Usage: python this_script.py [--device DEVICE] [--backend SPEC] [--no-judge] [--profile F]
 \"\"\"
 
 import argparse
@@ -286,11 +286,41 @@ def check_repeat(kernel, device, seed):
     return problems
 
 
+def profile(kernel, overload, device, path, reps=5):
+    \"\"\"torch.profiler over ``reps`` calls of PyTorch and of the kernel on the test's
+    inputs (after two warm-up calls each, so compiles stay out), as a Chrome trace.\"\"\"
+    from torch.profiler import ProfilerActivity, record_function
+    from torch.profiler import profile as torch_profile
+
+    cuda = str(device).startswith("cuda")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    sides = [("opbench::reference", overload), ("opbench::candidate", kernel)]
+    inputs = {{name: materialize(CASE, device, SEEDS[0]) for name, _ in sides}}
+    for _ in range(2):
+        for name, fn in sides:
+            fn(*inputs[name][0], **inputs[name][1])
+    if cuda:
+        torch.cuda.synchronize()
+    with torch_profile(activities=activities, record_shapes=True) as prof:
+        for _ in range(reps):
+            for name, fn in sides:
+                with record_function(name):
+                    fn(*inputs[name][0], **inputs[name][1])
+        if cuda:
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+    sort = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    print(prof.key_averages().table(sort_by=sort, row_limit=15))
+    print(f"wrote {{path}}: open it in chrome://tracing or https://ui.perfetto.dev "
+          f"({{reps}} calls a side, marked opbench::reference and opbench::candidate)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--device", default=DEVICE)
     parser.add_argument("--backend", default=BACKEND)
     parser.add_argument("--no-judge", action="store_true", help="skip opbench's full verdict")
+    parser.add_argument("--profile", metavar="TRACE_JSON", help="also profile both sides")
     opts = parser.parse_args()
     device = opts.device
     overload = get_overload(CASE.op)
@@ -323,6 +353,8 @@ def main():
             problems.append(f"error: the kernel raised {{type(e).__name__}}: {{e}}")
     for p in dict.fromkeys(problems):
         print(f"  FAIL {{p}}")
+    if opts.profile:
+        profile(kernel, overload, device, opts.profile)
 
     failed = bool(problems)
     if not opts.no_judge:
@@ -341,6 +373,19 @@ if __name__ == "__main__":
 """
 
 
+def _run_profiled(script: str, output: Path | None, trace: Path) -> None:
+    """Write the script (to ``output`` or a temporary file) and run it in its own process
+    with ``--profile`` (the kernel never runs in this one); exit with its status."""
+    import subprocess
+    import sys
+    import tempfile
+
+    path = output or Path(tempfile.mkdtemp(prefix="opbench-repro-")) / "repro.py"
+    path.write_text(script)
+    code = subprocess.call([sys.executable, str(path), "--no-judge", "--profile", str(trace)])
+    raise typer.Exit(code)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``opbench repro`` to the app."""
 
@@ -350,6 +395,13 @@ def register(app: typer.Typer) -> None:
         test_id: str = typer.Argument(..., help="The test id (or a unique prefix of it)."),
         output: Path | None = typer.Option(
             None, "-o", "--output", help="Write the script here (default: print it)."
+        ),
+        profile: Path | None = typer.Option(
+            None,
+            "--profile",
+            help="Run the script now and write a torch.profiler Chrome trace of the "
+            "reference and the candidate on this test's inputs (the kernels each launched "
+            "and their times) to this file.",
         ),
     ) -> None:
         """Write a standalone script that reproduces one test: it rebuilds the inputs from
@@ -363,6 +415,9 @@ def register(app: typer.Typer) -> None:
             script = render_script(find_result(run_dir, test_id))
         except ReproError as e:
             fail(str(e))
+            return
+        if profile is not None:
+            _run_profiled(script, output, profile)
             return
         if output is None:
             typer.echo(script, nl=False)
