@@ -195,3 +195,15 @@ def test_mapping_build_reports_which_opinfo_it_is_on():
     assert any("float32: 1/2" in line for line in lines)
     assert any("float32: 2/2" in line for line in lines)
     assert {line.rsplit(" ", 1)[-1] for line in lines} == {"sin", "cos"}
+
+
+def test_ops_no_opinfo_is_named_after_are_found_through_the_alias_table():
+    """``_softmax`` (reached from ``softmax``) and ``convolution`` (from
+    ``nn.functional.conv2d``) no longer force the full mapping of every OpInfo; backward
+    ops, which forward samples never reach, need none; an op nothing reaches still does."""
+    from opbench.suites.opinfo import _opinfos_named_for
+
+    names = _opinfos_named_for({"_softmax.default", "convolution.default", "threshold_backward"})
+    assert names is not None
+    assert {"softmax", "nn.functional.conv2d"} <= names
+    assert _opinfos_named_for({"relu", "no_such_op_anywhere"}) is None

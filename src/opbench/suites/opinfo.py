@@ -548,15 +548,37 @@ def _build_mapping_quietly(
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _aliases() -> dict[str, list[str]]:
+    """ATen op base name -> the OpInfos whose samples reach it, from full mappings
+    (``opinfo_aliases.json``, rebuilt by ``benchmarks/opinfo_aliases.py``)."""
+    path = Path(__file__).with_name("opinfo_aliases.json")
+    try:
+        return json.loads(path.read_text())["aliases"]
+    except (OSError, ValueError, KeyError):
+        log.warning("no OpInfo alias table at %s: asking for ops by name only", path)
+        return {}
+
+
 def _opinfos_named_for(ops: set[str]) -> frozenset[str] | None:
-    """OpInfo names whose ATen name matches one of ``ops`` (``add.Tensor``, ``add_``,
-    ``relu``), or None when some asked op matches none (then the full mapping is needed:
-    ``addmm`` is reached from ``nn.functional.linear``, say)."""
+    """The OpInfos to map for ``ops`` (``add.Tensor``, ``add_``, ``relu``): those whose
+    ATen name matches, and those a full mapping saw reach the op (:func:`_aliases`:
+    ``_softmax`` from ``softmax``, ``addmm`` from ``nn.functional.linear``), so the cases
+    are the ones the full mapping would give. None when some asked op is neither named
+    nor known to be reached (then the full mapping is needed); backward ops (OpInfo
+    samples run forward only) need no OpInfo."""
     from opbench.spec.ops import base_name
 
     wanted = {base_name(o).rstrip("_") or base_name(o) for o in ops}
+    aliases = _aliases()
+    known = {info.name for info in _op_db()}
     found: set[str] = set()
     matched: set[str] = set()
+    for w in wanted:
+        reached = [n for n in aliases.get(w, ()) if n in known]
+        if reached:
+            found.update(reached)
+            matched.add(w)
     for info in _op_db():
         aten = (getattr(info, "aten_name", None) or info.name).split(".")[-1]
         short = info.name.split(".")[-1]
@@ -564,7 +586,8 @@ def _opinfos_named_for(ops: set[str]) -> frozenset[str] | None:
             if w in (aten, short):
                 found.add(info.name)
                 matched.add(w)
-    return frozenset(found) if found and matched == wanted else None
+    unreachable = {w for w in wanted if "backward" in w}
+    return frozenset(found) if found and (wanted - unreachable) <= matched else None
 
 
 def _mapping(
