@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "opbench.commands.selftest",
     "opbench.commands.repro",
     "opbench.commands.report",
+    "opbench.commands.agent",
 )
 
 _state: dict[str, Any] = {"debug": False}

@@ -1,0 +1,84 @@
+"""CLI command ``opbench agent``: a model writes kernels from the judge's feedback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``opbench agent`` to the app."""
+
+    @app.command("agent")
+    def agent_cmd(
+        ops: str = typer.Option(..., help="Comma list of overloads (relu.default,add.Tensor)."),
+        model: str = typer.Option(..., help="The model name the endpoint serves."),
+        base_url: str = typer.Option(
+            "https://api.openai.com/v1", help="An OpenAI-compatible chat-completions endpoint."
+        ),
+        api_key_env: str = typer.Option(
+            "OPENAI_API_KEY", help="Environment variable holding the key (none for loopback)."
+        ),
+        suite: str = typer.Option("opinfo", help="The suite each attempt is judged on."),
+        dtypes: str = typer.Option(None, help="Narrow the suite's dtypes (f32,bf16,...)."),
+        device: str = typer.Option("cpu", help="cpu | cuda | cuda:N"),
+        attempts: int = typer.Option(3, help="Attempts per operator (feedback between)."),
+        concurrency: int = typer.Option(4, help="Operators worked on at once."),
+        perf: bool = typer.Option(
+            False, "--perf/--no-perf", help="Time each correct attempt and keep improving."
+        ),
+        traces: str = typer.Option(None, help="Traces for real dtypes and shapes in prompts."),
+        templates: Path = typer.Option(None, help="A folder of prompt templates overriding ours."),
+        timeout: float = typer.Option(300.0, help="Seconds per request."),
+        retries: int = typer.Option(3, help="Retries per request (with backoff)."),
+        temperature: float = typer.Option(None, help="Sampling temperature."),
+        max_tokens: int = typer.Option(None, help="Most tokens per answer."),
+        price_in: float = typer.Option(None, help="USD per million prompt tokens (for cost)."),
+        price_out: float = typer.Option(None, help="USD per million answer tokens."),
+        out: Path = typer.Option(Path("runs/agent"), help="Output folder."),
+        resume: bool = typer.Option(False, help="Reuse stored answers and verdicts in --out."),
+    ) -> None:
+        """Have a model write a kernel per operator, judged and fed back up to --attempts
+        times; the best ones land in OUT/best (a kernel directory for --backend).
+
+        Example: opbench agent --ops relu.default --model qwen --base-url http://localhost:8000/v1
+        """
+        from rich.console import Console
+
+        from opbench.agent.client import ChatClient, ClientError, Endpoint
+        from opbench.agent.loop import AgentOptions, run_agent
+        from opbench.cli import fail
+
+        console = Console(stderr=True)
+        endpoint = Endpoint(
+            base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout,
+            max_retries=retries, temperature=temperature, max_tokens=max_tokens,
+            price_in_per_mtok=price_in, price_out_per_mtok=price_out,
+        )  # fmt: skip
+        opts = AgentOptions(
+            ops=[o.strip() for o in ops.split(",") if o.strip()], out=out, suite=suite,
+            device=device, dtypes=dtypes, attempts=attempts, concurrency=concurrency,
+            perf=perf, traces=traces, templates=str(templates) if templates else None,
+            resume=resume,
+        )  # fmt: skip
+
+        def progress(kind: str, p: dict) -> None:
+            if kind == "attempt":
+                mark = "[green]correct[/]" if p.get("correct") else "[red]not correct[/]"
+                console.print(f"{p['op']} attempt {p['attempt']}: {mark} · {p.get('verdict')}")
+
+        try:
+            client = ChatClient(endpoint)
+            summary = run_agent(opts, client, progress)
+        except ClientError as e:
+            fail(f"{e.kind}: {e}")
+            return
+        console.print(
+            f"{summary['correct']}/{len(opts.ops)} operators correct · pass@k "
+            + ", ".join(f"{k}: {v:.2f}" for k, v in summary["pass_at"].items() if v is not None)
+            + f" · tokens {summary['usage']['prompt_tokens']}+{summary['usage']['completion_tokens']}"
+            + f" · best kernels in {summary['best_dir']}"
+        )
