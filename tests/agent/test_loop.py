@@ -89,6 +89,20 @@ def test_wrong_then_right_ends_with_the_right_kernel_in_best(tmp_path: Path) -> 
         assert srv.requests == []
     assert summary["ops"]["relu.default"]["first_correct_attempt"] == 2
 
+    # every attempt as a JSON line of training data
+    jsonl = tmp_path / "attempts.jsonl"
+    r = subprocess.run(
+        [sys.executable, "-m", "opbench.cli", "agent-export", str(out), "--jsonl", str(jsonl)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert [(x["attempt"], x["correct"]) for x in rows] == [(1, False), (2, True)]
+    assert rows[0]["op"] == "relu.default" and "relu(Tensor self)" in rows[0]["schema"]
+    assert "np.maximum" in rows[1]["code"] and "wrong_result" in rows[0]["verdict"] + str(
+        rows[0]["failures"]
+    )
+
 
 def test_no_code_and_cheating_answers_are_failures_with_their_reason(tmp_path: Path) -> None:
     out = tmp_path / "agent"

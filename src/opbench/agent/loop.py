@@ -302,6 +302,7 @@ def run_agent(
         "base_url": client.endpoint.base_url,
         "suite": opts.suite,
         "device": opts.device,
+        "dsl": opts.dsl,
         "best_dir": str(opts.out / "best"),
     }
     (opts.out / "agent.json").write_text(json.dumps(summary, indent=1, default=str))

@@ -82,3 +82,25 @@ def register(app: typer.Typer) -> None:
             + f" · tokens {summary['usage']['prompt_tokens']}+{summary['usage']['completion_tokens']}"
             + f" · best kernels in {summary['best_dir']}"
         )
+
+    @app.command("agent-export")
+    def agent_export_cmd(
+        out: Path = typer.Argument(..., help="An opbench agent output folder."),
+        jsonl: Path = typer.Option(..., "--jsonl", help="The JSON-lines file to write."),
+        with_messages: bool = typer.Option(
+            False, "--with-messages", help="Include the conversation of each attempt."
+        ),
+    ) -> None:
+        """Export every attempt of an agent run as JSON lines (op, schema, reference,
+        code, verdict, speedup, tokens): training data in the spirit of KernelBook.
+
+        Example: opbench agent-export runs/agent --jsonl attempts.jsonl
+        """
+        from opbench.agent.export import write_jsonl
+        from opbench.cli import fail
+
+        if not (out / "records").is_dir():
+            fail(f"{out} holds no agent records (expected {out / 'records'})")
+            return
+        n = write_jsonl(out, jsonl, with_messages=with_messages)
+        typer.echo(f"wrote {n} attempts to {jsonl}", err=True)
