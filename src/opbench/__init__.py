@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "enable", "disable", "backend"]
+__all__ = ["__version__", "enable", "disable", "backend", "Scorer", "score"]
 
 
 def __getattr__(name: str):
@@ -13,4 +13,8 @@ def __getattr__(name: str):
         from opbench.backends import registry
 
         return getattr(registry, name)
+    if name in ("Scorer", "score"):  # reward loops: opbench.agent.scorer
+        from opbench.agent import scorer
+
+        return getattr(scorer, name)
     raise AttributeError(name)

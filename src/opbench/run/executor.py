@@ -238,13 +238,19 @@ class LocalExecutor:
         log_dir: Path,
         judge_options: Any,
         planner: IsolationPlanner | None = None,
+        factory: WorkerFactory | None = None,
     ) -> None:
+        """``factory``: a worker factory that outlives this executor (its warm template
+        and spares serve many runs, :class:`opbench.agent.scorer.Scorer`); its config
+        must already hide ``store``'s folder. None: a factory of this run's own, closed
+        when the run ends."""
         self.config = with_hidden_run_dir(config, store, log_dir)
         config = self.config
         self.options = options
         self.store = store
         self.judge_options = judge_options
-        self.factory = WorkerFactory(config, log_dir)
+        self._own_factory = factory is None
+        self.factory = factory if factory is not None else WorkerFactory(config, log_dir)
         self.budget = CrashBudget(options.max_crashes_per_op)
         self.planner = planner or IsolationPlanner(config.backend, config.kernel_version)
         self.worker_info: dict[str, Any] = {}
@@ -271,7 +277,8 @@ class LocalExecutor:
                 while t.is_alive():
                     t.join(0.2)
         finally:
-            self.factory.close()
+            if self._own_factory:
+                self.factory.close()
             self.worker_info = {"load_errors": dict(self.planner.load_errors)}
             found = self.factory.backend_settings()
             if found is not None:

@@ -1,0 +1,71 @@
+"""``opbench.Scorer``: source strings judged in warm, isolated workers."""
+
+import threading
+
+import opbench
+
+RIGHT = """
+import numpy as np
+import torch
+
+
+def relu__default_kernel_impl(self):
+    a = self.detach().cpu().numpy()
+    return torch.from_numpy(np.maximum(a, 0).astype(a.dtype)).to(self.device)
+"""
+WRONG = RIGHT.replace("np.maximum(a, 0)", "np.abs(a)")
+CHEAT = """
+import torch
+
+
+def relu__default_kernel_impl(self):
+    return torch.relu(self)
+"""
+TAMPER = RIGHT + "\ntorch.set_num_threads(1)\n"
+EXP = """
+import numpy as np
+import torch
+
+
+def exp__default_kernel_impl(self):
+    return torch.from_numpy(np.exp(self.detach().cpu().numpy())).to(self.device)
+"""
+
+
+def test_right_wrong_cheating_and_tampering_sources() -> None:
+    with opbench.Scorer(device="cpu", suite="smoke") as s:
+        right = s.score(RIGHT, "relu.default")
+        wrong = s.score(WRONG, "aten.relu.default")
+        cheat = s.score(CHEAT, "relu.default")
+        tamper = s.score(TAMPER, "relu.default")
+        again = s.score(RIGHT, "relu.default")  # the same folder, rewritten: no stale code
+        assert s.scored == 5
+    assert right.correct and right.passed == right.tests > 0
+    assert not wrong.correct and "wrong_result" in wrong.failures
+    assert "T([" in wrong.messages[0]  # the failing inputs, in the trace format
+    assert not cheat.correct and "calls_pytorch" in cheat.failures
+    assert not tamper.correct and "tampering" in tamper.failures
+    assert any(f["rule"] for f in tamper.scan)  # the static scan's finding
+    assert again.correct
+
+
+def test_threads_score_different_ops_at_once() -> None:
+    out: dict[str, bool] = {}
+    with opbench.Scorer(device="cpu", suite="smoke", workers=2) as s:
+
+        def run(src: str, op: str) -> None:
+            out[op] = s.score(src, op).correct
+
+        threads = [
+            threading.Thread(target=run, args=(RIGHT, "relu.default")),
+            threading.Thread(target=run, args=(EXP, "exp.default")),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert out == {"relu.default": True, "exp.default": True}
+
+
+def test_one_shot_score() -> None:
+    assert not opbench.score(WRONG, "relu.default", suite="smoke").correct
