@@ -3,6 +3,7 @@ over a real socket: wrong then right, no code, a cheating kernel, resume, and an
 unreachable endpoint."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -68,6 +69,9 @@ def test_wrong_then_right_ends_with_the_right_kernel_in_best(tmp_path: Path) -> 
     assert "wrong_result" in feedback and "T([" in feedback
     assert requests[1]["messages"][-2] == {"role": "assistant", "content": WRONG}
     assert summary["pass_at"] == {"1": 0.0, "2": 1.0, "3": 1.0}
+    # best/ judged again as one backend, its summary in the usual schema
+    assert summary["best_run"]["correctness_score"] == 1.0
+    assert json.loads((out / "summary.json").read_text())["ops"]["aten.relu.default"]["correct"]
     record = json.loads((out / "records" / "relu__default" / "attempt_1.json").read_text())
     assert record["answer"] == WRONG and not record["result"]["correct"]
     assert record["tokens"]["completion"] > 0
@@ -133,3 +137,19 @@ def test_an_unreachable_endpoint_stops_the_run_with_exit_2(tmp_path: Path) -> No
     )  # fmt: skip
     assert r.returncode == 2, r.stdout + r.stderr
     assert "unreachable" in r.stderr and str(port) in r.stderr
+
+
+def test_the_cli_prints_the_per_op_table(tmp_path: Path) -> None:
+    with ChatServer([(200, RIGHT)]) as srv:
+        r = subprocess.run(
+            [
+                sys.executable, "-m", "opbench.cli", "agent", "--ops", "relu.default",
+                "--model", "scripted", "--base-url", srv.url, "--suite", "smoke",
+                "--out", str(tmp_path / "a"),
+            ],
+            capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"},
+        )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "relu.default" in r.stdout and "✓" in r.stdout
+    assert "1/1 operators correct" in r.stderr and "pass@k 1: 1.00" in r.stderr
+    assert (tmp_path / "a" / "summary.json").exists()

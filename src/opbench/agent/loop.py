@@ -255,6 +255,39 @@ def _one_op(
     }
 
 
+def _judge_best(opts: AgentOptions, ops: list[str]) -> dict[str, Any] | None:
+    """Judge ``OUT/best`` as one backend over the operators it holds, like any run, and
+    keep that run's ``summary.json`` as ``OUT/summary.json`` (the DESIGN.md schema)."""
+    run_dir = opts.out / "best_run"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    args = [
+        sys.executable, "-m", "opbench.cli", "run", "--suite", opts.suite, "--backend",
+        str(opts.out / "best"), "--ops", ",".join(sorted(ops)), "--device", opts.device,
+        "--out", str(run_dir), "--quiet", "--perf" if opts.perf else "--no-perf",
+        *opts.extra_run_args,
+    ]  # fmt: skip
+    if opts.dtypes:
+        args += ["--dtypes", opts.dtypes]
+    if opts.traces and opts.suite.startswith("traces"):
+        args += ["--traces", opts.traces]
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=opts.judge_timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": "the judge timed out"}
+    summary_path = run_dir / "summary.json"
+    if proc.returncode != 0 or not summary_path.exists():
+        return {"error": (proc.stderr or proc.stdout)[-1500:]}
+    shutil.copyfile(summary_path, opts.out / "summary.json")
+    s = json.loads(summary_path.read_text())
+    return {
+        "run_dir": str(run_dir),
+        **{
+            k: s.get(k)
+            for k in ("correctness_score", "performance_score", "performance_score_host")
+        },
+    }
+
+
 def pass_at(results: dict[str, dict[str, Any]], k: int) -> float | None:
     """Share of operators with a correct kernel within their first ``k`` attempts
     (KernelBench's greedy analysis over sequential attempts)."""
@@ -293,8 +326,11 @@ def run_agent(
     with ThreadPoolExecutor(max(1, opts.concurrency), "opbench-agent") as pool:
         for f in [pool.submit(work, t) for t in opts.ops]:
             f.result()  # re-raises a fatal client error
+    best_ops = [t for t, r in results.items() if r["correct"]]
+    best_run = _judge_best(opts, best_ops) if best_ops else None
     summary = {
         "ops": dict(sorted(results.items())),
+        "best_run": best_run,
         "correct": sum(r["correct"] for r in results.values()),
         "pass_at": {str(k): pass_at(results, k) for k in range(1, opts.attempts + 1)},
         "usage": client.usage.to_dict(),

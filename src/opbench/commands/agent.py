@@ -76,11 +76,32 @@ def register(app: typer.Typer) -> None:
         except ClientError as e:
             fail(f"{e.kind}: {e}")
             return
+        from rich.table import Table
+
+        table = Table(title=f"opbench agent · {model} · {suite} on {device}")
+        table.add_column("op", overflow="fold")
+        table.add_column("attempts (✓ correct, ✗ not)", no_wrap=True)
+        table.add_column("first correct", justify="right")
+        table.add_column("best", justify="right")
+        table.add_column("best speedup", justify="right")
+        for op, r in summary["ops"].items():
+            marks = " ".join("✓" if a.get("correct") else "✗" for a in r["attempts"])
+            sp = r.get("best_speedup")
+            table.add_row(
+                op, marks, str(r.get("first_correct_attempt") or "-"),
+                str(r.get("best_attempt") or "-"), "-" if sp is None else f"{sp:.3f}",
+            )  # fmt: skip
+        Console().print(table)
         console.print(
             f"{summary['correct']}/{len(opts.ops)} operators correct · pass@k "
             + ", ".join(f"{k}: {v:.2f}" for k, v in summary["pass_at"].items() if v is not None)
             + f" · tokens {summary['usage']['prompt_tokens']}+{summary['usage']['completion_tokens']}"
             + f" · best kernels in {summary['best_dir']}"
+            + (
+                " (judged again: OUT/summary.json)"
+                if (summary.get("best_run") or {}).get("run_dir")
+                else ""
+            )
         )
 
     @app.command("agent-export")
