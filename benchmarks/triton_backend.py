@@ -16,9 +16,10 @@ Parts (``--parts``, default all):
   is written to ``benchmarks/results/triton-<gpu>.json`` with the launch and bandwidth
   numbers added.
 * ``opinfo``: correctness only (``--no-perf``), the quick OpInfo profile for every covered
-  op in f16, bf16 and f32 on CUDA, 4 workers (Triton compiles in parallel); the summary goes
-  to ``benchmarks/results/triton-<gpu>-opinfo.json``. A cold OpInfo mapping cache costs
-  ~150 s: point ``OPBENCH_CACHE_DIR`` somewhere that survives between device calls.
+  op in ``--dtypes`` (f16, bf16, f32) on CUDA, 4 workers (Triton compiles in parallel); the
+  summary goes to ``benchmarks/results/triton-<gpu>-opinfo.json``. With ``--ops`` the suite
+  maps only the OpInfos that reach the covered ops (``opinfo_aliases.json``): seconds,
+  where the full float16 mapping did not finish in 265 s on a fresh H100.
 * ``flaggems``: the same cases with ``--backend module:flag_gems:enable``, written to
   ``benchmarks/results/flaggems-<gpu>.json``.
 
@@ -27,10 +28,13 @@ fraction of speed of light) goes to ``benchmarks/results/triton-<gpu>.md``.
 
 Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``, which installs the
 wheels carried in ``.whl/ex`` and ``.whl/fg``; carry them and ``.gpu_data`` (the traces);
-three device calls of under 10 minutes each):
-    OPBENCH_CACHE_DIR=$OUT/cache python3 benchmarks/triton_backend.py --parts opinfo
+device calls of under 10 minutes each). A traces run takes ~300 s for ours and longer for
+FlagGems (each operator's worker compiles its Triton kernels cold, ~5 s an operator on a
+fresh machine): give each part ``--budget`` seconds and continue an interrupted one in the
+next call with ``--resume --work DIR`` (carry DIR back and forth):
+    python3 benchmarks/triton_backend.py --parts opinfo
     python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts launch,bandwidth,traces
-    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report
+    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report --resume
 """
 
 from __future__ import annotations
