@@ -83,7 +83,8 @@ def main() -> None:
     print(s.getvalue())
 
 
-def _median_ms(call: Any, reps: int = 20) -> float:
+def device_ms(call: Any, reps: int = 20) -> float:
+    """Median device time (ms, CUDA events) of ``call`` over ``reps`` after 3 warm-ups."""
     for _ in range(3):
         call()
     torch.cuda.synchronize()
@@ -115,7 +116,7 @@ def sweep() -> None:
             ("add", 3, ar._add, lambda x=x, y=y, out=out: torch.add(x, y, out=out)),
             ("copy", 2, pw._identity, lambda x=x, out=out: out.copy_(x)),
         ):
-            ms = _median_ms(eager)
+            ms = device_ms(eager)
             print(
                 f"sweep {dtype} {name} eager: {ms:.4f} ms, {streams * n * x.element_size() / (ms / 1e3) / bw:.3f}"
             )
@@ -131,7 +132,7 @@ def sweep() -> None:
                         def call(block=block, warps=warps, args=args, consts=consts) -> None:  # noqa: E501
                             pw._flat((pw.cdiv(args[4], block),), args, num_warps=warps, **consts)
 
-                        ms = _median_ms(call)
+                        ms = device_ms(call)
                         frac = streams * n * x.element_size() / (ms / 1e3) / bw
                         print(
                             f"sweep {dtype} {name} {width} BLOCK={block} warps={warps}: "

@@ -78,11 +78,16 @@ def _gpu_tag() -> str:
 # ----------------------------------------------------------------------------- launch
 
 
-def _host_us(fn: Any, calls: int = 2000) -> float:
+def _launch_profile() -> Any:
+    """benchmarks/launch_profile.py (imports torch and triton: only on the GPU machine)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from launch_profile import per_call_us
+    import launch_profile
 
-    return per_call_us(fn, calls)
+    return launch_profile
+
+
+def _host_us(fn: Any, calls: int = 2000) -> float:
+    return _launch_profile().per_call_us(fn, calls)
 
 
 def launch_cost() -> dict[str, Any]:
@@ -123,20 +128,7 @@ def launch_cost() -> dict[str, Any]:
 
 
 def _device_ms(fn: Any, reps: int = 30) -> float:
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+    return _launch_profile().device_ms(fn, reps)
 
 
 def _bandwidth_rows(x: Any, y: Any, copy_Bps: float) -> list[dict[str, Any]]:
