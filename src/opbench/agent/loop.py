@@ -65,18 +65,25 @@ def _folder(target: str) -> str:
     return folder_name(target)
 
 
-def _judge(opts: AgentOptions, target: str, version: int, run_dir: Path) -> dict[str, Any]:
-    """``opbench run`` on one version of one operator, in its own process."""
+def _run_args(opts: AgentOptions, backend: Path, ops: list[str], run_dir: Path) -> list[str]:
+    """The ``opbench run`` command judging ``ops`` of ``backend`` with the loop's suite,
+    device, dtypes and timing, into ``run_dir`` (quiet: the summary comes back on stdout)."""
     args = [
         sys.executable, "-m", "opbench.cli", "run", "--suite", opts.suite, "--backend",
-        str(opts.out / "kernels"), "--kernel-version", f"v{version}", "--ops", target,
-        "--device", opts.device, "--out", str(run_dir), "--quiet", "--json",
-        "--perf" if opts.perf else "--no-perf", *opts.extra_run_args,
+        str(backend), "--ops", ",".join(ops), "--device", opts.device, "--out", str(run_dir),
+        "--quiet", "--json", "--perf" if opts.perf else "--no-perf", *opts.extra_run_args,
     ]  # fmt: skip
     if opts.dtypes:
         args += ["--dtypes", opts.dtypes]
     if opts.traces and opts.suite.startswith("traces"):
         args += ["--traces", opts.traces]
+    return args
+
+
+def _judge(opts: AgentOptions, target: str, version: int, run_dir: Path) -> dict[str, Any]:
+    """``opbench run`` on one version of one operator, in its own process."""
+    args = _run_args(opts, opts.out / "kernels", [target], run_dir)
+    args += ["--kernel-version", f"v{version}"]
     if run_dir.exists():
         args.append("--resume")
     try:
@@ -260,16 +267,7 @@ def _judge_best(opts: AgentOptions, ops: list[str]) -> dict[str, Any] | None:
     keep that run's ``summary.json`` as ``OUT/summary.json`` (the DESIGN.md schema)."""
     run_dir = opts.out / "best_run"
     shutil.rmtree(run_dir, ignore_errors=True)
-    args = [
-        sys.executable, "-m", "opbench.cli", "run", "--suite", opts.suite, "--backend",
-        str(opts.out / "best"), "--ops", ",".join(sorted(ops)), "--device", opts.device,
-        "--out", str(run_dir), "--quiet", "--perf" if opts.perf else "--no-perf",
-        *opts.extra_run_args,
-    ]  # fmt: skip
-    if opts.dtypes:
-        args += ["--dtypes", opts.dtypes]
-    if opts.traces and opts.suite.startswith("traces"):
-        args += ["--traces", opts.traces]
+    args = _run_args(opts, opts.out / "best", sorted(ops), run_dir)
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=opts.judge_timeout_s)
     except subprocess.TimeoutExpired:

@@ -117,8 +117,9 @@ class Scorer:
             d.mkdir(parents=True, exist_ok=True)
             (d / f"{folder}_implementation.py").write_text(source)
             verdict = self._judge(op, cases)
+        with self._lock:  # calls for different ops finish at once
             self.scored += 1
-            return verdict
+        return verdict
 
     def close(self) -> None:
         """Stop the workers (and delete the scorer's folder if it made it)."""
