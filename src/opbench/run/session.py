@@ -10,7 +10,6 @@ import csv
 import json
 import logging
 import os
-import platform
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opbench.report import metrics
+from opbench.run.machine import environment, gpu_state
 from opbench.run.store import ResultStore, StoreError, TestResult
 from opbench.spec.args import DTYPE_BY_NAME, iter_tensor_specs, parse_args
 from opbench.spec.ops import select_ops
@@ -253,85 +253,6 @@ def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
                 f"no included test ({why.most_common(1)[0][0]})" if why else "no included test"
             )
     return SuiteSelection(chosen, asked, not_tested, excluded, coverage_of(chosen))
-
-
-def environment(device: str) -> dict[str, Any]:
-    import torch
-
-    env: dict[str, Any] = {
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-    }
-    try:
-        import triton
-
-        env["triton"] = triton.__version__
-    except Exception:
-        env["triton"] = None
-    env["cpu"] = cpu_model()
-    if device.startswith("cuda") and torch.cuda.is_available():
-        env["gpu"] = torch.cuda.get_device_name(torch.device(device))
-        env["cuda"] = torch.version.cuda
-        env["cudnn"] = (
-            torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-        )
-        env["gpu_count"] = torch.cuda.device_count()
-        try:
-            import subprocess
-
-            env["driver"] = (
-                subprocess.run(
-                    ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                )
-                .stdout.strip()
-                .splitlines()[0]
-            )
-        except Exception:
-            env["driver"] = None
-    else:
-        env["gpu"] = None
-    env["flags"] = {k: v for k, v in os.environ.items() if k.startswith(("OPBENCH_", "TRITON_"))}
-    return env
-
-
-def cpu_model() -> str | None:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-#: nvidia-smi fields read at the start and the end of a run (clocks throttle with heat).
-_GPU_FIELDS = ("clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw")
-
-
-def gpu_state(device: str) -> list[dict[str, str]] | None:
-    """Clocks, temperature and power of every visible GPU now (nvidia-smi), None on a
-    CPU run or where nvidia-smi is missing."""
-    if not device.startswith("cuda"):
-        return None
-    import subprocess
-
-    try:
-        text = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(_GPU_FIELDS)}", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    rows = [[v.strip() for v in line.split(",")] for line in text.strip().splitlines()]
-    return [dict(zip(_GPU_FIELDS, r)) for r in rows if len(r) == len(_GPU_FIELDS)] or None
 
 
 def devices_for(device: str, workers: int) -> list[str]:
