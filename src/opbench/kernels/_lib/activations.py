@@ -15,15 +15,12 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.device_math import exp_f, expm1_f, sigmoid_f, tanh_f
 from opbench.kernels._lib.pointwise import (
     backward_op,
     check_number,
     elementwise,
-    exp_f,
-    expm1_f,
     require_float,
-    sigmoid_f,
-    tanh_f,
     unary,
 )
 

@@ -13,12 +13,11 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.device_math import ON_GPU, libdevice
 from opbench.kernels._lib.pointwise import (
-    ON_GPU,
     check_number,
     dtype_name,
     elementwise,
-    libdevice,
     unary,
 )
 

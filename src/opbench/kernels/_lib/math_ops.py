@@ -13,7 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.pointwise import IDENTITY, check_number, elementwise, exp_f, log_f
+from opbench.kernels._lib.device_math import exp_f, log_f
+from opbench.kernels._lib.pointwise import IDENTITY, check_number, elementwise
 
 
 @triton.jit

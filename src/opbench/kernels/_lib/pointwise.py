@@ -1,7 +1,8 @@
 """The elementwise engine: one flat kernel and one strided kernel, each taking an op's
 scalar function as a constexpr, the output rules (broadcast shape, dtype casts, in-place
-and ``out=``), and the math helpers the op modules share. The ops themselves, with their
-ATen-schema entry points, are in :mod:`~opbench.kernels._lib.arithmetic`,
+and ``out=``). The scalar math the ops share is :mod:`~opbench.kernels._lib.device_math`;
+the ops themselves, with their ATen-schema entry points, are in
+:mod:`~opbench.kernels._lib.arithmetic`,
 :mod:`~opbench.kernels._lib.activations`, :mod:`~opbench.kernels._lib.math_ops` and
 :mod:`~opbench.kernels._lib.copy`.
 
@@ -50,68 +51,26 @@ __all__ = [
 
 #: Merged dimensions the strided kernel indexes; more split into several launches.
 MAX_DIMS = 4
-#: Elements per program of the flat kernel, 4 warps: 0.71-0.79 of copy bandwidth for a
-#: 256 MiB add on the H100 (benchmarks/results/triton-launch-bandwidth-h100.md); the
-#: block/warp sweep in benchmarks/launch_profile.py --sweep has not run yet.
+#: Elements per program of the flat kernel, 4 warps: with int32 indexing 0.98 of copy
+#: bandwidth for a 256 MiB f16 add on the H100; the block/warp sweep
+#: (benchmarks/launch_profile.py --sweep, 1,024 to 16,384 x 4 to 16 warps) found no
+#: setting clearly better (0.93-1.0 across them, within run-to-run noise).
 BLOCK = 1024
 #: Small programs under the interpreter: it runs programs one by one in Python.
 _INTERP_BLOCK = 4096
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-#: libdevice exists only for compiled kernels; the interpreter patches tl.math only.
-ON_GPU: tl.constexpr = tl.constexpr(not _INTERPRETING)
-if not _INTERPRETING:
-    from triton.language.extra import libdevice
-else:  # never reached in interpreted kernels (ON_GPU is False there)
-    libdevice = None
 
 # Operand modes (constexpr): how the kernel gets each of up to three operands.
 ABSENT, TENSOR, ELEMENT, NUMBER = 0, 1, 2, 3
 
 
-# ----------------------------------------------------------------------------- math
-
-
-@triton.jit
-def tanh_f(x):
-    """tanh in the compute type: libdevice on the GPU; on the interpreter a series for
-    |x| < 0.4 (where (1 - e^-2|x|) would cancel) and the exponential form elsewhere."""
-    if ON_GPU:
-        y = libdevice.tanh(x)
-    else:
-        ax = tl.abs(x)
-        t = tl.exp(-2.0 * ax)
-        big = (1.0 - t) / (1.0 + t)
-        x2 = x * x
-        small = ax * (
-            1.0
-            + x2
-            * (
-                -1.0 / 3.0
-                + x2
-                * (
-                    2.0 / 15.0
-                    + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155925.0)))
-                )
-            )
-        )
-        y = tl.where(ax < 0.4, small, big)
-        y = tl.where(x < 0, -y, y)
-        y = tl.where(x != x, x, y)
-    return y
-
-
-@triton.jit
-def sigmoid_f(x):
-    return 1.0 / (1.0 + tl.exp(-x))
+# ----------------------------------------------------------------------------- kernels
 
 
 @triton.jit
 def _identity(a, b, c, p0, p1):
     return a
-
-
-# ----------------------------------------------------------------------------- kernels
 
 
 @triton.jit
@@ -610,42 +569,3 @@ def backward_op(fn: Any, grad: torch.Tensor, other: torch.Tensor, out: Any,
 
 #: the identity, for the copies of :mod:`opbench.kernels._lib.copy`
 IDENTITY = _identity
-
-
-# ----------------------------------------------------------------------------- more math
-# exp, log and expm1 for activations.py and math_ops.py
-
-
-@triton.jit
-def exp_f(x):
-    """exp: libdevice on the GPU (tl.exp's ex2.approx loses ~|x| ulp), tl.exp here."""
-    if ON_GPU:
-        y = libdevice.exp(x)
-    else:
-        y = tl.exp(x)
-    return y
-
-
-@triton.jit
-def log_f(x):
-    if ON_GPU:
-        y = libdevice.log(x)
-    else:
-        y = tl.log(x)
-    return y
-
-
-@triton.jit
-def expm1_f(x):
-    """expm1: libdevice on the GPU; Kahan's (e^x - 1) * x / log(e^x) here, accurate
-    near 0 where e^x - 1 cancels."""
-    if ON_GPU:
-        y = libdevice.expm1(x)
-    else:
-        u = tl.exp(x)
-        um1 = u - 1.0
-        y = um1 * x / tl.log(u)
-        y = tl.where(um1 == -1.0, -1.0, y)
-        y = tl.where(u == 1.0, x, y)
-        y = tl.where(u == float("inf"), u, y)
-    return y
