@@ -134,9 +134,14 @@ def _softmax_kernel(
 
 
 @triton.jit
-def _bwd_tile(g, y, dot, LOG: tl.constexpr):
+def _bwd_tile(g, y, dot, LOG: tl.constexpr, PRODUCT_FIRST: tl.constexpr):
+    """``PRODUCT_FIRST``: softmax's ``g * y - y * dot``, the order eager's persistent
+    (short, innermost rows) kernel rounds in; elsewhere eager computes ``y * (g - dot)``.
+    They differ by several bf16 ulps where ``g`` and ``dot`` nearly cancel."""
     if LOG:
         r = g - tl.exp(y) * dot
+    elif PRODUCT_FIRST:
+        r = g * y - y * dot
     else:
         r = y * (g - dot)
     return r
@@ -154,6 +159,7 @@ def _softmax_bwd_kernel(
     gn: tl.int64, yn: tl.int64, on: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
     SINGLE: tl.constexpr, VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    PRODUCT_FIRST: tl.constexpr,
 ):  # fmt: skip
     """softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g)."""
     md1 = md1 * VEC
@@ -184,7 +190,7 @@ def _softmax_bwd_kernel(
             dot = row_sum(g)[:, None]
         else:
             dot = row_sum(g * y)[:, None]
-        r = _bwd_tile(g, y, dot, LOG)
+        r = _bwd_tile(g, y, dot, LOG, PRODUCT_FIRST)
         tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
     else:
         acc = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
@@ -208,7 +214,7 @@ def _softmax_bwd_kernel(
             o_n = n if UNIT_N else n * on
             g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
             y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-            r = _bwd_tile(g, y, dot, LOG)
+            r = _bwd_tile(g, y, dot, LOG, PRODUCT_FIRST)
             tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
 
 
@@ -329,12 +335,18 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
     compute = _compute(inputs[0].dtype if not bwd else dest.dtype)
     if any(t.dtype == torch.float64 for t in inputs):
         compute = tl.float64
+    extra = {}
+    if bwd:
+        # eager's persistent backward: the softmax dim innermost, at most 1,024 elements
+        # and 4 KiB a row (PersistentSoftmax.cuh); it rounds g * y first
+        inner = all(s == 1 for s in inputs[0].shape[dim + 1 :])
+        extra["PRODUCT_FIRST"] = inner and N <= 1024 and N * inputs[0].element_size() <= 4096
     launcher = _backward if bwd else _forward
     launcher(
         (cdiv(M, bm),),
         (*inputs, target, M, N, md1, *flat, *col),
         LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
-        BLOCK_M=bm, BLOCK_N=bn,
+        BLOCK_M=bm, BLOCK_N=bn, **extra,
     )  # fmt: skip
     if target is not dest and target.data_ptr() != dest.data_ptr():
         dest.copy_(target)
