@@ -13,7 +13,6 @@ case (top functions by own time) goes into the JSON too.
 
 Usage (GPU machine, after ``source benchmarks/gpu_env.sh``):
     python3 benchmarks/host_profile.py --traces .gpu_data/traces --out host.json [--profile]
-``OPBENCH_TRITON_LAUNCH=triton`` compares Triton's own launcher with the static one.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import cProfile
 import io
 import json
 import math
-import os
 import pstats
 import sys
 import time
@@ -39,8 +37,8 @@ from triton_backend import COVERED  # noqa: E402
 
 from opbench.backends.directory import DirectoryBackend  # noqa: E402
 from opbench.spec.ops import get_overload, select_ops  # noqa: E402
-from opbench.suites.materialize import materialize  # noqa: E402
 from opbench.suites.inputs import resolve_op_name  # noqa: E402
+from opbench.suites.materialize import materialize  # noqa: E402
 from opbench.suites.traces import build_trace_cases, load_traces  # noqa: E402
 
 
@@ -141,7 +139,6 @@ def main() -> int:
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
     result = {
-        "launch": os.environ.get("OPBENCH_TRITON_LAUNCH", "static"),
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name(),
         "geomean_ratio": gm,

@@ -25,10 +25,14 @@ loads; without it every f16 element was loaded alone (0.40 of copy bandwidth on 
 (and so a float64 op keeps its scalar's precision; kernels cast it to their compute type).
 
 A miss compiles through the ordinary ``kernel[grid](...)`` call, which also launches it,
-and keeps the returned ``CompiledKernel``; a hit launches it through PyTorch's static
-CUDA launcher (:mod:`~opbench.kernels._lib.static_launch`, what Inductor uses) where this
-PyTorch has one, else calls ``CompiledKernel.run`` with the same argument convention
-Triton 3.6 through 3.9 use inside ``JITFunction.run``.
+and keeps the returned ``CompiledKernel``; a hit calls ``CompiledKernel.run`` with the
+same argument convention Triton 3.6 through 3.9 use inside ``JITFunction.run``.
+
+PyTorch's static CUDA launcher (``torch._C._StaticCudaLauncher``, Inductor's path) was
+tried in its place: over the 247 traced cases of ``benchmarks/host_profile.py`` on the
+H100 it was no faster (geomean host time 1.04x Triton's launcher, within the run's
+noise), and it needs a private binding and cubins written to disk, both of which the
+static scan rightly flags in a kernel directory.
 
 Under Triton's interpreter (``TRITON_INTERPRET=1``, CPU tensors) there is no compiled
 kernel: every launch goes through ``kernel[grid](...)``.
@@ -41,8 +45,6 @@ from typing import Any
 
 import torch
 import triton
-
-from opbench.kernels._lib.static_launch import static_runner
 
 __all__ = ["Launcher", "cdiv", "interpreted"]
 
@@ -107,11 +109,6 @@ class Launcher:
             self._compile(k, grid, args, constexprs)
             return
         compiled, consts, run = hit
-        if consts is None:  # the static launcher: runtime arguments only
-            n = len(grid)
-            run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
-                self._stream(device), args)  # fmt: skip
-            return
         n = len(grid)
         enter, exit_ = _hooks()
         full = (*args, *consts)
@@ -139,10 +136,6 @@ class Launcher:
         compiled = self.fn[tuple(grid)](*args, **constexprs)
         # Triton's own query of the current stream (torch's raw stream handle)
         self._stream = triton.runtime.driver.active.get_current_stream
-        static = static_runner(compiled, len(args), args[self._ptrs[0]].device.index)
-        if static is not None:
-            self._compiled[key] = (compiled, None, static)
-            return
         names = tuple(p.name for p in self.fn.params[len(args) :])
         self._compiled[key] = (compiled, tuple(constexprs[n] for n in names), compiled.run)
 

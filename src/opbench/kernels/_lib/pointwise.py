@@ -341,7 +341,39 @@ def run(
             IDX=tl.int32 if n <= _I32_SAFE else tl.int64,
         )  # fmt: skip
         return out
-    shape = tuple(shape)
+    key = (
+        out.shape, out.stride(), *modes,
+        *((t.shape, t.stride()) for m, t in zip(modes, tensors) if m == TENSOR),
+    )  # fmt: skip
+    plan = _STRIDED_PLANS.get(key)
+    if plan is None:
+        plan = _strided_plan(tuple(shape), modes, tensors, out, n)
+        if len(_STRIDED_PLANS) >= _PLAN_LIMIT:
+            _STRIDED_PLANS.clear()
+        _STRIDED_PLANS[key] = plan
+    if plan is _SPLIT:
+        return _run_split(fn, operands, out, compute, p0, p1, modes, tensors, numbers)
+    ints, idx, ndim = plan
+    _strided(
+        (cdiv(n, block),),
+        (a, b, c, out, *ints, na, nb, nc, float(p0), float(p1)),
+        FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block, IDX=idx, NDIM=ndim,
+    )  # fmt: skip
+    return out
+
+
+#: (output layout, operand modes and layouts) -> the strided kernel's integers, index
+#: type and merged rank: planning (expanded strides, merged dims) cost more host time
+#: than the launch, and models call the same layouts over and over.
+_STRIDED_PLANS: dict[tuple, Any] = {}
+_PLAN_LIMIT = 4096
+_SPLIT = object()  # more merged dims than the kernel indexes: launches per leading index
+
+
+def _strided_plan(
+    shape: tuple[int, ...], modes: list[int], tensors: list[torch.Tensor], out: torch.Tensor,
+    n: int,
+) -> Any:  # fmt: skip
     strides = [
         _expanded_strides(t, shape) if m == TENSOR else [0] * len(shape)
         for m, t in zip(modes, tensors)
@@ -349,25 +381,28 @@ def run(
     strides.append(list(out.stride()))
     mshape, mstrides = _merge_dims(shape, strides)
     if len(mshape) > MAX_DIMS:
-        # split over the leading dimension of the unmerged shape (views, no copies)
-        lead = next(i for i, s in enumerate(shape) if s != 1)
-        for i in range(shape[lead]):
-            sub = [
-                t.expand(shape).select(lead, i) if m == TENSOR else (t if m == ELEMENT else v)
-                for m, t, v in zip(modes, tensors, numbers)
-            ][: len(operands)]
-            run(fn, sub, out.select(lead, i), compute, p0, p1)
-        return out
+        return _SPLIT
     pad = MAX_DIMS - len(mshape)
     dims = [1] * pad + mshape
     st = [[0] * pad + s for s in mstrides]
-    _strided(
-        (cdiv(n, block),),
-        (a, b, c, out, n, dims[1], dims[2], dims[3], *st[0], *st[1], *st[2], *st[3],
-         na, nb, nc, float(p0), float(p1)),
-        FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block,
-        IDX=index_type(n, dims, st), NDIM=max(1, len(mshape)),
-    )  # fmt: skip
+    ints = (n, dims[1], dims[2], dims[3], *st[0], *st[1], *st[2], *st[3])
+    return ints, index_type(n, dims, st), max(1, len(mshape))
+
+
+def _run_split(
+    fn: Any, operands: Sequence[Any], out: torch.Tensor, compute: Any, p0: float, p1: float,
+    modes: list[int], tensors: list[torch.Tensor], numbers: list[float],
+) -> torch.Tensor:  # fmt: skip
+    """More merged dims than :data:`MAX_DIMS`: one launch per index of the leading
+    dimension, on views (no copies)."""
+    shape = tuple(out.shape)
+    lead = next(i for i, s in enumerate(shape) if s != 1)
+    for i in range(shape[lead]):
+        sub = [
+            t.expand(shape).select(lead, i) if m == TENSOR else (t if m == ELEMENT else v)
+            for m, t, v in zip(modes, tensors, numbers)
+        ][: len(operands)]
+        run(fn, sub, out.select(lead, i), compute, p0, p1)
     return out
 
 
