@@ -299,11 +299,18 @@ def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int]:
     raise AssertionError
 
 
-def _launch(x, out, M, N, m_args, n_args, op, mean, denom, cast, acc, init) -> None:
-    """Reduce ``x`` (rows ``m_args``, columns ``n_args``) into ``out``'s first M
-    elements, through a partial buffer when the rows alone do not fill the GPU."""
+def _stages(
+    shape: Sequence[int], stride: Sequence[int], elem: int, M: int, N: int,
+    m_args: tuple, n_args: tuple, acc: torch.dtype,
+) -> list[tuple[tuple[int, int], tuple[int, ...], dict[str, Any]]]:  # fmt: skip
+    """The launches that reduce an input of ``shape``/``stride`` (``elem`` bytes an
+    element; rows ``m_args``, columns ``n_args``) to M values: one, or two and more
+    through ``[M, splits]`` partial buffers when the rows alone do not fill the GPU.
+    Each: grid, the kernel's integers, and the constexprs that depend on the shape."""
     bm, bn = _tile(M, N, m_args, n_args)
-    vec = vec_of(used_values(m_args) + used_values(n_args), [x])
+    cap = 16 // elem
+    used = used_values(m_args) + used_values(n_args)
+    vec = next((v for v in (8, 4, 2) if v <= cap and all(u % v == 0 for u in used)), 1)
     mode_m, (md1, ms0, ms1) = m_args[0], divided(m_args, vec)
     mode_n, (nd1, ns0, ns1) = n_args[0], divided(n_args, vec)
     programs = cdiv(M, bm)
@@ -315,26 +322,35 @@ def _launch(x, out, M, N, m_args, n_args, op, mean, denom, cast, acc, init) -> N
         splits = 1
     per_split = max(1, cdiv(chunks, splits))  # in chunks
     splits = max(1, cdiv(N, per_split * bn))
-    acc_tl = tl_dtype(acc)
     # the indices (rows, columns, partial-buffer slots) and x's offsets: its extent
-    idx = index_type(max(M * splits, M + bm, N + per_split * bn), x.shape, [x.stride()])
-    if splits == 1:
-        _reduce(
-            (programs, 1),
-            (x, out, M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1, init, denom),
-            OP=op, MEAN=mean, CAST=cast, ACC=acc_tl, MODE_M=mode_m, MODE_N=mode_n,
-            VEC=vec, BLOCK_M=bm, BLOCK_N=bn, IDX=idx,
-        )  # fmt: skip
-        return
-    partial = torch.empty((M, splits), dtype=acc, device=x.device)
-    _reduce(
+    idx = index_type(max(M * splits, M + bm, N + per_split * bn), shape, [stride])
+    first = (
         (programs, splits),
-        (x, partial, M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1, init, denom),
-        OP=op, MEAN=False, CAST=cast, ACC=acc_tl, MODE_M=mode_m, MODE_N=mode_n,
-        VEC=vec, BLOCK_M=bm, BLOCK_N=bn, IDX=idx,
-    )  # fmt: skip
-    _launch(partial, out, M, splits, (1, 1, splits, 0), (0, 1, 1, 0), op, mean, denom,
-            None, acc, init)  # fmt: skip
+        (M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1),
+        dict(MODE_M=mode_m, MODE_N=mode_n, VEC=vec, BLOCK_M=bm, BLOCK_N=bn, IDX=idx),
+    )
+    if splits == 1:
+        return [first]
+    rest = _stages(
+        (M, splits), (splits, 1), acc.itemsize, M, splits, (1, 1, splits, 0), (0, 1, 1, 0), acc
+    )
+    return [first, *rest]
+
+
+def _run_stages(x, out, stages, op, mean, denom, cast, acc, init) -> None:
+    """Launch :func:`_stages`' plan: ``x`` into partial buffers of the accumulate type,
+    the last into ``out``; the cast on the first load, the mean's division at the end."""
+    acc_tl = tl_dtype(acc)
+    last = len(stages) - 1
+    src = x
+    for i, (grid, ints, consts) in enumerate(stages):
+        dst = out if i == last else torch.empty((ints[0], grid[1]), dtype=acc, device=x.device)
+        _reduce(
+            grid, (src, dst, *ints, init, denom),
+            OP=op, MEAN=mean and i == last, CAST=cast if i == 0 else None, ACC=acc_tl,
+            **consts,
+        )  # fmt: skip
+        src = dst
 
 
 def normalize_dims(x: torch.Tensor, dim: Any, name: str = "") -> list[int]:
@@ -379,29 +395,63 @@ def reduce_into(
 ) -> torch.Tensor:
     """Reduce ``x`` over ``dims`` into ``dest`` (the kept elements in row-major order,
     any shape/strides); ``cast`` converts each element first (``sum(dtype=)``)."""
+    key = (x.shape, x.stride(), x.dtype, tuple(dims), dest.dtype, op, cast)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _reduce_plan(x, dims, dest.dtype, op, cast)
+        if len(_PLANS) >= _PLAN_LIMIT:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    if plan is _NOTHING:
+        return dest
+    permute, stages, denom, init, acc, cast_tl = plan
+    if permute is not None:
+        x = x.permute(*permute).contiguous()
+    target = dest
+    if not dest.is_contiguous():
+        target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
+    _run_stages(x, target, stages, op, mean, denom, cast_tl, acc, init)
+    if target is not dest:
+        dest.copy_(target)
+    return dest
+
+
+#: (input layout and dtype, dims, result dtype, op, cast) -> :func:`_reduce_plan`'s plan:
+#: the planning (merged sides, tiles, splits, index type) cost more host time than the
+#: launches, and models reduce the same layouts over and over.
+_PLANS: dict[tuple, Any] = {}
+_PLAN_LIMIT = 4096
+_NOTHING = object()  # no kept element: nothing to launch
+
+
+def _reduce_plan(
+    x: torch.Tensor, dims: list[int], dest_dtype: torch.dtype, op: int, cast: torch.dtype | None
+) -> Any:
+    """``(permutation or None, stages, denominator, initial value, accumulate dtype,
+    cast type)``, or :data:`_NOTHING`."""
     nd = x.dim()
     kept = [d for d in range(nd) if d not in dims]
     M = math.prod(x.shape[d] for d in kept)
     N = math.prod(x.shape[d] for d in dims)
     if M == 0:
-        return dest
-    acc = acc_dtype(dest.dtype if cast is None else cast)
+        return _NOTHING
+    acc = acc_dtype(dest_dtype if cast is None else cast)
     cast_tl = tl_dtype(cast) if cast is not None and cast != x.dtype else None
     init = 0.0 if op == SUM else (-math.inf if acc.is_floating_point else float(-(2**63)))
     m_args = side_args(*merge_side([x.shape[d] for d in kept], [x.stride(d) for d in kept]))
     red = sorted(dims, key=lambda d: -x.stride(d))
     n_args = side_args(*merge_side([x.shape[d] for d in red], [x.stride(d) for d in red]))
+    permute = None
+    shape, stride = list(x.shape), list(x.stride())
     if m_args is None or n_args is None:
-        x = x.permute(*kept, *red).contiguous()
+        # more than two dims on a side: one permuted copy, which merges to one each
+        permute = (*kept, *red)
         m_args, n_args = (1, 1, N, 0), (0, 1, 1, 0)
-    target = dest
-    if not dest.is_contiguous():
-        target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
+        shape = [x.shape[d] for d in permute]
+        stride = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
     denom = float(N) if N else math.nan
-    _launch(x, target, M, N, m_args, n_args, op, mean, denom, cast_tl, acc, init)
-    if target is not dest:
-        dest.copy_(target)
-    return dest
+    stages = _stages(shape, stride, x.element_size(), M, N, m_args, n_args, acc)
+    return permute, stages, denom, init, acc, cast_tl
 
 
 # ----------------------------------------------------------------------------- ATen ops

@@ -322,35 +322,54 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
         dim = 0
     else:
         target = dest
+    key = (dim, log, bwd, *((t.shape, t.stride(), t.dtype) for t in (*inputs, target)))
+    launch = _LAUNCHES.get(key)
+    if launch is None:
+        if _plan([*inputs, target], dim) is None:  # more than two kept dims after merging
+            inputs = [t.contiguous() for t in inputs]
+            target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
+            launch = _launch_args(inputs, target, dim, log, bwd)
+        else:
+            launch = _launch_args(inputs, target, dim, log, bwd)
+            if len(_LAUNCHES) >= _LAUNCH_LIMIT:
+                _LAUNCHES.clear()
+            _LAUNCHES[key] = launch
+    grid, ints, consts = launch
+    (_backward if bwd else _forward)(grid, (*inputs, target, *ints), **consts)
+    if target is not dest and target.data_ptr() != dest.data_ptr():
+        dest.copy_(target)
+    return dest
+
+
+#: (dim, log, backward, every tensor's layout and dtype) -> :func:`_launch_args`' launch:
+#: planning cost more host time than the launch, and models repeat their layouts.
+_LAUNCHES: dict[tuple, Any] = {}
+_LAUNCH_LIMIT = 4096
+
+
+def _launch_args(
+    inputs: list[torch.Tensor], target: torch.Tensor, dim: int, log: bool, bwd: bool
+) -> tuple[tuple[int], tuple[int, ...], dict[str, Any]]:
+    """Grid, integers and constexprs of the forward or backward kernel's launch."""
     plan = _plan([*inputs, target], dim)
-    if plan is None:
-        inputs = [t.contiguous() for t in inputs]
-        target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
-        plan = _plan([*inputs, target], dim)
-        assert plan is not None
+    assert plan is not None
     M, N, mode, flat, col, md1, unit_n, single, bm, bn = plan
     used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
     vec = vec_of(used, [*inputs, target])
     md1, flat, col = md1 // vec, [v // vec for v in flat], [v // vec for v in col]
-    compute = _compute(inputs[0].dtype if not bwd else dest.dtype)
+    compute = _compute(inputs[0].dtype if not bwd else target.dtype)
     if any(t.dtype == torch.float64 for t in inputs):
         compute = tl.float64
-    extra = {}
+    consts: dict[str, Any] = dict(
+        LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
+        BLOCK_M=bm, BLOCK_N=bn,
+    )  # fmt: skip
     if bwd:
         # eager's persistent backward: the softmax dim innermost, at most 1,024 elements
         # and 4 KiB a row (PersistentSoftmax.cuh); it rounds g * y first
         inner = all(s == 1 for s in inputs[0].shape[dim + 1 :])
-        extra["PRODUCT_FIRST"] = inner and N <= 1024 and N * inputs[0].element_size() <= 4096
-    launcher = _backward if bwd else _forward
-    launcher(
-        (cdiv(M, bm),),
-        (*inputs, target, M, N, md1, *flat, *col),
-        LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
-        BLOCK_M=bm, BLOCK_N=bn, **extra,
-    )  # fmt: skip
-    if target is not dest and target.data_ptr() != dest.data_ptr():
-        dest.copy_(target)
-    return dest
+        consts["PRODUCT_FIRST"] = inner and N <= 1024 and N * inputs[0].element_size() <= 4096
+    return (cdiv(M, bm),), (M, N, md1, *flat, *col), consts
 
 
 def _forward_op(self: torch.Tensor, dim: int, half_to_float: bool, out: Any, log: bool):
