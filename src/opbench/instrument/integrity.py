@@ -51,6 +51,9 @@ def settings_snapshot() -> dict[str, Any]:
     backends, deterministic algorithms, the default dtype) and grad mode: a module could
     change any of them to slow the reference or make it less precise. ~40 us."""
     s = read_settings()
+    # read only once CUDA is initialised (not in the fork server's template, where a
+    # worker's fingerprint starts): a key present on one side only is not a change
+    s.pop("cuda.cufft_plan_cache.max_size", None)
     s["grad_enabled"] = torch.is_grad_enabled()
     return s
 
