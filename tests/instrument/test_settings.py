@@ -68,14 +68,16 @@ def test_pin_works_after_pytorch_froze_the_backend_flags() -> None:
 def test_reading_the_settings_never_initialises_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fork server's template reads them (a worker's fingerprint starts there) and
     must never initialise CUDA, or every worker starts as a new process. Here CUDA is
-    made to look available and not yet initialised; anything that asks for the current
-    device (the cuFFT plan cache does) is recorded."""
+    made to look available and not yet initialised; what initialises it on the H100 (the
+    cuDNN version, the cuFFT plan cache through the current device) is recorded."""
     asked: list[str] = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: asked.append("current_device") or 0)
     monkeypatch.setattr(torch.cuda, "_lazy_init", lambda: asked.append("_lazy_init"))
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: asked.append("cudnn") or 1)
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
     values = settings.read()
     assert asked == []
-    assert "cuda.cufft_plan_cache.max_size" not in values
+    assert not set(settings.CUDA_INITIALISED_ONLY) & set(values)
     assert "cuda.matmul.allow_tf32" in values

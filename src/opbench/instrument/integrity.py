@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from opbench.instrument.settings import CUDA_INITIALISED_ONLY
 from opbench.instrument.settings import read as read_settings
 
 __all__ = ["Fingerprint", "settings_snapshot"]
@@ -53,7 +54,8 @@ def settings_snapshot() -> dict[str, Any]:
     s = read_settings()
     # read only once CUDA is initialised (not in the fork server's template, where a
     # worker's fingerprint starts): a key present on one side only is not a change
-    s.pop("cuda.cufft_plan_cache.max_size", None)
+    for key in CUDA_INITIALISED_ONLY:
+        s.pop(key, None)
     s["grad_enabled"] = torch.is_grad_enabled()
     return s
 

@@ -85,6 +85,10 @@ def _pin(allow_tf32: bool) -> dict[str, Any]:
     return done
 
 
+#: Settings read only where CUDA is initialised (or absent): reading them initialises it.
+CUDA_INITIALISED_ONLY = ("cudnn.version", "cuda.cufft_plan_cache.max_size")
+
+
 def _readers() -> list[tuple[str, Callable[[], Any]]]:
     b = torch.backends
     cuda = torch.cuda.is_available()
@@ -121,20 +125,19 @@ def _readers() -> list[tuple[str, Callable[[], Any]]]:
         ("num_interop_threads", torch.get_num_interop_threads),
         ("default_dtype", lambda: str(torch.get_default_dtype())),
         ("cuda.version", lambda: torch.version.cuda),
-        ("cudnn.version", lambda: b.cudnn.version() if b.cudnn.is_available() else None),
     ]
     if cuda:
         out += [
             ("cuda.preferred_blas_library", lambda: str(b.cuda.preferred_blas_library())),
             ("cuda.preferred_linalg_library", lambda: str(b.cuda.preferred_linalg_library())),
         ]
+    if not cuda or torch.cuda.is_initialized():
+        # cuDNN's version and the (per-device) cuFFT plan cache initialise CUDA when
+        # read (measured on the H100), which the fork server's template must never do:
+        # every worker would then start as a new process, 5-14 s an operator there
+        out.append(("cudnn.version", lambda: b.cudnn.version() if b.cudnn.is_available() else None))
     if cuda and torch.cuda.is_initialized():
-        # the plan cache is per device: reading it initialises CUDA, which the fork
-        # server's template must never do (every worker would then start as a new
-        # process: ~5 s an operator on the H100 instead of a fork)
-        out.append(
-            ("cuda.cufft_plan_cache.max_size", lambda: b.cuda.cufft_plan_cache.max_size)
-        )
+        out.append(("cuda.cufft_plan_cache.max_size", lambda: b.cuda.cufft_plan_cache.max_size))
     return out
 
 
