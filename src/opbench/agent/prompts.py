@@ -21,6 +21,7 @@ from typing import Any
 
 __all__ = [
     "DSLS",
+    "available_dsls",
     "NoCodeBlock",
     "extract_code",
     "feedback_message",
@@ -29,8 +30,14 @@ __all__ = [
 ]
 
 _BUILTIN = Path(__file__).with_name("templates")
-#: Target DSLs with templates here, and how they are named in the prompt.
-DSLS = {"triton": "Triton (Python, @triton.jit)"}
+#: Target DSLs with templates here, and how they are named in the prompt. Another DSL
+#: (Helion, CuTe, ...) is added by a user template folder holding ``dsl_<name>.md`` and
+#: ``example_<name>.py``: :func:`available_dsls` finds it there.
+DSLS = {
+    "triton": "Triton (Python, @triton.jit)",
+    "cuda": "CUDA C++ (built with torch.utils.cpp_extension.load_inline)",
+    "cpp": "C++ for the CPU (built with torch.utils.cpp_extension.load_inline)",
+}
 #: What the opinfo and traces suites put in front of every kernel.
 EDGE_CASES = (
     "every dtype the operator takes (float16, bfloat16, float32, and integers where "
@@ -58,6 +65,22 @@ def load_template(name: str, templates: str | Path | None = None) -> str:
     return path.read_text()
 
 
+def available_dsls(templates: str | Path | None = None) -> dict[str, str]:
+    """The built-in DSLs and those a user folder adds (``dsl_<name>.md`` beside
+    ``example_<name>.py``), each with its name for the prompt (for a user's DSL, the
+    notes' first line when it is a ``# heading``, else the name)."""
+    found = dict(DSLS)
+    if templates is not None and Path(templates).is_dir():
+        for notes in sorted(Path(templates).glob("dsl_*.md")):
+            name = notes.stem[len("dsl_") :]
+            if name in found or not (notes.parent / f"example_{name}.py").is_file():
+                continue
+            first = notes.read_text().splitlines()[:1]
+            heading = first[0][2:].strip() if first and first[0].startswith("# ") else ""
+            found[name] = heading or name
+    return found
+
+
 def task_messages(
     target: str,
     *,
@@ -72,8 +95,12 @@ def task_messages(
     from opbench.backends.scaffold import render_template, trace_stats
     from opbench.spec.ops import folder_name
 
-    if dsl not in DSLS:
-        raise ValueError(f"unknown DSL {dsl!r}; templates exist for {', '.join(DSLS)}")
+    dsls = available_dsls(templates)
+    if dsl not in dsls:
+        raise ValueError(
+            f"unknown DSL {dsl!r}; templates exist for {', '.join(dsls)} (add one with "
+            f"dsl_{dsl}.md and example_{dsl}.py in a --templates folder)"
+        )
     stats = None
     if traces is not None:
         stats = trace_stats(traces).get(target)
@@ -81,7 +108,7 @@ def task_messages(
     fields: dict[str, Any] = {
         "target": target,
         "folder": folder,
-        "dsl_name": DSLS[dsl],
+        "dsl_name": dsls[dsl],
         "device": device,
         "template": render_template(target, stats).strip(),
         "edge_cases": EDGE_CASES,

@@ -32,6 +32,11 @@ def register(app: typer.Typer) -> None:
         ),
         traces: str = typer.Option(None, help="Traces for real dtypes and shapes in prompts."),
         templates: Path = typer.Option(None, help="A folder of prompt templates overriding ours."),
+        dsl: str = typer.Option(
+            "triton",
+            help="Kernel language asked for: triton, cuda or cpp (load_inline), or one a "
+            "--templates folder adds (dsl_NAME.md + example_NAME.py: Helion, CuTe, ...).",
+        ),
         timeout: float = typer.Option(300.0, help="Seconds per request."),
         retries: int = typer.Option(3, help="Retries per request (with backoff)."),
         temperature: float = typer.Option(None, help="Sampling temperature."),
@@ -62,8 +67,16 @@ def register(app: typer.Typer) -> None:
             ops=[o.strip() for o in ops.split(",") if o.strip()], out=out, suite=suite,
             device=device, dtypes=dtypes, attempts=attempts, concurrency=concurrency,
             perf=perf, traces=traces, templates=str(templates) if templates else None,
-            resume=resume,
+            resume=resume, dsl=dsl,
         )  # fmt: skip
+        from opbench.agent.prompts import available_dsls
+
+        if dsl not in available_dsls(opts.templates):
+            fail(
+                f"unknown --dsl {dsl!r}: templates exist for "
+                f"{', '.join(available_dsls(opts.templates))} (add one with dsl_{dsl}.md and "
+                f"example_{dsl}.py in a --templates folder)"
+            )
 
         def progress(kind: str, p: dict) -> None:
             if kind == "attempt":
