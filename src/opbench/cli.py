@@ -42,6 +42,7 @@ COMMAND_MODULES = (
     "opbench.commands.repro",
     "opbench.commands.report",
     "opbench.commands.agent",
+    "opbench.commands.programs",
 )
 
 _state: dict[str, Any] = {"debug": False}
@@ -69,7 +70,9 @@ def _main(
 
 @app.command("run")
 def run_cmd(
-    suite: str = typer.Option("smoke", help="smoke | opinfo | traces[:PATH] | torchbench[:PATH]"),
+    suite: str = typer.Option(
+        "smoke", help="smoke | opinfo | traces[:PATH] | torchbench[:PATH] | programs[:PATH]"
+    ),
     backend: str = typer.Option("aten", help="aten | PATH (kernel directory) | module:NAME[:FUNC]"),
     device: str = typer.Option("cpu", help="cpu | cuda | cuda:N"),
     ops: str = typer.Option(
@@ -130,10 +133,34 @@ def run_cmd(
         help="Let float32 matmuls and convolutions use TF32 on both sides (default: IEEE "
         "float32, which slows eager's float32 convolutions on NVIDIA GPUs).",
     ),
+    problem: Path = typer.Option(
+        None, help="One program problem file (class Model, get_inputs, get_init_inputs)."
+    ),
+    candidate: Path = typer.Option(None, help="With --problem: the file with class ModelNew."),
+    candidates: Path = typer.Option(
+        None, help="With --suite programs[:PATH]: a folder of ModelNew files, levelN/<file>.py."
+    ),
+    levels: str = typer.Option(None, help="Program levels to run, e.g. 1,2 (levelN folders)."),
+    size: str = typer.Option(
+        None, help="Program problem size: small | full (default full on cuda, small on cpu)."
+    ),
+    compile_baseline: bool = typer.Option(
+        False, "--compile-baseline", help="Also time torch.compile(Model) as a second baseline."
+    ),
+    max_problem_bytes: int = typer.Option(
+        None,
+        help="Skip a program whose inputs and parameters exceed this many bytes as "
+        "not_runnable (default: 1/8 of GPU memory, 2 GiB on cpu).",
+    ),
+    n_correctness: int = typer.Option(
+        5, help="Program problems: input sets (seeds) each candidate must get right."
+    ),
 ) -> None:
     """Run a suite against a backend and write RUN_DIR/summary.json and results.sqlite.
 
     Example: opbench run --suite traces --traces ../shared/traces --backend aten --device cpu --ops relu,add --limit-per-op 3 --no-perf --out runs/first
+
+    Programs (KernelBench format): opbench run --suite programs:../shared/kernelbench --levels 1 --candidates my_models --device cuda --compile-baseline; one file: opbench run --problem P.py --candidate C.py
     """
     from opbench.run.session import RunError, RunRequest, parse_dtypes
     from opbench.spec.ops import UnknownOpError
@@ -166,6 +193,14 @@ def run_cmd(
             rerun_failed=rerun_failed,
             overhead_dominated=overhead_dominated,
             allow_tf32=allow_tf32,
+            problem=problem,
+            candidate=candidate,
+            candidates=candidates,
+            levels=[x.strip() for x in levels.split(",") if x.strip()] if levels else None,
+            size=size,
+            compile_baseline=compile_baseline,
+            max_problem_bytes=max_problem_bytes,
+            n_correctness=n_correctness,
         )
         if fail_under_perf is not None and not perf:
             raise ValueError("--fail-under-perf needs timing: drop --no-perf")

@@ -298,6 +298,24 @@ class WorkerProcess:
             )
         return outcome
 
+    def run_program(self, request: dict[str, Any], timeout_s: float) -> Outcome:
+        """Send one whole-program request (:mod:`opbench.programs.instrument`) and wait
+        for its answer; the worker exits after it (one candidate per process)."""
+        try:
+            protocol.write_trusted(self.proc.stdin, {**request, "type": "program"})
+        except (BrokenPipeError, OSError, ValueError):
+            return self._death("worker died before the problem was sent")
+        outcome = self._receive(timeout_s)
+        poisoned = (outcome.message or {}).get("poisoned") if outcome.kind == "result" else None
+        if poisoned:
+            self.kill()
+            return Outcome(
+                "crash",
+                detail=f"the candidate left the CUDA context unusable ({poisoned})",
+                stderr_tail=self.stderr_tail(),
+            )
+        return outcome
+
     def _receive(self, timeout_s: float) -> Outcome:
         """Read one framed message, watching the deadline and resident memory."""
         deadline = time.monotonic() + timeout_s

@@ -26,7 +26,7 @@ from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
 
-SUITES = ("smoke", "opinfo", "traces", "torchbench")
+SUITES = ("smoke", "opinfo", "traces", "torchbench", "programs")
 
 
 class RunError(RuntimeError):
@@ -64,6 +64,27 @@ class RunRequest:
     overhead_dominated: str = "include"
     #: float32 matmuls and convolutions may run in TF32 on both sides (off: IEEE float32)
     allow_tf32: bool = False
+    # program problems (opbench.programs): --problem/--candidate, or a suite of them
+    problem: Path | None = None
+    candidate: Path | None = None
+    candidates: Path | None = None
+    levels: list[str] | None = None
+    #: small | full (None: full on cuda, small on cpu)
+    size: str | None = None
+    compile_baseline: bool = False
+    max_problem_bytes: int | None = None
+    n_correctness: int = 5
+
+    #: what must also match for ``--resume`` of a program run
+    PROGRAM_IDENTITY = (
+        "problem",
+        "candidate",
+        "candidates",
+        "levels",
+        "size",
+        "compile_baseline",
+        "n_correctness",
+    )
 
     def identity(self) -> dict[str, Any]:
         """What must match for ``--resume`` to continue a run directory."""
@@ -88,6 +109,10 @@ class RunRequest:
         out = {k: d[k] for k in keep}
         if self.allow_tf32:  # only when set: run directories made before it still resume
             out["allow_tf32"] = True
+        if self.problem is not None or self.suite.partition(":")[0] == "programs":
+            out.update(
+                {k: (str(d[k]) if isinstance(d[k], Path) else d[k]) for k in self.PROGRAM_IDENTITY}
+            )
         return out
 
 
@@ -310,7 +335,12 @@ def check_backend_spec(spec: str) -> None:
 def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
     """Execute a run and return its summary (also written to ``RUN_DIR/summary.json``)."""
     from opbench.judge.evaluate import JudgeOptions
+    from opbench.programs.runner import is_program_run
 
+    if is_program_run(req):  # whole programs (KernelBench format): their own runner
+        from opbench.programs.runner import run_programs
+
+        return run_programs(req, on_progress)
     progress = on_progress or (lambda kind, payload: None)
     check_device(req.device)
     check_backend_spec(req.backend)

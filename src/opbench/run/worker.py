@@ -83,6 +83,19 @@ def main() -> int:
         msg = protocol.read_trusted(proto_in)
     except EOFError:
         return 0
+    if msg.get("type") == "program":
+        # a whole program (opbench.programs): one candidate per process, then exit
+        from opbench.programs.instrument import run_program
+
+        try:
+            answer = run_program(msg, device)
+        except Exception as e:  # a harness-side bug (or a broken problem file): report it
+            answer = {"worker_error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()}
+        broken = _cuda_context_error(device)
+        if broken:
+            answer["poisoned"] = broken
+        protocol.write_plain(proto_out, answer)
+        return 0
     if msg.get("type") != "load":
         return 0
     unit = msg.get("unit")
