@@ -162,6 +162,7 @@ class ProgramExecutor:
             raise self._error
 
     def _slot(self, device: str, todo: queue.Queue, on_result: Callable[[TestResult], None]):
+        from opbench.run.executor import drain
         from opbench.run.pool import WorkerStartError
 
         if device.startswith("cuda"):
@@ -182,11 +183,7 @@ class ProgramExecutor:
                 on_result(result)
         except WorkerStartError as e:
             self._error = e
-            while not todo.empty():
-                try:
-                    todo.get_nowait()
-                except queue.Empty:
-                    break
+            drain(todo)
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
 

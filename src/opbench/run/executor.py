@@ -28,6 +28,15 @@ from opbench.suites.case import Case
 log = logging.getLogger(__name__)
 
 
+def drain(todo: queue.Queue) -> None:
+    """Empty a work queue (a worker could not start: the other slots stop too)."""
+    while not todo.empty():
+        try:
+            todo.get_nowait()
+        except queue.Empty:
+            break
+
+
 @dataclass
 class ExecutionOptions:
     workers: int = 1
@@ -374,12 +383,7 @@ class LocalExecutor:
                     on_result(result)
         except WorkerStartError as e:
             self._error = e
-            # drain so the other slots stop too
-            while not todo.empty():
-                try:
-                    todo.get_nowait()
-                except queue.Empty:
-                    break
+            drain(todo)  # so the other slots stop too
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
         finally:

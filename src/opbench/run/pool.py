@@ -281,38 +281,33 @@ class WorkerProcess:
     def run_case(
         self, case_dict: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None = None
     ) -> Outcome:
-        try:
-            protocol.write_trusted(
-                self.proc.stdin, {"type": "case", "case": case_dict, "plan": plan}
-            )
-        except (BrokenPipeError, OSError, ValueError):
-            return self._death("worker died before the test was sent")
-        outcome = self._receive(timeout_s)
-        poisoned = (outcome.message or {}).get("poisoned") if outcome.kind == "result" else None
-        if poisoned:
-            self.kill()
-            return Outcome(
-                "crash",
-                detail=f"the kernel left the CUDA context unusable ({poisoned}); worker replaced",
-                stderr_tail=self.stderr_tail(),
-            )
-        return outcome
+        return self._exchange(
+            {"type": "case", "case": case_dict, "plan": plan}, timeout_s, "the test",
+            "the kernel left the CUDA context unusable ({}); worker replaced",
+        )  # fmt: skip
 
     def run_program(self, request: dict[str, Any], timeout_s: float) -> Outcome:
         """Send one whole-program request (:mod:`opbench.programs.instrument`) and wait
         for its answer; the worker exits after it (one candidate per process)."""
+        return self._exchange(
+            {**request, "type": "program"}, timeout_s, "the problem",
+            "the candidate left the CUDA context unusable ({})",
+        )  # fmt: skip
+
+    def _exchange(self, message: dict[str, Any], timeout_s: float, what: str,
+                  poisoned_detail: str) -> Outcome:  # fmt: skip
+        """Send one request and wait for its answer; a worker whose CUDA context the
+        candidate broke is killed and its answer reported as a crash."""
         try:
-            protocol.write_trusted(self.proc.stdin, {**request, "type": "program"})
+            protocol.write_trusted(self.proc.stdin, message)
         except (BrokenPipeError, OSError, ValueError):
-            return self._death("worker died before the problem was sent")
+            return self._death(f"worker died before {what} was sent")
         outcome = self._receive(timeout_s)
         poisoned = (outcome.message or {}).get("poisoned") if outcome.kind == "result" else None
         if poisoned:
             self.kill()
             return Outcome(
-                "crash",
-                detail=f"the candidate left the CUDA context unusable ({poisoned})",
-                stderr_tail=self.stderr_tail(),
+                "crash", detail=poisoned_detail.format(poisoned), stderr_tail=self.stderr_tail()
             )
         return outcome
 
