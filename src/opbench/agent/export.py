@@ -6,6 +6,8 @@ Each line: ``op`` (the ATen overload), ``schema``, ``reference`` (how PyTorch co
 ``torch.ops.aten.<op>``), ``dsl``, ``attempt``, ``messages`` (the conversation that led to
 the answer, with ``--with-messages``), ``answer``, ``code`` (None when the answer had
 none), ``correct``, ``verdict``, ``failures`` (category counts), ``speedup``, ``tokens``.
+For a program problem (``--suite programs``) ``program`` (its id) replaces ``op`` and
+``reference`` is the problem file's source (``class Model``, ``get_inputs``).
 """
 
 from __future__ import annotations
@@ -24,14 +26,27 @@ def iter_attempts(out: Path, *, with_messages: bool = False) -> Iterator[dict[st
 
     summary_path = out / "agent.json"
     dsl = "triton"
+    problems: dict[str, str] = {}
     if summary_path.exists():
-        dsl = json.loads(summary_path.read_text()).get("dsl", dsl)
-    for folder in sorted(p for p in (out / "records").glob("*") if p.is_dir()):
-        target = parse_folder_name(folder.name)
-        try:
-            schema = str(get_overload(target)._schema)
-        except Exception:
-            schema = None
+        agent = json.loads(summary_path.read_text())
+        dsl = agent.get("dsl", dsl)
+        problems = agent.get("problems") or {}
+    records = out / "records"
+    folders = sorted({f.parent for f in records.rglob("attempt_*.json")})
+    for folder in folders:
+        name = folder.relative_to(records).as_posix()
+        program = problems.get(name)
+        if program is not None:  # a program problem: its source is the reference
+            target, schema = name, None
+            path = Path(program)
+            reference = path.read_text() if path.is_file() else program
+        else:
+            target = parse_folder_name(folder.name)
+            reference = f"torch.ops.aten.{target}"
+            try:
+                schema = str(get_overload(target)._schema)
+            except Exception:
+                schema = None
         files = sorted(folder.glob("attempt_*.json"), key=lambda p: int(p.stem.split("_")[1]))
         for f in files:
             rec = json.loads(f.read_text())
@@ -39,9 +54,9 @@ def iter_attempts(out: Path, *, with_messages: bool = False) -> Iterator[dict[st
                 continue
             result = rec.get("result") or {}
             row: dict[str, Any] = {
-                "op": target,
+                "program" if program is not None else "op": target,
                 "schema": schema,
-                "reference": f"torch.ops.aten.{target}",
+                "reference": reference,
                 "dsl": dsl,
                 "attempt": rec.get("attempt"),
                 "answer": rec["answer"],

@@ -14,6 +14,11 @@ Everything is recorded under ``OUT/records/<folder>/attempt_<k>.json`` (the mess
 sent, the answer, its tokens, the code and the verdict), written as soon as each part
 exists: ``--resume`` reuses a stored answer instead of asking again, and a stored verdict
 instead of judging again.
+
+With ``--suite programs[:PATH]`` the targets are program problems instead
+(:mod:`opbench.agent.programs`): the model writes ``ModelNew``, each answer is judged by
+``opbench run --problem P --candidate C``, and ``OUT/best`` mirrors the suite
+(``<id>.py``, a ``--candidates`` folder).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opbench.agent import programs
 from opbench.agent.client import ChatClient, ClientError
 from opbench.agent.prompts import NoCodeBlock, extract_code, feedback_message, task_messages
 
@@ -57,6 +63,8 @@ class AgentOptions:
     resume: bool = False
     judge_timeout_s: float = 1800.0
     extra_run_args: list[str] = field(default_factory=list)
+    #: for ``--suite programs[:PATH]``: problem id -> problem file (set by run_agent)
+    problems: dict[str, Path] = field(default_factory=dict)
 
 
 def _folder(target: str) -> str:
@@ -192,10 +200,17 @@ def _one_op(
     rec: _Recorder,
     progress: Callable[[str, dict[str, Any]], None],
 ) -> dict[str, Any]:
-    folder = _folder(target)
-    messages = task_messages(
-        target, dsl=opts.dsl, device=opts.device, traces=opts.traces, templates=opts.templates
-    )
+    program = opts.problems.get(target)
+    if program is not None:
+        folder = target  # the problem id: levelN/<name>
+        messages = programs.program_messages(
+            target, program, dsl=opts.dsl, device=opts.device, templates=opts.templates
+        )
+    else:
+        folder = _folder(target)
+        messages = task_messages(
+            target, dsl=opts.dsl, device=opts.device, traces=opts.traces, templates=opts.templates
+        )
     best: dict[str, Any] | None = None
     history: list[dict[str, Any]] = []
     for k in range(1, opts.attempts + 1):
@@ -226,11 +241,21 @@ def _one_op(
             except NoCodeBlock as e:
                 result = {"verdict": "no_code", "correct": False, "details": str(e)}
             else:
-                file = opts.out / "kernels" / folder / f"{folder}_implementation_v{k}.py"
+                run_dir = opts.out / "runs" / folder / f"v{k}"
+                if program is not None:
+                    file = opts.out / "candidates" / folder / f"v{k}.py"
+                else:
+                    file = opts.out / "kernels" / folder / f"{folder}_implementation_v{k}.py"
                 file.parent.mkdir(parents=True, exist_ok=True)
                 file.write_text(code)
                 record["code"] = code
-                result = _judge(opts, target, k, opts.out / "runs" / folder / f"v{k}")
+                if program is not None:
+                    result = programs.judge_program(
+                        program, file, run_dir, device=opts.device, perf=opts.perf,
+                        timeout_s=opts.judge_timeout_s, extra=opts.extra_run_args,
+                    )  # fmt: skip
+                else:
+                    result = _judge(opts, target, k, run_dir)
             record["result"] = result
             rec.save(folder, k, record)
         result = record["result"]
@@ -241,15 +266,17 @@ def _one_op(
             best = {**result, "attempt": k, "code": record["code"]}
         if result["correct"] and not opts.perf:
             break
+        tell = programs.feedback if program is not None else feedback_message
         messages = [
             *messages,
             {"role": "assistant", "content": answer},
-            feedback_message(
-                target, result["verdict"], result.get("details") or "", opts.templates
-            ),
+            tell(target, result["verdict"], result.get("details") or "", opts.templates),
         ]
     if best is not None and best["correct"]:
-        dest = opts.out / "best" / folder / f"{folder}_implementation.py"
+        if program is not None:
+            dest = opts.out / "best" / f"{folder}.py"
+        else:
+            dest = opts.out / "best" / folder / f"{folder}_implementation.py"
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(best["code"])
     first_correct = next((h["attempt"] for h in history if h["correct"]), None)
@@ -267,7 +294,14 @@ def _judge_best(opts: AgentOptions, ops: list[str]) -> dict[str, Any] | None:
     keep that run's ``summary.json`` as ``OUT/summary.json`` (the DESIGN.md schema)."""
     run_dir = opts.out / "best_run"
     shutil.rmtree(run_dir, ignore_errors=True)
-    args = _run_args(opts, opts.out / "best", sorted(ops), run_dir)
+    if opts.problems:
+        suite = ["--suite", opts.suite, "--candidates", str(opts.out / "best")]
+        args = programs.run_args(
+            None, None, run_dir, device=opts.device, perf=opts.perf,
+            extra=[*suite, "--ops", ",".join(sorted(ops)), *opts.extra_run_args],
+        )  # fmt: skip
+    else:
+        args = _run_args(opts, opts.out / "best", sorted(ops), run_dir)
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=opts.judge_timeout_s)
     except subprocess.TimeoutExpired:
@@ -308,6 +342,9 @@ def run_agent(
     per-op results, pass@k over attempts and the token usage. Raises
     :class:`~opbench.agent.client.ClientError` for a fatal endpoint error."""
     report = progress or (lambda kind, payload: None)
+    if programs.is_programs(opts.suite):
+        opts.problems = programs.resolve_targets(opts.suite, opts.ops)
+        opts.ops = list(opts.problems)
     opts.out.mkdir(parents=True, exist_ok=True)
     if opts.out.joinpath("best").exists() and not opts.resume:
         shutil.rmtree(opts.out / "best")
@@ -337,6 +374,7 @@ def run_agent(
         "suite": opts.suite,
         "device": opts.device,
         "dsl": opts.dsl,
+        "problems": {k: str(v) for k, v in opts.problems.items()},
         "best_dir": str(opts.out / "best"),
     }
     (opts.out / "agent.json").write_text(json.dumps(summary, indent=1, default=str))

@@ -22,7 +22,11 @@ def register(app: typer.Typer) -> None:
         api_key_env: str = typer.Option(
             "OPENAI_API_KEY", help="Environment variable holding the key (none for loopback)."
         ),
-        suite: str = typer.Option("opinfo", help="The suite each attempt is judged on."),
+        suite: str = typer.Option(
+            "opinfo",
+            help="The suite each attempt is judged on; programs[:PATH] asks for ModelNew "
+            "for the program problems --ops names (ids or file stems, or all).",
+        ),
         dtypes: str = typer.Option(None, help="Narrow the suite's dtypes (f32,bf16,...)."),
         device: str = typer.Option("cpu", help="cpu | cuda | cuda:N"),
         attempts: int = typer.Option(3, help="Attempts per operator (feedback between)."),
@@ -56,6 +60,7 @@ def register(app: typer.Typer) -> None:
         from opbench.agent.client import ChatClient, ClientError, Endpoint
         from opbench.agent.loop import AgentOptions, run_agent
         from opbench.cli import fail
+        from opbench.programs.loader import ProblemError
 
         console = Console(stderr=True)
         endpoint = Endpoint(
@@ -88,6 +93,9 @@ def register(app: typer.Typer) -> None:
             summary = run_agent(opts, client, progress)
         except ClientError as e:
             fail(f"{e.kind}: {e}")
+            return
+        except ProblemError as e:  # --suite programs: an unknown problem or folder
+            fail(str(e))
             return
         from rich.table import Table
 

@@ -148,6 +148,22 @@ def discover(
     return out
 
 
+def only(problems: list[Problem], names: Iterable[str]) -> list[Problem]:
+    """``--ops`` for a program suite: the problems named by id (``level1/19_ReLU``) or by
+    file stem (``19_ReLU``), in suite order; an unknown name is a usage error."""
+    wanted = [n.strip().removesuffix(".py") for n in names if n.strip()]
+    ids = {p.problem_id for p in problems}
+    stems = {p.problem_id.rsplit("/", 1)[-1] for p in problems}
+    unknown = [n for n in wanted if n not in ids and n not in stems]
+    if unknown:
+        some = ", ".join(sorted(ids)[:6])
+        raise ProblemError(
+            f"--ops: no problem {', '.join(unknown)} in this suite (ids look like {some}, ...)"
+        )
+    keep = set(wanted)
+    return [p for p in problems if p.problem_id in keep or p.problem_id.rsplit("/", 1)[-1] in keep]
+
+
 def single_problem(problem: Path, candidate: Path | None) -> Problem:
     """``--problem P.py [--candidate C.py]``: one problem named by its file's stem."""
     problem = Path(problem).expanduser()

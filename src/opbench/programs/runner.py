@@ -75,9 +75,10 @@ def select_problems(req: Any) -> list[Problem]:
     root = Path(path) if path else loader.OWN_PROBLEMS
     if not path and not root.is_dir():
         raise ProblemError(f"opbench's own problem set is not installed ({root})")
-    return loader.discover(
+    problems = loader.discover(
         root, levels=req.levels, candidates=Path(req.candidates) if req.candidates else None
     )
+    return loader.only(problems, req.ops) if req.ops else problems
 
 
 def judged_name(req: Any) -> str:
