@@ -8,6 +8,8 @@ the answer, with ``--with-messages``), ``answer``, ``code`` (None when the answe
 none), ``correct``, ``verdict``, ``failures`` (category counts), ``speedup``, ``tokens``.
 For a program problem (``--suite programs``) ``program`` (its id) replaces ``op`` and
 ``reference`` is the problem file's source (``class Model``, ``get_inputs``).
+With ``--inductor-baseline`` each operator also gets a row with ``baseline: inductor``:
+the code ``torch.compile`` generates for it (Triton on CUDA, C++ on the CPU).
 """
 
 from __future__ import annotations
@@ -72,11 +74,35 @@ def iter_attempts(out: Path, *, with_messages: bool = False) -> Iterator[dict[st
             yield row
 
 
-def write_jsonl(out: Path, dest: Path, *, with_messages: bool = False) -> int:
-    """Write :func:`iter_attempts` to ``dest``; returns the number of lines."""
+def write_jsonl(
+    out: Path,
+    dest: Path,
+    *,
+    with_messages: bool = False,
+    inductor_device: str | None = None,
+) -> int:
+    """Write :func:`iter_attempts` to ``dest``, then, with ``inductor_device``, one
+    baseline row per operator of the run: the code Inductor generates for it on that
+    device (:mod:`opbench.agent.inductor`); returns the number of lines."""
     n = 0
+    ops: list[str] = []
     with dest.open("w") as f:
         for row in iter_attempts(out, with_messages=with_messages):
             f.write(json.dumps(row, default=str) + "\n")
             n += 1
+            if "op" in row and row["op"] not in ops:
+                ops.append(row["op"])
+        if inductor_device is not None:
+            from opbench.agent.inductor import inductor_baseline
+
+            suite = _agent_field(out, "suite", "opinfo")
+            for op in ops:
+                row = inductor_baseline(op, device=inductor_device, suite=suite)
+                f.write(json.dumps(row, default=str) + "\n")
+                n += 1
     return n
+
+
+def _agent_field(out: Path, key: str, default: str) -> str:
+    path = out / "agent.json"
+    return json.loads(path.read_text()).get(key, default) if path.exists() else default

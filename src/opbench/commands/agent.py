@@ -132,6 +132,12 @@ def register(app: typer.Typer) -> None:
         with_messages: bool = typer.Option(
             False, "--with-messages", help="Include the conversation of each attempt."
         ),
+        inductor_baseline: str = typer.Option(
+            None,
+            "--inductor-baseline",
+            help="A device (cuda, cpu): add per operator the code torch.compile generates "
+            "for it on the run's suite's first case (Triton on CUDA, C++ on the CPU).",
+        ),
     ) -> None:
         """Export every attempt of an agent run as JSON lines (op, schema, reference,
         code, verdict, speedup, tokens): training data in the spirit of KernelBook.
@@ -144,5 +150,5 @@ def register(app: typer.Typer) -> None:
         if not (out / "records").is_dir():
             fail(f"{out} holds no agent records (expected {out / 'records'})")
             return
-        n = write_jsonl(out, jsonl, with_messages=with_messages)
+        n = write_jsonl(out, jsonl, with_messages=with_messages, inductor_device=inductor_baseline)
         typer.echo(f"wrote {n} attempts to {jsonl}", err=True)
