@@ -47,8 +47,7 @@ def test_outer_dims_that_do_not_merge() -> None:
 
 def test_channels_last_inputs_keep_the_layout() -> None:
     parts = [
-        _rand((2, c, 5, 3), torch.float16, c).to(memory_format=torch.channels_last)
-        for c in (3, 4)
+        _rand((2, c, 5, 3), torch.float16, c).to(memory_format=torch.channels_last) for c in (3, 4)
     ]
     _check(parts, 1)
 

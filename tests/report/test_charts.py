@@ -37,3 +37,17 @@ def test_empty_charts_say_why() -> None:
     scatter = _parse(charts.speedup_vs_roofline([(0.5, 1.0, "a<b>")]))
     assert len(scatter.findall(f"{_NS}circle")) == 1
     assert re.search(r"a&lt;b&gt;", ET.tostring(scatter, encoding="unicode"))
+
+
+def test_per_op_chart_of_a_program_run_uses_each_problems_tests() -> None:
+    """Program problems are keyed by their id, not ``aten.<op>``: the chart's range for a
+    problem comes from its own tests (it fell back to the geomean alone before)."""
+    from opbench.report.html import _charts
+    from opbench.run.store import TestResult
+
+    results = [
+        TestResult(test_id=f"level1/19_relu:{i}", op="level1/19_relu", status="passed", speedup=s)
+        for i, s in enumerate((1.2, 1.8))
+    ]
+    html = "".join(_charts({"ops": {"level1/19_relu": {"speedup": 1.47}}}, results))
+    assert "level1/19_relu: 1.470x (tests 1.200x-1.800x)" in html

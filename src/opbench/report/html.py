@@ -167,12 +167,15 @@ def _environment(summary: dict[str, Any]) -> list[str]:
 
 def _charts(summary: dict[str, Any], results: list[TestResult]) -> list[str]:
     timed = [r for r in results if r.status == "passed" and r.speedup]
+    ops = summary.get("ops") or {}
     by_op: dict[str, list[float]] = {}
     for r in timed:
-        by_op.setdefault(f"aten.{r.op}", []).append(r.speedup)  # type: ignore[arg-type]
+        # operators are keyed aten.<overload>; program problems by their id
+        key = f"aten.{r.op}" if f"aten.{r.op}" in ops else r.op
+        by_op.setdefault(key, []).append(r.speedup)  # type: ignore[arg-type]
     per_op = [
         (op, v["speedup"], min(by_op.get(op, [v["speedup"]])), max(by_op.get(op, [v["speedup"]])))
-        for op, v in (summary.get("ops") or {}).items()
+        for op, v in ops.items()
         if v.get("speedup")
     ]
     points = [(sol_fraction(r), r.speedup, f"{r.op} {r.args[:80]}") for r in timed]
