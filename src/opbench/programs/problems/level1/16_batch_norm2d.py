@@ -19,7 +19,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 4, "channels": 8, "hw": 12},
-    "full": {"batch": 64, "channels": 128, "hw": 112},
+    "full": {"batch": 256, "channels": 128, "hw": 112},
 }
 
 

@@ -1,6 +1,7 @@
 """GroupNorm with 32 groups over (N, C, H, W), as in diffusion U-Nets.
 
-Full: 64 x 256 x 64 x 64 (268 MB), ~0.18 ms at ~3 TB/s on an H100.
+Full: batch=384 (3,221 MB moved, 3.2 GFLOP), ~1.07 ms at ~3 TB/s on an
+H100 (memory-bound: about 1 ms of traffic at the copy bandwidth).
 """
 
 import torch
@@ -18,7 +19,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 2, "groups": 4, "channels": 16, "hw": 8},
-    "full": {"batch": 64, "groups": 32, "channels": 256, "hw": 64},
+    "full": {"batch": 384, "groups": 32, "channels": 256, "hw": 64},
 }
 
 

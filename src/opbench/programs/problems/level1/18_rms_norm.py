@@ -1,6 +1,7 @@
 """RMSNorm over the last dimension with a learned scale (LLaMA-style).
 
-Full: 16384 x 8192 (537 MB in, 537 MB out), ~0.36 ms at ~3 TB/s on an H100.
+Full: rows=49152 (3,221 MB moved, 1.6 GFLOP), ~1.07 ms at ~3 TB/s on an
+H100 (memory-bound: about 1 ms of traffic at the copy bandwidth).
 """
 
 import torch
@@ -16,7 +17,7 @@ class Model(nn.Module):
         return self.norm(x)
 
 
-SIZES = {"small": {"rows": 64, "hidden": 96}, "full": {"rows": 16384, "hidden": 8192}}
+SIZES = {"small": {"rows": 64, "hidden": 96}, "full": {"rows": 49152, "hidden": 8192}}
 
 
 def get_inputs(size: str = "full") -> list[torch.Tensor]:

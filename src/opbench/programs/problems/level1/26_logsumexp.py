@@ -1,6 +1,7 @@
 """Log-sum-exp over the last dimension (a numerically stable row reduction).
 
-Full: 32768 x 4096 (537 MB in), ~0.18 ms at ~3 TB/s on an H100 (memory-bound).
+Full: rows=196608 (3,222 MB moved, 3.2 GFLOP), ~1.07 ms at ~3 TB/s on an
+H100 (memory-bound: about 1 ms of traffic at the copy bandwidth).
 """
 
 import torch
@@ -12,7 +13,7 @@ class Model(nn.Module):
         return torch.logsumexp(x, dim=-1)
 
 
-SIZES = {"small": {"rows": 64, "cols": 96}, "full": {"rows": 32768, "cols": 4096}}
+SIZES = {"small": {"rows": 64, "cols": 96}, "full": {"rows": 196608, "cols": 4096}}
 
 
 def get_inputs(size: str = "full") -> list[torch.Tensor]:

@@ -15,7 +15,7 @@ class Model(nn.Module):
         return F.cross_entropy(logits, targets, reduction="none")
 
 
-SIZES = {"small": {"rows": 64, "classes": 96}, "full": {"rows": 32768, "classes": 4096}}
+SIZES = {"small": {"rows": 64, "classes": 96}, "full": {"rows": 196608, "classes": 4096}}
 
 
 def get_inputs(size: str = "full") -> list[torch.Tensor]:

@@ -1,6 +1,7 @@
 """2x2 max pooling, stride 2, over (N, C, H, W).
 
-Full: 32 x 128 x 128 x 128 in (268 MB), 67 MB out, ~0.11 ms at ~3 TB/s on an H100.
+Full: batch=320 (3,355 MB moved, 0.7 GFLOP), ~1.12 ms at ~3 TB/s on an
+H100 (memory-bound: about 1 ms of traffic at the copy bandwidth).
 """
 
 import torch
@@ -15,7 +16,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 2, "channels": 4, "hw": 16},
-    "full": {"batch": 32, "channels": 128, "hw": 128},
+    "full": {"batch": 320, "channels": 128, "hw": 128},
 }
 
 
