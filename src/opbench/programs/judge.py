@@ -14,7 +14,10 @@ against references the harness computed itself (:mod:`opbench.programs.reference
   inputs: ``cheat`` (cached results);
 * values: opbench's rule (:func:`opbench.judge.correctness.compare_outputs`, the norm
   fallback allowed, since a program accumulates like a reduction): ``wrong_result``,
-  ``wrong_meta``, ``nan_mismatch``.
+  ``wrong_meta``, ``nan_mismatch``;
+* a passing candidate on a problem where a trivial answer (zeros, a constant) passes
+  every seed too: ``weak``, left out of the verdict (as an operator's weak test), since
+  the problem cannot tell a right ``ModelNew`` from a lazy one.
 
 A passing problem gets its times: device-time and host-inclusive speedups against eager
 (timed live, interleaved), and against ``torch.compile`` when asked.
@@ -210,15 +213,41 @@ def _judge_trials(
             worst_rel = max(worst_rel or 0.0, res.max_rel_err)
     if len(trials) < len(expected):
         return _fail(base, "error", "the worker ran fewer trials than asked", details=details)
+    trivial = _trivial_passes([by_seed[t.get("seed")] for t in trials], rtol_scale, atol_scale)
+    message = ""
+    if trivial:
+        details["trivial_answers_pass"] = trivial
+        message = (
+            f"weak problem: a trivial answer ({', '.join(trivial)}) would also pass every "
+            "seed's tolerance; left out of the verdict"
+        )
     return TestResult(
         status="passed",
         category=None,
-        message="",
+        message=message,
+        weak=bool(trivial),
         max_abs_err=worst_abs,
         max_rel_err=worst_rel,
         details=details,
         **base,
     )
+
+
+def _trivial_passes(expected: list[Expected], rtol_scale: float, atol_scale: float) -> list[str]:
+    """The trivial answers (zeros, the reference's mean as a constant) that pass on every
+    seed: then the problem cannot tell a right ``ModelNew`` from a lazy one (outputs so
+    small that zeros pass, or nearly constant across inputs), and a passing candidate
+    proves nothing. Empty once one seed rejects them all."""
+    common: list[str] | None = None
+    for exp in expected:
+        kinds = corr.trivial_answers(
+            exp.eager, exp.ref, None, allow_input_copy=False, op=_OP,
+            rtol_scale=rtol_scale, atol_scale=atol_scale, norm_fallback=True,
+        )  # fmt: skip
+        common = kinds if common is None else [k for k in common if k in kinds]
+        if not common:
+            return []
+    return common or []
 
 
 def _ratio(x: Any) -> float | None:

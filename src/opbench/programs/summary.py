@@ -4,7 +4,9 @@ One problem is one test. The denominator is the set of problems that ran here: a
 problem that is *not runnable* on this machine (hub weights, a missing package, too
 large for the memory cap) is listed under ``not_runnable`` with its reason and left
 out, like an operator without an included test; a problem whose candidate is missing,
-crashed, hung or cheated stays in as not correct.
+crashed, hung or cheated stays in as not correct. A *weak* problem (a trivial answer
+would pass it too, so a passing candidate proves nothing) is listed under ``weak`` and
+left out as well.
 
 * ``correctness_score``: correct problems / denominator.
 * ``fast_p`` (KernelBench's fast_p, against eager timed live): the fraction of the
@@ -84,7 +86,12 @@ def program_scores(results: list[TestResult], *, compile_baseline: bool) -> dict
     not_runnable = {
         r.test_id: r.message or "not runnable here" for r in results if r.status == "skipped"
     }
-    denominator = sorted(op for op, v in ops.items() if v.get("tests"))
+    weak = {
+        op: next((r.message for r in results if r.op == op and r.weak), "only weak tests")
+        for op, v in ops.items()
+        if v.get("tests") and v.get("note", "").startswith("only weak tests")
+    }
+    denominator = sorted(op for op, v in ops.items() if v.get("tests") and op not in weak)
     scores = metrics.scores(ops, denominator)
     correct = {op: bool(ops[op].get("correct")) for op in denominator}
     scores["fast_p"] = fast_p(
@@ -106,4 +113,5 @@ def program_scores(results: list[TestResult], *, compile_baseline: bool) -> dict
         **scores,
         "ops": {op: v for op, v in ops.items() if op in set(denominator)},
         "not_runnable": dict(sorted(not_runnable.items())),
+        "weak": dict(sorted(weak.items())),
     }
