@@ -15,6 +15,8 @@ against references the harness computed itself (:mod:`opbench.programs.reference
 * values: opbench's rule (:func:`opbench.judge.correctness.compare_outputs`, the norm
   fallback allowed, since a program accumulates like a reduction): ``wrong_result``,
   ``wrong_meta``, ``nan_mismatch``;
+* with timing, the last timed call's output (on the first seed's inputs) must pass too,
+  else ``cheat``: a candidate that computes only while it is being checked;
 * a passing candidate on a problem where a trivial answer (zeros, a constant) passes
   every seed too: ``weak``, left out of the verdict (as an operator's weak test), since
   the problem cannot tell a right ``ModelNew`` from a lazy one.
@@ -116,8 +118,43 @@ def judge_program(
             details={"tampering": late},
             duration_s=elapsed,
         )
+    if "timed_output" in m and expected:
+        bad = _timed_output_problem(m, expected[0], rtol_scale, atol_scale)
+        if bad:
+            return _fail(base, "cheat", bad, details=verdict.details, duration_s=elapsed)
     timing_fields(verdict, m)
     return verdict
+
+
+def _timed_output_problem(
+    m: dict[str, Any], first: Expected, rtol_scale: float, atol_scale: float
+) -> str | None:
+    """The last timed call ran on the first seed's inputs: its output must pass as the
+    trials' did, else the candidate computed only while it was being checked."""
+    problems = output_problems_from_meta(list(m.get("timed_output_meta") or []))
+    if problems:
+        return "a timed call returned " + "; ".join(problems)
+    res = corr.compare_outputs(
+        m.get("timed_output"),
+        first.eager,
+        first.ref,
+        op=_OP,
+        rtol_scale=rtol_scale,
+        atol_scale=atol_scale,
+        eager_devices=first.eager_devices,
+        cand_devices={
+            mm["path"]: mm.get("device", "")
+            for mm in m.get("timed_output_meta") or []
+            if mm.get("kind") == "tensor"
+        },
+        norm_fallback=True,
+    )
+    if res.ok:
+        return None
+    return (
+        "the output of a timed call is not the reference's for the same inputs (correct "
+        f"while checked, not while timed): {res.message}"
+    )
 
 
 def _judge_trials(

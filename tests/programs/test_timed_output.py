@@ -1,0 +1,78 @@
+"""With timing, the last timed call's output is judged too: a ``ModelNew`` that answers
+right for the correctness trials and then returns garbage (cheap) once it is called
+over and over is ``cheat``, while an honest one passes with its speedup. Through the real
+CLI on the CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+
+def get_init_inputs():
+    return [32]
+"""
+
+HONEST = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.clamp_min(self.fc(x), 0.0)
+"""
+
+# right for the first calls (the correctness trials), then an uninitialised tensor
+COUNTING = HONEST.replace(
+    "        return torch.clamp_min(self.fc(x), 0.0)",
+    """        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls > 8:
+            return torch.empty(x.shape[0], self.fc.out_features).fill_(0.5)
+        return torch.clamp_min(self.fc(x), 0.0)""",
+)
+
+
+def test_a_candidate_that_stops_computing_once_timed_is_caught(tmp_path: Path) -> None:
+    root, cands = tmp_path / "problems", tmp_path / "candidates"
+    for name, cand in (("1_honest", HONEST), ("2_counting", COUNTING)):
+        for folder, text in ((root, PROBLEM), (cands, cand)):
+            (folder / "level1").mkdir(parents=True, exist_ok=True)
+            (folder / "level1" / f"{name}.py").write_text(text)
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "opbench.cli", "run", "--suite", f"programs:{root}",
+            "--candidates", str(cands), "--device", "cpu", "--perf", "--quiet", "--json",
+            "--out", str(tmp_path / "run"),
+        ],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    problems = json.loads(proc.stdout)["problems"]
+    honest, counting = problems["level1/1_honest"], problems["level1/2_counting"]
+    assert honest["correct"] and honest["speedup"] is not None
+    assert not counting["correct"] and counting["category"] == "cheat"
+    assert "timed call" in counting["message"]
