@@ -10,6 +10,9 @@ workers, and each operator's test cases.
 
 Thread-safe: calls for different operators run at once (up to ``workers``); calls for
 the same operator take turns (they share the operator's folder).
+
+``score_program(source, problem)`` judges a ``ModelNew`` on a program problem
+(KernelBench format) the same way, each candidate in a sandboxed worker of its own.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import itertools
 import shutil
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +123,59 @@ class Scorer:
         with self._lock:  # calls for different ops finish at once
             self.scored += 1
         return verdict
+
+    def score_program(
+        self,
+        source: str,
+        problem: str | Path,
+        *,
+        size: str | None = None,
+        n_correctness: int = 5,
+        compile_baseline: bool = False,
+    ) -> Verdict:
+        """Judge ``source`` (a file defining ``class ModelNew``) on the program problem
+        file ``problem`` (KernelBench format), as ``opbench run --problem --candidate``
+        does: a sandboxed worker of its own, the harness's references over
+        ``n_correctness`` seeds, and with ``perf`` eager (and ``compile_baseline``:
+        ``torch.compile``) timed live. ``Verdict.op`` is the problem's id."""
+        from opbench.run.session import run
+
+        problem = Path(problem).resolve()
+        n = next(self._counter)
+        cand = self.root / "programs" / f"candidate_{n}.py"
+        cand.parent.mkdir(parents=True, exist_ok=True)
+        cand.write_text(source)
+        req = replace(
+            self._request, suite="programs", backend="aten", problem=problem, candidate=cand,
+            size=size, n_correctness=n_correctness, compile_baseline=compile_baseline,
+            out=self.runs / f"program_{n}", workers=1,
+        )  # fmt: skip
+        with self._slots:
+            summary = run(req)
+        with self._lock:
+            self.scored += 1
+        problem_id, rec = next(iter((summary.get("problems") or {}).items()), (problem.stem, {}))
+        scan = [
+            f
+            for findings in ((summary.get("static_scan") or {}).get("files") or {}).values()
+            for f in findings
+        ]
+        if not rec:  # not runnable here: no verdict
+            why = next(iter((summary.get("not_runnable") or {}).values()), "no verdict")
+            return Verdict(problem_id, False, 0, 0, {"not_runnable": 1}, [str(why)], scan=scan)
+        correct = bool(rec.get("correct")) and problem_id not in (summary.get("weak") or {})
+        category = rec.get("category") or ("weak" if rec.get("correct") else rec.get("status"))
+        return Verdict(
+            op=problem_id,
+            correct=correct,
+            tests=1,
+            passed=int(rec.get("status") == "passed"),
+            failures={} if correct else {category: 1},
+            messages=[] if correct else [f"[{category}] {rec.get('message') or ''}"],
+            speedup=rec.get("speedup") if correct else None,
+            speedup_host=rec.get("speedup_host") if correct else None,
+            scan=scan,
+        )
 
     def close(self) -> None:
         """Stop the workers (and delete the scorer's folder if it made it)."""
