@@ -189,3 +189,57 @@ def test_tampering_neighbour_does_not_change_a_verdict(corpus_run):
     assert (r.status, r.category) == ("failed", "mutates_input"), r.message
     (t,) = corpus_run["by_op"]["log1p.default"]
     assert t.category == "tampering", t.message
+
+
+LAZY_ONCE_TIMED = '''"""Trick: compute honestly for the first calls (the correctness trials and their
+repeat), then return an empty tensor: no PyTorch compute, no work at all, a huge
+"speedup". Expected with timing on: cheat (the last timed call's output is judged)."""
+
+import numpy as np
+import torch
+
+_calls = [0]
+
+
+def relu__default_kernel_impl(x):
+    _calls[0] += 1
+    if _calls[0] > 12:
+        return torch.empty_like(x)
+    a = x.detach().cpu().numpy()
+    return torch.from_numpy(np.maximum(a, 0).astype(a.dtype)).to(x.device)
+'''
+
+
+def test_stopping_work_once_timed_is_caught(tmp_path):
+    """The timed calls' last output is judged against the reference for the timing
+    inputs: a kernel right for the trials and lazy once timed fails as cheat, while the
+    honest kernel beside it keeps its speedup."""
+    from opbench.run.session import RunRequest, run
+    from opbench.run.store import ResultStore
+
+    kernels = tmp_path / "k"
+    (kernels / "relu__default").mkdir(parents=True)
+    (kernels / "relu__default" / "relu__default_implementation.py").write_text(LAZY_ONCE_TIMED)
+    corpus.shutil.copytree(corpus.KERNELS / "mul__Tensor", kernels / "mul__Tensor")
+    trace = tmp_path / "t.txt"
+    trace.write_text(
+        "Operator: aten.relu.default\ncnt: 1, ((T([64, 64], f32),), {})\n"
+        "Operator: aten.mul.Tensor\ncnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})\n"
+    )
+    run(
+        RunRequest(
+            suite=f"traces:{trace}",
+            backend=str(kernels),
+            device="cpu",
+            perf=True,
+            out=tmp_path / "run",
+            sandbox="auto",
+        )
+    )
+    store = ResultStore(tmp_path / "run" / "results.sqlite")
+    by_op = {r.op: r for r in store.results()}
+    store.close()
+    lazy, honest = by_op["relu.default"], by_op["mul.Tensor"]
+    assert (lazy.status, lazy.category) == ("failed", "cheat"), lazy.message
+    assert "timed call" in lazy.message
+    assert honest.status == "passed" and honest.speedup is not None, honest.message

@@ -175,6 +175,20 @@ def judge_outcome(
         return result
     if timed is not None and timed.details:
         result.details.update(timed.details)
+    if "timed_output" in m:
+        from opbench.judge.evaluate import judge_timed_output
+
+        late = judge_timed_output(
+            case, m["timed_output"], list(m.get("timed_output_meta") or []), device,
+            judge_options, expectations,
+        )  # fmt: skip
+        if late is not None:
+            result.status, result.category, result.message = (
+                late.status,
+                late.category,
+                late.message,
+            )
+            return result
     timing = m.get("timing")
     if timing:
         from opbench.judge.perf_verdict import apply_timing, work_for
