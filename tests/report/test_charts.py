@@ -51,3 +51,18 @@ def test_per_op_chart_of_a_program_run_uses_each_problems_tests() -> None:
     ]
     html = "".join(_charts({"ops": {"level1/19_relu": {"speedup": 1.47}}}, results))
     assert "level1/19_relu: 1.470x (tests 1.200x-1.800x)" in html
+
+
+def test_gpu_state_reads_as_clocks_temperature_and_power() -> None:
+    from opbench.report.html import _gpu_state
+
+    state = {
+        "start": [{"clocks.sm": "1980 MHz", "temperature.gpu": "41", "power.draw": "127 W"}],
+        "end": [{"clocks.sm": "1755 MHz", "temperature.gpu": "63", "power.draw": "690 W"}],
+    }
+    line = _gpu_state(state)
+    assert line == (
+        "start: sm 1980 MHz, temperature.gpu 41, power.draw 127 W; "
+        "end: sm 1755 MHz, temperature.gpu 63, power.draw 690 W"
+    )
+    assert _gpu_state({"error": "no nvidia-smi"}) == '{"error": "no nvidia-smi"}'

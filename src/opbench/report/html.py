@@ -132,15 +132,35 @@ def _cards(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _gpu_state(state: Any) -> str:
+    """``{"start": [per GPU {clocks.sm: .., ...}], "end": [...]}`` as one line per
+    moment: what a reader checks (clocks held, temperature, power) without JSON."""
+    parts = []
+    for when in ("start", "end"):
+        gpus = state.get(when) if isinstance(state, dict) else None
+        if not isinstance(gpus, list):
+            continue
+        for i, g in enumerate(gpus):
+            if not isinstance(g, dict):
+                continue
+            label = when if len(gpus) == 1 else f"{when}, GPU {i}"
+            fields = ", ".join(f"{k.removeprefix('clocks.')} {v}" for k, v in g.items())
+            parts.append(f"{label}: {fields}")
+    return "; ".join(parts) if parts else json.dumps(state)
+
+
+def _env_value(key: str, value: Any) -> Any:
+    if key == "gpu_state":
+        return _gpu_state(value)
+    return value if isinstance(value, (str, int, float, type(None))) else json.dumps(value)
+
+
 def _environment(summary: dict[str, Any]) -> list[str]:
     env = {k: v for k, v in (summary.get("env") or {}).items() if k != "backend_settings"}
     rows = [
         ("timer", summary.get("timer") or "none (--no-perf)"),
         ("sandbox", summary.get("sandbox")),
-        *(
-            (k, v if isinstance(v, (str, int, float, type(None))) else json.dumps(v))
-            for k, v in env.items()
-        ),
+        *((k, _env_value(k, v)) for k, v in env.items()),
     ]
     out = ["<h2>Machine and versions</h2><table>"]
     out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
