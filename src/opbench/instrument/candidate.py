@@ -49,11 +49,6 @@ def default_plan(case: Case, trials: int) -> TrialPlan:
     return TrialPlan(seeds=[derive_seed(case.seed, i) for i in range(max(1, trials))])
 
 
-def _sync(device: str) -> None:
-    if str(device).startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def _short_tb(e: BaseException) -> str:
     lines = traceback.format_exception(type(e), e, e.__traceback__)
     return "".join(lines[-6:])[-3000:]
@@ -98,7 +93,7 @@ def run_trial(
                 with scoped(window) if observing else contextlib.nullcontext():
                     with recorder if guard_on else contextlib.nullcontext():
                         result = kernel(*args, **kwargs)
-                _sync(device)
+                tensors.sync(device)
             finally:
                 tr.elapsed_s = _perf() - t0
                 _record(tr, result, inputs, tgts, overload, before)

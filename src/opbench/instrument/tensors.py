@@ -15,6 +15,7 @@ import torch
 
 __all__ = [
     "cpu_outputs",
+    "sync",
     "digest",
     "elements_digest",
     "meta",
@@ -72,6 +73,12 @@ def meta(t: torch.Tensor) -> dict[str, Any]:
         "storage_ptr": int(t.untyped_storage().data_ptr()) if t.numel() else 0,
         "obj_id": id(t),
     }
+
+
+def sync(device: Any) -> None:
+    """Wait for the device's queued work, so outputs can be read and times are whole."""
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
 
 
 def cpu_outputs(obj: Any) -> Any:

@@ -60,6 +60,7 @@ __all__ = [
     "Comparison",
     "tolerance_for",
     "compare_outputs",
+    "devices_from_meta",
     "compare_tensor",
     "uses_norm_fallback",
     "leaves",
@@ -502,6 +503,13 @@ def _scalar_tensor(x: Any) -> torch.Tensor | None:
     if isinstance(x, complex):
         return torch.tensor(x, dtype=torch.complex128)
     return None
+
+
+def devices_from_meta(meta: list[dict[str, Any]]) -> dict[str, str]:
+    """Output path -> the device a tensor output came from, from the output records
+    workers send (:func:`opbench.instrument.tensors.output_meta`): what
+    :func:`compare_outputs` takes as ``cand_devices``/``eager_devices``."""
+    return {m["path"]: m.get("device", "") for m in meta if m.get("kind") == "tensor"}
 
 
 def compare_outputs(

@@ -231,52 +231,34 @@ def judge_in_process(
     return judge_report(case, report, device, options, expectations, guard=guard)
 
 
-def judge_timed_output(
-    case: Case,
-    outputs: Any,
-    output_meta: list[dict[str, Any]],
-    device: str,
-    options: JudgeOptions,
-    expectations: Expectations | None = None,
-) -> Verdict | None:
-    """The output of the candidate's last timed call, on the inputs timing builds from
-    the case's own seed, against the reference for that seed: None when it passes (or
-    cannot be judged: random and uninitialised-output ops), else ``cheat``. A kernel
-    that computes for the correctness trials and returns an empty tensor once it has
-    been called often enough is caught here; the worker's timing wrapper is the same
-    object for every timed call, so the kernel cannot tell which call is kept."""
-    overload = get_overload(case.op)
-    if is_random(overload) or overload._schema.name.removeprefix("aten::") in UNINITIALIZED_OPS:
-        return None
-    try:
-        exp = (expectations or {}).get(case.seed) or expect(case, overload, device, case.seed)
-    except NotRunnableHere:
-        return None
-    problems = guard_mod.output_problems_from_meta(output_meta)
-    if problems:
-        return _fail("cheat", "a timed call returned " + "; ".join(problems))
-    res = corr.compare_outputs(
-        outputs,
-        exp.eager,
-        exp.ref,
-        cand_devices={
-            m["path"]: m.get("device", "") for m in output_meta if m.get("kind") == "tensor"
-        },
-        eager_devices={m["path"]: m["device"] for m in exp.eager_meta if "device" in m},
-        meta_only=exp.undefined,
+def compare_kwargs(case: Case, options: JudgeOptions, exp: Expected) -> dict[str, Any]:
+    """The correctness rule's settings for one case (tolerance scales, the op's name)."""
+    return dict(
         op=case.op,
         rtol_scale=options.rtol_scale,
         atol_scale=options.atol_scale,
         max_in_numel=exp.max_in_numel,
     )
-    if res.ok:
-        return None
-    return _fail(
-        "cheat",
-        "the output of a timed call is not the reference's for the same inputs (correct "
-        f"while checked, not while timed): {res.message}",
-        max_abs_err=res.max_abs_err,
-        max_rel_err=res.max_rel_err,
+
+
+def compare_to_expected(
+    exp: Expected,
+    outputs: Any,
+    output_meta: list[dict[str, Any]],
+    cmp_kw: dict[str, Any],
+    *,
+    meta_only: frozenset[str] | set[str] | bool,
+) -> corr.Comparison:
+    """A candidate's outputs (as a worker sent them) against the harness's eager and
+    float64 outputs for the same seed, under :func:`compare_kwargs`' settings."""
+    return corr.compare_outputs(
+        outputs,
+        exp.eager,
+        exp.ref,
+        cand_devices=corr.devices_from_meta(output_meta),
+        eager_devices={m["path"]: m["device"] for m in exp.eager_meta if "device" in m},
+        meta_only=meta_only,
+        **cmp_kw,
     )
 
 
@@ -448,21 +430,13 @@ def _judge(
                 details=details,
             )
         # 5. values (and written arguments such as running statistics)
-        devs = {m["path"]: m.get("device", "") for m in tr.output_meta if m.get("kind") == "tensor"}
-        cmp_kw: dict[str, Any] = dict(
-            op=case.op,
-            rtol_scale=options.rtol_scale,
-            atol_scale=options.atol_scale,
-            max_in_numel=exp.max_in_numel,
-        )
-        res = corr.compare_outputs(
+        cmp_kw = compare_kwargs(case, options, exp)
+        res = compare_to_expected(
+            exp,
             tr.outputs,
-            exp.eager,
-            exp.ref,
-            cand_devices=devs,
-            eager_devices={m["path"]: m["device"] for m in exp.eager_meta if "device" in m},
+            tr.output_meta,
+            cmp_kw,
             meta_only=True if uninitialized else exp.undefined | generator_dependent,
-            **cmp_kw,
         )
         if res.ok and exp.eager_written:
             res = _compare_written(tr, exp, cmp_kw)

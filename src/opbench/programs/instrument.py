@@ -37,6 +37,7 @@ import torch
 
 from opbench.instrument import tensors
 from opbench.instrument.integrity import Fingerprint
+from opbench.instrument.timed import keeping_last, last_output
 from opbench.judge import timing as timing_mod
 from opbench.programs.inputs import build_model, call_sized, make_inputs, tensors_of
 
@@ -61,11 +62,6 @@ def _import_source(source: str, filename: str, workdir: Path, name: str) -> Any:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def _no_grad(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -206,7 +202,7 @@ def _trial(
     t0 = _perf()
     try:
         result = call(*args)
-        _sync(device)
+        tensors.sync(device)
         tr["elapsed_s"] = _perf() - t0
         tr["outputs"] = tensors.cpu_outputs(result)
         tr["output_meta"] = tensors.output_meta(result)
@@ -241,7 +237,7 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         try:
             compiled_call = _no_grad(torch.compile(reference))
             compiled_call(*make_inputs(problem, seeds[0], size, device))  # compile now
-            _sync(device)
+            tensors.sync(device)
         except Exception as e:
             compiled_call = None
             out["compile_error"] = f"{type(e).__name__}: {e}"[:2000]
@@ -274,12 +270,7 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         # the correctness trials and cuts corners once timed fails. The candidate cannot
         # tell this wrapper's calls from the trials'.
         last: list[Any] = []
-
-        def timed(*args: Any) -> Any:
-            result = call(*args)
-            last[:] = [result]
-            return result
-
+        timed = keeping_last(call, last)
         for key, ref in (("timing", ref_call), ("timing_compile", compiled_call)):
             if ref is None:
                 continue
@@ -288,10 +279,7 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
                 out[key] = got.to_dict()
             except Exception as e:
                 out[f"{key}_error"] = f"{type(e).__name__}: {e}"[:2000]
-        if last:
-            _sync(device)
-            out["timed_output"] = tensors.cpu_outputs(last[0])
-            out["timed_output_meta"] = tensors.output_meta(last[0])
+        out.update(last_output(last, device))
         out["timing_tamper"] = fingerprint.changes()
     with contextlib.suppress(Exception):
         out["elapsed_s"] = _perf() - started

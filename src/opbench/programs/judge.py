@@ -126,6 +126,24 @@ def judge_program(
     return verdict
 
 
+def _compare(
+    outputs: Any, meta: Any, exp: Expected, rtol_scale: float, atol_scale: float
+) -> corr.Comparison:
+    """A candidate's outputs (as the worker sent them) against the harness's references
+    for the same seed, under opbench's rule with the norm fallback."""
+    return corr.compare_outputs(
+        outputs,
+        exp.eager,
+        exp.ref,
+        op=_OP,
+        rtol_scale=rtol_scale,
+        atol_scale=atol_scale,
+        cand_devices=corr.devices_from_meta(list(meta or [])),
+        eager_devices=exp.eager_devices,
+        norm_fallback=True,
+    )
+
+
 def _timed_output_problem(
     m: dict[str, Any], first: Expected, rtol_scale: float, atol_scale: float
 ) -> str | None:
@@ -134,21 +152,7 @@ def _timed_output_problem(
     problems = output_problems_from_meta(list(m.get("timed_output_meta") or []))
     if problems:
         return "a timed call returned " + "; ".join(problems)
-    res = corr.compare_outputs(
-        m.get("timed_output"),
-        first.eager,
-        first.ref,
-        op=_OP,
-        rtol_scale=rtol_scale,
-        atol_scale=atol_scale,
-        eager_devices=first.eager_devices,
-        cand_devices={
-            mm["path"]: mm.get("device", "")
-            for mm in m.get("timed_output_meta") or []
-            if mm.get("kind") == "tensor"
-        },
-        norm_fallback=True,
-    )
+    res = _compare(m.get("timed_output"), m.get("timed_output_meta"), first, rtol_scale, atol_scale)
     if res.ok:
         return None
     return (
@@ -207,21 +211,7 @@ def _judge_trials(
         problems = output_problems_from_meta(list(tr.get("output_meta") or []))
         if problems:
             return _fail(base, "cheat", label + "; ".join(problems), details=details)
-        res = corr.compare_outputs(
-            tr.get("outputs"),
-            exp.eager,
-            exp.ref,
-            op=_OP,
-            rtol_scale=rtol_scale,
-            atol_scale=atol_scale,
-            cand_devices={
-                mm["path"]: mm.get("device", "")
-                for mm in tr.get("output_meta") or []
-                if mm.get("kind") == "tensor"
-            },
-            eager_devices=exp.eager_devices,
-            norm_fallback=True,
-        )
+        res = _compare(tr.get("outputs"), tr.get("output_meta"), exp, rtol_scale, atol_scale)
         if not res.ok:
             if res.category == "wrong_result":
                 for j, (prev_c, prev_e) in enumerate(previous):

@@ -176,7 +176,7 @@ def judge_outcome(
     if timed is not None and timed.details:
         result.details.update(timed.details)
     if "timed_output" in m:
-        from opbench.judge.evaluate import judge_timed_output
+        from opbench.judge.timed_output import judge_timed_output
 
         late = judge_timed_output(
             case, m["timed_output"], list(m.get("timed_output_meta") or []), device,

@@ -203,6 +203,7 @@ def _timed(
     was imported (thread count, backend settings, patched functions) is not timed.
     """
     from opbench.instrument.observer import CANDIDATE_SCOPE, REFERENCE_SCOPE, ExecutionWindow
+    from opbench.instrument.timed import keeping_last, last_output
     from opbench.judge import timing as timing_mod
 
     before = fingerprint.changes()
@@ -210,10 +211,10 @@ def _timed(
         fingerprint.restore_settings()
         return {"timing_tamper": before}
     last: list[Any] = []
-    kernel = _keeping_last(kernel, last)
+    kernel = keeping_last(kernel, last)
     if not guard_on:
         out = {"timing": timing_mod.time_pair(ref, kernel, make_args, device, options)}
-        return {**out, **_timed_output(last, device)}
+        return {**out, **last_output(last, device)}
     window = ExecutionWindow()
     with window:
         timing = timing_mod.time_pair(
@@ -228,41 +229,8 @@ def _timed(
         "timing": timing,
         "timing_observed": window.result.to_dict(),
         "timing_tamper": fingerprint.changes(),
-        **_timed_output(last, device),
+        **last_output(last, device),
     }
-
-
-def _keeping_last(kernel: Any, last: list[Any]) -> Any:
-    """``kernel`` keeping its latest result in ``last``: the harness judges the output of
-    the last timed call (:func:`opbench.judge.evaluate.judge_timed_output`), so a kernel
-    that stops computing once the correctness trials are over is caught."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        result = kernel(*args, **kwargs)
-        last[:] = [result]
-        return result
-
-    call._schema = getattr(kernel, "_schema", None)  # type: ignore[attr-defined]
-    return call
-
-
-def _timed_output(last: list[Any], device: str) -> dict[str, Any]:
-    if not last:
-        return {}
-    from opbench.instrument import tensors
-
-    _sync_device(device)
-    return {
-        "timed_output": tensors.cpu_outputs(last[0]),
-        "timed_output_meta": tensors.output_meta(last[0]),
-    }
-
-
-def _sync_device(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize(device)
 
 
 def _scoped_call(fn: Any, window: Any, scope: str) -> Any:

@@ -325,12 +325,15 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
     key = (dim, log, bwd, *((t.shape, t.stride(), t.dtype) for t in (*inputs, target)))
     launch = _LAUNCHES.get(key)
     if launch is None:
-        if _plan([*inputs, target], dim) is None:  # more than two kept dims after merging
+        plan = _plan([*inputs, target], dim)
+        if plan is None:  # more than two kept dims after merging: copied, not cached
             inputs = [t.contiguous() for t in inputs]
             target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
-            launch = _launch_args(inputs, target, dim, log, bwd)
+            plan = _plan([*inputs, target], dim)
+            assert plan is not None
+            launch = _launch_args(plan, inputs, target, dim, log, bwd)
         else:
-            launch = _launch_args(inputs, target, dim, log, bwd)
+            launch = _launch_args(plan, inputs, target, dim, log, bwd)
             if len(_LAUNCHES) >= _LAUNCH_LIMIT:
                 _LAUNCHES.clear()
             _LAUNCHES[key] = launch
@@ -348,11 +351,11 @@ _LAUNCH_LIMIT = 4096
 
 
 def _launch_args(
-    inputs: list[torch.Tensor], target: torch.Tensor, dim: int, log: bool, bwd: bool
-) -> tuple[tuple[int], tuple[int, ...], dict[str, Any]]:
-    """Grid, integers and constexprs of the forward or backward kernel's launch."""
-    plan = _plan([*inputs, target], dim)
-    assert plan is not None
+    plan: tuple, inputs: list[torch.Tensor], target: torch.Tensor, dim: int, log: bool,
+    bwd: bool,
+) -> tuple[tuple[int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
+    """Grid, integers and constexprs of the forward or backward kernel's launch, from
+    :func:`_plan`'s ``plan`` of these tensors."""
     M, N, mode, flat, col, md1, unit_n, single, bm, bn = plan
     used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
     vec = vec_of(used, [*inputs, target])
