@@ -68,10 +68,13 @@ def test_pin_works_after_pytorch_froze_the_backend_flags() -> None:
 def test_reading_the_settings_never_initialises_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fork server's template reads them (a worker's fingerprint starts there) and
     must never initialise CUDA, or every worker starts as a new process. Here CUDA is
-    made to look available and not yet initialised; what initialises it on the H100 (the
-    cuDNN version, the cuFFT plan cache through the current device) is recorded."""
+    made to look built and not yet initialised; what initialises it on the H100 (the
+    cuDNN version, the cuFFT plan cache through the current device) is recorded, and so
+    is asking for the device count, which poisons forks without initialising CUDA."""
     asked: list[str] = []
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append("is_available") or True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: asked.append("device_count") or 1)
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: asked.append("current_device") or 0)
     monkeypatch.setattr(torch.cuda, "_lazy_init", lambda: asked.append("_lazy_init"))
@@ -81,3 +84,4 @@ def test_reading_the_settings_never_initialises_cuda(monkeypatch: pytest.MonkeyP
     assert asked == []
     assert not set(settings.CUDA_INITIALISED_ONLY) & set(values)
     assert "cuda.matmul.allow_tf32" in values
+    assert "cuda.preferred_blas_library" in values

@@ -90,8 +90,14 @@ CUDA_INITIALISED_ONLY = ("cudnn.version", "cuda.cufft_plan_cache.max_size")
 
 
 def _readers() -> list[tuple[str, Callable[[], Any]]]:
+    """Never ``torch.cuda.is_available()`` or ``device_count()`` here: the fork server's
+    template reads these settings, and asking CUDA for its device count registers
+    PyTorch's fork handler, after which every forked worker fails with "Cannot
+    re-initialize CUDA in forked subprocess" (seen on the H100). Whether this torch has
+    CUDA, and whether this process initialised it, are asked instead."""
     b = torch.backends
-    cuda = torch.cuda.is_available()
+    cuda_built = b.cuda.is_built()
+    cuda_ready = cuda_built and torch.cuda.is_initialized()
     out: list[tuple[str, Callable[[], Any]]] = [
         ("fp32_precision", lambda: b.fp32_precision),
         *((f"{p}.fp32_precision", lambda p=p: _node(p).fp32_precision) for p in PINNED_FP32),
@@ -126,17 +132,16 @@ def _readers() -> list[tuple[str, Callable[[], Any]]]:
         ("default_dtype", lambda: str(torch.get_default_dtype())),
         ("cuda.version", lambda: torch.version.cuda),
     ]
-    if cuda:
+    if cuda_built:
         out += [
             ("cuda.preferred_blas_library", lambda: str(b.cuda.preferred_blas_library())),
             ("cuda.preferred_linalg_library", lambda: str(b.cuda.preferred_linalg_library())),
         ]
-    if not cuda or torch.cuda.is_initialized():
+    if not cuda_built or cuda_ready:
         # cuDNN's version and the (per-device) cuFFT plan cache initialise CUDA when
-        # read (measured on the H100), which the fork server's template must never do:
-        # every worker would then start as a new process, 5-14 s an operator there
+        # read (measured on the H100), which the fork server's template must never do
         out.append(("cudnn.version", lambda: b.cudnn.version() if b.cudnn.is_available() else None))
-    if cuda and torch.cuda.is_initialized():
+    if cuda_ready:
         out.append(("cuda.cufft_plan_cache.max_size", lambda: b.cuda.cufft_plan_cache.max_size))
     return out
 

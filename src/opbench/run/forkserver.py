@@ -52,16 +52,7 @@ def _template_main() -> int:
     os.dup2(devnull, 1)
     import torch
 
-    from opbench.instrument import candidate  # noqa: F401
-    from opbench.judge import timing  # noqa: F401  (what a worker imports first)
-    from opbench.judge.evaluate import JudgeOptions  # noqa: F401
-    from opbench.run import worker
-
-    worker._warm_up("cpu")
-    worker.WARMED_BY_TEMPLATE = True
-    from opbench.instrument.integrity import Fingerprint
-
-    worker.TEMPLATE_FINGERPRINT = Fingerprint()
+    warm_template()
     # Everything imported so far is shared with the children copy-on-write; a collection
     # in a child would touch (and so copy) every page of it. Frozen objects are never
     # scanned: a fork's first answers took 30-60 ms on 2 cores without this.
@@ -69,6 +60,9 @@ def _template_main() -> int:
 
     gc.collect()
     gc.freeze()
+    if _forks_cannot_use_cuda():
+        ctl.send(json.dumps({"error": _POISONED}).encode())
+        return 1
     ctl.send(json.dumps({"ready": os.getpid()}).encode())
     children: set[int] = set()
     while True:
@@ -101,6 +95,43 @@ def _template_main() -> int:
             os.close(fd)
         children.add(pid)
         ctl.send(json.dumps({"forked": pid}).encode())
+
+
+_POISONED = (
+    "the fork server's template asked CUDA something (a device count is enough), so "
+    "PyTorch marks its forks as unable to use CUDA"
+)
+
+
+def warm_template() -> None:
+    """What the template does before its first fork: import and warm up what every
+    worker needs, and take the fingerprint workers compare themselves with. Nothing here
+    may touch CUDA, not even ``torch.cuda.is_available()`` (``tests/run`` checks)."""
+    from opbench.instrument import candidate  # noqa: F401
+    from opbench.judge import timing  # noqa: F401  (what a worker imports first)
+    from opbench.judge.evaluate import JudgeOptions  # noqa: F401
+    from opbench.run import worker
+
+    worker._warm_up("cpu")
+    worker.WARMED_BY_TEMPLATE = True
+    from opbench.instrument.integrity import Fingerprint
+
+    worker.TEMPLATE_FINGERPRINT = Fingerprint()
+
+
+def _forks_cannot_use_cuda() -> bool:
+    """Fork one probe child and ask it whether PyTorch considers it a bad fork: once a
+    process has asked CUDA anything, its forks fail on their first CUDA call ("Cannot
+    re-initialize CUDA in forked subprocess"). Checking ``torch.cuda.is_initialized()``
+    is not enough (a device count alone poisons forks), and a template whose workers
+    would all die must refuse to start, so that the harness starts workers the slow way."""
+    pid = os.fork()
+    if pid == 0:
+        import torch
+
+        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) != 0
 
 
 def _child(ctl: socket.socket, fds: list[int]) -> None:
@@ -256,7 +287,7 @@ class ForkServer:
             raise ForkServerError(f"fork server did not start: {e}") from None
         if "ready" not in hello:
             self.close()
-            raise ForkServerError("fork server did not start")
+            raise ForkServerError(f"fork server did not start: {hello.get('error', 'no reply')}")
         parent.settimeout(None)
         self.template_ns_pid = int(hello["ready"])
         self.template_pid = next(

@@ -1,0 +1,48 @@
+"""The fork server's template must never ask CUDA anything: once a process has asked for
+the device count, PyTorch marks its forks as unable to use CUDA, and every forked worker
+dies on its first CUDA call (seen on the H100: ``torch.cuda.is_available()`` in the
+settings reader made a whole GPU run fail at its first worker). The CPU build has no
+CUDA to poison, so here every way into CUDA's device count is made to fail loudly while
+the template warms up, in a fresh interpreter so nothing was imported before."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+PROBE = textwrap.dedent(
+    """
+    import torch
+
+    def refuse(name):
+        def f(*a, **k):
+            raise AssertionError(f"the template called torch.cuda.{name}()")
+        return f
+
+    torch.backends.cuda.is_built = lambda: True  # look like a CUDA build
+    for name in ("is_available", "device_count", "current_device", "_lazy_init", "init"):
+        setattr(torch.cuda, name, refuse(name))
+    torch._C._cuda_getDeviceCount = refuse("_C._cuda_getDeviceCount")
+
+    from opbench.run import forkserver, worker
+
+    forkserver.warm_template()
+    assert worker.TEMPLATE_FINGERPRINT is not None
+    print("warm")
+    """
+)
+
+
+def test_the_template_warms_up_without_asking_cuda_anything() -> None:
+    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().endswith("warm")
+
+
+def test_a_probe_fork_finds_cuda_usable_in_a_clean_template() -> None:
+    """The probe the template runs before it says ready (on the CPU build no fork is
+    ever bad; the GPU run is where a poisoned template is refused)."""
+    from opbench.run import forkserver
+
+    assert forkserver._forks_cannot_use_cuda() is False
