@@ -41,8 +41,16 @@ def test_the_template_warms_up_without_asking_cuda_anything() -> None:
 
 
 def test_a_probe_fork_finds_cuda_usable_in_a_clean_template() -> None:
-    """The probe the template runs before it says ready (on the CPU build no fork is
-    ever bad; the GPU run is where a poisoned template is refused)."""
-    from opbench.run import forkserver
-
-    assert forkserver._forks_cannot_use_cuda() is False
+    """The probe the template runs before it says ready, in a fresh interpreter that
+    imported torch and nothing more: its forks can use CUDA. (On a GPU, the same probe
+    after ``torch.cuda.is_available()`` reports the fork bad: the template then refuses.)"""
+    probe = (
+        "import torch\n"
+        "from opbench.run import forkserver\n"
+        "clean = forkserver._forks_cannot_use_cuda()\n"
+        "gpu = torch.cuda.is_available()  # asks the device count: poisons forks on a GPU\n"
+        "print(clean, forkserver._forks_cannot_use_cuda() if gpu else True)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["False", "True"]

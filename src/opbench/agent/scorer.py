@@ -73,10 +73,10 @@ class Scorer:
     ) -> None:
         from opbench.judge.evaluate import JudgeOptions
         from opbench.run.pool import WorkerConfig, WorkerFactory
-        from opbench.run.session import RunRequest, check_device, cpu_share
+        from opbench.run.session import RunRequest, check_device, cpu_share, devices_for
 
         check_device(device)
-        self.device = device
+        self.device = devices_for(device, 1)[0]  # "cuda" -> "cuda:0", as opbench run does
         self._owns_root = root is None
         self.root = Path(root or tempfile.mkdtemp(prefix="opbench-scorer-")).resolve()
         self.kernels = self.root / "kernels"

@@ -226,7 +226,7 @@ class _Plans:
                 if device.startswith("cuda"):
                     import torch
 
-                    torch.cuda.set_device(torch.device(device))
+                    torch.cuda.set_device(torch.device(device).index or 0)
 
             self._pool = ThreadPoolExecutor(1, "opbench-plan", initializer=bind_device)
 
@@ -334,19 +334,20 @@ class LocalExecutor:
         from opbench.judge.evaluate import plan_trials
 
         worker: WorkerProcess | None = None
-        if device.startswith("cuda"):
-            import torch
-
-            # the judge's references then land on this slot's GPU by default, and its
-            # generator is the one random ops draw from
-            torch.cuda.set_device(torch.device(device))
+        plans: _Plans | None = None
         backend = self.config.backend
-        plans = _Plans(
-            lambda case: plan_trials(case, device, self.judge_options),
-            device,
-            ahead=not self.config.perf,
-        )
         try:
+            if device.startswith("cuda"):
+                import torch
+
+                # the judge's references then land on this slot's GPU by default, and its
+                # generator is the one random ops draw from ("cuda" means the first)
+                torch.cuda.set_device(torch.device(device).index or 0)
+            plans = _Plans(
+                lambda case: plan_trials(case, device, self.judge_options),
+                device,
+                ahead=not self.config.perf,
+            )
             while True:
                 try:
                     unit, group = todo.get_nowait()
@@ -401,7 +402,8 @@ class LocalExecutor:
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
         finally:
-            plans.close()
+            if plans is not None:
+                plans.close()
             if worker is not None:
                 worker.stop()
 

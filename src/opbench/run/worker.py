@@ -70,7 +70,7 @@ def main() -> int:
 
     settings_mod.pin(allow_tf32=bool(cfg.get("allow_tf32")))
     if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(device))
+        torch.cuda.set_device(torch.device(device).index or 0)
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
         _warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(
