@@ -27,8 +27,8 @@ PROBE = textwrap.dedent(
 
     from opbench.run import forkserver, worker
 
-    forkserver.warm_template()
-    assert worker.TEMPLATE_FINGERPRINT is not None
+    assert forkserver._first_poisoning_step(forkserver.template_steps) == ""
+    assert worker.TEMPLATE_FINGERPRINT is not None and worker.WARMED_BY_TEMPLATE
     print("warm")
     """
 )

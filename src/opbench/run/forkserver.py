@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,10 @@ def _template_main() -> int:
     os.dup2(devnull, 1)
     import torch
 
-    warm_template()
+    poisoned_by = _first_poisoning_step(template_steps)
+    if poisoned_by:
+        ctl.send(json.dumps({"error": f"{_POISONED} ({poisoned_by})"}).encode())
+        return 1
     # Everything imported so far is shared with the children copy-on-write; a collection
     # in a child would touch (and so copy) every page of it. Frozen objects are never
     # scanned: a fork's first answers took 30-60 ms on 2 cores without this.
@@ -60,9 +64,6 @@ def _template_main() -> int:
 
     gc.collect()
     gc.freeze()
-    if _forks_cannot_use_cuda():
-        ctl.send(json.dumps({"error": _POISONED}).encode())
-        return 1
     ctl.send(json.dumps({"ready": os.getpid()}).encode())
     children: set[int] = set()
     while True:
@@ -103,20 +104,40 @@ _POISONED = (
 )
 
 
-def warm_template() -> None:
-    """What the template does before its first fork: import and warm up what every
-    worker needs, and take the fingerprint workers compare themselves with. Nothing here
-    may touch CUDA, not even ``torch.cuda.is_available()`` (``tests/run`` checks)."""
-    from opbench.instrument import candidate  # noqa: F401
-    from opbench.judge import timing  # noqa: F401  (what a worker imports first)
-    from opbench.judge.evaluate import JudgeOptions  # noqa: F401
+def template_steps() -> list[tuple[str, Callable[[], Any]]]:
+    """What the template does before its first fork, as named steps: import and warm up
+    what every worker needs, and take the fingerprint workers compare themselves with.
+    Nothing here may touch CUDA, not even ``torch.cuda.is_available()`` (``tests/run``
+    checks on the CPU; on a GPU the template probes a fork after each step)."""
     from opbench.run import worker
 
-    worker._warm_up("cpu")
-    worker.WARMED_BY_TEMPLATE = True
-    from opbench.instrument.integrity import Fingerprint
+    def imports() -> None:
+        from opbench.instrument import candidate  # noqa: F401
+        from opbench.judge import timing  # noqa: F401  (what a worker imports first)
+        from opbench.judge.evaluate import JudgeOptions  # noqa: F401
 
-    worker.TEMPLATE_FINGERPRINT = Fingerprint()
+    def warm_up() -> None:
+        worker._warm_up("cpu")
+        worker.WARMED_BY_TEMPLATE = True
+
+    def fingerprint() -> None:
+        from opbench.instrument.integrity import Fingerprint
+
+        worker.TEMPLATE_FINGERPRINT = Fingerprint()
+
+    return [("imports", imports), ("warm-up", warm_up), ("fingerprint", fingerprint)]
+
+
+def _first_poisoning_step(steps: Callable[[], list[tuple[str, Callable[[], Any]]]]) -> str:
+    """Run the steps, probing a fork before the first and after each: the name of the
+    first after which forks cannot use CUDA ('' if none), so the refusal says where."""
+    if _forks_cannot_use_cuda():
+        return "before the warm-up: importing torch and opbench"
+    for name, step in steps():
+        step()
+        if _forks_cannot_use_cuda():
+            return f"after the step {name!r}"
+    return ""
 
 
 def _forks_cannot_use_cuda() -> bool:
