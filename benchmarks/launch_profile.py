@@ -3,9 +3,11 @@
 calls, CUDA synchronised at the end of each batch), then a cProfile of the whole call.
 
 With ``--sweep``: device-time bandwidth of the flat kernel's add on 256 MiB f16 and f32
-inputs for each block size and warp count, to pick ``pointwise.BLOCK``.
+inputs for each block size and warp count, to pick ``pointwise.BLOCK``. With
+``--sweep-sum``: the same for a full ``sum`` of 256 MiB, per programs in flight
+(``reduction.TARGET_PROGRAMS``) and row-tile width (the widest ``ROW_TILES`` entry).
 
-Usage (GPU machine): python3 benchmarks/launch_profile.py [--sweep]
+Usage (GPU machine): python3 benchmarks/launch_profile.py [--sweep | --sweep-sum]
 """
 
 from __future__ import annotations
@@ -140,5 +142,41 @@ def sweep() -> None:
                         )
 
 
+def sweep_sum() -> None:
+    """Full sum of 256 MiB (one stream), per programs in flight and row-tile width."""
+    from opbench.judge.roofline import measure_peaks
+    from opbench.kernels._lib import reduction as red
+
+    bw = measure_peaks("cuda").bandwidth_Bps
+    tiles, target = red.ROW_TILES, red.TARGET_PROGRAMS
+    for dtype in (torch.float16, torch.float32):
+        x = torch.randn(
+            (256 << 20) // (2 if dtype == torch.float16 else 4), device="cuda", dtype=dtype
+        )
+        nbytes = x.numel() * x.element_size()
+        ms = device_ms(lambda x=x: torch.sum(x))
+        print(f"sweep-sum {dtype} eager: {ms:.4f} ms, {nbytes / (ms / 1e3) / bw:.3f} of copy bw")
+        for programs in (1056, 2112, 4224, 8448, 16896):
+            for bn in (2048, 4096, 8192, 16384):
+                red.TARGET_PROGRAMS = programs
+                red.ROW_TILES = (*tiles[:-1], (None, 1, bn))
+                red._PLANS.clear()
+                ref = torch.sum(x.double())
+                got = red.sum_default(x)
+                assert torch.allclose(got.double(), ref, rtol=1e-2, atol=1e-1), (got, ref)
+                ms = device_ms(lambda x=x: red.sum_default(x))
+                print(
+                    f"sweep-sum {dtype} TARGET_PROGRAMS={programs} BN={bn}: {ms:.4f} ms, "
+                    f"{nbytes / (ms / 1e3) / bw:.3f} of copy bw"
+                )
+    red.ROW_TILES, red.TARGET_PROGRAMS = tiles, target
+    red._PLANS.clear()
+
+
 if __name__ == "__main__":
-    sweep() if "--sweep" in sys.argv else main()
+    if "--sweep-sum" in sys.argv:
+        sweep_sum()
+    elif "--sweep" in sys.argv:
+        sweep()
+    else:
+        main()
