@@ -1,13 +1,17 @@
-"""What a worker keeps of a candidate's timed calls for the harness: the last output.
+"""What a worker keeps of a candidate's timed calls for the harness: the last output and
+one chosen at random among all timed calls.
 
-The harness judges it against the reference for the timing inputs
+The harness judges both against the reference for the timing inputs
 (:mod:`opbench.judge.timed_output`, :mod:`opbench.programs.judge`): a candidate that
-computes for the correctness trials and stops once it is timed fails. Nothing here
-decides anything; the wrapper records and the worker sends.
+computes for the correctness trials and stops once it is timed fails, and so does one
+that stops for most timed calls but not the last. Nothing here decides anything; the
+wrapper records and the worker sends.
 """
 
 from __future__ import annotations
 
+import os
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -16,26 +20,43 @@ from opbench.instrument import tensors
 __all__ = ["keeping_last", "last_output"]
 
 
-def keeping_last(fn: Callable[..., Any], last: list[Any]) -> Callable[..., Any]:
-    """``fn`` keeping its latest result in ``last`` (one reference: the previous result
-    is released); the same object serves every timed call, so the candidate cannot tell
-    which call is kept."""
+def keeping_last(fn: Callable[..., Any], kept: list[Any]) -> Callable[..., Any]:
+    """``fn`` keeping, in ``kept``, its latest result and one of all its results chosen
+    uniformly at random (reservoir sampling: call ``i`` replaces the sample with
+    probability ``1/i``). The choice is drawn after the call returned, from a generator
+    seeded by the OS, so a kernel cannot know whether the call it is making will be
+    kept; a kernel lazy on a fraction ``f`` of its timed calls is caught with
+    probability about ``f`` by the sample, and always if the last call is lazy. The
+    draw costs well under a microsecond of the candidate's host time (no system call).
+    """
+    rng = random.Random(os.urandom(16))
+    calls = 0
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
         result = fn(*args, **kwargs)
-        last[:] = [result]
+        calls += 1
+        sample = result if rng.random() * calls < 1.0 else (kept[1] if len(kept) > 1 else None)
+        kept[:] = [result, sample]
         return result
 
     call._schema = getattr(fn, "_schema", None)  # type: ignore[attr-defined]
     return call
 
 
-def last_output(last: list[Any], device: str) -> dict[str, Any]:
-    """The kept output as plain data for the harness (nothing when no call was made)."""
-    if not last:
+def last_output(kept: list[Any], device: str) -> dict[str, Any]:
+    """The kept outputs as plain data for the harness (nothing when no call was made):
+    ``timed_output`` (the last call's) and, when another call was drawn,
+    ``timed_sample``."""
+    if not kept:
         return {}
     tensors.sync(device)
-    return {
-        "timed_output": tensors.cpu_outputs(last[0]),
-        "timed_output_meta": tensors.output_meta(last[0]),
+    last, sample = kept[0], kept[1] if len(kept) > 1 else None
+    out = {
+        "timed_output": tensors.cpu_outputs(last),
+        "timed_output_meta": tensors.output_meta(last),
     }
+    if sample is not None and sample is not last:
+        out["timed_sample"] = tensors.cpu_outputs(sample)
+        out["timed_sample_meta"] = tensors.output_meta(sample)
+    return out

@@ -26,7 +26,20 @@ from opbench.spec.call import UNINITIALIZED_OPS
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case
 
-__all__ = ["judge_timed_output"]
+__all__ = ["judge_timed_output", "kept_outputs"]
+
+
+def kept_outputs(m: dict[str, Any]) -> list[tuple[str, Any, list[dict[str, Any]]]]:
+    """The timed calls' outputs a worker sent (:mod:`opbench.instrument.timed`): the
+    last call's, and one drawn at random among all timed calls when it was another."""
+    out = []
+    for key, what in (
+        ("timed_output", "the last timed call"),
+        ("timed_sample", "a timed call drawn at random"),
+    ):
+        if key in m:
+            out.append((what, m[key], list(m.get(f"{key}_meta") or [])))
+    return out
 
 
 def judge_timed_output(
@@ -36,9 +49,10 @@ def judge_timed_output(
     device: str,
     options: JudgeOptions,
     expectations: Expectations | None = None,
+    what: str = "a timed call",
 ) -> Verdict | None:
-    """None when the last timed call's output passes (or cannot be judged: random and
-    uninitialised-output ops, inputs not runnable here), else a ``cheat`` verdict."""
+    """None when a timed call's output (``what`` it was) passes (or cannot be judged:
+    random and uninitialised-output ops, inputs not runnable here), else ``cheat``."""
     overload = get_overload(case.op)
     if is_random(overload) or overload._schema.name.removeprefix("aten::") in UNINITIALIZED_OPS:
         return None
@@ -48,7 +62,7 @@ def judge_timed_output(
         return None
     problems = guard_mod.output_problems_from_meta(output_meta)
     if problems:
-        return Verdict("failed", "cheat", "a timed call returned " + "; ".join(problems))
+        return Verdict("failed", "cheat", f"{what} returned " + "; ".join(problems))
     res = compare_to_expected(
         exp, outputs, output_meta, compare_kwargs(case, options, exp), meta_only=exp.undefined
     )
@@ -57,7 +71,7 @@ def judge_timed_output(
     return Verdict(
         "failed",
         "cheat",
-        "the output of a timed call is not the reference's for the same inputs (correct "
+        f"the output of {what} is not the reference's for the same inputs (correct "
         f"while checked, not while timed): {res.message}",
         max_abs_err=res.max_abs_err,
         max_rel_err=res.max_rel_err,

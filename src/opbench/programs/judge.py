@@ -32,6 +32,7 @@ from typing import Any
 
 from opbench.judge import correctness as corr
 from opbench.judge.guard import output_problems_from_meta
+from opbench.judge.timed_output import kept_outputs
 from opbench.programs.reference import Expected
 from opbench.run.pool import Outcome
 from opbench.run.store import TestResult
@@ -118,8 +119,8 @@ def judge_program(
             details={"tampering": late},
             duration_s=elapsed,
         )
-    if "timed_output" in m and expected:
-        bad = _timed_output_problem(m, expected[0], rtol_scale, atol_scale)
+    for what, outputs, meta in kept_outputs(m) if expected else []:
+        bad = _timed_output_problem(what, outputs, meta, expected[0], rtol_scale, atol_scale)
         if bad:
             return _fail(base, "cheat", bad, details=verdict.details, duration_s=elapsed)
     timing_fields(verdict, m)
@@ -145,18 +146,19 @@ def _compare(
 
 
 def _timed_output_problem(
-    m: dict[str, Any], first: Expected, rtol_scale: float, atol_scale: float
-) -> str | None:
-    """The last timed call ran on the first seed's inputs: its output must pass as the
-    trials' did, else the candidate computed only while it was being checked."""
-    problems = output_problems_from_meta(list(m.get("timed_output_meta") or []))
+    what: str, outputs: Any, meta: list[dict[str, Any]], first: Expected,
+    rtol_scale: float, atol_scale: float,
+) -> str | None:  # fmt: skip
+    """Every timed call ran on the first seed's inputs: a kept one's output must pass as
+    the trials' did, else the candidate computed only while it was being checked."""
+    problems = output_problems_from_meta(meta)
     if problems:
-        return "a timed call returned " + "; ".join(problems)
-    res = _compare(m.get("timed_output"), m.get("timed_output_meta"), first, rtol_scale, atol_scale)
+        return f"{what} returned " + "; ".join(problems)
+    res = _compare(outputs, meta, first, rtol_scale, atol_scale)
     if res.ok:
         return None
     return (
-        "the output of a timed call is not the reference's for the same inputs (correct "
+        f"the output of {what} is not the reference's for the same inputs (correct "
         f"while checked, not while timed): {res.message}"
     )
 

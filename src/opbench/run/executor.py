@@ -175,13 +175,10 @@ def judge_outcome(
         return result
     if timed is not None and timed.details:
         result.details.update(timed.details)
-    if "timed_output" in m:
-        from opbench.judge.timed_output import judge_timed_output
+    from opbench.judge.timed_output import judge_timed_output, kept_outputs
 
-        late = judge_timed_output(
-            case, m["timed_output"], list(m.get("timed_output_meta") or []), device,
-            judge_options, expectations,
-        )  # fmt: skip
+    for what, outputs, meta in kept_outputs(m):
+        late = judge_timed_output(case, outputs, meta, device, judge_options, expectations, what)
         if late is not None:
             result.status, result.category, result.message = (
                 late.status,
