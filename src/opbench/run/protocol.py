@@ -62,8 +62,9 @@ def write_plain(stream: BinaryIO, obj: Any) -> None:
     """Worker -> harness: plain data through ``torch.save``."""
     buf = io.BytesIO()
     torch.save(to_plain(obj), buf)
-    data = buf.getvalue()
-    stream.write(_HEADER.pack(len(data)) + data)
+    data = buf.getbuffer()  # no copy: a program's outputs can be gigabytes
+    stream.write(_HEADER.pack(len(data)))
+    stream.write(data)
     stream.flush()
 
 
