@@ -63,9 +63,24 @@ def write_plain(stream: BinaryIO, obj: Any) -> None:
     buf = io.BytesIO()
     torch.save(to_plain(obj), buf)
     data = buf.getbuffer()  # no copy: a program's outputs can be gigabytes
-    stream.write(_HEADER.pack(len(data)))
-    stream.write(data)
+    _write_all(stream, _HEADER.pack(len(data)))
+    _write_all(stream, data)
     stream.flush()
+
+
+def _write_all(stream: BinaryIO, data: Any) -> None:
+    """Write every byte: a raw pipe's ``write`` may take fewer than it was given (Linux
+    moves at most 2,147,479,552 bytes per call), and a message cut short reads as a
+    worker that exited mid-answer (a 1 GiB-output program problem crashed so)."""
+    view = memoryview(data).cast("B")
+    while view:
+        n = stream.write(view)
+        if n is None:  # a non-blocking stream that took nothing: wait for the reader
+            import select
+
+            select.select([], [stream], [])
+            continue
+        view = view[n:]
 
 
 def decode_plain(data: bytes) -> Any:
