@@ -274,6 +274,11 @@ def _run_with_progress(req: Any, quiet: bool = False) -> dict[str, Any]:
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task("building suite", total=None, status="")
         counts: dict[str, int] = {}
+        # Not a terminal (a log file, CI, a remote job): the bar is drawn only at the end,
+        # so each finished test is also a plain line, and a run cut off by a time limit
+        # still shows how far it got.
+        plain = not console.is_terminal
+        where = {"done": 0, "total": 0}
 
         def on_progress(kind: str, payload: Any) -> None:
             if kind == "phase":
@@ -281,6 +286,7 @@ def _run_with_progress(req: Any, quiet: bool = False) -> dict[str, Any]:
             elif kind == "coverage":
                 console.print(describe_coverage(payload))
             elif kind == "start":
+                where.update(done=payload["done"], total=payload["total"])
                 bar.update(
                     task, description="testing", total=payload["total"], completed=payload["done"]
                 )
@@ -289,6 +295,15 @@ def _run_with_progress(req: Any, quiet: bool = False) -> dict[str, Any]:
                 counts[key] = counts.get(key, 0) + 1
                 status = " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
                 bar.update(task, advance=1, status=status[:60])
+                where["done"] += 1
+                if plain:
+                    took = f" {payload.duration_s:.2f} s" if payload.duration_s else ""
+                    console.print(
+                        f"[{where['done']}/{where['total']}] {payload.test_id}: {key}{took}",
+                        markup=False,
+                        highlight=False,
+                        soft_wrap=True,
+                    )
 
         return run(req, on_progress)
 

@@ -231,3 +231,38 @@ def test_cli_json(tmp_path: Path) -> None:
     assert finding["check"] == "random_forward" and finding["path"].endswith("random.py")
     assert finding["evidence"]["max_abs_diff"] > 0.1
     assert payload["by_check"] == {"random_forward": 1}
+
+
+def test_a_journal_keeps_finished_files_and_a_rerun_resumes(tmp_path: Path) -> None:
+    """A lint cut off by a time limit keeps what it finished: each file's result is
+    appended as it ends, and a rerun does not lint those files again."""
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    (folder / "a_sound.py").write_text(SOUND)
+    (folder / "b_sound.py").write_text(SOUND)
+    journal = tmp_path / "lint.jsonl"
+    first = lint_problems(folder, journal=journal)
+    assert len(journal.read_text().splitlines()) == 2 and not first.findings
+    # linted again, this file would now fail to import: the journal's result stands
+    (folder / "b_sound.py").write_text("raise RuntimeError('must not be imported')\n")
+    (folder / "c_new.py").write_text("this is not python\n")
+    again = lint_problems(folder, journal=journal)
+    assert [Path(f).name for f in again.files] == ["a_sound.py", "b_sound.py", "c_new.py"]
+    assert [(Path(f.path).name, f.check) for f in again.findings] == [("c_new.py", "load_error")]
+    assert len(journal.read_text().splitlines()) == 3
+
+
+def test_a_bad_journal_line_names_the_file_and_line(tmp_path: Path) -> None:
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "a.py").write_text(SOUND)
+    journal = tmp_path / "lint.jsonl"
+    journal.write_text('{"file": "x", "size": "small", "device": "cpu"}\n')
+    with pytest.raises(ValueError, match=r"lint\.jsonl:1: not a lint journal line"):
+        lint_problems(folder, journal=journal)
+    journal.write_text(
+        json.dumps({"file": "x", "size": "full", "device": "cpu", "skipped": None, "findings": []})
+        + "\n"
+    )
+    with pytest.raises(ValueError, match="written at size full on cpu, not small on cpu"):
+        lint_problems(folder, journal=journal)

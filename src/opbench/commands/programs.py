@@ -36,7 +36,7 @@ def _check_device(device: str) -> str:
     return str(dev)
 
 
-def _lint_with_progress(path: Path, size: str, device: str) -> Any:
+def _lint_with_progress(path: Path, size: str, device: str, journal: Path | None) -> Any:
     """Lint with a progress bar on stderr (it disappears when done)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -56,7 +56,9 @@ def _lint_with_progress(path: Path, size: str, device: str) -> Any:
         def on_file(f: Path, index: int, total: int) -> None:
             bar.update(task, total=total, completed=index, file=f.name)
 
-        result = lint_problems(path, size, device, max_bytes=max_bytes, on_file=on_file)
+        result = lint_problems(
+            path, size, device, max_bytes=max_bytes, on_file=on_file, journal=journal
+        )
         bar.update(task, completed=len(result.files))
     return result
 
@@ -101,6 +103,11 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(
             False, "--json", help="Print the findings as JSON on stdout."
         ),
+        journal: Path = typer.Option(
+            None,
+            help="Append each file's result to this JSON-lines file as it finishes; files "
+            "already in it are not linted again (an interrupted lint resumes).",
+        ),
     ) -> None:
         """Check program problems for weaknesses a wrong kernel could pass; exit 1 on findings.
 
@@ -120,7 +127,11 @@ def register(app: typer.Typer) -> None:
         dev = _check_device(device)
         if not path.expanduser().exists():
             fail(f"no such problem file or folder: {path}")
-        result = _lint_with_progress(path, chosen, dev)
+        try:
+            result = _lint_with_progress(path, chosen, dev, journal)
+        except ValueError as e:
+            fail(str(e))
+            raise
         if not result.files:
             fail(f"no problem files (*.py) under {path}")
         if json_out:

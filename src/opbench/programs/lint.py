@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import itertools
+import json
 import os
 import re
 import sys
@@ -484,19 +485,61 @@ def lint_problems(
     *,
     max_bytes: int | None = None,
     on_file: Callable[[Path, int, int], None] | None = None,
+    journal: Path | None = None,
 ) -> LintResult:
     """Lint every problem file under ``path`` (a file or a folder, recursively).
 
     ``on_file(path, index, total)`` is called before each file (for a progress bar).
-    Raises FileNotFoundError when ``path`` does not exist."""
+    ``journal``: a JSON-lines file each file's result is appended to as it finishes;
+    files already recorded there (at the same size and device) are not linted again, so
+    a lint cut off by a time limit (KernelBench's levels take minutes on a GPU) resumes.
+    Raises FileNotFoundError when ``path`` does not exist, ValueError on a journal line
+    that cannot be read or was written at another size or device."""
     files = problem_files(path)
+    done = read_journal(journal, size, device) if journal is not None else {}
     result = LintResult()
     for i, f in enumerate(files):
         if on_file is not None:
             on_file(f, i, len(files))
-        findings, skipped = lint_file(f, size, device, max_bytes)
+        if str(f) in done:
+            findings, skipped = done[str(f)]
+        else:
+            findings, skipped = lint_file(f, size, device, max_bytes)
+            if journal is not None:
+                line = {"file": str(f), "size": size, "device": device, "skipped": skipped,
+                        "findings": [asdict(x) for x in findings]}  # fmt: skip
+                with open(journal, "a") as out:
+                    out.write(json.dumps(line) + "\n")
         result.files.append(str(f))
         result.findings += findings
         if skipped:
             result.skipped[str(f)] = skipped
     return result
+
+
+def read_journal(
+    journal: Path, size: str, device: str
+) -> dict[str, tuple[list[Finding], str | None]]:
+    """The files a journal records, with their findings and skip reasons."""
+    done: dict[str, tuple[list[Finding], str | None]] = {}
+    if not journal.exists():
+        return done
+    for n, text in enumerate(journal.read_text().splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            rec = json.loads(text)
+            findings = [Finding(**x) for x in rec["findings"]]
+            key, skipped = rec["file"], rec["skipped"]
+            was = (rec["size"], rec["device"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(
+                f"{journal}:{n}: not a lint journal line ({type(e).__name__}: {e})"
+            ) from None
+        if was != (size, device):
+            raise ValueError(
+                f"{journal}:{n}: written at size {was[0]} on {was[1]}, not {size} on {device}; "
+                "use another journal"
+            )
+        done[key] = (findings, skipped)
+    return done
