@@ -111,12 +111,12 @@ def test_estimate_counts_inputs_params_and_outputs_without_allocating(tmp_path):
         return [64]
     """
     mod = loader.load_module(_write(tmp_path / "huge.py", huge))
-    nbytes, how = loader.estimate_bytes(mod, None)
+    nbytes, how, out = loader.estimate_bytes(mod, None)
     inputs = 2 * (1 << 16) * 64 * 4
     params = (64 * 64 + 64) * 4
     output = (1 << 16) * (1 << 16) * 4
     assert how == "meta"
-    assert nbytes == inputs + params + output
+    assert nbytes == inputs + params + output and out == output
 
 
 def test_not_runnable_reasons(tmp_path):

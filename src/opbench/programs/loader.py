@@ -261,9 +261,9 @@ def _nbytes(tensors: Iterable[torch.Tensor]) -> int:
     return total
 
 
-def estimate_bytes(mod: types.ModuleType, size: str | None) -> tuple[int, str]:
-    """Bytes of the inputs, the model's parameters and buffers and its outputs, and how
-    they were found.
+def estimate_bytes(mod: types.ModuleType, size: str | None) -> tuple[int, str, int | None]:
+    """Bytes of the inputs, the model's parameters and buffers and its outputs, how they
+    were found, and the outputs' bytes alone (None when unknown).
 
     On the ``meta`` device first (shapes only, nothing allocated: a KernelBench level-1
     ReLU asks for 6.4 GB of input, and a small-K matmul returns 4 GB from 16 MB of
@@ -282,13 +282,14 @@ def estimate_bytes(mod: types.ModuleType, size: str | None) -> tuple[int, str]:
         how = "built"
     state = [*model.parameters(), *model.buffers()]
     total = _nbytes(tensors_of(inputs)) + _nbytes(state)
+    outputs = None
     if how == "meta":
         try:
             with torch.device("meta"), torch.no_grad():
-                total += _nbytes(tensors_of(model(*inputs)))
+                outputs = _nbytes(tensors_of(model(*inputs)))
         except Exception:
             how = "meta, without outputs"
-    return total, how
+    return total + (outputs or 0), how, outputs
 
 
 def default_max_bytes(device: str) -> int:

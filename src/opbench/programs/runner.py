@@ -37,6 +37,7 @@ from opbench.programs import loader, reference
 from opbench.programs.judge import judge_program
 from opbench.programs.loader import Problem, ProblemError
 from opbench.programs.summary import problem_summaries, program_scores
+from opbench.run.protocol import MAX_MESSAGE_BYTES
 from opbench.run.store import ResultStore, StoreError, TestResult
 from opbench.suites.case import derive_seed
 
@@ -224,7 +225,7 @@ class ProgramExecutor:
         if lacking:
             return skipped(lacking)
         try:
-            nbytes, how = loader.estimate_bytes(module, self.size)
+            nbytes, how, out_bytes = loader.estimate_bytes(module, self.size)
         except Exception as e:
             return skipped(loader.not_runnable_reason(problem.path, e))
         if nbytes > self.max_bytes:
@@ -232,6 +233,16 @@ class ProgramExecutor:
                 f"too large: its inputs, parameters and outputs take {nbytes / 2**30:.2f} "
                 f"GiB (estimated {'by building it' if how == 'built' else 'on the meta device'}), "
                 f"above the {self.max_bytes / 2**30:.2f} GiB cap (--max-problem-bytes)"
+            )
+        # the worker sends every trial's outputs, and two timed calls' when timed, in one
+        # message: one that cannot be sent would read as a crash after minutes of work
+        sent = (out_bytes or 0) * (len(self.seeds) + (2 if self.req.perf else 0))
+        if sent > MAX_MESSAGE_BYTES:
+            return skipped(
+                f"too large: its outputs take {out_bytes / 2**30:.2f} GiB, and the "
+                f"{len(self.seeds)} trials' outputs{' and two timed calls' if self.req.perf else ''} "
+                f"({sent / 2**30:.2f} GiB) exceed the {MAX_MESSAGE_BYTES / 2**30:.0f} GiB a "
+                "worker can send; lower --n-correctness"
             )
         findings = self.scan(problem.candidate) if problem.candidate is not None else []
         details: dict[str, Any] = {"size": self.size, "problem_bytes": nbytes}
