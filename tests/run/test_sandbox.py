@@ -82,6 +82,9 @@ def test_run_dir_is_hidden_and_the_file_system_read_only(tmp_path):
     run_dir = Path(__file__).resolve().parent / f".sandbox-run-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "results.sqlite").write_text("secret results")
+    # a hidden folder inside another (the run's logs/): bwrap cannot mount inside the
+    # read-only tmpfs that covers the outer one, so the worker failed to start
+    (run_dir / "logs").mkdir(exist_ok=True)
     repo_file = Path(__file__).resolve().parent / f"pwned-{os.getpid()}.txt"
     try:
         code, out, err = _run(
@@ -97,7 +100,7 @@ def test_run_dir_is_hidden_and_the_file_system_read_only(tmp_path):
             open("/tmp/scratch.txt", "w").write("fine")
             print("tmp ok")
             """,
-            hide=[run_dir],
+            hide=[run_dir, run_dir / "logs"],
         )
         assert code == 0, err
         assert "listing []" in out  # the store is not there to read
@@ -107,6 +110,7 @@ def test_run_dir_is_hidden_and_the_file_system_read_only(tmp_path):
         assert (run_dir / "results.sqlite").read_text() == "secret results"
     finally:
         (run_dir / "results.sqlite").unlink()
+        (run_dir / "logs").rmdir()
         run_dir.rmdir()
 
 

@@ -134,6 +134,13 @@ def _import_paths(env: dict[str, str]) -> list[str]:
     return sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
 
 
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """``paths`` without those inside another one: a folder inside a hidden folder is
+    hidden with it, and bwrap cannot mount it anyway (the outer tmpfs is read-only)."""
+    unique = sorted(set(paths))
+    return [p for p in unique if not any(q != p and _is_under(p, q) for q in unique)]
+
+
 def wrap_command(
     cmd: list[str],
     *,
@@ -187,7 +194,7 @@ def wrap_command(
         argv += ["--dev", "/dev"]
     argv += ["--proc", "/proc", "--bind", private, "/tmp"]
     # Bring back, read-only, what the worker needs from under the host's /tmp.
-    hidden = [os.path.realpath(str(h)) for h in hide]
+    hidden = _outermost(os.path.realpath(str(h)) for h in hide)
     exposed = [os.path.realpath(str(e)) for e in expose if os.path.exists(e)]
     # Order matters (later mounts cover earlier ones): paths brought back from /tmp, then
     # the hidden folders covered (also one inside a path just brought back: a checkout
