@@ -12,7 +12,7 @@ import torch
 
 from opbench.programs import loader
 from opbench.programs.inputs import call_sized, make_inputs
-from opbench.programs.summary import fast_p
+from opbench.report.metrics import fast_p
 
 SIMPLE = """
 import torch
@@ -144,9 +144,18 @@ def test_problem_api_names_what_is_missing(tmp_path):
 
 
 def test_fast_p_counts_only_correct_and_faster():
-    correct = {"a": True, "b": True, "c": False, "d": True}
+    correct = ["a", "b", "d"]  # "c" is fast but wrong; "d" correct but not timed
     speed = {"a": 2.5, "b": 1.2, "c": 9.0, "d": None}
-    got = fast_p(correct, speed, denominator=5)
-    assert got == {"0": 3 / 5, "1.0": 2 / 5, "1.5": 1 / 5, "2.0": 1 / 5}
+    got = fast_p(correct, speed, 5)
+    # KernelBench's thresholds; "faster than p" is strict (b's 1.2 is not above 1.2)
+    assert got == {
+        "0": 3 / 5,
+        "0.5": 2 / 5,
+        "0.8": 2 / 5,
+        "1.0": 2 / 5,
+        "1.2": 1 / 5,
+        "1.5": 1 / 5,
+        "2.0": 1 / 5,
+    }
     assert fast_p(correct, {}, 5)["1.0"] is None
-    assert fast_p({}, {}, 0)["0"] is None
+    assert fast_p([], {}, 0)["0"] is None

@@ -9,9 +9,13 @@ would pass it too, so a passing candidate proves nothing) is listed under ``weak
 left out as well.
 
 * ``correctness_score``: correct problems / denominator.
-* ``fast_p`` (KernelBench's fast_p, against eager timed live): the fraction of the
+* ``fast_p`` for p in 0, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0 (KernelBench's fast_p, against
+  eager timed live): the fraction of the
   denominator that is correct *and* whose device-time speedup over eager exceeds ``p``.
 * ``fast_p_compile``: the same against ``torch.compile`` (``--compile-baseline``).
+* ``levels``: per level (``"1"``, ``"2"``, ...; ``""`` for a folder without levels), its
+  problems in the denominator, how many are correct, and its own ``fast_p`` (and
+  ``fast_p_compile``), each over that level's problems.
 * ``performance_score``: the geomean of the correct problems' speedups over eager.
 """
 
@@ -23,33 +27,7 @@ from typing import Any
 from opbench.report import metrics
 from opbench.run.store import TestResult
 
-__all__ = ["FAST_P", "fast_p", "problem_summaries", "program_scores"]
-
-#: The thresholds the brief of a program run reports (a subset of the operator run's).
-FAST_P: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)
-
-
-def _key(p: float) -> str:
-    return "0" if p == 0 else f"{p:.1f}"
-
-
-def fast_p(
-    correct: dict[str, bool], speedups: dict[str, float | None], denominator: int
-) -> dict[str, float | None]:
-    """``{"0": .., "1.0": .., ...}``: correct and faster than ``p`` over the denominator;
-    None where nothing was timed (``--no-perf``) or nothing ran."""
-    out: dict[str, float | None] = {}
-    timed = {k: s for k, s in speedups.items() if s is not None and correct.get(k)}
-    for p in FAST_P:
-        if denominator == 0:
-            out[_key(p)] = None
-        elif p == 0:
-            out[_key(p)] = sum(1 for v in correct.values() if v) / denominator
-        elif not timed:
-            out[_key(p)] = None
-        else:
-            out[_key(p)] = sum(1 for s in timed.values() if s > p) / denominator
-    return out
+__all__ = ["problem_summaries", "program_scores"]
 
 
 def problem_summaries(results: Iterable[TestResult]) -> dict[str, dict[str, Any]]:
@@ -93,20 +71,38 @@ def program_scores(results: list[TestResult], *, compile_baseline: bool) -> dict
     }
     denominator = sorted(op for op, v in ops.items() if v.get("tests") and op not in weak)
     scores = metrics.scores(ops, denominator)
-    correct = {op: bool(ops[op].get("correct")) for op in denominator}
-    scores["fast_p"] = fast_p(
-        correct, {op: ops[op].get("speedup") for op in denominator}, len(denominator)
-    )
+    correct = [op for op in denominator if ops[op].get("correct")]
+    eager = {op: ops[op].get("speedup") for op in denominator}
+    by_id = {r.test_id: r for r in results}
+    comp = {
+        op: ((by_id[op].details or {}).get("compile") or {}).get("speedup")
+        for op in denominator
+        if op in by_id
+    }
     if compile_baseline:
-        by_id = {r.test_id: r for r in results}
-        comp = {
-            op: ((by_id[op].details or {}).get("compile") or {}).get("speedup")
-            for op in denominator
-            if op in by_id
-        }
-        scores["fast_p_compile"] = fast_p(correct, comp, len(denominator))
-        timed = [s for op, s in comp.items() if s is not None and correct.get(op)]
+        scores["fast_p_compile"] = metrics.fast_p(correct, comp, len(denominator))
+        timed = [s for op, s in comp.items() if s is not None and op in correct]
         scores["performance_score_compile"] = metrics.geomean(timed)
+    levels: dict[str, list[str]] = {}
+    for op in denominator:
+        levels.setdefault((by_id[op].case_json or {}).get("level") or "", []).append(op)
+    scores["levels"] = {
+        level: {
+            "problems": len(ops_),
+            "correct": sum(op in correct for op in ops_),
+            "fast_p": metrics.fast_p(correct, {op: eager[op] for op in ops_}, len(ops_)),
+            **(
+                {
+                    "fast_p_compile": metrics.fast_p(
+                        correct, {op: comp.get(op) for op in ops_}, len(ops_)
+                    )
+                }
+                if compile_baseline
+                else {}
+            ),
+        }
+        for level, ops_ in sorted(levels.items(), key=lambda kv: (len(kv[0]), kv[0]))
+    }
     scores["problems_in_denominator"] = scores.get("ops_in_denominator")
     scores["problems_correct"] = scores.get("ops_correct")
     return {

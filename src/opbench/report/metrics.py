@@ -128,6 +128,29 @@ def op_summaries(
     return out
 
 
+def fast_p(
+    correct: Iterable[str], speedups: Mapping[str, float | None], n: int
+) -> dict[str, float | None]:
+    """KernelBench's ``fast_p`` for every threshold of :data:`FAST_P_THRESHOLDS`
+    (``{"0": .., "0.5": .., ..., "2.0": ..}``): the fraction of the ``n`` entries of the
+    denominator that are in ``correct`` and whose speedup is above ``p``; None where the
+    denominator is empty, or (for p > 0) where nothing correct was timed."""
+    right = set(correct)
+    timed = {k: s for k, s in speedups.items() if s is not None and k in right}
+    out: dict[str, float | None] = {}
+    for p in FAST_P_THRESHOLDS:
+        key = "0" if p == 0 else f"{p:.1f}"
+        if n == 0:
+            out[key] = None
+        elif p == 0:
+            out[key] = len(right) / n
+        elif not timed:
+            out[key] = None
+        else:
+            out[key] = sum(1 for s in timed.values() if s > p) / n
+    return out
+
+
 def scores(
     ops: Mapping[str, Mapping[str, Any]],
     denominator: Iterable[str],
@@ -140,23 +163,12 @@ def scores(
     speedups_host = {
         op: ops[op]["speedup_host"] for op in correct if ops[op].get("speedup_host") is not None
     }
-    fast_p: dict[str, float | None] = {}
-    for p in FAST_P_THRESHOLDS:
-        key = "0" if p == 0 else f"{p:.1f}"
-        if n == 0:
-            fast_p[key] = None
-        elif p == 0:
-            fast_p[key] = len(correct) / n
-        elif not speedups:
-            fast_p[key] = None
-        else:
-            fast_p[key] = sum(1 for s in speedups.values() if s > p) / n
     return {
         "correctness_score": (len(correct) / n) if n else None,
         "performance_score": geomean(speedups.values()),
         "performance_score_host": geomean(speedups_host.values()),
         "performance_ops": len(speedups),
-        "fast_p": fast_p,
+        "fast_p": fast_p(correct, speedups, n),
         "ops_in_denominator": n,
         "ops_correct": len(correct),
     }
