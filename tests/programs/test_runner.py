@@ -249,10 +249,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _opbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _opbench(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "opbench.cli", "run", *args],
-        env=_env(),
+        env={**_env(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -440,19 +442,31 @@ def test_single_problem_with_compile_baseline(tmp_path):
     cand = tmp_path / "linear_new.py"
     cand.write_text(CANDIDATES["1_correct"])
     out = tmp_path / "run"
-    p = _opbench(
-        "--problem",
-        str(problem),
-        "--candidate",
-        str(cand),
-        "--compile-baseline",
-        "--n-correctness",
-        "2",
-        "--out",
-        str(out),
-        "--quiet",
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
+    cache = tmp_path / "compile-cache"
+
+    def run(out: Path) -> dict:
+        p = _opbench(
+            "--problem",
+            str(problem),
+            "--candidate",
+            str(cand),
+            "--compile-baseline",
+            "--n-correctness",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+            env={"OPBENCH_COMPILE_CACHE": str(cache)},
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
+        try:
+            (details,) = con.execute("SELECT details FROM results").fetchone()
+        finally:
+            con.close()
+        return json.loads(details)
+
+    first = run(out)
     summary = json.loads((out / "summary.json").read_text())
     rec = summary["problems"]["linear"]
     assert rec["status"] == "passed", rec
@@ -463,3 +477,11 @@ def test_single_problem_with_compile_baseline(tmp_path):
     assert set(summary["fast_p_compile"]) == {"0", "0.5", "0.8", "1.0", "1.2", "1.5", "2.0"}
     assert summary["levels"][""]["fast_p_compile"] == summary["fast_p_compile"]
     assert summary["performance_score_compile"] == pytest.approx(rec["speedup_compile"])
+    # the harness compiled it ahead into the cache; the sandboxed worker started from it
+    assert first["compile_cache"]["hit"] is False and first["compile_cache"]["compile_s"] > 0
+    assert (Path(first["compile_cache"]["path"]) / "complete.json").is_file()
+    assert first["compile"]["cache_files"] > 0 and first["compile"]["compile_s"] > 0
+    # a second run (another run directory) finds the entry: nothing compiled ahead again
+    second = run(tmp_path / "run2")
+    assert second["compile_cache"] == {"path": first["compile_cache"]["path"], "hit": True}
+    assert second["compile"]["cache_files"] == first["compile"]["cache_files"]

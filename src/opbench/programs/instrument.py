@@ -39,6 +39,7 @@ from opbench.instrument import tensors
 from opbench.instrument.integrity import Fingerprint
 from opbench.instrument.timed import keeping_last, last_output
 from opbench.judge import timing as timing_mod
+from opbench.programs import compile_cache
 from opbench.programs.inputs import build_model, call_sized, make_inputs, tensors_of
 
 __all__ = ["run_program"]
@@ -235,9 +236,13 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
     compiled_call = None
     if req.get("perf") and req.get("compile_baseline"):
         try:
+            if req.get("compile_cache"):  # the harness's warm, read-only cache entry
+                out["compile_cache_files"] = compile_cache.restore(req["compile_cache"])
+            t0 = _perf()
             compiled_call = _no_grad(torch.compile(reference))
             compiled_call(*make_inputs(problem, seeds[0], size, device))  # compile now
             tensors.sync(device)
+            out["compile_s"] = round(_perf() - t0, 2)
         except Exception as e:
             compiled_call = None
             out["compile_error"] = f"{type(e).__name__}: {e}"[:2000]

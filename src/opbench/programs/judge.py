@@ -315,3 +315,7 @@ def timing_fields(result: TestResult, m: dict[str, Any]) -> None:
     for key in ("compile_error", "timing_compile_error"):
         if m.get(key):
             result.details.setdefault("compile", {})["error"] = m[key]
+    # how long the worker's compile took, and how many cached files it started from
+    for key, name in (("compile_s", "compile_s"), ("compile_cache_files", "cache_files")):
+        if m.get(key) is not None:
+            result.details.setdefault("compile", {})[name] = m[key]

@@ -24,16 +24,18 @@ Per problem, in a worker slot (one thread per worker, as for operators):
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from opbench.programs import loader, reference
+from opbench.programs import compile_cache, loader, reference
 from opbench.programs.judge import judge_program
 from opbench.programs.loader import Problem, ProblemError
 from opbench.programs.summary import problem_summaries, program_scores
@@ -47,6 +49,18 @@ log = logging.getLogger(__name__)
 
 #: ``--size`` choices: our problems' ``SIZES``; KernelBench files have one size.
 SIZES = ("small", "full")
+#: A compile-cache warm-up that takes longer is given up (the worker compiles cold).
+WARM_TIMEOUT_S = 900.0
+
+
+def compile_jobs() -> int:
+    """Problems whose ``torch.compile`` baseline the harness warms at once:
+    ``$OPBENCH_COMPILE_JOBS``, else a quarter of the cores (1 to 4). Inductor compiles
+    each graph with a pool of its own, so more would only oversubscribe the CPU."""
+    env = os.environ.get("OPBENCH_COMPILE_JOBS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, (os.cpu_count() or 2) // 4))
 
 
 def is_program_run(req: Any) -> bool:
@@ -127,6 +141,15 @@ class ProgramExecutor:
         # the backend is imported only in backend mode; candidates come as text
         kernel_dir = req.backend if req.candidate is None and req.candidates is None else "aten"
         config = replace(config, backend=kernel_dir, spare_workers=1, env={})
+        # torch.compile baselines: warmed by the harness ahead of the workers, several
+        # at once, in a cache the (read-only) workers copy from (opbench.programs.compile_cache)
+        self.compile_root = (
+            compile_cache.cache_root() if req.compile_baseline and req.perf else None
+        )
+        if self.compile_root is not None:
+            self.compile_root.mkdir(parents=True, exist_ok=True)
+            config = replace(config, expose=[str(self.compile_root)])
+        self._warming: dict[str, Future] = {}
         self.config = with_hidden_run_dir(config, store, log_dir)
         self.factory = WorkerFactory(self.config, log_dir)
         self.max_bytes = (
@@ -147,6 +170,19 @@ class ProgramExecutor:
         todo: queue.Queue[Problem] = queue.Queue()
         for p in problems:
             todo.put(p)
+        warm_pool = None
+        if self.compile_root is not None:
+            warm_pool = ThreadPoolExecutor(compile_jobs(), thread_name_prefix="compile-warm")
+            for p in problems:
+                if self._fits(p):
+                    self._warming[p.problem_id] = warm_pool.submit(
+                        compile_cache.warm,
+                        p.path,
+                        self.size,
+                        self.req.device,
+                        self.compile_root,
+                        WARM_TIMEOUT_S,
+                    )
         devices = devices_for(self.req.device, self.req.workers)
         threads = [
             threading.Thread(target=self._slot, args=(d, todo, on_result), daemon=True)
@@ -160,6 +196,8 @@ class ProgramExecutor:
                     t.join(0.2)
         finally:
             self.factory.close()
+            if warm_pool is not None:
+                warm_pool.shutdown(wait=False, cancel_futures=True)
         if self._error is not None:
             raise self._error
 
@@ -188,6 +226,18 @@ class ProgramExecutor:
             drain(todo)
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
+
+    def _fits(self, problem: Problem) -> bool:
+        """Whether a problem will reach a worker as far as the harness can tell up front
+        (its candidate is there, it loads, it fits the memory cap): only those are
+        compiled ahead."""
+        if problem.candidate_missing:
+            return False
+        try:
+            nbytes, _, _ = loader.estimate_bytes(loader.load_module(problem.path), self.size)
+        except Exception:  # judge() reports it
+            return False
+        return nbytes <= self.max_bytes
 
     # -- one problem -----------------------------------------------------------------
     def scan(self, path: Path) -> list[Any]:
@@ -284,6 +334,11 @@ class ProgramExecutor:
             "timing_options": {},
         }
         del built
+        warming = self._warming.get(problem.problem_id)
+        if warming is not None:  # bounded by warm()'s own timeout
+            details["compile_cache"] = warming.result()
+            if "path" in details["compile_cache"]:
+                request["compile_cache"] = details["compile_cache"]["path"]
         worker = self.factory.get(device)
         self.sandbox_level = worker.sandbox_level
         try:

@@ -278,13 +278,12 @@ class ForkServer:
 
         env = worker_env(config, device)
         env[_FD_ENV] = str(child.fileno())
-        kernel_dir = config.backend_path()
         self._wrapped = sandbox.wrap_command(
             [sys.executable, "-m", "opbench.run.forkserver"],
             mode=config.sandbox,
             env=env,
             hide=config.hide,
-            expose=[kernel_dir] if kernel_dir else [],
+            expose=config.readable(),
             device=device,
         )
         self.sandbox_level = self._wrapped.level

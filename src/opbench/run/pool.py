@@ -48,6 +48,8 @@ class WorkerConfig:
     env: dict[str, str] = field(default_factory=dict)
     #: Folders the sandboxed worker must not see (the run directory with the store).
     hide: list[str] = field(default_factory=list)
+    #: Folders beside the kernel directory it may read (the compiled-baseline cache).
+    expose: list[str] = field(default_factory=list)
     #: Workers kept started and warm ahead of need, per device. A run with one isolation
     #: unit per operator replaces a worker per operator; on CUDA a fresh worker pays for
     #: a CUDA context (~0.5 s), so two spares hide it behind short tests.
@@ -66,6 +68,12 @@ class WorkerConfig:
             return None
         p = Path(spec).expanduser()
         return str(p.resolve()) if p.is_dir() else None
+
+    def readable(self) -> list[str]:
+        """What a sandboxed worker may read although it lies under /tmp or a hidden
+        folder: the kernel directory and ``expose``."""
+        kernel_dir = self.backend_path()
+        return [*([kernel_dir] if kernel_dir else []), *self.expose]
 
     def message(self, device: str) -> dict[str, Any]:
         # Absolute: a sandboxed worker starts in its private /tmp, not in our folder.
@@ -159,13 +167,12 @@ class WorkerProcess:
         env = worker_env(config, device)
         if device.startswith("cuda") and ":" in device:
             pass  # the worker selects the device itself; keep all GPUs visible for IPC-free setups
-        kernel_dir = config.backend_path()
         wrapped = sandbox.wrap_command(
             cmd,
             mode=config.sandbox,
             env=env,
             hide=config.hide,
-            expose=[kernel_dir] if kernel_dir else [],
+            expose=config.readable(),
             device=device,
         )
         self._wrapped = wrapped
