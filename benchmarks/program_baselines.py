@@ -174,6 +174,7 @@ def _estimate(path: Path, size: str | None) -> tuple[int | None, str | None]:
 
 def run_suite(args: argparse.Namespace) -> None:
     from opbench.programs import loader
+    from opbench.run.bounded import run_bounded
 
     root = loader.OWN_PROBLEMS if args.suite == "own" else Path(args.suite)
     levels = args.levels.split(",") if args.levels else None
@@ -186,7 +187,7 @@ def run_suite(args: argparse.Namespace) -> None:
     print(f"{len(problems)} problems, {len(problems) - len(todo)} in {journal}", flush=True)
     write = threading.Lock()
     started = time.monotonic()
-    lock_path = str(journal) + ".lock"
+    lock_path = args.lock or str(journal) + ".lock"
     threads = max(1, (os.cpu_count() or 2) // max(1, args.jobs))
 
     def record(problem: Any, row: dict[str, Any]) -> None:
@@ -210,7 +211,7 @@ def run_suite(args: argparse.Namespace) -> None:
         cmd += ["--lock", lock_path] + (["--size", size] if size else [])
         t0 = time.monotonic()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+            p = run_bounded(cmd, timeout=args.timeout, env=env)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
             row = (
                 json.loads(lines[-1])
@@ -364,7 +365,12 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--title", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--lock", default=None, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--lock",
+        default=None,
+        help="timing lock file (default JOURNAL.lock); share it "
+        "between runs on one GPU so that only one times at once",
+    )
     args = ap.parse_args()
     if not args.child and not args.journal:
         ap.error("--journal is required")

@@ -38,6 +38,7 @@ from typing import Any
 from opbench.agent import programs
 from opbench.agent.client import ChatClient, ClientError
 from opbench.agent.prompts import NoCodeBlock, extract_code, feedback_message, task_messages
+from opbench.run.bounded import run_bounded
 
 __all__ = ["AgentOptions", "FATAL_KINDS", "run_agent"]
 
@@ -95,7 +96,7 @@ def _judge(opts: AgentOptions, target: str, version: int, run_dir: Path) -> dict
     if run_dir.exists():
         args.append("--resume")
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=opts.judge_timeout_s)
+        proc = run_bounded(args, timeout=opts.judge_timeout_s)
     except subprocess.TimeoutExpired:
         return {"verdict": "judge_timeout", "correct": False, "details": "the judge timed out"}
     if proc.returncode != 0:
@@ -303,7 +304,7 @@ def _judge_best(opts: AgentOptions, ops: list[str]) -> dict[str, Any] | None:
     else:
         args = _run_args(opts, opts.out / "best", sorted(ops), run_dir)
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=opts.judge_timeout_s)
+        proc = run_bounded(args, timeout=opts.judge_timeout_s)
     except subprocess.TimeoutExpired:
         return {"error": "the judge timed out"}
     summary_path = run_dir / "summary.json"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opbench.agent.prompts import available_dsls, load_template
+from opbench.run.bounded import run_bounded
 
 __all__ = [
     "is_programs",
@@ -128,7 +129,7 @@ def judge_program(
     if run_dir.exists():
         args.append("--resume")
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
+        proc = run_bounded(args, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"verdict": "judge_timeout", "correct": False, "details": "the judge timed out"}
     if proc.returncode not in (0, 1) or not proc.stdout.strip().startswith("{"):

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from opbench.run.bounded import run_bounded
+
 __all__ = ["cache_root", "entry_for", "restore", "warm"]
 
 #: The file that marks a finished entry (with how long its compile took).
@@ -92,7 +94,7 @@ def warm(problem: Path, size: str | None, device: str, root: Path, timeout_s: fl
     cmd += ["--size", size] if size else []
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+        p = run_bounded(cmd, env=env, timeout=timeout_s)
         if p.returncode != 0:
             tail = (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1]
             return {"error": f"warming the compile cache failed: {tail[-300:]}"}
