@@ -243,3 +243,30 @@ def test_unreproducible_eager_nan_marks_the_comparison_unreliable_not_failed():
     assert corr.compare_tensor(many, eager, ref).category == "nan_mismatch"
     # and with a trustworthy eager (no NaN of its own), any extra NaN fails.
     assert corr.compare_tensor(cand, ref.to(torch.float16), ref).category == "nan_mismatch"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_comparing_on_the_gpu_gives_the_cpu_verdict():
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(1000, 300, dtype=torch.float64, generator=g)
+    eager = ref.float()
+    wrong = eager.clone()
+    wrong[7, 11] += 1.0
+    nan = eager.clone()
+    nan[3, 3] = float("nan")
+    for cand in (eager + 1e-7, wrong, nan):
+        on_cpu = corr.compare_outputs(cand, eager, ref)
+        on_gpu = corr.compare_outputs(cand, eager, ref, work_device="cuda")
+        assert (on_gpu.category, on_gpu.message) == (on_cpu.category, on_cpu.message)
+        assert on_gpu.max_abs_err == on_cpu.max_abs_err
+
+
+def test_work_device_cpu_is_the_default():
+    ref = torch.linspace(-3, 3, 101, dtype=torch.float64)
+    eager = ref.float()
+    bad = eager.clone()
+    bad[50] = 9.0
+    assert corr.compare_outputs(bad, eager, ref, work_device="cpu").message == (
+        corr.compare_outputs(bad, eager, ref).message
+    )
+    assert not corr.compare_outputs(bad, eager, ref, work_device="cpu").ok

@@ -47,6 +47,7 @@ eager output is the reference and only the floors apply (``|e - r| = 0``), which
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,11 +291,14 @@ def compare_tensor(
     norm_fallback: bool | None = None,
     max_in_numel: int = 0,
     values: bool = True,
+    work_device: str | None = None,
 ) -> Comparison:
     """Compare one candidate tensor with eager's and the float64 reference (see module doc).
 
     ``cand`` and ``eager`` may live on different devices (the candidate's is usually
     copied to the CPU); pass their original devices in ``cand_device``/``eager_device``.
+    ``work_device``: where the arithmetic runs (default the CPU); a program's outputs of
+    a GiB each took most of a problem's minute on the CPU, a fraction of a second on a GPU.
     """
     where = _where(path)
     cdev = cand_device or str(cand.device)
@@ -314,8 +318,9 @@ def compare_tensor(
     details: dict[str, Any] = {}
     if cand.numel() == 0 or not values:
         return Comparison(details=details)
-    c = cand.detach().cpu()
-    e = eager.detach().cpu()
+    dev = work_device or "cpu"
+    c = cand.detach().to(dev)
+    e = eager.detach().to(dev)
     dtype = eager.dtype
     if not (dtype.is_floating_point or dtype.is_complex):
         if torch.equal(c, e):
@@ -344,7 +349,7 @@ def compare_tensor(
     cr = _as_real(c).to(work)
     er = _as_real(e).to(work)
     if ref is not None and tuple(ref.shape) == tuple(eager.shape):
-        rr = _as_real(ref.detach().cpu())
+        rr = _as_real(ref.detach().to(dev))
         rr = rr.to(work)
     else:
         rr = er
@@ -525,6 +530,7 @@ def compare_outputs(
     max_in_numel: int = 0,
     norm_fallback: bool | None = None,
     meta_only: frozenset[str] | set[str] | bool = False,
+    work_device: str | None = None,
 ) -> Comparison:
     """Compare output structures (tensors, tuples/lists, Python scalars, None).
 
@@ -535,6 +541,8 @@ def compare_outputs(
     ``cand_devices``/``eager_devices`` map output paths to the devices the tensors came
     from, when they were copied to the CPU for comparing (a factory op such as
     ``arange`` without a ``device`` argument returns a CPU tensor in a CUDA run).
+    ``work_device``: where tensors are compared (see :func:`compare_tensor`); a leaf that
+    does not fit in that device's memory is compared on the CPU.
     """
     if _structure(cand) != _structure(eager):
         # a Python scalar where eager returns a 0-dim tensor (or the reverse) is still wrong
@@ -569,7 +577,8 @@ def compare_outputs(
             )
         else:
             rt = r if isinstance(r, torch.Tensor) else None
-            res = compare_tensor(
+            leaf = functools.partial(
+                compare_tensor,
                 c,
                 e,
                 rt,
@@ -583,6 +592,11 @@ def compare_outputs(
                 norm_fallback=norm_fallback,
                 values=not (meta_only is True or (meta_only and path in meta_only)),
             )
+            try:
+                res = leaf(work_device=work_device)
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()
+                res = leaf(work_device=None)
         if not res.ok:
             return res
         if res.details:

@@ -54,10 +54,12 @@ def judge_program(
     *,
     rtol_scale: float = 1.0,
     atol_scale: float = 1.0,
+    work_device: str | None = None,
 ) -> TestResult:
     """A :class:`TestResult` from one worker answer; ``base`` holds the test's fields
     (``test_id``, ``op``, ``suite``, ...), ``expected`` the harness's references, one per
-    trial seed, in the order the worker was asked to run them."""
+    trial seed, in the order the worker was asked to run them. ``work_device``: where
+    outputs are compared (the run's GPU; default the CPU)."""
     if outcome.kind != "result":
         msg = outcome.detail
         if outcome.stderr_tail:
@@ -106,7 +108,9 @@ def judge_program(
             details={"traceback": m.get("tb", "")},
             duration_s=elapsed,
         )
-    verdict = _judge_trials(base, m.get("trials") or [], expected, rtol_scale, atol_scale)
+    verdict = _judge_trials(
+        base, m.get("trials") or [], expected, rtol_scale, atol_scale, work_device
+    )
     verdict.duration_s = elapsed
     if verdict.status != "passed":
         return verdict
@@ -120,7 +124,9 @@ def judge_program(
             duration_s=elapsed,
         )
     for what, outputs, meta in kept_outputs(m) if expected else []:
-        bad = _timed_output_problem(what, outputs, meta, expected[0], rtol_scale, atol_scale)
+        bad = _timed_output_problem(
+            what, outputs, meta, expected[0], rtol_scale, atol_scale, work_device
+        )
         if bad:
             return _fail(base, "cheat", bad, details=verdict.details, duration_s=elapsed)
     timing_fields(verdict, m)
@@ -128,7 +134,12 @@ def judge_program(
 
 
 def _compare(
-    outputs: Any, meta: Any, exp: Expected, rtol_scale: float, atol_scale: float
+    outputs: Any,
+    meta: Any,
+    exp: Expected,
+    rtol_scale: float,
+    atol_scale: float,
+    work_device: str | None = None,
 ) -> corr.Comparison:
     """A candidate's outputs (as the worker sent them) against the harness's references
     for the same seed, under opbench's rule with the norm fallback."""
@@ -142,19 +153,20 @@ def _compare(
         cand_devices=corr.devices_from_meta(list(meta or [])),
         eager_devices=exp.eager_devices,
         norm_fallback=True,
+        work_device=work_device,
     )
 
 
 def _timed_output_problem(
     what: str, outputs: Any, meta: list[dict[str, Any]], first: Expected,
-    rtol_scale: float, atol_scale: float,
+    rtol_scale: float, atol_scale: float, work_device: str | None = None,
 ) -> str | None:  # fmt: skip
     """Every timed call ran on the first seed's inputs: a kept one's output must pass as
     the trials' did, else the candidate computed only while it was being checked."""
     problems = output_problems_from_meta(meta)
     if problems:
         return f"{what} returned " + "; ".join(problems)
-    res = _compare(outputs, meta, first, rtol_scale, atol_scale)
+    res = _compare(outputs, meta, first, rtol_scale, atol_scale, work_device)
     if res.ok:
         return None
     return (
@@ -169,6 +181,7 @@ def _judge_trials(
     expected: list[Expected],
     rtol_scale: float,
     atol_scale: float,
+    work_device: str | None = None,
 ) -> TestResult:
     if not trials:
         return _fail(base, "error", "the worker sent no trial")
@@ -213,7 +226,9 @@ def _judge_trials(
         problems = output_problems_from_meta(list(tr.get("output_meta") or []))
         if problems:
             return _fail(base, "cheat", label + "; ".join(problems), details=details)
-        res = _compare(tr.get("outputs"), tr.get("output_meta"), exp, rtol_scale, atol_scale)
+        res = _compare(
+            tr.get("outputs"), tr.get("output_meta"), exp, rtol_scale, atol_scale, work_device
+        )
         if not res.ok:
             if res.category == "wrong_result":
                 for j, (prev_c, prev_e) in enumerate(previous):
@@ -242,7 +257,9 @@ def _judge_trials(
             worst_rel = max(worst_rel or 0.0, res.max_rel_err)
     if len(trials) < len(expected):
         return _fail(base, "error", "the worker ran fewer trials than asked", details=details)
-    trivial = _trivial_passes([by_seed[t.get("seed")] for t in trials], rtol_scale, atol_scale)
+    trivial = _trivial_passes(
+        [by_seed[t.get("seed")] for t in trials], rtol_scale, atol_scale, work_device
+    )
     message = ""
     if trivial:
         details["trivial_answers_pass"] = trivial
@@ -262,7 +279,9 @@ def _judge_trials(
     )
 
 
-def _trivial_passes(expected: list[Expected], rtol_scale: float, atol_scale: float) -> list[str]:
+def _trivial_passes(
+    expected: list[Expected], rtol_scale: float, atol_scale: float, work_device: str | None = None
+) -> list[str]:
     """The trivial answers (zeros, the reference's mean as a constant) that pass on every
     seed: then the problem cannot tell a right ``ModelNew`` from a lazy one (outputs so
     small that zeros pass, or nearly constant across inputs), and a passing candidate
@@ -272,6 +291,7 @@ def _trivial_passes(expected: list[Expected], rtol_scale: float, atol_scale: flo
         kinds = corr.trivial_answers(
             exp.eager, exp.ref, None, allow_input_copy=False, op=_OP,
             rtol_scale=rtol_scale, atol_scale=atol_scale, norm_fallback=True,
+            work_device=work_device,
         )  # fmt: skip
         common = kinds if common is None else [k for k in common if k in kinds]
         if not common:

@@ -351,6 +351,7 @@ class ProgramExecutor:
             expected,
             rtol_scale=self.req.rtol_scale,
             atol_scale=self.req.atol_scale,
+            work_device=device if device.startswith("cuda") else None,
         )
         result.details = {**details, **(result.details or {})}
         _add_work(result, module, self.size)
