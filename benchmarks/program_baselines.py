@@ -53,10 +53,12 @@ KB_WARMUP, KB_TRIALS = 3, 100
 # ---------------------------------------------------------------- child: one problem
 
 
-def _kb_style_ms(fn: Any, args: list[Any], device: str, budget_s: float = 10.0) -> dict[str, Any]:
+def _kb_style_ms(fn: Any, args: list[Any], device: str, budget_s: float = 3.0) -> dict[str, Any]:
     """KernelBench's protocol: 3 warm-ups, then each of up to 100 calls timed alone by
     CUDA events (synchronised after each; wall clock on the CPU), their mean and std; no
-    L2 flush."""
+    L2 flush. Calls stop after ``budget_s`` (``trials`` says how many ran): a problem of
+    100 ms would otherwise hold the GPU's timing lock for 20 s, and KernelBench's 250
+    problems could not be timed within a session's device time."""
     import torch
 
     from opbench.instrument.tensors import sync

@@ -81,6 +81,17 @@ def sync(device: Any) -> None:
         torch.cuda.synchronize()
 
 
+def bind_device(device: Any) -> None:
+    """Make `device` the current CUDA device of this thread (a no-op off CUDA).
+
+    torch.cuda.set_device refuses an index-less torch.device("cuda"), which is what a
+    run's "cuda" means: the first GPU. References then land on that GPU by default, and
+    its generator is the one random ops draw from.
+    """
+    if str(device).startswith("cuda"):
+        torch.cuda.set_device(torch.device(device).index or 0)
+
+
 def cpu_outputs(obj: Any) -> Any:
     """Copy outputs to the CPU, keeping tuples/lists/scalars; unknown objects -> repr."""
     if isinstance(obj, (tuple, list)):

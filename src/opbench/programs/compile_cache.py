@@ -130,15 +130,14 @@ def _compile_once(problem: Path, size: str | None, device: str) -> None:
     """Build the reference as the worker does and run its compiled twin once."""
     import torch
 
-    from opbench.instrument.tensors import sync
+    from opbench.instrument.tensors import bind_device, sync
     from opbench.programs import loader
     from opbench.programs.inputs import build_model, call_sized, make_inputs
 
     mod = loader.load_module(problem)
     model = build_model(mod.Model, list(call_sized(mod.get_init_inputs, size)), 0, "cpu")
     model = model.to(device)
-    if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(device))
+    bind_device(device)
     with torch.no_grad():
         torch.compile(model)(*make_inputs(mod, 0, size, device))
     sync(device)

@@ -202,13 +202,11 @@ class ProgramExecutor:
             raise self._error
 
     def _slot(self, device: str, todo: queue.Queue, on_result: Callable[[TestResult], None]):
+        from opbench.instrument.tensors import bind_device
         from opbench.run.executor import drain
         from opbench.run.pool import WorkerStartError
 
-        if device.startswith("cuda"):
-            import torch
-
-            torch.cuda.set_device(torch.device(device))
+        bind_device(device)
         try:
             while True:
                 try:

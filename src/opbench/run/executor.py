@@ -219,13 +219,11 @@ class _Plans:
         if ahead:
             from concurrent.futures import ThreadPoolExecutor
 
-            def bind_device() -> None:
-                if device.startswith("cuda"):
-                    import torch
+            from opbench.instrument.tensors import bind_device
 
-                    torch.cuda.set_device(torch.device(device).index or 0)
-
-            self._pool = ThreadPoolExecutor(1, "opbench-plan", initializer=bind_device)
+            self._pool = ThreadPoolExecutor(
+                1, "opbench-plan", initializer=bind_device, initargs=(device,)
+            )
 
     def ahead(self, case: Case) -> None:
         if self._pool is not None:
@@ -334,12 +332,9 @@ class LocalExecutor:
         plans: _Plans | None = None
         backend = self.config.backend
         try:
-            if device.startswith("cuda"):
-                import torch
+            from opbench.instrument.tensors import bind_device
 
-                # the judge's references then land on this slot's GPU by default, and its
-                # generator is the one random ops draw from ("cuda" means the first)
-                torch.cuda.set_device(torch.device(device).index or 0)
+            bind_device(device)  # the judge's references land on this slot's GPU
             plans = _Plans(
                 lambda case: plan_trials(case, device, self.judge_options),
                 device,

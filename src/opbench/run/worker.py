@@ -69,8 +69,9 @@ def main() -> int:
     from opbench.instrument import settings as settings_mod
 
     settings_mod.pin(allow_tf32=bool(cfg.get("allow_tf32")))
-    if device.startswith("cuda"):
-        torch.cuda.set_device(torch.device(device).index or 0)
+    from opbench.instrument.tensors import bind_device
+
+    bind_device(device)
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
         _warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(
