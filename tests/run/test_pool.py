@@ -114,3 +114,25 @@ def test_spare_preloads_the_next_unit_and_is_discarded_for_another(kernels, tmp_
             w.stop()
     finally:
         factory.close()
+
+
+def test_widen_pipe_grows_the_answer_pipe_within_the_kernel_cap():
+    """A worker's answer of several GiB crosses a pipe; at the default 64 KiB buffer that
+    is one read (and one deadline check) per 64 KiB."""
+    import fcntl
+    import os
+
+    from opbench.run.pool import PIPE_BYTES, widen_pipe
+
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no F_GETPIPE_SZ on this platform")
+    r, w = os.pipe()
+    try:
+        before = fcntl.fcntl(r, fcntl.F_GETPIPE_SZ)
+        widen_pipe(r)
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            cap = int(f.read())
+        assert fcntl.fcntl(r, fcntl.F_GETPIPE_SZ) == max(before, min(PIPE_BYTES, cap))
+    finally:
+        os.close(r)
+        os.close(w)

@@ -11,6 +11,8 @@ replacing a dead worker costs a hand-over, not a torch import.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import select
@@ -26,6 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from opbench.run import protocol
+
+#: How often a worker's resident memory is checked while its answer is awaited.
+RSS_CHECK_INTERVAL_S = 0.25
+#: The kernel buffer asked for a worker's answer pipe (see :func:`widen_pipe`).
+PIPE_BYTES = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +166,7 @@ class WorkerProcess:
             except BaseException:
                 self._stderr.close()
                 raise
+            widen_pipe(self.proc.stdout.fileno())
             self._wrapped = sandbox.Wrapped([], {}, forkserver.sandbox_level)
             self.sandbox_level = forkserver.sandbox_level
             protocol.write_trusted(self.proc.stdin, config.message(device))
@@ -186,6 +194,7 @@ class WorkerProcess:
             cwd=wrapped.cwd,
             start_new_session=True,
         )
+        widen_pipe(self.proc.stdout.fileno())
         protocol.write_trusted(self.proc.stdin, config.message(device))
 
     # -- lifecycle -----------------------------------------------------------------
@@ -321,6 +330,7 @@ class WorkerProcess:
     def _receive(self, timeout_s: float) -> Outcome:
         """Read one framed message, watching the deadline and resident memory."""
         deadline = time.monotonic() + timeout_s
+        next_rss_check = 0.0
         fd = self.proc.stdout.fileno()
         need: int | None = None
         while True:
@@ -349,8 +359,13 @@ class WorkerProcess:
                     detail=f"no answer within {timeout_s:g} s; worker killed",
                     stderr_tail=self.stderr_tail(),
                 )
-            rss = self.rss_mb()
             limit = self.config.memory_limit_mb
+            rss = None
+            if limit and now >= next_rss_check:
+                # walking /proc costs up to milliseconds (every thread of every process
+                # in the tree): once per 64 KiB pipe read it added seconds per GiB
+                rss = self.rss_mb()
+                next_rss_check = now + RSS_CHECK_INTERVAL_S
             if limit and rss is not None and rss > limit:
                 self.kill()
                 return Outcome(
@@ -423,6 +438,24 @@ class WorkerProcess:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+def widen_pipe(fd: int, size: int | None = None) -> None:
+    """Grow a pipe's kernel buffer (64 KiB by default) towards ``size`` (default
+    :data:`PIPE_BYTES`), capped by ``/proc/sys/fs/pipe-max-size``: a program's answer of
+    several GiB otherwise crosses in 64 KiB reads. Best effort: where the kernel refuses,
+    the pipe stays as it was."""
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is None:
+        return
+    size = PIPE_BYTES if size is None else size
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            size = min(size, int(f.read()))
+    except (OSError, ValueError):
+        pass
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, setpipe, size)
 
 
 def _rss_kb(pid: int) -> int | None:
