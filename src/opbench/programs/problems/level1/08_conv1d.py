@@ -1,6 +1,7 @@
 """1-d convolution with bias, 'same' padding (a sequence model's temporal conv).
 
-Full: 2 * 16 * 256 * 16384 * 128 * 5 = 86 GFLOP, ~1.7 ms on an H100 (float32).
+Full: 2 * 24 * 256 * 16384 * 128 * 5 = 129 GFLOP; eager (cuDNN, TF32 by default) took
+0.77 ms at batch 16 on an H100, so about 1.15 ms here.
 """
 
 import torch
@@ -19,7 +20,7 @@ class Model(nn.Module):
 SIZES = {
     "small": {"batch": 2, "in_channels": 8, "out_channels": 16, "length": 64, "kernel_size": 5},
     "full": {
-        "batch": 16,
+        "batch": 24,
         "in_channels": 128,
         "out_channels": 256,
         "length": 16384,

@@ -1,6 +1,7 @@
 """2-d 3x3 convolution with bias, stride 1, padding 1 (the workhorse of CNNs).
 
-Full: 2 * 32 * 128 * 128^2 * 64 * 9 = 77 GFLOP, ~1.5 ms on an H100 (IEEE float32).
+Full: 2 * 48 * 128 * 128^2 * 64 * 9 = 116 GFLOP; eager (cuDNN, TF32 by default) took
+0.75 ms at batch 32 on an H100, so about 1.1 ms here.
 """
 
 import torch
@@ -18,7 +19,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 2, "in_channels": 4, "out_channels": 8, "hw": 16},
-    "full": {"batch": 32, "in_channels": 64, "out_channels": 128, "hw": 128},
+    "full": {"batch": 48, "in_channels": 64, "out_channels": 128, "hw": 128},
 }
 
 

@@ -1,6 +1,7 @@
 """2-d transposed convolution, kernel 4, stride 2, padding 1: a 2x learned upsampling.
 
-Full: 2 * 32 * 256 * 64^2 * 128 * 16 = 137 GFLOP, ~2.7 ms on an H100 (float32).
+Full: 2 * 40 * 256 * 64^2 * 128 * 16 = 172 GFLOP; eager (cuDNN, TF32 by default) took
+0.99 ms at batch 32 on an H100, so about 1.2 ms here.
 """
 
 import torch
@@ -18,7 +19,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 2, "in_channels": 8, "out_channels": 4, "hw": 8},
-    "full": {"batch": 32, "in_channels": 256, "out_channels": 128, "hw": 64},
+    "full": {"batch": 40, "in_channels": 256, "out_channels": 128, "hw": 64},
 }
 
 

@@ -1,6 +1,7 @@
 """3-d transposed convolution, kernel 3, stride 2 (padding 1, output padding 1): 2x upsampling.
 
-Full: 2 * 8 * 128 * (16*32*32) * 64 * 27 = 58 GFLOP, ~1.2 ms on an H100 (float32).
+Full: 2 * 12 * 128 * (16*32*32) * 64 * 27 = 87 GFLOP; eager (cuDNN, TF32 by default)
+took 0.85 ms at batch 8 on an H100, so about 1.3 ms here.
 """
 
 import torch
@@ -20,7 +21,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 1, "in_channels": 8, "out_channels": 4, "depth": 4, "hw": 6},
-    "full": {"batch": 8, "in_channels": 128, "out_channels": 64, "depth": 16, "hw": 32},
+    "full": {"batch": 12, "in_channels": 128, "out_channels": 64, "depth": 16, "hw": 32},
 }
 
 

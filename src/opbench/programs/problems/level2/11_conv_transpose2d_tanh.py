@@ -1,6 +1,7 @@
 """Transposed convolution (kernel 4, stride 2) then tanh: a GAN generator's upsampling step.
 
-Full: 2 * 32 * 256 * 64^2 * 64 * 16 = 69 GFLOP, ~1.4 ms on an H100 (float32).
+Full: 2 * 48 * 256 * 64^2 * 64 * 16 = 103 GFLOP; eager (cuDNN, TF32 by default) took
+0.75 ms at batch 32 on an H100, so about 1.1 ms here.
 """
 
 import torch
@@ -18,7 +19,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 2, "in_channels": 8, "out_channels": 4, "hw": 8},
-    "full": {"batch": 32, "in_channels": 256, "out_channels": 64, "hw": 64},
+    "full": {"batch": 48, "in_channels": 256, "out_channels": 64, "hw": 64},
 }
 
 

@@ -1,7 +1,8 @@
 """ResNet basic block that halves the resolution: two 3x3 convs with BatchNorm and a 1x1 shortcut.
 
-BatchNorm uses batch statistics (no running stats, no side effects). Full: 32 x 64 x 112^2
-in, 128 channels at 56^2 out: 46 GFLOP, ~1 ms on an H100 (float32).
+BatchNorm uses batch statistics (no running stats, no side effects). Full: 48 x 64 x 112^2
+in, 128 channels at 56^2 out: 69 GFLOP; eager took 0.79 ms at batch 32 on an H100 (cuDNN,
+TF32 by default), so about 1.2 ms here.
 """
 
 import torch
@@ -29,7 +30,7 @@ class Model(nn.Module):
 
 SIZES = {
     "small": {"batch": 2, "in_channels": 4, "out_channels": 8, "hw": 16},
-    "full": {"batch": 32, "in_channels": 64, "out_channels": 128, "hw": 112},
+    "full": {"batch": 48, "in_channels": 64, "out_channels": 128, "hw": 112},
 }
 
 
