@@ -287,6 +287,8 @@ def _run_with_progress(req: Any, quiet: bool = False) -> dict[str, Any]:
                 console.print(describe_coverage(payload))
             elif kind == "start":
                 where.update(done=payload["done"], total=payload["total"])
+                if payload["done"]:  # --resume: the statuses count this part's results
+                    counts["resumed"] = payload["done"]
                 bar.update(
                     task, description="testing", total=payload["total"], completed=payload["done"]
                 )
