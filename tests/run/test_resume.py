@@ -145,7 +145,7 @@ def test_killed_run_resumes_to_the_same_summary(setup):
     assert resumed["resumed"] is True
     assert _comparable(resumed) == _comparable(expected)
     # the progress line's statuses count this part; the earlier part shows as resumed
-    assert f"resumed={len(before)}" in p.stdout, p.stdout[-2000:]
+    assert f"resumed={len(before)}" in p.stderr, p.stderr[-2000:]
     print(f"killed after {len(before)}/{total} results; resumed to the same summary")
 
 
