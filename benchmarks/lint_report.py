@@ -34,12 +34,15 @@ def _short(path: str) -> str:
 def collect(journals: list[Path], suite: Path | None) -> dict[str, Any]:
     """Every journal's files, findings and skips, with how many files each level has."""
     files: dict[str, dict[str, Any]] = {}
-    size = device = None
+    sizes, devices = set(), set()
     for journal in journals:
         first = json.loads(journal.read_text().splitlines()[0])
         size, device = first["size"], first["device"]
+        sizes.add(size)
+        devices.add(device)
         for path, (findings, skipped) in read_journal(journal, size, device).items():
             files[_short(path)] = {
+                "device": device,
                 "skipped": skipped,
                 "findings": [{k: v for k, v in asdict(f).items() if k != "path"} for f in findings],
             }
@@ -56,7 +59,13 @@ def collect(journals: list[Path], suite: Path | None) -> dict[str, Any]:
         lv["with_findings"] = sum(
             1 for k, r in files.items() if k.startswith(name + "/") and r["findings"]
         )
-    return {"size": size, "device": device, "levels": levels, "files": files}
+    # a level may be linted partly on a GPU and the rest on the CPU: each file says where
+    return {
+        "size": ", ".join(sorted(sizes)),
+        "device": ", ".join(sorted(devices)),
+        "levels": levels,
+        "files": files,
+    }
 
 
 def markdown(data: dict[str, Any], title: str, command: str) -> str:
@@ -78,9 +87,12 @@ def markdown(data: dict[str, Any], title: str, command: str) -> str:
     out += ["", "| problem | check | evidence |", "| --- | --- | --- |"]
     for name, rec in data["files"].items():
         for f in rec["findings"]:
-            out.append(f"| {name} | `{f['check']}` | {f['message'].replace('|', '/')} |")
+            msg = f["message"].replace("|", "/")
+            out.append(f"| {name} | `{f['check']}` | {msg} ({rec['device']}) |")
         if rec["skipped"]:
-            out.append(f"| {name} | skipped | {rec['skipped'].replace('|', '/')} |")
+            out.append(
+                f"| {name} | skipped | {rec['skipped'].replace('|', '/')} ({rec['device']}) |"
+            )
     return "\n".join(out) + "\n"
 
 
