@@ -184,7 +184,8 @@ def run_suite(args: argparse.Namespace) -> None:
     size = args.size if args.suite == "own" else None
     journal = Path(args.journal)
     journal.parent.mkdir(parents=True, exist_ok=True)
-    done = _done(journal)
+    retry = set(args.retry.split(",")) if args.retry else set()
+    done = {k: r for k, r in _done(journal).items() if r["status"] not in retry}
     todo = [p for p in problems if p.problem_id not in done]
     print(f"{len(problems)} problems, {len(problems) - len(todo)} in {journal}", flush=True)
     write = threading.Lock()
@@ -237,8 +238,9 @@ def run_suite(args: argparse.Namespace) -> None:
             (big if nbytes > args.big_bytes else small).append((p, nbytes))
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(lambda pn: one(*pn), small))
-    for p, nbytes in big:
-        one(p, nbytes)
+    # big ones after the rest, --big-jobs at once (each holds several copies of its inputs)
+    with ThreadPoolExecutor(args.big_jobs) as pool:
+        list(pool.map(lambda pn: one(*pn), big))
     left = len([p for p in problems if p.problem_id not in _done(journal)])
     print(f"{left} problems left after {time.monotonic() - started:.0f} s", flush=True)
 
@@ -362,6 +364,12 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300, help="one problem's limit (s)")
     ap.add_argument("--big-bytes", type=float, default=4 * 2**30)
     ap.add_argument("--max-bytes", type=float, default=24 * 2**30)
+    ap.add_argument("--big-jobs", type=int, default=1, help="problems over --big-bytes at once")
+    ap.add_argument(
+        "--retry",
+        default="",
+        help="statuses to run again though journaled, e.g. 'timeout' (the new row wins)",
+    )
     ap.add_argument("--report", action="store_true", help="write --out from the journal")
     ap.add_argument("--published", default=None, help="KernelBench's baseline_timing/H100_Modal")
     ap.add_argument("--out", default=None)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from opbench.programs.lint import lint_file, lint_problems, problem_files
@@ -194,6 +195,38 @@ def test_size_is_passed_only_to_functions_that_take_it(tmp_path: Path) -> None:
 def test_a_problem_over_the_memory_limit_is_skipped_with_the_reason(tmp_path: Path) -> None:
     findings, skipped = lint_file(_write(tmp_path, "p.py", SOUND), "small", max_bytes=100)
     assert findings == [] and skipped is not None and "GiB limit" in skipped
+
+
+def test_running_out_of_memory_skips_the_file_and_the_next_one_is_linted(tmp_path: Path) -> None:
+    # KernelBench's level 1 ran the H100 out of memory in a check after the forward
+    # passes; the whole lint died there and the files after it were never linted
+    oom = _simple(
+        "raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 8.00 GiB')",
+        "[torch.randn(4)]",
+    )
+    _write(tmp_path, "1_oom.py", oom)
+    _write(tmp_path, "2_tiny.py", BAD["tiny_output"])
+    result = lint_problems(tmp_path, "small")
+    (skipped,) = result.skipped.values()
+    assert "out of memory" in skipped and "8.00 GiB" in skipped
+    assert [f.check for f in result.findings] == ["tiny_output"]
+
+
+def test_comparisons_over_slices_agree_with_whole_tensor_ones(monkeypatch) -> None:
+    from opbench.programs import lint
+
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(1000, generator=gen)
+    b = a + torch.randn(1000, generator=gen) * 1e-3
+    b[777] = a[777] + 1.0  # one element off, in the last slice
+    whole = (lint._max_abs([a]), lint._max_diff([a], [b]), lint._passes([b], [a], 1e-2, 1e-2))
+    monkeypatch.setattr(lint, "_SLICE", 100)
+    assert (
+        lint._max_abs([a]),
+        lint._max_diff([a], [b]),
+        lint._passes([b], [a], 1e-2, 1e-2),
+    ) == whole
+    assert whole[2] is False and whole[1] >= 1.0
 
 
 # --------------------------------------------------------------------------- the command

@@ -39,7 +39,7 @@ import os
 import re
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,14 +251,31 @@ def _build(mod: types.ModuleType, size: str, device: str) -> _Problem:
 # --------------------------------------------------------------------------- comparing
 
 
+# Outputs of KernelBench's level-1 problems reach 2**31 elements: elementwise
+# comparisons run over flat slices so their temporaries stay small beside them.
+_SLICE = 1 << 26
+
+
+def _slices(*tensors: torch.Tensor) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Equal flat slices of same-shaped tensors."""
+    flat = [t.reshape(-1) for t in tensors]
+    for start in range(0, flat[0].numel(), _SLICE):
+        yield tuple(f[start : start + _SLICE] for f in flat)
+
+
 def _max_abs(outs: Sequence[torch.Tensor]) -> float:
-    return max((float(t.abs().max()) if t.numel() else 0.0) for t in outs)
+    return max(
+        (max(float(s.abs().max()) for (s,) in _slices(t)) if t.numel() else 0.0) for t in outs
+    )
 
 
 def _max_diff(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> float:
     if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
         return float("inf")
-    return max(((x - y).abs().max().item() if x.numel() else 0.0) for x, y in zip(a, b))
+    return max(
+        (max(float((xs - ys).abs().max()) for xs, ys in _slices(x, y)) if x.numel() else 0.0)
+        for x, y in zip(a, b)
+    )
 
 
 def _passes(
@@ -269,7 +286,11 @@ def _passes(
     if len(answer) != len(expected):
         return False
     return all(
-        x.shape == y.shape and bool(torch.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True).all())
+        x.shape == y.shape
+        and all(
+            bool(torch.isclose(xs, ys, rtol=rtol, atol=atol, equal_nan=True).all())
+            for xs, ys in _slices(x, y)
+        )
         for x, y in zip(answer, expected)
     )
 
@@ -416,6 +437,8 @@ def _lint_loaded(mod: types.ModuleType, size: str, device: str, path: str) -> li
         args = [prob.inputs(seed) for seed in INPUT_SEEDS]
         stage = "running forward"
         outs = [prob.run(a) for a in args]
+    except (torch.OutOfMemoryError, MemoryError):
+        raise  # the machine's limit, not the problem's fault: lint_file skips the file
     except Exception as e:  # noqa: BLE001 - the problem's own error, reported
         return [
             Finding(
@@ -461,6 +484,9 @@ def lint_file(
                     f"{max_bytes / 2**30:.2f} GiB limit (try --size small or a GPU)"
                 )
         return _lint_loaded(mod, size, device, shown), None
+    except (torch.OutOfMemoryError, MemoryError) as e:
+        # the problem's size, not a finding: the next file may well fit
+        return [], f"out of memory on {device}: {type(e).__name__}: {_first_line(e)}"
     finally:
         unload_problem(mod)
         if device.startswith("cuda"):
