@@ -292,7 +292,9 @@ def report(args: argparse.Namespace) -> None:
         f"# Program baselines: {args.title or Path(args.out).name}",
         "",
         f"Device: {env.get('gpu')}; torch {env.get('torch')}, Triton {env.get('triton')}, "
-        f"CUDA {env.get('cuda')}, driver {env.get('driver')}. Command: `{env.get('command', '')}`.",
+        f"CUDA {env.get('cuda')}, driver {env.get('driver')}. Commands (one per GPU call): "
+        + "; ".join(f"`{c}`" for c in env.get("commands") or [env.get("command", "")])
+        + ".",
         "",
         "`eager`/`compiled`: median device time (ms) by opbench's protocol (interleaved, L2 "
         "flushed); `x`: compiled speedup over eager. `KB-style`: KernelBench's own protocol "
@@ -394,9 +396,15 @@ def main() -> None:
         from opbench.run.machine import environment
 
         env = environment(args.device)
-        env["command"] = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
-        Path(args.journal).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.journal).with_suffix(".env.json").write_text(json.dumps(env, indent=1))
+        command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+        env_path = Path(args.journal).with_suffix(".env.json")
+        env_path.parent.mkdir(parents=True, exist_ok=True)
+        # a journal filled over several GPU calls keeps every call's command
+        before = json.loads(env_path.read_text()) if env_path.exists() else {}
+        earlier = before.get("commands") or ([before["command"]] if "command" in before else [])
+        env["command"] = command
+        env["commands"] = [*earlier, command]
+        env_path.write_text(json.dumps(env, indent=1))
         run_suite(args)
 
 
