@@ -159,3 +159,58 @@ def test_fast_p_counts_only_correct_and_faster():
     }
     assert fast_p(correct, {}, 5)["1.0"] is None
     assert fast_p([], {}, 0)["0"] is None
+
+
+MODE_PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Doubler(nn.Module):
+    def forward(self, x):
+        return x * 2 if self.training else x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = {layer}
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def get_inputs():
+    return [torch.randn(8, 3, 4, 4)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize(
+    ("layer", "listed"),
+    [
+        ("nn.BatchNorm2d(3)", ["BatchNorm2d"]),
+        ("nn.BatchNorm2d(3, track_running_stats=False)", []),
+        ("nn.InstanceNorm2d(3)", []),
+        ("nn.Dropout(0.5)", ["Dropout"]),
+        ("nn.Dropout(0.0)", []),
+        ("nn.Conv2d(3, 3, 1)", []),
+        ("nn.Sequential(nn.ReLU(), Doubler())", ["Doubler"]),
+    ],
+)
+def test_mode_dependent_lists_exactly_the_layers_eval_mode_changes(tmp_path, layer, listed):
+    """Checked against PyTorch itself: a model's train and eval outputs differ exactly when
+    the layer is listed (a baseline timed after .eval() then times another computation)."""
+    mod = loader.load_module(_write(tmp_path / "p.py", MODE_PROBLEM.format(layer=layer)))
+    assert loader.mode_dependent(mod) == listed
+    model = mod.Model()
+    x = torch.randn(8, 3, 4, 4)
+    with torch.no_grad():
+        torch.manual_seed(0)
+        trained = model.train()(x)
+        torch.manual_seed(0)
+        evaluated = model.eval()(x)
+    assert (not torch.equal(trained, evaluated)) == bool(listed)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -290,6 +291,56 @@ def estimate_bytes(mod: types.ModuleType, size: str | None) -> tuple[int, str, i
         except Exception:
             how = "meta, without outputs"
     return total + (outputs or 0), how, outputs
+
+
+_READS_TRAINING: dict[type, bool] = {}
+
+
+def _reads_training(cls: type) -> bool:
+    """Whether a module class's own source (or a base's, short of ``nn.Module``) reads
+    ``self.training``; a class whose source cannot be read counts as not reading it."""
+    if cls not in _READS_TRAINING:
+        found = False
+        for base in cls.__mro__:
+            if base is torch.nn.Module or not issubclass(base, torch.nn.Module):
+                break
+            try:
+                found = "self.training" in inspect.getsource(base)
+            except (OSError, TypeError):
+                continue
+            if found:
+                break
+        _READS_TRAINING[cls] = found
+    return _READS_TRAINING[cls]
+
+
+def mode_dependent(mod: types.ModuleType, size: str | None = None) -> list[str]:
+    """The classes in a problem's ``Model`` whose forward may differ between training and
+    eval mode (batch norm, dropout, recurrent and attention layers...), sorted; empty when
+    ``model.eval()`` changes nothing.
+
+    KernelBench and opbench's judge run problems as built, in training mode: a baseline
+    timed after ``.eval()`` times another computation (a level-3 EfficientNet-B2's eager
+    time fell to a fifth of KernelBench's). Built on ``meta`` (nothing allocated); a source that cannot be read
+    counts as mode-independent; norms without running statistics and dropout with p = 0
+    are left out (both modes compute the same), and the rule is a superset otherwise. A model that cannot be built on
+    ``meta`` (Swin's constructor calls ``.item()``) is built on the CPU."""
+    init = call_sized(mod.get_init_inputs, size)
+    try:
+        with torch.device("meta"):
+            model = mod.Model(*init)
+    except Exception:
+        model = mod.Model(*init)
+    return sorted({type(m).__name__ for m in model.modules() if _mode_matters(m)})
+
+
+def _mode_matters(m: torch.nn.Module) -> bool:
+    nn = torch.nn.modules
+    if isinstance(m, nn.batchnorm._NormBase) and not m.track_running_stats:
+        return False  # batch statistics in both modes
+    if isinstance(m, nn.dropout._DropoutNd) and m.p == 0:
+        return False
+    return _reads_training(type(m))
 
 
 def default_max_bytes(device: str) -> int:
