@@ -27,7 +27,12 @@ Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``):
         --journal .gpu_data/runs/bl-own.jsonl --budget 500
     python3 benchmarks/program_baselines.py --suite .gpu_data/kernelbench --levels 1 \\
         --journal .gpu_data/runs/bl-kb.jsonl --budget 500
-    python3 benchmarks/program_baselines.py --report --journal .gpu_data/runs/bl-kb.jsonl \\
+    # on a fresh machine, go on from the committed result (only what is missing or stale runs)
+    python3 benchmarks/program_baselines.py --suite .gpu_data/kernelbench --levels 1,2,3 \
+        --journal .gpu_data/runs/bl-kb.jsonl --big-jobs 2 \
+        --resume-from benchmarks/results/program-baselines-kernelbench-h100.json
+    python3 benchmarks/program_baselines.py --report --journal .gpu_data/runs/bl-kb.jsonl \
+        --suite .gpu_data/kernelbench \\
         --published .gpu_data/kernelbench/baseline_timing/H100_Modal \\
         --out benchmarks/results/program-baselines-kernelbench-h100
 """
@@ -401,6 +406,20 @@ def report(args: argparse.Namespace) -> None:
     print(json.dumps(summary))
 
 
+def journal_from_result(result: Path, journal: Path) -> int:
+    """Write ``journal`` (and its env file, with the commands so far) from a committed
+    report, dropping the fields the report added; returns the number of rows."""
+    data = json.loads(result.read_text())
+    added = ("pub_", "ratio_", "why_")
+    rows = [{k: v for k, v in r.items() if not k.startswith(added)} for r in data["problems"]]
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = dict(data["env"])
+    env.setdefault("commands", [env["command"]] if "command" in env else [])
+    journal.with_suffix(".env.json").write_text(json.dumps(env, indent=1))
+    return len(rows)
+
+
 def _num(name: str) -> int:
     head = name.split("_", 1)[0]
     return int(head) if head.isdigit() else 1 << 30
@@ -440,9 +459,18 @@ def main() -> None:
         help="timing lock file (default JOURNAL.lock); share it "
         "between runs on one GPU so that only one times at once",
     )
+    ap.add_argument(
+        "--resume-from",
+        default=None,
+        help="a committed result (OUT.json of --report) to start --journal from when the "
+        "journal does not exist yet: a fresh GPU machine carries no journal",
+    )
     args = ap.parse_args()
     if not args.child and not args.journal:
         ap.error("--journal is required")
+    if args.resume_from and not Path(args.journal).exists():
+        n = journal_from_result(Path(args.resume_from), Path(args.journal))
+        print(f"{args.journal}: {n} rows from {args.resume_from}", flush=True)
     if args.child:
         print(json.dumps(child(args.child, args.size, args.device, args.lock)), flush=True)
     elif args.report:

@@ -92,3 +92,29 @@ def test_rows_timed_in_eval_mode_are_scheduled_again_only_where_it_matters(tmp_p
     assert pb._timed_in_eval_mode(old_bn, problems["level1/1_bn"], None)
     assert not pb._timed_in_eval_mode(old_relu, problems["level1/2_relu"], None)
     assert not pb._timed_in_eval_mode(new_bn, problems["level1/3_bn"], None)
+
+
+def test_a_committed_result_becomes_a_journal_that_reruns_only_stale_rows(tmp_path):
+    """A fresh GPU machine has no journal: --resume-from rebuilds it from the committed
+    report, whose rows already marked as timed in eval mode are timed again."""
+    pb = _script()
+    suite = _suite(tmp_path)
+    journal = tmp_path / "bl.jsonl"
+    rows = [_row("level1/1_bn", 1.0, 0.5), _row("level1/2_relu", 2.0, 1.0)]
+    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    journal.with_suffix(".env.json").write_text(json.dumps({"command": "first call"}))
+    out = tmp_path / "report"
+    args = argparse.Namespace(
+        journal=str(journal), suite=str(suite), size="full", published=None, out=str(out),
+        title="t",
+    )  # fmt: skip
+    pb.report(args)
+    fresh = tmp_path / "fresh/bl.jsonl"
+    assert pb.journal_from_result(out.with_suffix(".json"), fresh) == 2
+    again = {r["id"]: r for r in map(json.loads, fresh.read_text().splitlines())}
+    assert again["level1/2_relu"]["eager_ms"] == 2.0
+    assert not any(k.startswith(("pub_", "ratio_", "why_")) for r in again.values() for k in r)
+    assert json.loads(fresh.with_suffix(".env.json").read_text())["commands"] == ["first call"]
+    problems = {p.problem_id: p for p in loader.discover(suite)}
+    assert pb._timed_in_eval_mode(again["level1/1_bn"], problems["level1/1_bn"], None)
+    assert not pb._timed_in_eval_mode(again["level1/2_relu"], problems["level1/2_relu"], None)
