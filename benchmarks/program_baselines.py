@@ -28,10 +28,10 @@ Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``):
     python3 benchmarks/program_baselines.py --suite .gpu_data/kernelbench --levels 1 \\
         --journal .gpu_data/runs/bl-kb.jsonl --budget 500
     # on a fresh machine, go on from the committed result (only what is missing or stale runs)
-    python3 benchmarks/program_baselines.py --suite .gpu_data/kernelbench --levels 1,2,3 \
-        --journal .gpu_data/runs/bl-kb.jsonl --big-jobs 2 \
+    python3 benchmarks/program_baselines.py --suite .gpu_data/kernelbench --levels 1,2,3 \\
+        --journal .gpu_data/runs/bl-kb.jsonl --big-jobs 2 \\
         --resume-from benchmarks/results/program-baselines-kernelbench-h100.json
-    python3 benchmarks/program_baselines.py --report --journal .gpu_data/runs/bl-kb.jsonl \
+    python3 benchmarks/program_baselines.py --report --journal .gpu_data/runs/bl-kb.jsonl \\
         --suite .gpu_data/kernelbench \\
         --published .gpu_data/kernelbench/baseline_timing/H100_Modal \\
         --out benchmarks/results/program-baselines-kernelbench-h100
