@@ -100,6 +100,26 @@ def test_layer_norm_backward(case: str, dtype: torch.dtype) -> None:
     assert_matches(got, aten.native_layer_norm_backward, g, x, ns, mean, rstd, None, None, mask)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype) -> None:
+    """The GPU's tiling at interpreter scale: several persistent programs (one a tile
+    short), so several partial rows, reduced by column blocks that split the row and row
+    blocks that need masks; every output_mask, one launch summing both gradients."""
+    monkeypatch.setattr(norm, "LN_TILE", 128)  # 2 rows of 60 (padded to 64) per tile
+    monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 3)  # 5 tiles over 3 programs
+    monkeypatch.setattr(norm, "COLSUM_BLOCK_R", 2)  # 3 partial rows: 2 blocks, 1 masked
+    monkeypatch.setattr(norm, "COLSUM_BLOCK_C", 8)  # 60 columns: 8 blocks, 1 masked
+    ns = [6, 10]
+    x = _rand(9, 6, 10, dtype=dtype)
+    w = _rand(*ns, dtype=dtype, seed=1)
+    b = _rand(*ns, dtype=dtype, seed=2)
+    _, mean, rstd = aten.native_layer_norm(x, ns, w, b, 1e-5)
+    g = _rand(9, 6, 10, dtype=dtype, seed=3)
+    for mask in MASKS:
+        got = norm.layer_norm_backward(g, x, ns, mean, rstd, w, b, mask)
+        assert_matches(got, aten.native_layer_norm_backward, g, x, ns, mean, rstd, w, b, mask)
+
+
 def test_layer_norm_backward_empty_rows() -> None:
     args = (torch.randn(0, 4), torch.randn(0, 4), [4], torch.randn(0, 1), torch.randn(0, 1),
             torch.ones(4), torch.ones(4), [True, True, True])  # fmt: skip
