@@ -1,0 +1,164 @@
+"""The matmul family (mm, bmm, addmm, baddbmm) against eager PyTorch and a float64
+reference on CPU (Triton's interpreter): f32, f16, bf16; sizes that are and are not
+multiples of the tile, zero-size and K == 0; transposed, sliced and batch-permuted
+operands read in place; every bias shape addmm broadcasts, alpha/beta, beta == 0 over a
+NaN bias; eager's errors; float64 and integers declined so PyTorch serves them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import matmul  # noqa: E402
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+SIZES = [(1, 1, 1), (5, 7, 3), (33, 65, 17), (64, 32, 64), (0, 4, 3), (3, 0, 4), (4, 5, 0)]
+
+
+def _r(*shape: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def _matrix(rows: int, cols: int, layout: str, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """A ``rows x cols`` operand: ``contiguous``, ``transposed`` (column-major view) or
+    ``sliced`` (every other column of a wider matrix)."""
+    if layout == "transposed":
+        return _r(cols, rows, dtype=dtype, seed=seed).t()
+    if layout == "sliced":
+        return _r(rows, 2 * cols, dtype=dtype, seed=seed)[:, ::2]
+    return _r(rows, cols, dtype=dtype, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_mm_sizes(size: tuple[int, int, int], dtype: torch.dtype) -> None:
+    M, K, N = size
+    a, b = _r(M, K, dtype=dtype, seed=1), _r(K, N, dtype=dtype, seed=2)
+    got = matmul.mm(a, b)
+    assert got.shape == (M, N) and got.dtype == dtype and got.is_contiguous()
+    assert_matches(got, aten.mm, a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("la", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("lb", ["contiguous", "transposed", "sliced"])
+def test_mm_strided_operands_read_in_place(la: str, lb: str, dtype: torch.dtype) -> None:
+    a = _matrix(37, 45, la, dtype, seed=3)
+    b = _matrix(45, 29, lb, dtype, seed=4)
+    assert_matches(matmul.mm(a, b), aten.mm, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bmm_with_batch_strides(dtype: torch.dtype) -> None:
+    a = _r(3, 19, 40, dtype=dtype, seed=5)
+    b = _r(3, 40, 21, dtype=dtype, seed=6)
+    assert_matches(matmul.bmm(a, b), aten.bmm, a, b)
+    # batch not outermost in memory (attention's [B, H] folded as a permutation)
+    a2 = _r(19, 3, 40, dtype=dtype, seed=7).permute(1, 0, 2)
+    b2 = _r(21, 40, 3, dtype=dtype, seed=8).permute(2, 1, 0)
+    assert_matches(matmul.bmm(a2, b2), aten.bmm, a2, b2)
+    # a stride-0 (expanded) batch of one matrix
+    b3 = _r(1, 40, 21, dtype=dtype, seed=9).expand(3, 40, 21)
+    assert_matches(matmul.bmm(a, b3), aten.bmm, a, b3)
+    empty = _r(0, 4, 5, dtype=dtype, seed=1), _r(0, 5, 2, dtype=dtype, seed=2)
+    assert_matches(matmul.bmm(*empty), aten.bmm, *empty)
+
+
+BIASES = {
+    "row": lambda M, N, dt: _r(N, dtype=dt, seed=10),
+    "full": lambda M, N, dt: _r(M, N, dtype=dt, seed=11),
+    "one_row": lambda M, N, dt: _r(1, N, dtype=dt, seed=12),
+    "column": lambda M, N, dt: _r(M, 1, dtype=dt, seed=13),
+    "scalar": lambda M, N, dt: _r(dtype=dt, seed=14),
+    "transposed": lambda M, N, dt: _r(N, M, dtype=dt, seed=15).t(),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("bias", list(BIASES))
+def test_addmm_bias_shapes(bias: str, dtype: torch.dtype) -> None:
+    M, K, N = 35, 50, 33
+    x = BIASES[bias](M, N, dtype)
+    a, b = _r(M, K, dtype=dtype, seed=16), _r(K, N, dtype=dtype, seed=17)
+    assert_matches(matmul.addmm(x, a, b), aten.addmm, x, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_addmm_alpha_beta(dtype: torch.dtype) -> None:
+    a, b = _r(20, 30, dtype=dtype, seed=18), _r(30, 10, dtype=dtype, seed=19)
+    x = _r(10, dtype=dtype, seed=20)
+    for alpha, beta in [(0.5, 2.0), (2, 1), (1, -1.5), (0, 1)]:
+        got = matmul.addmm(x, a, b, alpha=alpha, beta=beta)
+        assert_matches(got, aten.addmm, x, a, b, alpha=alpha, beta=beta)
+    # beta == 0 ignores the bias: NaN and Inf in it do not reach the result
+    bad = torch.tensor([float("nan"), float("inf")] * 5, dtype=dtype)
+    got = matmul.addmm(bad, a, b, beta=0)
+    assert torch.isfinite(got).all()
+    assert_matches(got, aten.addmm, bad, a, b, beta=0)
+    # K == 0: beta * bias
+    e1, e2 = _r(20, 0, dtype=dtype, seed=1), _r(0, 10, dtype=dtype, seed=2)
+    assert_matches(matmul.addmm(x, e1, e2, beta=3), aten.addmm, x, e1, e2, beta=3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_baddbmm(dtype: torch.dtype) -> None:
+    b1, b2 = _r(2, 17, 24, dtype=dtype, seed=21), _r(2, 24, 9, dtype=dtype, seed=22)
+    for x in (_r(9, dtype=dtype, seed=23), _r(2, 17, 9, dtype=dtype, seed=24)):
+        got = matmul.baddbmm(x, b1, b2, alpha=0.25, beta=0.5)
+        assert_matches(got, aten.baddbmm, x, b1, b2, alpha=0.25, beta=0.5)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in matmul:RuntimeWarning")
+def test_nan_and_inf_propagate() -> None:
+    a = _r(8, 8, dtype=torch.float32, seed=25)
+    b = _r(8, 8, dtype=torch.float32, seed=26)
+    a[1, 2], a[3, 4], b[5, 6] = float("nan"), float("inf"), float("-inf")
+    assert_matches(matmul.mm(a, b), aten.mm, a, b)
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        ("mm", (torch.randn(2, 4), torch.randn(5, 3))),
+        ("mm", (torch.randn(2, 4).half(), torch.randn(4, 3))),
+        ("mm", (torch.randn(2, 4, 1), torch.randn(4, 3))),
+        ("bmm", (torch.randn(2, 2, 4), torch.randn(3, 4, 3))),
+        ("bmm", (torch.randn(2, 2, 4), torch.randn(2, 4, 3).half())),
+        ("addmm", (torch.randn(3), torch.randn(2, 4).half(), torch.randn(4, 3).half())),
+        ("addmm", (torch.randn(4), torch.randn(2, 4), torch.randn(4, 3))),
+        ("baddbmm", (torch.randn(3), torch.randn(2, 2, 4).half(), torch.randn(2, 4, 3).half())),
+    ],
+)
+def test_errors_as_eager(op: str, args: tuple) -> None:
+    with pytest.raises(RuntimeError) as eager:
+        getattr(aten, op)(*args)
+    with pytest.raises(RuntimeError) as ours:
+        getattr(matmul, op)(*args)
+    assert str(ours.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.complex64], ids=str)
+def test_unserved_dtypes_are_declined(dtype: torch.dtype) -> None:
+    a = torch.ones(3, 3, dtype=dtype)
+    with pytest.raises(NotImplementedError):
+        matmul.mm(a, a)
+
+
+def test_buckets_and_configs() -> None:
+    """Every configuration a bucket can get is one tl.dot accepts (tiles of at least 16)."""
+    assert matmul.bucket(2, 4096, 4096, 512) == "2:3:3:2"
+    assert matmul.bucket(4, 1, 33, 129) == "4:0:1:2"
+    assert matmul.bucket(4, 32, 128, 1025) == "4:0:1:3"
+    for itemsize in (2, 4):
+        for M in (1, 17, 100, 1000, 5000):
+            for N in (1, 17, 100, 1000, 5000):
+                bm, bn, bk, group, warps, stages = matmul._default(itemsize, M, N)
+                assert min(bm, bn, bk) >= 16 and group >= 1 and warps in (2, 4, 8)
+    for cfg in matmul.CONFIGS.values():
+        assert min(cfg[:3]) >= 16
