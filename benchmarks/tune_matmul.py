@@ -1,0 +1,313 @@
+"""Tune the reference backend's matmul kernel ahead of time, per shape bucket, on the GPU.
+
+The traces hold 1,729 distinct ``mm``/``addmm``/``bmm`` rows (60 buckets of
+:func:`opbench.kernels._lib.matmul.bucket`: element size and the size classes of M, N and
+K). For every bucket the ``--per-bucket`` most used shapes (count summed over the trace
+files) are timed with every candidate configuration that fits them, exactly as the
+kernel is called (the traced operands, strides included, through ``matmul_into``), and
+the configuration with the lowest weighted geomean time wins. Eager (cuBLAS) is timed on
+the same shapes beside it, so the table shows what tuning bought and where we stand.
+
+Compiles are shared: the kernel's integers and strides are not specialised, so one
+compile per configuration, dtype and epilogue serves every shape (about 2 s each on an
+H100). Every measurement is appended to ``--journal`` at once and a rerun skips what is
+there, so a tuning cut off by a device call's 10-minute limit goes on in the next call.
+Timing: ``triton.testing.do_bench`` (L2 cleared before each repetition, median).
+
+Outputs: with ``--write`` the winners go to ``src/opbench/kernels/_lib/matmul_configs.py``
+(the table the kernel reads; device, versions and this command in its header), and
+``--out`` gets a JSON and a markdown table per bucket: shapes, chosen configuration, its
+time against the untuned default and against eager.
+
+Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``; traces in
+``.gpu_data/traces``):
+    python3 benchmarks/tune_matmul.py --traces .gpu_data/traces --budget 500 \\
+        --journal .gpu_data/runs/tune-mm.jsonl
+    python3 benchmarks/tune_matmul.py --traces .gpu_data/traces --journal \\
+        .gpu_data/runs/tune-mm.jsonl --report --write --out benchmarks/results/matmul-tuning-h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS_PY = REPO / "src/opbench/kernels/_lib/matmul_configs.py"
+OPS = ("mm.default", "addmm.default", "bmm.default", "baddbmm.default")
+
+#: Candidates (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the shapes
+#: Inductor and the Triton tutorials use on Hopper for 16-bit operands, and smaller tiles
+#: for IEEE float32 (FMAs, register-bound).
+CANDIDATES_16 = [
+    (128, 256, 64, 8, 8, 3), (256, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 3),
+    (128, 128, 64, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 4), (64, 64, 64, 8, 4, 4), (64, 64, 32, 8, 2, 5),
+    (32, 128, 64, 8, 4, 4), (16, 128, 128, 8, 4, 3), (16, 64, 128, 8, 4, 4),
+    (128, 32, 64, 8, 4, 4), (32, 32, 64, 8, 2, 4), (16, 16, 64, 8, 2, 3),
+]  # fmt: skip
+CANDIDATES_32 = [
+    (64, 64, 32, 8, 4, 3), (64, 64, 16, 8, 4, 4), (128, 64, 32, 8, 8, 3),
+    (64, 128, 32, 8, 8, 3), (32, 64, 32, 8, 4, 3), (32, 32, 32, 8, 2, 3),
+    (16, 64, 32, 8, 2, 3),
+]  # fmt: skip
+
+
+def _p2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def fits(cfg: tuple[int, ...], M: int, N: int, K: int) -> bool:
+    """A tile no larger than the problem (rounded up to a power of two, at least 16):
+    a 128-row tile on a 16-row problem only wastes work."""
+    bm, bn, bk = cfg[:3]
+    return bm <= max(16, _p2(M)) and bn <= max(16, _p2(N)) and bk <= max(16, _p2(K))
+
+
+def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
+    """Bucket -> distinct traced calls (op, args text, weight, M, N, K), most used first."""
+    from opbench.kernels._lib import matmul
+    from opbench.spec.args import TensorSpec, parse_args
+    from opbench.suites.traces import load_traces
+
+    weights: dict[tuple[str, str], int] = defaultdict(int)
+    for e in load_traces(traces):
+        if e.op in OPS:
+            weights[(e.op, e.args)] += max(e.count, 1)
+    buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (op, text), w in weights.items():
+        specs = [a for a in parse_args(text).args if isinstance(a, TensorSpec)]
+        a, b = specs[-2], specs[-1]
+        M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+        key = matmul.bucket(a.dtype.itemsize, M, N, K)
+        buckets[key].append({"op": op, "args": text, "weight": w, "M": M, "N": N, "K": K})
+    for rows in buckets.values():
+        rows.sort(key=lambda r: -r["weight"])
+    return dict(buckets)
+
+
+def operands(op: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """(out, a, b, bias, alpha, beta) as the entry points pass them to ``matmul_into``."""
+    import torch
+
+    alpha, beta = kwargs.get("alpha", 1), kwargs.get("beta", 1)
+    if op.startswith("addmm"):
+        x, a, b = args[:3]
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        bias = x.expand(out.shape).unsqueeze(0)
+        return out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), bias, alpha, beta
+    a, b = args[:2]
+    if op.startswith("mm"):
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), None, 1, 1
+    out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
+    return out, a, b, None, 1, 1
+
+
+def _bench(fn: Any) -> float:
+    import triton
+
+    return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+
+
+def _journal(path: Path) -> dict[tuple[str, str], float]:
+    done: dict[tuple[str, str], float] = {}
+    if path.exists():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    r = json.loads(line)
+                    done[(r["args_key"], r["config"])] = r["ms"]
+                except (ValueError, KeyError) as e:
+                    raise SystemExit(f"{path}:{n}: not a tuning journal line ({e})") from None
+    return done
+
+
+def tune(args: argparse.Namespace) -> None:
+    journal = Path(args.journal)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    done = _journal(journal)
+    buckets = shapes_from_traces(args.traces)
+    started = time.monotonic()
+    total = sum(min(len(r), args.per_bucket) for r in buckets.values())
+    seen = 0
+    # most used buckets first, so a cut-off tuning has the ones that matter
+    order = sorted(buckets, key=lambda k: -sum(r["weight"] for r in buckets[k]))
+    for key in order:
+        for row in buckets[key][: args.per_bucket]:
+            seen += 1
+            if time.monotonic() - started > args.budget:
+                print(f"budget spent after {seen - 1} of {total} shapes", flush=True)
+                return
+            measure(key, row, done, journal)
+            print(f"[{time.monotonic() - started:5.0f}s] {seen}/{total} {key} {row['op']} "
+                  f"M={row['M']} N={row['N']} K={row['K']}", flush=True)  # fmt: skip
+
+
+def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
+            journal: Path) -> None:  # fmt: skip
+    """Time one traced call with eager, the untuned default and every candidate that
+    fits it; append each new measurement to the journal."""
+    import torch
+
+    from opbench.kernels._lib import matmul
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    op, text = row["op"], row["args"]
+    call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+    out, a, b, bias, alpha, beta = operands(op, call, kw)
+    itemsize = a.element_size()
+    M, N, K = row["M"], row["N"], row["K"]
+    todo: dict[str, tuple[int, ...] | None] = {
+        "eager": None,
+        "default": matmul._default(itemsize, M, N),
+    }
+    for c in CANDIDATES_32 if itemsize == 4 else CANDIDATES_16:
+        if fits(c, M, N, K):
+            todo[json.dumps(list(c))] = c
+    aten = getattr(torch.ops.aten, op.split(".")[0])
+    for name, cfg in todo.items():
+        if (f"{op}|{text}", name) in done:
+            continue
+        if cfg is None:
+            fn = lambda: aten(*call, **kw)  # noqa: E731
+        else:
+            fn = lambda c=cfg: matmul.matmul_into(out, a, b, bias, alpha, beta, c)  # noqa: E731
+        try:
+            ms = _bench(fn)
+        except Exception as e:  # a configuration that does not compile (shared memory)
+            print(f"  {key} {name}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+            ms = math.inf
+        rec = {"bucket": key, "op": op, "args_key": f"{op}|{text}", "weight": row["weight"],
+               "M": M, "N": N, "K": K, "config": name, "ms": ms}  # fmt: skip
+        with journal.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        done[(rec["args_key"], name)] = ms
+
+
+def report(args: argparse.Namespace) -> None:
+    rows = [json.loads(x) for x in Path(args.journal).read_text().splitlines() if x.strip()]
+    by_bucket: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        by_bucket[r["bucket"]].setdefault(r["args_key"], {"w": r["weight"], "t": {}, "r": r})
+        by_bucket[r["bucket"]][r["args_key"]]["t"][r["config"]] = r["ms"]
+
+    def wgeo(shapes: list[dict[str, Any]], name: str) -> float | None:
+        pts = [(s["w"], s["t"].get(name)) for s in shapes]
+        if any(t is None or not math.isfinite(t) for _, t in pts):
+            return None
+        total = sum(w for w, _ in pts)
+        return math.exp(sum(w * math.log(t) for w, t in pts) / total)
+
+    table, tuned = [], {}
+    for key in sorted(by_bucket):
+        shapes = list(by_bucket[key].values())
+        names = set.intersection(*(set(s["t"]) for s in shapes)) - {"eager"}
+        scored = {n: wgeo(shapes, n) for n in names}
+        scored = {n: v for n, v in scored.items() if v is not None}
+        if not scored:
+            continue
+        best = min(scored, key=scored.get)
+        eager, default = wgeo(shapes, "eager"), scored.get("default")
+        if best != "default":
+            tuned[key] = tuple(json.loads(best))
+        table.append({"bucket": key, "shapes": [f"{s['r']['op']} {s['r']['M']}x{s['r']['N']}x"
+                                                 f"{s['r']['K']}" for s in shapes],
+                      "best": best, "best_ms": scored[best], "default_ms": default,
+                      "eager_ms": eager, "vs_eager": eager / scored[best] if eager else None,
+                      "default_vs_eager": eager / default if eager and default else None})  # fmt: skip
+    from opbench.run.machine import environment
+
+    env = environment("cuda")
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+    geo = [t["vs_eager"] for t in table if t["vs_eager"]]
+    geo_d = [t["default_vs_eager"] for t in table if t["default_vs_eager"]]
+    summary = {
+        "buckets": len(table),
+        "tuned_buckets": len(tuned),
+        "geomean_vs_eager_tuned": math.exp(sum(map(math.log, geo)) / len(geo)) if geo else None,
+        "geomean_vs_eager_default": math.exp(sum(map(math.log, geo_d)) / len(geo_d))
+        if geo_d
+        else None,
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(
+            json.dumps(
+                {"env": env, "command": command, "summary": summary, "buckets": table}, indent=1
+            )
+            + "\n"  # fmt: skip
+        )
+        lines = [
+            f"# Matmul tuning on {env.get('gpu')}",
+            "",
+            f"torch {env.get('torch')}, Triton {env.get('triton')}. Command: `{command}`. "
+            "Times: median ms by `triton.testing.do_bench` (L2 cleared), weighted geomean over "
+            "a bucket's most used traced shapes; `vs eager` above 1 is faster than cuBLAS.",
+            "",
+            f"Summary: `{json.dumps(summary)}`",
+            "",
+            "| bucket | shapes | chosen | ms | default ms | eager ms | vs eager | default vs eager |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for t in table:
+            lines.append(
+                f"| {t['bucket']} | {'; '.join(t['shapes'])} | {t['best']} | {t['best_ms']:.4f} | "
+                f"{t['default_ms'] or float('nan'):.4f} | {t['eager_ms'] or float('nan'):.4f} | "
+                f"{t['vs_eager'] or float('nan'):.2f} | {t['default_vs_eager'] or float('nan'):.2f} |"
+            )
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    if args.write:
+        write_configs(tuned, f"{env.get('gpu')}, torch {env.get('torch')}, Triton "
+                      f"{env.get('triton')}: {command}", CONFIGS_PY)  # fmt: skip
+    print(json.dumps(summary))
+
+
+CONFIGS_TEMPLATE = '''"""Matmul configurations per shape bucket, tuned ahead of time on the GPU.
+
+Written by ``benchmarks/tune_matmul.py``; rerun it rather than editing by hand. Keys are
+:func:`opbench.kernels._lib.matmul.bucket` strings (element size and the size classes of
+M, N and K); values are (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages).
+Buckets missing here use the kernel's untuned defaults (also where a default won).
+
+Tuned on {provenance}
+"""
+
+TUNED: dict[str, tuple[int, int, int, int, int, int]] = {{
+{body}}}
+'''
+
+
+def write_configs(tuned: dict[str, tuple[int, ...]], provenance: str, path: Path) -> None:
+    """Rewrite the kernel's configuration table (a Python module: kernels never read data
+    files, the static scan flags that)."""
+    body = "".join(f"    {k!r}: {tuple(v)!r},\n" for k, v in sorted(tuned.items()))
+    path.write_text(CONFIGS_TEMPLATE.format(provenance=provenance, body=body))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--traces", default="../shared/traces")
+    ap.add_argument("--journal", required=True, help="JSONL of measurements (resumable)")
+    ap.add_argument("--per-bucket", type=int, default=3, help="most used shapes per bucket")
+    ap.add_argument("--budget", type=float, default=500, help="start no shape after this (s)")
+    ap.add_argument("--report", action="store_true", help="choose and write from the journal")
+    ap.add_argument("--write", action="store_true", help="with --report: rewrite matmul_configs.py")
+    ap.add_argument("--out", default=None, help="with --report: OUT.json and OUT.md")
+    args = ap.parse_args()
+    if args.report:
+        report(args)
+    else:
+        tune(args)
+
+
+if __name__ == "__main__":
+    main()

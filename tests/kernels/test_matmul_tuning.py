@@ -1,0 +1,110 @@
+"""``benchmarks/tune_matmul.py`` without a GPU: traced calls grouped into the kernel's
+buckets, the operands handed to the kernel exactly as the entry points hand them (checked
+against eager under the interpreter), the choice per bucket from a journal, and the
+configuration table it writes, which the kernel then reads."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import matmul  # noqa: E402
+from opbench.spec.args import parse_args  # noqa: E402
+from opbench.suites.inputs import make_inputs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = """Operator: aten.mm.default
+cnt: 5, ((T([40, 24], f16), T([24, 33], f16, stride=(1, 24))), {})
+cnt: 1, ((T([40, 24], f16), T([24, 33], f16)), {})
+Operator: aten.addmm.default
+cnt: 3, ((T([33], f16), T([40, 24], f16), T([24, 33], f16, stride=(1, 24))), {})
+Operator: aten.bmm.default
+cnt: 2, ((T([3, 20, 16], f32), T([3, 16, 2000], f32)), {})
+Operator: aten.relu.default
+cnt: 9, ((T([4], f16),), {})
+"""
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("tune_matmul", ROOT / "benchmarks/tune_matmul.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_traced_calls_land_in_the_kernels_buckets(tmp_path):
+    tm = _script()
+    (tmp_path / "m.txt").write_text(TRACE)
+    buckets = tm.shapes_from_traces(str(tmp_path))
+    assert sorted(buckets) == sorted([matmul.bucket(2, 40, 33, 24), matmul.bucket(4, 20, 2000, 16)])
+    rows = buckets[matmul.bucket(2, 40, 33, 24)]
+    assert [r["weight"] for r in rows] == [5, 3, 1]  # most used first
+    assert {r["op"] for r in rows} == {"mm.default", "addmm.default"}
+
+
+@pytest.mark.parametrize("line", [1, 4, 6])
+def test_operands_are_what_the_entry_points_pass(line: int) -> None:
+    """The tuner times matmul_into on these operands: they must compute the traced op."""
+    tm = _script()
+    op = {1: "mm.default", 4: "addmm.default", 6: "bmm.default"}[line]
+    text = TRACE.splitlines()[line].split(", ", 1)[1]
+    args, kwargs = make_inputs(op, parse_args(text), "cpu", 0)
+    out, a, b, bias, alpha, beta = tm.operands(op, args, kwargs)
+    got = matmul.matmul_into(out, a, b, bias, alpha, beta, (16, 32, 16, 4, 4, 1))
+    got = got if op.startswith("bmm") else got[0]
+    assert_matches(got, getattr(torch.ops.aten, op.split(".")[0]), *args, **kwargs)
+
+
+def test_fits_keeps_tiles_no_larger_than_the_problem() -> None:
+    tm = _script()
+    assert tm.fits((16, 128, 64, 8, 4, 4), 8, 1000, 64)
+    assert not tm.fits((128, 128, 64, 8, 4, 4), 8, 1000, 64)
+    assert all(tm.fits(c, 4096, 4096, 4096) for c in tm.CANDIDATES_16 + tm.CANDIDATES_32)
+    assert all(min(c[:3]) >= 16 for c in tm.CANDIDATES_16 + tm.CANDIDATES_32)
+
+
+def test_report_chooses_the_weighted_fastest_and_writes_the_table(tmp_path, monkeypatch):
+    tm = _script()
+    journal = tmp_path / "tune.jsonl"
+    big, small = "[128, 128, 64, 8, 8, 3]", "[64, 64, 64, 8, 4, 4]"
+    times = {  # shape weight, then ms per config: `big` wins on the heavy shape
+        "mm|a": (9, {"eager": 1.0, "default": 1.2, big: 0.8, small: 1.1}),
+        "mm|b": (1, {"eager": 1.0, "default": 1.0, big: 1.3, small: 0.9, "[1]": math.inf}),
+    }
+    rows = [
+        {"bucket": "2:3:3:2", "op": "mm.default", "args_key": k, "weight": w, "M": 1, "N": 1,
+         "K": 1, "config": c, "ms": ms}
+        for k, (w, ts) in times.items() for c, ms in ts.items()
+    ]  # fmt: skip
+    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    configs = tmp_path / "matmul_configs.py"
+    monkeypatch.setattr(tm, "CONFIGS_PY", configs)
+    monkeypatch.setattr("sys.argv", ["tune_matmul.py", "--report"])
+    out = tmp_path / "res"
+    args = tm.argparse.Namespace(journal=str(journal), write=True, out=str(out))
+    tm.report(args)
+    data = json.loads(out.with_suffix(".json").read_text())
+    (row,) = data["buckets"]
+    assert row["best"] == big  # 0.8^0.9 * 1.3^0.1 beats 1.1^0.9 * 0.9^0.1 and the default
+    assert abs(row["best_ms"] - math.exp(0.9 * math.log(0.8) + 0.1 * math.log(1.3))) < 1e-12
+    spec = importlib.util.spec_from_file_location("cfgs", configs)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.TUNED == {"2:3:3:2": (128, 128, 64, 8, 8, 3)}
+    assert "tune_matmul.py --report" in configs.read_text()
+
+
+def test_the_kernel_reads_tuned_configs_outside_the_interpreter(monkeypatch) -> None:
+    monkeypatch.setattr(matmul, "_INTERPRETING", False)
+    monkeypatch.setitem(matmul.CONFIGS, "2:3:3:3", (64, 256, 32, 4, 8, 3))
+    assert matmul.config_for(2, 4096, 4096, 4096) == (64, 256, 32, 4, 8, 3)
+    assert matmul.config_for(2, 4096, 4096, 512) == matmul._default(2, 4096, 4096)
