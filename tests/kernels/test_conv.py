@@ -1,0 +1,92 @@
+"""Convolution forward (implicit GEMM) against eager PyTorch and a float64 reference on CPU
+(Triton's interpreter): 1-, 2- and 3-D; stride, padding, dilation; groups and depthwise;
+transposed with output_padding; contiguous and channels-last inputs and weights (the
+output in eager's memory format); bias or none; f32, f16, bf16; float64 declined."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches  # noqa: E402
+
+from opbench.kernels._lib import conv  # noqa: E402
+
+aten = torch.ops.aten
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+# name: (input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups)
+CASES = {
+    "1d": ((2, 3, 11), (5, 3, 3), [1], [1], [1], False, [0], 1),
+    "1d_strided_dilated": ((2, 4, 20), (6, 4, 3), [2], [2], [3], False, [0], 1),
+    "2d": ((2, 3, 9, 8), (4, 3, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+    "2d_asymmetric": ((1, 5, 10, 7), (7, 5, 2, 3), [2, 1], [0, 2], [1, 2], False, [0, 0], 1),
+    "2d_groups": ((2, 6, 7, 7), (9, 2, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 3),
+    "2d_depthwise": ((2, 8, 9, 9), (8, 1, 3, 3), [2, 2], [1, 1], [1, 1], False, [0, 0], 8),
+    "2d_pointwise": ((2, 20, 5, 6), (17, 20, 1, 1), [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+    "3d": ((1, 2, 5, 6, 7), (3, 2, 2, 3, 3), [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 1),
+    "1d_transposed": ((2, 4, 7), (4, 3, 3), [2], [1], [1], True, [1], 1),
+    "2d_transposed": ((2, 3, 5, 4), (3, 5, 3, 2), [2, 3], [1, 0], [1, 2], True, [1, 2], 1),
+    "2d_transposed_groups": ((1, 4, 5, 5), (4, 3, 3, 3), [2, 2], [1, 1], [1, 1], True, [0, 1], 2),
+    "3d_transposed": ((1, 2, 3, 4, 3), (2, 3, 2, 2, 3), [2, 1, 2], [0, 1, 1], [1, 1, 1], True,
+                      [1, 0, 0], 1),
+}  # fmt: skip
+
+
+def _r(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def _args(case: str, dtype: torch.dtype, bias: bool) -> list:
+    shape, wshape, stride, padding, dilation, transposed, out_pad, groups = CASES[case]
+    x = _r(shape, dtype, 1)
+    w = _r(wshape, dtype, 2)
+    c_out = wshape[1] * groups if transposed else wshape[0]
+    b = _r((c_out,), dtype, 3) if bias else None
+    return [x, w, b, stride, padding, dilation, transposed, out_pad, groups]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", list(CASES))
+def test_convolution(case: str, dtype: torch.dtype) -> None:
+    args = _args(case, dtype, bias=case.endswith(("d", "groups")) or "dilated" in case)
+    got = conv.convolution(*args)
+    eager = aten.convolution(*args)
+    assert got.shape == eager.shape and got.dtype == eager.dtype
+    assert got.stride() == eager.stride()
+    assert_matches(got, aten.convolution, *args)
+
+
+@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_transposed", "3d"])
+@pytest.mark.parametrize("which", ["input", "weight", "both"])
+def test_channels_last(case: str, which: str) -> None:
+    args = _args(case, torch.float32, bias=True)
+    fmt = torch.channels_last if args[0].dim() == 4 else torch.channels_last_3d
+    if which in ("input", "both"):
+        args[0] = args[0].to(memory_format=fmt)
+    if which in ("weight", "both"):
+        args[1] = args[1].to(memory_format=fmt)
+    got = conv.convolution(*args)
+    eager = aten.convolution(*args)
+    if args[0].dim() == 4:  # 3-D: eager on the CPU picks by its backend (cuDNN's rule here)
+        assert got.stride() == eager.stride()
+    assert_matches(got, aten.convolution, *args)
+
+
+def test_sliced_input_read_in_place() -> None:
+    x = _r((2, 6, 12, 10), torch.float32, 4)[:, ::2, 1:, ::2]
+    w = _r((4, 3, 3, 3), torch.float32, 5)
+    args = [x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+
+
+def test_declined_cases_go_to_pytorch() -> None:
+    x = torch.randn(1, 2, 5, 5, dtype=torch.float64)
+    w = torch.randn(3, 2, 3, 3, dtype=torch.float64)
+    with pytest.raises(NotImplementedError):
+        conv.convolution(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(NotImplementedError):  # unbatched input
+        conv.convolution(x[0].float(), w.float(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
