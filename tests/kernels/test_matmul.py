@@ -6,6 +6,10 @@ NaN bias; eager's errors; float64 and integers declined so PyTorch serves them."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -162,3 +166,22 @@ def test_buckets_and_configs() -> None:
                 assert min(bm, bn, bk) >= 16 and group >= 1 and warps in (2, 4, 8)
     for cfg in matmul.CONFIGS.values():
         assert min(cfg[:3]) >= 16
+
+
+def test_kernels_run_when_triton_was_imported_first() -> None:
+    """opbench's CPU workers may import Triton before TRITON_INTERPRET is set: the matmul
+    and convolution kernels must not call triton.language's own @jit helpers (tl.zeros,
+    tl.cdiv), which are then compiled-mode objects the interpreter cannot call."""
+    code = (
+        "import triton.language, os\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "import torch\n"
+        "from opbench.kernels._lib import conv, matmul\n"
+        "a, b = torch.randn(5, 7), torch.randn(7, 3)\n"
+        "torch.testing.assert_close(matmul.mm(a, b), a @ b)\n"
+        "x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)\n"
+        "args = (x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)\n"
+        "torch.testing.assert_close(conv.convolution(*args), torch.ops.aten.convolution(*args))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)

@@ -35,6 +35,11 @@ from opbench.kernels._lib.launch import Launcher, cdiv
 __all__ = ["convolution"]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+#: Only triton.language builtins inside the kernels (``tl.full``, not ``tl.zeros`` or
+#: ``tl.cdiv``): where Triton was imported before ``TRITON_INTERPRET`` was set, the
+#: language's own ``@jit`` helpers are compiled-mode objects the interpreter cannot call
+#: (see ``norm.sum_f``).
 _SERVED = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -54,7 +59,7 @@ def _conv_kernel(
 ):  # fmt: skip
     pid_m = tl.program_id(0).to(tl.int64)
     pid_gn = tl.program_id(1).to(tl.int64)
-    tiles_n = tl.cdiv(COUT_G, BLOCK_N)
+    tiles_n = (COUT_G + BLOCK_N - 1) // BLOCK_N
     g = pid_gn // tiles_n
     pid_n = pid_gn - g * tiles_n
 
@@ -72,7 +77,7 @@ def _conv_kernel(
     nb = t // OD
     co = g * COUT_G + rn  # output channels of this tile
 
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     for kpos in range(0, KVOL):
         kw = kpos % KW
         kh = (kpos // KW) % KH

@@ -43,6 +43,11 @@ __all__ = ["addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bucket", 
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
+#: Only triton.language builtins inside the kernels (``tl.full``, not ``tl.zeros`` or
+#: ``tl.cdiv``): where Triton was imported before ``TRITON_INTERPRET`` was set, the
+#: language's own ``@jit`` helpers are compiled-mode objects the interpreter cannot call
+#: (see ``norm.sum_f``).
+
 _TL = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}
 
 
@@ -59,8 +64,8 @@ def _mm_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0).to(tl.int64)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles_m = (M + BLOCK_M - 1) // BLOCK_M
+    tiles_n = (N + BLOCK_N - 1) // BLOCK_N
     per_matrix = tiles_m * tiles_n
     b = pid // per_matrix
     t = pid - b * per_matrix
@@ -79,7 +84,7 @@ def _mm_kernel(
     n_ok = rn < N
     a_ptrs = a_ptr + b * s_ab + rm[:, None] * s_am + rk[None, :] * s_ak
     b_ptrs = b_ptr + b * s_bb + rk[:, None] * s_bk + rn[None, :] * s_bn
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = (k0 + rk) < K
         a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
