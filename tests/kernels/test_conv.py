@@ -90,3 +90,45 @@ def test_declined_cases_go_to_pytorch() -> None:
         conv.convolution(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
     with pytest.raises(NotImplementedError):  # unbatched input
         conv.convolution(x[0].float(), w.float(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+
+
+def _backward_args(case: str, dtype: torch.dtype, mask: list[bool]) -> list:
+    x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, dtype, True)
+    y = aten.convolution(x, w, b, stride, padding, dilation, transposed, out_pad, groups)
+    gy = _r(tuple(y.shape), dtype, 6)
+    return [gy, x, w, [b.numel()], stride, padding, dilation, transposed, out_pad, groups, mask]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", list(CASES))
+def test_convolution_backward(case: str, dtype: torch.dtype) -> None:
+    args = _backward_args(case, dtype, [True, True, True])
+    got = conv.convolution_backward(*args)
+    eager = aten.convolution_backward(*args)
+    assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in eager]
+    assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.parametrize("mask", [[True, False, False], [False, True, False], [False, True, True],
+                                  [True, True, False]])  # fmt: skip
+def test_convolution_backward_output_mask(mask: list[bool]) -> None:
+    args = _backward_args("2d_groups", torch.float32, mask)
+    got = conv.convolution_backward(*args)
+    assert [t is None for t in got] == [not m for m in mask]
+    assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_transposed"])
+def test_convolution_backward_channels_last(case: str) -> None:
+    args = _backward_args(case, torch.float32, [True, True, True])
+    args[:3] = [t.to(memory_format=torch.channels_last) for t in args[:3]]
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+
+
+def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
+    """Eager's CPU kernels return the weight gradient with the bias's even when not asked:
+    that case goes to PyTorch rather than guessing its result structure."""
+    args = _backward_args("2d", torch.float32, [True, False, True])
+    assert aten.convolution_backward(*args)[1] is not None
+    with pytest.raises(NotImplementedError):
+        conv.convolution_backward(*args)

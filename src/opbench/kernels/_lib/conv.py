@@ -32,7 +32,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
 
-__all__ = ["convolution"]
+__all__ = ["convolution", "convolution_backward"]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -124,7 +124,71 @@ def _conv_kernel(
              mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
 
 
+@triton.jit(do_not_specialize=["P", "R_G", "C_G", "KVOL"])
+def _wgrad_kernel(
+    a_ptr, b_ptr, dw_ptr,
+    P: tl.int64, R_G: tl.int64, C_G: tl.int64, KVOL: tl.int64,
+    PD: tl.int64, PH: tl.int64, PW: tl.int64, QD: tl.int64, QH: tl.int64, QW: tl.int64,
+    KH: tl.int64, KW: tl.int64,
+    sd: tl.int64, sh: tl.int64, sw: tl.int64, pd: tl.int64, ph: tl.int64, pw: tl.int64,
+    dd: tl.int64, dh: tl.int64, dw: tl.int64,
+    as0: tl.int64, as1: tl.int64, as2: tl.int64, as3: tl.int64, as4: tl.int64,
+    bs0: tl.int64, bs1: tl.int64, bs2: tl.int64, bs3: tl.int64, bs4: tl.int64,
+    ws0: tl.int64, ws1: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
+    IEEE: tl.constexpr, TO_F32: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """dw[g*R_G + r, c, k] = sum over batch and positions q of A[n, g*R_G + r, q] *
+    B[n, g*C_G + c, q * stride - padding + k * dilation] (zero outside B): the weight
+    gradient of a convolution (A = grad_output, B = input, q over output positions) and
+    of a transposed one (A = input, B = grad_output, q over input positions) alike."""
+    pid_m = tl.program_id(0).to(tl.int64)
+    pid_n = tl.program_id(1).to(tl.int64)
+    g = tl.program_id(2).to(tl.int64)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows: channels r of A's group
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns: (channel c, kernel position)
+    rk = tl.arange(0, BLOCK_K)
+    m_ok = rm < R_G
+    n_ok = rn < C_G * KVOL
+    c = rn // KVOL
+    kpos = rn % KVOL
+    kw = kpos % KW
+    kh = (kpos // KW) % KH
+    kd = kpos // (KW * KH)
+    a_chan = (g * R_G + rm) * as1
+    b_chan = (g * C_G + c) * bs1
+    acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    for p0 in range(0, P, BLOCK_K):
+        p = p0 + rk
+        p_ok = p < P
+        qw = p % QW
+        t = p // QW
+        qh = t % QH
+        t = t // QH
+        qd = t % QD
+        nb = t // QD
+        a = tl.load(a_ptr + a_chan[:, None] + (nb * as0 + qd * as2 + qh * as3 + qw * as4)[None, :],
+                    mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
+        i_d = qd[:, None] * sd - pd + kd[None, :] * dd
+        i_h = qh[:, None] * sh - ph + kh[None, :] * dh
+        i_w = qw[:, None] * sw - pw + kw[None, :] * dw
+        ok = (i_d >= 0) & (i_d < PD) & (i_h >= 0) & (i_h < PH) & (i_w >= 0) & (i_w < PW)
+        ok = ok & p_ok[:, None] & n_ok[None, :]
+        b = tl.load(b_ptr + (nb * bs0)[:, None] + b_chan[None, :] + i_d * bs2 + i_h * bs3
+                    + i_w * bs4, mask=ok, other=0.0)  # fmt: skip
+        if TO_F32:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        if IEEE:
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+    offs = ((g * R_G + rm) * ws0)[:, None] + (c * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
+    tl.store(dw_ptr + offs, acc.to(dw_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
 _conv = Launcher(_conv_kernel)
+_wgrad = Launcher(_wgrad_kernel)
 
 
 def _blocks(M: int, cout_g: int, cin_g: int) -> tuple[int, int, int, int]:
@@ -261,3 +325,104 @@ def convolution(
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
     )  # fmt: skip
     return out
+
+
+def _weight_grad(
+    a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, spatial: int, stride: list[int],
+    padding: list[int], dilation: list[int], groups: int,
+) -> torch.Tensor:  # fmt: skip
+    """The weight gradient through :func:`_wgrad_kernel`: ``a`` carries the weight's first
+    dim's channels at the positions summed over, ``b`` is gathered at
+    ``q * stride - padding + k * dilation``."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(weight.dim())
+    like_cl = fmt is not None and _strides_like_channels_last(weight)
+    dw = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device,
+                     memory_format=fmt if like_cl else torch.contiguous_format)  # fmt: skip
+    if dw.numel() == 0:
+        return dw
+    a5, b5, w5 = _as5d(a, spatial), _as5d(b, spatial), _as5d(dw, spatial)
+    one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
+    sd, sh, sw = one3 + stride
+    pd, ph, pw = pad3 + padding
+    dd, dh, dw_ = one3 + dilation
+    QD, QH, QW = a5.shape[2:]
+    PD, PH, PW = b5.shape[2:]
+    KD, KH, KW = w5.shape[2:]
+    R_G, C_G = weight.shape[0] // groups, weight.shape[1]
+    P = a5.shape[0] * QD * QH * QW
+    kvol = KD * KH * KW
+    if _INTERPRETING:
+        bm, bn, bk = 16, min(256, max(16, triton.next_power_of_2(C_G * kvol))), 256
+    else:
+        bm = min(64, max(16, triton.next_power_of_2(R_G)))
+        bn, bk = 64, 32
+    # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
+    grid = (cdiv(R_G, bm), cdiv(C_G * kvol, bn), groups)
+    _wgrad(
+        grid,
+        (a5, b5, w5, P, R_G, C_G, kvol, PD, PH, PW, QD, QH, QW, KH, KW,
+         sd, sh, sw, pd, ph, pw, dd, dh, dw_, *a5.stride(), *b5.stride(), *w5.stride()),
+        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=4,
+    )  # fmt: skip
+    return dw
+
+
+def convolution_backward(
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias_sizes: Sequence[int] | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """aten::convolution_backward: (grad_input, grad_weight, grad_bias), None where
+    ``output_mask`` is False. The input gradient is the forward kernel run the other way
+    (a transposed convolution of ``grad_output`` for a convolution, and the reverse), the
+    weight gradient :func:`_wgrad_kernel`, the bias gradient a sum over all but channels
+    (the reduction kernels)."""
+    from opbench.kernels._lib.reduction import sum_dim
+
+    dtypes = {grad_output.dtype, input.dtype, weight.dtype}
+    if len(dtypes) != 1 or input.dtype not in _SERVED:
+        raise NotImplementedError(f"convolution_backward on {dtypes}: PyTorch serves it")
+    spatial = weight.dim() - 2
+    if spatial not in (1, 2, 3) or input.dim() != spatial + 2:
+        raise NotImplementedError("unbatched or unusual convolution: PyTorch serves it")
+    stride = _expand(stride, spatial, "stride")
+    padding = _expand(padding, spatial, "padding")
+    dilation = _expand(dilation, spatial, "dilation")
+    output_padding = _expand(output_padding, spatial, "output_padding")
+    groups = int(groups)
+    want_gi, want_gw, want_gb = (bool(m) for m in output_mask)
+    if want_gb and not want_gw and input.device.type == "cpu":
+        # eager's CPU (oneDNN) kernels return the weight gradient whenever the bias's is
+        # asked for, a result structure we would have to guess per backend: PyTorch serves it
+        raise NotImplementedError("bias gradient without the weight's on the CPU")
+    gi = gw = gb = None
+    if want_gi:
+        if transposed:
+            gi = convolution(grad_output, weight, None, stride, padding, dilation, False,
+                             [0] * spatial, groups)  # fmt: skip
+        else:
+            ksize = weight.shape[2:]
+            back = [
+                i - ((o - 1) * s - 2 * p + d * (k - 1) + 1)
+                for i, o, s, p, d, k in zip(input.shape[2:], grad_output.shape[2:], stride,
+                                             padding, dilation, ksize)
+            ]  # fmt: skip
+            gi = convolution(grad_output, weight, None, stride, padding, dilation, True, back,
+                             groups)  # fmt: skip
+        if gi.shape != input.shape:
+            raise NotImplementedError("input gradient of another shape: PyTorch serves it")
+    if want_gw:
+        a, b = (input, grad_output) if transposed else (grad_output, input)
+        gw = _weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
+    if want_gb:
+        gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())])
+    return gi, gw, gb
