@@ -1,6 +1,7 @@
 """With timing, the last timed call's output is judged too: a ``ModelNew`` that answers
 right for the correctness trials and then returns garbage (cheap) once it is called
-over and over is ``cheat``, while an honest one passes with its speedup. Through the real
+over and over is ``cheat``, and so is one that hands back the answer it remembered for
+the same input tensor, while an honest one passes with its speedup. Through the real
 CLI on the CPU."""
 
 from __future__ import annotations
@@ -55,10 +56,22 @@ COUNTING = HONEST.replace(
         return torch.clamp_min(self.fc(x), 0.0)""",
 )
 
+# computes once per input object (and version), then returns what it remembered: right
+# for every trial (fresh tensors), and for every timed call whose tensor kept its values
+REMEMBERING = HONEST.replace(
+    "        return torch.clamp_min(self.fc(x), 0.0)",
+    """        seen = getattr(self, "seen", None)
+        if seen is not None and seen[0] is x and seen[1] == x._version:
+            return seen[2]
+        out = torch.clamp_min(self.fc(x), 0.0)
+        self.seen = (x, x._version, out)
+        return out""",
+)
+
 
 def test_a_candidate_that_stops_computing_once_timed_is_caught(tmp_path: Path) -> None:
     root, cands = tmp_path / "problems", tmp_path / "candidates"
-    for name, cand in (("1_honest", HONEST), ("2_counting", COUNTING)):
+    for name, cand in (("1_honest", HONEST), ("2_counting", COUNTING), ("3_remember", REMEMBERING)):
         for folder, text in ((root, PROBLEM), (cands, cand)):
             (folder / "level1").mkdir(parents=True, exist_ok=True)
             (folder / "level1" / f"{name}.py").write_text(text)
@@ -76,3 +89,6 @@ def test_a_candidate_that_stops_computing_once_timed_is_caught(tmp_path: Path) -
     assert honest["correct"] and honest["speedup"] is not None
     assert not counting["correct"] and counting["category"] == "cheat"
     assert "timed call" in counting["message"]
+    remember = problems["level1/3_remember"]
+    assert not remember["correct"] and remember["category"] == "cheat", remember
+    assert "timing draw 1" in remember["message"]

@@ -1,10 +1,11 @@
 """What a worker keeps of a candidate's timed calls for the harness: the last output and
-one chosen at random among all timed calls.
+one chosen at random among all timed calls, each with the input draw it saw.
 
-The harness judges both against the reference for the timing inputs
-(:mod:`opbench.judge.timed_output`, :mod:`opbench.programs.judge`): a candidate that
-computes for the correctness trials and stops once it is timed fails, and so does one
-that stops for most timed calls but not the last. Nothing here decides anything; the
+The harness judges both against the reference for the input draw each one saw
+(:mod:`opbench.judge.timed_output`, :mod:`opbench.programs.judge`;
+:mod:`opbench.judge.timing_inputs` for the draws): a candidate that computes for the
+correctness trials and stops once it is timed fails, so does one that stops for most
+timed calls but not the last, and so does one that returns an answer it remembered. Nothing here decides anything; the
 wrapper records and the worker sends.
 """
 
@@ -20,14 +21,20 @@ from opbench.instrument import tensors
 __all__ = ["keeping_last", "last_output"]
 
 
-def keeping_last(fn: Callable[..., Any], kept: list[Any]) -> Callable[..., Any]:
+def keeping_last(
+    fn: Callable[..., Any],
+    kept: list[Any],
+    draw_of: Callable[[Any, Any], int] | None = None,
+) -> Callable[..., Any]:
     """``fn`` keeping, in ``kept``, its latest result and one of all its results chosen
     uniformly at random (reservoir sampling: call ``i`` replaces the sample with
-    probability ``1/i``). The choice is drawn after the call returned, from a generator
-    seeded by the OS, so a kernel cannot know whether the call it is making will be
-    kept; a kernel lazy on a fraction ``f`` of its timed calls is caught with
-    probability about ``f`` by the sample, and always if the last call is lazy. The
-    draw costs well under a microsecond of the candidate's host time (no system call).
+    probability ``1/i``), each with the input draw its call saw (``draw_of(args,
+    kwargs)``, asked right after the call; 0 without it). The choice is drawn after the
+    call returned, from a generator seeded by the OS, so a kernel cannot know whether the
+    call it is making will be kept; a kernel lazy on a fraction ``f`` of its timed calls
+    is caught with probability about ``f`` by the sample, and always if the last call is
+    lazy. The draw and the lookup cost well under a microsecond of the candidate's host
+    time (no system call, one dictionary lookup).
     """
     rng = random.Random(os.urandom(16))
     calls = 0
@@ -36,8 +43,9 @@ def keeping_last(fn: Callable[..., Any], kept: list[Any]) -> Callable[..., Any]:
         nonlocal calls
         result = fn(*args, **kwargs)
         calls += 1
-        sample = result if rng.random() * calls < 1.0 else (kept[1] if len(kept) > 1 else None)
-        kept[:] = [result, sample]
+        last = (result, draw_of(args, kwargs) if draw_of is not None else 0)
+        sample = last if rng.random() * calls < 1.0 else (kept[1] if len(kept) > 1 else None)
+        kept[:] = [last, sample]
         return result
 
     call._schema = getattr(fn, "_schema", None)  # type: ignore[attr-defined]
@@ -47,16 +55,17 @@ def keeping_last(fn: Callable[..., Any], kept: list[Any]) -> Callable[..., Any]:
 def last_output(kept: list[Any], device: str) -> dict[str, Any]:
     """The kept outputs as plain data for the harness (nothing when no call was made):
     ``timed_output`` (the last call's) and, when another call was drawn,
-    ``timed_sample``."""
+    ``timed_sample``; each with ``*_meta`` and ``*_draw`` (which input draw it saw)."""
     if not kept:
         return {}
     tensors.sync(device)
     last, sample = kept[0], kept[1] if len(kept) > 1 else None
-    out = {
-        "timed_output": tensors.cpu_outputs(last),
-        "timed_output_meta": tensors.output_meta(last),
-    }
-    if sample is not None and sample is not last:
-        out["timed_sample"] = tensors.cpu_outputs(sample)
-        out["timed_sample_meta"] = tensors.output_meta(sample)
+    out: dict[str, Any] = {}
+    for key, entry in (("timed_output", last), ("timed_sample", sample)):
+        if entry is None or (key == "timed_sample" and entry is last):
+            continue
+        result, draw = entry
+        out[key] = tensors.cpu_outputs(result)
+        out[f"{key}_meta"] = tensors.output_meta(result)
+        out[f"{key}_draw"] = draw
     return out

@@ -16,6 +16,12 @@ How the protocol keeps aten-vs-aten at 1.00 (each point answers a way timings li
   copy before every repetition, made before the flush so neither the copy nor its cache
   footprint is timed; in-place ops never drift. Outputs are dropped right after each
   call, so the caching allocator hands both sides the same blocks.
+* **No answer to remember**: each repetition holds one of two draws of the case, chosen
+  at random, rewritten into the same tensors (objects, addresses and version counters
+  unchanged) before the flush; host-inclusive rounds give every call its own copy. A
+  kernel that returns the answer it gave for the same objects is wrong on the other
+  draw, and the harness judges two kept timed outputs against the draw each one saw
+  (:mod:`opbench.judge.timing_inputs`).
 * **Cold L2, no host in the interval**: before every repetition a buffer of 4x the L2
   size (read from the device) is overwritten, then a spin kernel (``torch.cuda._sleep``,
   sized from the measured host launch time) keeps the GPU busy until the host has
@@ -59,6 +65,12 @@ from typing import Any
 
 import torch
 
+from opbench.judge.timing_inputs import (
+    TimingInputs,
+    alternate_for,
+    clone_inputs,
+    schema_writes,
+)
 from opbench.suites.materialize import tensors_in
 
 __all__ = [
@@ -120,6 +132,8 @@ class TimingOptions:
     side_stream_check: bool = True
     side_stream_reps: int = 12
     pool_bytes: int = 512 * 1024 * 1024  # at most this much for host-round input copies
+    #: inputs up to this size also get a second draw to alternate with (timing_inputs.py)
+    alternate_max_bytes: int = 1 << 30
 
 
 @dataclass
@@ -178,6 +192,8 @@ class PairTiming:
     ref_first_call_ms: float = 0.0
     cand_first_call_ms: float = 0.0
     mutating: bool = False
+    input_draws: int = 1
+    input_draws_note: str | None = None
     sleep_us: float = 0.0
     flush_bytes: int = 0
     persisting_l2: str = "n/a"
@@ -257,114 +273,6 @@ def summarize(xs: Sequence[float]) -> Summary:
     rel_se = (1.2533 * sigma / math.sqrt(n) / med) if med > 0 else math.inf
     rel_iqr = iqr / med if med > 0 else math.inf
     return Summary(med, q1, q3, iqr, rel_iqr, rel_se, s[0], n)
-
-
-# --------------------------------------------------------------------------- input copies
-
-
-def clone_inputs(obj: Any, memo: dict[Any, Any] | None = None) -> Any:
-    """A layout-exact deep copy of an argument tree (lists, tuples, dicts, tensors).
-
-    Each distinct storage is copied once and every tensor is rebuilt on it with its own
-    offset, sizes and strides: stride-0 (expanded) tensors stay expanded, and arguments
-    that shared memory still share it. Non-tensor leaves are returned as they are.
-    """
-    if memo is None:
-        memo = {}
-    if isinstance(obj, torch.Tensor):
-        return _clone_tensor(obj, memo)
-    if isinstance(obj, list):
-        return [clone_inputs(v, memo) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(clone_inputs(v, memo) for v in obj)
-    if isinstance(obj, dict):
-        return {k: clone_inputs(v, memo) for k, v in obj.items()}
-    return obj
-
-
-def _clone_tensor(t: torch.Tensor, memo: dict[Any, Any]) -> torch.Tensor:
-    if t.layout != torch.strided or t.is_quantized or t.device.type == "meta":
-        return t.clone()
-    st = t.untyped_storage()
-    key = (t.device, st.data_ptr(), st.nbytes())
-    new_st = memo.get(key)
-    if new_st is None:
-        new_st = st.clone()
-        memo[key] = new_st
-    out = torch.empty(0, dtype=t.dtype, device=t.device)
-    out.set_(new_st, t.storage_offset(), t.shape, t.stride())
-    if t.requires_grad:
-        out.requires_grad_(True)
-    return out
-
-
-def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-
-
-def _same_inputs(a: Any, b: Any) -> bool:
-    """True when two argument trees hold tensors of equal layout and equal bytes."""
-    ta, tb = tensors_in(a), tensors_in(b)
-    if len(ta) != len(tb):
-        return False
-    with torch.no_grad():
-        for x, y in zip(ta, tb):
-            if (x.shape, x.stride(), x.storage_offset(), x.dtype) != (
-                y.shape,
-                y.stride(),
-                y.storage_offset(),
-                y.dtype,
-            ):
-                return False
-            if x.layout != torch.strided or y.layout != torch.strided:
-                if not torch.equal(x, y):
-                    return False
-                continue
-            if x.untyped_storage().nbytes() != y.untyped_storage().nbytes():
-                return False
-            if not torch.equal(_storage_bytes(x), _storage_bytes(y)):
-                return False
-    return True
-
-
-def _schema_writes(fn: Any) -> bool:
-    """Whether an OpOverload's schema writes to any argument (``Tensor(a!)``)."""
-    schema = getattr(fn, "_schema", None)
-    if schema is None:
-        return False
-    for arg in schema.arguments:
-        info = arg.alias_info
-        if info is not None and info.is_write:
-            return True
-    return False
-
-
-class _Inputs:
-    """The pristine template, a shared working copy, and fresh copies for writers."""
-
-    def __init__(self, template: tuple[list[Any], dict[str, Any]], mutating: bool) -> None:
-        self.template = template
-        self.mutating = mutating
-        self.working = clone_inputs(template)
-        self.nbytes = sum(
-            t.untyped_storage().nbytes()
-            if t.layout == torch.strided
-            else t.numel() * t.element_size()
-            for t in tensors_in(template)
-        )
-
-    def fresh(self) -> tuple[list[Any], dict[str, Any]]:
-        return clone_inputs(self.template)
-
-    def for_rep(self) -> tuple[list[Any], dict[str, Any]]:
-        return self.fresh() if self.mutating else self.working
-
-    def became_dirty(self) -> bool:
-        """The shared copy changed: some side writes to its inputs."""
-        return not _same_inputs(self.working, self.template)
-
-    def reset(self) -> None:
-        self.working = clone_inputs(self.template)
 
 
 # --------------------------------------------------------------------------- CUDA environment
@@ -506,7 +414,7 @@ def measure_launch_floor(device: str | torch.device, reps: int = 200) -> float:
         return torch.empty(0, device=dev)
 
     sides = [_Side("floor", empty)]
-    inputs = _Inputs(([], {}), mutating=False)
+    inputs = TimingInputs(([], {}), mutating=False)
     if dev.type == "cuda":
         with torch.cuda.device(dev):
             env = _env(dev)
@@ -560,7 +468,7 @@ def _order(i: int, k: int) -> range:
 
 def _device_batch_cuda(
     sides: list[_Side],
-    inputs: _Inputs,
+    inputs: TimingInputs,
     n: int,
     env: _CudaEnv,
     stream: Any,
@@ -607,7 +515,7 @@ def _device_batch_cuda(
     return [[_ev_elapsed(events[s], events[s + 1]) for s in slots[j]] for j in range(k)]
 
 
-def _device_batch_cpu(sides: list[_Side], inputs: _Inputs, n: int) -> list[list[float]]:
+def _device_batch_cpu(sides: list[_Side], inputs: TimingInputs, n: int) -> list[list[float]]:
     """``n`` interleaved repetitions in alternating order, wall clock around each call."""
     out_times: list[list[float]] = [[] for _ in sides]
     was_enabled = _gc_isenabled()
@@ -643,7 +551,7 @@ class _Timer:
         if self.cuda:
             _cuda_sync(self.device)
 
-    def batch(self, sides: list[_Side], inputs: _Inputs, n: int, launch_times: bool = False):
+    def batch(self, sides: list[_Side], inputs: TimingInputs, n: int, launch_times: bool = False):
         if self.cuda:
             assert self.env is not None
             return _device_batch_cuda(
@@ -669,7 +577,9 @@ class _Timer:
         self.sleep_us = min(max(1.5 * launch_us + 10.0, 20.0), 2000.0)
 
 
-def _first_call(fn: Callable[..., Any], inputs: _Inputs, timer: _Timer) -> tuple[float, int | None]:
+def _first_call(
+    fn: Callable[..., Any], inputs: TimingInputs, timer: _Timer
+) -> tuple[float, int | None]:
     """Wall time of one synchronised call (compile / autotune included) and its peak memory."""
     args, kwargs = inputs.fresh()
     timer.sync()
@@ -688,17 +598,19 @@ def _first_call(fn: Callable[..., Any], inputs: _Inputs, timer: _Timer) -> tuple
 
 
 def _host_rounds(
-    sides: list[_Side], inputs: _Inputs, timer: _Timer, per_call_ms: float
+    sides: list[_Side], inputs: TimingInputs, timer: _Timer, per_call_ms: float
 ) -> tuple[list[list[float]], int, int]:
     """Host-inclusive per-call times: rounds of back-to-back calls, then one synchronize.
 
-    Rounds alternate A B, B A, ... Writers get one fresh input copy per call, built before
-    the round starts (and bounded by ``pool_bytes``).
+    Rounds alternate A B, B A, ... Every call gets its own input copy (of a draw chosen
+    per call, :class:`~opbench.judge.timing_inputs.TimingInputs`), built before the round
+    starts and bounded by ``pool_bytes``: writers never see another call's writes, and no
+    call sees the objects another call saw (a kernel keyed on them would skip its work).
     """
     opt = timer.options
     least = 10 if per_call_ms < 0.2 else 2  # enough calls to amortise the final synchronize
     calls = opt.host_calls or int(min(max(opt.host_round_ms / max(per_call_ms, 1e-4), least), 1000))
-    if inputs.mutating and inputs.nbytes > 0:
+    if inputs.nbytes > 0:
         calls = max(1, min(calls, opt.pool_bytes // max(inputs.nbytes, 1)))
     round_ms = calls * per_call_ms
     rounds = int(max(3, min(opt.host_rounds, opt.host_budget_ms / max(2 * round_ms, 1e-6))))
@@ -708,11 +620,7 @@ def _host_rounds(
         for r in range(rounds):
             for j in _order(r, len(sides)):
                 side = sides[j]
-                pool = (
-                    [inputs.fresh() for _ in range(calls)]
-                    if inputs.mutating
-                    else [inputs.working] * calls
-                )
+                pool = inputs.pool(calls)
                 fn = side.fn
                 timer.sync()
                 _gc_disable()
@@ -731,7 +639,7 @@ def _host_rounds(
     return per_side, calls, rounds
 
 
-def _side_stream_check(sides: list[_Side], inputs: _Inputs, timer: _Timer) -> dict[str, float]:
+def _side_stream_check(sides: list[_Side], inputs: TimingInputs, timer: _Timer) -> dict[str, float]:
     """``wall - event`` per side on an idle GPU (us): equal for honest work on one stream.
 
     With the GPU idle, the start event runs as soon as it is queued and a device-wide
@@ -770,7 +678,7 @@ def _side_stream_check(sides: list[_Side], inputs: _Inputs, timer: _Timer) -> di
     }
 
 
-def _synced_times(sides: list[_Side], inputs: _Inputs, timer: _Timer, n: int) -> list[float]:
+def _synced_times(sides: list[_Side], inputs: TimingInputs, timer: _Timer, n: int) -> list[float]:
     """Medians (ms) with a device-wide synchronize before the stop event, both sides alike."""
     k = len(sides)
     assert timer.env is not None
@@ -794,7 +702,7 @@ def _synced_times(sides: list[_Side], inputs: _Inputs, timer: _Timer, n: int) ->
 
 
 def _graph_times(
-    sides: list[_Side], inputs: _Inputs, timer: _Timer, per_call_ms: float
+    sides: list[_Side], inputs: TimingInputs, timer: _Timer, per_call_ms: float
 ) -> tuple[list[float] | None, str | None]:
     """CUDA-graph replay time per side (ms), or ``None`` and why it could not be captured.
 
@@ -848,6 +756,22 @@ def _graph_times(
     return [interpolated_median(p) for p in per], None
 
 
+def _last_calls(cand: _Side, inputs: TimingInputs, timer: _Timer) -> None:
+    """The candidate's last two timed calls: draw 0, then draw 1 in the same tensors
+    (for writers, a fresh copy, which the caching allocator usually puts at the same
+    address). The last call's output is always judged; a kernel that hands back an
+    answer it remembered for these objects or addresses (the last one, or the first,
+    which was always draw 0) returns draw 0's answer there, whatever random draws the
+    timed calls before it saw."""
+    if len(inputs.draws) < 2:
+        return
+    for k in (0, 1):
+        args, kwargs = inputs.holding(k)
+        out = cand.fn(*args, **kwargs)
+        del out, args, kwargs
+    timer.sync()
+
+
 # --------------------------------------------------------------------------- the entry points
 
 
@@ -872,7 +796,7 @@ def time_graph_pair(
         dev = torch.device("cuda", torch.cuda.current_device())
     with torch.cuda.device(dev):
         args, kwargs = make_args()
-        inputs = _Inputs((list(args), dict(kwargs)), mutating=_schema_writes(ref))
+        inputs = TimingInputs((list(args), dict(kwargs)), mutating=schema_writes(ref))
         timer = _Timer(dev, opt)
         ms, note = _graph_times(
             [_Side("ref", ref), _Side("cand", cand)], inputs, timer, per_call_ms
@@ -895,11 +819,19 @@ def time_pair(
     options: TimingOptions | None = None,
     *,
     observer_pause: Callable[[], Any] | None = None,
+    alternate_args: Callable[[], tuple[list[Any], dict[str, Any]]] | None = None,
+    inputs_ready: Callable[[TimingInputs], Any] | None = None,
 ) -> PairTiming:
     """Time ``ref`` against ``cand`` on the inputs ``make_args()`` builds.
 
     ``make_args`` is called once; both sides then run on layout-exact copies (see the
     module docstring for the protocol). Raises whatever a side raises.
+
+    ``alternate_args``: builds a second draw of the same case; each timed call then holds
+    one of the two draws, chosen at random (:mod:`opbench.judge.timing_inputs`), so no
+    kernel can return a remembered answer. ``inputs_ready`` is handed the
+    :class:`~opbench.judge.timing_inputs.TimingInputs` before the first call, for a
+    wrapper that records which draw a call saw (``draw_of``).
 
     ``observer_pause``: a context manager factory that pauses the worker's call
     observer (:class:`opbench.instrument.observer.ExecutionWindow`) where host time is
@@ -914,11 +846,12 @@ def time_pair(
         dev = torch.device("cuda", torch.cuda.current_device())
     started = _perf_ns()
     pause = observer_pause or contextlib.nullcontext
+    draws = (alternate_args, inputs_ready)
     if dev.type == "cuda":
         with torch.cuda.device(dev):
-            result = _time_pair(ref, cand, make_args, dev, opt, pause)
+            result = _time_pair(ref, cand, make_args, dev, opt, pause, draws)
     else:
-        result = _time_pair(ref, cand, make_args, dev, opt, pause)
+        result = _time_pair(ref, cand, make_args, dev, opt, pause, draws)
     result.elapsed_ms = (_perf_ns() - started) / _NS_PER_MS
     return result
 
@@ -930,12 +863,19 @@ def _time_pair(
     dev: torch.device,
     opt: TimingOptions,
     pause: Callable[[], Any] = contextlib.nullcontext,
+    draws: tuple[Any, Any] = (None, None),
 ) -> PairTiming:
     floor = measure_launch_floor(dev)
     timer = _Timer(dev, opt)
     args, kwargs = make_args()
     template = (list(args), dict(kwargs))
-    inputs = _Inputs(template, mutating=_schema_writes(ref))
+    make_alt, inputs_ready = draws
+    nbytes = sum(t.numel() * t.element_size() for t in tensors_in(template))
+    alternate, why_one = alternate_for(make_alt, nbytes, opt.alternate_max_bytes)
+    inputs = TimingInputs(template, mutating=schema_writes(ref), alternate=alternate)
+    del alternate
+    if inputs_ready is not None:
+        inputs_ready(inputs)
     sides = [_Side("ref", ref), _Side("cand", cand)]
     flags: list[str] = []
 
@@ -1038,6 +978,7 @@ def _time_pair(
             graph_ms, graph_note = _graph_times(sides, inputs, timer, per_call)
 
     paused_cpu.close()
+    _last_calls(sides[1], inputs, timer)
     if not inputs.mutating and inputs.became_dirty():
         flags.append("mutates_input")
 
@@ -1086,6 +1027,8 @@ def _time_pair(
         ref_first_call_ms=ref_first,
         cand_first_call_ms=cand_first,
         mutating=inputs.mutating,
+        input_draws=len(inputs.draws),
+        input_draws_note=why_one or inputs.note,
         sleep_us=timer.sleep_us,
         flush_bytes=timer.env.flush_bytes if timer.env else 0,
         persisting_l2=timer.env.persisting_l2 if timer.env else "n/a",

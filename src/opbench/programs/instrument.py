@@ -267,20 +267,32 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
     if req.get("perf") and ok:
         options = timing_mod.TimingOptions(**(req.get("timing_options") or {}))
 
-        def make_args() -> tuple[list[Any], dict[str, Any]]:
-            return make_inputs(problem, seeds[0], size, device), {}
+        def make_args(seed: int = seeds[0]) -> tuple[list[Any], dict[str, Any]]:
+            return make_inputs(problem, seed, size, device), {}
 
-        # The timed calls' last output goes back to the harness, which compares it with
-        # the first seed's reference (the timing inputs): a candidate that computes for
-        # the correctness trials and cuts corners once timed fails. The candidate cannot
-        # tell this wrapper's calls from the trials'.
+        # Two timed calls' outputs go back to the harness, each with the input draw it
+        # held (the first or the second trial's seed, chosen per call at random), and are
+        # compared with that seed's reference: a candidate that computes for the
+        # correctness trials and cuts corners once timed fails, and so does one that
+        # returns a remembered answer. The candidate cannot tell this wrapper's calls
+        # from the trials'.
+        second = (lambda: make_args(seeds[1])) if len(seeds) > 1 else None
         last: list[Any] = []
-        timed = keeping_last(call, last)
+        inputs: list[Any] = []
+        timed = keeping_last(call, last, lambda a, k: inputs[-1].draw_of(a, k) if inputs else 0)
         for key, ref in (("timing", ref_call), ("timing_compile", compiled_call)):
             if ref is None:
                 continue
             try:
-                got = timing_mod.time_pair(ref, timed, make_args, device, options)
+                got = timing_mod.time_pair(
+                    ref,
+                    timed,
+                    make_args,
+                    device,
+                    options,
+                    alternate_args=second,
+                    inputs_ready=inputs.append,
+                )
                 out[key] = got.to_dict()
             except Exception as e:
                 out[f"{key}_error"] = f"{type(e).__name__}: {e}"[:2000]

@@ -123,10 +123,11 @@ def judge_program(
             details={"tampering": late},
             duration_s=elapsed,
         )
-    for what, outputs, meta in kept_outputs(m) if expected else []:
-        bad = _timed_output_problem(
-            what, outputs, meta, expected[0], rtol_scale, atol_scale, work_device
-        )
+    for what, outputs, meta, draw in kept_outputs(m) if expected else []:
+        # draw 1 is the second trial's seed (programs/instrument.py)
+        exp = expected[draw] if draw < len(expected) else expected[0]
+        what = f"{what} (timing draw {draw} of 0-1, chosen per call at random)"
+        bad = _timed_output_problem(what, outputs, meta, exp, rtol_scale, atol_scale, work_device)
         if bad:
             return _fail(base, "cheat", bad, details=verdict.details, duration_s=elapsed)
     timing_fields(verdict, m)

@@ -177,8 +177,10 @@ def judge_outcome(
         result.details.update(timed.details)
     from opbench.judge.timed_output import judge_timed_output, kept_outputs
 
-    for what, outputs, meta in kept_outputs(m):
-        late = judge_timed_output(case, outputs, meta, device, judge_options, expectations, what)
+    for what, outputs, meta, draw in kept_outputs(m):
+        late = judge_timed_output(
+            case, outputs, meta, device, judge_options, expectations, what, draw
+        )
         if late is not None:
             result.status, result.category, result.message = (
                 late.status,

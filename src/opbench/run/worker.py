@@ -59,7 +59,7 @@ def main() -> int:
     from opbench.judge.guard import is_reference_backend
     from opbench.spec import variants  # noqa: F401
     from opbench.spec.ops import get_overload
-    from opbench.suites.case import Case
+    from opbench.suites.case import Case, timing_seeds
     from opbench.suites.materialize import materialize
 
     device = cfg["device"]
@@ -161,11 +161,15 @@ def main() -> int:
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
                     ref = get_overload(case.op)
+                    seed, second = timing_seeds(case)
                     out.update(
                         _timed(
                             ref,
                             kernel,
-                            lambda case=case: materialize(case, device),
+                            (
+                                lambda case=case, s=seed: materialize(case, device, s),
+                                lambda case=case, s=second: materialize(case, device, s),
+                            ),
                             device,
                             timing_options,
                             fingerprint,
@@ -190,7 +194,7 @@ def main() -> int:
 def _timed(
     ref: Any,
     kernel: Any,
-    make_args: Any,
+    draws: tuple[Any, Any],
     device: str,
     options: Any,
     fingerprint: Any,
@@ -202,6 +206,9 @@ def _timed(
     Each side's calls are marked with its own scope, so the harness can tell the
     candidate's calls from the reference's. A process that changed since the candidate
     was imported (thread count, backend settings, patched functions) is not timed.
+    ``draws``: the builders of the case's two timing draws
+    (:func:`opbench.suites.case.timing_seeds`); each kept output goes back with the
+    draw its call saw.
     """
     from opbench.instrument.observer import CANDIDATE_SCOPE, REFERENCE_SCOPE, ExecutionWindow
     from opbench.instrument.timed import keeping_last, last_output
@@ -212,10 +219,13 @@ def _timed(
         fingerprint.restore_settings()
         return {"timing_tamper": before}
     last: list[Any] = []
-    kernel = keeping_last(kernel, last)
+    inputs: list[Any] = []
+    kernel = keeping_last(kernel, last, lambda a, k: inputs[0].draw_of(a, k) if inputs else 0)
+    make_args, make_second = draws
+    draw_kw = {"alternate_args": make_second, "inputs_ready": inputs.append}
     if not guard_on:
-        out = {"timing": timing_mod.time_pair(ref, kernel, make_args, device, options)}
-        return {**out, **last_output(last, device)}
+        timing = timing_mod.time_pair(ref, kernel, make_args, device, options, **draw_kw)
+        return {"timing": timing, **last_output(last, device)}
     window = ExecutionWindow()
     with window:
         timing = timing_mod.time_pair(
@@ -225,6 +235,7 @@ def _timed(
             device,
             options,
             observer_pause=window.pause,
+            **draw_kw,
         )
     return {
         "timing": timing,

@@ -66,3 +66,12 @@ def derive_seed(seed: int, i: int) -> int:
         return seed
     h = hashlib.sha256(f"opbench:{seed}:{i}".encode()).hexdigest()
     return int(h[:8], 16) & 0x7FFFFFFF
+
+
+def timing_seeds(case: Case) -> tuple[int, int]:
+    """The two draws a timed pair's calls hold, each call one of them at random: the
+    case's own seed, and its first derived seed (the second correctness trial's, where
+    no re-draw replaced it). The worker builds both; the harness judges a kept timed
+    output against the reference of the draw it saw (:mod:`opbench.judge.timing_inputs`).
+    """
+    return case.seed, derive_seed(case.seed, 1)

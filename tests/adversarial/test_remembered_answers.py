@@ -1,0 +1,70 @@
+"""Kernels that remember answers instead of computing them, judged with timing on (CPU).
+
+Every timed call of a non-mutating op used to see the very same input tensors, so a
+kernel keyed on the input objects returned its remembered answer: right values, no work
+(a memoizing ``mul`` was judged correct at 7.8x eager). Each timed call now holds one of
+two draws of the case in the same tensors, and the last call always holds the draw the
+first did not (``opbench/judge/timing_inputs.py``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import adversarial_corpus as corpus
+
+TIMED_KERNELS = Path(__file__).resolve().parent / "timed_kernels"
+
+TRACE = """\
+Operator: aten.minimum.default
+cnt: 2, ((T([64, 48], f32), T([64, 48], f32)), {})
+cnt: 1, ((T([16], f32), T([4, 16], f32)), {})
+Operator: aten.fmin.default
+cnt: 1, ((T([64, 48], f32), T([64, 48], f32)), {})
+Operator: aten.mul.Tensor
+cnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})
+"""
+
+
+def _run(tmp_path: Path) -> dict:
+    from opbench.run.session import RunRequest, run
+    from opbench.run.store import ResultStore
+
+    kernels = tmp_path / "k"
+    shutil.copytree(TIMED_KERNELS, kernels, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(corpus.KERNELS / "mul__Tensor", kernels / "mul__Tensor")
+    trace = tmp_path / "t.txt"
+    trace.write_text(TRACE)
+    run(
+        RunRequest(
+            suite=f"traces:{trace}",
+            backend=str(kernels),
+            device="cpu",
+            perf=True,
+            out=tmp_path / "run",
+            sandbox="auto",
+        )
+    )
+    store = ResultStore(tmp_path / "run" / "results.sqlite")
+    by_op: dict[str, list] = {}
+    for r in store.results():
+        by_op.setdefault(r.op, []).append(r)
+    store.close()
+    return by_op
+
+
+def test_remembered_answers_fail_and_honest_kernels_keep_their_speedup(tmp_path):
+    by_op = _run(tmp_path)
+    # keyed on the input objects: right for every trial, so only the timed calls show it
+    remembering = by_op["minimum.default"]
+    assert len(remembering) == 2
+    for r in remembering:
+        assert (r.status, r.category) == ("failed", "cheat"), r.message
+        assert "timing draw 1" in r.message
+    # keyed on addresses: a reused address may already trip a trial; never a pass
+    (by_address,) = by_op["fmin.default"]
+    assert by_address.status == "failed", by_address.message
+    assert by_address.category in {"cheat", "wrong_result"}, by_address.message
+    (honest,) = by_op["mul.Tensor"]
+    assert honest.status == "passed" and honest.speedup is not None, honest.message
