@@ -241,3 +241,31 @@ def run_corpus(tmp: Path, *, gpu: bool = False, on_progress: Any = None, **reque
         "listener": listener,
         "elapsed": elapsed,
     }
+
+
+def run_timed(tmp: Path, kernels: Path, trace: str) -> dict[str, list]:
+    """Judge ``kernels`` on the trace text ``trace`` with timing on, on the CPU, through
+    the real ``opbench run`` path; the results by overload. For tricks that only the timed
+    calls show (the corpus run itself is untimed)."""
+    from opbench.run.session import RunRequest, run
+    from opbench.run.store import ResultStore
+
+    path = tmp / "timed-trace.txt"
+    path.write_text(trace)
+    out = tmp / "timed-run"
+    run(
+        RunRequest(
+            suite=f"traces:{path}",
+            backend=str(kernels),
+            device="cpu",
+            perf=True,
+            out=out,
+            sandbox="auto",
+        )
+    )
+    store = ResultStore(out / "results.sqlite")
+    by_op: dict[str, list] = defaultdict(list)
+    for r in store.results():
+        by_op[r.op].append(r)
+    store.close()
+    return by_op

@@ -135,26 +135,12 @@ def test_untimed_delegation_is_not_seen_without_timing(corpus_run, op):
 def test_delegating_only_while_timed_is_caught(tmp_path):
     """log2 computes honestly for the correctness calls, then delegates: timed on CPU, the
     observed first timed calls show it."""
-    from opbench.run.session import RunRequest, run
-    from opbench.run.store import ResultStore
-
     kernels = tmp_path / "k"
     corpus.shutil.copytree(corpus.KERNELS / "log2__default", kernels / "log2__default")
-    trace = tmp_path / "t.txt"
-    trace.write_text("Operator: aten.log2.default\ncnt: 1, ((T([64, 64], f32),), {})\n")
-    run(
-        RunRequest(
-            suite=f"traces:{trace}",
-            backend=str(kernels),
-            device="cpu",
-            perf=True,
-            out=tmp_path / "run",
-            sandbox="auto",
-        )
+    by_op = corpus.run_timed(
+        tmp_path, kernels, "Operator: aten.log2.default\ncnt: 1, ((T([64, 64], f32),), {})\n"
     )
-    store = ResultStore(tmp_path / "run" / "results.sqlite")
-    (r,) = store.results()
-    store.close()
+    (r,) = by_op["log2.default"]
     assert (r.status, r.category) == ("failed", "calls_pytorch"), r.message
     assert "while being timed" in r.message
 
@@ -214,32 +200,17 @@ def test_stopping_work_once_timed_is_caught(tmp_path):
     """The timed calls' last output is judged against the reference for the timing
     inputs: a kernel right for the trials and lazy once timed fails as cheat, while the
     honest kernel beside it keeps its speedup."""
-    from opbench.run.session import RunRequest, run
-    from opbench.run.store import ResultStore
-
     kernels = tmp_path / "k"
     (kernels / "relu__default").mkdir(parents=True)
     (kernels / "relu__default" / "relu__default_implementation.py").write_text(LAZY_ONCE_TIMED)
     corpus.shutil.copytree(corpus.KERNELS / "mul__Tensor", kernels / "mul__Tensor")
-    trace = tmp_path / "t.txt"
-    trace.write_text(
+    by_op = corpus.run_timed(
+        tmp_path,
+        kernels,
         "Operator: aten.relu.default\ncnt: 1, ((T([64, 64], f32),), {})\n"
-        "Operator: aten.mul.Tensor\ncnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})\n"
+        "Operator: aten.mul.Tensor\ncnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})\n",
     )
-    run(
-        RunRequest(
-            suite=f"traces:{trace}",
-            backend=str(kernels),
-            device="cpu",
-            perf=True,
-            out=tmp_path / "run",
-            sandbox="auto",
-        )
-    )
-    store = ResultStore(tmp_path / "run" / "results.sqlite")
-    by_op = {r.op: r for r in store.results()}
-    store.close()
-    lazy, honest = by_op["relu.default"], by_op["mul.Tensor"]
+    (lazy,), (honest,) = by_op["relu.default"], by_op["mul.Tensor"]
     assert (lazy.status, lazy.category) == ("failed", "cheat"), lazy.message
     assert "timed call" in lazy.message
     assert honest.status == "passed" and honest.speedup is not None, honest.message

@@ -28,30 +28,10 @@ cnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})
 
 
 def _run(tmp_path: Path) -> dict:
-    from opbench.run.session import RunRequest, run
-    from opbench.run.store import ResultStore
-
     kernels = tmp_path / "k"
     shutil.copytree(TIMED_KERNELS, kernels, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(corpus.KERNELS / "mul__Tensor", kernels / "mul__Tensor")
-    trace = tmp_path / "t.txt"
-    trace.write_text(TRACE)
-    run(
-        RunRequest(
-            suite=f"traces:{trace}",
-            backend=str(kernels),
-            device="cpu",
-            perf=True,
-            out=tmp_path / "run",
-            sandbox="auto",
-        )
-    )
-    store = ResultStore(tmp_path / "run" / "results.sqlite")
-    by_op: dict[str, list] = {}
-    for r in store.results():
-        by_op.setdefault(r.op, []).append(r)
-    store.close()
-    return by_op
+    return corpus.run_timed(tmp_path, kernels, TRACE)
 
 
 def test_remembered_answers_fail_and_honest_kernels_keep_their_speedup(tmp_path):

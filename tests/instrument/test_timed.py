@@ -8,7 +8,7 @@ from collections import Counter
 
 import torch
 
-from opbench.instrument.timed import keeping_last, last_output
+from opbench.instrument.timed import keeping_timed, timed_outputs
 from opbench.judge.timed_output import kept_outputs
 
 
@@ -20,7 +20,7 @@ def _counting() -> tuple[list, object]:
         n[0] += 1
         return n[0]
 
-    return kept, keeping_last(fn, kept)
+    return kept, keeping_timed(fn, kept)
 
 
 def test_the_last_call_is_kept_and_the_sample_is_uniform_over_all_calls() -> None:
@@ -39,12 +39,12 @@ def test_the_last_call_is_kept_and_the_sample_is_uniform_over_all_calls() -> Non
 def test_the_worker_sends_the_sample_only_when_it_is_another_call() -> None:
     kept: list = []
     outs = iter([torch.ones(3), torch.zeros(3)])
-    call = keeping_last(lambda: next(outs), kept)
+    call = keeping_timed(lambda: next(outs), kept)
     call()
-    sent = last_output(kept, "cpu")
+    sent = timed_outputs(kept, "cpu")
     assert "timed_sample" not in sent  # one call: the sample is the last
     call()
-    sent = last_output(kept, "cpu")
+    sent = timed_outputs(kept, "cpu")
     assert torch.equal(sent["timed_output"], torch.zeros(3))
     if kept[1] is not kept[0]:
         assert torch.equal(sent["timed_sample"], torch.ones(3))
@@ -59,10 +59,10 @@ def test_each_kept_output_carries_the_draw_its_call_held() -> None:
     kept: list = []
     a, b = torch.zeros(2), torch.ones(2)
     draws = {id(a): 0, id(b): 1}
-    call = keeping_last(lambda x: x + 10, kept, lambda args, kwargs: draws[id(args[0])])
+    call = keeping_timed(lambda x: x + 10, kept, lambda args, kwargs: draws[id(args[0])])
     call(a)
     call(b)
-    sent = last_output(kept, "cpu")
+    sent = timed_outputs(kept, "cpu")
     assert torch.equal(sent["timed_output"], b + 10) and sent["timed_output_draw"] == 1
     if "timed_sample" in sent:
         assert torch.equal(sent["timed_sample"], a + 10) and sent["timed_sample_draw"] == 0

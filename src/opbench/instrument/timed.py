@@ -18,10 +18,17 @@ from typing import Any
 
 from opbench.instrument import tensors
 
-__all__ = ["keeping_last", "last_output"]
+__all__ = ["KEPT", "keeping_timed", "timed_outputs"]
+
+#: The message keys of the kept outputs and what each is, in the order they are judged
+#: (the worker writes them here, the harness reads them in judge/timed_output.py).
+KEPT = (
+    ("timed_output", "the last timed call"),
+    ("timed_sample", "a timed call drawn at random"),
+)
 
 
-def keeping_last(
+def keeping_timed(
     fn: Callable[..., Any],
     kept: list[Any],
     draw_of: Callable[[Any, Any], int] | None = None,
@@ -52,7 +59,7 @@ def keeping_last(
     return call
 
 
-def last_output(kept: list[Any], device: str) -> dict[str, Any]:
+def timed_outputs(kept: list[Any], device: str) -> dict[str, Any]:
     """The kept outputs as plain data for the harness (nothing when no call was made):
     ``timed_output`` (the last call's) and, when another call was drawn,
     ``timed_sample``; each with ``*_meta`` and ``*_draw`` (which input draw it saw)."""
@@ -61,8 +68,8 @@ def last_output(kept: list[Any], device: str) -> dict[str, Any]:
     tensors.sync(device)
     last, sample = kept[0], kept[1] if len(kept) > 1 else None
     out: dict[str, Any] = {}
-    for key, entry in (("timed_output", last), ("timed_sample", sample)):
-        if entry is None or (key == "timed_sample" and entry is last):
+    for (key, _), entry in zip(KEPT, (last, sample)):
+        if entry is None or (entry is last and key != KEPT[0][0]):
             continue
         result, draw = entry
         out[key] = tensors.cpu_outputs(result)

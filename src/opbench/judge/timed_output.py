@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from opbench.instrument.timed import KEPT
 from opbench.judge import guard as guard_mod
 from opbench.judge.evaluate import (
     JudgeOptions,
@@ -36,10 +37,7 @@ def kept_outputs(m: dict[str, Any]) -> list[tuple[str, Any, list[dict[str, Any]]
     last call's, and one drawn at random among all timed calls when it was another; each
     with the input draw its call saw (0 or 1, :mod:`opbench.judge.timing_inputs`)."""
     out = []
-    for key, what in (
-        ("timed_output", "the last timed call"),
-        ("timed_sample", "a timed call drawn at random"),
-    ):
+    for key, what in KEPT:
         if key in m:
             draw = m.get(f"{key}_draw", 0)
             draw = draw if draw in (0, 1) else 0

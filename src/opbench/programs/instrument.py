@@ -37,7 +37,7 @@ import torch
 
 from opbench.instrument import tensors
 from opbench.instrument.integrity import Fingerprint
-from opbench.instrument.timed import keeping_last, last_output
+from opbench.instrument.timed import keeping_timed, timed_outputs
 from opbench.judge import timing as timing_mod
 from opbench.programs import compile_cache
 from opbench.programs.inputs import build_model, call_sized, make_inputs, tensors_of
@@ -279,7 +279,7 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         second = (lambda: make_args(seeds[1])) if len(seeds) > 1 else None
         last: list[Any] = []
         inputs: list[Any] = []
-        timed = keeping_last(call, last, lambda a, k: inputs[-1].draw_of(a, k) if inputs else 0)
+        timed = keeping_timed(call, last, lambda a, k: inputs[-1].draw_of(a, k) if inputs else 0)
         for key, ref in (("timing", ref_call), ("timing_compile", compiled_call)):
             if ref is None:
                 continue
@@ -296,7 +296,7 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
                 out[key] = got.to_dict()
             except Exception as e:
                 out[f"{key}_error"] = f"{type(e).__name__}: {e}"[:2000]
-        out.update(last_output(last, device))
+        out.update(timed_outputs(last, device))
         out["timing_tamper"] = fingerprint.changes()
     with contextlib.suppress(Exception):
         out["elapsed_s"] = _perf() - started

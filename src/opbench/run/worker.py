@@ -211,7 +211,7 @@ def _timed(
     draw its call saw.
     """
     from opbench.instrument.observer import CANDIDATE_SCOPE, REFERENCE_SCOPE, ExecutionWindow
-    from opbench.instrument.timed import keeping_last, last_output
+    from opbench.instrument.timed import keeping_timed, timed_outputs
     from opbench.judge import timing as timing_mod
 
     before = fingerprint.changes()
@@ -220,12 +220,12 @@ def _timed(
         return {"timing_tamper": before}
     last: list[Any] = []
     inputs: list[Any] = []
-    kernel = keeping_last(kernel, last, lambda a, k: inputs[0].draw_of(a, k) if inputs else 0)
+    kernel = keeping_timed(kernel, last, lambda a, k: inputs[0].draw_of(a, k) if inputs else 0)
     make_args, make_second = draws
     draw_kw = {"alternate_args": make_second, "inputs_ready": inputs.append}
     if not guard_on:
         timing = timing_mod.time_pair(ref, kernel, make_args, device, options, **draw_kw)
-        return {"timing": timing, **last_output(last, device)}
+        return {"timing": timing, **timed_outputs(last, device)}
     window = ExecutionWindow()
     with window:
         timing = timing_mod.time_pair(
@@ -241,7 +241,7 @@ def _timed(
         "timing": timing,
         "timing_observed": window.result.to_dict(),
         "timing_tamper": fingerprint.changes(),
-        **last_output(last, device),
+        **timed_outputs(last, device),
     }
 
 
