@@ -54,3 +54,21 @@ def test_a_probe_fork_finds_cuda_usable_in_a_clean_template() -> None:
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["False", "True"]
+
+
+def test_a_cpu_only_torch_runs_the_steps_without_probe_forks(monkeypatch) -> None:
+    """Without CUDA in the build no fork can be spoiled: the template skips its four probe
+    forks (a fork and an exit each, on every start) but still runs every step."""
+    import torch
+
+    from opbench.run import forkserver
+
+    def no_probe() -> bool:
+        raise AssertionError("probed a fork on a build without CUDA")
+
+    ran: list[str] = []
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)
+    monkeypatch.setattr(forkserver, "_forks_cannot_use_cuda", no_probe)
+    steps = [("a", lambda: ran.append("a")), ("b", lambda: ran.append("b"))]
+    assert forkserver._first_poisoning_step(lambda: steps) == ""
+    assert ran == ["a", "b"]

@@ -130,7 +130,14 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
 
 def _first_poisoning_step(steps: Callable[[], list[tuple[str, Callable[[], Any]]]]) -> str:
     """Run the steps, probing a fork before the first and after each: the name of the
-    first after which forks cannot use CUDA ('' if none), so the refusal says where."""
+    first after which forks cannot use CUDA ('' if none), so the refusal says where.
+    A PyTorch built without CUDA has no fork to spoil: the steps run without probes."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        for _, step in steps():
+            step()
+        return ""
     if _forks_cannot_use_cuda():
         return "before the warm-up: importing torch and opbench"
     for name, step in steps():
