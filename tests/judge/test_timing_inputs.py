@@ -19,7 +19,7 @@ def _draw(seed: int) -> tuple[list, dict]:
 
 def test_a_draw_change_rewrites_the_same_tensors_without_bumping_versions() -> None:
     a, b = _draw(0), _draw(1)
-    inputs = TimingInputs(a, mutating=False, alternate=b)
+    inputs = TimingInputs(a, mutating=False, make_alternate=lambda: b)
     assert len(inputs.draws) == 2 and inputs.note is None
     x, y = inputs.working[0]
     ids = (id(x), id(y), x.data_ptr(), y.data_ptr(), x._version, y._version)
@@ -35,7 +35,7 @@ def test_a_draw_change_rewrites_the_same_tensors_without_bumping_versions() -> N
 
 
 def test_random_repetitions_use_both_draws_and_host_pools_are_all_new_objects() -> None:
-    inputs = TimingInputs(_draw(0), mutating=False, alternate=_draw(1))
+    inputs = TimingInputs(_draw(0), mutating=False, make_alternate=lambda: _draw(1))
     seen = {inputs.draw_of(*inputs.for_rep()) for _ in range(64)}
     assert seen == {0, 1}  # 2**-63 to fail by chance
     pool = inputs.pool(20)
@@ -49,7 +49,7 @@ def test_random_repetitions_use_both_draws_and_host_pools_are_all_new_objects() 
 
 
 def test_writers_get_a_fresh_copy_of_the_chosen_draw() -> None:
-    inputs = TimingInputs(_draw(0), mutating=True, alternate=_draw(1))
+    inputs = TimingInputs(_draw(0), mutating=True, make_alternate=lambda: _draw(1))
     one, _ = inputs.holding(1)
     two, _ = inputs.holding(1)
     assert one[0] is not two[0]
@@ -63,7 +63,7 @@ def test_draws_that_cannot_share_tensors_leave_one_draw_and_say_why() -> None:
     assert draw_mismatch(a, ([torch.randn(4, 3)], {})) is not None  # another shape
     assert draw_mismatch(a, ([torch.randn(3, 4)], {"dim": 1})) is not None  # another argument
     assert draw_mismatch(a, ([torch.randn(3, 4).t().contiguous().t()], {})) is not None
-    inputs = TimingInputs(a, mutating=False, alternate=([torch.randn(4, 3)], {}))
+    inputs = TimingInputs(a, mutating=False, make_alternate=lambda: ([torch.randn(4, 3)], {}))
     assert len(inputs.draws) == 1 and "differs" in (inputs.note or "")
     assert all(inputs.draw_of(*inputs.for_rep()) == 0 for _ in range(8))
 

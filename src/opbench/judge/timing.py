@@ -67,11 +67,9 @@ import torch
 
 from opbench.judge.timing_inputs import (
     TimingInputs,
-    alternate_for,
     clone_inputs,
     schema_writes,
 )
-from opbench.suites.materialize import tensors_in
 
 __all__ = [
     "PairTiming",
@@ -870,10 +868,9 @@ def _time_pair(
     args, kwargs = make_args()
     template = (list(args), dict(kwargs))
     make_alt, inputs_ready = draws
-    nbytes = sum(t.numel() * t.element_size() for t in tensors_in(template))
-    alternate, why_one = alternate_for(make_alt, nbytes, opt.alternate_max_bytes)
-    inputs = TimingInputs(template, mutating=schema_writes(ref), alternate=alternate)
-    del alternate
+    inputs = TimingInputs(
+        template, schema_writes(ref), make_alt, max_alternate_bytes=opt.alternate_max_bytes
+    )
     if inputs_ready is not None:
         inputs_ready(inputs)
     sides = [_Side("ref", ref), _Side("cand", cand)]
@@ -1028,7 +1025,7 @@ def _time_pair(
         cand_first_call_ms=cand_first,
         mutating=inputs.mutating,
         input_draws=len(inputs.draws),
-        input_draws_note=why_one or inputs.note,
+        input_draws_note=inputs.note,
         sleep_us=timer.sleep_us,
         flush_bytes=timer.env.flush_bytes if timer.env else 0,
         persisting_l2=timer.env.persisting_l2 if timer.env else "n/a",

@@ -40,7 +40,7 @@ import torch
 
 from opbench.suites.materialize import tensors_in
 
-__all__ = ["TimingInputs", "clone_inputs", "draw_key", "schema_writes"]
+__all__ = ["TimingInputs", "clone_inputs", "draw_key", "draw_mismatch", "schema_writes"]
 
 Args = tuple[list[Any], dict[str, Any]]
 
@@ -180,13 +180,14 @@ class TimingInputs:
     its inputs, so every call gets its own copy.
     """
 
-    def __init__(self, template: Args, mutating: bool, alternate: Args | None = None) -> None:
+    def __init__(
+        self,
+        template: Args,
+        mutating: bool,
+        make_alternate: Callable[[], Args] | None = None,
+        max_alternate_bytes: int = 1 << 30,
+    ) -> None:
         self.draws: list[Args] = [template]
-        self.note: str | None = None
-        if alternate is not None:
-            self.note = draw_mismatch(template, alternate)
-            if self.note is None:
-                self.draws.append(alternate)
         self.mutating = mutating
         self.nbytes = sum(
             t.untyped_storage().nbytes()
@@ -194,6 +195,9 @@ class TimingInputs:
             else t.numel() * t.element_size()
             for t in tensors_in(template)
         )
+        alternate, self.note = self._second_draw(make_alternate, max_alternate_bytes)
+        if alternate is not None:
+            self.draws.append(alternate)
         self._rng = random.Random(os.urandom(16))
         #: draw_key(args) -> which draw those arguments hold, for every set handed out
         self._draw_by_key: dict[int, int] = {}
@@ -203,6 +207,25 @@ class TimingInputs:
     @property
     def template(self) -> Args:
         return self.draws[0]
+
+    def _second_draw(
+        self, make_alternate: Callable[[], Args] | None, max_bytes: int
+    ) -> tuple[Args | None, str | None]:
+        """The second draw, or None and why not: none asked for; inputs too large to keep
+        a second copy of (above ``max_bytes`` the roofline's memory floor already rules
+        out a call that skips its reads); it could not be built; or it cannot share the
+        first draw's tensors (:func:`draw_mismatch`)."""
+        if make_alternate is None:
+            return None, None
+        if self.nbytes > max_bytes:
+            return None, f"inputs of {self.nbytes} bytes are over {max_bytes}: one draw"
+        try:
+            args, kwargs = make_alternate()
+        except Exception as e:  # noqa: BLE001 - a case whose second draw cannot be made
+            return None, f"no second draw ({type(e).__name__}: {str(e)[:200]}): one draw"
+        alternate = (list(args), dict(kwargs))
+        why = draw_mismatch(self.template, alternate)
+        return (None, why) if why else (alternate, None)
 
     def _tagged(self, args: Args, k: int) -> Args:
         key = draw_key(args[0], args[1])
@@ -248,20 +271,3 @@ class TimingInputs:
 
     def reset(self) -> None:
         self.working = self._tagged(clone_inputs(self.draws[self.current]), self.current)
-
-
-def alternate_for(
-    make_alt_args: Callable[[], Args] | None, nbytes: int, max_bytes: int
-) -> tuple[Args | None, str | None]:
-    """The second draw, or None and why not (none asked for, or inputs too large to keep
-    a second copy of: above ``max_bytes`` the roofline's memory floor already rules out a
-    call that skips its reads)."""
-    if make_alt_args is None:
-        return None, None
-    if nbytes > max_bytes:
-        return None, f"inputs of {nbytes} bytes are over {max_bytes}: one draw"
-    try:
-        args, kwargs = make_alt_args()
-    except Exception as e:  # noqa: BLE001 - a case whose second draw cannot be made
-        return None, f"no second draw ({type(e).__name__}: {str(e)[:200]}): one draw"
-    return (list(args), dict(kwargs)), None
