@@ -57,22 +57,31 @@ def _suite(tmp_path: Path) -> Path:
     return suite
 
 
-def test_eval_mode_rows_are_marked_and_left_out_of_the_scores(tmp_path):
-    pb = _script()
+def _report(pb, tmp_path: Path, rows: list[dict], command: str | None = None) -> Path:
+    """Write ``rows`` as a journal (with the command that filled it, if given) over the
+    test suite and run the script's report on it: the report's path without suffix."""
     suite = _suite(tmp_path)
     journal = tmp_path / "bl.jsonl"
-    rows = [
-        _row("level1/1_bn", 1.0, 0.5),  # no mode: timed after .eval(), and BN changes
-        _row("level1/2_relu", 2.0, 1.0),  # no mode, but eval mode changes nothing
-        _row("level1/3_bn", 4.0, 1.0, mode="train", mode_dependent=["BatchNorm2d"]),
-    ]
     journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if command is not None:
+        journal.with_suffix(".env.json").write_text(json.dumps({"command": command}))
     out = tmp_path / "report"
     args = argparse.Namespace(
         journal=str(journal), suite=str(suite), size="full", published=None, out=str(out),
         title="t",
     )  # fmt: skip
     pb.report(args)
+    return out
+
+
+def test_eval_mode_rows_are_marked_and_left_out_of_the_scores(tmp_path):
+    pb = _script()
+    rows = [
+        _row("level1/1_bn", 1.0, 0.5),  # no mode: timed after .eval(), and BN changes
+        _row("level1/2_relu", 2.0, 1.0),  # no mode, but eval mode changes nothing
+        _row("level1/3_bn", 4.0, 1.0, mode="train", mode_dependent=["BatchNorm2d"]),
+    ]
+    out = _report(pb, tmp_path, rows)
     data = json.loads(out.with_suffix(".json").read_text())
     assert data["summary"]["timed_in_eval_mode"] == 1
     # the geomean of the two rows that time the problem's own computation: 2x and 4x
@@ -98,23 +107,14 @@ def test_a_committed_result_becomes_a_journal_that_reruns_only_stale_rows(tmp_pa
     """A fresh GPU machine has no journal: --resume-from rebuilds it from the committed
     report, whose rows already marked as timed in eval mode are timed again."""
     pb = _script()
-    suite = _suite(tmp_path)
-    journal = tmp_path / "bl.jsonl"
     rows = [_row("level1/1_bn", 1.0, 0.5), _row("level1/2_relu", 2.0, 1.0)]
-    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    journal.with_suffix(".env.json").write_text(json.dumps({"command": "first call"}))
-    out = tmp_path / "report"
-    args = argparse.Namespace(
-        journal=str(journal), suite=str(suite), size="full", published=None, out=str(out),
-        title="t",
-    )  # fmt: skip
-    pb.report(args)
+    out = _report(pb, tmp_path, rows, command="first call")
     fresh = tmp_path / "fresh/bl.jsonl"
     assert pb.journal_from_result(out.with_suffix(".json"), fresh) == 2
     again = {r["id"]: r for r in map(json.loads, fresh.read_text().splitlines())}
     assert again["level1/2_relu"]["eager_ms"] == 2.0
     assert not any(k.startswith(("pub_", "ratio_", "why_")) for r in again.values() for k in r)
     assert json.loads(fresh.with_suffix(".env.json").read_text())["commands"] == ["first call"]
-    problems = {p.problem_id: p for p in loader.discover(suite)}
+    problems = {p.problem_id: p for p in loader.discover(tmp_path / "suite")}
     assert pb._timed_in_eval_mode(again["level1/1_bn"], problems["level1/1_bn"], None)
     assert not pb._timed_in_eval_mode(again["level1/2_relu"], problems["level1/2_relu"], None)
