@@ -58,6 +58,48 @@ def test_mm_strided_operands_read_in_place(la: str, lb: str, dtype: torch.dtype)
     assert_matches(matmul.mm(a, b), aten.mm, a, b)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("la", ["contiguous", "transposed", "sliced"])
+@pytest.mark.parametrize("lb", ["contiguous", "transposed", "sliced"])
+def test_mm_aligned_operands_take_the_vector_layouts(la: str, lb: str, dtype: torch.dtype) -> None:
+    """Sizes and strides that are multiples of 16 bytes: the launcher hands the kernel
+    each operand's layout (rows or columns contiguous) and its strides divided by the
+    vector width, which the kernel multiplies back."""
+    a = _matrix(48, 64, la, dtype, seed=30)
+    b = _matrix(64, 40, lb, dtype, seed=31)
+    vec = 16 // a.element_size()
+    if la != "sliced":
+        assert matmul._layout(a.unsqueeze(0), vec)[:2] == (
+            matmul.ROW if la == "contiguous" else matmul.COL, vec)  # fmt: skip
+    assert_matches(matmul.mm(a, b), aten.mm, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_split_k_on_long_reductions(dtype: torch.dtype) -> None:
+    """Few output tiles over a long K: the reduction is cut into programs whose fp32
+    partials a second kernel sums in a fixed order, then applies alpha, beta and bias."""
+    M, K, N = 8, 2000, 20
+    assert matmul.split_k(1, 63, 4) > 1
+    a, b = _r(M, K, dtype=dtype, seed=32), _r(K, N, dtype=dtype, seed=33)
+    assert_matches(matmul.mm(a, b), aten.mm, a, b)
+    assert_matches(matmul.mm(b.t(), a.t()), aten.mm, b.t(), a.t())
+    x = _r(N, dtype=dtype, seed=34)
+    got = matmul.addmm(x, a, b, alpha=0.5, beta=2.0)
+    assert_matches(got, aten.addmm, x, a, b, alpha=0.5, beta=2.0)
+    b1, b2 = _r(2, 9, 700, dtype=dtype, seed=35), _r(2, 700, 5, dtype=dtype, seed=36)
+    assert_matches(matmul.bmm(b1, b2), aten.bmm, b1, b2)
+    c = _r(2, 9, 5, dtype=dtype, seed=37).transpose(1, 2).contiguous().transpose(1, 2)
+    got = matmul.baddbmm(c, b1, b2, alpha=-1, beta=0.5)
+    assert_matches(got, aten.baddbmm, c, b1, b2, alpha=-1, beta=0.5)
+
+
+def test_split_k_only_where_the_gpu_would_sit_idle() -> None:
+    assert matmul.split_k(tiles=132, k_iters=1000, sms=132) == 1  # the tiles fill it
+    assert matmul.split_k(tiles=1, k_iters=10, sms=132) == 1  # K too short to share
+    assert matmul.split_k(tiles=1, k_iters=10368, sms=132) == 128  # capped
+    assert matmul.split_k(tiles=4, k_iters=64, sms=132) == 8  # >= 8 K blocks each
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bmm_with_batch_strides(dtype: torch.dtype) -> None:
     a = _r(3, 19, 40, dtype=dtype, seed=5)

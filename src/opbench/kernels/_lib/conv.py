@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.matmul import dot_acc
 
 __all__ = ["convolution", "convolution_backward"]
 
@@ -110,13 +111,7 @@ def _conv_kernel(
             else:  # weight [C_out, C_in / groups, k...]
                 w_offs = co[None, :] * ws0 + c[:, None] * ws1 + wk
             w = tl.load(w_ptr + w_offs, mask=c_ok[:, None] & n_ok[None, :], other=0.0)
-            if TO_F32:
-                a = a.to(tl.float32)
-                w = w.to(tl.float32)
-            if IEEE:
-                acc = tl.dot(a, w, acc, input_precision="ieee")
-            else:
-                acc = tl.dot(a, w, acc)
+            acc = dot_acc(a, w, acc, IEEE, TO_F32)
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     y_row = nb * ys0 + od * ys2 + oh * ys3 + ow * ys4
@@ -176,13 +171,7 @@ def _wgrad_kernel(
         ok = ok & p_ok[:, None] & n_ok[None, :]
         b = tl.load(b_ptr + (nb * bs0)[:, None] + b_chan[None, :] + i_d * bs2 + i_h * bs3
                     + i_w * bs4, mask=ok, other=0.0)  # fmt: skip
-        if TO_F32:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        if IEEE:
-            acc = tl.dot(a, b, acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = dot_acc(a, b, acc, IEEE, TO_F32)
     offs = ((g * R_G + rm) * ws0)[:, None] + (c * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
     tl.store(dw_ptr + offs, acc.to(dw_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 

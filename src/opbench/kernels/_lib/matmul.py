@@ -18,6 +18,18 @@ Triton's interpreter every tile is converted to float32 before the dot (it multi
 (``NotImplementedError``: ``tl.dot`` has no float64 or integer path we trust on both
 Triton 3.6 and 3.9), so PyTorch serves them.
 
+Speed on the H100 comes from what Triton can prove about the addresses, not from the
+tile shapes alone: the first version passed every size and stride as a plain runtime
+integer, so no load could be vectorized, and ran at 0.05-0.3x cuBLAS on the traced
+shapes. Now each operand's layout (rows or columns contiguous, or general) is a
+compile-time choice, and sizes and strides that are multiples of 16 bytes arrive
+divided by the vector width and are multiplied back inside the kernel (``DM``, ``DA``,
+...), which lets the compiler see the alignment and issue 16-byte loads while one
+compiled kernel still serves every value. Few output tiles over a long K (weight
+gradients: ``16 x 16 x 663552``) split K across programs (:func:`split_k`), whose fp32
+partials a second kernel sums in a fixed order (deterministic) before the epilogue.
+Measured: ``benchmarks/results/matmul-tuning-h100.md``.
+
 ``beta == 0`` ignores the bias altogether (NaN and Inf in it do not propagate, as
 documented for ``addmm``); ``K == 0`` gives ``beta * bias`` (zeros for ``mm``).
 
@@ -29,6 +41,7 @@ file; nothing is tuned inside a call.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -51,19 +64,80 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 _TL = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}
 
 
-@triton.jit(do_not_specialize=["M", "N", "K", "batch"])
+@triton.jit
+def dot_acc(a, w, acc, IEEE: tl.constexpr, TO_F32: tl.constexpr):
+    """``acc + a @ w`` in fp32: full float32 precision where ``IEEE`` (``tl.dot`` would
+    use TF32), and tiles converted to float32 first under the interpreter (``TO_F32``),
+    which multiplies 16-bit arrays in their own precision otherwise. Shared by the matmul
+    and convolution kernels."""
+    if TO_F32:
+        a = a.to(tl.float32)
+        w = w.to(tl.float32)
+    if IEEE:
+        return tl.dot(a, w, acc, input_precision="ieee")
+    return tl.dot(a, w, acc)
+
+
+#: Layout of an operand's two matrix dims, a compile-time choice: rows contiguous (the
+#: inner dim has stride 1), columns contiguous (the outer one has), or general strides.
+ANY, ROW, COL = 0, 1, 2
+
+
+@triton.jit(do_not_specialize=[
+    "Mq", "Nq", "Kq", "k_per_q", "s_ab", "s_am", "s_ak", "s_bb", "s_bk", "s_bn", "s_cs", "s_cb",
+    "s_cm", "s_cn", "s_xb", "s_xm", "s_xn",
+])  # fmt: skip
 def _mm_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,
-    M: tl.int64, N: tl.int64, K: tl.int64, batch: tl.int64,
+    Mq: tl.int64, Nq: tl.int64, Kq: tl.int64, k_per_q: tl.int64,
     s_ab: tl.int64, s_am: tl.int64, s_ak: tl.int64,
     s_bb: tl.int64, s_bk: tl.int64, s_bn: tl.int64,
-    s_cb: tl.int64, s_cm: tl.int64, s_cn: tl.int64,
+    s_cs: tl.int64, s_cb: tl.int64, s_cm: tl.int64, s_cn: tl.int64,
     s_xb: tl.int64, s_xm: tl.int64, s_xn: tl.int64,
     alpha: tl.float64, beta: tl.float64,
     HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr,
+    DM: tl.constexpr, DN: tl.constexpr, DK: tl.constexpr,
+    A_LAYOUT: tl.constexpr, DA: tl.constexpr, B_LAYOUT: tl.constexpr, DB: tl.constexpr,
+    C_LAYOUT: tl.constexpr, DC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):  # fmt: skip
+    # Sizes and strides arrive divided by what they are known to be multiples of (the
+    # D* constexprs) and are multiplied back here: Triton's alignment analysis then sees
+    # the divisibility, keeps masks constant over a vector and issues 16-byte loads, while
+    # one compiled kernel still serves every value (none of them is specialized).
+    M = Mq * DM
+    N = Nq * DN
+    K = Kq * DK
+    if A_LAYOUT == 1:
+        sam = s_am * DA
+        sak = 1
+    elif A_LAYOUT == 2:
+        sam = 1
+        sak = s_ak * DA
+    else:
+        sam = s_am
+        sak = s_ak
+    if B_LAYOUT == 1:
+        sbk = s_bk * DB
+        sbn = 1
+    elif B_LAYOUT == 2:
+        sbk = 1
+        sbn = s_bn * DB
+    else:
+        sbk = s_bk
+        sbn = s_bn
+    if C_LAYOUT == 1:
+        scm = s_cm * DC
+        scn = 1
+    elif C_LAYOUT == 2:
+        scm = 1
+        scn = s_cn * DC
+    else:
+        scm = s_cm
+        scn = s_cn
+
     pid = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1).to(tl.int64)
     tiles_m = (M + BLOCK_M - 1) // BLOCK_M
     tiles_n = (N + BLOCK_N - 1) // BLOCK_N
     per_matrix = tiles_m * tiles_n
@@ -77,27 +151,24 @@ def _mm_kernel(
     pid_m = first_m + (t % per_group) % group_m
     pid_n = (t % per_group) // group_m
 
+    k_per = k_per_q * BLOCK_K  # the K range of one split (all of K without split-K)
+    k_lo = split * k_per
+    k_hi = tl.minimum(K, k_lo + k_per)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     m_ok = rm < M
     n_ok = rn < N
-    a_ptrs = a_ptr + b * s_ab + rm[:, None] * s_am + rk[None, :] * s_ak
-    b_ptrs = b_ptr + b * s_bb + rk[:, None] * s_bk + rn[None, :] * s_bn
+    a_ptrs = a_ptr + b * (s_ab * DA) + rm[:, None] * sam + (k_lo + rk)[None, :] * sak
+    b_ptrs = b_ptr + b * (s_bb * DB) + (k_lo + rk)[:, None] * sbk + rn[None, :] * sbn
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         k_ok = (k0 + rk) < K
         a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        if TO_F32:
-            a = a.to(tl.float32)
-            w = w.to(tl.float32)
-        if IEEE:
-            acc = tl.dot(a, w, acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, w, acc)
-        a_ptrs += BLOCK_K * s_ak
-        b_ptrs += BLOCK_K * s_bk
+        acc = dot_acc(a, w, acc, IEEE, TO_F32)
+        a_ptrs += BLOCK_K * sak
+        b_ptrs += BLOCK_K * sbk
     out = acc
     if SCALED:
         out = out * tl.cast(alpha, tl.float32)
@@ -106,11 +177,42 @@ def _mm_kernel(
         x = tl.load(bias_ptr + b * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=mask,
                     other=0.0).to(tl.float32)  # fmt: skip
         out = out + tl.cast(beta, tl.float32) * x
-    c_ptrs = c_ptr + b * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn
+    # split-K partials go to a workspace [splits, batch, M, N] (s_cs apart)
+    c_ptrs = c_ptr + split * (s_cs * DC) + b * (s_cb * DC) + rm[:, None] * scm + rn[None, :] * scn
     tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit(do_not_specialize=["total", "N", "MN", "splits", "s_cb", "s_cm", "s_cn", "s_xb",
+                               "s_xm", "s_xn"])  # fmt: skip
+def _split_k_sum_kernel(
+    ws_ptr, c_ptr, bias_ptr,
+    total: tl.int64, N: tl.int64, MN: tl.int64, splits: tl.int64,
+    s_cb: tl.int64, s_cm: tl.int64, s_cn: tl.int64,
+    s_xb: tl.int64, s_xm: tl.int64, s_xn: tl.int64,
+    alpha: tl.float64, beta: tl.float64,
+    HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Sums the split-K partials in a fixed order (deterministic, unlike atomics) and
+    applies the epilogue: alpha, beta * bias, one rounding to the output dtype."""
+    idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = idx < total
+    acc = tl.full([BLOCK], 0, tl.float32)
+    for s in range(0, splits):
+        acc += tl.load(ws_ptr + s * total + idx, mask=ok, other=0.0)
+    b = idx // MN
+    r = idx - b * MN
+    m = r // N
+    n = r - m * N
+    if SCALED:
+        acc = acc * tl.cast(alpha, tl.float32)
+    if HAS_BIAS:
+        x = tl.load(bias_ptr + b * s_xb + m * s_xm + n * s_xn, mask=ok, other=0.0)
+        acc = acc + tl.cast(beta, tl.float32) * x.to(tl.float32)
+    tl.store(c_ptr + b * s_cb + m * s_cm + n * s_cn, acc.to(c_ptr.dtype.element_ty), mask=ok)
+
+
 _mm = Launcher(_mm_kernel)
+_split_k_sum = Launcher(_split_k_sum_kernel)
 
 
 # ----------------------------------------------------------------------------- configurations
@@ -167,6 +269,44 @@ def config_for(itemsize: int, M: int, N: int, K: int) -> Config:
 # ----------------------------------------------------------------------------- launching
 
 
+def _layout(t: torch.Tensor, vec: int) -> tuple[int, int, tuple[int, int, int]]:
+    """(layout, multiple, strides) of a 3-D operand ``[batch, rows, cols]`` for the kernel:
+    ROW where the cols are contiguous, COL where the rows are, else ANY; ``multiple`` is
+    ``vec`` when the address is 16-byte aligned and every other stride a multiple of
+    ``vec`` elements (the kernel may then use 16-byte accesses), else 1; the strides are
+    passed divided by it. A dim of size 1 has no stride that matters: taken as 0."""
+    sb, sr, sc = (0 if n == 1 else st for n, st in zip(t.shape, t.stride(), strict=True))
+    if sc == 1:
+        layout, rest = ROW, (sb, sr)
+    elif sr == 1:
+        layout, rest = COL, (sb, sc)
+    else:
+        return ANY, 1, (sb, sr, sc)
+    aligned = t.data_ptr() % 16 == 0 and all(x % vec == 0 for x in rest)
+    mult = vec if aligned else 1
+    return layout, mult, (sb // mult, sr // mult if layout == ROW else sr,
+                          sc // mult if layout == COL else sc)  # fmt: skip
+
+
+@functools.cache
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device; under the interpreter a small number,
+    so the CPU tests take the split-K path on skinny problems too."""
+    if device.type != "cuda":
+        return 4
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def split_k(tiles: int, k_iters: int, sms: int) -> int:
+    """Programs along K for a problem of ``tiles`` output tiles and ``k_iters`` K blocks:
+    where the tiles fill less than half the GPU and K is long (a weight gradient with a
+    huge reduction, ``16 x 16 x 663552`` in the traces), K is cut so the GPU fills, each
+    piece keeping at least 8 K blocks; 1 (no split) otherwise."""
+    if tiles * 2 > sms or k_iters < 16:
+        return 1
+    return max(1, min(k_iters // 8, cdiv(2 * sms, tiles), 128))
+
+
 def matmul_into(
     out: torch.Tensor,
     a: torch.Tensor,
@@ -187,16 +327,47 @@ def matmul_into(
     bm, bn, bk, group, warps, stages = config or config_for(a.element_size(), M, N, K)
     has_bias = bias is not None and beta != 0
     x = bias.expand(B, M, N) if has_bias else out  # never read without a bias
-    grid = (B * cdiv(M, bm) * cdiv(N, bn),)
+    vec = 16 // a.element_size()
+    dm, dn, dk = (vec if n % vec == 0 else 1 for n in (M, N, K))
+    la, da, sa = _layout(a, vec)
+    lb, db, sb = _layout(b.transpose(1, 2), vec)  # as [batch, N, K]: ROW is K-contiguous
+    lb = {ROW: COL, COL: ROW}.get(lb, ANY)  # back to [batch, K, N] terms
+    sb = (sb[0], sb[2], sb[1])
+    tiles = B * cdiv(M, bm) * cdiv(N, bn)
+    k_iters = cdiv(K, bk)
+    splits = split_k(tiles, k_iters, _sm_count(a.device))
+    k_per_q = cdiv(k_iters, splits)
+    splits = cdiv(k_iters, k_per_q) if k_per_q else 1
+    if splits > 1:
+        target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
+        lc, dc, sc = _layout(target[0], vec)
+        s_cs = B * M * N // dc
+    else:
+        target, s_cs = out, 0
+        lc, dc, sc = _layout(out, vec)
+    epilogue = splits == 1
     _mm(
-        grid,
-        (a, b, out, x, M, N, K, B, *a.stride(), *b.stride(), *out.stride(), *x.stride(),
-         float(alpha), float(beta)),
-        HAS_BIAS=has_bias, SCALED=alpha != 1, IEEE=a.dtype == torch.float32,
-        TO_F32=_INTERPRETING, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group,
-        num_warps=warps, num_stages=stages,
+        (tiles, splits),
+        (a, b, target, x, M // dm, N // dn, K // dk, k_per_q, *sa, *sb, s_cs, *sc,
+         *x.stride(), float(alpha), float(beta)),
+        HAS_BIAS=has_bias and epilogue, SCALED=alpha != 1 and epilogue,
+        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
+        A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, num_warps=warps, num_stages=stages,
     )  # fmt: skip
+    if not epilogue:
+        total = B * M * N
+        _split_k_sum(
+            (cdiv(total, _SUM_BLOCK),),
+            (target, out, x, total, N, M * N, splits, *out.stride(), *x.stride(),
+             float(alpha), float(beta)),
+            HAS_BIAS=has_bias, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, num_warps=4,
+        )  # fmt: skip
     return out
+
+
+#: Elements per program of the split-K sum (a memory-bound pass over the partials).
+_SUM_BLOCK = 1024
 
 
 # ----------------------------------------------------------------------------- ATen entry points
