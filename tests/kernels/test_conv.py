@@ -132,3 +132,21 @@ def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
     assert aten.convolution_backward(*args)[1] is not None
     with pytest.raises(NotImplementedError):
         conv.convolution_backward(*args)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool) -> None:
+    """Few weights over many positions (a network's stem): the positions are split across
+    programs and their fp32 partials summed by a second kernel, in the weight's layout."""
+    x, w = _r((2, 3, 48, 48), dtype, 1), _r((4, 3, 3, 3), dtype, 2)
+    if channels_last:
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+    conv_args = [[1, 1], [1, 1], [1, 1], False, [0, 0], 1]
+    gy = _r((2, 4, 48, 48), dtype, 6)
+    args = [gy, x, w, None, *conv_args, [False, True, False]]
+    P, bk = 2 * 48 * 48, 256  # the interpreter's position tile
+    assert conv.split_k(1, -(-P // bk), conv.sm_count(x.device)) > 1
+    got = conv.convolution_backward(*args)
+    assert got[1].stride() == aten.convolution_backward(*args)[1].stride()
+    assert_matches(got, aten.convolution_backward, *args)

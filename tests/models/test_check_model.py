@@ -65,3 +65,23 @@ def test_compile_with_aot_eager_reaches_the_backend(tmp_path: Path) -> None:
     assert r.error is None, r.error
     assert r.ok
     assert any(c.served for c in r.coverage)
+
+
+def test_training_steps_timed_eager_and_on_the_backend(tmp_path: Path) -> None:
+    """``time_steps``: both step times measured after warm-up; the numpy add kernel runs
+    in the timed backend steps (it counts its calls), and the share of calls served is
+    what the coverage table says."""
+    be = DirectoryBackend(write_dir(tmp_path, NUMPY_KERNELS), "cpu")
+    calls = be.kernels["add.Tensor"].fn.__globals__["CALLS"]
+    check_model("encoder", be, "cpu")
+    untimed = len(calls)
+    r = check_model("encoder", be, "cpu", time_steps=2)
+    assert r.ok and r.error is None, r.error
+    assert len(calls) > 2 * untimed  # the timed steps ran on the backend's kernel
+    assert r.eager_step_ms and r.eager_step_ms > 0
+    assert r.backend_step_ms and r.backend_step_ms > 0
+    assert r.step_speedup == pytest.approx(r.eager_step_ms / r.backend_step_ms)
+    served = sum(c.served for c in r.coverage)
+    assert 0 < r.served_call_share == served / sum(c.calls for c in r.coverage) < 1
+    d = r.to_dict()
+    assert d["served_call_share"] == r.served_call_share and d["backend_step_ms"] > 0

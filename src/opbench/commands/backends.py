@@ -127,6 +127,9 @@ def register(app: typer.Typer) -> None:
         kernel_version: str = typer.Option(None, help="Implementation version in a directory."),
         json_out: Path = typer.Option(None, "--json", help="Also write the results as JSON."),
         show_ops: bool = typer.Option(True, "--ops/--no-ops", help="Print the coverage table."),
+        time_steps: int = typer.Option(
+            0, help="Also time this many training steps eager and on the backend (median)."
+        ),
     ) -> None:
         """Run real models eager and on a backend (forward + training step); compare and show coverage.
 
@@ -158,6 +161,7 @@ def register(app: typer.Typer) -> None:
                         compile_backend=compile_backend,
                         scale=scale,
                         rtol=rtol,
+                        time_steps=time_steps,
                     )
                 except ValueError as e:
                     _fail(str(e))
@@ -173,6 +177,9 @@ def register(app: typer.Typer) -> None:
             "grad err",
             "ops",
             "served",
+            "calls served",
+            "eager ms/step",
+            "backend ms/step",
             "s",
         ):
             table.add_column(col)
@@ -190,6 +197,9 @@ def register(app: typer.Typer) -> None:
                 fmt(r.grad_max_abs),
                 str(len(r.ops_called)) if r.ops_called else "-",
                 str(len(r.served_ops)),
+                "-" if r.served_call_share is None else f"{r.served_call_share:.0%}",
+                "-" if r.eager_step_ms is None else f"{r.eager_step_ms:.2f}",
+                "-" if r.backend_step_ms is None else f"{r.backend_step_ms:.2f}",
                 f"{r.seconds:.2f}",
             )
         console.print(table)

@@ -78,14 +78,33 @@ class ModelCheck:
     ops_called: dict[str, int] = field(default_factory=dict)
     coverage: list[OpCoverage] = field(default_factory=list)
     seconds: float = 0.0
+    #: median wall time of one training step (forward, loss, backward, SGD step, device
+    #: synchronized), eager and on the backend, after warm-up steps (``time_steps``)
+    eager_step_ms: float | None = None
+    backend_step_ms: float | None = None
 
     @property
     def served_ops(self) -> list[str]:
         return [c.op for c in self.coverage if c.served]
 
+    @property
+    def served_call_share(self) -> float | None:
+        """The share of the model's ATen calls (with the backend on) that it served."""
+        calls = sum(c.calls for c in self.coverage)
+        return sum(c.served for c in self.coverage) / calls if calls else None
+
+    @property
+    def step_speedup(self) -> float | None:
+        """Eager step time over the backend's (> 1: the model trains faster on it)."""
+        if self.eager_step_ms and self.backend_step_ms:
+            return self.eager_step_ms / self.backend_step_ms
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["served_ops"] = self.served_ops
+        d["served_call_share"] = self.served_call_share
+        d["step_speedup"] = self.step_speedup
         return d
 
 
@@ -138,6 +157,32 @@ def _run(
         params={n: p.detach() for n, p in model.named_parameters()},
         ops=counter.counts if counter is not None else Counter(),
     )
+
+
+def _sync(device: str) -> None:
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def step_ms(spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any], device: str,
+            steps: int, warmup: int = 2) -> float:  # fmt: skip
+    """Median wall time (ms) of one training step of ``model`` (forward, loss, backward,
+    SGD step; the device synchronized after each), after ``warmup`` untimed steps that
+    take first-call costs (kernel compiles, allocator growth) out. Host time counts: in
+    an eager model it is part of what a backend costs."""
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    times = []
+    for i in range(warmup + steps):
+        _sync(device)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = spec.loss(spec.call(model, batch), batch)
+        loss.backward()
+        opt.step()
+        _sync(device)
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
 
 
 def _err(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float, bool]:
@@ -226,11 +271,14 @@ def check_model(
     seed: int = 0,
     scale: int = 1,
     rtol: float = 1e-4,
+    time_steps: int = 0,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
     ``rtol`` bounds each compared tensor's max error relative to its largest value (a
-    loose, scale-aware bound: kernels may reorder float sums).
+    loose, scale-aware bound: kernels may reorder float sums). ``time_steps`` > 0 also
+    times that many training steps eager and on the backend (:func:`step_ms`), on fresh
+    copies of the model, after the comparison.
     """
     started = time.perf_counter()
     spec = get_model(name, scale)
@@ -305,6 +353,16 @@ def check_model(
         or counts.get(op, {}).get("served", 0)
         or counts.get(op, {}).get("fallback", 0)
     ]
+    if time_steps > 0 and not compile:
+        try:
+            with _fastpath_off():
+                result.eager_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
+                                               time_steps)  # fmt: skip
+                with registry.backend(be, device, ops=ops):
+                    result.backend_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
+                                                     time_steps)  # fmt: skip
+        except Exception as e:  # the comparison stands; say why there is no time
+            result.error = f"timing failed: {type(e).__name__}: {e}"
     result.seconds = time.perf_counter() - started
     return result
 

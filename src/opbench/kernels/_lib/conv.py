@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv
-from opbench.kernels._lib.matmul import dot_acc
+from opbench.kernels._lib.matmul import dot_acc, sm_count, split_k, sum_split_partials
 
 __all__ = ["convolution", "convolution_backward"]
 
@@ -56,7 +56,7 @@ def _conv_kernel(
     ws0: tl.int64, ws1: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
     ys0: tl.int64, ys1: tl.int64, ys2: tl.int64, ys3: tl.int64, ys4: tl.int64,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr,
-    TO_F32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    TO_F32: tl.constexpr, X_POS_MAJOR: tl.constexpr, Y_POS_MAJOR: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0).to(tl.int64)
     pid_gn = tl.program_id(1).to(tl.int64)
@@ -104,8 +104,12 @@ def _conv_kernel(
             c = c0 + rk
             c_ok = c < CIN_G
             cin = g * CIN_G + c
-            a = tl.load(x_ptr + row[:, None] + cin[None, :] * xs1,
-                        mask=ok[:, None] & c_ok[None, :], other=0.0)  # fmt: skip
+            if X_POS_MAJOR:  # NCHW: neighbouring positions are neighbours in memory
+                a = tl.trans(tl.load(x_ptr + row[None, :] + cin[:, None] * xs1,
+                                     mask=ok[None, :] & c_ok[:, None], other=0.0))  # fmt: skip
+            else:
+                a = tl.load(x_ptr + row[:, None] + cin[None, :] * xs1,
+                            mask=ok[:, None] & c_ok[None, :], other=0.0)  # fmt: skip
             if TRANSPOSED:  # weight [C_in, C_out / groups, k...]
                 w_offs = cin[:, None] * ws0 + rn[None, :] * ws1 + wk
             else:  # weight [C_out, C_in / groups, k...]
@@ -115,14 +119,20 @@ def _conv_kernel(
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     y_row = nb * ys0 + od * ys2 + oh * ys3 + ow * ys4
-    tl.store(y_ptr + y_row[:, None] + co[None, :] * ys1, acc.to(y_ptr.dtype.element_ty),
-             mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
+    if Y_POS_MAJOR:
+        tl.store(y_ptr + y_row[None, :] + co[:, None] * ys1,
+                 tl.trans(acc).to(y_ptr.dtype.element_ty),
+                 mask=m_ok[None, :] & n_ok[:, None])  # fmt: skip
+    else:
+        tl.store(y_ptr + y_row[:, None] + co[None, :] * ys1, acc.to(y_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
 
 
-@triton.jit(do_not_specialize=["P", "R_G", "C_G", "KVOL"])
+@triton.jit(do_not_specialize=["P", "R_G", "C_G", "KVOL", "splits", "p_per_q", "s_split"])
 def _wgrad_kernel(
     a_ptr, b_ptr, dw_ptr,
     P: tl.int64, R_G: tl.int64, C_G: tl.int64, KVOL: tl.int64,
+    splits: tl.int64, p_per_q: tl.int64, s_split: tl.int64,
     PD: tl.int64, PH: tl.int64, PW: tl.int64, QD: tl.int64, QH: tl.int64, QW: tl.int64,
     KH: tl.int64, KW: tl.int64,
     sd: tl.int64, sh: tl.int64, sw: tl.int64, pd: tl.int64, ph: tl.int64, pw: tl.int64,
@@ -130,7 +140,7 @@ def _wgrad_kernel(
     as0: tl.int64, as1: tl.int64, as2: tl.int64, as3: tl.int64, as4: tl.int64,
     bs0: tl.int64, bs1: tl.int64, bs2: tl.int64, bs3: tl.int64, bs4: tl.int64,
     ws0: tl.int64, ws1: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
-    IEEE: tl.constexpr, TO_F32: tl.constexpr,
+    IEEE: tl.constexpr, TO_F32: tl.constexpr, B_POS_MAJOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """dw[g*R_G + r, c, k] = sum over batch and positions q of A[n, g*R_G + r, q] *
@@ -139,7 +149,11 @@ def _wgrad_kernel(
     of a transposed one (A = input, B = grad_output, q over input positions) alike."""
     pid_m = tl.program_id(0).to(tl.int64)
     pid_n = tl.program_id(1).to(tl.int64)
-    g = tl.program_id(2).to(tl.int64)
+    gs = tl.program_id(2).to(tl.int64)  # group and split of the positions
+    g = gs // splits
+    split = gs - g * splits
+    p_lo = split * p_per_q * BLOCK_K
+    p_hi = tl.minimum(P, p_lo + p_per_q * BLOCK_K)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows: channels r of A's group
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns: (channel c, kernel position)
     rk = tl.arange(0, BLOCK_K)
@@ -153,7 +167,7 @@ def _wgrad_kernel(
     a_chan = (g * R_G + rm) * as1
     b_chan = (g * C_G + c) * bs1
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-    for p0 in range(0, P, BLOCK_K):
+    for p0 in range(p_lo, p_hi, BLOCK_K):
         p = p0 + rk
         p_ok = p < P
         qw = p % QW
@@ -169,11 +183,16 @@ def _wgrad_kernel(
         i_w = qw[:, None] * sw - pw + kw[None, :] * dw
         ok = (i_d >= 0) & (i_d < PD) & (i_h >= 0) & (i_h < PH) & (i_w >= 0) & (i_w < PW)
         ok = ok & p_ok[:, None] & n_ok[None, :]
-        b = tl.load(b_ptr + (nb * bs0)[:, None] + b_chan[None, :] + i_d * bs2 + i_h * bs3
-                    + i_w * bs4, mask=ok, other=0.0)  # fmt: skip
+        b_offs = (nb * bs0)[:, None] + b_chan[None, :] + i_d * bs2 + i_h * bs3 + i_w * bs4
+        if B_POS_MAJOR:  # NCHW: gather along positions (neighbours in memory) first
+            b = tl.trans(tl.load(b_ptr + tl.trans(b_offs), mask=tl.trans(ok), other=0.0))
+        else:
+            b = tl.load(b_ptr + b_offs, mask=ok, other=0.0)
         acc = dot_acc(a, b, acc, IEEE, TO_F32)
     offs = ((g * R_G + rm) * ws0)[:, None] + (c * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
-    tl.store(dw_ptr + offs, acc.to(dw_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+    # split partials (fp32) go to a workspace [splits, *dw], s_split apart
+    tl.store(dw_ptr + split * s_split + offs, acc.to(dw_ptr.dtype.element_ty),
+             mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
 
 
 _conv = Launcher(_conv_kernel)
@@ -311,7 +330,7 @@ def convolution(
          *x.stride(), *w.stride(), *y.stride()),
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None,
         IEEE=input.dtype == torch.float32, TO_F32=_INTERPRETING,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
+        X_POS_MAJOR=x.stride(1) != 1, Y_POS_MAJOR=y.stride(1) != 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
     )  # fmt: skip
     return out
 
@@ -345,15 +364,28 @@ def _weight_grad(
     else:
         bm = min(64, max(16, triton.next_power_of_2(R_G)))
         bn, bk = 64, 32
+    # The weights are few and the positions summed over many (a ResNet stem: 32 x 27
+    # weights over 800K positions): the positions are split across programs as matmul's
+    # split-K, fp32 partials summed in a fixed order by the second kernel.
+    tiles = cdiv(R_G, bm) * cdiv(C_G * kvol, bn) * groups
+    p_iters = cdiv(P, bk)
+    splits = split_k(tiles, p_iters, sm_count(dw.device))
+    p_per_q = cdiv(p_iters, splits) if p_iters else 0
+    splits = cdiv(p_iters, p_per_q) if p_per_q else 1
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
-    grid = (cdiv(R_G, bm), cdiv(C_G * kvol, bn), groups)
+    target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
+                                                device=dw.device)  # fmt: skip
+    grid = (cdiv(R_G, bm), cdiv(C_G * kvol, bn), groups * splits)
     _wgrad(
         grid,
-        (a5, b5, w5, P, R_G, C_G, kvol, PD, PH, PW, QD, QH, QW, KH, KW,
-         sd, sh, sw, pd, ph, pw, dd, dh, dw_, *a5.stride(), *b5.stride(), *w5.stride()),
-        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING,
+        (a5, b5, target, P, R_G, C_G, kvol, splits, p_per_q, dw.numel() if splits > 1 else 0,
+         PD, PH, PW, QD, QH, QW, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw_,
+         *a5.stride(), *b5.stride(), *w5.stride()),
+        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, B_POS_MAJOR=b5.stride(1) != 1,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=4,
     )  # fmt: skip
+    if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
+        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
     return dw
 
 

@@ -52,7 +52,10 @@ import triton.language as tl
 from opbench.kernels._lib.launch import Launcher, cdiv
 from opbench.kernels._lib.matmul_configs import TUNED
 
-__all__ = ["addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bucket", "config_for"]
+__all__ = [
+    "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bucket", "config_for", "dot_acc",
+    "sm_count", "split_k", "sum_split_partials",
+]  # fmt: skip
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -289,7 +292,7 @@ def _layout(t: torch.Tensor, vec: int) -> tuple[int, int, tuple[int, int, int]]:
 
 
 @functools.cache
-def _sm_count(device: torch.device) -> int:
+def sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of a CUDA device; under the interpreter a small number,
     so the CPU tests take the split-K path on skinny problems too."""
     if device.type != "cuda":
@@ -335,7 +338,7 @@ def matmul_into(
     sb = (sb[0], sb[2], sb[1])
     tiles = B * cdiv(M, bm) * cdiv(N, bn)
     k_iters = cdiv(K, bk)
-    splits = split_k(tiles, k_iters, _sm_count(a.device))
+    splits = split_k(tiles, k_iters, sm_count(a.device))
     k_per_q = cdiv(k_iters, splits)
     splits = cdiv(k_iters, k_per_q) if k_per_q else 1
     if splits > 1:
@@ -356,14 +359,28 @@ def matmul_into(
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, num_warps=warps, num_stages=stages,
     )  # fmt: skip
     if not epilogue:
-        total = B * M * N
-        _split_k_sum(
-            (cdiv(total, _SUM_BLOCK),),
-            (target, out, x, total, N, M * N, splits, *out.stride(), *x.stride(),
-             float(alpha), float(beta)),
-            HAS_BIAS=has_bias, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, num_warps=4,
-        )  # fmt: skip
+        sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta)
     return out
+
+
+def sum_split_partials(
+    partials: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None,
+    alpha: float = 1.0, beta: float = 1.0,
+) -> None:  # fmt: skip
+    """``out = alpha * partials.sum(0) + beta * bias`` for fp32 split-K partials
+    ``[splits, out.numel()]`` in ``out``'s logical order (``out`` 1-, 2- or 3-D, any
+    strides; ``bias`` expanded to it), summed in a fixed order: the same inputs give the
+    same bits, which atomics would not."""
+    o3 = out.view((1,) * (3 - out.dim()) + tuple(out.shape)) if out.dim() < 3 else out
+    x3 = o3 if bias is None else bias.expand(o3.shape)
+    B, M, N = o3.shape
+    total = B * M * N
+    _split_k_sum(
+        (cdiv(total, _SUM_BLOCK),),
+        (partials, o3, x3, total, N, M * N, partials.shape[0], *o3.stride(), *x3.stride(),
+         float(alpha), float(beta)),
+        HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, num_warps=4,
+    )  # fmt: skip
 
 
 #: Elements per program of the split-K sum (a memory-bound pass over the partials).
