@@ -4,12 +4,18 @@ so a kernel test fails exactly where ``opbench run`` would."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from opbench.judge.correctness import compare_outputs
+
+
+#: Where the kernel tests' tensors live: the CPU (Triton's interpreter) unless
+#: ``OPBENCH_KERNEL_DEVICE`` names a GPU (see conftest.py).
+DEVICE = os.environ.get("OPBENCH_KERNEL_DEVICE", "cpu")
 
 
 def _upcast(x: Any) -> Any:

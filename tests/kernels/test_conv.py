@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import conv  # noqa: E402
 
@@ -37,7 +37,7 @@ CASES = {
 
 def _r(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(dtype)
+    return torch.randn(shape, generator=g).to(DEVICE, dtype)
 
 
 def _args(case: str, dtype: torch.dtype, bias: bool) -> list:
@@ -125,6 +125,7 @@ def test_convolution_backward_channels_last(case: str) -> None:
     assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="a CPU-only decline")
 def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
     """Eager's CPU kernels return the weight gradient with the bias's even when not asked:
     that case goes to PyTorch rather than guessing its result structure."""

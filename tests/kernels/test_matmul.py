@@ -15,7 +15,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import matmul  # noqa: E402
 
@@ -26,7 +26,7 @@ SIZES = [(1, 1, 1), (5, 7, 3), (33, 65, 17), (64, 32, 64), (0, 4, 3), (3, 0, 4),
 
 def _r(*shape: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(dtype)
+    return torch.randn(shape, generator=g).to(DEVICE, dtype)
 
 
 def _matrix(rows: int, cols: int, layout: str, dtype: torch.dtype, seed: int) -> torch.Tensor:
@@ -143,7 +143,7 @@ def test_addmm_alpha_beta(dtype: torch.dtype) -> None:
         got = matmul.addmm(x, a, b, alpha=alpha, beta=beta)
         assert_matches(got, aten.addmm, x, a, b, alpha=alpha, beta=beta)
     # beta == 0 ignores the bias: NaN and Inf in it do not reach the result
-    bad = torch.tensor([float("nan"), float("inf")] * 5, dtype=dtype)
+    bad = torch.tensor([float("nan"), float("inf")] * 5, dtype=dtype, device=DEVICE)
     got = matmul.addmm(bad, a, b, beta=0)
     assert torch.isfinite(got).all()
     assert_matches(got, aten.addmm, bad, a, b, beta=0)
