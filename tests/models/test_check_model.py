@@ -85,3 +85,14 @@ def test_training_steps_timed_eager_and_on_the_backend(tmp_path: Path) -> None:
     assert 0 < r.served_call_share == served / sum(c.calls for c in r.coverage) < 1
     d = r.to_dict()
     assert d["served_call_share"] == r.served_call_share and d["backend_step_ms"] > 0
+
+
+def test_only_ops_registers_just_those(tmp_path: Path) -> None:
+    """``only_ops`` narrows the backend to the named overloads: each marked (wrong) kernel
+    alone breaks the model, and naming neither leaves it passing with nothing served."""
+    be = DirectoryBackend(write_dir(tmp_path, MARKED_KERNELS), "cpu")
+    for op in ("add.Tensor", "relu.default"):
+        broken = check_model("encoder", be, "cpu", only_ops=[op])
+        assert not broken.ok and set(broken.served_ops) == {op}
+    fine = check_model("encoder", be, "cpu", only_ops=["mul.Tensor"])
+    assert fine.ok and fine.served_ops == []

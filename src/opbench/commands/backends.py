@@ -130,6 +130,11 @@ def register(app: typer.Typer) -> None:
         time_steps: int = typer.Option(
             0, help="Also time this many training steps eager and on the backend (median)."
         ),
+        only: str = typer.Option(
+            None,
+            help="Register only these overloads of the backend (comma list), to find "
+            "which kernel breaks a model.",
+        ),
     ) -> None:
         """Run real models eager and on a backend (forward + training step); compare and show coverage.
 
@@ -162,6 +167,7 @@ def register(app: typer.Typer) -> None:
                         scale=scale,
                         rtol=rtol,
                         time_steps=time_steps,
+                        only_ops=[o.strip() for o in only.split(",")] if only else None,
                     )
                 except ValueError as e:
                     _fail(str(e))

@@ -272,13 +272,15 @@ def check_model(
     scale: int = 1,
     rtol: float = 1e-4,
     time_steps: int = 0,
+    only_ops: list[str] | None = None,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
     ``rtol`` bounds each compared tensor's max error relative to its largest value (a
     loose, scale-aware bound: kernels may reorder float sums). ``time_steps`` > 0 also
     times that many training steps eager and on the backend (:func:`step_ms`), on fresh
-    copies of the model, after the comparison.
+    copies of the model, after the comparison. ``only_ops`` registers just those of the
+    backend's overloads (to find which kernel breaks a model).
     """
     started = time.perf_counter()
     spec = get_model(name, scale)
@@ -301,6 +303,8 @@ def check_model(
             ops = set(ref.ops) if be.name == "aten" else None
             if be.name == "aten" and compile:
                 ops = None  # nothing to register without an eager op list
+            if only_ops is not None:
+                ops = set(only_ops) if ops is None else ops & set(only_ops)
             registry.reset_counts()
             with registry.backend(be, device, ops=ops):
                 cand = _run(spec, cand_model, batch, compile_backend=cb, count_ops=not compile)

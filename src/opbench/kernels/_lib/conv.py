@@ -153,7 +153,6 @@ def _wgrad_kernel(
     g = gs // splits
     split = gs - g * splits
     p_lo = split * p_per_q * BLOCK_K
-    p_hi = tl.minimum(P, p_lo + p_per_q * BLOCK_K)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows: channels r of A's group
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns: (channel c, kernel position)
     rk = tl.arange(0, BLOCK_K)
@@ -167,8 +166,8 @@ def _wgrad_kernel(
     a_chan = (g * R_G + rm) * as1
     b_chan = (g * C_G + c) * bs1
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-    for p0 in range(p_lo, p_hi, BLOCK_K):
-        p = p0 + rk
+    for i in range(0, p_per_q):  # a count: see matmul's K loop
+        p = p_lo + i * BLOCK_K + rk
         p_ok = p < P
         qw = p % QW
         t = p // QW

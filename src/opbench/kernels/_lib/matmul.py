@@ -76,8 +76,10 @@ def dot_acc(a, w, acc, IEEE: tl.constexpr, TO_F32: tl.constexpr):
     if TO_F32:
         a = a.to(tl.float32)
         w = w.to(tl.float32)
-    if IEEE:
-        return tl.dot(a, w, acc, input_precision="ieee")
+    if IEEE:  # each block's products summed apart, then added: the rounding error grows
+        # with K / BLOCK_K + BLOCK_K rather than K (one chain over K = 2,000 was 2.3e-5
+        # off on the H100 where cuBLAS was 1.6e-7, failing the judge's float32 bound)
+        return acc + tl.dot(a, w, input_precision="ieee")
     return tl.dot(a, w, acc)
 
 
@@ -154,9 +156,7 @@ def _mm_kernel(
     pid_m = first_m + (t % per_group) % group_m
     pid_n = (t % per_group) // group_m
 
-    k_per = k_per_q * BLOCK_K  # the K range of one split (all of K without split-K)
-    k_lo = split * k_per
-    k_hi = tl.minimum(K, k_lo + k_per)
+    k_lo = split * k_per_q * BLOCK_K  # each split: k_per_q blocks of K (all of K unsplit)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -165,8 +165,10 @@ def _mm_kernel(
     a_ptrs = a_ptr + b * (s_ab * DA) + rm[:, None] * sam + (k_lo + rk)[None, :] * sak
     b_ptrs = b_ptr + b * (s_bb * DB) + (k_lo + rk)[:, None] * sbk + rn[None, :] * sbn
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        k_ok = (k0 + rk) < K
+    # a count, not tl.minimum(K, ...) bounds: Triton 3.6's interpreter cannot range over
+    # a tensor; the last split's blocks past K are masked off
+    for i in range(0, k_per_q):
+        k_ok = (k_lo + i * BLOCK_K + rk) < K
         a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         acc = dot_acc(a, w, acc, IEEE, TO_F32)
