@@ -79,6 +79,7 @@ def _conv_kernel(
     co = g * COUT_G + rn  # output channels of this tile
 
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     for kpos in range(0, KVOL):
         kw = kpos % KW
         kh = (kpos // KW) % KH
@@ -115,7 +116,7 @@ def _conv_kernel(
             else:  # weight [C_out, C_in / groups, k...]
                 w_offs = co[None, :] * ws0 + c[:, None] * ws1 + wk
             w = tl.load(w_ptr + w_offs, mask=c_ok[:, None] & n_ok[None, :], other=0.0)
-            acc = dot_acc(a, w, acc, IEEE, TO_F32)
+            acc, comp = dot_acc(a, w, acc, comp, IEEE, TO_F32)
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     y_row = nb * ys0 + od * ys2 + oh * ys3 + ow * ys4
@@ -166,6 +167,7 @@ def _wgrad_kernel(
     a_chan = (g * R_G + rm) * as1
     b_chan = (g * C_G + c) * bs1
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     for i in range(0, p_per_q):  # a count: see matmul's K loop
         p = p_lo + i * BLOCK_K + rk
         p_ok = p < P
@@ -187,7 +189,7 @@ def _wgrad_kernel(
             b = tl.trans(tl.load(b_ptr + tl.trans(b_offs), mask=tl.trans(ok), other=0.0))
         else:
             b = tl.load(b_ptr + b_offs, mask=ok, other=0.0)
-        acc = dot_acc(a, b, acc, IEEE, TO_F32)
+        acc, comp = dot_acc(a, b, acc, comp, IEEE, TO_F32)
     offs = ((g * R_G + rm) * ws0)[:, None] + (c * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
     # split partials (fp32) go to a workspace [splits, *dw], s_split apart
     tl.store(dw_ptr + split * s_split + offs, acc.to(dw_ptr.dtype.element_ty),
