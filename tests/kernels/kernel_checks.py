@@ -12,7 +12,6 @@ import torch
 
 from opbench.judge.correctness import compare_outputs
 
-
 #: Where the kernel tests' tensors live: the CPU (Triton's interpreter) unless
 #: ``OPBENCH_KERNEL_DEVICE`` names a GPU (see conftest.py).
 DEVICE = os.environ.get("OPBENCH_KERNEL_DEVICE", "cpu")

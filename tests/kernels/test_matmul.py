@@ -217,9 +217,12 @@ def test_buckets_and_configs() -> None:
         assert min(cfg[:3]) >= 16
 
 
-@pytest.mark.skipif(DEVICE != "cpu", reason="an interpreter test; on the H100 machine "
-                    "Triton 3.6's interpreter with its numpy cannot range over a runtime "
-                    "integer (int() of a 1-element array), a limit of that pairing")
+@pytest.mark.skipif(
+    DEVICE != "cpu",
+    reason="an interpreter test; on the H100 machine "
+    "Triton 3.6's interpreter with its numpy cannot range over a runtime "
+    "integer (int() of a 1-element array), a limit of that pairing",
+)
 def test_kernels_run_when_triton_was_imported_first() -> None:
     """opbench's CPU workers may import Triton before TRITON_INTERPRET is set: the matmul
     and convolution kernels must not call triton.language's own @jit helpers (tl.zeros,
