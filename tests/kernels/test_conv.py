@@ -26,6 +26,10 @@ CASES = {
     "2d_groups": ((2, 6, 7, 7), (9, 2, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 3),
     "2d_depthwise": ((2, 8, 9, 9), (8, 1, 3, 3), [2, 2], [1, 1], [1, 1], False, [0, 0], 8),
     "2d_pointwise": ((2, 20, 5, 6), (17, 20, 1, 1), [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+    "2d_pointwise_transposed": ((2, 6, 4, 5), (6, 9, 1, 1), [1, 1], [0, 0], [1, 1], True, [0, 0],
+                                1),
+    "3d_pointwise": ((2, 5, 3, 2, 4), (7, 5, 1, 1, 1), [1, 1, 1], [0, 0, 0], [1, 1, 1], False,
+                     [0, 0, 0], 1),
     "3d": ((1, 2, 5, 6, 7), (3, 2, 2, 3, 3), [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 1),
     "1d_transposed": ((2, 4, 7), (4, 3, 3), [2], [1], [1], True, [1], 1),
     "2d_transposed": ((2, 3, 5, 4), (3, 5, 3, 2), [2, 3], [1, 0], [1, 2], True, [1, 2], 1),
@@ -60,7 +64,8 @@ def test_convolution(case: str, dtype: torch.dtype) -> None:
     assert_matches(got, aten.convolution, *args)
 
 
-@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_transposed", "3d"])
+@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_transposed", "3d", "2d_pointwise",
+                                  "2d_pointwise_transposed"])  # fmt: skip
 @pytest.mark.parametrize("which", ["input", "weight", "both"])
 def test_channels_last(case: str, which: str) -> None:
     args = _args(case, torch.float32, bias=True)
@@ -118,7 +123,7 @@ def test_convolution_backward_output_mask(mask: list[bool]) -> None:
     assert_matches(got, aten.convolution_backward, *args)
 
 
-@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_transposed"])
+@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_transposed", "2d_pointwise"])
 def test_convolution_backward_channels_last(case: str) -> None:
     args = _backward_args(case, torch.float32, [True, True, True])
     args[:3] = [t.to(memory_format=torch.channels_last) for t in args[:3]]
@@ -151,3 +156,27 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     got = conv.convolution_backward(*args)
     assert got[1].stride() == aten.convolution_backward(*args)[1].stride()
     assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.parametrize("case", ["2d_pointwise", "2d_pointwise_transposed", "3d_pointwise"])
+def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
+    """1x1, stride 1, unpadded, one group: the forward pass and the weight gradient go to
+    the matmul kernel (per-image products over views), not the implicit GEMM."""
+    x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, torch.float32,
+                                                                            True)  # fmt: skip
+    assert conv._pointwise(w.shape[2:], stride, padding, out_pad, groups)
+    eager = aten.convolution(x, w, b, stride, padding, dilation, transposed, out_pad, groups)
+    out = torch.empty_like(eager)
+    assert conv._pointwise_forward(x, w, b, out, transposed)
+    assert_matches(out, aten.convolution, x, w, b, stride, padding, dilation, transposed,
+                   out_pad, groups)  # fmt: skip
+    gy = _r(tuple(eager.shape), torch.float32, 9)
+    a, src = (x, gy) if transposed else (gy, x)
+    dw = torch.empty_like(w)
+    assert conv._pointwise_weight_grad(a, src, dw)
+    want = aten.convolution_backward(gy, x, w, None, stride, padding, dilation, transposed,
+                                     out_pad, groups, [False, True, False])[1]  # fmt: skip
+    torch.testing.assert_close(dw, want, rtol=1e-4, atol=1e-4)
+    # spatial dims that do not merge: left to the implicit GEMM
+    sliced = _r((2, 20, 10, 6), torch.float32, 10)[:, :, ::2, :]
+    assert conv._per_image(sliced) is None
