@@ -20,6 +20,10 @@ Parts (``--parts``, default all):
   summary goes to ``benchmarks/results/triton-<gpu>-opinfo.json``. With ``--ops`` the suite
   maps only the OpInfos that reach the covered ops (``opinfo_aliases.json``): seconds,
   where the full float16 mapping did not finish in 265 s on a fresh H100.
+* ``part2``: the matmul family and convolution (issue 13), ``--part2-limit`` most used
+  traced cases per op, timed; ``benchmarks/results/triton-part2-<gpu>.json`` and ``.md``
+  with the geomeans the issue's targets name (matmuls of at least 1 GFLOP, convolutions).
+  ``--part2-from DIR`` summarizes a run carried back from the GPU instead.
 * ``flaggems``: the same cases with ``--backend module:flag_gems:enable``, written to
   ``benchmarks/results/flaggems-<gpu>.json``.
 
@@ -66,6 +70,67 @@ COVERED = (
     "pow.Tensor_Scalar,pow.Tensor_Scalar_out,pow_.Scalar,clamp.default,clamp.out,"
     "clamp_.default,masked_fill.Scalar,masked_fill.Scalar_out,masked_fill_.Scalar"
 )
+
+
+#: Part 2 of the backend (issue 13): the matmul family and convolution. Every traced case
+#: is f16; their targets are separate from part 1's (device time against eager: matmuls of
+#: at least 1 GFLOP, and all convolutions).
+PART2 = "mm,bmm,addmm,baddbmm,convolution,convolution_backward"
+MATMULS = ("mm", "addmm", "bmm", "baddbmm")
+
+
+def part2_summary(run_dir: Path) -> dict[str, Any]:
+    """Per traced case of a part-2 run: speedups, times and FLOPs; and the geomeans the
+    issue's targets name (matmuls of >= 1 GFLOP, convolutions)."""
+    con = sqlite3.connect(run_dir / "results.sqlite")
+    rows = []
+    for op, status, args, sp, sph, ref, cand, det in con.execute(
+        "select op, status, args, speedup, speedup_host, ref_device_ms, cand_device_ms, "
+        "details from results order by op, ref_device_ms desc"
+    ):
+        flops = ((json.loads(det or "{}") or {}).get("roofline") or {}).get("flops")
+        rows.append({"op": op, "status": status, "args": args, "speedup": _r(sp),
+                     "speedup_host": _r(sph), "eager_ms": ref, "ours_ms": cand,
+                     "gflop": round(flops / 1e9, 3) if flops else None})  # fmt: skip
+    con.close()
+    ok = [r for r in rows if r["status"] == "passed" and r["speedup"]]
+    big = [r["speedup"] for r in ok if r["op"].split(".")[0] in MATMULS and (r["gflop"] or 0) >= 1]
+    conv = [r["speedup"] for r in ok if r["op"].startswith("convolution")]
+    return {
+        "tests": len(rows),
+        "passed": sum(r["status"] == "passed" for r in rows),
+        "matmul_1gflop": {"cases": len(big), "speedup_geomean": _gm(big), "target": 0.8},
+        "convolution": {"cases": len(conv), "speedup_geomean": _gm(conv), "target": 0.7},
+        "cases": rows,
+    }
+
+
+def render_part2(s: dict[str, Any], gpu: str) -> list[str]:
+    env = s.get("env") or {}
+    mm, cv = s["matmul_1gflop"], s["convolution"]
+    lines = [
+        f"# Reference Triton backend, part 2 (matmul, convolution) on {gpu}",
+        "",
+        f"torch {env.get('torch')}, triton {env.get('triton')}, {env.get('gpu')}; traces "
+        f"suite, every case f16; {_command(s)}. Speedup: eager device time over ours (CUDA "
+        "events, L2 flushed), above 1 is faster.",
+        "",
+        f"- correct: {s['passed']} of {s['tests']} tests",
+        f"- matmuls of 1 GFLOP or more: geomean {mm['speedup_geomean']} over {mm['cases']} "
+        f"cases (target {mm['target']})",
+        f"- convolutions (forward and backward): geomean {cv['speedup_geomean']} over "
+        f"{cv['cases']} cases (target {cv['target']})",
+        "",
+        "| op | GFLOP | eager ms | ours ms | device | host | args |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in s["cases"]:
+        ms = lambda v: f"{v:.4f}" if v else "-"  # noqa: E731
+        lines.append(
+            f"| {r['op']} | {r['gflop']} | {ms(r['eager_ms'])} | {ms(r['ours_ms'])} | "
+            f"{r['speedup']} | {r['speedup_host']} | `{r['args'][:120]}` |"
+        )
+    return lines
 
 
 def _gpu_tag() -> str:
@@ -443,6 +508,10 @@ def main() -> int:
     )
     p.add_argument("--dtypes", default="f16,bf16,f32", help="opinfo part's dtypes")
     p.add_argument("--gpu", help="results tag (h100); default from the GPU (report part only)")
+    p.add_argument("--part2-limit", type=int, default=8, help="part2: cases per op")
+    p.add_argument("--part2-from", help="part2: summarize this finished run directory "
+                   "(carried back from the GPU) instead of running")  # fmt: skip
+    p.add_argument("--part2-command", default="", help="with --part2-from: the command run")
     a = p.parse_args()
     parts = set(a.parts.split(","))
     gpu = a.gpu or _gpu_tag()
@@ -476,6 +545,26 @@ def main() -> int:
         s["per_op"] = per_op(out)
         (RESULTS / f"triton-{gpu}-opinfo.json").write_text(json.dumps(s, indent=1, default=str))
         print(json.dumps({k: s.get(k) for k in ("correctness_score", "tests")}, indent=1))
+    if "part2" in parts or a.part2_from:
+        out = Path(a.part2_from) if a.part2_from else work / "part2"
+        if not a.part2_from:
+            args = [
+                "--suite", "traces", "--traces", a.traces, "--backend", "triton",
+                "--device", "cuda", "--ops", PART2, "--limit-per-op", str(a.part2_limit),
+            ]  # fmt: skip
+            s = opbench_run(args, out, a.budget, a.resume)
+        else:
+            s = json.loads((out / "summary.json").read_text())
+            s["benchmark"] = {
+                "command": a.part2_command,
+                "rc": 0,
+                "wall_s": (s.get("timing_s") or {}).get("run"),
+            }
+        s.update(part2_summary(out))
+        base = RESULTS / f"triton-part2-{gpu}"
+        base.with_suffix(".json").write_text(json.dumps(s, indent=1, default=str))
+        base.with_suffix(".md").write_text("\n".join(render_part2(s, gpu)) + "\n")
+        print("\n".join(render_part2(s, gpu)[:8]))
     if "flaggems" in parts:
         out = work / "flaggems"
         theirs = traces_run("module:flag_gems:enable", a.traces, out, a.budget, a.resume)
