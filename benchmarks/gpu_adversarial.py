@@ -6,7 +6,8 @@ thread, caching, calling PyTorch directly, from other threads, pools, threads st
 import, with dispatch modes disabled or silenced, only while timed, tampering with the
 judge's classes, helpers and thread count, escaping the sandbox) plus the GPU-only ones
 (a Triton kernel with an illegal memory access that poisons the CUDA context, and a
-kernel that hides its work on a side stream), next to honest kernels (numpy and
+kernel that hides its work on a side stream), and the kernels that remember answers
+across timed calls (``tests/adversarial/timed_kernels``, timed), next to honest kernels (numpy and
 Triton), on ``cuda``: once with every static-scan rule allowed (the runtime layer, with
 timing), once with the scan on (the default). Checks each verdict against the corpus's expectations and writes
 ``benchmarks/results/adversarial-<gpu>.json`` and ``.md`` (and copies under ``$OUT``).
@@ -127,6 +128,32 @@ def check_scanned(by_op: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def check_remembered(by_op: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Kernels that remember answers across timed calls (judged with timing on): the one
+    keyed on input objects fails as ``cheat``, the one keyed on addresses fails, the
+    honest ``mul`` passes with a speedup."""
+    expect = {
+        "minimum.default": ("failed: cheat", lambda r: r.category == "cheat"),
+        "fmin.default": (
+            "failed: cheat|wrong_result",
+            lambda r: r.category in ("cheat", "wrong_result"),
+        ),  # fmt: skip
+        "mul.Tensor": ("passed, timed", lambda r: r.status == "passed" and r.speedup),
+    }
+    rows = []
+    for op, (what, good) in expect.items():
+        rs = by_op.get(op, [])
+        msg = next((r.message for r in rs if r.message), "") or ""
+        rows.append({
+            "op": op,
+            "expected": what,
+            "got": dict(Counter(f"{r.status}/{r.category or '-'}" for r in rs)),
+            "caught": bool(rs) and all(good(r) for r in rs),
+            "message": msg.splitlines()[0][:160] if msg else "",
+        })  # fmt: skip
+    return rows
+
+
 def _print_progress(kind: str, payload: Any) -> None:
     if kind == "result":
         r = payload
@@ -164,6 +191,16 @@ def render_md(result: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     lines += [_md_row(r, r["trick"]) for r in result["rows"]]
+    rem = result.get("remembered")
+    if rem:
+        lines += [
+            "",
+            "## Answers remembered across timed calls (timing on)",
+            "",
+            "| op | expected | got | caught | first line of the message |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [_md_row(r) for r in rem]
     sc = result.get("scanned_run")
     if sc:
         lines += [
@@ -230,6 +267,10 @@ def main() -> int:
     # the default: the static scan first (no timing: the verdicts are what is checked)
     scanned = corpus.run_corpus(tmp / "scanned", perf=False, **common)
     scan_rows = check_scanned(scanned["by_op"])
+    remembering = corpus.remembering_kernels(tmp / "remembering")
+    remembered = check_remembered(
+        corpus.run_timed(tmp, remembering, corpus.REMEMBERING_TRACE, device="cuda")
+    )
     out, kernels, listener, by_op = res["out"], res["kernels"], res["listener"], res["by_op"]
     completed = res["error"] is None
     summary = res["summary"] or {"error": res["error"], "sandbox": "?"}
@@ -256,6 +297,7 @@ def main() -> int:
             "rows": scan_rows,
             "duration_s": scanned["elapsed"],
         },
+        "remembered": remembered,
         "escapes": escaped,
         "summary": {
             k: summary.get(k)
@@ -276,6 +318,7 @@ def main() -> int:
             tar.add(out, arcname="run")
     print(render_md(result))
     ok = result["completed"] and result["caught"] == len(rows)
+    ok = ok and all(r["caught"] for r in remembered)
     return 0 if ok and result["scanned_run"]["caught"] == len(scan_rows) else 1
 
 

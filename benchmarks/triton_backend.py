@@ -24,6 +24,8 @@ Parts (``--parts``, default all):
   traced cases per op, timed; ``benchmarks/results/triton-part2-<gpu>.json`` and ``.md``
   with the geomeans the issue's targets name (matmuls of at least 1 GFLOP, convolutions).
   ``--part2-from DIR`` summarizes a run carried back from the GPU instead.
+* ``torch.compile`` as the second baseline: ``benchmarks/compile_baseline.py`` over the
+  ``traces`` and ``part2`` run directories (``--work``), after them.
 * ``flaggems``: the same cases with ``--backend module:flag_gems:enable``, written to
   ``benchmarks/results/flaggems-<gpu>.json``.
 

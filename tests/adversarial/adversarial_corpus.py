@@ -243,8 +243,30 @@ def run_corpus(tmp: Path, *, gpu: bool = False, on_progress: Any = None, **reque
     }
 
 
-def run_timed(tmp: Path, kernels: Path, trace: str) -> dict[str, list]:
-    """Judge ``kernels`` on the trace text ``trace`` with timing on, on the CPU, through
+#: Kernels that remember answers across timed calls (``test_remembered_answers.py``).
+TIMED_KERNELS = Path(__file__).resolve().parent / "timed_kernels"
+
+#: Their cases, and an honest ``mul`` (from :data:`KERNELS`) that must keep its speedup.
+REMEMBERING_TRACE = """\
+Operator: aten.minimum.default
+cnt: 2, ((T([64, 48], f32), T([64, 48], f32)), {})
+cnt: 1, ((T([16], f32), T([4, 16], f32)), {})
+Operator: aten.fmin.default
+cnt: 1, ((T([64, 48], f32), T([64, 48], f32)), {})
+Operator: aten.mul.Tensor
+cnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})
+"""
+
+
+def remembering_kernels(dest: Path) -> Path:
+    """:data:`TIMED_KERNELS` and the honest ``mul`` kernel, copied into ``dest``."""
+    shutil.copytree(TIMED_KERNELS, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(KERNELS / "mul__Tensor", dest / "mul__Tensor")
+    return dest
+
+
+def run_timed(tmp: Path, kernels: Path, trace: str, device: str = "cpu") -> dict[str, list]:
+    """Judge ``kernels`` on the trace text ``trace`` with timing on, on ``device``, through
     the real ``opbench run`` path; the results by overload. For tricks that only the timed
     calls show (the corpus run itself is untimed)."""
     from opbench.run.session import RunRequest, run
@@ -257,7 +279,7 @@ def run_timed(tmp: Path, kernels: Path, trace: str) -> dict[str, list]:
         RunRequest(
             suite=f"traces:{path}",
             backend=str(kernels),
-            device="cpu",
+            device=device,
             perf=True,
             out=out,
             sandbox="auto",

@@ -9,29 +9,14 @@ first did not (``opbench/judge/timing_inputs.py``).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import adversarial_corpus as corpus
 
-TIMED_KERNELS = Path(__file__).resolve().parent / "timed_kernels"
-
-TRACE = """\
-Operator: aten.minimum.default
-cnt: 2, ((T([64, 48], f32), T([64, 48], f32)), {})
-cnt: 1, ((T([16], f32), T([4, 16], f32)), {})
-Operator: aten.fmin.default
-cnt: 1, ((T([64, 48], f32), T([64, 48], f32)), {})
-Operator: aten.mul.Tensor
-cnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})
-"""
-
 
 def _run(tmp_path: Path) -> dict:
-    kernels = tmp_path / "k"
-    shutil.copytree(TIMED_KERNELS, kernels, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(corpus.KERNELS / "mul__Tensor", kernels / "mul__Tensor")
-    return corpus.run_timed(tmp_path, kernels, TRACE)
+    kernels = corpus.remembering_kernels(tmp_path / "k")
+    return corpus.run_timed(tmp_path, kernels, corpus.REMEMBERING_TRACE)
 
 
 def test_remembered_answers_fail_and_honest_kernels_keep_their_speedup(tmp_path):

@@ -1,0 +1,63 @@
+"""``benchmarks/compile_baseline.py`` on the CPU: the cases of a real (aten) run are
+rebuilt and timed eager against ``torch.compile`` (the ``eager`` compile backend here:
+Inductor stays out of CI), the ratios combine with the run's own speedups, a rerun
+resumes from the journal, and a backend that cannot compile is recorded per test while
+the rest goes on."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location(
+        "compile_baseline", ROOT / "benchmarks/compile_baseline.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_compile_baseline_on_a_real_run(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    cmd = [
+        sys.executable, "-m", "opbench.cli", "run", "--suite", "opinfo", "--backend", "aten",
+        "--device", "cpu", "--ops", "add.Tensor,relu.default", "--dtypes", "f32",
+        "--limit-per-op", "2", "--out", str(run),
+    ]  # fmt: skip
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    cb = _script()
+    tests = cb.passed_tests(run)
+    assert len(tests) == 4 and {t["op"] for t in tests} == {"add.Tensor", "relu.default"}
+
+    journal = tmp_path / "cb.jsonl"
+    cb.run([run], journal, "cpu", "eager", budget_s=600)
+    rows = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert len(rows) == 4 and all("error" not in r for r in rows)
+    assert all(r["compile_vs_eager"] > 0 and r["compiled_ms"] > 0 for r in rows)
+    cb.run([run], journal, "cpu", "eager", budget_s=600)  # resumes: nothing to redo
+    assert len(journal.read_text().splitlines()) == 4
+
+    s = cb.summarize(rows)
+    want = math.exp(sum(math.log(r["ours_vs_eager"] / r["compile_vs_eager"]) for r in rows) / 4)
+    assert math.isclose(s["overall"]["ours_vs_compile"], round(want, 3))
+    assert s["per_op"]["add.Tensor"]["timed"] == 2
+    md = "\n".join(cb.render(s, {"gpu": "cpu"}, "compile_baseline.py ...", "eager"))
+    assert "| add.Tensor | 2/2 |" in md and "| relu.default | 2/2 |" in md
+
+    broken = tmp_path / "broken.jsonl"
+    cb.run([run], broken, "cpu", "no_such_backend", budget_s=600)
+    bad = [json.loads(x) for x in broken.read_text().splitlines()]
+    assert len(bad) == 4 and all("error" in r for r in bad)
+    assert cb.summarize(bad)["overall"]["timed"] == 0
