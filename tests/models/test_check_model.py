@@ -96,3 +96,27 @@ def test_only_ops_registers_just_those(tmp_path: Path) -> None:
         assert not broken.ok and set(broken.served_ops) == {op}
     fine = check_model("encoder", be, "cpu", only_ops=["mul.Tensor"])
     assert fine.ok and fine.served_ops == []
+
+
+def test_float32_precision_pinned_for_the_check_and_restored(monkeypatch) -> None:
+    """Eager and the backend run float32 matmuls and convolutions in IEEE float32 (what
+    opbench run pins: under TF32, cuDNN's choice would set eager's error and so the
+    bound), TF32 only when asked for, and the caller's settings come back afterwards."""
+    import torch
+
+    from opbench.models import check as cm
+
+    cpu, gpu = torch.backends.mkldnn.matmul, torch.backends.cuda.matmul
+    before = (cpu.fp32_precision, gpu.fp32_precision)
+    seen = []
+    monkeypatch.setattr(
+        cm, "_check_model", lambda *a: seen.append((cpu.fp32_precision, gpu.fp32_precision))
+    )
+    cpu.fp32_precision, gpu.fp32_precision = "bf16", "tf32"
+    try:
+        cm.check_model("encoder", "aten", "cpu")
+        cm.check_model("encoder", "aten", "cpu", allow_tf32=True)
+        assert seen == [("ieee", "ieee"), ("ieee", "tf32")]  # oneDNN: never TF32
+        assert (cpu.fp32_precision, gpu.fp32_precision) == ("bf16", "tf32")
+    finally:
+        cpu.fp32_precision, gpu.fp32_precision = before

@@ -130,6 +130,12 @@ def register(app: typer.Typer) -> None:
         time_steps: int = typer.Option(
             0, help="Also time this many training steps eager and on the backend (median)."
         ),
+        allow_tf32: bool = typer.Option(
+            False,
+            "--allow-tf32",
+            help="Let float32 matmuls and convolutions use TF32 (eager "
+            "and backend alike); IEEE float32 otherwise, as opbench run pins.",
+        ),
         only: str = typer.Option(
             None,
             help="Register only these overloads of the backend (comma list), to find "
@@ -168,6 +174,7 @@ def register(app: typer.Typer) -> None:
                         rtol=rtol,
                         time_steps=time_steps,
                         only_ops=[o.strip() for o in only.split(",")] if only else None,
+                        allow_tf32=allow_tf32,
                     )
                 except ValueError as e:
                     _fail(str(e))

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["PINNED_FP32", "pin", "read"]
+__all__ = ["PINNED_FP32", "pin", "pinned", "read"]
 
 #: The ``fp32_precision`` settings pinned, as paths under ``torch.backends``.
 PINNED_FP32 = (
@@ -52,6 +52,38 @@ def pin(*, allow_tf32: bool = False) -> dict[str, Any]:
     when the legacy ``allow_tf32`` flags are read after a mix of both APIs set them."""
     with _mutable_flags():
         return _pin(allow_tf32)
+
+
+@contextlib.contextmanager
+def pinned(*, allow_tf32: bool = False) -> Any:
+    """:func:`pin` for the duration of a ``with`` block, the previous values restored
+    after it (``check-model`` runs in the caller's process, whose settings it must not
+    leave changed)."""
+    saved: list[tuple[Any, str, Any]] = []
+    for path in PINNED_FP32:
+        try:
+            node = _node(path)
+        except AttributeError:
+            continue
+        if hasattr(node, "fp32_precision"):
+            saved.append((node, "fp32_precision", node.fp32_precision))
+    legacy = not saved  # a torch without the new API: its legacy flags (never both:
+    # torch 2.13 raises when precision is read after a mix of the two)
+    if legacy:
+        saved += [(torch.backends.cuda.matmul, "allow_tf32",
+                   torch.backends.cuda.matmul.allow_tf32),
+                  (torch.backends.cudnn, "allow_tf32", torch.backends.cudnn.allow_tf32)]  # fmt: skip
+        matmul_precision = torch.get_float32_matmul_precision()
+    saved.append((torch.backends.cudnn, "benchmark", torch.backends.cudnn.benchmark))
+    pin(allow_tf32=allow_tf32)
+    try:
+        yield
+    finally:
+        with _mutable_flags():
+            for node, attr, value in saved:
+                setattr(node, attr, value)
+            if legacy:
+                torch.set_float32_matmul_precision(matmul_precision)
 
 
 def _mutable_flags() -> Any:

@@ -273,6 +273,7 @@ def check_model(
     rtol: float = 1e-4,
     time_steps: int = 0,
     only_ops: list[str] | None = None,
+    allow_tf32: bool = False,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
@@ -280,8 +281,21 @@ def check_model(
     loose, scale-aware bound: kernels may reorder float sums). ``time_steps`` > 0 also
     times that many training steps eager and on the backend (:func:`step_ms`), on fresh
     copies of the model, after the comparison. ``only_ops`` registers just those of the
-    backend's overloads (to find which kernel breaks a model).
+    backend's overloads (to find which kernel breaks a model). Float32 matmuls and
+    convolutions run in IEEE float32 for eager and the backend alike (TF32 only with
+    ``allow_tf32``), the settings ``opbench run`` pins, restored afterwards.
     """
+    from opbench.instrument.settings import pinned
+
+    with pinned(allow_tf32=allow_tf32):
+        return _check_model(name, backend, device, compile, compile_backend, seed, scale, rtol,
+                            time_steps, only_ops)  # fmt: skip
+
+
+def _check_model(
+    name: str, backend: Backend | str, device: str, compile: bool, compile_backend: str,
+    seed: int, scale: int, rtol: float, time_steps: int, only_ops: list[str] | None,
+) -> ModelCheck:  # fmt: skip
     started = time.perf_counter()
     spec = get_model(name, scale)
     be = backend if isinstance(backend, Backend) else load_backend(backend, device)
