@@ -67,3 +67,33 @@ def test_no_kernel_module_holds_a_nan_global() -> None:
         for name, v in vars(mod).items():
             value = v.value if isinstance(v, tl.constexpr) else v
             assert not (isinstance(value, float) and value != value), f"{m.name}.{name}"
+
+
+def test_every_launched_kernel_specializes_only_what_its_launcher_keys() -> None:
+    """A :class:`Launcher` reuses the kernel Triton compiled for the first call, keyed on
+    pointers and constexprs (and the integers it is told to key): an integer Triton
+    specialized on (divisible by 16, == 1) but the launcher does not key would serve a
+    later call with another value a kernel compiled for the first one. So every integer
+    parameter of every launched kernel is ``do_not_specialize`` or keyed. Checked on the
+    compiled-mode objects (the interpreter has no specialization), in a fresh process."""
+    code = """
+import importlib, pkgutil, triton
+import opbench.kernels._lib as lib
+from opbench.kernels._lib.launch import Launcher
+bad, seen = [], 0
+for m in pkgutil.iter_modules(lib.__path__):
+    mod = importlib.import_module(f"opbench.kernels._lib.{m.name}")
+    for launcher in (v for v in vars(mod).values() if isinstance(v, Launcher)):
+        seen += 1
+        params = launcher.fn.params
+        keyed = {params[i].name for i in launcher._int_keys}
+        bad += [f"{m.name}.{launcher.fn.__name__}: {p.name}" for p in params
+                if p.annotation in ("i64", "i32", "u64") and not p.do_not_specialize
+                and p.name not in keyed]
+assert seen >= 20, seen
+assert not bad, bad
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-3000:]
