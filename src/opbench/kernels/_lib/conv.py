@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul import (
     dot_acc,
     matmul_into,
@@ -50,24 +50,7 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 _SERVED = (torch.float16, torch.bfloat16, torch.float32)
 
 
-#: Every integer of the two kernels: none is specialized, so one compiled kernel serves
-#: all shapes and the launcher's cache (keyed on pointers and constexprs) is exact.
-_CONV_INTS = [
-    "M", "CIN_G", "COUT_G", "KVOL", "D", "H", "W", "OD", "OH", "OW", "KH", "KW",
-    "sd", "sh", "sw", "pd", "ph", "pw", "dd", "dh", "dw",
-    "xs0", "xs1", "xs2", "xs3", "xs4", "ws0", "ws1", "ws2", "ws3", "ws4",
-    "ys0", "ys1", "ys2", "ys3", "ys4",
-]  # fmt: skip
-_WGRAD_INTS = [
-    "P", "R_G", "C_G", "KVOL", "splits", "p_per_q", "s_split",
-    "PD", "PH", "PW", "QD", "QH", "QW", "KH", "KW",
-    "sd", "sh", "sw", "pd", "ph", "pw", "dd", "dh", "dw",
-    "as0", "as1", "as2", "as3", "as4", "bs0", "bs1", "bs2", "bs3", "bs4",
-    "ws0", "ws1", "ws2", "ws3", "ws4",
-]  # fmt: skip
-
-
-@triton.jit(do_not_specialize=_CONV_INTS)
+@jit_unspecialized
 def _conv_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
     M: tl.int64, CIN_G: tl.int64, COUT_G: tl.int64, KVOL: tl.int64,
@@ -152,7 +135,7 @@ def _conv_kernel(
                  mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
 
 
-@triton.jit(do_not_specialize=_WGRAD_INTS)
+@jit_unspecialized
 def _wgrad_kernel(
     a_ptr, b_ptr, dw_ptr,
     P: tl.int64, R_G: tl.int64, C_G: tl.int64, KVOL: tl.int64,

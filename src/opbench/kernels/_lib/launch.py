@@ -16,7 +16,8 @@ kernels and nothing else:
 
 Integer arguments enter the key only where a kernel asks (``specialize=("n",)``):
 every kernel here annotates its integers ``tl.int64`` and lists the others in
-``do_not_specialize``, so Triton compiles one kernel for all their values (it would
+``do_not_specialize`` (:func:`jit_unspecialized` reads them all from the signature), so
+Triton compiles one kernel for all their values (it would
 otherwise specialize on ``== 1`` and divisibility by 16, and pick i32 or i64 by
 magnitude). The element count of a masked 1-D kernel is worth specializing: knowing it
 divisible by 16 lets Triton prove the mask constant over a vector and emit 16-byte
@@ -40,17 +41,32 @@ kernel: every launch goes through ``kernel[grid](...)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 import triton
 
-__all__ = ["Launcher", "cdiv", "interpreted"]
+__all__ = ["Launcher", "cdiv", "interpreted", "jit_unspecialized"]
 
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def jit_unspecialized(fn: Callable[..., Any]) -> Any:
+    """``@triton.jit`` with every integer parameter (annotated ``tl.int64`` or ``tl.int32``)
+    in ``do_not_specialize``, read from the signature: one compiled kernel serves every
+    size and stride, and a :class:`Launcher` (which keys no integer unless told) can
+    never reuse a kernel Triton specialized on another call's values. A hand-written list
+    beside a 40-parameter signature misses the parameter added next."""
+    ints = [
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if str(p.annotation).rsplit(".", 1)[-1] in ("int64", "int32")
+    ]
+    return triton.jit(do_not_specialize=ints)(fn)
 
 
 def interpreted(fn: Any) -> bool:

@@ -49,7 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul_configs import TUNED
 
 __all__ = [
@@ -98,10 +98,7 @@ def dot_acc(a, w, acc, comp, IEEE: tl.constexpr, TO_F32: tl.constexpr):
 ANY, ROW, COL = 0, 1, 2
 
 
-@triton.jit(do_not_specialize=[
-    "Mq", "Nq", "Kq", "k_per_q", "s_ab", "s_am", "s_ak", "s_bb", "s_bk", "s_bn", "s_cs", "s_cb",
-    "s_cm", "s_cn", "s_xb", "s_xm", "s_xn",
-])  # fmt: skip
+@jit_unspecialized
 def _mm_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr,
     Mq: tl.int64, Nq: tl.int64, Kq: tl.int64, k_per_q: tl.int64,
@@ -198,8 +195,7 @@ def _mm_kernel(
     tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["total", "N", "MN", "splits", "s_cb", "s_cm", "s_cn", "s_xb",
-                               "s_xm", "s_xn"])  # fmt: skip
+@jit_unspecialized
 def _split_k_sum_kernel(
     ws_ptr, c_ptr, bias_ptr,
     total: tl.int64, N: tl.int64, MN: tl.int64, splits: tl.int64,
