@@ -99,19 +99,18 @@ def time_compiled(case_dict: dict[str, Any], device: str, backend: str) -> dict[
 
 
 def _journal(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    done = {}
-    if path.exists():
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    r = json.loads(line)
-                    done[(r["run"], r["test_id"])] = r
-                except (ValueError, KeyError) as e:
-                    raise SystemExit(f"{path}:{n}: not a compile-baseline line ({e})") from None
-    return done
+    """Timed tests so far, by (run directory, test id)."""
+    from opbench.run.journal import read_records
+
+    try:
+        return read_records(path, "compile-baseline", lambda r: (r["run"], r["test_id"]))
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def run(runs: list[Path], journal: Path, device: str, backend: str, budget_s: float) -> None:
+    from opbench.run.journal import append_record
+
     journal.parent.mkdir(parents=True, exist_ok=True)
     done = _journal(journal)
     todo = [t for r in runs for t in passed_tests(r) if (t["run"], t["test_id"]) not in done]
@@ -126,15 +125,18 @@ def run(runs: list[Path], journal: Path, device: str, backend: str, budget_s: fl
         except Exception as e:  # an op Inductor cannot compile is recorded, not fatal
             first = str(e).splitlines()[0][:300] if str(e) else ""
             rec["error"] = f"{type(e).__name__}: {first}"
-        with journal.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+        append_record(journal, rec)
         print(f"[{time.monotonic() - started:5.0f}s] {i}/{len(todo)} {t['op']} "
               f"{rec.get('compile_vs_eager', rec.get('error'))}", flush=True)  # fmt: skip
 
 
 def _gm(values: list[float]) -> float | None:
-    v = [x for x in values if x and x > 0 and math.isfinite(x)]
-    return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else None
+    """The report's geomean over the usable ratios (a missing or non-finite one has no
+    log), rounded for the table."""
+    from opbench.report.metrics import geomean
+
+    g = geomean(x for x in values if x and x > 0 and math.isfinite(x))
+    return None if g is None else round(g, 3)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

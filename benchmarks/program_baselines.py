@@ -164,17 +164,12 @@ def child(problem: str, size: str | None, device: str, lock_path: str) -> dict[s
 
 
 def _done(journal: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    if journal.exists():
-        for n, line in enumerate(journal.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SystemExit(f"{journal}:{n}: not a JSON line ({e})") from None
-            rows[row["id"]] = row
-    return rows
+    from opbench.run.journal import read_records
+
+    try:
+        return read_records(journal, "baselines journal", lambda r: r["id"])
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def _mode_dependent(path: Path, size: str | None) -> list[str] | None:
@@ -231,11 +226,12 @@ def run_suite(args: argparse.Namespace) -> None:
     lock_path = args.lock or str(journal) + ".lock"
     threads = max(1, (os.cpu_count() or 2) // max(1, args.jobs))
 
+    from opbench.run.journal import append_record
+
     def record(problem: Any, row: dict[str, Any]) -> None:
         row = {"id": problem.problem_id, "level": problem.level, "file": problem.path.name, **row}
         with write:
-            with journal.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_record(journal, row)
             ok = row["status"] == "ok"
             what = (
                 f"eager {row['eager_ms']:.3f} ms, compiled {row['compile_ms']:.3f} ms"

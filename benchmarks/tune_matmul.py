@@ -130,16 +130,15 @@ def _agrees(got: Any, want: Any) -> bool:
 
 
 def _journal(path: Path) -> dict[tuple[str, str], float]:
-    done: dict[tuple[str, str], float] = {}
-    if path.exists():
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    r = json.loads(line)
-                    done[(r["args_key"], r["config"])] = r["ms"]
-                except (ValueError, KeyError) as e:
-                    raise SystemExit(f"{path}:{n}: not a tuning journal line ({e})") from None
-    return done
+    """Measurements so far: (call, configuration) -> ms."""
+    from opbench.run.journal import read_records
+
+    try:
+        recs = read_records(path, "tuning journal", lambda r: (r["args_key"], r["config"]),
+                            required=("ms",))  # fmt: skip
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return {k: r["ms"] for k, r in recs.items()}
 
 
 def tune(args: argparse.Namespace) -> None:
@@ -170,6 +169,7 @@ def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
     import torch
 
     from opbench.kernels._lib import matmul
+    from opbench.run.journal import append_record
     from opbench.spec.args import parse_args
     from opbench.suites.inputs import make_inputs
 
@@ -204,8 +204,7 @@ def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
             ms = math.inf
         rec = {"bucket": key, "op": op, "args_key": f"{op}|{text}", "weight": row["weight"],
                "M": M, "N": N, "K": K, "config": name, "ms": ms}  # fmt: skip
-        with journal.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+        append_record(journal, rec)
         done[(rec["args_key"], name)] = ms
 
 
