@@ -152,7 +152,7 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     gy = _r((2, 4, 48, 48), dtype, 6)
     args = [gy, x, w, None, *conv_args, [False, True, False]]
     P, bk = 2 * 48 * 48, 256  # the interpreter's position tile
-    assert conv.split_k(1, -(-P // bk), conv.sm_count(x.device)) > 1
+    assert conv.split_plan(1, -(-P // bk), x.device)[0] > 1
     got = conv.convolution_backward(*args)
     assert got[1].stride() == aten.convolution_backward(*args)[1].stride()
     assert_matches(got, aten.convolution_backward, *args)

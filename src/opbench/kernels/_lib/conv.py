@@ -34,8 +34,7 @@ from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul import (
     dot_acc,
     matmul_into,
-    sm_count,
-    split_k,
+    split_plan,
     sum_split_partials,
 )
 
@@ -444,9 +443,7 @@ def _weight_grad(
     # split-K, fp32 partials summed in a fixed order by the second kernel.
     tiles = cdiv(R_G, bm) * cdiv(C_G * kvol, bn) * groups
     p_iters = cdiv(P, bk)
-    splits = split_k(tiles, p_iters, sm_count(dw.device))
-    p_per_q = cdiv(p_iters, splits) if p_iters else 0
-    splits = cdiv(p_iters, p_per_q) if p_per_q else 1
+    splits, p_per_q = split_plan(tiles, p_iters, dw.device)
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
     target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
                                                 device=dw.device)  # fmt: skip

@@ -54,7 +54,7 @@ from opbench.kernels._lib.matmul_configs import TUNED
 
 __all__ = [
     "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bucket", "config_for", "dot_acc",
-    "sm_count", "split_k", "sum_split_partials",
+    "sm_count", "split_k", "split_plan", "sum_split_partials",
 ]  # fmt: skip
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -319,6 +319,14 @@ def split_k(tiles: int, k_iters: int, sms: int) -> int:
     return max(1, min(k_iters // 8, cdiv(2 * sms, tiles), 128))
 
 
+def split_plan(tiles: int, iters: int, device: torch.device) -> tuple[int, int]:
+    """(programs along the reduction, blocks each) for ``tiles`` output tiles over
+    ``iters`` reduction blocks on ``device``: :func:`split_k`'s count, evened out so the
+    last program has blocks too (1 program of 0 blocks for an empty reduction)."""
+    per = cdiv(iters, split_k(tiles, iters, sm_count(device)))
+    return (cdiv(iters, per) if per else 1), per
+
+
 def matmul_into(
     out: torch.Tensor,
     a: torch.Tensor,
@@ -347,9 +355,7 @@ def matmul_into(
     sb = (sb[0], sb[2], sb[1])
     tiles = B * cdiv(M, bm) * cdiv(N, bn)
     k_iters = cdiv(K, bk)
-    splits = split_k(tiles, k_iters, sm_count(a.device))
-    k_per_q = cdiv(k_iters, splits)
-    splits = cdiv(k_iters, k_per_q) if k_per_q else 1
+    splits, k_per_q = split_plan(tiles, k_iters, a.device)
     if splits > 1:
         target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
         lc, dc, sc = _layout(target[0], vec)
