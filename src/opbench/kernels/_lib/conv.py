@@ -400,7 +400,8 @@ def convolution(
          *x.stride(), *w.stride(), *y.stride()),
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None,
         IEEE=input.dtype == torch.float32, TO_F32=_INTERPRETING,
-        X_POS_MAJOR=x.stride(1) != 1, Y_POS_MAJOR=y.stride(1) != 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
+        X_POS_MAJOR=x.stride(1) != 1, Y_POS_MAJOR=y.stride(1) != 1,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
     )  # fmt: skip
     return out
 
