@@ -41,7 +41,6 @@ kernel: every launch goes through ``kernel[grid](...)``.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,8 +62,8 @@ def jit_unspecialized(fn: Callable[..., Any]) -> Any:
     beside a 40-parameter signature misses the parameter added next."""
     ints = [
         name
-        for name, p in inspect.signature(fn).parameters.items()
-        if str(p.annotation).rsplit(".", 1)[-1] in ("int64", "int32")
+        for name, a in fn.__annotations__.items()
+        if str(a).rsplit(".", 1)[-1] in ("int64", "int32")
     ]
     return triton.jit(do_not_specialize=ints)(fn)
 
