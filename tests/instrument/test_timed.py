@@ -1,6 +1,8 @@
-"""The timed calls a worker keeps for the harness: the last one, and one drawn uniformly
+"""The timed calls a worker keeps for the harness: the last two, and one drawn uniformly
 at random among all of them, so that a kernel lazy on most timed calls but not the last
-is caught too (the harness judges both: ``judge/timed_output.py``)."""
+is caught too, and so is one that hands back a stored answer on the last two calls (which
+hold the two input draws in the same tensors); the harness judges all three
+(``judge/timed_output.py``)."""
 
 from __future__ import annotations
 
@@ -30,27 +32,33 @@ def test_the_last_call_is_kept_and_the_sample_is_uniform_over_all_calls() -> Non
         for _ in range(10):
             call()
         assert kept[0] == (10, 0)  # (result, input draw): no draw_of, so draw 0
-        drawn[kept[1][0]] += 1
+        assert kept[1] == (9, 0)
+        drawn[kept[2][0]] += 1
     assert set(drawn) == set(range(1, 11))
     # 300 expected per call, sd ~16: a bias towards the first or last calls would show
     assert all(200 < c < 400 for c in drawn.values()), drawn
 
 
-def test_the_worker_sends_the_sample_only_when_it_is_another_call() -> None:
+def test_the_worker_sends_each_kept_call_once() -> None:
     kept: list = []
-    outs = iter([torch.ones(3), torch.zeros(3)])
+    outs = iter([torch.full((3,), float(i)) for i in range(3)])
     call = keeping_timed(lambda: next(outs), kept)
     call()
     sent = timed_outputs(kept, "cpu")
-    assert "timed_sample" not in sent  # one call: the sample is the last
+    assert set(sent) == {"timed_output", "timed_output_meta", "timed_output_draw"}
     call()
     sent = timed_outputs(kept, "cpu")
-    assert torch.equal(sent["timed_output"], torch.zeros(3))
-    if kept[1] is not kept[0]:
-        assert torch.equal(sent["timed_sample"], torch.ones(3))
+    assert torch.equal(sent["timed_output"], torch.ones(3))
+    assert torch.equal(sent["timed_previous"], torch.zeros(3))
+    assert "timed_sample" not in sent  # two calls: the sample is one of the last two
+    call()
+    sent = timed_outputs(kept, "cpu")
+    assert torch.equal(sent["timed_previous"], torch.ones(3))
+    if kept[2] is not kept[0] and kept[2] is not kept[1]:
+        assert torch.equal(sent["timed_sample"], torch.zeros(3))
     whats = [w for w, _, _, _ in kept_outputs(sent)]
-    assert whats[0] == "the last timed call"
-    assert len(whats) == (2 if kept[1] is not kept[0] else 1)
+    assert whats[:2] == ["the last timed call", "the timed call before the last"]
+    assert len(whats) == (3 if "timed_sample" in sent else 2)
 
 
 def test_each_kept_output_carries_the_draw_its_call_held() -> None:
@@ -64,9 +72,8 @@ def test_each_kept_output_carries_the_draw_its_call_held() -> None:
     call(b)
     sent = timed_outputs(kept, "cpu")
     assert torch.equal(sent["timed_output"], b + 10) and sent["timed_output_draw"] == 1
-    if "timed_sample" in sent:
-        assert torch.equal(sent["timed_sample"], a + 10) and sent["timed_sample_draw"] == 0
+    assert torch.equal(sent["timed_previous"], a + 10) and sent["timed_previous_draw"] == 0
     got = {what: draw for what, _, _, draw in kept_outputs(sent)}
-    assert got["the last timed call"] == 1
+    assert got == {"the last timed call": 1, "the timed call before the last": 0}
     # a draw index the harness did not plan is judged against the first draw
     assert kept_outputs({"timed_output": 1, "timed_output_draw": 7})[0][3] == 0

@@ -4,6 +4,7 @@ call held. Checked against the draws' own values, on the CPU."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from opbench.judge.timing import TimingOptions, time_pair
@@ -85,6 +86,38 @@ def test_time_pair_ends_on_the_other_draw_in_the_same_tensors() -> None:
     (i0, p0, v0, s0), (i1, p1, v1, s1) = calls[-2:]
     assert (i0, p0, v0) == (i1, p1, v1)
     assert s0 == float(a[0][0].sum()) and s1 == float(b[0][0].sum())
+
+
+@pytest.mark.parametrize("stored_draw", [0, 1])
+def test_an_answer_stored_for_the_working_tensors_fails_a_kept_call(stored_draw: int) -> None:
+    """Whichever draw a kernel stored its answer for (on the H100 the side-stream check
+    recomputes on the working tensors at a random draw just before the last two calls),
+    one of the kept last two calls gets the other draw's answer: judging only the last
+    call passed both remembering kernels of the adversarial corpus there."""
+    from opbench.instrument.timed import keeping_timed, timed_outputs
+    from opbench.judge.timed_output import kept_outputs
+
+    a = ([torch.randn(32, 32), torch.randn(32, 32)], {})
+    b = ([torch.randn(32, 32), torch.randn(32, 32)], {})
+    draws = [a, b]
+
+    def remembering(x, y):  # on the working tensors, always ``stored_draw``'s answer
+        if made and x is made[0].working[0][0]:
+            return torch.minimum(*draws[stored_draw][0])
+        return torch.minimum(x, y)
+
+    kept: list = []
+    made: list = []
+    cand = keeping_timed(remembering, kept, lambda ar, kw: made[0].draw_of(ar, kw))
+    opts = TimingOptions(warmup_ms=1, min_reps=8, max_reps=16, budget_ms=5, host_budget_ms=2)
+    time_pair(torch.minimum, cand, lambda: a, "cpu", opts, alternate_args=lambda: b,
+              inputs_ready=made.append)  # fmt: skip
+    sent = kept_outputs(timed_outputs(kept, "cpu"))
+    assert [w for w, *_ in sent[:2]] == ["the last timed call", "the timed call before the last"]
+    assert [d for *_, d in sent[:2]] == [1, 0]
+    wrong = [w for w, out, _, d in sent if not torch.equal(out, torch.minimum(*draws[d][0]))]
+    caught_by = ["the last timed call", "the timed call before the last"][stored_draw]
+    assert caught_by in wrong and set(wrong) <= {caught_by, "a timed call drawn at random"}
 
 
 def test_inputs_over_the_size_cap_get_one_draw() -> None:

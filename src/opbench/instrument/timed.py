@@ -1,12 +1,19 @@
-"""What a worker keeps of a candidate's timed calls for the harness: the last output and
-one chosen at random among all timed calls, each with the input draw it saw.
+"""What a worker keeps of a candidate's timed calls for the harness: the last two outputs
+and one chosen at random among all timed calls, each with the input draw it saw.
 
 The harness judges both against the reference for the input draw each one saw
 (:mod:`opbench.judge.timed_output`, :mod:`opbench.programs.judge`;
 :mod:`opbench.judge.timing_inputs` for the draws): a candidate that computes for the
 correctness trials and stops once it is timed fails, so does one that stops for most
-timed calls but not the last, and so does one that returns an answer it remembered. Nothing here decides anything; the
-wrapper records and the worker sends.
+timed calls but not the last, and so does one that returns an answer it remembered.
+
+Why the last *two*: the timing ends with two calls in the same tensors, holding draw 0
+and then draw 1 (:func:`opbench.judge.timing._last_calls`). A kernel that hands back the
+answer it stored for those objects or addresses returns the same bytes for both, so one
+of the two is wrong, whichever draw it stored. Judging only the last call relied on the
+stored answer being draw 0's; on a GPU the side-stream check recomputes on the working
+tensors at a random draw just before, and the H100 passed such kernels (stop 29).
+Nothing here decides anything; the wrapper records and the worker sends.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ __all__ = ["KEPT", "keeping_timed", "timed_outputs"]
 #: (the worker writes them here, the harness reads them in judge/timed_output.py).
 KEPT = (
     ("timed_output", "the last timed call"),
+    ("timed_previous", "the timed call before the last"),
     ("timed_sample", "a timed call drawn at random"),
 )
 
@@ -33,8 +41,8 @@ def keeping_timed(
     kept: list[Any],
     draw_of: Callable[[Any, Any], int] | None = None,
 ) -> Callable[..., Any]:
-    """``fn`` keeping, in ``kept``, its latest result and one of all its results chosen
-    uniformly at random (reservoir sampling: call ``i`` replaces the sample with
+    """``fn`` keeping, in ``kept``, its latest two results and one of all its results
+    chosen uniformly at random (reservoir sampling: call ``i`` replaces the sample with
     probability ``1/i``), each with the input draw its call saw (``draw_of(args,
     kwargs)``, asked right after the call; 0 without it). The choice is drawn after the
     call returned, from a generator seeded by the OS, so a kernel cannot know whether the
@@ -51,8 +59,9 @@ def keeping_timed(
         result = fn(*args, **kwargs)
         calls += 1
         last = (result, draw_of(args, kwargs) if draw_of is not None else 0)
-        sample = last if rng.random() * calls < 1.0 else (kept[1] if len(kept) > 1 else None)
-        kept[:] = [last, sample]
+        previous = kept[0] if kept else None
+        sample = last if rng.random() * calls < 1.0 else (kept[2] if kept else None)
+        kept[:] = [last, previous, sample]
         return result
 
     call._schema = getattr(fn, "_schema", None)  # type: ignore[attr-defined]
@@ -61,16 +70,18 @@ def keeping_timed(
 
 def timed_outputs(kept: list[Any], device: str) -> dict[str, Any]:
     """The kept outputs as plain data for the harness (nothing when no call was made):
-    ``timed_output`` (the last call's) and, when another call was drawn,
-    ``timed_sample``; each with ``*_meta`` and ``*_draw`` (which input draw it saw)."""
+    ``timed_output`` (the last call's), ``timed_previous`` (the one before, when there
+    was one) and ``timed_sample`` (when the call drawn is neither of those); each with
+    ``*_meta`` and ``*_draw`` (which input draw it saw)."""
     if not kept:
         return {}
     tensors.sync(device)
-    last, sample = kept[0], kept[1] if len(kept) > 1 else None
     out: dict[str, Any] = {}
-    for (key, _), entry in zip(KEPT, (last, sample)):
-        if entry is None or (entry is last and key != KEPT[0][0]):
+    sent: list[Any] = []
+    for (key, _), entry in zip(KEPT, kept):
+        if entry is None or any(entry is e for e in sent):
             continue
+        sent.append(entry)
         result, draw = entry
         out[key] = tensors.cpu_outputs(result)
         out[f"{key}_meta"] = tensors.output_meta(result)

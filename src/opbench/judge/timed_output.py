@@ -4,9 +4,10 @@ The correctness trials see a kernel's first calls; timing makes hundreds more. A
 that computes for the trials and returns an empty tensor once it has been called often
 enough does no work and calls no PyTorch, so neither the values nor the guard would see
 it; nor would they see one that returns the answer it remembered for the same input
-tensors. The worker's timing wrapper keeps two timed calls' outputs (the last, and one
-drawn at random after the call returned: :mod:`opbench.instrument.timed`), each with the
-input draw its call held (each timed call holds one of two draws of the case, chosen at
+tensors. The worker's timing wrapper keeps three timed calls' outputs (the last two,
+which hold draw 0 and then draw 1 in the same tensors, and one drawn at random after
+the call returned: :mod:`opbench.instrument.timed`), each with the input draw its call
+held (each timed call holds one of two draws of the case, chosen at
 random: :mod:`opbench.judge.timing_inputs`); here each is compared with the reference
 for its draw under the trials' rule. The wrapper is the same object for every timed
 call, so the kernel cannot tell which call is kept.

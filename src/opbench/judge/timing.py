@@ -757,10 +757,11 @@ def _graph_times(
 def _last_calls(cand: _Side, inputs: TimingInputs, timer: _Timer) -> None:
     """The candidate's last two timed calls: draw 0, then draw 1 in the same tensors
     (for writers, a fresh copy, which the caching allocator usually puts at the same
-    address). The last call's output is always judged; a kernel that hands back an
-    answer it remembered for these objects or addresses (the last one, or the first,
-    which was always draw 0) returns draw 0's answer there, whatever random draws the
-    timed calls before it saw."""
+    address). Both outputs are kept and judged (:mod:`opbench.instrument.timed`): a
+    kernel that hands back an answer it stored for these objects or addresses returns
+    the same bytes for both calls, so one of them is wrong whichever draw it stored. (On
+    a GPU the side-stream check calls the candidate on these tensors at a random draw
+    just before, so the stored answer may be either draw's.)"""
     if len(inputs.draws) < 2:
         return
     for k in (0, 1):
