@@ -206,9 +206,11 @@ def test_unserved_dtypes_are_declined(dtype: torch.dtype) -> None:
 
 def test_buckets_and_configs() -> None:
     """Every configuration a bucket can get is one tl.dot accepts (tiles of at least 16)."""
-    assert matmul.bucket(2, 4096, 4096, 512) == "2:3:3:2"
+    assert matmul.bucket(2, 4096, 4096, 512) == "2:4:4:2"
+    assert matmul.bucket(2, 1024, 1024, 1024) == "2:3:3:3"
+    assert matmul.bucket(2, 256, 1024, 1024) == "2:2:3:3"
     assert matmul.bucket(4, 1, 33, 129) == "4:0:1:2"
-    assert matmul.bucket(4, 32, 128, 1025) == "4:0:1:3"
+    assert matmul.bucket(4, 32, 128, 4097) == "4:0:1:5"
     for itemsize in (2, 4):
         for M in (1, 17, 100, 1000, 5000):
             for N in (1, 17, 100, 1000, 5000):

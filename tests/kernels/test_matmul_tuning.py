@@ -105,6 +105,8 @@ def test_report_chooses_the_weighted_fastest_and_writes_the_table(tmp_path, monk
 
 def test_the_kernel_reads_tuned_configs_outside_the_interpreter(monkeypatch) -> None:
     monkeypatch.setattr(matmul, "_INTERPRETING", False)
-    monkeypatch.setitem(matmul.CONFIGS, "2:3:3:3", (64, 256, 32, 4, 8, 3))
+    monkeypatch.setattr(
+        matmul, "CONFIGS", {matmul.bucket(2, 4096, 4096, 4096): (64, 256, 32, 4, 8, 3)}
+    )
     assert matmul.config_for(2, 4096, 4096, 4096) == (64, 256, 32, 4, 8, 3)
     assert matmul.config_for(2, 4096, 4096, 512) == matmul._default(2, 4096, 4096)
