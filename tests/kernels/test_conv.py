@@ -33,6 +33,10 @@ CASES = {
     "3d": ((1, 2, 5, 6, 7), (3, 2, 2, 3, 3), [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 1),
     "1d_transposed": ((2, 4, 7), (4, 3, 3), [2], [1], [1], True, [1], 1),
     "2d_transposed": ((2, 3, 5, 4), (3, 5, 3, 2), [2, 3], [1, 0], [1, 2], True, [1, 2], 1),
+    # unit stride: the transposed kernel's branch without division (every input
+    # gradient of a stride-1 convolution takes it too)
+    "2d_transposed_unit_stride": ((2, 3, 5, 4), (3, 5, 3, 2), [1, 1], [1, 0], [1, 2], True,
+                                  [0, 0], 1),
     "2d_transposed_groups": ((1, 4, 5, 5), (4, 3, 3, 3), [2, 2], [1, 1], [1, 1], True, [0, 1], 2),
     "3d_transposed": ((1, 2, 3, 4, 3), (2, 3, 2, 2, 3), [2, 1, 2], [0, 1, 1], [1, 1, 1], True,
                       [1, 0, 0], 1),

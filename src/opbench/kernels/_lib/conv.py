@@ -13,7 +13,10 @@ in the memory format eager picks for it.
 
 Transposed convolution is the same loop read backwards: output position ``o`` takes
 input position ``i = (o + padding - k * dilation) / stride`` when that division is exact
-and ``i`` is in range, with the weight's ``[C_in, C_out / groups, ...]`` layout.
+and ``i`` is in range, with the weight's ``[C_in, C_out / groups, ...]`` layout. At unit
+stride (every input gradient of a stride-1 convolution) a compile-time branch skips the
+per-element 64-bit modulo and division: the H100 probe timed that input gradient at 2.5
+ms where the forward of the same shape took 0.88.
 
 Numerics as the matmul family (:mod:`opbench.kernels._lib.matmul`): f16/bf16 on tensor
 cores with fp32 accumulation, f32 in IEEE precision (eager's cuDNN uses TF32 unless the
@@ -60,7 +63,8 @@ def _conv_kernel(
     xs0: tl.int64, xs1: tl.int64, xs2: tl.int64, xs3: tl.int64, xs4: tl.int64,
     ws0: tl.int64, ws1: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
     ys0: tl.int64, ys1: tl.int64, ys2: tl.int64, ys3: tl.int64, ys4: tl.int64,
-    TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr,
+    TRANSPOSED: tl.constexpr, UNIT_STRIDE: tl.constexpr, HAS_BIAS: tl.constexpr,
+    IEEE: tl.constexpr,
     TO_F32: tl.constexpr, X_POS_MAJOR: tl.constexpr, Y_POS_MAJOR: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid_m = tl.program_id(0).to(tl.int64)
@@ -89,7 +93,12 @@ def _conv_kernel(
         kw = kpos % KW
         kh = (kpos // KW) % KH
         kd = kpos // (KW * KH)
-        if TRANSPOSED:
+        if TRANSPOSED and UNIT_STRIDE:  # every offset lands on an input: no division
+            i_d = od + pd - kd * dd
+            i_h = oh + ph - kh * dh
+            i_w = ow + pw - kw * dw
+            ok = m_ok & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
+        elif TRANSPOSED:
             td = od + pd - kd * dd
             th = oh + ph - kh * dh
             tw = ow + pw - kw * dw
@@ -413,7 +422,8 @@ def convolution(
         (x, w, bias if bias is not None else y, y, M, cin_g, cout_g, KD * KH * KW,
          D, H, W, OD, OH, OW, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
          *x.stride(), *w.stride(), *y.stride()),
-        TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None,
+        TRANSPOSED=bool(transposed), UNIT_STRIDE=(sd, sh, sw) == (1, 1, 1),
+        HAS_BIAS=bias is not None,
         IEEE=input.dtype == torch.float32, TO_F32=_INTERPRETING,
         X_POS_MAJOR=x.stride(1) != 1, Y_POS_MAJOR=y.stride(1) != 1,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
