@@ -77,3 +77,30 @@ def test_each_kept_output_carries_the_draw_its_call_held() -> None:
     assert got == {"the last timed call": 1, "the timed call before the last": 0}
     # a draw index the harness did not plan is judged against the first draw
     assert kept_outputs({"timed_output": 1, "timed_output_draw": 7})[0][3] == 0
+
+
+def test_the_harness_labels_the_last_two_calls_itself() -> None:
+    """The last two timed calls hold draw 0 then draw 1 by protocol: a worker message
+    that labels them otherwise (a candidate that rewrote the labels, so its remembered
+    answer is compared with the draw it was computed for) is judged by the protocol's
+    labels; after a one-draw timing every call held draw 0."""
+    from opbench.judge.timed_output import missing_kept_outputs
+
+    sent = {"timed_output": 1, "timed_output_draw": 0, "timed_previous": 2,
+            "timed_previous_draw": 1, "timed_sample": 3, "timed_sample_draw": 1}  # fmt: skip
+    two = {**sent, "timing": {"input_draws": 2}}
+    got = {what: draw for what, _, _, draw in kept_outputs(two)}
+    assert got == {"the last timed call": 1, "the timed call before the last": 0,
+                   "a timed call drawn at random": 1}  # fmt: skip
+    one = {**sent, "timing": {"input_draws": 1}}
+    assert {draw for *_, draw in kept_outputs(one)} == {0}
+    # a program timed against eager and then its compiled form: the compiled pair came last
+    prog = {**sent, "timing": {"input_draws": 1}, "timing_compile": {"input_draws": 2}}
+    assert [d for *_, d in kept_outputs(prog)][:2] == [1, 0]
+    # a compiled pair that did not finish: its last calls are not the protocol's pair
+    broken = {**sent, "timing": {"input_draws": 2}, "timing_compile_error": "RuntimeError"}
+    assert [d for *_, d in kept_outputs(broken)] == [0, 1, 1]
+    assert missing_kept_outputs(two) is None
+    dropped = {k: v for k, v in two.items() if not k.startswith("timed_previous")}
+    assert "the timed call before the last" in missing_kept_outputs(dropped)
+    assert missing_kept_outputs({k: v for k, v in one.items() if k != "timed_previous"}) is None

@@ -30,20 +30,64 @@ from opbench.spec.call import UNINITIALIZED_OPS
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case, timing_seeds
 
-__all__ = ["judge_timed_output", "kept_outputs"]
+__all__ = ["PLANNED_DRAWS", "judge_timed_output", "kept_outputs", "missing_kept_outputs"]
+
+
+#: The input draw the protocol gives each of the last two timed calls when the timing ran
+#: on two draws (:func:`opbench.judge.timing._last_calls`: draw 0, then draw 1, in the
+#: same tensors). The harness knows these; it does not take the worker's word for them.
+PLANNED_DRAWS = {"timed_output": 1, "timed_previous": 0}
+
+
+def _final_timing(m: dict[str, Any]) -> dict[str, Any] | None:
+    """The timing record of the last timed pair the kept calls came from, or None when
+    that pair did not finish (its last two calls are then not the protocol's pair). A
+    program is timed against eager, then against its compiled form, with one wrapper."""
+    if "timing_compile_error" in m:
+        return None
+    rec = m.get("timing_compile") or m.get("timing")
+    return rec if isinstance(rec, dict) else None
 
 
 def kept_outputs(m: dict[str, Any]) -> list[tuple[str, Any, list[dict[str, Any]], int]]:
     """The timed calls' outputs a worker sent (:mod:`opbench.instrument.timed`): the
-    last call's, and one drawn at random among all timed calls when it was another; each
-    with the input draw its call saw (0 or 1, :mod:`opbench.judge.timing_inputs`)."""
+    last two calls' and one drawn at random among all timed calls when it was another;
+    each with the input draw its call saw (0 or 1, :mod:`opbench.judge.timing_inputs`).
+    The draws are the harness's own where it knows them: the last two calls' when the
+    timing ran on two draws (:data:`PLANNED_DRAWS`), every call's when it ran on one.
+    Only the random sample's comes from the worker."""
+    timing = _final_timing(m)
+    draws = timing.get("input_draws") if timing else None
     out = []
     for key, what in KEPT:
         if key in m:
-            draw = m.get(f"{key}_draw", 0)
-            draw = draw if draw in (0, 1) else 0
+            if draws == 1:
+                draw = 0
+            elif draws == 2 and key in PLANNED_DRAWS:
+                draw = PLANNED_DRAWS[key]
+            else:
+                draw = m.get(f"{key}_draw", 0)
+                draw = draw if draw in (0, 1) else 0
             out.append((what, m[key], list(m.get(f"{key}_meta") or []), draw))
     return out
+
+
+def missing_kept_outputs(m: dict[str, Any]) -> str | None:
+    """Why the kept outputs a finished two-draw timing must have sent are not all there,
+    or None. An honest worker always sends the last two calls' (every timing makes more
+    than two candidate calls); a candidate that dropped one from the message would have
+    only the call it answers right judged."""
+    timing = _final_timing(m)
+    if not timing or timing.get("input_draws") != 2:
+        return None
+    gone = [key for key in PLANNED_DRAWS if key not in m]
+    if not gone:
+        return None
+    return (
+        "the worker's message lacks the kept output of "
+        + " and ".join(dict(KEPT)[k] for k in gone)
+        + " (the timing ran on two input draws, and both last calls are always kept)"
+    )
 
 
 def judge_timed_output(

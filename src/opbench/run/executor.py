@@ -175,8 +175,12 @@ def judge_outcome(
         return result
     if timed is not None and timed.details:
         result.details.update(timed.details)
-    from opbench.judge.timed_output import judge_timed_output, kept_outputs
+    from opbench.judge.timed_output import judge_timed_output, kept_outputs, missing_kept_outputs
 
+    gone = missing_kept_outputs(m)
+    if gone:
+        result.status, result.category, result.message = "failed", "cheat", gone
+        return result
     for what, outputs, meta, draw in kept_outputs(m):
         late = judge_timed_output(
             case, outputs, meta, device, judge_options, expectations, what, draw
