@@ -42,6 +42,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS_PY = REPO / "src/opbench/kernels/_lib/matmul_configs.py"
 OPS = ("mm.default", "addmm.default", "bmm.default", "baddbmm.default")
+#: Convolutions whose pointwise cases the backend runs on the matmul kernel.
+CONV_OPS = ("convolution.default", "convolution_backward.default")
 
 #: Candidates (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the shapes
 #: Inductor and the Triton tutorials use on Hopper for 16-bit operands, and smaller tiles
@@ -76,27 +78,58 @@ def fits(cfg: tuple[int, ...], M: int, N: int, K: int) -> bool:
 
 
 def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
-    """Bucket -> distinct traced calls (op, args text, weight, M, N, K), most used first."""
+    """Bucket -> distinct traced calls (op, args text, weight, M, N, K), most used first.
+
+    Besides the matmul family, the traced pointwise convolutions (1x1, stride 1, no
+    padding, one group), which the backend runs as per-image matrix products
+    (:func:`opbench.kernels._lib.conv.pointwise_operands`): a forward as ``W @ x[n]``, a
+    backward's input gradient as ``W^T @ grad_output[n]``."""
     from opbench.kernels._lib import matmul
-    from opbench.spec.args import TensorSpec, parse_args
+    from opbench.spec.args import parse_args
     from opbench.suites.traces import load_traces
 
     weights: dict[tuple[str, str], int] = defaultdict(int)
     for e in load_traces(traces):
-        if e.op in OPS:
+        if e.op in OPS or e.op in CONV_OPS:
             weights[(e.op, e.args)] += max(e.count, 1)
     buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (op, text), w in weights.items():
-        specs = [a for a in parse_args(text).args if isinstance(a, TensorSpec)]
-        a, b = specs[-2], specs[-1]
-        M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-        batch = math.prod(a.shape[:-2])
-        key = matmul.bucket(a.dtype.itemsize, M, N, K)
+        dims = product_dims(op, parse_args(text).args)
+        if dims is None:
+            continue
+        itemsize, batch, M, N, K = dims
+        key = matmul.bucket(itemsize, M, N, K)
         buckets[key].append({"op": op, "args": text, "weight": w, "M": M, "N": N, "K": K,
                              "batch": batch})  # fmt: skip
     for rows in buckets.values():
         rows.sort(key=lambda r: -r["weight"])
     return dict(buckets)
+
+
+def product_dims(op: str, args: list[Any]) -> tuple[int, int, int, int, int] | None:
+    """(element size, batch, M, N, K) of the matrix product a traced call runs on the
+    matmul kernel, or None (a convolution that is not pointwise)."""
+    from opbench.kernels._lib import conv
+    from opbench.spec.args import TensorSpec
+
+    specs = [a for a in args if isinstance(a, TensorSpec)]
+    if op in OPS:
+        a, b = specs[-2], specs[-1]
+        return a.dtype.itemsize, math.prod(a.shape[:-2]), a.shape[-2], b.shape[-1], a.shape[-1]
+    if op == "convolution.default":
+        x, w = args[0], args[1]
+        stride, padding, _, transposed, output_padding, groups = args[3:9]
+    else:  # convolution_backward: its input gradient (a transposed pointwise convolution)
+        x, w = args[0], args[2]
+        stride, padding, _, transposed, output_padding, groups = args[4:10]
+        if transposed or not args[10][0]:
+            return None
+        transposed = True
+    ksize = w.shape[2:]
+    if not conv._pointwise(ksize, stride, padding, output_padding, groups):
+        return None
+    c_out, c_in = (w.shape[1], w.shape[0]) if transposed else (w.shape[0], w.shape[1])
+    return x.dtype.itemsize, x.shape[0], c_out, math.prod(x.shape[2:]), c_in
 
 
 def traced_time(row: dict[str, Any]) -> float:
@@ -112,6 +145,8 @@ def operands(op: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, ...
     import torch
 
     alpha, beta = kwargs.get("alpha", 1), kwargs.get("beta", 1)
+    if op in CONV_OPS:
+        return _conv_operands(op, args)
     if op.startswith("addmm"):
         x, a, b = args[:3]
         out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
@@ -123,6 +158,38 @@ def operands(op: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, ...
         return out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), None, 1, 1
     out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
     return out, a, b, None, 1, 1
+
+
+def _conv_operands(op: str, args: list[Any]) -> tuple[Any, ...]:
+    """A pointwise convolution's product, as the backend's convolution hands it over:
+    the output allocated by the backend itself (eager's memory format), then
+    :func:`~opbench.kernels._lib.conv.pointwise_operands`."""
+    from opbench.kernels._lib import conv
+
+    if op == "convolution.default":
+        x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args[:9]
+    else:  # the input gradient: grad_output through the transposed convolution
+        x, w, bias = args[0], args[2], None
+        stride, padding, dilation, _, output_padding, groups = args[4:10]
+        transposed = True
+    out = conv.convolution(x, w, bias, stride, padding, dilation, transposed, output_padding,
+                           groups)  # fmt: skip
+    y3, a, b, b3 = conv.pointwise_operands(x, w, bias, out, transposed)
+    return y3, a, b, b3, 1, 1
+
+
+def reference(op: str, call: list[Any], kw: dict[str, Any]) -> Any:
+    """What eager computes for a traced call, as the product's output holds it (a
+    convolution's input gradient: grad_output through eager's transposed convolution)."""
+    import torch
+
+    aten = torch.ops.aten
+    if op == "convolution_backward.default":
+        gy, w = call[0], call[2]
+        stride, padding, dilation, _, output_padding, groups = call[4:10]
+        return aten.convolution(gy, w, None, stride, padding, dilation, True, output_padding,
+                                groups)  # fmt: skip
+    return getattr(aten, op.split(".")[0])(*call, **kw)
 
 
 def _bench(fn: Any) -> float:
@@ -179,7 +246,6 @@ def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
             journal: Path) -> None:  # fmt: skip
     """Time one traced call with eager, the untuned default and every candidate that
     fits it; append each new measurement to the journal."""
-    import torch
 
     from opbench.kernels._lib import matmul
     from opbench.run.journal import append_record
@@ -198,13 +264,12 @@ def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
     for c in CANDIDATES_32 if itemsize == 4 else CANDIDATES_16:
         if fits(c, M, N, K):
             todo[json.dumps(list(c))] = c
-    aten = getattr(torch.ops.aten, op.split(".")[0])
-    want = aten(*call, **kw).reshape(out.shape).float()
+    want = reference(op, call, kw).reshape(out.shape).float()
     for name, cfg in todo.items():
         if (f"{op}|{text}", name) in done:
             continue
         if cfg is None:
-            fn = lambda: aten(*call, **kw)  # noqa: E731
+            fn = lambda: reference(op, call, kw)  # noqa: E731
         else:
             fn = lambda c=cfg: matmul.matmul_into(out, a, b, bias, alpha, beta, c)  # noqa: E731
         try:

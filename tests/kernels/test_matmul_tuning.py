@@ -64,6 +64,41 @@ def test_operands_are_what_the_entry_points_pass(line: int) -> None:
     assert_matches(got, getattr(torch.ops.aten, op.split(".")[0]), *args, **kwargs)
 
 
+CONV_TRACE = """Operator: aten.convolution.default
+cnt: 4, ((T([2, 24, 3, 5], f16), T([20, 24, 1, 1], f16), T([20], f16), [1, 1], [0, 0], [1, 1], False, [0, 0], 1), {})
+cnt: 7, ((T([2, 24, 3, 5], f16), T([20, 24, 3, 3], f16), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {})
+Operator: aten.convolution_backward.default
+cnt: 2, ((T([2, 20, 3, 5], f16), T([2, 24, 3, 5], f16), T([20, 24, 1, 1], f16), [0], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False]), {})
+cnt: 1, ((T([2, 20, 3, 5], f16), T([2, 24, 3, 5], f16), T([20, 24, 1, 1], f16), [0], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False]), {})
+"""  # fmt: skip
+
+
+def test_pointwise_convolutions_are_tuned_as_the_products_they_run(tmp_path) -> None:
+    """The backend runs 1x1 convolutions on the matmul kernel: a forward is ``W @ x[n]``
+    (M = C_out, N = positions, K = C_in), a backward's input gradient ``W^T @ dy[n]``;
+    the 3x3 one and the backward without an input gradient are not products."""
+    tm = _script()
+    (tmp_path / "c.txt").write_text(CONV_TRACE)
+    buckets = tm.shapes_from_traces(str(tmp_path))
+    rows = {r["op"]: r for rs in buckets.values() for r in rs}
+    assert sorted(rows) == ["convolution.default", "convolution_backward.default"]
+    fwd, bwd = rows["convolution.default"], rows["convolution_backward.default"]
+    assert (fwd["batch"], fwd["M"], fwd["N"], fwd["K"]) == (2, 20, 15, 24)
+    assert (bwd["batch"], bwd["M"], bwd["N"], bwd["K"]) == (2, 24, 15, 20)
+    assert fwd["weight"] == 4 and bwd["weight"] == 2
+    for op, row in rows.items():
+        args, kwargs = make_inputs(op, parse_args(row["args"]), "cpu", 0)
+        out, a, b, bias, alpha, beta = tm.operands(op, args, kwargs)
+        got = matmul.matmul_into(out, a, b, bias, alpha, beta, (16, 32, 16, 4, 4, 1))
+        want = tm.reference(op, args, kwargs)
+        assert torch.allclose(got.float(), want.reshape(got.shape).float(), rtol=1e-2,
+                              atol=1e-2)  # fmt: skip
+        if op == "convolution_backward.default":  # the input gradient eager computes
+            gi = torch.ops.aten.convolution_backward(*args)[0]
+            assert torch.allclose(got.float(), gi.reshape(got.shape).float(), rtol=1e-2,
+                                  atol=1e-2)  # fmt: skip
+
+
 def test_fits_keeps_tiles_no_larger_than_the_problem() -> None:
     tm = _script()
     assert tm.fits((16, 128, 64, 8, 4, 4), 8, 1000, 64)

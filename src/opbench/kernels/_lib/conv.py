@@ -265,22 +265,33 @@ def _per_image(t: torch.Tensor) -> torch.Tensor | None:
         return None
 
 
-def _pointwise_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                       out: torch.Tensor, transposed: bool) -> bool:  # fmt: skip
-    """A pointwise convolution as the tuned matmul kernel: ``out[n] = W @ x[n]`` (``W``
-    ``[C_out, C_in]``, ``W^T`` for a transposed one), the weight's batch stride 0, the
-    bias broadcast, every operand a view read where it lies (NCHW or channels-last).
-    Implicit GEMM reads such a weight tile across its rows (17-20x slower than cuDNN on
-    the traced ``1024 x 1024`` pointwise convolutions); this is a plain matrix product.
-    False where the spatial dims do not merge into one."""
+def pointwise_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                       out: torch.Tensor, transposed: bool) -> tuple | None:  # fmt: skip
+    """``(out, a, b, bias)`` of :func:`~opbench.kernels._lib.matmul.matmul_into` for a
+    pointwise convolution, ``out[n] = W @ x[n]`` (``W`` ``[C_out, C_in]``, ``W^T`` for a
+    transposed one): the weight's batch stride 0, the bias broadcast, every operand a view
+    read where it lies (NCHW or channels-last). None where the spatial dims do not merge
+    into one. ``benchmarks/tune_matmul.py`` tunes the matmul buckets on these operands."""
     x3, y3 = _per_image(x), _per_image(out)
     w2 = _per_image(weight)
     if x3 is None or y3 is None or w2 is None:
-        return False
+        return None
     w2 = w2[:, :, 0]
     a = (w2.t() if transposed else w2).unsqueeze(0).expand(x3.shape[0], -1, -1)
     b3 = None if bias is None else bias.view(1, -1, 1).expand(y3.shape)
-    matmul_into(y3, a, x3, b3)
+    return y3, a, x3, b3
+
+
+def _pointwise_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                       out: torch.Tensor, transposed: bool) -> bool:  # fmt: skip
+    """A pointwise convolution as the tuned matmul kernel (:func:`pointwise_operands`).
+    Implicit GEMM reads such a weight tile across its rows (17-20x slower than cuDNN on
+    the traced ``1024 x 1024`` pointwise convolutions); this is a plain matrix product.
+    False where the spatial dims do not merge into one."""
+    operands = pointwise_operands(x, weight, bias, out, transposed)
+    if operands is None:
+        return False
+    matmul_into(*operands)
     return True
 
 
