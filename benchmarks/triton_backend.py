@@ -132,6 +132,33 @@ def render_part2(s: dict[str, Any], gpu: str) -> list[str]:
             f"| {r['op']} | {r['gflop']} | {ms(r['eager_ms'])} | {ms(r['ours_ms'])} | "
             f"{r['speedup']} | {r['speedup_host']} | `{r['args'][:120]}` |"
         )
+    return lines + render_compile(RESULTS / f"triton-part2-compile-{gpu}.json")
+
+
+def render_compile(path: Path) -> list[str]:
+    """The ``torch.compile`` baseline on the same run's cases
+    (``benchmarks/compile_baseline.py --report``), per op, when it was measured."""
+    if not path.exists():
+        return []
+    c = json.loads(path.read_text())
+    o = c["overall"]
+    lines = [
+        "",
+        "## Against torch.compile (Inductor, default mode)",
+        "",
+        f"From `{path.name}` (`{c.get('command')}`): over {o['timed']} of {o['tests']} tests, "
+        f"ours vs eager {o['ours_vs_eager']}, compiled vs eager {o['compile_vs_eager']}, "
+        f"**ours vs compiled {o['ours_vs_compile']}** (device), {o['ours_vs_compile_host']} "
+        "(host-inclusive).",
+        "",
+        "| op | tests timed | ours vs eager | compiled vs eager | ours vs compiled | host |",
+        "|---|---|---|---|---|---|",
+    ]
+    for op, r in sorted(c["per_op"].items()):
+        lines.append(
+            f"| {op} | {r['timed']}/{r['tests']} | {r['ours_vs_eager']} | "
+            f"{r['compile_vs_eager']} | {r['ours_vs_compile']} | {r['ours_vs_compile_host']} |"
+        )
     return lines
 
 
