@@ -130,14 +130,16 @@ def check_scanned(by_op: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def check_remembered(by_op: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Kernels that remember answers across timed calls (judged with timing on): the one
-    keyed on input objects fails as ``cheat``, the one keyed on addresses fails, the
-    honest ``mul`` passes with a speedup."""
+    keyed on input objects fails as ``cheat``, the one keyed on addresses fails, the one
+    lazy only while device-timed fails as ``cheat``, the honest ``mul`` passes with a
+    speedup."""
     expect = {
         "minimum.default": ("failed: cheat", lambda r: r.category == "cheat"),
         "fmin.default": (
             "failed: cheat|wrong_result",
             lambda r: r.category in ("cheat", "wrong_result"),
         ),  # fmt: skip
+        "maximum.default": ("failed: cheat", lambda r: r.category == "cheat"),
         "mul.Tensor": ("passed, timed", lambda r: r.status == "passed" and r.speedup),
     }
     rows = []

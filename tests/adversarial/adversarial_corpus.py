@@ -253,6 +253,8 @@ cnt: 2, ((T([64, 48], f32), T([64, 48], f32)), {})
 cnt: 1, ((T([16], f32), T([4, 16], f32)), {})
 Operator: aten.fmin.default
 cnt: 1, ((T([64, 48], f32), T([64, 48], f32)), {})
+Operator: aten.maximum.default
+cnt: 1, ((T([64, 48], f32), T([64, 48], f32)), {})
 Operator: aten.mul.Tensor
 cnt: 1, ((T([64, 64], f32), T([64, 64], f32)), {})
 """

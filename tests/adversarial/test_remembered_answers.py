@@ -3,8 +3,9 @@
 Every timed call of a non-mutating op used to see the very same input tensors, so a
 kernel keyed on the input objects returned its remembered answer: right values, no work
 (a memoizing ``mul`` was judged correct at 7.8x eager). Each timed call now holds one of
-two draws of the case in the same tensors, and the last call always holds the draw the
-first did not (``opbench/judge/timing_inputs.py``).
+two draws of the case in the same tensors, the last two calls hold draw 0 then draw 1,
+and two consecutive device-timed calls on different draws are judged besides
+(``opbench/judge/timing_inputs.py``, ``opbench/instrument/timed.py``).
 """
 
 from __future__ import annotations
@@ -31,5 +32,10 @@ def test_remembered_answers_fail_and_honest_kernels_keep_their_speedup(tmp_path)
     (by_address,) = by_op["fmin.default"]
     assert by_address.status == "failed", by_address.message
     assert by_address.category in {"cheat", "wrong_result"}, by_address.message
+    # lazy only while device-timed, honest for the calls judged before this stop: the
+    # device-timed pair (two consecutive calls on different draws) catches it every time
+    (lazy,) = by_op["maximum.default"]
+    assert (lazy.status, lazy.category) == ("failed", "cheat"), lazy.message
+    assert "device-timed" in lazy.message
     (honest,) = by_op["mul.Tensor"]
     assert honest.status == "passed" and honest.speedup is not None, honest.message

@@ -33,7 +33,8 @@ def test_the_last_call_is_kept_and_the_sample_is_uniform_over_all_calls() -> Non
             call()
         assert kept[0] == (10, 0)  # (result, input draw): no draw_of, so draw 0
         assert kept[1] == (9, 0)
-        drawn[kept[2][0]] += 1
+        assert kept[2:4] == [None, None]  # no phase: no device-timed pair
+        drawn[kept[4][0]] += 1
     assert set(drawn) == set(range(1, 11))
     # 300 expected per call, sd ~16: a bias towards the first or last calls would show
     assert all(200 < c < 400 for c in drawn.values()), drawn
@@ -54,7 +55,7 @@ def test_the_worker_sends_each_kept_call_once() -> None:
     call()
     sent = timed_outputs(kept, "cpu")
     assert torch.equal(sent["timed_previous"], torch.ones(3))
-    if kept[2] is not kept[0] and kept[2] is not kept[1]:
+    if kept[4] is not kept[0] and kept[4] is not kept[1]:
         assert torch.equal(sent["timed_sample"], torch.zeros(3))
     whats = [w for w, _, _, _ in kept_outputs(sent)]
     assert whats[:2] == ["the last timed call", "the timed call before the last"]
@@ -84,7 +85,7 @@ def test_the_harness_labels_the_last_two_calls_itself() -> None:
     that labels them otherwise (a candidate that rewrote the labels, so its remembered
     answer is compared with the draw it was computed for) is judged by the protocol's
     labels; after a one-draw timing every call held draw 0."""
-    from opbench.judge.timed_output import missing_kept_outputs
+    from opbench.judge.timed_output import kept_outputs_problem
 
     sent = {"timed_output": 1, "timed_output_draw": 0, "timed_previous": 2,
             "timed_previous_draw": 1, "timed_sample": 3, "timed_sample_draw": 1}  # fmt: skip
@@ -100,7 +101,48 @@ def test_the_harness_labels_the_last_two_calls_itself() -> None:
     # a compiled pair that did not finish: its last calls are not the protocol's pair
     broken = {**sent, "timing": {"input_draws": 2}, "timing_compile_error": "RuntimeError"}
     assert [d for *_, d in kept_outputs(broken)] == [0, 1, 1]
-    assert missing_kept_outputs(two) is None
+    assert kept_outputs_problem(two) is None
     dropped = {k: v for k, v in two.items() if not k.startswith("timed_previous")}
-    assert "the timed call before the last" in missing_kept_outputs(dropped)
-    assert missing_kept_outputs({k: v for k, v in one.items() if k != "timed_previous"}) is None
+    assert "the timed call before the last" in kept_outputs_problem(dropped)
+    assert kept_outputs_problem({k: v for k, v in one.items() if k != "timed_previous"}) is None
+
+
+def _run_phases(phases: list[str], draws: list[int]) -> list:
+    """``keeping_timed``'s kept list after one call per entry; call ``i`` returns ``i``
+    and saw ``draws[i]`` in ``phases[i]``."""
+    kept: list = []
+    i = [0]
+
+    def fn() -> int:
+        return i[0]
+
+    call = keeping_timed(fn, kept, lambda a, k: draws[i[0]], lambda: phases[i[0]])
+    for i[0] in range(len(phases)):
+        call()
+    return kept
+
+
+def test_the_device_timed_pair_is_two_consecutive_device_calls_on_different_draws() -> None:
+    """Among the device-timed calls (``phase_of() == "device"``), one pair of consecutive
+    calls whose draws differ, drawn uniformly among all such pairs; calls of the other
+    phases neither form pairs nor break into one."""
+    phases = ["other"] * 2 + ["device"] * 6 + ["host"] * 4 + ["other"] * 2
+    draws = [0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1]
+    # device calls are 2..7 with draws 0 1 1 0 1 1: pairs differ at (2,3), (4,5), (5,6)
+    seen: Counter[tuple[int, int]] = Counter()
+    for _ in range(3000):
+        kept = _run_phases(phases, draws)
+        (a, da), (b, db) = kept[2], kept[3]
+        assert (b, da != db, phases[a], phases[b]) == (a + 1, True, "device", "device")
+        seen[(a, b)] += 1
+    assert set(seen) == {(2, 3), (4, 5), (5, 6)}
+    assert all(850 < c < 1150 for c in seen.values()), seen  # 1000 each, sd ~26
+
+
+def test_a_pair_labelled_with_one_draw_is_a_problem() -> None:
+    from opbench.judge.timed_output import kept_outputs_problem
+
+    ok = {"timed_pair_first": 1, "timed_pair_first_draw": 1, "timed_pair_second": 2,
+          "timed_pair_second_draw": 0}  # fmt: skip
+    assert kept_outputs_problem(ok) is None
+    assert "two different" in kept_outputs_problem({**ok, "timed_pair_second_draw": 1})

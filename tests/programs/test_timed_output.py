@@ -69,9 +69,27 @@ REMEMBERING = HONEST.replace(
 )
 
 
+# lazy only while device-timed: the device loop reuses one input tensor, the host rounds
+# and the trials give fresh ones; honest for good once a long run of fresh inputs shows
+# the host rounds have begun (so the last calls, always judged, are computed)
+DEVICE_LAZY = HONEST.replace(
+    "        return torch.clamp_min(self.fc(x), 0.0)",
+    """        seen = getattr(self, "seen", None)
+        same = seen is not None and seen[0] is x
+        self.fresh = 0 if same else getattr(self, "fresh", 0) + 1
+        self.honest = getattr(self, "honest", False) or self.fresh >= 50
+        if same and not self.honest:
+            return seen[1].clone()
+        out = torch.clamp_min(self.fc(x), 0.0)
+        self.seen = (x, out)
+        return out""",
+)
+
+
 def test_a_candidate_that_stops_computing_once_timed_is_caught(tmp_path: Path) -> None:
     root, cands = tmp_path / "problems", tmp_path / "candidates"
-    for name, cand in (("1_honest", HONEST), ("2_counting", COUNTING), ("3_remember", REMEMBERING)):
+    for name, cand in (("1_honest", HONEST), ("2_counting", COUNTING), ("3_remember", REMEMBERING),
+                       ("4_device_lazy", DEVICE_LAZY)):  # fmt: skip
         for folder, text in ((root, PROBLEM), (cands, cand)):
             (folder / "level1").mkdir(parents=True, exist_ok=True)
             (folder / "level1" / f"{name}.py").write_text(text)
@@ -92,3 +110,6 @@ def test_a_candidate_that_stops_computing_once_timed_is_caught(tmp_path: Path) -
     remember = problems["level1/3_remember"]
     assert not remember["correct"] and remember["category"] == "cheat", remember
     assert "timing draw 1" in remember["message"]
+    lazy = problems["level1/4_device_lazy"]
+    assert not lazy["correct"] and lazy["category"] == "cheat", lazy
+    assert "device-timed" in lazy["message"]

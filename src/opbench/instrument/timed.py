@@ -1,7 +1,8 @@
-"""What a worker keeps of a candidate's timed calls for the harness: the last two outputs
-and one chosen at random among all timed calls, each with the input draw it saw.
+"""What a worker keeps of a candidate's timed calls for the harness: the last two outputs,
+two consecutive device-timed ones on different input draws, and one chosen at random
+among all timed calls, each with the input draw it saw.
 
-The harness judges both against the reference for the input draw each one saw
+The harness judges each against the reference for the input draw its call saw
 (:mod:`opbench.judge.timed_output`, :mod:`opbench.programs.judge`;
 :mod:`opbench.judge.timing_inputs` for the draws): a candidate that computes for the
 correctness trials and stops once it is timed fails, so does one that stops for most
@@ -32,6 +33,8 @@ __all__ = ["KEPT", "keeping_timed", "timed_outputs"]
 KEPT = (
     ("timed_output", "the last timed call"),
     ("timed_previous", "the timed call before the last"),
+    ("timed_pair_first", "the first of two consecutive device-timed calls on different draws"),
+    ("timed_pair_second", "the second of two consecutive device-timed calls on different draws"),
     ("timed_sample", "a timed call drawn at random"),
 )
 
@@ -40,28 +43,48 @@ def keeping_timed(
     fn: Callable[..., Any],
     kept: list[Any],
     draw_of: Callable[[Any, Any], int] | None = None,
+    phase_of: Callable[[], str] | None = None,
 ) -> Callable[..., Any]:
-    """``fn`` keeping, in ``kept``, its latest two results and one of all its results
-    chosen uniformly at random (reservoir sampling: call ``i`` replaces the sample with
-    probability ``1/i``), each with the input draw its call saw (``draw_of(args,
-    kwargs)``, asked right after the call; 0 without it). The choice is drawn after the
-    call returned, from a generator seeded by the OS, so a kernel cannot know whether the
-    call it is making will be kept; a kernel lazy on a fraction ``f`` of its timed calls
-    is caught with probability about ``f`` by the sample, and always if the last call is
-    lazy. The draw and the lookup cost well under a microsecond of the candidate's host
-    time (no system call, one dictionary lookup).
+    """``fn`` keeping, in ``kept`` (in :data:`KEPT`'s order), its latest two results, one
+    pair of consecutive device-timed calls, and one of all its results chosen uniformly
+    at random (reservoir sampling: call ``i`` replaces the sample with probability
+    ``1/i``), each with the input draw its call saw (``draw_of(args, kwargs)``, asked
+    right after the call; 0 without it). The choices are drawn after the call returned,
+    from a generator seeded by the OS, so a kernel cannot know whether the call it is
+    making will be kept; a kernel lazy on a fraction ``f`` of its timed calls is caught
+    with probability about ``f`` by the sample, and always if the last call is lazy.
+
+    **The device-timed pair** (``phase_of() == "device"``: the calls whose CUDA-event
+    times make the device speedup): among the consecutive device-timed calls whose input
+    draws differ, one pair drawn uniformly. A kernel lazy only there (it can tell those
+    calls by their reused input tensors, and the host-timed rounds by fresh copies) was
+    caught only when the uniform sample happened to land among them, a few percent of
+    all calls next to the thousands of host-timed ones; a lazy or remembered answer
+    returns the same bytes for both calls of the pair, and one of the two draws makes
+    them wrong. The draw and the lookups cost well under a microsecond of the
+    candidate's host time (no system call, a dictionary lookup or two).
     """
     rng = random.Random(os.urandom(16))
-    calls = 0
+    calls = pairs = 0
+    before: tuple[Any, int] | None = None  # the previous device-timed call
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
+        nonlocal calls, pairs, before
         result = fn(*args, **kwargs)
         calls += 1
         last = (result, draw_of(args, kwargs) if draw_of is not None else 0)
         previous = kept[0] if kept else None
-        sample = last if rng.random() * calls < 1.0 else (kept[2] if kept else None)
-        kept[:] = [last, previous, sample]
+        first, second = (kept[2], kept[3]) if kept else (None, None)
+        sample = last if rng.random() * calls < 1.0 else (kept[4] if kept else None)
+        if phase_of is not None and phase_of() == "device":
+            if before is not None and before[1] != last[1]:
+                pairs += 1
+                if rng.random() * pairs < 1.0:
+                    first, second = before, last
+            before = last
+        else:
+            before = None
+        kept[:] = [last, previous, first, second, sample]
         return result
 
     call._schema = getattr(fn, "_schema", None)  # type: ignore[attr-defined]
@@ -71,8 +94,9 @@ def keeping_timed(
 def timed_outputs(kept: list[Any], device: str) -> dict[str, Any]:
     """The kept outputs as plain data for the harness (nothing when no call was made):
     ``timed_output`` (the last call's), ``timed_previous`` (the one before, when there
-    was one) and ``timed_sample`` (when the call drawn is neither of those); each with
-    ``*_meta`` and ``*_draw`` (which input draw it saw)."""
+    was one), ``timed_pair_first`` and ``timed_pair_second`` (the device-timed pair, when
+    there was one) and ``timed_sample`` (when the call drawn is none of those); each
+    once, with ``*_meta`` and ``*_draw`` (which input draw it saw)."""
     if not kept:
         return {}
     tensors.sync(device)

@@ -30,7 +30,7 @@ from opbench.spec.call import UNINITIALIZED_OPS
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case, timing_seeds
 
-__all__ = ["PLANNED_DRAWS", "judge_timed_output", "kept_outputs", "missing_kept_outputs"]
+__all__ = ["PLANNED_DRAWS", "judge_timed_output", "kept_outputs", "kept_outputs_problem"]
 
 
 #: The input draw the protocol gives each of the last two timed calls when the timing ran
@@ -72,22 +72,31 @@ def kept_outputs(m: dict[str, Any]) -> list[tuple[str, Any, list[dict[str, Any]]
     return out
 
 
-def missing_kept_outputs(m: dict[str, Any]) -> str | None:
-    """Why the kept outputs a finished two-draw timing must have sent are not all there,
-    or None. An honest worker always sends the last two calls' (every timing makes more
-    than two candidate calls); a candidate that dropped one from the message would have
-    only the call it answers right judged."""
+def kept_outputs_problem(m: dict[str, Any]) -> str | None:
+    """What is wrong with the set of kept outputs a worker sent, or None: after a
+    finished two-draw timing both last calls' outputs must be there (an honest worker
+    always sends them; a candidate that dropped one from the message would have only the
+    call it answers right judged), and the device-timed pair, when sent, must be labelled
+    with the two different draws the wrapper only pairs (a relabelled pair could compare
+    a remembered answer with the draw it was computed for)."""
     timing = _final_timing(m)
-    if not timing or timing.get("input_draws") != 2:
-        return None
-    gone = [key for key in PLANNED_DRAWS if key not in m]
-    if not gone:
-        return None
-    return (
-        "the worker's message lacks the kept output of "
-        + " and ".join(dict(KEPT)[k] for k in gone)
-        + " (the timing ran on two input draws, and both last calls are always kept)"
-    )
+    if timing and timing.get("input_draws") == 2:
+        gone = [key for key in PLANNED_DRAWS if key not in m]
+        if gone:
+            return (
+                "the worker's message lacks the kept output of "
+                + " and ".join(dict(KEPT)[k] for k in gone)
+                + " (the timing ran on two input draws, and both last calls are always kept)"
+            )
+    if "timed_pair_first" in m and "timed_pair_second" in m:
+        draws = {m.get("timed_pair_first_draw"), m.get("timed_pair_second_draw")}
+        if draws != {0, 1}:
+            return (
+                "the device-timed pair the worker sent is not labelled with two different "
+                f"input draws ({sorted(map(str, draws))}): the wrapper pairs only calls on "
+                "different draws"
+            )
+    return None
 
 
 def judge_timed_output(

@@ -902,6 +902,7 @@ def _time_pair(
         paused_cpu.enter_context(pause())
     # Warm-up by time (interleaved, same protocol), learning the host launch time and
     # the cost of one pair of repetitions.
+    inputs.phase = "device"
     t_start = _perf_ns()
     warm = 1
     while True:
@@ -943,8 +944,10 @@ def _time_pair(
         sorted(s.launch_ns)[len(s.launch_ns) // 2] / _NS_PER_MS for s in sides if s.launch_ns
     ]
     per_call = max(ref_st.median, cand_st.median, *launch_ms, 1e-4)
+    inputs.phase = "host"
     with pause():
         host, calls, rounds = _host_rounds(sides, inputs, timer, per_call)
+    inputs.phase = "other"
     ref_host, cand_host = (summarize(h) for h in host)
 
     speedup_device = ref_st.median / cand_st.median if cand_st.median > 0 else math.inf

@@ -203,6 +203,10 @@ class TimingInputs:
         self._draw_by_key: dict[int, int] = {}
         self.current = 0
         self.working = self._tagged(clone_inputs(template), 0)
+        #: which part of the protocol the calls belong to ("device": the calls timed by
+        #: CUDA events or the CPU's device clock, "host": the host-inclusive rounds,
+        #: "other"), for the wrapper that keeps timed outputs (instrument/timed.py)
+        self.phase = "other"
 
     @property
     def template(self) -> Args:

@@ -279,7 +279,12 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         second = (lambda: make_args(seeds[1])) if len(seeds) > 1 else None
         last: list[Any] = []
         inputs: list[Any] = []
-        timed = keeping_timed(call, last, lambda a, k: inputs[-1].draw_of(a, k) if inputs else 0)
+        timed = keeping_timed(
+            call,
+            last,
+            lambda a, k: inputs[-1].draw_of(a, k) if inputs else 0,
+            lambda: inputs[-1].phase if inputs else "other",
+        )
         for key, ref in (("timing", ref_call), ("timing_compile", compiled_call)):
             if ref is None:
                 continue

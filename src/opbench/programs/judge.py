@@ -32,7 +32,7 @@ from typing import Any
 
 from opbench.judge import correctness as corr
 from opbench.judge.guard import output_problems_from_meta
-from opbench.judge.timed_output import kept_outputs, missing_kept_outputs
+from opbench.judge.timed_output import kept_outputs, kept_outputs_problem
 from opbench.programs.reference import Expected
 from opbench.run.pool import Outcome
 from opbench.run.store import TestResult
@@ -123,7 +123,7 @@ def judge_program(
             details={"tampering": late},
             duration_s=elapsed,
         )
-    gone = missing_kept_outputs(m) if expected else None
+    gone = kept_outputs_problem(m) if expected else None
     if gone:
         return _fail(base, "cheat", gone, details=verdict.details, duration_s=elapsed)
     for what, outputs, meta, draw in kept_outputs(m) if expected else []:

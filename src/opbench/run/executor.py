@@ -175,9 +175,9 @@ def judge_outcome(
         return result
     if timed is not None and timed.details:
         result.details.update(timed.details)
-    from opbench.judge.timed_output import judge_timed_output, kept_outputs, missing_kept_outputs
+    from opbench.judge.timed_output import judge_timed_output, kept_outputs, kept_outputs_problem
 
-    gone = missing_kept_outputs(m)
+    gone = kept_outputs_problem(m)
     if gone:
         result.status, result.category, result.message = "failed", "cheat", gone
         return result

@@ -220,7 +220,12 @@ def _timed(
         return {"timing_tamper": before}
     last: list[Any] = []
     inputs: list[Any] = []
-    kernel = keeping_timed(kernel, last, lambda a, k: inputs[0].draw_of(a, k) if inputs else 0)
+    kernel = keeping_timed(
+        kernel,
+        last,
+        lambda a, k: inputs[0].draw_of(a, k) if inputs else 0,
+        lambda: inputs[0].phase if inputs else "other",
+    )
     make_args, make_second = draws
     draw_kw = {"alternate_args": make_second, "inputs_ready": inputs.append}
     if not guard_on:
