@@ -175,7 +175,12 @@ def judge_outcome(
         return result
     if timed is not None and timed.details:
         result.details.update(timed.details)
-    from opbench.judge.timed_output import judge_timed_output, kept_outputs, kept_outputs_problem
+    from opbench.judge.timed_output import (
+        final_draw,
+        judge_timed_output,
+        kept_outputs,
+        kept_outputs_problem,
+    )
 
     gone = kept_outputs_problem(m)
     if gone:
@@ -183,7 +188,7 @@ def judge_outcome(
         return result
     for what, outputs, meta, draw in kept_outputs(m):
         late = judge_timed_output(
-            case, outputs, meta, device, judge_options, expectations, what, draw
+            case, outputs, meta, device, judge_options, expectations, what, draw, final_draw(m)
         )
         if late is not None:
             result.status, result.category, result.message = (
