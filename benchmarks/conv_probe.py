@@ -37,8 +37,12 @@ CASES = [
 #: Forward tile variants: (BLOCK_M, BLOCK_K, num_warps, num_stages); BLOCK_N stays the
 #: group's channel count rounded up, as ``_blocks`` picks it.
 FORWARD = list(itertools.product((32, 64, 128), (16, 32), (4,), (1, 3)))
-#: Weight-gradient variants: (BLOCK_N, BLOCK_K, num_warps, num_stages).
-WGRAD = list(itertools.product((64, 128), (32, 64, 128), (4,), (1, 3)))
+#: Weight-gradient variants: (one kernel position per program, BLOCK_N, BLOCK_K,
+#: num_warps, num_stages). The (channel, position)-column kernel's best tiles of the first
+#: probe, then the kernel-position one (``conv.WGRAD_BY_KERNEL_POSITION``) over its tiles.
+WGRAD = [(False, 64, 32, 4, 3)] + [
+    (True, *t) for t in itertools.product((32, 64), (32, 64, 128), (4,), (1, 3))
+]
 
 
 def _bench(fn: Any) -> float:
@@ -110,12 +114,14 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
             conv._blocks, conv._conv = orig_blocks, orig_launch
         rows.append(row)
         print(json.dumps(row), flush=True)
-    orig_wgrad, orig_wblocks = conv._wgrad, conv._wgrad_blocks
-    for bn, bk, warps, stages in WGRAD:
-        conv._wgrad_blocks = lambda r, c, k, t=(bn, bk): (orig_wblocks(r, c, k)[0], *t)  # noqa: E731
-        conv._wgrad = lambda grid, a, s=stages, **kw: orig_wgrad(grid, a, num_stages=s, **kw)  # noqa: E731
-        row = {**base, "part": "grad_weight", "BLOCK_N": bn, "BLOCK_K": bk, "warps": warps,
-               "stages": stages}  # fmt: skip
+    orig = (conv._wgrad, conv._wgrad_kpos, conv._wgrad_blocks, conv.WGRAD_BY_KERNEL_POSITION)
+    for by_kpos, bn, bk, warps, stages in WGRAD:
+        conv.WGRAD_BY_KERNEL_POSITION = by_kpos
+        conv._wgrad_blocks = lambda r, c, k, t=(bn, bk): (orig[2](r, c, k)[0], *t)  # noqa: E731
+        conv._wgrad = lambda grid, a, s=stages, **kw: orig[0](grid, a, num_stages=s, **kw)  # noqa: E731
+        conv._wgrad_kpos = lambda grid, a, s=stages, **kw: orig[1](grid, a, num_stages=s, **kw)  # noqa: E731
+        row = {**base, "part": "grad_weight", "by_kernel_position": by_kpos, "BLOCK_N": bn,
+               "BLOCK_K": bk, "warps": warps, "stages": stages}  # fmt: skip
         try:
             gw = conv.convolution_backward(gy, x, w, None, *args, [False, True, False])[1]
             row["ok"] = _close(gw, want_gw)
@@ -125,7 +131,8 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
         except Exception as e:  # noqa: BLE001
             row["error"] = f"{type(e).__name__}: {str(e)[:120]}"
         finally:
-            conv._wgrad, conv._wgrad_blocks = orig_wgrad, orig_wblocks
+            conv._wgrad, conv._wgrad_kpos, conv._wgrad_blocks = orig[:3]
+            conv.WGRAD_BY_KERNEL_POSITION = orig[3]
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -159,7 +166,9 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
                       + (" grad_input ms | x eager |" if key == "forward" else ""),
                       "|---|---|---|" + ("---|---|" if key == "forward" else "")]  # fmt: skip
             for r in ranked[:5]:
-                tiles = f"{r.get('BLOCK_M', '-')}/{r['BLOCK_N']}, {r['BLOCK_K']}, {r['warps']}, {r['stages']}"
+                kpos = " (by kernel position)" if r.get("by_kernel_position") else ""
+                tiles = (f"{r.get('BLOCK_M', '-')}/{r['BLOCK_N']}, {r['BLOCK_K']}, {r['warps']}, "
+                         f"{r['stages']}{kpos}")  # fmt: skip
                 cell = f"| {tiles} | {r[key]:.4f} | {eager[key] / r[key]:.3f} |"
                 if key == "forward":
                     cell += (

@@ -144,11 +144,15 @@ def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
         conv.convolution_backward(*args)
 
 
+@pytest.mark.parametrize("by_kpos", [False, True], ids=["columns", "by_kernel_position"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool) -> None:
+def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool,
+                                              by_kpos: bool, monkeypatch) -> None:  # fmt: skip
     """Few weights over many positions (a network's stem): the positions are split across
-    programs and their fp32 partials summed by a second kernel, in the weight's layout."""
+    programs and their fp32 partials summed by a second kernel, in the weight's layout
+    (both weight-gradient kernels)."""
+    monkeypatch.setattr(conv, "WGRAD_BY_KERNEL_POSITION", by_kpos)
     x, w = _r((2, 3, 48, 48), dtype, 1), _r((4, 3, 3, 3), dtype, 2)
     if channels_last:
         x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
@@ -184,3 +188,17 @@ def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
     # spatial dims that do not merge: left to the implicit GEMM
     sliced = _r((2, 20, 10, 6), torch.float32, 10)[:, :, ::2, :]
     assert conv._per_image(sliced) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("case", list(CASES))
+def test_weight_gradient_by_kernel_position(case: str, dtype: torch.dtype, monkeypatch) -> None:
+    """The weight-gradient kernel with one kernel position per program (the alternative
+    ``benchmarks/conv_probe.py`` times against the default) computes what eager does on
+    every case: strides, padding, dilation, groups, transposed, 1-3-D."""
+    monkeypatch.setattr(conv, "WGRAD_BY_KERNEL_POSITION", True)
+    x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, dtype, True)
+    if conv._pointwise(w.shape[2:], stride, padding, out_pad, groups):
+        pytest.skip("pointwise: the weight gradient goes to the matmul kernel")
+    args = _backward_args(case, dtype, [False, True, False])
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)

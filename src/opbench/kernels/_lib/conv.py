@@ -210,8 +210,85 @@ def _wgrad_kernel(
              mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
 
 
+@jit_unspecialized
+def _wgrad_kpos_kernel(
+    a_ptr, b_ptr, dw_ptr,
+    P: tl.int64, R_G: tl.int64, C_G: tl.int64, KVOL: tl.int64,
+    splits: tl.int64, p_per_q: tl.int64, s_split: tl.int64,
+    PD: tl.int64, PH: tl.int64, PW: tl.int64, QD: tl.int64, QH: tl.int64, QW: tl.int64,
+    KH: tl.int64, KW: tl.int64,
+    sd: tl.int64, sh: tl.int64, sw: tl.int64, pd: tl.int64, ph: tl.int64, pw: tl.int64,
+    dd: tl.int64, dh: tl.int64, dw: tl.int64,
+    as0: tl.int64, as1: tl.int64, as2: tl.int64, as3: tl.int64, as4: tl.int64,
+    bs0: tl.int64, bs1: tl.int64, bs2: tl.int64, bs3: tl.int64, bs4: tl.int64,
+    ws0: tl.int64, ws1: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
+    IEEE: tl.constexpr, TO_F32: tl.constexpr, B_POS_MAJOR: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """:func:`_wgrad_kernel`'s sum with one kernel position per program: columns are
+    channels only, so the gathered input's addresses are a 1-D position vector plus
+    channel offsets (as in the forward kernel) instead of a 2-D index computation per
+    ``[BLOCK_K, BLOCK_N]`` element. Grid axis 2 runs over (group, kernel position,
+    split of the positions)."""
+    pid_m = tl.program_id(0).to(tl.int64)
+    pid_n = tl.program_id(1).to(tl.int64)
+    gks = tl.program_id(2).to(tl.int64)
+    split = gks % splits
+    t = gks // splits
+    kpos = t % KVOL
+    g = t // KVOL
+    kw = kpos % KW
+    kh = (kpos // KW) % KH
+    kd = kpos // (KW * KH)
+    p_lo = split * p_per_q * BLOCK_K
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows: channels r of A's group
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns: channels c of B's group
+    rk = tl.arange(0, BLOCK_K)
+    m_ok = rm < R_G
+    n_ok = rn < C_G
+    a_chan = (g * R_G + rm) * as1
+    b_chan = (g * C_G + rn) * bs1
+    acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    for i in range(0, p_per_q):  # a count: see matmul's K loop
+        p = p_lo + i * BLOCK_K + rk
+        p_ok = p < P
+        qw = p % QW
+        t = p // QW
+        qh = t % QH
+        t = t // QH
+        qd = t % QD
+        nb = t // QD
+        a = tl.load(a_ptr + a_chan[:, None] + (nb * as0 + qd * as2 + qh * as3 + qw * as4)[None, :],
+                    mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
+        i_d = qd * sd - pd + kd * dd
+        i_h = qh * sh - ph + kh * dh
+        i_w = qw * sw - pw + kw * dw
+        ok = p_ok & (i_d >= 0) & (i_d < PD) & (i_h >= 0) & (i_h < PH) & (i_w >= 0) & (i_w < PW)
+        row = nb * bs0 + i_d * bs2 + i_h * bs3 + i_w * bs4
+        if B_POS_MAJOR:  # NCHW: neighbouring positions are neighbours in memory
+            b = tl.trans(tl.load(b_ptr + row[None, :] + b_chan[:, None],
+                                 mask=ok[None, :] & n_ok[:, None], other=0.0))  # fmt: skip
+        else:
+            b = tl.load(b_ptr + row[:, None] + b_chan[None, :],
+                        mask=ok[:, None] & n_ok[None, :], other=0.0)  # fmt: skip
+        acc, comp = dot_acc(a, b, acc, comp, IEEE, TO_F32)
+    offs = ((g * R_G + rm) * ws0)[:, None] + (rn * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
+    tl.store(dw_ptr + split * s_split + offs, acc.to(dw_ptr.dtype.element_ty),
+             mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
+
+
 _conv = Launcher(_conv_kernel)
 _wgrad = Launcher(_wgrad_kernel)
+_wgrad_kpos = Launcher(_wgrad_kpos_kernel)
+
+#: Whether the weight gradient runs one kernel position per program
+#: (:func:`_wgrad_kpos_kernel`) instead of (channel, position) columns
+#: (:func:`_wgrad_kernel`). Off until an H100 measurement says which is faster: the old
+#: kernel took 3.1 ms where cuDNN takes 0.14 on the traced 3x3 convolution over 18
+#: channels (``benchmarks/results/conv-probe-h100.md``); ``benchmarks/conv_probe.py``
+#: times both.
+WGRAD_BY_KERNEL_POSITION = False
 
 
 def _blocks(M: int, cout_g: int, cin_g: int) -> tuple[int, int, int, int]:
@@ -470,18 +547,22 @@ def _weight_grad(
     R_G, C_G = weight.shape[0] // groups, weight.shape[1]
     P = a5.shape[0] * QD * QH * QW
     kvol = KD * KH * KW
+    by_kpos = WGRAD_BY_KERNEL_POSITION
     bm, bn, bk = _wgrad_blocks(R_G, C_G, kvol)
+    if by_kpos:  # columns are channels only: as narrow as the group's channels
+        bn = min(bn, max(16, triton.next_power_of_2(C_G)))
     # The weights are few and the positions summed over many (a ResNet stem: 32 x 27
     # weights over 800K positions): the positions are split across programs as matmul's
     # split-K, fp32 partials summed in a fixed order by the second kernel.
-    tiles = cdiv(R_G, bm) * cdiv(C_G * kvol, bn) * groups
+    columns = C_G if by_kpos else C_G * kvol
+    tiles = cdiv(R_G, bm) * cdiv(columns, bn) * groups * (kvol if by_kpos else 1)
     p_iters = cdiv(P, bk)
     splits, p_per_q = split_plan(tiles, p_iters, dw.device)
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
     target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
                                                 device=dw.device)  # fmt: skip
-    grid = (cdiv(R_G, bm), cdiv(C_G * kvol, bn), groups * splits)
-    _wgrad(
+    grid = (cdiv(R_G, bm), cdiv(columns, bn), groups * (kvol if by_kpos else 1) * splits)
+    (_wgrad_kpos if by_kpos else _wgrad)(
         grid,
         (a5, b5, target, P, R_G, C_G, kvol, splits, p_per_q, dw.numel() if splits > 1 else 0,
          PD, PH, PW, QD, QH, QW, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw_,
