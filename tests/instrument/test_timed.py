@@ -146,3 +146,24 @@ def test_a_pair_labelled_with_one_draw_is_a_problem() -> None:
           "timed_pair_second_draw": 0}  # fmt: skip
     assert kept_outputs_problem(ok) is None
     assert "two different" in kept_outputs_problem({**ok, "timed_pair_second_draw": 1})
+
+
+def test_the_pair_and_the_sample_go_only_while_the_message_has_room() -> None:
+    """A program's outputs can be GiBs and a worker message is capped: the last two calls'
+    outputs always go, the device-timed pair (both or neither) and the sample only while
+    they fit, so a problem that ran with two kept outputs before still runs."""
+    from opbench.instrument.timed import output_bytes
+
+    t = [(torch.full((4,), float(i)), i % 2) for i in range(5)]  # 16 bytes each
+    kept = [t[0], t[1], t[2], t[3], t[4]]
+    assert output_bytes(t[0][0]) == 16
+    assert "timed_sample" in timed_outputs(kept, "cpu")  # no room given: everything goes
+    full = [k for k in timed_outputs(kept, "cpu", room=80) if not k.endswith(("meta", "draw"))]
+    assert full == ["timed_output", "timed_previous", "timed_pair_first", "timed_pair_second",
+                    "timed_sample"]  # fmt: skip
+    no_sample = timed_outputs(kept, "cpu", room=64)
+    assert "timed_pair_second" in no_sample and "timed_sample" not in no_sample
+    tight = timed_outputs(kept, "cpu", room=48)  # room for the last two and the sample
+    assert "timed_pair_first" not in tight and "timed_pair_second" not in tight
+    assert "timed_sample" in tight
+    assert {"timed_output", "timed_previous"} <= set(timed_outputs(kept, "cpu", room=0))

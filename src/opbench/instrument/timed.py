@@ -26,7 +26,7 @@ from typing import Any
 
 from opbench.instrument import tensors
 
-__all__ = ["KEPT", "keeping_timed", "timed_outputs"]
+__all__ = ["KEPT", "REQUIRED", "keeping_timed", "output_bytes", "timed_outputs"]
 
 #: The message keys of the kept outputs and what each is, in the order they are judged
 #: (the worker writes them here, the harness reads them in judge/timed_output.py).
@@ -91,18 +91,58 @@ def keeping_timed(
     return call
 
 
-def timed_outputs(kept: list[Any], device: str) -> dict[str, Any]:
+#: The kept outputs the harness requires (after a two-draw timing); the others go along
+#: while the message has room (:func:`timed_outputs`).
+REQUIRED = ("timed_output", "timed_previous")
+
+
+def output_bytes(obj: Any) -> int:
+    """The bytes of the tensors in an output (a tensor, or lists, tuples and dicts)."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(output_bytes(v) for v in obj)
+    if isinstance(obj, dict):
+        return sum(output_bytes(v) for v in obj.values())
+    return 0
+
+
+def timed_outputs(kept: list[Any], device: str, room: int | None = None) -> dict[str, Any]:
     """The kept outputs as plain data for the harness (nothing when no call was made):
     ``timed_output`` (the last call's), ``timed_previous`` (the one before, when there
     was one), ``timed_pair_first`` and ``timed_pair_second`` (the device-timed pair, when
     there was one) and ``timed_sample`` (when the call drawn is none of those); each
-    once, with ``*_meta`` and ``*_draw`` (which input draw it saw)."""
+    once, with ``*_meta`` and ``*_draw`` (which input draw it saw).
+
+    ``room``: the bytes the message may still carry (a program's outputs can be GiBs, and
+    a worker message is capped). The last two calls' outputs always go; the pair (both or
+    neither) and the sample only while they fit, so a problem that ran with two kept
+    outputs before still runs."""
     if not kept:
         return {}
     tensors.sync(device)
+    entries = dict(zip((key for key, _ in KEPT), kept))
+    left = (
+        None
+        if room is None
+        else room - sum(output_bytes(entries[k][0]) for k in REQUIRED if entries.get(k) is not None)
+    )
+    if left is not None:
+        pair = [entries.get("timed_pair_first"), entries.get("timed_pair_second")]
+        need = sum(output_bytes(e[0]) for e in pair if e is not None)
+        if need > left:
+            entries["timed_pair_first"] = entries["timed_pair_second"] = None
+        else:
+            left -= need
+        sample = entries.get("timed_sample")
+        if sample is not None and output_bytes(sample[0]) > left:
+            entries["timed_sample"] = None
     out: dict[str, Any] = {}
     sent: list[Any] = []
-    for (key, _), entry in zip(KEPT, kept):
+    for key, _ in KEPT:
+        entry = entries.get(key)
         if entry is None or any(entry is e for e in sent):
             continue
         sent.append(entry)
