@@ -4,10 +4,10 @@ The correctness trials see a kernel's first calls; timing makes hundreds more. A
 that computes for the trials and returns an empty tensor once it has been called often
 enough does no work and calls no PyTorch, so neither the values nor the guard would see
 it; nor would they see one that returns the answer it remembered for the same input
-tensors. The worker's timing wrapper keeps three timed calls' outputs (the last two,
-which hold draw 0 and then draw 1 in the same tensors, and one drawn at random after
-the call returned: :mod:`opbench.instrument.timed`), each with the input draw its call
-held (each timed call holds one of two draws of the case, chosen at
+tensors. The worker's timing wrapper keeps up to five timed calls' outputs (the last
+two, which hold draw 0 and then draw 1 in the same tensors; two consecutive device-timed
+calls on different draws; and one drawn at random after the call returned:
+:mod:`opbench.instrument.timed`), each with the input draw its call held (each timed call holds one of two draws of the case, chosen at
 random: :mod:`opbench.judge.timing_inputs`); here each is compared with the reference
 for its draw under the trials' rule. The wrapper is the same object for every timed
 call, so the kernel cannot tell which call is kept.
@@ -57,11 +57,12 @@ def _final_timing(m: dict[str, Any]) -> dict[str, Any] | None:
 
 def kept_outputs(m: dict[str, Any]) -> list[tuple[str, Any, list[dict[str, Any]], int]]:
     """The timed calls' outputs a worker sent (:mod:`opbench.instrument.timed`): the
-    last two calls' and one drawn at random among all timed calls when it was another;
-    each with the input draw its call saw (0 or 1, :mod:`opbench.judge.timing_inputs`).
+    last two calls', a device-timed pair's and one drawn at random among all timed calls
+    when it was another; each with the input draw its call saw (0 or 1, :mod:`opbench.judge.timing_inputs`).
     The draws are the harness's own where it knows them: the last two calls' when the
     timing ran on two draws (:data:`PLANNED_DRAWS`), every call's when it ran on one.
-    Only the random sample's comes from the worker."""
+    The pair's and the random sample's come from the worker (a pair must carry two
+    different draws: :func:`kept_outputs_problem`)."""
     timing = _final_timing(m)
     draws = timing.get("input_draws") if timing else None
     out = []
