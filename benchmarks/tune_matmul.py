@@ -4,9 +4,10 @@ The traces hold 1,729 distinct ``mm``/``addmm``/``bmm`` rows (172 buckets of
 :func:`opbench.kernels._lib.matmul.bucket`: element size and the size classes of M, N and
 K). Buckets go in order of traced GPU time (:func:`traced_time`); for each, the
 ``--per-bucket`` most used shapes (count summed over the trace
-files) are timed with every candidate configuration that fits them, exactly as the
-kernel is called (the traced operands, strides included, through ``matmul_into``), and
-the configuration with the lowest weighted geomean time wins. Eager (cuBLAS) is timed on
+files), and the one with the most traced GPU time (:func:`picked`), are timed with every
+candidate configuration that fits them, exactly as the kernel is called (the traced
+operands, strides included, through ``matmul_into``), and the configuration with the
+lowest geomean time, weighted by each shape's traced GPU time, wins. Eager (cuBLAS) is timed on
 the same shapes beside it, so the table shows what tuning bought and where we stand.
 
 Compiles are shared: the kernel's integers and strides are not specialised, so one
@@ -132,6 +133,16 @@ def product_dims(op: str, args: list[Any]) -> tuple[int, int, int, int, int] | N
     return x.dtype.itemsize, x.shape[0], c_out, math.prod(x.shape[2:]), c_in
 
 
+def picked(rows: list[dict[str, Any]], per_bucket: int) -> list[dict[str, Any]]:
+    """The shapes of a bucket that get timed: its ``per_bucket`` most used, and the one
+    with the most traced GPU time when that is another (with one shape per bucket, a
+    2048x1024x1024 product was left to a tile tuned on a smaller shape of its bucket,
+    at 0.59x eager)."""
+    out = rows[:per_bucket]
+    heaviest = max(rows, key=traced_time)
+    return out if any(r is heaviest for r in out) else [*out, heaviest]
+
+
 def traced_time(row: dict[str, Any]) -> float:
     """A traced call's share of GPU time, roughly: its count times the larger of a launch
     floor (5 us) and its FLOPs at 400 TFLOP/s (a well-fed H100 on 16-bit operands). Ordering
@@ -226,13 +237,14 @@ def tune(args: argparse.Namespace) -> None:
     done = _journal(journal)
     buckets = shapes_from_traces(args.traces)
     started = time.monotonic()
-    total = sum(min(len(r), args.per_bucket) for r in buckets.values())
+    picks = {key: picked(rows, args.per_bucket) for key, rows in buckets.items()}
+    total = sum(len(r) for r in picks.values())
     seen = 0
     # the buckets with the most traced GPU time first, so a cut-off tuning has the ones
     # that matter
     order = sorted(buckets, key=lambda k: -sum(map(traced_time, buckets[k])))
     for key in order:
-        for row in buckets[key][: args.per_bucket]:
+        for row in picks[key]:
             seen += 1
             if time.monotonic() - started > args.budget:
                 print(f"budget spent after {seen - 1} of {total} shapes", flush=True)
@@ -281,7 +293,8 @@ def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
             print(f"  {key} {name}: {type(e).__name__}: {str(e)[:100]}", flush=True)
             ms = math.inf
         rec = {"bucket": key, "op": op, "args_key": f"{op}|{text}", "weight": row["weight"],
-               "M": M, "N": N, "K": K, "config": name, "ms": ms}  # fmt: skip
+               "M": M, "N": N, "K": K, "batch": row.get("batch", 1), "config": name,
+               "ms": ms}  # fmt: skip
         append_record(journal, rec)
         done[(rec["args_key"], name)] = ms
 
@@ -290,7 +303,9 @@ def report(args: argparse.Namespace) -> None:
     rows = [json.loads(x) for x in Path(args.journal).read_text().splitlines() if x.strip()]
     by_bucket: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
-        by_bucket[r["bucket"]].setdefault(r["args_key"], {"w": r["weight"], "t": {}, "r": r})
+        # weighted by traced GPU time, so a bucket's heavy products count for what they
+        # cost and not only by how often they were called
+        by_bucket[r["bucket"]].setdefault(r["args_key"], {"w": traced_time(r), "t": {}, "r": r})
         by_bucket[r["bucket"]][r["args_key"]]["t"][r["config"]] = r["ms"]
 
     def wgeo(shapes: list[dict[str, Any]], name: str) -> float | None:

@@ -99,6 +99,16 @@ def test_pointwise_convolutions_are_tuned_as_the_products_they_run(tmp_path) -> 
                                   atol=1e-2)  # fmt: skip
 
 
+def test_each_bucket_times_its_most_used_and_its_heaviest_shape() -> None:
+    tm = _script()
+    row = lambda w, m: {"weight": w, "M": m, "N": 1024, "K": 1024, "batch": 1}  # noqa: E731
+    used, heavy, other = row(30, 300), row(20, 2048), row(25, 257)
+    assert tm.picked([used, other, heavy], 1) == [used, heavy]
+    assert tm.picked([used, other, heavy], 3) == [used, other, heavy]
+    assert tm.picked([heavy, used], 1) == [heavy]
+    assert tm.traced_time(heavy) > tm.traced_time(used) > tm.traced_time(other)
+
+
 def test_fits_keeps_tiles_no_larger_than_the_problem() -> None:
     tm = _script()
     assert tm.fits((16, 128, 64, 8, 4, 4), 8, 1000, 64)
