@@ -52,6 +52,17 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 _SERVED = (torch.float16, torch.bfloat16, torch.float32)
 
 
+@triton.jit
+def _unflatten(pos, D, H, W):
+    """``(n, d, h, w)`` of flat positions ``pos`` over ``[N, D, H, W]`` (W fastest): the
+    rows of the forward kernel's GEMM and the positions the weight gradient sums over."""
+    w = pos % W
+    t = pos // W
+    h = t % H
+    t = t // H
+    return t // D, t % D, h, w
+
+
 @jit_unspecialized
 def _conv_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
@@ -79,12 +90,7 @@ def _conv_kernel(
     m_ok = rm < M
     n_ok = rn < COUT_G
     # output position of each row
-    ow = rm % OW
-    t = rm // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    nb = t // OD
+    nb, od, oh, ow = _unflatten(rm, OD, OH, OW)
     co = g * COUT_G + rn  # output channels of this tile
 
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
@@ -185,12 +191,7 @@ def _wgrad_kernel(
     for i in range(0, p_per_q):  # a count: see matmul's K loop
         p = p_lo + i * BLOCK_K + rk
         p_ok = p < P
-        qw = p % QW
-        t = p // QW
-        qh = t % QH
-        t = t // QH
-        qd = t % QD
-        nb = t // QD
+        nb, qd, qh, qw = _unflatten(p, QD, QH, QW)
         a = tl.load(a_ptr + a_chan[:, None] + (nb * as0 + qd * as2 + qh * as3 + qw * as4)[None, :],
                     mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
         i_d = qd[:, None] * sd - pd + kd[None, :] * dd
@@ -253,12 +254,7 @@ def _wgrad_kpos_kernel(
     for i in range(0, p_per_q):  # a count: see matmul's K loop
         p = p_lo + i * BLOCK_K + rk
         p_ok = p < P
-        qw = p % QW
-        t = p // QW
-        qh = t % QH
-        t = t // QH
-        qd = t % QD
-        nb = t // QD
+        nb, qd, qh, qw = _unflatten(p, QD, QH, QW)
         a = tl.load(a_ptr + a_chan[:, None] + (nb * as0 + qd * as2 + qh * as3 + qw * as4)[None, :],
                     mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
         i_d = qd * sd - pd + kd * dd
