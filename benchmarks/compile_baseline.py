@@ -168,8 +168,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def render(summary: dict[str, Any], env: dict[str, Any], command: str, backend: str) -> list[str]:
-    o = summary["overall"]
-    lines = [
+    return [
         f"# torch.compile as the second baseline on {env.get('gpu')}",
         "",
         f"torch {env.get('torch')}, triton {env.get('triton')}; `{command}`. Eager and "
@@ -178,6 +177,15 @@ def render(summary: dict[str, Any], env: dict[str, Any], command: str, backend: 
         "against each other by opbench's protocol; `ours vs eager` from the run itself. "
         "Geomeans over the tests both were timed on; above 1 is faster.",
         "",
+        *table(summary),
+    ]
+
+
+def table(summary: dict[str, Any]) -> list[str]:
+    """The overall line and the per-op table of a summary (also in the part-2 report of
+    ``benchmarks/triton_backend.py``)."""
+    o = summary["overall"]
+    lines = [
         f"Overall: ours vs eager {o['ours_vs_eager']}, compiled vs eager "
         f"{o['compile_vs_eager']}, **ours vs compiled {o['ours_vs_compile']}** (device), "
         f"{o['ours_vs_compile_host']} (host), over {o['timed']} of {o['tests']} tests.",

@@ -140,26 +140,18 @@ def render_compile(path: Path) -> list[str]:
     (``benchmarks/compile_baseline.py --report``), per op, when it was measured."""
     if not path.exists():
         return []
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import compile_baseline
+
     c = json.loads(path.read_text())
-    o = c["overall"]
-    lines = [
+    return [
         "",
         "## Against torch.compile (Inductor, default mode)",
         "",
-        f"From `{path.name}` (`{c.get('command')}`): over {o['timed']} of {o['tests']} tests, "
-        f"ours vs eager {o['ours_vs_eager']}, compiled vs eager {o['compile_vs_eager']}, "
-        f"**ours vs compiled {o['ours_vs_compile']}** (device), {o['ours_vs_compile_host']} "
-        "(host-inclusive).",
+        f"From `{path.name}` (`{c.get('command')}`):",
         "",
-        "| op | tests timed | ours vs eager | compiled vs eager | ours vs compiled | host |",
-        "|---|---|---|---|---|---|",
+        *compile_baseline.table(c),
     ]
-    for op, r in sorted(c["per_op"].items()):
-        lines.append(
-            f"| {op} | {r['timed']}/{r['tests']} | {r['ours_vs_eager']} | "
-            f"{r['compile_vs_eager']} | {r['ours_vs_compile']} | {r['ours_vs_compile_host']} |"
-        )
-    return lines
 
 
 def _gpu_tag() -> str:
