@@ -98,15 +98,9 @@ REQUIRED = ("timed_output", "timed_previous")
 
 def output_bytes(obj: Any) -> int:
     """The bytes of the tensors in an output (a tensor, or lists, tuples and dicts)."""
-    import torch
+    from opbench.suites.materialize import tensors_in
 
-    if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, (list, tuple)):
-        return sum(output_bytes(v) for v in obj)
-    if isinstance(obj, dict):
-        return sum(output_bytes(v) for v in obj.values())
-    return 0
+    return sum(t.numel() * t.element_size() for t in tensors_in(obj))
 
 
 def timed_outputs(kept: list[Any], device: str, room: int | None = None) -> dict[str, Any]:
