@@ -117,20 +117,29 @@ def product_dims(op: str, args: list[Any]) -> tuple[int, int, int, int, int] | N
     if op in OPS:
         a, b = specs[-2], specs[-1]
         return a.dtype.itemsize, math.prod(a.shape[:-2]), a.shape[-2], b.shape[-1], a.shape[-1]
-    if op == "convolution.default":
-        x, w = args[0], args[1]
-        stride, padding, _, transposed, output_padding, groups = args[3:9]
-    else:  # convolution_backward: its input gradient (a transposed pointwise convolution)
-        x, w = args[0], args[2]
-        stride, padding, _, transposed, output_padding, groups = args[4:10]
-        if transposed or not args[10][0]:
-            return None
-        transposed = True
+    forward = as_forward(op, args)
+    if forward is None:
+        return None
+    x, w, _, stride, padding, _, transposed, output_padding, groups = forward
     ksize = w.shape[2:]
     if not conv._pointwise(ksize, stride, padding, output_padding, groups):
         return None
     c_out, c_in = (w.shape[1], w.shape[0]) if transposed else (w.shape[0], w.shape[1])
     return x.dtype.itemsize, x.shape[0], c_out, math.prod(x.shape[2:]), c_in
+
+
+def as_forward(op: str, args: list[Any]) -> list[Any] | None:
+    """The ``aten.convolution`` arguments of the convolution a traced call runs, or None:
+    a forward's own; for a backward, its input gradient, ``grad_output`` through the
+    transposed convolution (None for a transposed convolution's backward, or one that
+    asks no input gradient)."""
+    if op == "convolution.default":
+        return list(args[:9])
+    gy, w = args[0], args[2]
+    stride, padding, dilation, transposed, output_padding, groups = args[4:10]
+    if transposed or not args[10][0]:
+        return None
+    return [gy, w, None, stride, padding, dilation, True, output_padding, groups]
 
 
 def picked(rows: list[dict[str, Any]], per_bucket: int) -> list[dict[str, Any]]:
@@ -177,14 +186,10 @@ def _conv_operands(op: str, args: list[Any]) -> tuple[Any, ...]:
     :func:`~opbench.kernels._lib.conv.pointwise_operands`."""
     from opbench.kernels._lib import conv
 
-    if op == "convolution.default":
-        x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args[:9]
-    else:  # the input gradient: grad_output through the transposed convolution
-        x, w, bias = args[0], args[2], None
-        stride, padding, dilation, _, output_padding, groups = args[4:10]
-        transposed = True
-    out = conv.convolution(x, w, bias, stride, padding, dilation, transposed, output_padding,
-                           groups)  # fmt: skip
+    forward = as_forward(op, args)
+    assert forward is not None, f"{op}: no product to tune"
+    x, w, bias, transposed = forward[0], forward[1], forward[2], forward[6]
+    out = conv.convolution(*forward)
     y3, a, b, b3 = conv.pointwise_operands(x, w, bias, out, transposed)
     return y3, a, b, b3, 1, 1
 
@@ -195,11 +200,8 @@ def reference(op: str, call: list[Any], kw: dict[str, Any]) -> Any:
     import torch
 
     aten = torch.ops.aten
-    if op == "convolution_backward.default":
-        gy, w = call[0], call[2]
-        stride, padding, dilation, _, output_padding, groups = call[4:10]
-        return aten.convolution(gy, w, None, stride, padding, dilation, True, output_padding,
-                                groups)  # fmt: skip
+    if op in CONV_OPS:
+        return aten.convolution(*as_forward(op, call))
     return getattr(aten, op.split(".")[0])(*call, **kw)
 
 
