@@ -11,8 +11,16 @@ ours matches eager (``torch.testing.assert_close``: this is a profiling aid, the
 is ``benchmarks/triton_backend.py``). With ``--profile`` a cProfile of each op's first
 case (top functions by own time) goes into the JSON too.
 
+With ``--python-only`` (any machine, no GPU): the same cases on CPU tensors with every
+:class:`~opbench.kernels._lib.launch.Launcher` call replaced by a no-op, so ``ours_us`` is
+the Python our op spends around its launches (argument checks, plans, allocations) and
+nothing else; no result is checked and ``eager_us`` is eager's CPU kernel, not a
+comparison. Use it to trim an op's host path between GPU calls; the GPU numbers decide.
+
 Usage (GPU machine, after ``source benchmarks/gpu_env.sh``):
     python3 benchmarks/host_profile.py --traces .gpu_data/traces --out host.json [--profile]
+    python3 benchmarks/host_profile.py --traces ../shared/traces --out py.json --python-only \
+        --ops native_layer_norm --profile
 """
 
 from __future__ import annotations
@@ -41,15 +49,22 @@ from opbench.suites.inputs import resolve_op_name  # noqa: E402
 from opbench.suites.materialize import materialize  # noqa: E402
 from opbench.suites.traces import build_trace_cases, load_traces  # noqa: E402
 
+DEVICE = "cuda"
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
 
 def per_call_us(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> float:
     for _ in range(5):
         fn(*args, **kwargs)
-    torch.cuda.synchronize()
+    _sync()
     t0 = time.perf_counter()
     for _ in range(10):
         fn(*args, **kwargs)
-    torch.cuda.synchronize()
+    _sync()
     est = (time.perf_counter() - t0) / 10
     calls = int(min(max(2e-3 / max(est, 1e-7), 20), 500))
     best = math.inf
@@ -57,7 +72,7 @@ def per_call_us(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> float:
         t0 = time.perf_counter()
         for _ in range(calls):
             fn(*args, **kwargs)
-        torch.cuda.synchronize()
+        _sync()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best * 1e6
 
@@ -68,7 +83,7 @@ def profile_text(fn: Any, args: list[Any], kwargs: dict[str, Any], top: int = 12
     for _ in range(300):
         fn(*args, **kwargs)
     prof.disable()
-    torch.cuda.synchronize()
+    _sync()
     s = io.StringIO()
     pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(top)
     lines = s.getvalue().splitlines()
@@ -77,7 +92,14 @@ def profile_text(fn: Any, args: list[Any], kwargs: dict[str, Any], top: int = 12
 
 
 def _fresh(case: Any) -> tuple[list[Any], dict[str, Any]]:
-    return materialize(case, "cuda")
+    return materialize(case, DEVICE)
+
+
+def _stub_launches() -> None:
+    """Every Launcher call becomes a no-op (``--python-only``)."""
+    from opbench.kernels._lib import launch
+
+    launch.Launcher.__call__ = lambda self, grid, args, **constexprs: None  # type: ignore[method-assign]
 
 
 def main() -> int:
@@ -87,13 +109,22 @@ def main() -> int:
     ap.add_argument("--limit-per-op", type=int, default=4)
     ap.add_argument("--ops", default=COVERED)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument(
+        "--python-only",
+        action="store_true",
+        help="CPU tensors, launches stubbed out: the Python around our launches alone",
+    )
     opt = ap.parse_args()
-    backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", "cuda")
+    global DEVICE
+    if opt.python_only:
+        DEVICE = "cpu"
+        _stub_launches()
+    backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", DEVICE)
     available = {resolve_op_name(e.op) for e in load_traces(opt.traces)}
     ops, _ = select_ops([o for o in opt.ops.split(",") if o], available)
     cases = [
         c
-        for c in build_trace_cases(opt.traces, ops=ops, device="cuda")
+        for c in build_trace_cases(opt.traces, ops=ops, device=DEVICE)
         if c.included and c.params.get("runnable", True)
     ]
     per_op: dict[str, list[Any]] = {}
@@ -115,7 +146,8 @@ def main() -> int:
                 want = ref(*a, **k)
                 a, k = _fresh(case)
                 got = cand(*a, **k)
-                torch.testing.assert_close(got, want, equal_nan=True, atol=1e-2, rtol=1e-2)
+                if not opt.python_only:
+                    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-2, rtol=1e-2)
                 row["matches"] = True
             except Exception as e:  # noqa: BLE001 - a profiling aid: record and go on
                 row["matches"] = f"{type(e).__name__}: {str(e)[:200]}"
@@ -140,7 +172,7 @@ def main() -> int:
     gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
     result = {
         "torch": torch.__version__,
-        "gpu": torch.cuda.get_device_name(),
+        "gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "none (--python-only)",
         "geomean_ratio": gm,
         "seconds": round(time.time() - started, 1),
         "rows": rows,

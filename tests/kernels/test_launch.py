@@ -97,3 +97,37 @@ assert not bad, bad
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr[-3000:]
+
+
+def test_the_direct_launch_computes_what_the_ordinary_launch_does() -> None:
+    """On a GPU with Triton 3.6 a :class:`Launcher` hit calls Triton's C launcher itself,
+    with the tensors' addresses in place of the tensors (:func:`launch._direct`): the
+    argument order is read from 3.6's source, so a mistake shows up only compiled. The
+    same kernel, launched both ways on a strided broadcast add, must write the same bytes,
+    and the direct path must be the one taken (3.6) or not offered (other versions)."""
+    import pytest
+    import torch
+    import triton
+    from kernel_checks import DEVICE
+
+    from opbench.kernels._lib import arithmetic, launch, pointwise
+
+    if not DEVICE.startswith("cuda"):
+        pytest.skip("compiled launches need a GPU (OPBENCH_KERNEL_DEVICE=cuda)")
+    a = torch.randn(64, 33, device=DEVICE, dtype=torch.float16)[:, 1:]
+    b = torch.randn(32, device=DEVICE, dtype=torch.float16)
+    first = arithmetic.add(a, b)  # compiles: every later call is a cache hit
+    direct = arithmetic.add(a, b)
+    offered = [
+        hit[3] is not None
+        for v in vars(pointwise).values()
+        if isinstance(v, launch.Launcher)
+        for hit in v._compiled.values()
+    ]
+    assert any(offered) == triton.__version__.startswith(launch._DIRECT_VERSIONS)
+    for v in vars(pointwise).values():
+        if isinstance(v, launch.Launcher):  # the same compiled kernels, ordinary launches
+            v._compiled = {k: (*h[:3], None) for k, h in v._compiled.items()}
+    ordinary = arithmetic.add(a, b)
+    torch.testing.assert_close(direct, a + b)
+    assert torch.equal(direct, ordinary) and torch.equal(direct, first)

@@ -99,23 +99,28 @@ class Launcher:
         self._ptrs = tuple(
             i for i, p in enumerate(params) if not p.annotation and not p.is_constexpr
         )
-        # key -> (compiled kernel, constexpr values in signature order, its run function)
-        self._compiled: dict[tuple, tuple[Any, tuple[Any, ...], Any]] = {}
+        # key -> (compiled kernel, constexpr values in signature order, its run function,
+        # the direct launch of :func:`_direct` or None)
+        self._compiled: dict[tuple, tuple[Any, tuple[Any, ...], Any, Any]] = {}
 
     def __call__(self, grid: Sequence[int], args: Sequence[Any], **constexprs: Any) -> None:
         if self._interpreted:
             self.fn[tuple(grid)](*args, **constexprs)
             return
         key: list[Any] = []
+        addresses: list[int] = []
         for i in self._ptrs:
             t = args[i]
+            p = t.data_ptr()
+            addresses.append(p)
             key.append(t.dtype)
-            key.append(t.data_ptr() & 15 == 0)
+            key.append(p & 15 == 0)
+            key.append(t.is_cuda)
         for i in self._int_keys:
             v = args[i]
             key.append(v == 1)
             key.append(v % 16 == 0)
-        device = args[self._ptrs[0]].device.index
+        device = args[self._ptrs[0]].get_device()
         key.append(device)
         key.extend(constexprs.values())
         k = tuple(key)
@@ -123,12 +128,25 @@ class Launcher:
         if hit is None:
             self._compile(k, grid, args, constexprs)
             return
-        compiled, consts, run = hit
+        compiled, consts, run, direct = hit
         n = len(grid)
         enter, exit_ = _hooks()
+        stream = self._stream(device)
+        if direct is not None and enter is None and exit_ is None:
+            # every pointer is a CUDA tensor (``is_cuda`` is in the key): hand the C
+            # launcher the addresses read above, so it neither calls ``data_ptr()`` nor
+            # asks the driver (``cuPointerGetAttribute``) about each pointer again
+            full = list(args)
+            for i, p in zip(self._ptrs, addresses):
+                full[i] = p
+            launch, function, head, packed = direct
+            launch(
+                grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream, function,
+                *head, packed, None, None, None, *full, *consts,
+            )  # fmt: skip
+            return
         full = (*args, *consts)
         metadata = None
-        stream = self._stream(device)
         if enter is not None:
             metadata = compiled.launch_metadata(grid, stream, *full)
         run(
@@ -152,7 +170,45 @@ class Launcher:
         # Triton's own query of the current stream (torch's raw stream handle)
         self._stream = triton.runtime.driver.active.get_current_stream
         names = tuple(p.name for p in self.fn.params[len(args) :])
-        self._compiled[key] = (compiled, tuple(constexprs[n] for n in names), compiled.run)
+        run = compiled.run
+        self._compiled[key] = (
+            compiled,
+            tuple(constexprs[n] for n in names),
+            run,
+            _direct(compiled, run),
+        )
+
+
+#: Triton versions whose C launcher takes ``(gridX, gridY, gridZ, stream, function,
+#: cooperative, pdl, global_scratch, profile_scratch, packed_metadata, launch_metadata,
+#: enter_hook, exit_hook, *kernel_args)``, read from 3.6's ``CudaLauncher.__call__``
+#: (``triton/backends/nvidia/driver.py``). 3.9 passes the kernel arguments as one tuple
+#: with their annotations; other versions go through ``CompiledKernel.run``.
+_DIRECT_VERSIONS = ("3.6.",)
+
+
+def _direct(compiled: Any, run: Any) -> tuple[Any, Any, tuple[Any, ...], Any] | None:
+    """``(launch, function, (cooperative, pdl, None, None), packed_metadata)`` for calling
+    Triton's C launcher without ``CudaLauncher.__call__``, or None where that is not the
+    same call.
+
+    ``CudaLauncher.__call__`` builds two closures and asks for scratch buffers on every
+    launch; for a kernel that needs neither scratch (every kernel here so far) it passes
+    None for both, which this path passes too. Kernels that need scratch memory (device
+    tensor descriptors, profiling) and Triton versions of another convention keep the
+    ordinary path.
+    """
+    if not triton.__version__.startswith(_DIRECT_VERSIONS):
+        return None
+    launch = getattr(run, "launch", None)
+    if (
+        launch is None
+        or getattr(run, "global_scratch_size", 1)
+        or getattr(run, "profile_scratch_size", 1)
+    ):
+        return None
+    head = (int(run.launch_cooperative_grid), int(run.launch_pdl), None, None)
+    return launch, compiled.function, head, compiled.packed_metadata
 
 
 def _hooks() -> tuple[Any, Any]:
