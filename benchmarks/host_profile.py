@@ -21,6 +21,7 @@ Usage (GPU machine, after ``source benchmarks/gpu_env.sh``):
     python3 benchmarks/host_profile.py --traces .gpu_data/traces --out host.json [--profile]
     python3 benchmarks/host_profile.py --traces ../shared/traces --out py.json --python-only \
         --ops native_layer_norm --profile
+    python3 benchmarks/host_profile.py --compare BEFORE.json AFTER.json --out table.md
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import io
 import json
 import math
 import pstats
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -102,8 +104,56 @@ def _stub_launches() -> None:
     launch.Launcher.__call__ = lambda self, grid, args, **constexprs: None  # type: ignore[method-assign]
 
 
+def _geomean(xs: list[float]) -> float | None:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def compare(old_path: str, new_path: str, title: str) -> str:
+    """A markdown table of two runs of this script: per op, eager and ours µs per call
+    (medians over its cases) and the geomean eager/ours ratio, before and after; only
+    cases present in both. Each run's eager column is its own machine's baseline."""
+    old, new = (json.loads(Path(p).read_text()) for p in (old_path, new_path))
+    before = {(r["op"], r["args"]): r for r in old["rows"] if "ratio" in r}
+    rows = [(before[(r["op"], r["args"])], r) for r in new["rows"]
+            if "ratio" in r and (r["op"], r["args"]) in before]  # fmt: skip
+    lines = [
+        f"# {title}",
+        "",
+        f"before: {old_path} ({old['torch']}, {old['gpu']}); after: {new_path} "
+        f"({new['torch']}, {new['gpu']}); {len(rows)} traced cases in both. "
+        "µs per call, back-to-back on one input, best of 3 rounds (host_profile.py).",
+        "",
+        f"**geomean eager/ours: {_geomean([a['ratio'] for a, _ in rows]):.3f} -> "
+        f"{_geomean([b['ratio'] for _, b in rows]):.3f}**",
+        "",
+        "| op | cases | eager µs (before / after) | ours µs before | ours µs after "
+        "| eager/ours before | after |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_op: dict[str, list[Any]] = {}
+    for a, b in rows:
+        by_op.setdefault(b["op"], []).append((a, b))
+    med = statistics.median
+    for op, pairs in sorted(by_op.items()):
+        lines.append(
+            f"| {op} | {len(pairs)} | {med(a['eager_us'] for a, _ in pairs):.1f} / "
+            f"{med(b['eager_us'] for _, b in pairs):.1f} | {med(a['ours_us'] for a, _ in pairs):.1f}"
+            f" | {med(b['ours_us'] for _, b in pairs):.1f} | "
+            f"{_geomean([a['ratio'] for a, _ in pairs]):.3f} | "
+            f"{_geomean([b['ratio'] for _, b in pairs]):.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if "--compare" in sys.argv:
+        ap.add_argument("--compare", nargs=2, metavar=("BEFORE_JSON", "AFTER_JSON"))
+        ap.add_argument("--title", default="Host time per call: before and after")
+        ap.add_argument("--out", required=True)
+        opt = ap.parse_args()
+        Path(opt.out).write_text(compare(*opt.compare, opt.title))
+        return 0
     ap.add_argument("--traces", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--limit-per-op", type=int, default=4)
@@ -168,8 +218,7 @@ def main() -> int:
                 f" ratio {row.get('ratio', '-')} {'' if row['matches'] is True else row['matches']}",
                 flush=True,
             )
-    ratios = [r["ratio"] for r in rows if "ratio" in r]
-    gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
+    gm = _geomean([r["ratio"] for r in rows if "ratio" in r])
     result = {
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "none (--python-only)",
