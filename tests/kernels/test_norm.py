@@ -109,6 +109,7 @@ def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype)
     monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 3)  # 5 tiles over 3 programs
     monkeypatch.setattr(norm, "COLSUM_BLOCK_R", 2)  # 3 partial rows: 2 blocks, 1 masked
     monkeypatch.setattr(norm, "COLSUM_BLOCK_C", 8)  # 60 columns: 8 blocks, 1 masked
+    monkeypatch.setattr(norm, "_LN_BWD_PLANS", {})  # plans made under the values above
     ns = [6, 10]
     x = _rand(9, 6, 10, dtype=dtype)
     w = _rand(*ns, dtype=dtype, seed=1)
@@ -264,3 +265,34 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("fold_ratio", [1, 10**6], ids=["fold", "finalize"])
+@pytest.mark.parametrize("layout", [None, torch.channels_last], ids=["nchw", "channels_last"])
+def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:
+    """The GPU's tiling at interpreter scale: statistics split over several row ranges,
+    merged by the apply kernels themselves (fold) or by a finalize launch; forward and
+    backward, training and eval, every output_mask."""
+    monkeypatch.setattr(bn, "BN_TILE", 64)  # NCHW: 64-row tiles; channels-last: 16 rows
+    monkeypatch.setattr(bn, "BN_TARGET_PROGRAMS", 12)  # 3 channels: 4 row splits
+    monkeypatch.setattr(bn, "BN_FOLD_RATIO", fold_ratio)
+    monkeypatch.setattr(bn, "_BN_FWD_PLANS", {})  # plans made under the values above
+    monkeypatch.setattr(bn, "_BN_BWD_PLANS", {})
+    x = _rand(4, 3, 8, 8, dtype=torch.float32)
+    x = x.to(memory_format=layout) if layout is not None else x
+    w, b, rm, rv = _bn_params(3, torch.float32)
+    g = _rand(*x.shape, dtype=torch.float32, seed=5)
+    for training in (True, False):
+        ours_rm, ours_rv = rm.clone(), rv.clone()
+        got = bn.batch_norm(x, w, b, ours_rm, ours_rv, training, 0.1, 1e-5)
+        eager_rm, eager_rv = rm.clone(), rv.clone()
+        want = aten.native_batch_norm(x, w, b, eager_rm, eager_rv, training, 0.1, 1e-5)
+        assert [_meta(t) for t in got] == [_meta(t) for t in want]
+        assert_matches(got, aten.native_batch_norm, x, w, b, rm.clone(), rv.clone(), training,
+                       0.1, 1e-5)  # fmt: skip
+        torch.testing.assert_close(ours_rm, eager_rm)
+        torch.testing.assert_close(ours_rv, eager_rv)
+        _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
+        for mask in MASKS:
+            args = (g, x, w, rm, rv, sm, si, training, 1e-5, mask)
+            assert_matches(bn.batch_norm_backward(*args), aten.native_batch_norm_backward, *args)

@@ -14,23 +14,36 @@ The input is viewed as ``[N, C, S]`` (spatial dims merged; contiguous NCHW has s
 ``[BLOCK_R, BLOCK_C]`` (rows ``r = n*S + s``, channels ``c``): ``BLOCK_C = 1`` when the
 channel stride is not 1 (NCHW: a tile runs along ``s``), up to ``BN_BLOCK_C`` channels
 when it is (channels-last, 2-D inputs). Statistics are split over ``SPLIT`` row ranges
-per channel block (partial count/mean/M2 merged by a finalize kernel), so a few channels
-with many rows still fill the GPU.
+per channel block, so a few channels with many rows still fill the GPU; the partial
+count/mean/M2 are merged by the apply kernel's own programs where that is cheap
+(``BN_FOLD_RATIO``), else by a finalize launch. The partials and the finalized
+statistics share one scratch allocation.
+
+Host path: each op keeps a plan per key (shapes, strides, dtypes, devices, which
+optional tensors are None, mode, output_mask) holding grids, block sizes, constexprs and
+output layouts, so a repeat call only allocates and launches.
+``benchmarks/host_profile.py --python-only`` (launches stubbed, this repo's CPU
+container) on the traced cases' first four: native_batch_norm 27-29 µs -> ~11 µs of
+Python per call (see the commit for the per-case numbers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.norm import (
     _INTERPRETING,
+    _pkey,
     compute_types,
     inv_sqrt,
+    pow2,
+    remember,
     stat_dtype,
     sum_f,
     warps_for,
@@ -46,6 +59,12 @@ BN_BLOCK_C = 64
 BN_TARGET_PROGRAMS = 1024 if not _INTERPRETING else 1
 #: Channels per program of the finalize kernels.
 BN_FINALIZE_BLOCK = 256 if not _INTERPRETING else 4096
+#: The apply kernels merge a channel block's ``split`` partial rows themselves (one
+#: launch fewer) when ``split * BN_FOLD_RATIO <= BLOCK_R``: up to 3 loads per split
+#: row against ``BLOCK_R`` loads of the tile, so the merge stays under ~1/16 of a
+#: program's reads (NCHW tiles of 4096 rows fold up to split 85; channels-last tiles of
+#: 64 rows fold only unsplit statistics). A bound by arithmetic, not yet timed on a GPU.
+BN_FOLD_RATIO = 48
 
 
 # ----------------------------------------------------------------------------- batch norm
@@ -104,20 +123,17 @@ def _bn_stats_kernel(
     tl.store(part_ptr + 2 * split * C + off, m2, mask=cmask)
 
 
-@triton.jit(do_not_specialize=["C", "split", "rm_stride", "rv_stride"])
-def _bn_finalize_kernel(
-    part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, stat_ptr,
-    C: tl.int64, split: tl.int64, rm_stride: tl.int64, rv_stride: tl.int64,
-    eps: tl.float64, momentum: tl.float64,
+@triton.jit
+def _bn_channel_stats(
+    part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask, wmask,
+    C, split, rm_stride, rv_stride, eps, momentum,
     TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """mean and invstd per channel into stat[2, C] (and the saved statistics): merged
-    from the partials when training (updating the running statistics), from the running
-    statistics in eval mode."""
-    pid = tl.program_id(0).to(tl.int64)
-    cs = pid * BLOCK + tl.arange(0, BLOCK)
-    cmask = cs < C
+    """(mean, invstd) of channels ``cs``: merged from the partials part[3, split, C] when
+    training, from the running statistics in eval mode. Where ``wmask`` (the program
+    that owns the channels), the running statistics are updated and the saved ones
+    written."""
     e = tl.cast(eps, COMPUTE)
     if TRAINING:
         count = tl.full([BLOCK], 0, COMPUTE)
@@ -132,40 +148,63 @@ def _bn_finalize_kernel(
         invstd = inv_sqrt(m2 / tl.maximum(count, 1.0) + e)
         if HAS_RUNNING:
             m = tl.cast(momentum, COMPUTE)
-            rm = tl.load(rm_ptr + cs * rm_stride, mask=cmask, other=0.0).to(COMPUTE)
-            rv = tl.load(rv_ptr + cs * rv_stride, mask=cmask, other=0.0).to(COMPUTE)
+            rm = tl.load(rm_ptr + cs * rm_stride, mask=wmask, other=0.0).to(COMPUTE)
+            rv = tl.load(rv_ptr + cs * rv_stride, mask=wmask, other=0.0).to(COMPUTE)
             unbiased = tl.where(
                 count > 1.0, m2 / tl.maximum(count - 1.0, 1.0), float("nan")
             )  # eager's for one value per channel (no NaN global: see norm._INF)
             rm = m * mean + (1.0 - m) * rm
             rv = m * unbiased + (1.0 - m) * rv
-            tl.store(rm_ptr + cs * rm_stride, rm.to(rm_ptr.dtype.element_ty), mask=cmask)
-            tl.store(rv_ptr + cs * rv_stride, rv.to(rv_ptr.dtype.element_ty), mask=cmask)
+            tl.store(rm_ptr + cs * rm_stride, rm.to(rm_ptr.dtype.element_ty), mask=wmask)
+            tl.store(rv_ptr + cs * rv_stride, rv.to(rv_ptr.dtype.element_ty), mask=wmask)
     else:
         mean = tl.load(rm_ptr + cs * rm_stride, mask=cmask, other=0.0).to(COMPUTE)
         var = tl.load(rv_ptr + cs * rv_stride, mask=cmask, other=0.0).to(COMPUTE)
         invstd = inv_sqrt(var + e)
-    tl.store(stat_ptr + cs, mean, mask=cmask)
-    tl.store(stat_ptr + C + cs, invstd, mask=cmask)
     if HAS_SAVE:
-        tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=cmask)
-        tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=cmask)
+        tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=wmask)
+        tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=wmask)
+    return mean, invstd
 
 
-@triton.jit(
-    do_not_specialize=[
-        "C", "S", "R", "xsN", "xsC", "xsS", "ysN", "ysC", "ysS", "n_cblocks",
-    ]
-)  # fmt: skip
+@jit_unspecialized
+def _bn_finalize_kernel(
+    part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr,
+    C: tl.int64, split: tl.int64, stat_off: tl.int64, rm_stride: tl.int64,
+    rv_stride: tl.int64, eps: tl.float64, momentum: tl.float64,
+    TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """mean and invstd per channel into stat[2, C] at ``part_ptr + stat_off`` (and the
+    saved statistics, and the running ones updated), for an apply kernel that does not
+    merge the partials itself."""
+    pid = tl.program_id(0).to(tl.int64)
+    cs = pid * BLOCK + tl.arange(0, BLOCK)
+    cmask = cs < C
+    mean, invstd = _bn_channel_stats(
+        part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask, cmask,
+        C, split, rm_stride, rv_stride, eps, momentum,
+        TRAINING, HAS_RUNNING, HAS_SAVE, COMPUTE, BLOCK,
+    )  # fmt: skip
+    tl.store(part_ptr + stat_off + cs, mean, mask=cmask)
+    tl.store(part_ptr + stat_off + C + cs, invstd, mask=cmask)
+
+
+@jit_unspecialized
 def _bn_apply_kernel(
-    x_ptr, y_ptr, stat_ptr, w_ptr, b_ptr,
+    x_ptr, y_ptr, part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, w_ptr, b_ptr,
     C: tl.int64, S: tl.int64, R: tl.int64,
     xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, ysN: tl.int64, ysC: tl.int64, ysS: tl.int64,
-    n_cblocks: tl.int64,
-    HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+    n_cblocks: tl.int64, split: tl.int64, stat_off: tl.int64, rm_stride: tl.int64,
+    rv_stride: tl.int64, eps: tl.float64, momentum: tl.float64,
+    FOLD: tl.constexpr, TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr,
+    HAS_SAVE: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    """y = (x - mean[c]) * invstd[c] * w[c] + b[c]."""
+    """y = (x - mean[c]) * invstd[c] * w[c] + b[c]. FOLD: every program works out its
+    channels' mean and invstd (:func:`_bn_channel_stats`) and the programs of the first
+    row block write the saved and running statistics, in place of a finalize launch;
+    else they are read from stat[2, C] at ``part_ptr + stat_off``."""
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_r = pid // n_cblocks
@@ -173,8 +212,15 @@ def _bn_apply_kernel(
     cmask = cs < C
     rs = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     mask = (rs < R)[:, None] & cmask[None, :]
-    mean = tl.load(stat_ptr + cs, mask=cmask, other=0.0)
-    scale = tl.load(stat_ptr + C + cs, mask=cmask, other=0.0)
+    if FOLD:
+        mean, scale = _bn_channel_stats(
+            part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask,
+            cmask & ((cs * 0 + pid_r) == 0), C, split, rm_stride, rv_stride, eps, momentum,
+            TRAINING, HAS_RUNNING, HAS_SAVE, COMPUTE, BLOCK_C,
+        )  # fmt: skip
+    else:
+        mean = tl.load(part_ptr + stat_off + cs, mask=cmask, other=0.0)
+        scale = tl.load(part_ptr + stat_off + C + cs, mask=cmask, other=0.0)
     if HAS_W:
         scale = scale * tl.load(w_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
     shift = -mean * scale
@@ -185,17 +231,22 @@ def _bn_apply_kernel(
     tl.store(y_ptr + _bn_offsets(rs, cs, S, ysN, ysC, ysS), y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(
-    do_not_specialize=[
-        "C", "S", "R", "xsN", "xsC", "xsS", "gsN", "gsC", "gsS", "rows_per_split",
-        "n_cblocks", "split",
-    ]
-)  # fmt: skip
+@triton.jit
+def _bn_invstd(ptr, cs, cmask, stride, eps, RUNNING: tl.constexpr, COMPUTE: tl.constexpr):
+    """invstd of channels ``cs``: saved (``ptr`` is save_invstd), or from the running
+    variance (``ptr`` is running_var) when RUNNING."""
+    v = tl.load(ptr + cs * stride, mask=cmask, other=0.0).to(COMPUTE)
+    if RUNNING:
+        v = inv_sqrt(v + tl.cast(eps, COMPUTE))
+    return v
+
+
+@jit_unspecialized
 def _bn_bwd_reduce_kernel(
     dy_ptr, x_ptr, mean_ptr, part_ptr,
     C: tl.int64, S: tl.int64, R: tl.int64,
     xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, gsN: tl.int64, gsC: tl.int64, gsS: tl.int64,
-    rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64,
+    rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64, mean_stride: tl.int64,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """Per channel and row range: sum(dy) and sum(dy * (x - mean)) into part[2, split, C]."""
@@ -204,7 +255,7 @@ def _bn_bwd_reduce_kernel(
     pid_s = pid // n_cblocks
     cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cs < C
-    mean = tl.load(mean_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
+    mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
     r0 = pid_s * rows_per_split
     r1 = tl.minimum(r0 + rows_per_split, R)
     s_dy = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
@@ -222,46 +273,64 @@ def _bn_bwd_reduce_kernel(
     tl.store(part_ptr + split * C + off, sum_f(s_dyx, axis=0), mask=cmask)
 
 
-@triton.jit(do_not_specialize=["C", "split"])
-def _bn_bwd_finalize_kernel(
-    part_ptr, invstd_ptr, sums_ptr, dw_ptr, db_ptr,
-    C: tl.int64, split: tl.int64,
+@triton.jit
+def _bn_bwd_sums(
+    part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, wmask, C, split,
     DW: tl.constexpr, DB: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """sums[2, C] = partials summed over the splits; grad_weight and grad_bias."""
-    pid = tl.program_id(0).to(tl.int64)
-    cs = pid * BLOCK + tl.arange(0, BLOCK)
-    cmask = cs < C
+    """(sum(dy), sum(dy * (x - mean))) of channels ``cs`` from the partials
+    part[2, split, C]; grad_weight and grad_bias written where ``wmask``."""
     s_dy = tl.full([BLOCK], 0, COMPUTE)
     s_dyx = tl.full([BLOCK], 0, COMPUTE)
     for j in range(0, split):
         s_dy += tl.load(part_ptr + j * C + cs, mask=cmask, other=0.0)
         s_dyx += tl.load(part_ptr + (split + j) * C + cs, mask=cmask, other=0.0)
-    tl.store(sums_ptr + cs, s_dy, mask=cmask)
-    tl.store(sums_ptr + C + cs, s_dyx, mask=cmask)
     if DW:
-        invstd = tl.load(invstd_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
-        tl.store(dw_ptr + cs, (s_dyx * invstd).to(dw_ptr.dtype.element_ty), mask=cmask)
+        tl.store(dw_ptr + cs, (s_dyx * invstd).to(dw_ptr.dtype.element_ty), mask=wmask)
     if DB:
-        tl.store(db_ptr + cs, s_dy.to(db_ptr.dtype.element_ty), mask=cmask)
+        tl.store(db_ptr + cs, s_dy.to(db_ptr.dtype.element_ty), mask=wmask)
+    return s_dy, s_dyx
 
 
-@triton.jit(
-    do_not_specialize=[
-        "C", "S", "R", "xsN", "xsC", "xsS", "gsN", "gsC", "gsS", "osN", "osC", "osS",
-        "n_cblocks",
-    ]
-)  # fmt: skip
+@jit_unspecialized
+def _bn_bwd_finalize_kernel(
+    part_ptr, invstd_ptr, dw_ptr, db_ptr,
+    C: tl.int64, split: tl.int64, sums_off: tl.int64, inv_stride: tl.int64, eps: tl.float64,
+    RUNNING: tl.constexpr, SUMS: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """grad_weight and grad_bias from the partials; with SUMS, also sums[2, C] at
+    ``part_ptr + sums_off`` for an apply kernel that does not merge them itself."""
+    pid = tl.program_id(0).to(tl.int64)
+    cs = pid * BLOCK + tl.arange(0, BLOCK)
+    cmask = cs < C
+    invstd = tl.full([BLOCK], 0, COMPUTE)
+    if DW:
+        invstd = _bn_invstd(invstd_ptr, cs, cmask, inv_stride, eps, RUNNING, COMPUTE)
+    s_dy, s_dyx = _bn_bwd_sums(
+        part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask, C, split, DW, DB, COMPUTE, BLOCK
+    )
+    if SUMS:
+        tl.store(part_ptr + sums_off + cs, s_dy, mask=cmask)
+        tl.store(part_ptr + sums_off + C + cs, s_dyx, mask=cmask)
+
+
+@jit_unspecialized
 def _bn_bwd_apply_kernel(
-    dy_ptr, x_ptr, mean_ptr, invstd_ptr, w_ptr, sums_ptr, dx_ptr,
+    dy_ptr, x_ptr, mean_ptr, invstd_ptr, w_ptr, part_ptr, dx_ptr, dw_ptr, db_ptr,
     C: tl.int64, S: tl.int64, R: tl.int64,
     xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, gsN: tl.int64, gsC: tl.int64, gsS: tl.int64,
-    osN: tl.int64, osC: tl.int64, osS: tl.int64, n_cblocks: tl.int64,
-    TRAINING: tl.constexpr, HAS_W: tl.constexpr,
+    osN: tl.int64, osC: tl.int64, osS: tl.int64, n_cblocks: tl.int64, split: tl.int64,
+    sums_off: tl.int64, mean_stride: tl.int64, inv_stride: tl.int64, eps: tl.float64,
+    TRAINING: tl.constexpr, HAS_W: tl.constexpr, RUNNING: tl.constexpr, FOLD: tl.constexpr,
+    DW: tl.constexpr, DB: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """grad_input: training, (dy - mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean)))
-    * invstd * w; eval, dy * invstd * w."""
+    * invstd * w; eval, dy * invstd * w. FOLD: every program sums its channels' partials
+    (:func:`_bn_bwd_sums`) and the programs of the first row block write grad_weight and
+    grad_bias, in place of a finalize launch; else the sums are read from sums[2, C] at
+    ``part_ptr + sums_off``."""
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_r = pid // n_cblocks
@@ -269,16 +338,22 @@ def _bn_bwd_apply_kernel(
     cmask = cs < C
     rs = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     mask = (rs < R)[:, None] & cmask[None, :]
-    invstd = tl.load(invstd_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
+    invstd = _bn_invstd(invstd_ptr, cs, cmask, inv_stride, eps, RUNNING, COMPUTE)
     scale = invstd
     if HAS_W:
         scale = scale * tl.load(w_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
+    if FOLD:
+        s_dy, s_dyx = _bn_bwd_sums(
+            part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask & ((cs * 0 + pid_r) == 0),
+            C, split, DW, DB, COMPUTE, BLOCK_C,
+        )  # fmt: skip
+    elif TRAINING:
+        s_dy = tl.load(part_ptr + sums_off + cs, mask=cmask, other=0.0)
+        s_dyx = tl.load(part_ptr + sums_off + C + cs, mask=cmask, other=0.0)
     dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS), mask=mask, other=0.0)
     dy = dy.to(COMPUTE)
     if TRAINING:
-        mean = tl.load(mean_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
-        s_dy = tl.load(sums_ptr + cs, mask=cmask, other=0.0)
-        s_dyx = tl.load(sums_ptr + C + cs, mask=cmask, other=0.0)
+        mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
         x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS), mask=mask, other=0.0)
         k = s_dyx / R * invstd * invstd
         dx = (dy - (s_dy / R)[None, :] - (x.to(COMPUTE) - mean[None, :]) * k[None, :]) * scale[
@@ -310,29 +385,26 @@ def _ncs(t: torch.Tensor) -> tuple[int, int, int] | None:
     return t.stride(0), t.stride(1), s_s
 
 
-def _viewable(t: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int, int]]:
-    st = _ncs(t)
-    if st is None:
-        t = t.contiguous()
-        st = _ncs(t)
-        assert st is not None
-    return t, st
-
-
-def _suggest_like(t: torch.Tensor) -> torch.Tensor:
-    """An uninitialized tensor shaped like ``t`` in ATen's ``suggest_memory_format``:
-    channels-last when ``t`` is, else contiguous (eager's CPU batch norm outputs)."""
+def _like_format(t: torch.Tensor) -> torch.memory_format | None:
+    """ATen's ``suggest_memory_format`` of ``t`` where it is channels-last, else None
+    (contiguous): the layout of eager's CPU batch norm outputs."""
     if not t.is_contiguous():
         for fmt, nd in ((torch.channels_last, 4), (torch.channels_last_3d, 5)):
             if t.dim() == nd and t.is_contiguous(memory_format=fmt):
-                return torch.empty_like(t, memory_format=fmt)
-    return torch.empty(t.shape, dtype=t.dtype, device=t.device)
+                return fmt
+    return None
+
+
+def _alloc_like(t: torch.Tensor, fmt: torch.memory_format | None) -> torch.Tensor:
+    if fmt is None:
+        return torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    return torch.empty_like(t, memory_format=fmt)
 
 
 def _bn_blocks(C: int, s_c: int, R: int) -> tuple[int, int]:
     """(BLOCK_R, BLOCK_C): channel blocks only when channels are adjacent in memory."""
-    block_c = min(BN_BLOCK_C, triton.next_power_of_2(C)) if s_c == 1 and C > 1 else 1
-    block_r = min(BN_TILE // block_c, max(16, triton.next_power_of_2(max(R, 1))))
+    block_c = min(BN_BLOCK_C, pow2(C)) if s_c == 1 and C > 1 else 1
+    block_r = min(BN_TILE // block_c, max(16, pow2(max(R, 1))))
     return block_r, block_c
 
 
@@ -345,12 +417,9 @@ def _bn_split(C: int, R: int, block_r: int, block_c: int) -> tuple[int, int, int
     return n_cblocks, cdiv(max(R, 1), rows_per_split), rows_per_split
 
 
-def _bn_param(p: torch.Tensor | None, C: int) -> torch.Tensor | None:
-    if p is None:
-        return None
-    if p.numel() != C:
+def _bn_check_param(p: torch.Tensor | None, C: int) -> None:
+    if p is not None and p.numel() != C:
         raise RuntimeError(f"expected a tensor of {C} elements, got {list(p.shape)}")
-    return p.contiguous().view(-1)
 
 
 def _bn_shape(input: torch.Tensor) -> tuple[int, int, int]:
@@ -361,6 +430,109 @@ def _bn_shape(input: torch.Tensor) -> tuple[int, int, int]:
     for s in input.shape[2:]:
         S *= s
     return N, C, S
+
+
+def _rkey(p: torch.Tensor | None) -> tuple | None:
+    return None if p is None else (p.shape, p.dtype, p.stride())
+
+
+def _fold(split: int, block_r: int) -> bool:
+    """Whether the apply kernel merges the split partials itself (no finalize launch)."""
+    return split * BN_FOLD_RATIO <= block_r
+
+
+# key -> (save_len, stat dtype, y's channels-last format or None, y's [N, C, S] strides
+# or None (written through a contiguous copy), input needs a copy, scratch elements,
+# buffer dtype, stats launch, finalize launch, apply launch: each (grid, ints,
+# constexprs) or None)
+_BN_FWD_PLANS: dict[tuple, tuple] = {}
+
+
+def _bn_fwd_plan(
+    key: tuple,
+    input: torch.Tensor,
+    weight: Any,
+    bias: Any,
+    running_mean: Any,
+    running_var: Any,
+    training: bool,
+) -> tuple:
+    N, C, S = _bn_shape(input)
+    R = N * S
+    compute, buf_dtype = compute_types(input.dtype)
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
+    if not training and running_mean is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    if training and input.numel() == 0:
+        raise RuntimeError(
+            f"input tensor must have at least one element, but got input_sizes = "
+            f"{list(input.shape)}"
+        )
+    _bn_check_param(weight, C)
+    _bn_check_param(bias, C)
+    for p in (running_mean, running_var):
+        if p is not None and (p.dim() != 1 or p.shape[0] != C):
+            raise RuntimeError(f"running statistics must have {C} elements")
+    sdt = stat_dtype(input, (weight, bias, running_mean, running_var))
+    on_cuda = input.is_cuda
+    save_len = C if (training or on_cuda) else 0
+    # CUDA's batch norm keeps the input's strides (empty_like), the CPU's suggests a format
+    y_fmt = torch.preserve_format if on_cuda else _like_format(input)
+    if C == 0:
+        return remember(
+            _BN_FWD_PLANS, key,
+            (save_len, sdt, y_fmt, None, False, 0, buf_dtype, None, None, None),
+        )  # fmt: skip
+    x_st = _ncs(input)
+    copy_x = x_st is None
+    if copy_x:
+        x_st = _ncs(input.contiguous())
+    y_st = _ncs(_alloc_like(input, y_fmt))
+    xsN, xsC, xsS = x_st  # type: ignore[misc]
+    block_r, block_c = _bn_blocks(C, xsC, R)
+    n_cblocks, split, rows_per_split = _bn_split(C, R, block_r, block_c)
+    warps = warps_for(block_r * block_c)
+    has_running = running_mean is not None
+    rm_stride = running_mean.stride(0) if has_running else 1
+    rv_stride = running_var.stride(0) if has_running else 1
+    training = bool(training)
+    fold = R > 0 and (not training or _fold(split, block_r))
+    scratch = 3 * split * C if training else 0
+    stats = final = apply = None
+    if training:
+        stats = (
+            (n_cblocks * split,),
+            (C, S, R, xsN, xsC, xsS, rows_per_split, n_cblocks, split),
+            dict(COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps),
+        )
+    if not fold and (training or save_len):  # eval with no rows: only the saved stats
+        final = (
+            (cdiv(C, BN_FINALIZE_BLOCK),),
+            (C, split, scratch, rm_stride, rv_stride),
+            dict(
+                TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
+                COMPUTE=compute, BLOCK=BN_FINALIZE_BLOCK,
+            ),
+        )  # fmt: skip
+        stat_off = scratch
+        scratch += 2 * C
+    else:
+        stat_off = 0
+    if R > 0:
+        ysN, ysC, ysS = y_st if y_st is not None else _ncs(input.contiguous())  # type: ignore[misc]
+        apply = (
+            (n_cblocks * cdiv(R, block_r),),
+            (C, S, R, xsN, xsC, xsS, ysN, ysC, ysS, n_cblocks, split, stat_off, rm_stride,
+             rv_stride),
+            dict(
+                FOLD=fold, TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
+                HAS_W=weight is not None, HAS_B=bias is not None, COMPUTE=compute,
+                BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
+            ),
+        )  # fmt: skip
+    plan = (save_len, sdt, y_fmt, y_st, copy_x, scratch, buf_dtype, stats, final, apply)
+    return remember(_BN_FWD_PLANS, key, plan)
 
 
 def batch_norm(
@@ -374,72 +546,140 @@ def batch_norm(
     eps: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """aten::native_batch_norm: (out, save_mean, save_invstd); updates the running
-    statistics in place when training (momentum, unbiased variance)."""
-    N, C, S = _bn_shape(input)
-    R = N * S
-    compute, buf_dtype = compute_types(input.dtype)
-    if (running_mean is None) != (running_var is None):
-        raise ValueError("running_mean and running_var must either both be None or neither be None")
-    if not training and running_mean is None:
-        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-    if training and input.numel() == 0:
-        raise RuntimeError(
-            f"input tensor must have at least one element, but got input_sizes = "
-            f"{list(input.shape)}"
-        )
+    statistics in place when training (momentum, unbiased variance).
+
+    Training: a statistics launch and an apply launch that merges the partials itself
+    (a finalize launch between them only where the merge would cost the apply kernel
+    more than 1/BN_FOLD_RATIO of its reads); eval: the apply launch alone."""
     dev = input.device
-    w = _bn_param(weight, C)
-    b = _bn_param(bias, C)
-    for p in (running_mean, running_var):
-        if p is not None and (p.dim() != 1 or p.shape[0] != C):
-            raise RuntimeError(f"running statistics must have {C} elements")
-    sdt = stat_dtype(input, (weight, bias, running_mean, running_var))
-    on_cuda = dev.type == "cuda"
-    save_len = C if (training or on_cuda) else 0
+    key = (
+        input.shape, input.stride(), input.dtype, dev, _pkey(weight), _pkey(bias),
+        _rkey(running_mean), _rkey(running_var), bool(training),
+    )  # fmt: skip
+    plan = _BN_FWD_PLANS.get(key)
+    if plan is None:
+        plan = _bn_fwd_plan(key, input, weight, bias, running_mean, running_var, training)
+    save_len, sdt, y_fmt, y_st, copy_x, scratch, bdt, stats, final, apply = plan
     save_mean = torch.empty((save_len,), dtype=sdt, device=dev)
     save_invstd = torch.empty((save_len,), dtype=sdt, device=dev)
-    # CUDA's batch norm keeps the input's strides (empty_like), the CPU's suggests a format
-    y = torch.empty_like(input) if on_cuda else _suggest_like(input)
-    if C == 0:
+    if y_fmt is None:
+        y = torch.empty(input.shape, dtype=input.dtype, device=dev)
+    else:
+        y = torch.empty_like(input, memory_format=y_fmt)
+    if apply is None and final is None:
         return y, save_mean, save_invstd
-    x, (xsN, xsC, xsS) = _viewable(input)
-    y_st = _ncs(y)
-    y_dst = y if y_st is not None else torch.empty(input.shape, dtype=input.dtype, device=dev)
-    ysN, ysC, ysS = y_st if y_st is not None else _ncs(y_dst)  # type: ignore[misc]
-    block_r, block_c = _bn_blocks(C, xsC, R)
-    n_cblocks, split, rows_per_split = _bn_split(C, R, block_r, block_c)
-    stat = torch.empty((2, C), dtype=buf_dtype, device=dev)
-    rm = running_mean if running_mean is not None else stat
-    rv = running_var if running_var is not None else stat
-    rm_stride = running_mean.stride(0) if running_mean is not None else 1
-    rv_stride = running_var.stride(0) if running_var is not None else 1
-    part = stat
-    if training:
-        part = torch.empty((3, split, C), dtype=buf_dtype, device=dev)
-        _bn_stats(
-            (n_cblocks * split,),
-            (x, part, C, S, R, xsN, xsC, xsS, rows_per_split, n_cblocks, split),
-            COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
-            num_warps=warps_for(block_r * block_c),
-        )  # fmt: skip
-    _bn_finalize(
-        (cdiv(C, BN_FINALIZE_BLOCK),),
-        (part, rm, rv, save_mean if save_len else stat, save_invstd if save_len else stat, stat,
-         C, split, rm_stride, rv_stride, float(eps), float(momentum)),
-        TRAINING=bool(training), HAS_RUNNING=running_mean is not None, HAS_SAVE=save_len > 0,
-        COMPUTE=compute, BLOCK=BN_FINALIZE_BLOCK,
-    )  # fmt: skip
-    if R > 0:
+    x = input.contiguous() if copy_x else input
+    work = torch.empty((scratch,), dtype=bdt, device=dev) if scratch else x
+    rm = running_mean if running_mean is not None else work
+    rv = running_var if running_var is not None else work
+    sm, si = (save_mean, save_invstd) if save_len else (work, work)
+    eps = float(eps)
+    momentum = float(momentum)
+    if stats is not None:
+        _bn_stats(stats[0], (x, work, *stats[1]), **stats[2])
+    if final is not None:
+        _bn_finalize(final[0], (work, rm, rv, sm, si, *final[1], eps, momentum), **final[2])
+    if apply is not None:
+        y_dst = y if y_st is not None else torch.empty(input.shape, dtype=input.dtype, device=dev)
         _bn_apply(
-            (n_cblocks * cdiv(R, block_r),),
-            (x, y_dst, stat, w if w is not None else stat, b if b is not None else stat,
-             C, S, R, xsN, xsC, xsS, ysN, ysC, ysS, n_cblocks),
-            HAS_W=w is not None, HAS_B=b is not None, COMPUTE=compute,
-            BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps_for(block_r * block_c),
+            apply[0],
+            (x, y_dst, work, rm, rv, sm, si, weight.contiguous() if weight is not None else work,
+             bias.contiguous() if bias is not None else work, *apply[1], eps, momentum),
+            **apply[2],
         )  # fmt: skip
         if y_dst is not y:
             y.copy_(y_dst)
     return y, save_mean, save_invstd
+
+
+# key -> (grad_input's channels-last format or None, its [N, C, S] strides or None
+# (written through a contiguous copy), statistics from the running ones, input needs a
+# copy, grad_out needs a copy, zero parameter gradients (no rows), scratch elements,
+# buffer dtype, reduce launch, finalize launch, apply launch: each (grid, ints,
+# constexprs) or None)
+_BN_BWD_PLANS: dict[tuple, tuple] = {}
+
+
+def _bn_bwd_plan(
+    key: tuple,
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    weight: Any,
+    running_mean: Any,
+    running_var: Any,
+    save_mean: Any,
+    save_invstd: Any,
+    train: bool,
+    output_mask: Sequence[bool],
+) -> tuple:
+    N, C, S = _bn_shape(input)
+    R = N * S
+    compute, buf_dtype = compute_types(input.dtype)
+    want_dx, want_dw, want_db = (bool(m) for m in output_mask)
+    dx_fmt = _like_format(input)
+    if not (want_dx or want_dw or want_db) or C == 0:
+        plan: tuple = (dx_fmt, None, False, False, False, False, 0, buf_dtype, None, None, None)
+        return remember(_BN_BWD_PLANS, key, plan)
+    _bn_check_param(weight, C)
+    running = not (train or running_mean is None or running_var is None)
+    if not running and (save_mean is None or save_invstd is None or save_mean.numel() != C):
+        raise RuntimeError("batch norm backward needs save_mean and save_invstd")
+    x_st = _ncs(input)
+    copy_x = x_st is None
+    if copy_x:
+        x_st = _ncs(input.contiguous())
+    g_st = _ncs(grad_out)
+    copy_g = g_st is None
+    if copy_g:
+        g_st = _ncs(grad_out.contiguous())
+    d_st = _ncs(_alloc_like(input, dx_fmt))
+    xsN, xsC, xsS = x_st  # type: ignore[misc]
+    block_r, block_c = _bn_blocks(C, xsC, R)
+    n_cblocks, split, rows_per_split = _bn_split(C, R, block_r, block_c)
+    warps = warps_for(block_r * block_c)
+    train = bool(train)
+    m_stride = running_mean.stride(0) if running else 1
+    v_stride = running_var.stride(0) if running else 1
+    reduce = final = apply = None
+    zero_params = R == 0
+    scratch = 0
+    fold = False
+    if R > 0 and (train or want_dw or want_db):
+        scratch = 2 * split * C
+        reduce = (
+            (n_cblocks * split,),
+            (C, S, R, xsN, xsC, xsS, *g_st, rows_per_split, n_cblocks, split, m_stride),  # type: ignore[misc]
+            dict(COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps),
+        )
+        fold = want_dx and _fold(split, block_r)
+        if not fold:
+            sums = want_dx and train
+            final = (
+                (cdiv(C, BN_FINALIZE_BLOCK),),
+                (C, split, scratch, v_stride),
+                dict(
+                    RUNNING=running, SUMS=sums, DW=want_dw, DB=want_db, COMPUTE=compute,
+                    BLOCK=BN_FINALIZE_BLOCK,
+                ),
+            )  # fmt: skip
+            scratch += 2 * C if sums else 0
+    if want_dx and R > 0:
+        osN, osC, osS = d_st if d_st is not None else _ncs(input.contiguous())  # type: ignore[misc]
+        apply = (
+            (n_cblocks * cdiv(R, block_r),),
+            (C, S, R, xsN, xsC, xsS, *g_st, osN, osC, osS, n_cblocks, split, 2 * split * C,  # type: ignore[misc]
+             m_stride, v_stride),
+            dict(
+                TRAINING=train, HAS_W=weight is not None, RUNNING=running, FOLD=fold,
+                DW=fold and want_dw, DB=fold and want_db, COMPUTE=compute,
+                BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
+            ),
+        )  # fmt: skip
+    plan = (
+        dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, buf_dtype, reduce, final,
+        apply,
+    )  # fmt: skip
+    return remember(_BN_BWD_PLANS, key, plan)
 
 
 def batch_norm_backward(
@@ -456,70 +696,64 @@ def batch_norm_backward(
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """aten::native_batch_norm_backward: (grad_input, grad_weight, grad_bias), None where
     ``output_mask`` is False. Training uses the saved statistics, eval mode the running
-    ones (as eager on the CPU; CUDA's saved statistics are the same values in eval)."""
-    N, C, S = _bn_shape(input)
-    R = N * S
-    compute, buf_dtype = compute_types(input.dtype)
-    want_dx, want_dw, want_db = (bool(m) for m in output_mask)
+    ones (as eager on the CPU; CUDA's saved statistics are the same values in eval),
+    read by every kernel itself.
+
+    A reduce launch and an apply launch that sums the partials itself (a finalize launch
+    between them where the sums would cost it more than 1/BN_FOLD_RATIO of its reads, or
+    where grad_input is not asked); eval with grad_input alone: the apply launch."""
     dev = input.device
+    key = (
+        input.shape, input.stride(), grad_out.stride(), input.dtype, dev, _pkey(weight),
+        _rkey(running_mean), _rkey(running_var), _pkey(save_mean), _pkey(save_invstd),
+        bool(train), tuple(output_mask),
+    )  # fmt: skip
+    plan = _BN_BWD_PLANS.get(key)
+    if plan is None:
+        plan = _bn_bwd_plan(
+            key, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
+            train, output_mask,
+        )  # fmt: skip
+    dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, bdt, reduce, final, apply = plan
+    want_dx, want_dw, want_db = output_mask
+    C = input.shape[1]
     pdt = weight.dtype if weight is not None else input.dtype
-    dx = _suggest_like(input) if want_dx else None
-    dw = torch.empty((C,), dtype=pdt, device=dev) if want_dw else None
-    db = torch.empty((C,), dtype=pdt, device=dev) if want_db else None
-    if not (want_dx or want_dw or want_db) or C == 0:
+    dx = (
+        None if not want_dx
+        else torch.empty(input.shape, dtype=input.dtype, device=dev) if dx_fmt is None
+        else torch.empty_like(input, memory_format=dx_fmt)
+    )  # fmt: skip
+    new = torch.zeros if zero_params else torch.empty
+    dw = new((C,), dtype=pdt, device=dev) if want_dw else None
+    db = new((C,), dtype=pdt, device=dev) if want_db else None
+    if reduce is None and apply is None:
         return dx, dw, db
-    w = _bn_param(weight, C)
-    stat = torch.empty((2, C), dtype=buf_dtype, device=dev)
-    if train or running_mean is None or running_var is None:
-        if save_mean is None or save_invstd is None or save_mean.numel() != C:
-            raise RuntimeError("batch norm backward needs save_mean and save_invstd")
-        mean = save_mean.contiguous()
-        invstd = save_invstd.contiguous()
+    if running:
+        mean, invstd = running_mean, running_var
     else:
-        _bn_finalize(
-            (cdiv(C, BN_FINALIZE_BLOCK),),
-            (stat, running_mean, running_var, stat, stat, stat, C, 1,
-             running_mean.stride(0), running_var.stride(0), float(eps), 0.0),
-            TRAINING=False, HAS_RUNNING=True, HAS_SAVE=False,
-            COMPUTE=compute, BLOCK=BN_FINALIZE_BLOCK,
-        )  # fmt: skip
-        mean, invstd = stat[0], stat[1]
-    x, (xsN, xsC, xsS) = _viewable(input)
-    g, (gsN, gsC, gsS) = _viewable(grad_out)
-    block_r, block_c = _bn_blocks(C, xsC, R)
-    n_cblocks, split, rows_per_split = _bn_split(C, R, block_r, block_c)
-    warps = warps_for(block_r * block_c)
-    sums = torch.zeros((2, C), dtype=buf_dtype, device=dev)
-    if R > 0 and (train or want_dw or want_db):
-        part = torch.empty((2, split, C), dtype=buf_dtype, device=dev)
-        _bn_bwd_reduce(
-            (n_cblocks * split,),
-            (g, x, mean, part, C, S, R, xsN, xsC, xsS, gsN, gsC, gsS,
-             rows_per_split, n_cblocks, split),
-            COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
-        )  # fmt: skip
+        mean, invstd = save_mean.contiguous(), save_invstd.contiguous()  # type: ignore[union-attr]
+    x = input.contiguous() if copy_x else input
+    g = grad_out.contiguous() if copy_g else grad_out
+    work = torch.empty((scratch,), dtype=bdt, device=dev) if scratch else x
+    eps = float(eps)
+    if reduce is not None:
+        _bn_bwd_reduce(reduce[0], (g, x, mean, work, *reduce[1]), **reduce[2])
+    if final is not None:
         _bn_bwd_finalize(
-            (cdiv(C, BN_FINALIZE_BLOCK),),
-            (part, invstd, sums, dw if dw is not None else sums, db if db is not None else sums,
-             C, split),
-            DW=want_dw, DB=want_db, COMPUTE=compute, BLOCK=BN_FINALIZE_BLOCK,
+            final[0],
+            (work, invstd, dw if dw is not None else work, db if db is not None else work,
+             *final[1], eps),
+            **final[2],
         )  # fmt: skip
-    else:
-        if dw is not None:
-            dw = torch.zeros((C,), dtype=pdt, device=dev)
-        if db is not None:
-            db = torch.zeros((C,), dtype=pdt, device=dev)
-    if dx is not None and R > 0:
-        d_st = _ncs(dx)
+    if apply is not None:
         d_dst = dx if d_st is not None else torch.empty(input.shape, dtype=input.dtype, device=dev)
-        osN, osC, osS = d_st if d_st is not None else _ncs(d_dst)  # type: ignore[misc]
         _bn_bwd_apply(
-            (n_cblocks * cdiv(R, block_r),),
-            (g, x, mean, invstd, w if w is not None else sums, sums, d_dst, C, S, R,
-             xsN, xsC, xsS, gsN, gsC, gsS, osN, osC, osS, n_cblocks),
-            TRAINING=bool(train), HAS_W=w is not None, COMPUTE=compute,
-            BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
+            apply[0],
+            (g, x, mean, invstd, weight.contiguous() if weight is not None else work, work,
+             d_dst, dw if dw is not None else work, db if db is not None else work,
+             *apply[1], eps),
+            **apply[2],
         )  # fmt: skip
         if d_dst is not dx:
-            dx.copy_(d_dst)
+            dx.copy_(d_dst)  # type: ignore[union-attr]
     return dx, dw, db

@@ -20,8 +20,12 @@ Rows of ``N = prod(normalized_shape)`` elements:
 
 The backward runs ``min(row tiles, LN_BWD_PROGRAMS)`` persistent programs; each writes
 its rows' ``grad_input`` and one row of float32 partial sums of ``dy * xhat`` and ``dy``
-into a ``[programs, N]`` buffer, which one column-sum launch reduces for both gradients
-(deterministic, no atomics).
+into one ``[2 * programs, N]`` buffer, which one column-sum launch reduces for both
+gradients (deterministic, no atomics).
+
+Host path: each op keeps a plan per key (shapes, dtypes, device, which of weight/bias
+are None, output_mask; not eps, a runtime argument) holding grids, block sizes and
+constexprs, so a repeat call only allocates and launches (``PLAN_CACHE_SIZE``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 
 __all__ = [
     "compute_types",
@@ -182,16 +186,18 @@ def _ln_fwd_kernel(
     tl.store(rstd_ptr + rows, rstd.to(rstd_ptr.dtype.element_ty), mask=rmask)
 
 
-@triton.jit(do_not_specialize=["M", "N", "n_tiles", "n_programs"])
+@jit_unspecialized
 def _ln_bwd_kernel(
-    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr,
-    M: tl.int64, N: tl.int64, n_tiles: tl.int64, n_programs: tl.int64,
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr,
+    M: tl.int64, N: tl.int64, n_tiles: tl.int64, n_programs: tl.int64, db_row: tl.int64,
     HAS_W: tl.constexpr, DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
     SINGLE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    part = pid * N
+    # partial rows: dw's at row pid of part, db's at row db_row + pid (one buffer)
+    dw_part_ptr = part_ptr + pid * N
+    db_part_ptr = part_ptr + (db_row + pid) * N
     if SINGLE:
         cmask = cols < N
         if HAS_W:
@@ -221,16 +227,19 @@ def _ln_bwd_kernel(
             if DB:
                 db_acc += sum_f(dy, axis=0)
         if DW:
-            tl.store(dw_part_ptr + part + cols, dw_acc, mask=cmask)
+            tl.store(dw_part_ptr + cols, dw_acc, mask=cmask)
         if DB:
-            tl.store(db_part_ptr + part + cols, db_acc, mask=cmask)
-    else:  # BLOCK_M == 1, long rows in chunks; partial rows read-modify-written
+            tl.store(db_part_ptr + cols, db_acc, mask=cmask)
+    else:  # BLOCK_M == 1, long rows in chunks; partial rows read-modify-written (a
+        # program's first tile, tile == pid, reads nothing: the buffer is not zeroed)
         for tile in range(pid, n_tiles, n_programs):
             rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
             rmask = rows < M
             base = rows[:, None] * N
             mean = tl.load(mean_ptr + rows, mask=rmask, other=0.0).to(COMPUTE)
             rstd = tl.load(rstd_ptr + rows, mask=rmask, other=0.0).to(COMPUTE)
+            later = (cols * 0 + tile) != pid  # not this program's first tile (a vector:
+            # the interpreter rejects a scalar bool in a mask)
             if DX:
                 a1 = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
                 a2 = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
@@ -264,20 +273,22 @@ def _ln_bwd_kernel(
                     dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
                     tl.store(dx_ptr + base + c[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
                 if DW:
-                    p = tl.load(dw_part_ptr + part + c, mask=cmask, other=0.0)
-                    tl.store(dw_part_ptr + part + c, p + sum_f(dy * xhat, axis=0), mask=cmask)
+                    p = tl.load(dw_part_ptr + c, mask=cmask & later, other=0.0)
+                    tl.store(dw_part_ptr + c, p + sum_f(dy * xhat, axis=0), mask=cmask)
                 if DB:
-                    p = tl.load(db_part_ptr + part + c, mask=cmask, other=0.0)
-                    tl.store(db_part_ptr + part + c, p + sum_f(dy, axis=0), mask=cmask)
+                    p = tl.load(db_part_ptr + c, mask=cmask & later, other=0.0)
+                    tl.store(db_part_ptr + c, p + sum_f(dy, axis=0), mask=cmask)
 
 
-@triton.jit(do_not_specialize=["R", "C"])
+@jit_unspecialized
 def _colsum_kernel(
-    src_ptr, dst_ptr, src2_ptr, dst2_ptr, R: tl.int64, C: tl.int64,
+    src_ptr, dst_ptr, dst2_ptr, R: tl.int64, C: tl.int64,
     TWO: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    """dst[c] = sum over r of src[r, c] (src contiguous [R, C]), and the same for src2 into
-    dst2 when TWO: the weight's and the bias's gradients in one launch."""
+    """dst[c] = sum over r of src[r, c] (src contiguous [R, C]), and the same for the next
+    [R, C] block of src into dst2 when TWO: the weight's and the bias's gradients in one
+    launch."""
+    src2_ptr = src_ptr + R * C
     pid = tl.program_id(0).to(tl.int64)
     cols = pid * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
@@ -299,12 +310,32 @@ _ln_fwd = Launcher(_ln_fwd_kernel)
 _ln_bwd = Launcher(_ln_bwd_kernel)
 _colsum = Launcher(_colsum_kernel)
 
+#: Plans (grids, block sizes, constexprs, output metadata) kept per op, keyed on what
+#: decides them; the cache empties when it reaches this size. A repeat call does its
+#: allocations and launches and nothing else: ``benchmarks/host_profile.py --python-only``
+#: measured native_layer_norm at 18-21 µs of Python per call before the plans.
+PLAN_CACHE_SIZE = 4096
+
+
+def remember(cache: dict[tuple, Any], key: tuple, plan: Any) -> Any:
+    """``cache[key] = plan`` (emptying a full cache first); returns ``plan``."""
+    if len(cache) >= PLAN_CACHE_SIZE:
+        cache.clear()
+    cache[key] = plan
+    return plan
+
+
+def pow2(n: int) -> int:
+    """The smallest power of two >= n (n >= 1): ``triton.next_power_of_2`` is a
+    ConstexprFunction wrapper in Triton 3.6 and costs a couple of µs a call."""
+    return 1 << (n - 1).bit_length()
+
 
 def _ln_blocks(M: int, N: int) -> tuple[bool, int, int]:
     """(single, BLOCK_M, BLOCK_N) for rows of N elements."""
-    block_n = triton.next_power_of_2(max(N, 1))
+    block_n = pow2(max(N, 1))
     if block_n <= MAX_ROW_BLOCK:
-        block_m = max(1, min(LN_TILE // block_n, triton.next_power_of_2(max(M, 1))))
+        block_m = max(1, min(LN_TILE // block_n, pow2(max(M, 1))))
         return True, block_m, block_n
     return False, 1, MAX_ROW_BLOCK
 
@@ -327,12 +358,38 @@ def _ln_split(input: torch.Tensor, normalized_shape: Sequence[int]) -> tuple[int
     return axis, M, N
 
 
-def _flat_param(p: torch.Tensor | None, n: int, what: str) -> torch.Tensor | None:
-    if p is None:
-        return None
-    if p.numel() != n:
+def _check_param(p: torch.Tensor | None, n: int, what: str) -> None:
+    if p is not None and p.numel() != n:
         raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape")
-    return p.contiguous().view(-1)
+
+
+def _pkey(p: torch.Tensor | None) -> tuple | None:
+    return None if p is None else (p.shape, p.dtype)
+
+
+# key -> (stat shape, stat dtype, grid or None (no rows), M, N, constexprs)
+_LN_FWD_PLANS: dict[tuple, tuple] = {}
+
+
+def _ln_fwd_plan(
+    key: tuple, input: torch.Tensor, normalized_shape: Sequence[int], weight: Any, bias: Any
+) -> tuple:
+    axis, M, N = _ln_split(input, normalized_shape)
+    compute, _ = compute_types(input.dtype)
+    _check_param(weight, N, "weight")
+    _check_param(bias, N, "bias")
+    stat_shape = tuple(input.shape[:axis]) + (1,) * (input.dim() - axis)
+    sdt = stat_dtype(input, (weight, bias))
+    if M == 0:
+        return remember(_LN_FWD_PLANS, key, (stat_shape, sdt, None, M, N, {}))
+    if N == 0:
+        raise NotImplementedError("layer norm over zero elements")
+    single, block_m, block_n = _ln_blocks(M, N)
+    consts = dict(
+        HAS_W=weight is not None, HAS_B=bias is not None, SINGLE=single, COMPUTE=compute,
+        BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps_for(block_m * block_n),
+    )  # fmt: skip
+    return remember(_LN_FWD_PLANS, key, (stat_shape, sdt, (cdiv(M, block_m),), M, N, consts))
 
 
 def layer_norm(
@@ -343,42 +400,64 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """aten::native_layer_norm: (out, mean, rstd)."""
-    axis, M, N = _ln_split(input, normalized_shape)
-    compute, _ = compute_types(input.dtype)
-    w = _flat_param(weight, N, "weight")
-    b = _flat_param(bias, N, "bias")
-    x = input.contiguous()
-    y = torch.empty(input.shape, dtype=input.dtype, device=input.device)
-    stat_shape = list(input.shape[:axis]) + [1] * (input.dim() - axis)
-    sdt = stat_dtype(input, (weight, bias))
-    mean = torch.empty(stat_shape, dtype=sdt, device=input.device)
-    rstd = torch.empty(stat_shape, dtype=sdt, device=input.device)
-    if M == 0:
+    dev = input.device
+    key = (input.shape, input.dtype, dev, tuple(normalized_shape), _pkey(weight), _pkey(bias))
+    plan = _LN_FWD_PLANS.get(key)
+    if plan is None:
+        plan = _ln_fwd_plan(key, input, normalized_shape, weight, bias)
+    stat_shape, sdt, grid, M, N, consts = plan
+    y = torch.empty(input.shape, dtype=input.dtype, device=dev)
+    mean = torch.empty(stat_shape, dtype=sdt, device=dev)
+    rstd = torch.empty(stat_shape, dtype=sdt, device=dev)
+    if grid is None:
         return y, mean, rstd
-    if N == 0:
-        raise NotImplementedError("layer norm over zero elements")
-    single, block_m, block_n = _ln_blocks(M, N)
-    _ln_fwd(
-        (cdiv(M, block_m),),
-        (x, w if w is not None else x, b if b is not None else x, y, mean, rstd,
-         M, N, float(eps)),
-        HAS_W=w is not None, HAS_B=b is not None, SINGLE=single, COMPUTE=compute,
-        BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps_for(block_m * block_n),
-    )  # fmt: skip
+    x = input.contiguous()
+    w = weight.contiguous() if weight is not None else x
+    b = bias.contiguous() if bias is not None else x
+    _ln_fwd(grid, (x, w, b, y, mean, rstd, M, N, float(eps)), **consts)
     return y, mean, rstd
 
 
-def _colsum_into(parts: Sequence[tuple[torch.Tensor, torch.Tensor]], compute: Any) -> None:
-    """Column sums of one or two ``[R, C]`` partial buffers into their ``[C]``
-    destinations, in one launch."""
-    (src, dst), *rest = parts
-    src2, dst2 = rest[0] if rest else (src, dst)
-    R, C = src.shape
-    _colsum(
-        (cdiv(C, COLSUM_BLOCK_C),),
-        (src, dst, src2, dst2, R, C),
-        TWO=bool(rest), COMPUTE=compute, BLOCK_R=COLSUM_BLOCK_R, BLOCK_C=COLSUM_BLOCK_C,
+# key -> (want_dx, want_dw, want_db, run: False where no launch, bwd grid, bwd ints,
+# bwd constexprs, partial rows, colsum grid, colsum constexprs, buffer dtype)
+_LN_BWD_PLANS: dict[tuple, tuple] = {}
+
+
+def _ln_bwd_plan(
+    key: tuple,
+    input: torch.Tensor,
+    normalized_shape: Sequence[int],
+    weight: Any,
+    bias: Any,
+    output_mask: Sequence[bool],
+) -> tuple:
+    axis, M, N = _ln_split(input, normalized_shape)
+    compute, buf_dtype = compute_types(input.dtype)
+    want_dx, want_dw, want_db = (bool(m) for m in output_mask)
+    if (want_dw and weight is None) or (want_db and bias is None):
+        raise RuntimeError("tensor does not have a device")  # eager's message
+    _check_param(weight, N, "weight")
+    run = (want_dx or want_dw or want_db) and M != 0 and N != 0
+    if not run:
+        plan: tuple = (want_dx, want_dw, want_db, False, None, (), {}, 0, None, {}, buf_dtype)
+        return remember(_LN_BWD_PLANS, key, plan)
+    single, block_m, block_n = _ln_blocks(M, N)
+    n_tiles = cdiv(M, block_m)
+    n_programs = min(n_tiles, LN_BWD_PROGRAMS)
+    consts = dict(
+        HAS_W=weight is not None, DX=want_dx, DW=want_dw, DB=want_db, SINGLE=single,
+        COMPUTE=compute, BLOCK_M=block_m, BLOCK_N=block_n,
+        num_warps=warps_for(block_m * block_n),
     )  # fmt: skip
+    ints = (M, N, n_tiles, n_programs, n_programs if want_dw else 0)
+    colsum = dict(
+        TWO=want_dw and want_db, COMPUTE=compute, BLOCK_R=COLSUM_BLOCK_R, BLOCK_C=COLSUM_BLOCK_C
+    )
+    plan = (
+        want_dx, want_dw, want_db, True, (n_programs,), ints, consts,
+        n_programs * (want_dw + want_db), (cdiv(N, COLSUM_BLOCK_C),), colsum, buf_dtype,
+    )  # fmt: skip
+    return remember(_LN_BWD_PLANS, key, plan)
 
 
 def layer_norm_backward(
@@ -392,44 +471,38 @@ def layer_norm_backward(
     output_mask: Sequence[bool],
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """aten::native_layer_norm_backward: (grad_input, grad_weight, grad_bias), None where
-    ``output_mask`` is False."""
-    axis, M, N = _ln_split(input, normalized_shape)
-    compute, buf_dtype = compute_types(input.dtype)
-    want_dx, want_dw, want_db = (bool(m) for m in output_mask)
-    if (want_dw and weight is None) or (want_db and bias is None):
-        raise RuntimeError("tensor does not have a device")  # eager's message
-    w = _flat_param(weight, N, "weight")
+    ``output_mask`` is False.
+
+    Two launches (the row kernel and one column sum of both gradients' partials, none
+    when only grad_input is asked) and one scratch buffer holding both partials."""
     dev = input.device
+    key = (
+        input.shape, input.dtype, dev, tuple(normalized_shape), _pkey(weight), _pkey(bias),
+        tuple(output_mask),
+    )  # fmt: skip
+    plan = _LN_BWD_PLANS.get(key)
+    if plan is None:
+        plan = _ln_bwd_plan(key, input, normalized_shape, weight, bias, output_mask)
+    want_dx, want_dw, want_db, run, grid, ints, consts, part_rows, cgrid, cconsts, bdt = plan
     dx = torch.empty(input.shape, dtype=input.dtype, device=dev) if want_dx else None
+    if not run:
+        if not (want_dx or want_dw or want_db):
+            return None, None, None
+        # no rows or no columns: zero parameter gradients
+        dw = torch.zeros(weight.shape, dtype=weight.dtype, device=dev) if want_dw else None
+        db = torch.zeros(bias.shape, dtype=bias.dtype, device=dev) if want_db else None
+        return dx, dw, db
     dw = torch.empty(weight.shape, dtype=weight.dtype, device=dev) if want_dw else None
     db = torch.empty(bias.shape, dtype=bias.dtype, device=dev) if want_db else None
-    if not (want_dx or want_dw or want_db):
-        return None, None, None
-    if M == 0 or N == 0:
-        if dw is not None:
-            dw = torch.zeros(weight.shape, dtype=weight.dtype, device=dev)
-        if db is not None:
-            db = torch.zeros(bias.shape, dtype=bias.dtype, device=dev)
-        return dx, dw, db
     x = input.contiguous()
-    dy = grad_out.contiguous()
-    mean_f = mean.contiguous().view(-1)
-    rstd_f = rstd.contiguous().view(-1)
-    single, block_m, block_n = _ln_blocks(M, N)
-    n_tiles = cdiv(M, block_m)
-    n_programs = min(n_tiles, LN_BWD_PROGRAMS)
-    alloc = torch.empty if single else torch.zeros
-    dw_part = alloc((n_programs, N), dtype=buf_dtype, device=dev) if want_dw else x
-    db_part = alloc((n_programs, N), dtype=buf_dtype, device=dev) if want_db else x
+    part = torch.empty((part_rows, ints[1]), dtype=bdt, device=dev) if part_rows else x
     _ln_bwd(
-        (n_programs,),
-        (dy, x, w if w is not None else x, mean_f, rstd_f, dx if dx is not None else x,
-         dw_part, db_part, M, N, n_tiles, n_programs),
-        HAS_W=w is not None, DX=want_dx, DW=want_dw, DB=want_db, SINGLE=single,
-        COMPUTE=compute, BLOCK_M=block_m, BLOCK_N=block_n,
-        num_warps=warps_for(block_m * block_n),
+        grid,
+        (grad_out.contiguous(), x, weight.contiguous() if weight is not None else x,
+         mean.contiguous(), rstd.contiguous(), dx if dx is not None else x, part, *ints),
+        **consts,
     )  # fmt: skip
-    parts = [(p, g.view(-1)) for p, g in ((dw_part, dw), (db_part, db)) if g is not None]
-    if parts:
-        _colsum_into(parts, compute)
+    if part_rows:
+        dst = dw if dw is not None else db
+        _colsum(cgrid, (part, dst, db if db is not None else dst, ints[3], ints[1]), **cconsts)
     return dx, dw, db
