@@ -25,6 +25,11 @@ INDICES = {
     "0d": torch.tensor(4),
     "empty": torch.empty(0, 2, dtype=torch.long),
     "transposed": torch.arange(12).reshape(3, 4).t() % V,
+    # read in place: merges to one dim of stride 3 (a traced [16, 512] slice of stride
+    # (2048, 4) does the same)
+    "sliced": torch.arange(48).reshape(4, 12)[:, ::3] % V,
+    # three dims that do not merge: copied contiguous first
+    "permuted_3d": torch.arange(60).reshape(3, 4, 5).permute(2, 0, 1) % V,
 }
 
 
@@ -83,3 +88,24 @@ def test_embedding_dense_backward_many_duplicates_and_out_of_range() -> None:
         emb.embedding_dense_backward(g, idx, V, -1, False), aten.embedding_dense_backward,
         g, idx, V, -1, False,
     )  # fmt: skip
+
+
+def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
+    """The second call of a layout takes the cached plan: same values, a new tensor,
+    and eager's IndexError still raised for out-of-range indices."""
+    w = _weight(torch.float16)
+    idx = INDICES["sliced"]
+    first, second = emb.embedding(w, idx), emb.embedding(w, idx)
+    assert second is not first and torch.equal(first, second)
+    assert_matches(second, aten.embedding, w, idx)
+    bad = idx.clone()
+    bad[0, 0] = V
+    with pytest.raises(IndexError, match="index out of range in self"):
+        emb.embedding(w, bad)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        emb.embedding(w, bad)
+    g = torch.randn(*idx.shape, D).half()
+    a = emb.embedding_dense_backward(g, idx, V, -1, True)
+    b = emb.embedding_dense_backward(g, idx, V, -1, True)
+    assert a is not b and torch.equal(a, b)
+    assert_matches(b, aten.embedding_dense_backward, g, idx, V, -1, True)

@@ -175,3 +175,63 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+
+
+def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
+    """The second call with the same layout and arguments takes the cached plan: same
+    values, a new tensor; arguments that failed the checks fail them again."""
+    x = torch.randn(6, 40).half()
+    for fn, ref, args in (
+        (red.sum_dim, aten.sum.dim_IntList, ([1], True)),
+        (red.sum_default, aten.sum.default, ()),
+        (red.mean_dim, aten.mean.dim, ([0],)),
+        (red.mean_default, aten.mean.default, ()),
+        (red.amax, aten.amax.default, ([1],)),
+    ):
+        first, second = fn(x, *args), fn(x, *args)
+        assert second is not first and torch.equal(first, second)
+        assert_matches(second, ref, x, *args)
+    e = torch.empty(0, 3)
+    assert red.sum_dim(e, [0]).shape == red.sum_dim(e, [0]).shape == (3,)
+    for _ in range(2):
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            red.sum_dim(x, [2])
+
+
+#: The traced shapes whose plan on the GPU is one launch (the second stage's launch and
+#: partial buffer are the host cost): (shape, dims, launches on the GPU).
+GPU_PLANS = [
+    ((1, 88, 20, 20), None, 1),  # 35,200 elements: 9 chunks, one program
+    ((1, 88, 40, 40), None, 2),  # 140,800: 35 chunks, split
+    ((256, 1024), [0], 1),  # wide column tile: 8 chunks
+    ((1024, 1024), [0], 1),  # narrow column tile: 32 programs of 8 chunks
+    ((2048, 768), [0], 1),  # narrow column tile: 24 programs of 16 chunks
+    ((16, 128, 128), [0, 1], 1),  # narrow column tile: 4 programs of 16 chunks
+    ((6, 2, 351, 352), None, 2),
+]
+
+
+@pytest.mark.parametrize(("shape", "dims", "launches"), GPU_PLANS, ids=str)
+def test_gpu_plans_launch_once_where_one_program_a_row_suffices(
+    shape: tuple[int, ...], dims: list[int] | None, launches: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The GPU's tiles and split thresholds (run here under the interpreter): the
+    launches each plan makes, and its result against eager."""
+    monkeypatch.setattr(red, "_INTERPRETING", False)
+    monkeypatch.setattr(red, "TARGET_PROGRAMS", 2112)
+    monkeypatch.setattr(red, "MIN_CHUNKS_PER_SPLIT", 2)
+    monkeypatch.setattr(red, "MIN_SPLITS", 4)
+    monkeypatch.setattr(red, "SINGLE_CHUNKS", 16)
+    monkeypatch.setattr(red, "_PLANS", {})
+    calls: list[int] = []
+    launch = red._reduce
+    monkeypatch.setattr(red, "_reduce", lambda g, a, **c: (calls.append(1), launch(g, a, **c)))
+    x = torch.randn(shape).half()
+    if dims is None:
+        got = red.sum_default(x)
+        assert_matches(got, aten.sum.default, x)
+    else:
+        got = red.sum_dim(x, dims, True)
+        assert_matches(got, aten.sum.dim_IntList, x, dims, True)
+    assert len(calls) == launches

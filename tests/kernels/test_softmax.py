@@ -154,3 +154,24 @@ def test_out_variants() -> None:
     out = torch.empty(0)
     assert sm.log_softmax_backward_data_out(grad, ly, 1, x.dtype, out=out) is out
     _same(out, aten._log_softmax_backward_data(grad, ly, 1, x.dtype))
+
+
+def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
+    """The second call with the same layouts and arguments takes the cached launch: same
+    values and strides, a new tensor; arguments that failed the checks fail them again."""
+    x = torch.randn(6, 4, 10).half().permute(0, 2, 1)
+    y = aten._softmax(x, 1, False)
+    grad = torch.randn(y.shape).half()
+    for fn, ref, args in (
+        (sm.softmax, aten._softmax, (x, 1, False)),
+        (sm.log_softmax, aten._log_softmax, (x, -1, False)),
+        (sm.softmax_backward_data, aten._softmax_backward_data, (grad, y, 1, x.dtype)),
+        (sm.log_softmax_backward_data, aten._log_softmax_backward_data, (grad, y, 0, x.dtype)),
+    ):
+        first, second = fn(*args), fn(*args)
+        assert second is not first and torch.equal(first, second)
+        assert second.stride() == first.stride()
+        assert_matches(second, ref, *args)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="conversion is supported for Half type only"):
+            sm.softmax(x.float(), 1, True)

@@ -76,12 +76,22 @@ TARGET_PROGRAMS = 4 if _INTERPRETING else 2112
 #: 10.1 unsplit (eager 11.9). H100 timings varied up to 1.7x between machines: re-measure.
 MIN_CHUNKS_PER_SPLIT = 1 if _INTERPRETING else 2
 MIN_SPLITS = 2 if _INTERPRETING else 4
+#: A row of at most this many column chunks is reduced in one launch even when the rows
+#: alone do not fill the GPU: the second stage's launch and partial buffer cost more host
+#: time than the serial chunks cost device time. H100, host-inclusive back-to-back
+#: (benchmarks/results/host-profile-h100-before.json): whole-tensor sum of 8,800 f16
+#: elements in one launch 23.4 us, of 35,200 in two 62.4 us (eager 15.8).
+SINGLE_CHUNKS = 1 if _INTERPRETING else 16
 #: Row-shaped tiles (reduced side contiguous), by the reduced length: (limit, BM, BN).
 #: Every tile holds 4,096 elements (32 per thread at 4 warps).
 ROW_TILES = ((16, 256, 16), (128, 32, 128), (512, 8, 512), (1024, 4, 1024), (2048, 2, 2048),
              (None, 1, 4096))  # fmt: skip
 #: Column-shaped tile (kept side contiguous): 128 contiguous rows x 32 reduced columns.
 COL_TILE = (128, 32)
+#: The narrow column tile (32 contiguous rows x 128 reduced columns) when it keeps a
+#: split-free launch that the wide one would split: a sum over dim 0 of 2048x768 f16
+#: is 24 programs of 16 chunks instead of 6 programs split 32 ways plus a second launch.
+NARROW_COL_TILE = (32, 128)
 #: Tile elements under the interpreter: big tiles, few programs (it runs them one by one).
 _INTERP_TILE = 16384
 
@@ -292,6 +302,14 @@ def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int]:
         bm = min(_next_pow2(max(M, 1)), max(1, _INTERP_TILE // bn))
         return bm, bn
     if m_args[0] in (0, 3) and n_args[0] not in (0, 3):
+        bm, bn = COL_TILE
+        nbm, nbn = NARROW_COL_TILE
+        if (
+            cdiv(M, bm) < TARGET_PROGRAMS
+            and cdiv(N, bn) > SINGLE_CHUNKS
+            and cdiv(N, nbn) <= SINGLE_CHUNKS
+        ):
+            return NARROW_COL_TILE
         return COL_TILE
     for limit, bm, bn in ROW_TILES:
         if limit is None or N <= limit:
@@ -316,7 +334,7 @@ def _stages(
     programs = cdiv(M, bm)
     chunks = cdiv(N, bn)
     splits = 1
-    if programs < TARGET_PROGRAMS and chunks >= 2 * MIN_CHUNKS_PER_SPLIT:
+    if programs < TARGET_PROGRAMS and chunks > SINGLE_CHUNKS and chunks >= 2 * MIN_CHUNKS_PER_SPLIT:
         splits = min(cdiv(TARGET_PROGRAMS, programs), chunks // MIN_CHUNKS_PER_SPLIT)
     if splits < MIN_SPLITS:
         splits = 1
@@ -337,19 +355,16 @@ def _stages(
     return [first, *rest]
 
 
-def _run_stages(x, out, stages, op, mean, denom, cast, acc, init) -> None:
-    """Launch :func:`_stages`' plan: ``x`` into partial buffers of the accumulate type,
-    the last into ``out``; the cast on the first load, the mean's division at the end."""
-    acc_tl = tl_dtype(acc)
-    last = len(stages) - 1
+def _launch(x: torch.Tensor, out: torch.Tensor, launches: tuple) -> None:
+    """Run :func:`_reduce_plan`'s launches: ``x`` into partial buffers of the accumulate
+    type, the last into ``out``."""
     src = x
-    for i, (grid, ints, consts) in enumerate(stages):
-        dst = out if i == last else torch.empty((ints[0], grid[1]), dtype=acc, device=x.device)
-        _reduce(
-            grid, (src, dst, *ints, init, denom),
-            OP=op, MEAN=mean and i == last, CAST=cast if i == 0 else None, ACC=acc_tl,
-            **consts,
-        )  # fmt: skip
+    for grid, tail, consts, scratch in launches:
+        if scratch is None:
+            dst = out
+        else:
+            dst = torch.empty_strided(scratch[0], scratch[1], dtype=scratch[2], device=x.device)
+        _reduce(grid, (src, dst, *tail), **consts)
         src = dst
 
 
@@ -395,40 +410,64 @@ def reduce_into(
 ) -> torch.Tensor:
     """Reduce ``x`` over ``dims`` into ``dest`` (the kept elements in row-major order,
     any shape/strides); ``cast`` converts each element first (``sum(dtype=)``)."""
-    key = (x.shape, x.stride(), x.dtype, tuple(dims), dest.dtype, op, cast)
+    _reduce_into(x, dims, dest, op, mean, cast)
+    return dest
+
+
+def _reduce_into(
+    x: torch.Tensor, dims: list[int], dest: torch.Tensor, op: int, mean: bool,
+    cast: torch.dtype | None,
+) -> Any:  # fmt: skip
+    """:func:`reduce_into`, returning the plan it launched."""
+    key = (x.shape, x.stride(), x.dtype, tuple(dims), dest.dtype, op, mean, cast)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _reduce_plan(x, dims, dest.dtype, op, cast)
-        if len(_PLANS) >= _PLAN_LIMIT:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        plan = _reduce_plan(x, dims, dest.dtype, op, mean, cast)
+        _remember(key, plan)
     if plan is _NOTHING:
-        return dest
-    permute, stages, denom, init, acc, cast_tl = plan
+        return plan
+    permute, launches = plan
     if permute is not None:
         x = x.permute(*permute).contiguous()
     target = dest
     if not dest.is_contiguous():
         target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
-    _run_stages(x, target, stages, op, mean, denom, cast_tl, acc, init)
+    _launch(x, target, launches)
     if target is not dest:
         dest.copy_(target)
-    return dest
+    return plan
 
 
-#: (input layout and dtype, dims, result dtype, op, cast) -> :func:`_reduce_plan`'s plan:
-#: the planning (merged sides, tiles, splits, index type) cost more host time than the
-#: launches, and models reduce the same layouts over and over.
+#: Two kinds of entries, both cleared together (``benchmarks/launch_profile.py`` clears
+#: it after changing the tiles):
+#:
+#: * (input layout and dtype, dims, result dtype, op, mean, cast) -> :func:`_reduce_plan`'s
+#:   plan: the planning (merged sides, tiles, splits, index type) cost more host time
+#:   than the launches, and models reduce the same layouts over and over;
+#: * (entry point, input layout and dtype, its arguments as given) -> :func:`_call`'s
+#:   ``(output shape, strides, dtype, launches)``: a repeat call of ``sum``/``mean``/
+#:   ``amax`` without ``out=`` checks nothing again (the same arguments passed the checks
+#:   before) and only allocates and launches: 6.5-13.4 -> 2.8-5.3 us of Python a call on
+#:   the 15 traced sum/mean cases (launches stubbed, CPU; ``benchmarks/host_profile.py
+#:   --python-only --ops sum,mean``).
 _PLANS: dict[tuple, Any] = {}
 _PLAN_LIMIT = 4096
 _NOTHING = object()  # no kept element: nothing to launch
 
 
+def _remember(key: tuple, value: Any) -> None:
+    if len(_PLANS) >= _PLAN_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = value
+
+
 def _reduce_plan(
-    x: torch.Tensor, dims: list[int], dest_dtype: torch.dtype, op: int, cast: torch.dtype | None
-) -> Any:
-    """``(permutation or None, stages, denominator, initial value, accumulate dtype,
-    cast type)``, or :data:`_NOTHING`."""
+    x: torch.Tensor, dims: list[int], dest_dtype: torch.dtype, op: int, mean: bool,
+    cast: torch.dtype | None,
+) -> Any:  # fmt: skip
+    """``(permutation or None, launches)``, or :data:`_NOTHING`. Each launch:
+    ``(grid, the kernel's arguments after the two pointers, every constexpr, None for the
+    last (it writes the result) else the partial buffer's (shape, strides, dtype))``."""
     nd = x.dim()
     kept = [d for d in range(nd) if d not in dims]
     M = math.prod(x.shape[d] for d in kept)
@@ -451,13 +490,55 @@ def _reduce_plan(
         stride = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
     denom = float(N) if N else math.nan
     stages = _stages(shape, stride, x.element_size(), M, N, m_args, n_args, acc)
-    return permute, stages, denom, init, acc, cast_tl
+    acc_tl = tl_dtype(acc)
+    last = len(stages) - 1
+    launches = []
+    for i, (grid, ints, consts) in enumerate(stages):
+        scratch = None if i == last else ((ints[0], grid[1]), (grid[1], 1), acc)
+        launches.append((
+            tuple(grid), (*ints, init, denom),
+            dict(OP=op, MEAN=mean and i == last, CAST=cast_tl if i == 0 else None, ACC=acc_tl,
+                 **consts),
+            scratch,
+        ))  # fmt: skip
+    return permute, tuple(launches)
+
+
+def _call(key: tuple, x: torch.Tensor) -> torch.Tensor | None:
+    """A repeat call's result (allocated and launched), or None on a first call."""
+    call = _PLANS.get(key)
+    if call is None:
+        return None
+    shape, stride, dtype, launches = call
+    out = torch.empty_strided(shape, stride, dtype=dtype, device=x.device)
+    if len(launches) == 1:
+        grid, tail, consts, _ = launches[0]
+        _reduce(grid, (x, out, *tail), **consts)
+    else:
+        _launch(x, out, launches)
+    return out
+
+
+def _first(key: tuple, x: torch.Tensor, dims: list[int], dest: torch.Tensor, op: int,
+           mean: bool, cast: torch.dtype | None) -> torch.Tensor:  # fmt: skip
+    """A first call's reduction into ``dest`` (allocated without ``out=``); remembers
+    what a repeat call needs when ``x`` reads in place and ``dest`` is contiguous."""
+    plan = _reduce_into(x, dims, dest, op, mean, cast)
+    if plan is _NOTHING:
+        _remember(key, (tuple(dest.shape), dest.stride(), dest.dtype, ()))
+    elif plan[0] is None and dest.is_contiguous():
+        _remember(key, (tuple(dest.shape), dest.stride(), dest.dtype, plan[1]))
+    return dest
+
+
+def _dims_key(dim: Any) -> Any:
+    return tuple(dim) if dim.__class__ is list else dim
 
 
 # ----------------------------------------------------------------------------- ATen ops
 
 
-def _sum(self, dim, keepdim, dtype, out) -> torch.Tensor:
+def _sum(self, dim, keepdim, dtype, out, key=None) -> torch.Tensor:
     dims = normalize_dims(self, dim)
     if dtype is None:
         if out is not None:
@@ -473,17 +554,24 @@ def _sum(self, dim, keepdim, dtype, out) -> torch.Tensor:
     acc_dtype(dtype)
     acc_dtype(self.dtype)
     dest = destination(reduced_shape(self, dims, keepdim), dtype, [self], out=out)
-    return reduce_into(self, dims, dest, SUM, cast=dtype if dtype != self.dtype else None)
+    cast = dtype if dtype != self.dtype else None
+    if key is not None:
+        return _first(key, self, dims, dest, SUM, False, cast)
+    return reduce_into(self, dims, dest, SUM, cast=cast)
 
 
 def sum_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _sum(self, None, False, dtype, None)
+    key = ("sum", self.shape, self.stride(), self.dtype, None, False, dtype)
+    got = _call(key, self)
+    return got if got is not None else _sum(self, None, False, dtype, None, key)
 
 
 def sum_dim(
     self: torch.Tensor, dim: Any, keepdim: bool = False, *, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    return _sum(self, dim, keepdim, dtype, None)
+    key = ("sum", self.shape, self.stride(), self.dtype, _dims_key(dim), keepdim, dtype)
+    got = _call(key, self)
+    return got if got is not None else _sum(self, dim, keepdim, dtype, None, key)
 
 
 def sum_dim_out(
@@ -503,7 +591,7 @@ def sum_out(
     return _sum(self, None, False, dtype, out)
 
 
-def _mean(self, dim, keepdim, dtype, out) -> torch.Tensor:
+def _mean(self, dim, keepdim, dtype, out, key=None) -> torch.Tensor:
     dims = normalize_dims(self, dim)
     if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(
@@ -525,17 +613,23 @@ def _mean(self, dim, keepdim, dtype, out) -> torch.Tensor:
     acc_dtype(self.dtype)
     dest = destination(reduced_shape(self, dims, keepdim), out_dtype, [self], out=out)
     cast = out_dtype if out_dtype != self.dtype else None
+    if key is not None:
+        return _first(key, self, dims, dest, SUM, True, cast)
     return reduce_into(self, dims, dest, SUM, mean=True, cast=cast)
 
 
 def mean_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    return _mean(self, None, False, dtype, None)
+    key = ("mean", self.shape, self.stride(), self.dtype, None, False, dtype)
+    got = _call(key, self)
+    return got if got is not None else _mean(self, None, False, dtype, None, key)
 
 
 def mean_dim(
     self: torch.Tensor, dim: Any, keepdim: bool = False, *, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    return _mean(self, dim, keepdim, dtype, None)
+    key = ("mean", self.shape, self.stride(), self.dtype, _dims_key(dim), keepdim, dtype)
+    got = _call(key, self)
+    return got if got is not None else _mean(self, dim, keepdim, dtype, None, key)
 
 
 def mean_out(
@@ -555,7 +649,7 @@ def mean_dtype_out(
     return _mean(self, None, False, dtype, out)
 
 
-def _amax(self, dim, keepdim, out) -> torch.Tensor:
+def _amax(self, dim, keepdim, out, key=None) -> torch.Tensor:
     dims = normalize_dims(self, dim)
     if self.numel() == 0:
         if dim is None or (not isinstance(dim, int) and len(dim) == 0):
@@ -573,11 +667,15 @@ def _amax(self, dim, keepdim, out) -> torch.Tensor:
         )
     acc_dtype(self.dtype)
     dest = destination(reduced_shape(self, dims, keepdim), self.dtype, [self], out=out)
+    if key is not None:
+        return _first(key, self, dims, dest, MAX, False, None)
     return reduce_into(self, dims, dest, MAX)
 
 
 def amax(self: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
-    return _amax(self, dim, keepdim, None)
+    key = ("amax", self.shape, self.stride(), self.dtype, _dims_key(dim), keepdim)
+    got = _call(key, self)
+    return got if got is not None else _amax(self, dim, keepdim, None, key)
 
 
 def amax_out(
