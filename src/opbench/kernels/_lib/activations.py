@@ -21,6 +21,7 @@ from opbench.kernels._lib.pointwise import (
     check_number,
     elementwise,
     require_float,
+    result_type,
     unary,
 )
 
@@ -380,7 +381,7 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
         check_number(v)
     if is_result and alpha < 0:
         raise RuntimeError(_INPLACE_BACKWARD.format(op="elu", name="elu"))
-    dtype = torch.result_type(grad_output, self_or_result)
+    dtype = result_type(grad_output, self_or_result)
     if not dtype.is_floating_point:
         raise NotImplementedError("elu_backward on integer tensors")
     fn = _elu_backward_result if is_result else _elu_backward

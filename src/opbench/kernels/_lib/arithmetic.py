@@ -18,6 +18,7 @@ from opbench.kernels._lib.pointwise import (
     check_number,
     dtype_name,
     elementwise,
+    result_type,
     unary,
 )
 
@@ -94,10 +95,11 @@ def _where(a, b, c, p0, p1):
 def _arith(
     fn: Any, self: Any, other: Any, alpha: Any, out: Any, inplace: Any, op: str
 ) -> torch.Tensor:
-    check_number(other)
-    check_number(alpha)
-    dtype = torch.result_type(self, other)
-    if dtype == torch.bool and op in ("sub", "rsub"):
+    if isinstance(other, complex) or isinstance(alpha, complex):
+        check_number(other)
+        check_number(alpha)
+    dtype = result_type(self, other)
+    if dtype is torch.bool and op in ("sub", "rsub"):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead."
@@ -151,7 +153,7 @@ def mul_out(self: Any, other: Any, *, out: torch.Tensor) -> torch.Tensor:
 
 def _div(self: Any, other: Any, rounding_mode: str | None, out: Any, inplace: Any) -> torch.Tensor:
     check_number(other)
-    dtype = torch.result_type(self, other)
+    dtype = result_type(self, other)
     if rounding_mode is None:
         if not dtype.is_floating_point:
             dtype = torch.get_default_dtype()  # true division of integers
@@ -204,12 +206,15 @@ def where_out(condition: torch.Tensor, self: Any, other: Any, *, out: torch.Tens
 
 
 def _where_into(condition: torch.Tensor, self: Any, other: Any, out: Any) -> torch.Tensor:
-    if condition.dtype not in (torch.bool, torch.uint8):
+    if condition.dtype not in _CONDITION_DTYPES:
         raise RuntimeError(
             "where expected condition to be a boolean tensor, but got a tensor with dtype "
             f"{dtype_name(condition.dtype)}"
         )
     check_number(self)
     check_number(other)
-    dtype = torch.result_type(self, other)
+    dtype = result_type(self, other)
     return elementwise(_where, [condition, self, other], dtype, out=out)
+
+
+_CONDITION_DTYPES = frozenset((torch.bool, torch.uint8))
