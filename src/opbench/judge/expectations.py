@@ -179,6 +179,9 @@ class Expected:
     storages: dict[int, str] = field(default_factory=dict)
     #: the trivial answers that pass, once computed (planning and the judgement share it)
     trivial: list[str] | None = None
+    #: where the harness ran eager and the reference: on a GPU run the comparisons run
+    #: there too (:func:`opbench.judge.evaluate.compare_kwargs`)
+    device: str = "cpu"
 
 
 #: What the harness computed for each seed of a plan, kept for the judgement.
@@ -287,6 +290,7 @@ def expect(case: Case, overload: torch._ops.OpOverload, device: str, seed: int) 
         digests,
         elements,
         storages,
+        device=str(device),
     )
 
 
