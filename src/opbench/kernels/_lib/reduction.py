@@ -77,11 +77,14 @@ TARGET_PROGRAMS = 4 if _INTERPRETING else 2112
 MIN_CHUNKS_PER_SPLIT = 1 if _INTERPRETING else 2
 MIN_SPLITS = 2 if _INTERPRETING else 4
 #: A row of at most this many column chunks is reduced in one launch even when the rows
-#: alone do not fill the GPU: the second stage's launch and partial buffer cost more host
-#: time than the serial chunks cost device time. H100, host-inclusive back-to-back
-#: (benchmarks/results/host-profile-h100-before.json): whole-tensor sum of 8,800 f16
-#: elements in one launch 23.4 us, of 35,200 in two 62.4 us (eager 15.8).
-SINGLE_CHUNKS = 1 if _INTERPRETING else 16
+#: alone do not fill the GPU (1: off, the two-stage plan). 16 was tried: the second
+#: stage's launch and partial buffer cost host time (whole-tensor sum of 35,200 f16
+#: elements in two launches 62.4 us host-inclusive, eager 15.8), but on the H100 the
+#: serial chunks cost more device time than that saved: over the traced cases
+#: (``opbench run --suite traces --ops sum,... --limit-per-op 4``, 2026-11-25)
+#: sum.dim_IntList went 0.92 -> 0.455x eager in device time (host 0.40 -> 0.82) and
+#: sum.default 0.815 -> 0.743. Off until a plan wins both.
+SINGLE_CHUNKS = 1
 #: Row-shaped tiles (reduced side contiguous), by the reduced length: (limit, BM, BN).
 #: Every tile holds 4,096 elements (32 per thread at 4 warps).
 ROW_TILES = ((16, 256, 16), (128, 32, 128), (512, 8, 512), (1024, 4, 1024), (2048, 2, 2048),
@@ -305,7 +308,8 @@ def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int]:
         bm, bn = COL_TILE
         nbm, nbn = NARROW_COL_TILE
         if (
-            cdiv(M, bm) < TARGET_PROGRAMS
+            SINGLE_CHUNKS > 1  # the narrow tile serves the one-launch option only
+            and cdiv(M, bm) < TARGET_PROGRAMS
             and cdiv(N, bn) > SINGLE_CHUNKS
             and cdiv(N, nbn) <= SINGLE_CHUNKS
         ):
