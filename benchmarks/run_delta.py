@@ -6,7 +6,13 @@ over eager, and host-inclusive on the cases whose eager device time is 20 µs or
 settings; this is the lighter tool for a run cut short by a device call's time limit,
 where only the tests both runs reached can be compared.
 
-Usage: python benchmarks/run_delta.py OLD_RUN NEW_RUN --out benchmarks/results/NAME
+NEW_RUN may be given several times (runs of disjoint tests, such as two device calls'
+worth of one suite, merged). OLD_RUN may also be a committed ``summary.json``-style file
+(``benchmarks/results/triton-<gpu>.json``) whose run directory is gone: then only its
+per-op geomeans are known, and the comparison is per op, on the new runs' tests (the
+same selection rule, ``--limit-per-op`` most used cases, picks the same tests).
+
+Usage: python benchmarks/run_delta.py OLD_RUN NEW_RUN [NEW_RUN ...] --out benchmarks/results/NAME
        [--label-old TEXT] [--label-new TEXT]   (writes NAME.json and NAME.md)
 """
 
@@ -24,12 +30,60 @@ from typing import Any
 LONG_CASE_MS = 0.020
 
 
-def _rows(run: Path) -> dict[str, dict[str, Any]]:
-    con = sqlite3.connect(run / "results.sqlite")
+def _rows(*runs: Path) -> dict[str, dict[str, Any]]:
     cols = ["test_id", "op", "status", "speedup", "speedup_host", "ref_device_ms"]
-    rows = {r[0]: dict(zip(cols, r)) for r in con.execute(f"select {', '.join(cols)} from results")}
-    con.close()
+    rows: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        con = sqlite3.connect(run / "results.sqlite")
+        query = f"select {', '.join(cols)} from results"
+        rows.update({r[0]: dict(zip(cols, r)) for r in con.execute(query)})
+        con.close()
     return rows
+
+
+def delta_from_summary(summary: Path, *new: Path) -> dict[str, Any]:
+    """Per op: the summary's geomeans (``per_op`` of a triton_backend.py result, else
+    ``ops``) against the new runs' geomeans over their passed tests of that op."""
+    old = json.loads(summary.read_text())
+    old_ops = old.get("per_op") or old.get("ops") or {}
+    b = _rows(*new)
+    by_op: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in b.values():
+        if r["status"] == "passed" and r["speedup"]:
+            by_op[r["op"]].append(r)
+    long = [r for rs in by_op.values() for r in rs if (r["ref_device_ms"] or 0) >= LONG_CASE_MS]
+    per_op = {}
+    for op, rs in sorted(by_op.items()):
+        o = old_ops.get(op) or old_ops.get(f"aten.{op}") or {}
+        per_op[op] = {
+            "tests": len(rs),
+            "old": {"device": o.get("speedup"), "host": o.get("speedup_host")},
+            "new": {
+                "device": _gm([r["speedup"] for r in rs]),
+                "host": _gm([r["speedup_host"] for r in rs]),
+            },
+        }
+    ops = [op for op, v in per_op.items() if v["old"]["device"]]
+    return {
+        "old_tests": None,
+        "new_tests": len(b),
+        "new_not_passed": sorted(t for t, r in b.items() if r["status"] != "passed"),
+        "common_tests": None,
+        "common_ops": len(ops),
+        "overall": {
+            side: {
+                k: _gm([per_op[op][side][k] for op in ops if per_op[op][side][k]])
+                for k in ("device", "host")
+            }
+            for side in ("old", "new")
+        },
+        "long_cases_host": {
+            "tests": len(long),
+            "old": None,
+            "new": _gm([r["speedup_host"] for r in long]),
+        },
+        "per_op": per_op,
+    }
 
 
 def _gm(values: list[float]) -> float | None:
@@ -37,8 +91,8 @@ def _gm(values: list[float]) -> float | None:
     return round(math.exp(sum(map(math.log, values)) / len(values)), 3) if values else None
 
 
-def delta(old: Path, new: Path) -> dict[str, Any]:
-    a, b = _rows(old), _rows(new)
+def delta(old: Path, *new: Path) -> dict[str, Any]:
+    a, b = _rows(old), _rows(*new)
     both = [t for t in b if t in a and a[t]["speedup"] and b[t]["speedup"]]
     long = [t for t in both if (a[t]["ref_device_ms"] or 0) >= LONG_CASE_MS]
 
@@ -72,9 +126,14 @@ def delta(old: Path, new: Path) -> dict[str, Any]:
 def render(d: dict[str, Any], old_label: str, new_label: str) -> list[str]:
     o, n = d["overall"]["old"], d["overall"]["new"]
     lc = d["long_cases_host"]
-    lines = [
+    reach = (
         f"Tests both runs reached: {d['common_tests']} (old run {d['old_tests']} tests, "
-        f"new run {d['new_tests']}; not passed in the new run: {len(d['new_not_passed'])}).",
+        if d["common_tests"] is not None
+        else f"Old: per-op geomeans of a summary, geomeans over the {d['common_ops']} ops "
+        "both have (per op, not per test) ("
+    )
+    lines = [
+        f"{reach}new run {d['new_tests']}; not passed in the new run: {len(d['new_not_passed'])}).",
         "",
         f"- old: {old_label}",
         f"- new: {new_label}",
@@ -99,13 +158,16 @@ def render(d: dict[str, Any], old_label: str, new_label: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("old", type=Path)
-    ap.add_argument("new", type=Path)
+    ap.add_argument("new", type=Path, nargs="+")
     ap.add_argument("--out", type=Path, required=True, help="path without suffix")
     ap.add_argument("--label-old", default="old run")
     ap.add_argument("--label-new", default="new run")
     ap.add_argument("--title", default="Before and after, same tests")
     opt = ap.parse_args()
-    d = delta(opt.old, opt.new)
+    if opt.old.is_file():
+        d = delta_from_summary(opt.old, *opt.new)
+    else:
+        d = delta(opt.old, *opt.new)
     d["labels"] = {"old": opt.label_old, "new": opt.label_new}
     opt.out.with_suffix(".json").write_text(json.dumps(d, indent=1))
     md = [f"# {opt.title}", "", *render(d, opt.label_old, opt.label_new)]
