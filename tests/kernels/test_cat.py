@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from kernel_checks import DEVICE
 
 from opbench.kernels._lib import copy as kcopy
 
 
 def _rand(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(shape, generator=g) * 10).to(dtype)
+    return (torch.randn(shape, generator=g) * 10).to(DEVICE, dtype)
 
 
 def _check(parts: list[torch.Tensor], dim: int) -> None:
@@ -54,14 +55,14 @@ def test_channels_last_inputs_keep_the_layout() -> None:
 
 def test_empty_and_legacy_empty_inputs() -> None:
     a = _rand((2, 3), torch.float32, 1)
-    _check([a, torch.empty(2, 0), a], 1)
-    _check([torch.empty(0), a, a], 0)
+    _check([a, torch.empty(2, 0, device=DEVICE), a], 1)
+    _check([torch.empty(0, device=DEVICE), a, a], 0)
 
 
 def test_mixed_dtypes_promote() -> None:
     a = _rand((2, 3), torch.float16, 1)
-    b = torch.arange(6, dtype=torch.int64).view(2, 3)
-    c = torch.tensor([[True, False, True]])
+    b = torch.arange(6, dtype=torch.int64, device=DEVICE).view(2, 3)
+    c = torch.tensor([[True, False, True]], device=DEVICE)
     _check([a, b, c.to(torch.float32)], 0)
     _check([b, c], 0)
 
@@ -74,7 +75,7 @@ def test_dtypes(dtype: torch.dtype) -> None:
 
 def test_out_variant_and_repeated_calls_use_the_cached_plan() -> None:
     parts = [_rand((2, 3), torch.float32, i) for i in range(3)]
-    out = torch.empty(2, 9)
+    out = torch.empty(2, 9, device=DEVICE)
     got = kcopy.cat_out(parts, 1, out=out)
     assert got is out and torch.equal(out, torch.cat(parts, 1))
     again = [p + 1 for p in parts]  # same layouts, new data: the cached plan, new pointers

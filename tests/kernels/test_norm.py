@@ -17,7 +17,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import batch_norm as bn  # noqa: E402
 from opbench.kernels._lib import norm  # noqa: E402
@@ -29,7 +29,7 @@ MASKS = [list(m) for m in itertools.product([True, False], repeat=3)]
 
 def _rand(*shape: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*shape, generator=g) * 2 + 0.5).to(dtype)
+    return (torch.randn(*shape, generator=g) * 2 + 0.5).to(DEVICE, dtype)
 
 
 def _meta(t: torch.Tensor | None) -> tuple | None:
@@ -63,9 +63,10 @@ def test_layer_norm_metadata() -> None:
     x = _rand(2, 3, 4, 5, dtype=torch.float16)
     _, mean, rstd = norm.layer_norm(x, [4, 5], None, None, 1e-5)
     assert mean.shape == rstd.shape == (2, 3, 1, 1)  # FlagGems: [6]
-    assert mean.dtype == rstd.dtype == torch.float16  # eager on the CPU (CUDA: float32)
+    # eager on the CPU keeps f16 statistics, on CUDA float32
+    assert mean.dtype == rstd.dtype == (torch.float16 if DEVICE == "cpu" else torch.float32)
     # the CPU's mixed-type path: f16 input with a float32 weight keeps float32 statistics
-    _, mean, _ = norm.layer_norm(x, [4, 5], torch.ones(4, 5), None, 1e-5)
+    _, mean, _ = norm.layer_norm(x, [4, 5], torch.ones(4, 5, device=DEVICE), None, 1e-5)
     assert mean.dtype == torch.float32
 
 
@@ -73,7 +74,7 @@ def test_layer_norm_strided_empty_and_degenerate_eps() -> None:
     x = _rand(7, 3, 5, dtype=torch.float32).permute(1, 0, 2)
     assert_matches(norm.layer_norm(x, [5], None, None, 1e-5), aten.native_layer_norm, x, [5],
                    None, None, 1e-5)  # fmt: skip
-    e = torch.empty(0, 4)
+    e = torch.empty(0, 4, device=DEVICE)
     assert_matches(norm.layer_norm(e, [4], None, None, 1e-5), aten.native_layer_norm, e, [4],
                    None, None, 1e-5)  # fmt: skip
     # a negative eps (OpInfo uses -0.5) gives NaN where var + eps < 0, as eager
@@ -122,8 +123,11 @@ def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype)
 
 
 def test_layer_norm_backward_empty_rows() -> None:
-    args = (torch.randn(0, 4), torch.randn(0, 4), [4], torch.randn(0, 1), torch.randn(0, 1),
-            torch.ones(4), torch.ones(4), [True, True, True])  # fmt: skip
+    def r(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape).to(DEVICE)
+
+    ones = torch.ones(4, device=DEVICE)
+    args = (r(0, 4), r(0, 4), [4], r(0, 1), r(0, 1), ones, ones.clone(), [True, True, True])
     assert_matches(norm.layer_norm_backward(*args), aten.native_layer_norm_backward, *args)
 
 
@@ -153,7 +157,7 @@ def _bn_params(C: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
         _rand(C, dtype=dtype, seed=1),
         _rand(C, dtype=dtype, seed=2),
         _rand(C, dtype=dtype, seed=3),
-        torch.rand(C, generator=torch.Generator().manual_seed(4)).to(dtype) + 0.5,
+        torch.rand(C, generator=torch.Generator().manual_seed(4)).to(DEVICE, dtype) + 0.5,
     )
 
 
@@ -193,30 +197,41 @@ def test_batch_norm_metadata() -> None:
     x = _rand(4, 3, 2, 2, dtype=torch.float16)
     _, sm, si = bn.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
     assert (sm.shape, sm.dtype, si.shape, si.dtype) == ((3,), torch.float16, (3,), torch.float16)
-    # eval mode on the CPU returns empty statistics; mixed f16 input / f32 params: float32
-    rm, rv = torch.zeros(3), torch.ones(3)
-    _, sm, si = bn.batch_norm(x, torch.ones(3), None, rm, rv, False, 0.1, 1e-5)
-    assert (sm.shape, sm.dtype, si.shape) == ((0,), torch.float32, (0,))
-    _, sm, _ = bn.batch_norm(x, torch.ones(3), None, rm, rv, True, 0.1, 1e-5)
+    # eval mode on the CPU returns empty statistics (CUDA: one a channel); mixed f16 input /
+    # f32 params: float32
+    rm, rv = torch.zeros(3, device=DEVICE), torch.ones(3, device=DEVICE)
+    w = torch.ones(3, device=DEVICE)
+    _, sm, si = bn.batch_norm(x, w, None, rm, rv, False, 0.1, 1e-5)
+    n = 0 if DEVICE == "cpu" else 3
+    assert (sm.shape, sm.dtype, si.shape) == ((n,), torch.float32, (n,))
+    _, sm, _ = bn.batch_norm(x, w, None, rm, rv, True, 0.1, 1e-5)
     assert sm.dtype == torch.float32
 
 
 def test_batch_norm_edge_cases() -> None:
     # one value per channel: the unbiased running variance is NaN, as eager
     x = _rand(1, 3, dtype=torch.float32)
-    ours, eager = (torch.ones(3), torch.ones(3)), (torch.ones(3), torch.ones(3))
-    bn.batch_norm(x, None, None, torch.zeros(3), ours[1], True, 0.1, 1e-5)
-    aten.native_batch_norm(x, None, None, torch.zeros(3), eager[1], True, 0.1, 1e-5)
+
+    def ones() -> torch.Tensor:
+        return torch.ones(3, device=DEVICE)
+
+    def zeros() -> torch.Tensor:
+        return torch.zeros(3, device=DEVICE)
+
+    ours, eager = (ones(), ones()), (ones(), ones())
+    bn.batch_norm(x, None, None, zeros(), ours[1], True, 0.1, 1e-5)
+    aten.native_batch_norm(x, None, None, zeros(), eager[1], True, 0.1, 1e-5)
     torch.testing.assert_close(ours[1], eager[1], equal_nan=True)
     # empty input in eval mode; training on an empty input raises, as eager
-    e = torch.empty(0, 3)
-    args = (e, None, None, torch.zeros(3), torch.ones(3), False, 0.1, 1e-5)
+    e = torch.empty(0, 3, device=DEVICE)
+    args = (e, None, None, zeros(), ones(), False, 0.1, 1e-5)
     assert_matches(bn.batch_norm(*args), aten.native_batch_norm, *args)
     with pytest.raises(RuntimeError, match="at least one element"):
         bn.batch_norm(e, None, None, None, None, True, 0.1, 1e-5)
     # momentum and eps from OpInfo's samples (negative momentum is legal)
     x = _rand(3, 2, 3, 4, dtype=torch.float32)
-    args = (x, torch.ones(2), torch.zeros(2), torch.zeros(2), torch.ones(2), True, -1.0, 0.5)
+    o2, z2 = torch.ones(2, device=DEVICE), torch.zeros(2, device=DEVICE)
+    args = (x, o2, z2, z2.clone(), o2.clone(), True, -1.0, 0.5)
     assert_matches(bn.batch_norm(*args), aten.native_batch_norm, *args)
 
 
@@ -248,6 +263,7 @@ def test_batch_norm_backward_grad_layout_differs() -> None:
     assert_matches(got, aten.native_batch_norm_backward, *args)
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="checks the interpreter's set-up on the CPU")
 def test_kernels_run_when_triton_was_imported_first() -> None:
     """opbench's CPU workers may import Triton before TRITON_INTERPRET is set: the kernels
     must not call triton.language's own @jit helpers (tl.sum, tl.zeros)."""

@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import activations as act  # noqa: E402
 from opbench.kernels._lib import arithmetic as ar  # noqa: E402
@@ -23,7 +23,7 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
 
     def r(*shape: int) -> torch.Tensor:
-        return (torch.randn(*shape, generator=g) * 3).to(dtype)
+        return (torch.randn(*shape, generator=g) * 3).to(DEVICE, dtype)
 
     if layout == "contiguous":
         return [r(37, 19) for _ in range(n)]
@@ -32,7 +32,11 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
     if layout == "broadcast":
         return [r(5, 1, 7), r(3, 1)][:n] if n == 2 else [r(6, 1, 7)]
     if layout == "zero_dim":
-        return [r(4, 3), torch.tensor(1.25, dtype=dtype)][:n] if n == 2 else [r(1).reshape(())]
+        return (
+            [r(4, 3), torch.tensor(1.25, dtype=dtype, device=DEVICE)][:n]
+            if n == 2
+            else [r(1).reshape(())]
+        )
     if layout == "empty":
         return [r(0, 3) for _ in range(n)]
     if layout == "sliced5d":
@@ -95,7 +99,9 @@ def test_unary(name: str, layout: str, dtype: torch.dtype) -> None:
     assert_matches(ours(a), ref, a)
 
 
-SPECIAL = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-30, -1e4, 88.0])
+SPECIAL = torch.tensor(
+    [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-30, -1e4, 88.0], device=DEVICE
+)
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -115,61 +121,63 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 
 
 def test_scalars_and_integer_promotion() -> None:
-    i = torch.arange(-6, 6, dtype=torch.int32)
+    i = torch.arange(-6, 6, dtype=torch.int32, device=DEVICE)
     _same(ar.add(i, 3), i + 3)
     _same(ar.add(i, 2.5), i + 2.5)  # int tensor + float scalar -> float
-    _same(ar.div(i, torch.tensor(4)), i / torch.tensor(4))
-    _same(
-        ar.mul(torch.ones(3, dtype=torch.bool), torch.tensor([True, False, True])),
-        torch.ones(3, dtype=torch.bool) * torch.tensor([True, False, True]),
-    )
-    _same(ar.rsub(torch.ones(4), 3.0, 2), aten.rsub.Scalar(torch.ones(4), 3.0, 2))
-    h = torch.randn(8, dtype=torch.float16)
-    _same(ar.add(h, torch.tensor(1.5, dtype=torch.float32)), h + torch.tensor(1.5))
+    four = torch.tensor(4, device=DEVICE)
+    _same(ar.div(i, four), i / four)
+    t = torch.ones(3, dtype=torch.bool, device=DEVICE)
+    m = torch.tensor([True, False, True], device=DEVICE)
+    _same(ar.mul(t, m), t * m)
+    ones = torch.ones(4, device=DEVICE)
+    _same(ar.rsub(ones, 3.0, 2), aten.rsub.Scalar(ones, 3.0, 2))
+    h = torch.randn(8, dtype=torch.float16).to(DEVICE)
+    s = torch.tensor(1.5, dtype=torch.float32, device=DEVICE)
+    _same(ar.add(h, s), h + s)
 
 
 def test_where_broadcasts_condition_and_scalars() -> None:
-    c = torch.randn(4, 1, 5) > 0
-    x = torch.randn(3, 1)
+    c = (torch.randn(4, 1, 5) > 0).to(DEVICE)
+    x = torch.randn(3, 1).to(DEVICE)
     _same(ar.where(c, x, 0.0), torch.where(c, x, 0.0))
     _same(ar.where(c, 1.0, x.half()), torch.where(c, 1.0, x.half()))
 
 
 def test_inplace_and_out_variants_write_their_target() -> None:
-    x = torch.randn(6, 4)
-    y = torch.randn(4)
+    x = torch.randn(6, 4).to(DEVICE)
+    y = torch.randn(4).to(DEVICE)
     target = x.clone()
     assert ar.add_(target, y, 3) is target
     _same(target, x + 3 * y)
-    strided = torch.randn(4, 6).t()  # a non-contiguous self is written in place
+    strided = torch.randn(4, 6).to(DEVICE).t()  # a non-contiguous self is written in place
     expect = torch.relu(strided)
     assert act.relu_(strided) is strided
     _same(strided, expect)
-    out = torch.empty(0)
+    out = torch.empty(0, device=DEVICE)
     assert ar.mul_out(x, y, out=out) is out
     _same(out, x * y)
     with pytest.raises(RuntimeError, match="can't be cast"):
-        ar.add_(torch.zeros(3, dtype=torch.int64), torch.ones(3))
+        ar.add_(torch.zeros(3, dtype=torch.int64, device=DEVICE), torch.ones(3, device=DEVICE))
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
-        ar.add_(torch.zeros(3), torch.ones(2, 3))
+        ar.add_(torch.zeros(3, device=DEVICE), torch.ones(2, 3, device=DEVICE))
     with pytest.warns(UserWarning, match="resized"):
-        ar.add_out(x, y, out=torch.empty(2))
+        ar.add_out(x, y, out=torch.empty(2, device=DEVICE))
 
 
 def test_declines_what_it_does_not_implement() -> None:
     with pytest.raises(NotImplementedError):
-        ar.div(torch.ones(3, dtype=torch.int64), 2, rounding_mode="floor")
+        ar.div(torch.ones(3, dtype=torch.int64, device=DEVICE), 2, rounding_mode="floor")
     with pytest.raises(ValueError, match="rounding_mode"):
-        ar.div(torch.ones(3), 2.0, rounding_mode="round")
+        ar.div(torch.ones(3, device=DEVICE), 2.0, rounding_mode="round")
     with pytest.raises(NotImplementedError):
-        act.sigmoid(torch.ones(3, dtype=torch.int64))
+        act.sigmoid(torch.ones(3, dtype=torch.int64, device=DEVICE))
 
 
 @pytest.mark.parametrize("mode", ["trunc", "floor"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_div_rounding_modes(mode: str, dtype: torch.dtype) -> None:
-    a = (torch.randn(41, 7) * 20).to(dtype)
-    b = torch.tensor([3.0, -3.0, 0.5, -0.25, 7.0, 0.0, -0.0]).to(dtype)
+    a = (torch.randn(41, 7) * 20).to(DEVICE, dtype)
+    b = torch.tensor([3.0, -3.0, 0.5, -0.25, 7.0, 0.0, -0.0]).to(DEVICE, dtype)
     assert_matches(ar.div(a, b, rounding_mode=mode), aten.div.Tensor_mode, a, b, rounding_mode=mode)
     with pytest.raises(NotImplementedError):
-        ar.div(torch.arange(4), 3, rounding_mode=mode)
+        ar.div(torch.arange(4, device=DEVICE), 3, rounding_mode=mode)

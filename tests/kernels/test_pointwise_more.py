@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import activations as act  # noqa: E402
 from opbench.kernels._lib import math_ops as mo  # noqa: E402
@@ -27,7 +27,7 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(hash((layout, str(dtype), "more")) % 2**31)
 
     def r(*shape: int) -> torch.Tensor:
-        return (torch.randn(*shape, generator=g) * 3).to(dtype)
+        return (torch.randn(*shape, generator=g) * 3).to(DEVICE, dtype)
 
     if layout == "contiguous":
         return [r(37, 19) for _ in range(n)]
@@ -36,7 +36,11 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
     if layout == "broadcast":
         return [r(5, 1, 7), r(3, 1)][:n] if n == 2 else [r(6, 1, 7)]
     if layout == "zero_dim":
-        return [r(4, 3), torch.tensor(-1.25, dtype=dtype)][:n] if n == 2 else [r(1).reshape(())]
+        return (
+            [r(4, 3), torch.tensor(-1.25, dtype=dtype, device=DEVICE)][:n]
+            if n == 2
+            else [r(1).reshape(())]
+        )
     if layout == "empty":
         return [r(0, 3) for _ in range(n)]
     if layout == "sliced5d":
@@ -118,7 +122,8 @@ def test_binary(name: str, layout: str, dtype: torch.dtype) -> None:
 #: special values, repeated to 64 elements so that eager takes its vectorised path for
 #: all of them (its scalar tail treats NaN differently in some backward ops)
 SPECIAL = torch.tensor(
-    [NAN, INF, -INF, 0.0, -0.0, 1e-30, -1e-30, -1e4, 88.0, 3.0, -3.0, 1.0, -1.0, 0.5, -2.5, 6.0]
+    [NAN, INF, -INF, 0.0, -0.0, 1e-30, -1e-30, -1e4, 88.0, 3.0, -3.0, 1.0, -1.0, 0.5, -2.5, 6.0],
+    device=DEVICE,
 ).repeat(4)
 
 
@@ -139,7 +144,7 @@ def test_pow_special_exponents(e: float) -> None:
 def test_binary_special_values(name: str) -> None:
     ours, ref = BINARY[name]
     x = SPECIAL
-    g = torch.linspace(-2, 2, x.numel())
+    g = torch.linspace(-2, 2, x.numel(), device=DEVICE)
     assert_matches(ours(g, x), ref, g, x)
     assert_matches(ours(x, g), ref, x, g)
 
@@ -152,7 +157,7 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 @pytest.mark.parametrize("name", ["exp", "sqrt", "rsqrt", "reciprocal"])
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool], ids=str)
 def test_math_of_integers_gives_floats(name: str, dtype: torch.dtype) -> None:
-    x = torch.arange(-5, 11).to(dtype)
+    x = torch.arange(-5, 11, device=DEVICE).to(dtype)
     _same(getattr(mo, name)(x), getattr(aten, name)(x))
     with pytest.raises(RuntimeError, match="can't be cast"):
         getattr(mo, name + "_")(x.clone())
@@ -161,16 +166,16 @@ def test_math_of_integers_gives_floats(name: str, dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("e", [0, 1, 2, 3, 7, 13, 40])
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8], ids=str)
 def test_pow_integers_exact(e: int, dtype: torch.dtype) -> None:
-    x = torch.arange(-9, 12).to(dtype)
+    x = torch.arange(-9, 12, device=DEVICE).to(dtype)
     got, want = mo.pow_tensor_scalar(x, e), aten.pow.Tensor_Scalar(x, e)
     assert got.dtype == want.dtype and torch.equal(got, want)
 
 
 def test_pow_mixed_types_and_errors() -> None:
-    i = torch.arange(-4, 9)
+    i = torch.arange(-4, 9, device=DEVICE)
     _same(mo.pow_tensor_scalar(i, 0.5), aten.pow.Tensor_Scalar(i, 0.5))
     _same(mo.pow_tensor_scalar(i, 2.0), aten.pow.Tensor_Scalar(i, 2.0))
-    b = torch.tensor([True, False])
+    b = torch.tensor([True, False], device=DEVICE)
     _same(mo.pow_tensor_scalar(b, 2), aten.pow.Tensor_Scalar(b, 2))
     with pytest.raises(RuntimeError, match="negative integer powers"):
         mo.pow_tensor_scalar(i, -2)
@@ -179,11 +184,11 @@ def test_pow_mixed_types_and_errors() -> None:
 
 
 def test_clamp_integers_promotion_and_errors() -> None:
-    i = torch.arange(-6, 7, dtype=torch.int32)
+    i = torch.arange(-6, 7, dtype=torch.int32, device=DEVICE)
     _same(mo.clamp(i, -2, 3), aten.clamp(i, -2, 3))
     _same(mo.clamp(i, -2.5), aten.clamp(i, -2.5))  # promotes to float
     _same(mo.clamp(i, None, 4), aten.clamp(i, None, 4))
-    x = torch.randn(9)
+    x = torch.randn(9).to(DEVICE)
     _same(mo.clamp(x, NAN), aten.clamp(x, NAN))
     _same(mo.clamp(x, None, NAN), aten.clamp(x, None, NAN))
     with pytest.raises(RuntimeError, match="At least one"):
@@ -196,8 +201,8 @@ def test_clamp_integers_promotion_and_errors() -> None:
 @pytest.mark.parametrize("layout", ["contiguous", "broadcast_mask", "broadcast_self", "strided"])
 def test_masked_fill(dtype: torch.dtype, layout: str) -> None:
     g = torch.Generator().manual_seed(7)
-    self = (torch.randn(6, 5, 4, generator=g) * 5).to(dtype)
-    mask = torch.rand(6, 5, 4, generator=g) > 0.5
+    self = (torch.randn(6, 5, 4, generator=g) * 5).to(DEVICE, dtype)
+    mask = (torch.rand(6, 5, 4, generator=g) > 0.5).to(DEVICE)
     if layout == "broadcast_mask":
         mask = mask[:1, :, :1]
     elif layout == "broadcast_self":
@@ -211,29 +216,32 @@ def test_masked_fill(dtype: torch.dtype, layout: str) -> None:
 
 
 def test_masked_fill_values_and_errors() -> None:
-    x = torch.randn(4, 3).half()
-    m = torch.tensor([True, False, True])
+    x = torch.randn(4, 3).half().to(DEVICE)
+    m = torch.tensor([True, False, True], device=DEVICE)
     for v in (INF, -INF, NAN, 65504.0):
         _same(mo.masked_fill_scalar(x, m, v), aten.masked_fill.Scalar(x, m, v))
     with pytest.raises(RuntimeError, match="without overflow"):
         mo.masked_fill_scalar(x, m, 1e10)
     with pytest.raises(RuntimeError, match="boolean masks"):
         mo.masked_fill_scalar(x, m.long(), 1.0)
-    i = torch.arange(12).reshape(4, 3)
+    i = torch.arange(12, device=DEVICE).reshape(4, 3)
     _same(mo.masked_fill_scalar(i, m, -2.7), aten.masked_fill.Scalar(i, m, -2.7))
 
 
 def test_minimum_maximum_integers_and_mixed() -> None:
-    a, b = torch.arange(-5, 5), torch.arange(4, -6, -1, dtype=torch.int32)
+    a = torch.arange(-5, 5, device=DEVICE)
+    b = torch.arange(4, -6, -1, dtype=torch.int32, device=DEVICE)
+    half = torch.tensor(0.5, device=DEVICE)
     for ours, ref in ((mo.minimum, aten.minimum), (mo.maximum, aten.maximum)):
         assert torch.equal(ours(a, b), ref(a, b))
-        _same(ours(a, torch.tensor(0.5)), ref(a, torch.tensor(0.5)))
-        t, f = torch.tensor([True, False, True]), torch.tensor([False, False, True])
+        _same(ours(a, half), ref(a, half))
+        t = torch.tensor([True, False, True], device=DEVICE)
+        f = torch.tensor([False, False, True], device=DEVICE)
         assert torch.equal(ours(t, f), ref(t, f))
 
 
 def test_inplace_and_out_variants_write_their_target() -> None:
-    x = torch.randn(5, 6) * 3
+    x = torch.randn(5, 6).to(DEVICE) * 3
     cases = [
         (act.hardsigmoid_, act.hardsigmoid_out, aten.hardsigmoid, ()),
         (act.hardswish_, act.hardswish_out, aten.hardswish, ()),
@@ -251,23 +259,23 @@ def test_inplace_and_out_variants_write_their_target() -> None:
         target = x.t().contiguous().t()  # a non-contiguous self is written in place
         assert inplace(target, *args) is target
         _same(target, want)
-        out = torch.empty(0)
+        out = torch.empty(0, device=DEVICE)
         assert out_fn(x, *args, out=out) is out
         _same(out, want)
-    m = torch.rand(6) > 0.5
+    m = (torch.rand(6) > 0.5).to(DEVICE)
     target = x.clone()
     assert mo.masked_fill_scalar_(target, m, 9.0) is target
     _same(target, x.masked_fill(m, 9.0))
-    out = torch.empty(0)
+    out = torch.empty(0, device=DEVICE)
     assert mo.masked_fill_scalar_out(x, m, 9.0, out=out) is out
     _same(out, x.masked_fill(m, 9.0))
-    y = torch.randn(6)
+    y = torch.randn(6).to(DEVICE)
     for fn, ref in ((mo.minimum_out, torch.minimum), (mo.maximum_out, torch.maximum)):
-        out = torch.empty(5, 6, dtype=torch.float64)
+        out = torch.empty(5, 6, dtype=torch.float64, device=DEVICE)
         assert fn(x, y, out=out) is out
         _same(out, ref(x, y).double())
-    g = torch.randn(5, 6)
-    out = torch.empty(5, 6)
+    g = torch.randn(5, 6).to(DEVICE)
+    out = torch.empty(5, 6, device=DEVICE)
     assert act.hardswish_backward(g, x, out=out) is out
     _same(out, aten.hardswish_backward(g, x))
     assert act.elu_backward(g, 1.0, 1.0, 1.0, False, x, grad_input=out) is out
@@ -275,13 +283,15 @@ def test_inplace_and_out_variants_write_their_target() -> None:
 
 
 def test_declines_and_errors() -> None:
-    i = torch.arange(4)
+    i = torch.arange(4, device=DEVICE)
     for fn in (act.hardsigmoid, act.hardswish, act.leaky_relu, act.elu):
         with pytest.raises(NotImplementedError):
             fn(i)
     with pytest.raises(RuntimeError, match="negative slope"):
-        act.leaky_relu_backward(torch.ones(3), torch.ones(3), -0.1, True)
+        act.leaky_relu_backward(torch.ones(3, device=DEVICE), torch.ones(3, device=DEVICE), -0.1,
+                                True)  # fmt: skip
     with pytest.raises(RuntimeError, match="negative slope"):
-        act.elu_backward(torch.ones(3), -1.0, 1.0, 1.0, True, torch.ones(3))
+        act.elu_backward(torch.ones(3, device=DEVICE), -1.0, 1.0, 1.0, True,
+                         torch.ones(3, device=DEVICE))  # fmt: skip
     with pytest.raises(NotImplementedError):
-        mo.exp(torch.ones(3, dtype=torch.complex64))
+        mo.exp(torch.ones(3, dtype=torch.complex64, device=DEVICE))

@@ -15,7 +15,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches, sample_input  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import reduction as red  # noqa: E402
 
@@ -23,7 +23,17 @@ aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-_input = sample_input
+def _on_device(x: torch.Tensor) -> torch.Tensor:
+    """``x`` on ``DEVICE`` with its strides and storage offset (``.to`` would make a
+    sliced view contiguous)."""
+    if DEVICE == "cpu":
+        return x
+    storage = x.as_strided((x.untyped_storage().nbytes() // x.element_size(),), (1,), 0)
+    return storage.to(DEVICE).as_strided(x.shape, x.stride(), x.storage_offset())
+
+
+def _input(layout: str, dtype: torch.dtype) -> torch.Tensor:
+    return _on_device(sample_input(layout, dtype))
 
 
 LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
@@ -54,7 +64,7 @@ def test_default_overloads(dtype: torch.dtype) -> None:
     assert_matches(red.sum_default(x), aten.sum.default, x)
     assert_matches(red.mean_default(x), aten.mean.default, x)
     assert_matches(red.amax(x), aten.amax.default, x)
-    s = torch.tensor(2.5, dtype=dtype)  # 0-dim: dims 0 and -1 name the scalar
+    s = torch.tensor(2.5, dtype=dtype, device=DEVICE)  # 0-dim: dims 0 and -1 name the scalar
     assert_matches(red.sum_default(s), aten.sum.default, s)
     assert_matches(red.mean_dim(s, [0], True), aten.mean.dim, s, [0], True)
     assert_matches(red.amax(s, [-1]), aten.amax.default, s, [-1])
@@ -64,21 +74,23 @@ def test_default_overloads(dtype: torch.dtype) -> None:
 def test_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small interpreter tiles: rows loop over several chunks and long rows split into a
     partial buffer and a second launch (the GPU's whole-tensor path)."""
+    if DEVICE != "cpu":
+        pytest.skip("patches _INTERP_TILE, which only the interpreter's plans read")
     monkeypatch.setattr(red, "_INTERP_TILE", 64)
-    x = torch.randn(3, 1000)
+    x = torch.randn(3, 1000).to(DEVICE)
     for ours, ref in ((red.sum_dim, aten.sum.dim_IntList), (red.mean_dim, aten.mean.dim)):
         assert_matches(ours(x, [1]), ref, x, [1])
         assert_matches(ours(x.t(), [0], True), ref, x.t(), [0], True)
         assert_matches(ours(x, None), ref, x, None)
     assert_matches(red.amax(x, [1]), aten.amax.default, x, [1])
     assert_matches(red.amax(x), aten.amax.default, x)
-    i = torch.randint(-100, 100, (2000,), dtype=torch.int32)
+    i = torch.randint(-100, 100, (2000,), dtype=torch.int32).to(DEVICE)
     assert_matches(red.sum_default(i), aten.sum.default, i)
     assert_matches(red.amax(i), aten.amax.default, i)
 
 
 def test_empty_inputs() -> None:
-    e = torch.empty(0, 4)
+    e = torch.empty(0, 4, device=DEVICE)
     for dim in ([0], [1], None):
         assert_matches(red.sum_dim(e, dim), aten.sum.dim_IntList, e, dim)
         assert_matches(red.mean_dim(e, dim, True), aten.mean.dim, e, dim, True)
@@ -92,7 +104,7 @@ def test_empty_inputs() -> None:
 
 
 def test_nan_and_inf() -> None:
-    x = torch.randn(4, 6)
+    x = torch.randn(4, 6).to(DEVICE)
     x[0, 2] = float("nan")
     x[1, 0] = float("inf")
     x[2, :] = -float("inf")
@@ -107,13 +119,13 @@ def test_nan_and_inf() -> None:
 
 
 def test_integer_bool_and_dtype_kwarg() -> None:
-    i = torch.randint(-50, 50, (5, 7), dtype=torch.int32)
-    b = torch.rand(5, 7) > 0.5
+    i = torch.randint(-50, 50, (5, 7), dtype=torch.int32).to(DEVICE)
+    b = (torch.rand(5, 7) > 0.5).to(DEVICE)
     assert_matches(red.sum_dim(i, [1]), aten.sum.dim_IntList, i, [1])  # int64 result
     assert_matches(red.sum_default(b), aten.sum.default, b)
     assert_matches(red.amax(i, [0]), aten.amax.default, i, [0])  # keeps int32
     assert_matches(red.amax(b, [1]), aten.amax.default, b, [1])  # keeps bool
-    h = torch.randn(5, 7).half()
+    h = torch.randn(5, 7).half().to(DEVICE)
     assert_matches(red.sum_dim(h, [1], dtype=torch.float32), aten.sum.dim_IntList, h, [1],
                    dtype=torch.float32)  # fmt: skip
     assert_matches(red.sum_default(h, dtype=torch.float64), aten.sum.default, h,
@@ -136,27 +148,28 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 
 
 def test_out_variants() -> None:
-    x = torch.randn(4, 6, 5)
-    out = torch.empty(0)
+    x = torch.randn(4, 6, 5).to(DEVICE)
+    out = torch.empty(0, device=DEVICE)
     assert red.sum_dim_out(x, [1], True, out=out) is out
     _same(out, x.sum(1, keepdim=True))
-    out = torch.empty(())
+    out = torch.empty((), device=DEVICE)
     assert red.sum_out(x, out=out) is out
     _same(out, x.sum())
-    out = torch.empty(5, 4).t()  # a strided out keeps its strides
+    out = torch.empty(5, 4, device=DEVICE).t()  # a strided out keeps its strides
     assert red.mean_out(x, [1], out=out) is out
     assert out.stride() == (1, 4)
     _same(out, x.mean(1))
-    out = torch.empty((), dtype=torch.float64)  # out's dtype is the result dtype
+    out = torch.empty((), dtype=torch.float64, device=DEVICE)  # out's dtype: the result's
     assert red.mean_dtype_out(x, out=out) is out
-    _same(out, aten.mean.dtype_out(x, out=torch.empty((), dtype=torch.float64)))
-    out = torch.empty(4, 5)
+    _same(out, aten.mean.dtype_out(x, out=torch.empty((), dtype=torch.float64, device=DEVICE)))
+    out = torch.empty(4, 5, device=DEVICE)
     assert red.amax_out(x, [1], out=out) is out
     _same(out, x.amax(1))
     with pytest.raises(RuntimeError, match="Expected the dtype for input and out to match"):
-        red.amax_out(x, [1], out=torch.empty(4, 5, dtype=torch.float16))
+        red.amax_out(x, [1], out=torch.empty(4, 5, dtype=torch.float16, device=DEVICE))
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="checks the interpreter's set-up on the CPU")
 def test_kernels_run_when_triton_was_imported_first() -> None:
     """opbench's CPU workers import triton before they choose the interpreter; the
     standard library's ``@jit`` helpers (``tl.sum``, ``tl.max``, ``tl.zeros``) then raise
@@ -180,7 +193,7 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
 def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
     """The second call with the same layout and arguments takes the cached plan: same
     values, a new tensor; arguments that failed the checks fail them again."""
-    x = torch.randn(6, 40).half()
+    x = torch.randn(6, 40).half().to(DEVICE)
     for fn, ref, args in (
         (red.sum_dim, aten.sum.dim_IntList, ([1], True)),
         (red.sum_default, aten.sum.default, ()),
@@ -191,7 +204,7 @@ def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
         first, second = fn(x, *args), fn(x, *args)
         assert second is not first and torch.equal(first, second)
         assert_matches(second, ref, x, *args)
-    e = torch.empty(0, 3)
+    e = torch.empty(0, 3, device=DEVICE)
     assert red.sum_dim(e, [0]).shape == red.sum_dim(e, [0]).shape == (3,)
     for _ in range(2):
         with pytest.raises(IndexError, match="Dimension out of range"):
@@ -228,7 +241,7 @@ def test_gpu_plans_launch_once_where_one_program_a_row_suffices(
     calls: list[int] = []
     launch = red._reduce
     monkeypatch.setattr(red, "_reduce", lambda g, a, **c: (calls.append(1), launch(g, a, **c)))
-    x = torch.randn(shape).half()
+    x = torch.randn(shape).half().to(DEVICE)
     if dims is None:
         got = red.sum_default(x)
         assert_matches(got, aten.sum.default, x)

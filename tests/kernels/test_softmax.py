@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches, sample_input  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import softmax as sm  # noqa: E402
 
@@ -19,7 +19,17 @@ aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-_input = sample_input
+def _on_device(x: torch.Tensor) -> torch.Tensor:
+    """``x`` on ``DEVICE`` with its strides and storage offset (``.to`` would make a
+    sliced view contiguous)."""
+    if DEVICE == "cpu":
+        return x
+    storage = x.as_strided((x.untyped_storage().nbytes() // x.element_size(),), (1,), 0)
+    return storage.to(DEVICE).as_strided(x.shape, x.stride(), x.storage_offset())
+
+
+def _input(layout: str, dtype: torch.dtype) -> torch.Tensor:
+    return _on_device(sample_input(layout, dtype))
 
 
 LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
@@ -27,7 +37,7 @@ LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
 
 def _grad_and_output(x: torch.Tensor, dim: int, log: bool) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(7)
-    grad = torch.randn(x.shape, generator=g).to(x.dtype)
+    grad = torch.randn(x.shape, generator=g).to(x.device, x.dtype)
     fwd = aten._log_softmax if log else aten._softmax
     return grad, fwd(x, dim, False)
 
@@ -61,15 +71,17 @@ def test_backward_every_dim(layout: str, dtype: torch.dtype) -> None:
 def test_long_rows_two_pass(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows longer than one tile take the online (two-pass) path, including rows whose
     first tiles are all -inf."""
+    if DEVICE != "cpu":
+        pytest.skip("patches INTERP_MAX_WIDTH, which only the interpreter's plans read")
     monkeypatch.setattr(sm, "INTERP_MAX_WIDTH", 64)
-    x = (torch.randn(4, 300) * 3).to(dtype)
+    x = (torch.randn(4, 300) * 3).to(DEVICE, dtype)
     x[1, :150] = -float("inf")
     x[3, 200:] = -float("inf")
     for t, dim in ((x, 1), (x.t(), 0), (x.t().contiguous().t(), 1)):
         assert_matches(sm.softmax(t, dim, False), aten._softmax, t, dim, False)
         assert_matches(sm.log_softmax(t, dim, False), aten._log_softmax, t, dim, False)
     y = aten._softmax(x, 1, False)
-    grad = torch.randn(x.shape).to(dtype)
+    grad = torch.randn(x.shape).to(DEVICE, dtype)
     assert_matches(sm.softmax_backward_data(grad, y, 1, dtype), aten._softmax_backward_data,
                    grad, y, 1, dtype)  # fmt: skip
     ly = aten._log_softmax(x, 1, False)
@@ -80,8 +92,10 @@ def test_long_rows_two_pass(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize("two_pass", [False, True])
 def test_special_values(two_pass: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if two_pass:
+        if DEVICE != "cpu":
+            pytest.skip("patches INTERP_MAX_WIDTH, which only the interpreter's plans read")
         monkeypatch.setattr(sm, "INTERP_MAX_WIDTH", 2)
-    x = torch.randn(6, 5)
+    x = torch.randn(6, 5).to(DEVICE)
     x[0, :] = -float("inf")  # all -inf: NaN, as eager
     x[1, 2] = float("nan")  # NaN anywhere: the row is NaN
     x[2, 3] = float("inf")  # +inf: NaN, as eager
@@ -93,26 +107,26 @@ def test_special_values(two_pass: bool, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_zero_dim_and_empty() -> None:
-    s = torch.tensor(1.5)
+    s = torch.tensor(1.5, device=DEVICE)
     for dim in (0, -1):
         assert_matches(sm.softmax(s, dim, False), aten._softmax, s, dim, False)
         assert_matches(sm.log_softmax(s, dim, False), aten._log_softmax, s, dim, False)
         assert_matches(sm.softmax_backward_data(s, s, dim, s.dtype),
                        aten._softmax_backward_data, s, s, dim, s.dtype)  # fmt: skip
     for shape, dim in (((0, 4), 0), ((0, 4), 1), ((3, 0), 1), ((2, 0, 3), 2)):
-        e = torch.empty(shape)
+        e = torch.empty(shape, device=DEVICE)
         assert_matches(sm.softmax(e, dim, False), aten._softmax, e, dim, False)
         assert_matches(sm.log_softmax(e, dim, False), aten._log_softmax, e, dim, False)
         assert_matches(sm.log_softmax_backward_data(e, e, dim, e.dtype),
                        aten._log_softmax_backward_data, e, e, dim, e.dtype)  # fmt: skip
     with pytest.raises(IndexError, match="Dimension out of range"):
-        sm.softmax(torch.randn(3, 4), 2, False)
+        sm.softmax(torch.randn(3, 4, device=DEVICE), 2, False)
 
 
 def test_half_to_float() -> None:
     """f16 in, f32 out (the CUDA kernels' path; eager's CPU kernels reject it, so the
     reference is eager on the f32 upcast)."""
-    h = (torch.randn(7, 40) * 3).half()
+    h = (torch.randn(7, 40) * 3).half().to(DEVICE)
     got = sm.softmax(h, 1, True)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, aten._softmax(h.float(), 1, False), atol=1e-6, rtol=1e-5)
@@ -122,7 +136,7 @@ def test_half_to_float() -> None:
                                rtol=1e-5)  # fmt: skip
     # backward of a half_to_float softmax: f32 grad and output, f16 grad_input
     y = got.exp()
-    grad = torch.randn(y.shape)
+    grad = torch.randn(y.shape).to(DEVICE)
     gi = sm.softmax_backward_data(grad, y, 0, torch.float16)
     assert gi.dtype == torch.float16
     want = aten._softmax_backward_data(grad, y, 0, torch.float32).half()
@@ -137,21 +151,21 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 
 
 def test_out_variants() -> None:
-    x = torch.randn(5, 9)
-    out = torch.empty(0)
+    x = torch.randn(5, 9).to(DEVICE)
+    out = torch.empty(0, device=DEVICE)
     assert sm.softmax_out(x, 1, False, out=out) is out
     _same(out, x.softmax(1))
-    out = torch.empty(9, 5).t()  # a strided out keeps its strides
+    out = torch.empty(9, 5, device=DEVICE).t()  # a strided out keeps its strides
     assert sm.log_softmax_out(x, 0, False, out=out) is out
     assert out.stride() == (1, 5)
     _same(out, x.log_softmax(0))
     y = x.softmax(1)
-    grad = torch.randn(5, 9)
-    gi = torch.empty(5, 9)
+    grad = torch.randn(5, 9).to(DEVICE)
+    gi = torch.empty(5, 9, device=DEVICE)
     assert sm.softmax_backward_data_out(grad, y, 1, x.dtype, grad_input=gi) is gi
     _same(gi, aten._softmax_backward_data(grad, y, 1, x.dtype))
     ly = x.log_softmax(1)
-    out = torch.empty(0)
+    out = torch.empty(0, device=DEVICE)
     assert sm.log_softmax_backward_data_out(grad, ly, 1, x.dtype, out=out) is out
     _same(out, aten._log_softmax_backward_data(grad, ly, 1, x.dtype))
 
@@ -159,9 +173,9 @@ def test_out_variants() -> None:
 def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
     """The second call with the same layouts and arguments takes the cached launch: same
     values and strides, a new tensor; arguments that failed the checks fail them again."""
-    x = torch.randn(6, 4, 10).half().permute(0, 2, 1)
+    x = torch.randn(6, 4, 10).half().to(DEVICE).permute(0, 2, 1)
     y = aten._softmax(x, 1, False)
-    grad = torch.randn(y.shape).half()
+    grad = torch.randn(y.shape).half().to(DEVICE)
     for fn, ref, args in (
         (sm.softmax, aten._softmax, (x, 1, False)),
         (sm.log_softmax, aten._log_softmax, (x, -1, False)),
