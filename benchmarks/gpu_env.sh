@@ -16,3 +16,19 @@ python3 -c "from opbench.run import sandbox; print('bwrap usable:', sandbox.bwra
 for d in .whl/ex .whl/fg; do
   if [ -d "$d" ]; then python3 -m pip install -q --no-deps --no-index "$d"/*.whl; fi
 done
+# pack_run RUN_DIR OUT.tgz: a run directory, cut short or not, as one file to bring back
+# from $OUT and --resume from in the next call. The store is SQLite in WAL mode: copying
+# results.sqlite alone loses what the WAL still holds (stop 30 lost a run that way), so
+# the store goes through SQLite's backup API first.
+pack_run() {
+  python3 - "$1" <<'PY'
+import sqlite3, sys, pathlib
+run = pathlib.Path(sys.argv[1]); db = run / "results.sqlite"
+src = sqlite3.connect(db); dst = sqlite3.connect(run / "results.sqlite.bak")
+src.backup(dst); dst.close(); src.close()
+(run / "results.sqlite.bak").replace(db)
+for extra in ("results.sqlite-wal", "results.sqlite-shm"):
+    (run / extra).unlink(missing_ok=True)
+PY
+  tar czf "$2" -C "$(dirname "$1")" "$(basename "$1")"
+}
