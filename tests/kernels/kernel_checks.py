@@ -38,24 +38,36 @@ def assert_matches(got: Any, reference: Callable[..., Any], *args: Any, **kwargs
     assert result.ok, f"{result.category}: {result.message}"
 
 
+def on_device(x: torch.Tensor) -> torch.Tensor:
+    """``x`` on ``DEVICE`` with its strides and storage offset (``.to`` would make a
+    sliced view contiguous)."""
+    if DEVICE == "cpu":
+        return x
+    storage = x.as_strided((x.untyped_storage().nbytes() // x.element_size(),), (1,), 0)
+    return storage.to(DEVICE).as_strided(x.shape, x.stride(), x.storage_offset())
+
+
 def sample_input(layout: str, dtype: torch.dtype) -> torch.Tensor:
-    """A seeded 3-D input of the named layout (values ~N(0, 9)): ``contiguous``,
-    ``transposed`` (permuted, no dim mergeable), ``sliced`` (steps in two dims), ``4d``
-    (a 4-D permutation whose outer and inner pairs do not merge)."""
+    """A seeded 3-D input of the named layout (values ~N(0, 9)) on ``DEVICE``:
+    ``contiguous``, ``transposed`` (permuted, no dim mergeable), ``sliced`` (steps in two
+    dims), ``4d`` (a 4-D permutation whose outer and inner pairs do not merge). Drawn on
+    the CPU, so the values are the same on every device."""
     g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
 
     def r(*shape: int) -> torch.Tensor:
         return (torch.randn(*shape, generator=g) * 3).to(dtype)
 
     if layout == "contiguous":
-        return r(6, 19, 5)
-    if layout == "transposed":
-        return r(5, 19, 6).permute(2, 1, 0)
-    if layout == "sliced":
-        return r(6, 38, 10)[:, ::2, 1::2]
-    if layout == "4d":
-        return r(3, 4, 5, 6).permute(0, 2, 1, 3)
-    raise AssertionError(layout)
+        x = r(6, 19, 5)
+    elif layout == "transposed":
+        x = r(5, 19, 6).permute(2, 1, 0)
+    elif layout == "sliced":
+        x = r(6, 38, 10)[:, ::2, 1::2]
+    elif layout == "4d":
+        x = r(3, 4, 5, 6).permute(0, 2, 1, 3)
+    else:
+        raise AssertionError(layout)
+    return on_device(x)
 
 
 def _cast_structure(ref: Any, eager: Any) -> Any:

@@ -23,19 +23,6 @@ aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def _on_device(x: torch.Tensor) -> torch.Tensor:
-    """``x`` on ``DEVICE`` with its strides and storage offset (``.to`` would make a
-    sliced view contiguous)."""
-    if DEVICE == "cpu":
-        return x
-    storage = x.as_strided((x.untyped_storage().nbytes() // x.element_size(),), (1,), 0)
-    return storage.to(DEVICE).as_strided(x.shape, x.stride(), x.storage_offset())
-
-
-def _input(layout: str, dtype: torch.dtype) -> torch.Tensor:
-    return _on_device(sample_input(layout, dtype))
-
-
 LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
 DIMS = [None, [], [0], [1], [-1], [0, 2], [2, 0], [1, 2], [0, 1, 2]]
 
@@ -51,7 +38,7 @@ OPS = {
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_dims(name: str, layout: str, dtype: torch.dtype) -> None:
     ours, ref = OPS[name]
-    x = _input(layout, dtype)
+    x = sample_input(layout, dtype)
     dims = DIMS + ([[1, 3], [0, 2, 3]] if x.dim() == 4 else [])
     for dim in dims:
         for keepdim in (False, True):
@@ -60,7 +47,7 @@ def test_dims(name: str, layout: str, dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_default_overloads(dtype: torch.dtype) -> None:
-    x = _input("transposed", dtype)
+    x = sample_input("transposed", dtype)
     assert_matches(red.sum_default(x), aten.sum.default, x)
     assert_matches(red.mean_default(x), aten.mean.default, x)
     assert_matches(red.amax(x), aten.amax.default, x)
