@@ -36,14 +36,12 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 from opbench.kernels._lib.norm import (
     _INTERPRETING,
     _pkey,
     compute_types,
     inv_sqrt,
-    pow2,
-    remember,
     stat_dtype,
     sum_f,
     warps_for,
@@ -403,8 +401,8 @@ def _alloc_like(t: torch.Tensor, fmt: torch.memory_format | None) -> torch.Tenso
 
 def _bn_blocks(C: int, s_c: int, R: int) -> tuple[int, int]:
     """(BLOCK_R, BLOCK_C): channel blocks only when channels are adjacent in memory."""
-    block_c = min(BN_BLOCK_C, pow2(C)) if s_c == 1 and C > 1 else 1
-    block_r = min(BN_TILE // block_c, max(16, pow2(max(R, 1))))
+    block_c = min(BN_BLOCK_C, next_pow2(C)) if s_c == 1 and C > 1 else 1
+    block_r = min(BN_TILE // block_c, max(16, next_pow2(max(R, 1))))
     return block_r, block_c
 
 

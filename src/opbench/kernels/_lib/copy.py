@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib import pointwise
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, remember
 
 __all__ = ["cat", "cat_out", "clone", "clone_out", "copy_"]
 
@@ -242,7 +242,6 @@ _cat = Launcher(_cat_kernel)
 _CAT_PLANS: dict[
     tuple, list[tuple[tuple[int, ...], tuple[int, int], tuple[int, ...], dict[str, Any]]] | None
 ] = {}  # noqa: E501
-_CAT_PLAN_LIMIT = 4096
 
 
 def _cat_plan(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> list[Any] | None:
@@ -294,10 +293,7 @@ def _cat_into(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> to
     )
     plan = _CAT_PLANS.get(key, False)
     if plan is False:
-        plan = _cat_plan(dest, parts, dim)
-        if len(_CAT_PLANS) >= _CAT_PLAN_LIMIT:
-            _CAT_PLANS.clear()
-        _CAT_PLANS[key] = plan
+        plan = remember(_CAT_PLANS, key, _cat_plan(dest, parts, dim))
     return _cat_launch(dest, parts, dim, plan)
 
 
@@ -334,10 +330,7 @@ def cat(tensors: Sequence[torch.Tensor], dim: int = 0) -> torch.Tensor:
     k = tuple(key)
     hit = _CAT_CALLS.get(k)
     if hit is None:
-        hit = _cat_call(tensors, dim)
-        if len(_CAT_CALLS) >= _CAT_PLAN_LIMIT:
-            _CAT_CALLS.clear()
-        _CAT_CALLS[k] = hit
+        hit = remember(_CAT_CALLS, k, _cat_call(tensors, dim))
     shape, dtype, device, fmt, keep, d, plan = hit
     dest = torch.empty(shape, dtype=dtype, device=device, memory_format=fmt)
     if not keep:

@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.reduction import merge_side, offsets, side_args
 
 __all__ = ["embedding", "embedding_dense_backward"]
@@ -124,7 +124,7 @@ _cast = Launcher(_cast_kernel)
 
 def _blocks(D: int) -> tuple[int, int]:
     """(BLOCK_I, BLOCK_D) for rows of D elements."""
-    block_d = min(1 << max(D - 1, 0).bit_length(), MAX_BLOCK_D)
+    block_d = min(next_pow2(D), MAX_BLOCK_D)
     return max(1, TILE // block_d), block_d
 
 
@@ -155,14 +155,6 @@ def _index_layout(indices: torch.Tensor) -> tuple[bool, tuple[int, int, int], in
 #: traced cases (launches stubbed, CPU, where 2 us of it is the CPU-only index check;
 #: ``benchmarks/host_profile.py --python-only``), the strided-index case without its copy.
 _PLANS: dict[tuple, Any] = {}
-_PLAN_LIMIT = 4096
-
-
-def _remember(key: tuple, value: Any) -> Any:
-    if len(_PLANS) >= _PLAN_LIMIT:
-        _PLANS.clear()
-    _PLANS[key] = value
-    return value
 
 
 def embedding(
@@ -178,7 +170,7 @@ def embedding(
            indices.stride(), indices.dtype)  # fmt: skip
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _remember(key, _embedding_plan(weight, indices))
+        plan = remember(_PLANS, key, _embedding_plan(weight, indices))
     shape, stride, launch = plan
     out = torch.empty_strided(shape, stride, dtype=weight.dtype, device=weight.device)
     if launch is None:
@@ -225,8 +217,10 @@ def embedding_dense_backward(
            indices.stride(), indices.dtype, num_weights, padding_idx, scale_grad_by_freq)  # fmt: skip
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _remember(
-            key, _backward_plan(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
+        plan = remember(
+            _PLANS,
+            key,
+            _backward_plan(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq),
         )
     shape, acc_dtype, dtype, launch = plan
     dev = grad_output.device

@@ -47,11 +47,41 @@ from typing import Any
 import torch
 import triton
 
-__all__ = ["Launcher", "cdiv", "interpreted", "jit_unspecialized"]
+__all__ = [
+    "PLAN_LIMIT",
+    "Launcher",
+    "cdiv",
+    "interpreted",
+    "jit_unspecialized",
+    "next_pow2",
+    "remember",
+]
 
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``): ``triton.next_power_of_2``
+    is a ConstexprFunction wrapper in Triton 3.6 and costs a couple of µs a call on the
+    host path."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+#: Entries a per-layout plan cache holds before it empties (every op family keeps one:
+#: a repeat call allocates and launches, nothing else).
+PLAN_LIMIT = 4096
+
+
+def remember(cache: dict[Any, Any], key: Any, plan: Any) -> Any:
+    """``cache[key] = plan``, emptying a full cache first (:data:`PLAN_LIMIT`); returns
+    ``plan``. Callers store a plan only once it was built without raising, so arguments
+    that fail a check fail again on the next call."""
+    if len(cache) >= PLAN_LIMIT:
+        cache.clear()
+    cache[key] = plan
+    return plan
 
 
 def jit_unspecialized(fn: Callable[..., Any]) -> Any:

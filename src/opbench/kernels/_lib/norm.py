@@ -25,7 +25,7 @@ gradients (deterministic, no atomics).
 
 Host path: each op keeps a plan per key (shapes, dtypes, device, which of weight/bias
 are None, output_mask; not eps, a runtime argument) holding grids, block sizes and
-constexprs, so a repeat call only allocates and launches (``PLAN_CACHE_SIZE``).
+constexprs, so a repeat call only allocates and launches (:func:`~opbench.kernels._lib.launch.remember`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 
 __all__ = [
     "compute_types",
@@ -310,32 +310,17 @@ _ln_fwd = Launcher(_ln_fwd_kernel)
 _ln_bwd = Launcher(_ln_bwd_kernel)
 _colsum = Launcher(_colsum_kernel)
 
-#: Plans (grids, block sizes, constexprs, output metadata) kept per op, keyed on what
-#: decides them; the cache empties when it reaches this size. A repeat call does its
-#: allocations and launches and nothing else: ``benchmarks/host_profile.py --python-only``
-#: measured native_layer_norm at 18-21 µs of Python per call before the plans.
-PLAN_CACHE_SIZE = 4096
-
-
-def remember(cache: dict[tuple, Any], key: tuple, plan: Any) -> Any:
-    """``cache[key] = plan`` (emptying a full cache first); returns ``plan``."""
-    if len(cache) >= PLAN_CACHE_SIZE:
-        cache.clear()
-    cache[key] = plan
-    return plan
-
-
-def pow2(n: int) -> int:
-    """The smallest power of two >= n (n >= 1): ``triton.next_power_of_2`` is a
-    ConstexprFunction wrapper in Triton 3.6 and costs a couple of µs a call."""
-    return 1 << (n - 1).bit_length()
+#: Plans (grids, block sizes, constexprs, output metadata) are kept per op, keyed on
+#: what decides them (:func:`~opbench.kernels._lib.launch.remember`). A repeat call does
+#: its allocations and launches and nothing else: ``benchmarks/host_profile.py
+#: --python-only`` measured native_layer_norm at 18-21 µs of Python per call before them.
 
 
 def _ln_blocks(M: int, N: int) -> tuple[bool, int, int]:
     """(single, BLOCK_M, BLOCK_N) for rows of N elements."""
-    block_n = pow2(max(N, 1))
+    block_n = next_pow2(max(N, 1))
     if block_n <= MAX_ROW_BLOCK:
-        block_m = max(1, min(LN_TILE // block_n, pow2(max(M, 1))))
+        block_m = max(1, min(LN_TILE // block_n, next_pow2(max(M, 1))))
         return True, block_m, block_n
     return False, 1, MAX_ROW_BLOCK
 

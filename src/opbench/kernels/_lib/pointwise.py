@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, remember
 
 __all__ = [
     "IDENTITY",
@@ -333,10 +333,7 @@ def run(
     )  # fmt: skip
     plan = _STRIDED_PLANS.get(key)
     if plan is None:
-        plan = _strided_plan(tuple(shape), modes, tensors, out, n)
-        if len(_STRIDED_PLANS) >= _PLAN_LIMIT:
-            _STRIDED_PLANS.clear()
-        _STRIDED_PLANS[key] = plan
+        plan = remember(_STRIDED_PLANS, key, _strided_plan(tuple(shape), modes, tensors, out, n))
     if plan is _SPLIT:
         return _run_split(fn, operands, out, compute, p0, p1, modes, tensors, numbers)
     ints, idx, ndim = plan
@@ -381,7 +378,6 @@ def _flat_layout(modes: Sequence[int], tensors: Sequence[torch.Tensor], out: tor
 #: type and merged rank: planning (expanded strides, merged dims) cost more host time
 #: than the launch, and models call the same layouts over and over.
 _STRIDED_PLANS: dict[tuple, Any] = {}
-_PLAN_LIMIT = 4096
 _SPLIT = object()  # more merged dims than the kernel indexes: launches per leading index
 
 
@@ -666,10 +662,7 @@ def _planned(
     k = tuple(key)
     plan = _PLANS.get(k)
     if plan is None:
-        plan = _new_plan(operands, dtype, inplace)
-        if len(_PLANS) >= _PLAN_LIMIT:
-            _PLANS.clear()
-        _PLANS[k] = plan
+        plan = remember(_PLANS, k, _new_plan(operands, dtype, inplace))
     shape, like, fmt, device, n, modes, strided = plan
     if inplace is not None:
         if dtype != inplace.dtype and not torch.can_cast(dtype, inplace.dtype):

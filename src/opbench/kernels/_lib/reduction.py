@@ -37,7 +37,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise import destination, dtype_name, index_type
 
 __all__ = [
@@ -295,14 +295,10 @@ def divided(args: tuple[int, int, int, int], vec: int) -> tuple[int, int, int]:
     return d1 // vec, s0 // vec, s1 // vec
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, n - 1).bit_length()
-
-
 def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int]:
     if _INTERPRETING:
-        bn = min(_next_pow2(max(N, 1)), _INTERP_TILE)
-        bm = min(_next_pow2(max(M, 1)), max(1, _INTERP_TILE // bn))
+        bn = min(next_pow2(max(N, 1)), _INTERP_TILE)
+        bm = min(next_pow2(max(M, 1)), max(1, _INTERP_TILE // bn))
         return bm, bn
     if m_args[0] in (0, 3) and n_args[0] not in (0, 3):
         bm, bn = COL_TILE
@@ -427,7 +423,7 @@ def _reduce_into(
     plan = _PLANS.get(key)
     if plan is None:
         plan = _reduce_plan(x, dims, dest.dtype, op, mean, cast)
-        _remember(key, plan)
+        remember(_PLANS, key, plan)
     if plan is _NOTHING:
         return plan
     permute, launches = plan
@@ -455,14 +451,7 @@ def _reduce_into(
 #:   the 15 traced sum/mean cases (launches stubbed, CPU; ``benchmarks/host_profile.py
 #:   --python-only --ops sum,mean``).
 _PLANS: dict[tuple, Any] = {}
-_PLAN_LIMIT = 4096
 _NOTHING = object()  # no kept element: nothing to launch
-
-
-def _remember(key: tuple, value: Any) -> None:
-    if len(_PLANS) >= _PLAN_LIMIT:
-        _PLANS.clear()
-    _PLANS[key] = value
 
 
 def _reduce_plan(
@@ -529,9 +518,9 @@ def _first(key: tuple, x: torch.Tensor, dims: list[int], dest: torch.Tensor, op:
     what a repeat call needs when ``x`` reads in place and ``dest`` is contiguous."""
     plan = _reduce_into(x, dims, dest, op, mean, cast)
     if plan is _NOTHING:
-        _remember(key, (tuple(dest.shape), dest.stride(), dest.dtype, ()))
+        remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, ()))
     elif plan[0] is None and dest.is_contiguous():
-        _remember(key, (tuple(dest.shape), dest.stride(), dest.dtype, plan[1]))
+        remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, plan[1]))
     return dest
 
 

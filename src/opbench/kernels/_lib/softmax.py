@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise import destination
 from opbench.kernels._lib.reduction import offsets, row_max, row_sum, vec_of
 
@@ -278,8 +278,8 @@ def _plan(
     unit_n = all(c == 1 for c in col) or N == 1
     kept_unit = mode in (0, 3)
     if _INTERPRETING:
-        bn = min(1 << max(0, N - 1).bit_length(), INTERP_MAX_WIDTH)
-        bm = min(1 << max(0, M - 1).bit_length(), max(1, _INTERP_TILE // bn))
+        bn = min(next_pow2(N), INTERP_MAX_WIDTH)
+        bm = min(next_pow2(M), max(1, _INTERP_TILE // bn))
     elif unit_n or not kept_unit:
         bn = _pow_at_least(N, ROW_WIDTHS)
         bm = max(1, TILE // bn)
@@ -318,7 +318,7 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
     with ``key`` (no ``out=``), remember the launch for :func:`_repeat`."""
     if dest.numel() == 0:
         if key is not None:
-            _remember(key, (tuple(dest.shape), dest.stride(), dest.dtype, None))
+            remember(_LAUNCHES, key, (tuple(dest.shape), dest.stride(), dest.dtype, None))
         return dest
     if inputs[0].dim() == 0:
         key = None
@@ -340,13 +340,13 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
             key = None
         else:
             launch = _launch_args(plan, inputs, target, dim, log, bwd)
-            _remember(layout, launch)
+            remember(_LAUNCHES, layout, launch)
     grid, ints, consts = launch
     (_backward if bwd else _forward)(grid, (*inputs, target, *ints), **consts)
     if target is not dest and target.data_ptr() != dest.data_ptr():
         dest.copy_(target)
     elif key is not None:
-        _remember(key, (tuple(dest.shape), dest.stride(), dest.dtype, launch))
+        remember(_LAUNCHES, key, (tuple(dest.shape), dest.stride(), dest.dtype, launch))
     return dest
 
 
@@ -362,13 +362,6 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
 #:   the 16 traced softmax cases (launches stubbed, CPU; ``benchmarks/host_profile.py
 #:   --python-only``).
 _LAUNCHES: dict[tuple, Any] = {}
-_LAUNCH_LIMIT = 4096
-
-
-def _remember(key: tuple, value: Any) -> None:
-    if len(_LAUNCHES) >= _LAUNCH_LIMIT:
-        _LAUNCHES.clear()
-    _LAUNCHES[key] = value
 
 
 def _repeat(call: Any, inputs: tuple, device: torch.device, bwd: bool) -> torch.Tensor:
