@@ -415,6 +415,22 @@ def _bn_split(C: int, R: int, block_r: int, block_c: int) -> tuple[int, int, int
     return n_cblocks, cdiv(max(R, 1), rows_per_split), rows_per_split
 
 
+def _bn_tiling(C: int, s_c: int, R: int) -> tuple[int, int, int, int, int, int]:
+    """(BLOCK_R, BLOCK_C, channel blocks, row splits, rows per split, warps): the forward
+    and the backward tile their passes alike."""
+    block_r, block_c = _bn_blocks(C, s_c, R)
+    return (block_r, block_c, *_bn_split(C, R, block_r, block_c), warps_for(block_r * block_c))
+
+
+def _ncs_or_copy(t: torch.Tensor) -> tuple[tuple[int, int, int], bool]:
+    """``t``'s [N, C, S] strides and False, or where it has none (dims that do not merge)
+    those of the contiguous copy the kernels then read, and True."""
+    st = _ncs(t)
+    if st is not None:
+        return st, False
+    return _ncs(t.contiguous()), True  # type: ignore[return-value]
+
+
 def _bn_check_param(p: torch.Tensor | None, C: int) -> None:
     if p is not None and p.numel() != C:
         raise RuntimeError(f"expected a tensor of {C} elements, got {list(p.shape)}")
@@ -482,15 +498,9 @@ def _bn_fwd_plan(
             _BN_FWD_PLANS, key,
             (save_len, sdt, y_fmt, None, False, 0, buf_dtype, None, None, None),
         )  # fmt: skip
-    x_st = _ncs(input)
-    copy_x = x_st is None
-    if copy_x:
-        x_st = _ncs(input.contiguous())
+    (xsN, xsC, xsS), copy_x = _ncs_or_copy(input)
     y_st = _ncs(_alloc_like(input, y_fmt))
-    xsN, xsC, xsS = x_st  # type: ignore[misc]
-    block_r, block_c = _bn_blocks(C, xsC, R)
-    n_cblocks, split, rows_per_split = _bn_split(C, R, block_r, block_c)
-    warps = warps_for(block_r * block_c)
+    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
     has_running = running_mean is not None
     rm_stride = running_mean.stride(0) if has_running else 1
     rv_stride = running_var.stride(0) if has_running else 1
@@ -622,19 +632,10 @@ def _bn_bwd_plan(
     running = not (train or running_mean is None or running_var is None)
     if not running and (save_mean is None or save_invstd is None or save_mean.numel() != C):
         raise RuntimeError("batch norm backward needs save_mean and save_invstd")
-    x_st = _ncs(input)
-    copy_x = x_st is None
-    if copy_x:
-        x_st = _ncs(input.contiguous())
-    g_st = _ncs(grad_out)
-    copy_g = g_st is None
-    if copy_g:
-        g_st = _ncs(grad_out.contiguous())
+    (xsN, xsC, xsS), copy_x = _ncs_or_copy(input)
+    g_st, copy_g = _ncs_or_copy(grad_out)
     d_st = _ncs(_alloc_like(input, dx_fmt))
-    xsN, xsC, xsS = x_st  # type: ignore[misc]
-    block_r, block_c = _bn_blocks(C, xsC, R)
-    n_cblocks, split, rows_per_split = _bn_split(C, R, block_r, block_c)
-    warps = warps_for(block_r * block_c)
+    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
     train = bool(train)
     m_stride = running_mean.stride(0) if running else 1
     v_stride = running_var.stride(0) if running else 1
