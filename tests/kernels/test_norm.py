@@ -20,6 +20,7 @@ pytest.importorskip("triton")
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import batch_norm as bn  # noqa: E402
+from opbench.kernels._lib import batch_norm_backward as bn_bwd  # noqa: E402
 from opbench.kernels._lib import norm  # noqa: E402
 
 aten = torch.ops.aten
@@ -246,7 +247,7 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
     for mask in MASKS:
         for ww in (w, None):
             args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
-            got = bn.batch_norm_backward(*args)
+            got = bn_bwd.batch_norm_backward(*args)
             assert [_meta(t) for t in got] == [
                 _meta(t) for t in aten.native_batch_norm_backward(*args)
             ]
@@ -258,7 +259,7 @@ def test_batch_norm_backward_grad_layout_differs() -> None:
     g = _rand(2, 3, 4, 5, dtype=torch.float32, seed=7).to(memory_format=torch.channels_last)
     _, sm, si = aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
     args = (g, x, None, None, None, sm, si, True, 1e-5, [True, True, True])
-    got = bn.batch_norm_backward(*args)
+    got = bn_bwd.batch_norm_backward(*args)
     assert got[0].stride() == x.stride()
     assert_matches(got, aten.native_batch_norm_backward, *args)
 
@@ -293,7 +294,7 @@ def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:
     monkeypatch.setattr(bn, "BN_TARGET_PROGRAMS", 12)  # 3 channels: 4 row splits
     monkeypatch.setattr(bn, "BN_FOLD_RATIO", fold_ratio)
     monkeypatch.setattr(bn, "_BN_FWD_PLANS", {})  # plans made under the values above
-    monkeypatch.setattr(bn, "_BN_BWD_PLANS", {})
+    monkeypatch.setattr(bn_bwd, "_BN_BWD_PLANS", {})
     x = _rand(4, 3, 8, 8, dtype=torch.float32)
     x = x.to(memory_format=layout) if layout is not None else x
     w, b, rm, rv = _bn_params(3, torch.float32)
@@ -311,4 +312,6 @@ def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:
         _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
         for mask in MASKS:
             args = (g, x, w, rm, rv, sm, si, training, 1e-5, mask)
-            assert_matches(bn.batch_norm_backward(*args), aten.native_batch_norm_backward, *args)
+            assert_matches(
+                bn_bwd.batch_norm_backward(*args), aten.native_batch_norm_backward, *args
+            )

@@ -1,6 +1,7 @@
-"""Batch norm, forward and backward (``native_batch_norm``, ``native_batch_norm_backward``):
-Triton kernels, their launchers and the ATen-schema entry points, on the helpers of
-:mod:`opbench.kernels._lib.norm` (compute types, stat dtypes, reductions).
+"""Batch norm's forward (``native_batch_norm``): Triton kernels, their launchers and the
+ATen-schema entry point, on the helpers of :mod:`opbench.kernels._lib.norm` (compute
+types, stat dtypes, reductions); the layout, tiling and plan helpers here serve the
+backward too (:mod:`opbench.kernels._lib.batch_norm_backward`).
 
 Numerics as in layer norm: fp32 (f64 for f64) accumulation, variance from centred
 values (Chan's merge of per-tile mean and M2), running stats updated in place with the
@@ -29,7 +30,6 @@ Python per call (see the commit for the per-case numbers).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -47,7 +47,7 @@ from opbench.kernels._lib.norm import (
     warps_for,
 )
 
-__all__ = ["batch_norm", "batch_norm_backward"]
+__all__ = ["batch_norm"]
 
 
 #: Batch-norm tiles: elements per tile and the widest channel block (channels-last).
@@ -229,147 +229,9 @@ def _bn_apply_kernel(
     tl.store(y_ptr + _bn_offsets(rs, cs, S, ysN, ysC, ysS), y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _bn_invstd(ptr, cs, cmask, stride, eps, RUNNING: tl.constexpr, COMPUTE: tl.constexpr):
-    """invstd of channels ``cs``: saved (``ptr`` is save_invstd), or from the running
-    variance (``ptr`` is running_var) when RUNNING."""
-    v = tl.load(ptr + cs * stride, mask=cmask, other=0.0).to(COMPUTE)
-    if RUNNING:
-        v = inv_sqrt(v + tl.cast(eps, COMPUTE))
-    return v
-
-
-@jit_unspecialized
-def _bn_bwd_reduce_kernel(
-    dy_ptr, x_ptr, mean_ptr, part_ptr,
-    C: tl.int64, S: tl.int64, R: tl.int64,
-    xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, gsN: tl.int64, gsC: tl.int64, gsS: tl.int64,
-    rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64, mean_stride: tl.int64,
-    COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-):  # fmt: skip
-    """Per channel and row range: sum(dy) and sum(dy * (x - mean)) into part[2, split, C]."""
-    pid = tl.program_id(0).to(tl.int64)
-    pid_c = pid % n_cblocks
-    pid_s = pid // n_cblocks
-    cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    cmask = cs < C
-    mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
-    r0 = pid_s * rows_per_split
-    r1 = tl.minimum(r0 + rows_per_split, R)
-    s_dy = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
-    s_dyx = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
-    for start in range(r0, r1, BLOCK_R):
-        rs = start + tl.arange(0, BLOCK_R)
-        mask = (rs < r1)[:, None] & cmask[None, :]
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS), mask=mask, other=0.0)
-        dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS), mask=mask, other=0.0)
-        dy = dy.to(COMPUTE)
-        s_dy += dy
-        s_dyx += tl.where(mask, dy * (x.to(COMPUTE) - mean[None, :]), 0.0)
-    off = pid_s * C + cs
-    tl.store(part_ptr + off, sum_f(s_dy, axis=0), mask=cmask)
-    tl.store(part_ptr + split * C + off, sum_f(s_dyx, axis=0), mask=cmask)
-
-
-@triton.jit
-def _bn_bwd_sums(
-    part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, wmask, C, split,
-    DW: tl.constexpr, DB: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """(sum(dy), sum(dy * (x - mean))) of channels ``cs`` from the partials
-    part[2, split, C]; grad_weight and grad_bias written where ``wmask``."""
-    s_dy = tl.full([BLOCK], 0, COMPUTE)
-    s_dyx = tl.full([BLOCK], 0, COMPUTE)
-    for j in range(0, split):
-        s_dy += tl.load(part_ptr + j * C + cs, mask=cmask, other=0.0)
-        s_dyx += tl.load(part_ptr + (split + j) * C + cs, mask=cmask, other=0.0)
-    if DW:
-        tl.store(dw_ptr + cs, (s_dyx * invstd).to(dw_ptr.dtype.element_ty), mask=wmask)
-    if DB:
-        tl.store(db_ptr + cs, s_dy.to(db_ptr.dtype.element_ty), mask=wmask)
-    return s_dy, s_dyx
-
-
-@jit_unspecialized
-def _bn_bwd_finalize_kernel(
-    part_ptr, invstd_ptr, dw_ptr, db_ptr,
-    C: tl.int64, split: tl.int64, sums_off: tl.int64, inv_stride: tl.int64, eps: tl.float64,
-    RUNNING: tl.constexpr, SUMS: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """grad_weight and grad_bias from the partials; with SUMS, also sums[2, C] at
-    ``part_ptr + sums_off`` for an apply kernel that does not merge them itself."""
-    pid = tl.program_id(0).to(tl.int64)
-    cs = pid * BLOCK + tl.arange(0, BLOCK)
-    cmask = cs < C
-    invstd = tl.full([BLOCK], 0, COMPUTE)
-    if DW:
-        invstd = _bn_invstd(invstd_ptr, cs, cmask, inv_stride, eps, RUNNING, COMPUTE)
-    s_dy, s_dyx = _bn_bwd_sums(
-        part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask, C, split, DW, DB, COMPUTE, BLOCK
-    )
-    if SUMS:
-        tl.store(part_ptr + sums_off + cs, s_dy, mask=cmask)
-        tl.store(part_ptr + sums_off + C + cs, s_dyx, mask=cmask)
-
-
-@jit_unspecialized
-def _bn_bwd_apply_kernel(
-    dy_ptr, x_ptr, mean_ptr, invstd_ptr, w_ptr, part_ptr, dx_ptr, dw_ptr, db_ptr,
-    C: tl.int64, S: tl.int64, R: tl.int64,
-    xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, gsN: tl.int64, gsC: tl.int64, gsS: tl.int64,
-    osN: tl.int64, osC: tl.int64, osS: tl.int64, n_cblocks: tl.int64, split: tl.int64,
-    sums_off: tl.int64, mean_stride: tl.int64, inv_stride: tl.int64, eps: tl.float64,
-    TRAINING: tl.constexpr, HAS_W: tl.constexpr, RUNNING: tl.constexpr, FOLD: tl.constexpr,
-    DW: tl.constexpr, DB: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-):  # fmt: skip
-    """grad_input: training, (dy - mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean)))
-    * invstd * w; eval, dy * invstd * w. FOLD: every program sums its channels' partials
-    (:func:`_bn_bwd_sums`) and the programs of the first row block write grad_weight and
-    grad_bias, in place of a finalize launch; else the sums are read from sums[2, C] at
-    ``part_ptr + sums_off``."""
-    pid = tl.program_id(0).to(tl.int64)
-    pid_c = pid % n_cblocks
-    pid_r = pid // n_cblocks
-    cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    cmask = cs < C
-    rs = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
-    mask = (rs < R)[:, None] & cmask[None, :]
-    invstd = _bn_invstd(invstd_ptr, cs, cmask, inv_stride, eps, RUNNING, COMPUTE)
-    scale = invstd
-    if HAS_W:
-        scale = scale * tl.load(w_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
-    if FOLD:
-        s_dy, s_dyx = _bn_bwd_sums(
-            part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask & ((cs * 0 + pid_r) == 0),
-            C, split, DW, DB, COMPUTE, BLOCK_C,
-        )  # fmt: skip
-    elif TRAINING:
-        s_dy = tl.load(part_ptr + sums_off + cs, mask=cmask, other=0.0)
-        s_dyx = tl.load(part_ptr + sums_off + C + cs, mask=cmask, other=0.0)
-    dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS), mask=mask, other=0.0)
-    dy = dy.to(COMPUTE)
-    if TRAINING:
-        mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS), mask=mask, other=0.0)
-        k = s_dyx / R * invstd * invstd
-        dx = (dy - (s_dy / R)[None, :] - (x.to(COMPUTE) - mean[None, :]) * k[None, :]) * scale[
-            None, :
-        ]
-    else:
-        dx = dy * scale[None, :]
-    tl.store(
-        dx_ptr + _bn_offsets(rs, cs, S, osN, osC, osS), dx.to(dx_ptr.dtype.element_ty), mask=mask
-    )
-
-
 _bn_stats = Launcher(_bn_stats_kernel)
 _bn_finalize = Launcher(_bn_finalize_kernel)
 _bn_apply = Launcher(_bn_apply_kernel)
-_bn_bwd_reduce = Launcher(_bn_bwd_reduce_kernel)
-_bn_bwd_finalize = Launcher(_bn_bwd_finalize_kernel)
-_bn_bwd_apply = Launcher(_bn_bwd_apply_kernel)
 
 
 def _ncs(t: torch.Tensor) -> tuple[int, int, int] | None:
@@ -598,161 +460,3 @@ def batch_norm(
         if y_dst is not y:
             y.copy_(y_dst)
     return y, save_mean, save_invstd
-
-
-# key -> (grad_input's channels-last format or None, its [N, C, S] strides or None
-# (written through a contiguous copy), statistics from the running ones, input needs a
-# copy, grad_out needs a copy, zero parameter gradients (no rows), scratch elements,
-# buffer dtype, reduce launch, finalize launch, apply launch: each (grid, ints,
-# constexprs) or None)
-_BN_BWD_PLANS: dict[tuple, tuple] = {}
-
-
-def _bn_bwd_plan(
-    key: tuple,
-    grad_out: torch.Tensor,
-    input: torch.Tensor,
-    weight: Any,
-    running_mean: Any,
-    running_var: Any,
-    save_mean: Any,
-    save_invstd: Any,
-    train: bool,
-    output_mask: Sequence[bool],
-) -> tuple:
-    N, C, S = _bn_shape(input)
-    R = N * S
-    compute, buf_dtype = compute_types(input.dtype)
-    want_dx, want_dw, want_db = (bool(m) for m in output_mask)
-    dx_fmt = _like_format(input)
-    if not (want_dx or want_dw or want_db) or C == 0:
-        plan: tuple = (dx_fmt, None, False, False, False, False, 0, buf_dtype, None, None, None)
-        return remember(_BN_BWD_PLANS, key, plan)
-    _bn_check_param(weight, C)
-    running = not (train or running_mean is None or running_var is None)
-    if not running and (save_mean is None or save_invstd is None or save_mean.numel() != C):
-        raise RuntimeError("batch norm backward needs save_mean and save_invstd")
-    (xsN, xsC, xsS), copy_x = _ncs_or_copy(input)
-    g_st, copy_g = _ncs_or_copy(grad_out)
-    d_st = _ncs(_alloc_like(input, dx_fmt))
-    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
-    train = bool(train)
-    m_stride = running_mean.stride(0) if running else 1
-    v_stride = running_var.stride(0) if running else 1
-    reduce = final = apply = None
-    zero_params = R == 0
-    scratch = 0
-    fold = False
-    if R > 0 and (train or want_dw or want_db):
-        scratch = 2 * split * C
-        reduce = (
-            (n_cblocks * split,),
-            (C, S, R, xsN, xsC, xsS, *g_st, rows_per_split, n_cblocks, split, m_stride),  # type: ignore[misc]
-            dict(COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps),
-        )
-        fold = want_dx and _fold(split, block_r)
-        if not fold:
-            sums = want_dx and train
-            final = (
-                (cdiv(C, BN_FINALIZE_BLOCK),),
-                (C, split, scratch, v_stride),
-                dict(
-                    RUNNING=running, SUMS=sums, DW=want_dw, DB=want_db, COMPUTE=compute,
-                    BLOCK=BN_FINALIZE_BLOCK,
-                ),
-            )  # fmt: skip
-            scratch += 2 * C if sums else 0
-    if want_dx and R > 0:
-        osN, osC, osS = d_st if d_st is not None else _ncs(input.contiguous())  # type: ignore[misc]
-        apply = (
-            (n_cblocks * cdiv(R, block_r),),
-            (C, S, R, xsN, xsC, xsS, *g_st, osN, osC, osS, n_cblocks, split, 2 * split * C,  # type: ignore[misc]
-             m_stride, v_stride),
-            dict(
-                TRAINING=train, HAS_W=weight is not None, RUNNING=running, FOLD=fold,
-                DW=fold and want_dw, DB=fold and want_db, COMPUTE=compute,
-                BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
-            ),
-        )  # fmt: skip
-    plan = (
-        dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, buf_dtype, reduce, final,
-        apply,
-    )  # fmt: skip
-    return remember(_BN_BWD_PLANS, key, plan)
-
-
-def batch_norm_backward(
-    grad_out: torch.Tensor,
-    input: torch.Tensor,
-    weight: torch.Tensor | None,
-    running_mean: torch.Tensor | None,
-    running_var: torch.Tensor | None,
-    save_mean: torch.Tensor | None,
-    save_invstd: torch.Tensor | None,
-    train: bool,
-    eps: float,
-    output_mask: Sequence[bool],
-) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """aten::native_batch_norm_backward: (grad_input, grad_weight, grad_bias), None where
-    ``output_mask`` is False. Training uses the saved statistics, eval mode the running
-    ones (as eager on the CPU; CUDA's saved statistics are the same values in eval),
-    read by every kernel itself.
-
-    A reduce launch and an apply launch that sums the partials itself (a finalize launch
-    between them where the sums would cost it more than 1/BN_FOLD_RATIO of its reads, or
-    where grad_input is not asked); eval with grad_input alone: the apply launch."""
-    dev = input.device
-    key = (
-        input.shape, input.stride(), grad_out.stride(), input.dtype, dev, _pkey(weight),
-        _rkey(running_mean), _rkey(running_var), _pkey(save_mean), _pkey(save_invstd),
-        bool(train), tuple(output_mask),
-    )  # fmt: skip
-    plan = _BN_BWD_PLANS.get(key)
-    if plan is None:
-        plan = _bn_bwd_plan(
-            key, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
-            train, output_mask,
-        )  # fmt: skip
-    dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, bdt, reduce, final, apply = plan
-    want_dx, want_dw, want_db = output_mask
-    C = input.shape[1]
-    pdt = weight.dtype if weight is not None else input.dtype
-    dx = (
-        None if not want_dx
-        else torch.empty(input.shape, dtype=input.dtype, device=dev) if dx_fmt is None
-        else torch.empty_like(input, memory_format=dx_fmt)
-    )  # fmt: skip
-    new = torch.zeros if zero_params else torch.empty
-    dw = new((C,), dtype=pdt, device=dev) if want_dw else None
-    db = new((C,), dtype=pdt, device=dev) if want_db else None
-    if reduce is None and apply is None:
-        return dx, dw, db
-    if running:
-        mean, invstd = running_mean, running_var
-    else:
-        mean, invstd = save_mean.contiguous(), save_invstd.contiguous()  # type: ignore[union-attr]
-    x = input.contiguous() if copy_x else input
-    g = grad_out.contiguous() if copy_g else grad_out
-    work = torch.empty((scratch,), dtype=bdt, device=dev) if scratch else x
-    eps = float(eps)
-    if reduce is not None:
-        _bn_bwd_reduce(reduce[0], (g, x, mean, work, *reduce[1]), **reduce[2])
-    if final is not None:
-        _bn_bwd_finalize(
-            final[0],
-            (work, invstd, dw if dw is not None else work, db if db is not None else work,
-             *final[1], eps),
-            **final[2],
-        )  # fmt: skip
-    if apply is not None:
-        d_dst = dx if d_st is not None else torch.empty(input.shape, dtype=input.dtype, device=dev)
-        _bn_bwd_apply(
-            apply[0],
-            (g, x, mean, invstd, weight.contiguous() if weight is not None else work, work,
-             d_dst, dw if dw is not None else work, db if db is not None else work,
-             *apply[1], eps),
-            **apply[2],
-        )  # fmt: skip
-        if d_dst is not dx:
-            dx.copy_(d_dst)  # type: ignore[union-attr]
-    return dx, dw, db
