@@ -59,6 +59,19 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
+def traced_cases(traces: str, ops_csv: str, limit: int, device: str) -> dict[str, list[Any]]:
+    """Each selected op's ``limit`` most used runnable trace cases (the order the traces
+    suite runs them in), by overload name."""
+    available = {resolve_op_name(e.op) for e in load_traces(traces)}
+    ops, _ = select_ops([o for o in ops_csv.split(",") if o], available)
+    per_op: dict[str, list[Any]] = {}
+    for c in build_trace_cases(traces, ops=ops, device=device):
+        if c.included and c.params.get("runnable", True):
+            if len(per_op.setdefault(c.op, [])) < limit:
+                per_op[c.op].append(c)
+    return per_op
+
+
 def per_call_us(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> float:
     for _ in range(5):
         fn(*args, **kwargs)
@@ -170,17 +183,7 @@ def main() -> int:
         DEVICE = "cpu"
         _stub_launches()
     backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", DEVICE)
-    available = {resolve_op_name(e.op) for e in load_traces(opt.traces)}
-    ops, _ = select_ops([o for o in opt.ops.split(",") if o], available)
-    cases = [
-        c
-        for c in build_trace_cases(opt.traces, ops=ops, device=DEVICE)
-        if c.included and c.params.get("runnable", True)
-    ]
-    per_op: dict[str, list[Any]] = {}
-    for c in cases:
-        if len(per_op.setdefault(c.op, [])) < opt.limit_per_op:
-            per_op[c.op].append(c)
+    per_op = traced_cases(opt.traces, opt.ops, opt.limit_per_op, DEVICE)
     rows: list[dict[str, Any]] = []
     profiles: dict[str, str] = {}
     started = time.time()
