@@ -76,6 +76,69 @@ def test_long_rows_two_pass(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch)
                    aten._log_softmax_backward_data, grad, ly, 1, dtype)  # fmt: skip
 
 
+@pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
+def test_long_rows_any_alignment(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The long-row kernel splits a row into a head up to the first 16-byte boundary,
+    an aligned body and a tail: rows of odd length (every row at another alignment),
+    sliced rows, a row shorter than one head, an output whose rows sit at other offsets
+    than the input's (element loads), half_to_float."""
+    if DEVICE != "cpu":
+        pytest.skip("patches INTERP_MAX_WIDTH, which only the interpreter's plans read")
+    monkeypatch.setattr(sm, "INTERP_MAX_WIDTH", 32)
+    monkeypatch.setattr(sm, "_LAUNCHES", {})
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(5, 301, generator=g) * 3).to(DEVICE, dtype)
+    x[2, 7:] = -float("inf")
+    x[4, :] = -float("inf")
+    for t in (x, x[:, 3:290], x[1:, 5:], torch.randn(6, 38, generator=g).to(DEVICE, dtype)[:, 1:]):
+        assert_matches(sm.softmax(t, 1, False), aten._softmax, t, 1, False)
+        assert_matches(sm.log_softmax(t, -1, False), aten._log_softmax, t, -1, False)
+    out = torch.empty(5, 304, device=DEVICE, dtype=dtype)[:, 1:302]  # rows at other offsets
+    assert sm.log_softmax_out(x, 1, False, out=out) is out
+    assert_matches(out, aten._log_softmax, x, 1, False)
+    nan = x.clone()
+    nan[0, 100] = float("nan")
+    got = sm.softmax(nan, 1, False)
+    assert got[0].isnan().all() and not got[1].isnan().any()
+    if dtype == torch.float16:
+        got = sm.softmax(x[:, 1:], 1, True)
+        assert got.dtype == torch.float32
+        torch.testing.assert_close(got, aten._softmax(x[:, 1:].float(), 1, False),
+                                   atol=1e-6, rtol=1e-5, equal_nan=True)  # fmt: skip
+
+
+def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU's plans (several rows a program, warps, the long-row kernel's tiles), run
+    at small scale through the interpreter."""
+    if DEVICE != "cpu":
+        pytest.skip("patches the interpreter's plan switch")
+    monkeypatch.setattr(sm, "_INTERPRETING", False)
+    monkeypatch.setattr(sm, "_LAUNCHES", {})
+    monkeypatch.setattr(sm, "SINGLE_MAX", 64)
+    monkeypatch.setattr(sm, "RESIDENT_THREADS", 8)
+    monkeypatch.setattr(sm, "MIN_PROGRAMS", 4)
+    monkeypatch.setattr(sm, "LONG_TILE_BYTES", 128)
+    g = torch.Generator().manual_seed(5)
+    for dtype in (torch.float16, torch.float32):
+        for shape in ((3, 40, 24), (7, 64), (2, 3, 100), (9, 5)):
+            x = (torch.randn(*shape, generator=g) * 3).to(DEVICE, dtype)
+            assert_matches(sm.softmax(x, -1, False), aten._softmax, x, -1, False)
+            assert_matches(sm.log_softmax(x, -1, False), aten._log_softmax, x, -1, False)
+            assert_matches(sm.softmax(x, 0, False), aten._softmax, x, 0, False)
+
+
+def test_row_tiling_of_the_traced_shapes() -> None:
+    """``(BLOCK_M, BLOCK_N, num_warps)`` for the traced contiguous-row cases: a power-of-2
+    row, one to four 16-byte vectors a thread, at least MIN_PROGRAMS programs where the
+    rows allow."""
+    assert sm._row_tiling(128 * 128, 128, 2) == (16, 128, 4)  # [128,128,128] f16
+    assert sm._row_tiling(32 * 128, 128, 2) == (8, 128, 4)  # [32,128,128] f16
+    assert sm._row_tiling(16 * 128, 128, 4) == (4, 128, 4)  # [1,16,128,128] f32
+    assert sm._row_tiling(24 * 512, 512, 2) == (8, 512, 4)  # [1,24,512,512] f16
+    assert sm._row_tiling(128, 1000, 2) == (1, 1024, 4)  # [128,1000] f16
+    assert sm._row_tiling(16, 4096, 4) == (1, 4096, 8)
+
+
 @pytest.mark.parametrize("two_pass", [False, True])
 def test_special_values(two_pass: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if two_pass:

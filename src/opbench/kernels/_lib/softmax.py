@@ -1,5 +1,6 @@
 """Softmax and log-softmax, forward and backward, over any dim of strided inputs: one
-forward and one backward kernel, rows = every index but ``dim``, columns = ``dim``.
+forward kernel (plus one for long contiguous rows) and one backward kernel, rows = every
+index but ``dim``, columns = ``dim``.
 
 How a call is launched (:func:`_plan`):
 
@@ -12,9 +13,18 @@ How a call is launched (:func:`_plan`):
 * A row that fits in one tile (``SINGLE``) is loaded once: max, exp, sum and the output
   from registers (one read, one write). Longer rows take two passes: an online pass
   keeping the running max and the sum rescaled to it, then the output pass.
-* Row-shaped tiles when ``dim`` is contiguous (``BLOCK_N`` = the row rounded up to a
-  power of 2, 4,096 elements a tile), column-shaped (64 x 64) when it is strided, so the
-  contiguous kept dim coalesces.
+* Forward, ``dim`` contiguous (the usual last-dim softmax): rows of at most
+  :data:`SINGLE_MAX` elements in ``[BLOCK_M, BLOCK_N]`` tiles, ``BLOCK_N`` the row
+  rounded up to a power of 2, one to four 16-byte vectors a thread and enough programs
+  (:func:`_row_tiling`); the row length arrives as a known multiple of the vector, so
+  the column mask does not split the vectors (before, every f16 element was loaded
+  alone: ``[128, 128, 128]`` f16 7.87 us on the H100, eager 5.15). Longer rows: one
+  program a row (:func:`_softmax_long_kernel`), which aligns the row's body to 16 bytes
+  whatever the row's start (a row of 50,265 f16 starts aligned one time in eight).
+* Otherwise (and in the backward kernel): row-shaped tiles when ``dim`` is contiguous
+  (``BLOCK_N`` = the row rounded up to one of :data:`ROW_WIDTHS`, 4,096 elements a
+  tile), column-shaped (64 x 64) when it is strided, so the contiguous kept dim
+  coalesces.
 
 Computation is float32 for f16/bf16/f32 (float64 for f64), cast once on store. A row of
 all ``-inf`` gives NaN, and a NaN anywhere in a row makes the row NaN, as in eager.
@@ -34,8 +44,8 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
-from opbench.kernels._lib.pointwise import destination
-from opbench.kernels._lib.reduction import offsets, row_max, row_sum, vec_of
+from opbench.kernels._lib.pointwise import destination, index_type
+from opbench.kernels._lib.reduction import offsets, row_sum, vec_of
 
 __all__ = [
     "softmax",
@@ -50,20 +60,52 @@ __all__ = [
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-#: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps).
+#: The standard library's combine functions (see :mod:`reduction`: the interpreter
+#: reduces with numpy only through these).
+_SUM_COMBINE = tl.standard._sum_combine
+_MAX_COMBINE = tl.standard._elementwise_max
+
+#: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps): the backward
+#: kernel's tiles, and the forward's when ``dim`` is strided.
 TILE = 4096
-#: Row tile widths when ``dim`` is contiguous: the row rounded up to one of these (adding
-#: 128 made 32x12x128x128 f16 slower on the H100, 26.6 -> 31.1 us; eager 18.1); rows
-#: longer than the last take the two-pass (online) path. Few widths, few compiles.
+#: Backward row tile widths when ``dim`` is contiguous (also the forward's when neither
+#: ``dim`` nor a kept dim is): the row rounded up to one of these (adding 128 made
+#: 32x12x128x128 f16 slower on the H100, 26.6 -> 31.1 us; eager 18.1); rows longer than
+#: the last take the two-pass (online) path. Few widths, few compiles.
 ROW_WIDTHS = (16, 64, 256, 1024, 4096)
 #: Column tiles when ``dim`` is strided: short rows in one tile, else 64 x 64 tiles.
 COL_WIDTHS = (16, 64)
+#: Forward, contiguous rows of at most this many elements: one ``[BLOCK_M, BLOCK_N]``
+#: tile per program, ``BLOCK_N`` the row rounded up to a power of 2, loaded once
+#: (:func:`_row_tiling`); longer rows take :func:`_softmax_long_kernel`.
+SINGLE_MAX = 4096
+#: Threads the H100 keeps resident for these kernels (132 SMs x 1,024: half the
+#: hardware's 2,048, for their registers). A problem that fits them at one 16-byte
+#: vector a thread gets one vector a thread (latency-bound: the most loads in flight),
+#: larger ones up to four.
+RESIDENT_THREADS = 132 * 1024
+#: Fewer row programs than this halve the rows a program takes (down to one).
+MIN_PROGRAMS = 512
+#: Long rows: tile bytes (8,192 f16 elements: four 16-byte vectors a thread) and warps.
+LONG_TILE_BYTES = 16384
+LONG_WARPS = 8
+#: Long rows: elements per tile row, over which the running max and sum are kept (a
+#: reduction within 2-4 lanes a tile instead of one across the program).
+LONG_COLS = 16
 #: Under the interpreter: big tiles, few programs; rows longer than this are two-pass.
 _INTERP_TILE = 16384
 INTERP_MAX_WIDTH = 4096
 
 
 # ----------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def _tile_max(x):
+    """Max over axis 1 of a 2-D tile. A NaN may be skipped here (``maximum`` ignores
+    NaN on the GPU): it still reaches the row's exp-sum, which makes the whole row NaN,
+    as in eager, so the max needs no second (NaN-counting) reduction."""
+    return tl.reduce(x, 1, _MAX_COMBINE)
 
 
 @triton.jit(do_not_specialize=["M", "N", "md1", "xs0", "xs1", "os0", "os1", "xn", "on"])
@@ -73,29 +115,34 @@ def _softmax_kernel(
     xs0: tl.int64, xs1: tl.int64, os0: tl.int64, os1: tl.int64,
     xn: tl.int64, on: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
-    SINGLE: tl.constexpr, VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    SINGLE: tl.constexpr, VEC: tl.constexpr, VEC_N: tl.constexpr, IDX: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     # sizes and strides arrive divided by VEC: multiplied back, the compiler knows them
-    # multiples of VEC and vectorises (reduction.vec_of)
-    md1 = md1 * VEC
-    xs0 = xs0 * VEC
-    xs1 = xs1 * VEC
-    os0 = os0 * VEC
-    os1 = os1 * VEC
-    xn = xn * VEC
-    on = on * VEC
-    pid = tl.program_id(0).to(tl.int64)
+    # multiples of VEC and vectorises (reduction.vec_of); N arrives divided by VEC_N (VEC
+    # for contiguous rows): without it the column mask ``cols < N`` is not provably
+    # constant over a vector and every f16 element was loaded alone
+    M = M.to(IDX)
+    N = N.to(IDX) * VEC_N
+    md1 = md1.to(IDX) * VEC
+    xs0 = xs0.to(IDX) * VEC
+    xs1 = xs1.to(IDX) * VEC
+    os0 = os0.to(IDX) * VEC
+    os1 = os1.to(IDX) * VEC
+    xn = xn.to(IDX) * VEC
+    on = on.to(IDX) * VEC
+    pid = tl.program_id(0).to(IDX)
     m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = m < M
     x_m = offsets(m, md1, xs0, xs1, MODE_M)[:, None]
     o_m = offsets(m, md1, os0, os1, MODE_M)[:, None]
-    cols = tl.arange(0, BLOCK_N).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N).to(IDX)
     if SINGLE:
         mask = mask_m[:, None] & (cols < N)[None, :]
         x_n = cols if UNIT_N else cols * xn
         o_n = cols if UNIT_N else cols * on
         v = tl.load(x_ptr + (x_m + x_n[None, :]), mask=mask, other=float("-inf")).to(COMPUTE)
-        mx = row_max(v)[:, None]
+        mx = _tile_max(v)[:, None]
         e = tl.exp(v - mx)
         s = row_sum(e)[:, None]
         if LOG:
@@ -112,7 +159,7 @@ def _softmax_kernel(
             x_n = n if UNIT_N else n * xn
             v = tl.load(x_ptr + (x_m + x_n[None, :]), mask=mask, other=float("-inf"))
             v = v.to(COMPUTE)
-            new_max = tl.maximum(run_max, row_max(v))
+            new_max = tl.maximum(run_max, _tile_max(v))
             # a max still at -inf (the row so far all -inf) would give -inf - -inf = NaN
             safe = tl.where(new_max == float("-inf"), 0.0, new_max)
             run_sum = run_sum * tl.exp(run_max - safe) + row_sum(tl.exp(v - safe[:, None]))
@@ -131,6 +178,76 @@ def _softmax_kernel(
             else:
                 y = tl.exp(v - mx) * inv_sum
             tl.store(o_ptr + (o_m + o_n[None, :]), y.to(o_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=["N", "md1", "xs0", "xs1", "os0", "os1"])
+def _softmax_long_kernel(
+    x_ptr, o_ptr,
+    N: tl.int64, md1: tl.int64, xs0: tl.int64, xs1: tl.int64, os0: tl.int64, os1: tl.int64,
+    LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, ALIGN: tl.constexpr,
+    IDX: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
+):  # fmt: skip
+    """One long contiguous row per program, at any alignment: 16-byte loads need a row
+    start the compiler can prove 16-byte aligned, which a row of 50,265 f16 is only one
+    time in eight. The row is cut into a head (up to the first ``ALIGN``-aligned
+    element, fewer than ``ALIGN`` elements), a body of whole ``ALIGN`` groups (loaded
+    as vectors from ``(row + ALIGN - 1) // ALIGN * ALIGN``, which the compiler knows
+    aligned) and a tail; head and tail go in one small masked tile. The output's rows
+    sit at the same offsets modulo ``ALIGN`` (the plan checks; else ``ALIGN`` is 1).
+
+    One read for the statistics (an online pass: a running max and a running sum
+    rescaled to it per tile row of ``COLS`` elements, so a tile costs a reduction
+    within a few lanes and no barrier, and one exp per element), then one read (the row
+    was read just before: mostly L2) and one write for the output."""
+    N = N.to(IDX)
+    pid = tl.program_id(0).to(IDX)
+    x_row = offsets(pid, md1.to(IDX), xs0.to(IDX), xs1.to(IDX), MODE_M)
+    o_row = offsets(pid, md1.to(IDX), os0.to(IDX), os1.to(IDX), MODE_M)
+    x_body = (x_row + (ALIGN - 1)) // ALIGN * ALIGN
+    o_body = (o_row + (ALIGN - 1)) // ALIGN * ALIGN
+    head = tl.minimum(x_body - x_row, N)
+    body = (N - head) // ALIGN * ALIGN
+    TILE: tl.constexpr = ROWS * COLS
+    idx = (tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]).to(IDX)
+    r_max = tl.full([ROWS], float("-inf"), COMPUTE)
+    r_sum = tl.full([ROWS], 0, COMPUTE)
+    for k in range(0, body, TILE):
+        n = k + idx
+        v = tl.load(x_ptr + (x_body + n), mask=n < body, other=float("-inf")).to(COMPUTE)
+        new_max = tl.maximum(r_max, _tile_max(v))
+        # a max still at -inf (the row so far all -inf) would give -inf - -inf = NaN
+        safe = tl.where(new_max == float("-inf"), 0.0, new_max)
+        r_sum = r_sum * tl.exp(r_max - safe) + row_sum(tl.exp(v - safe[:, None]))
+        r_max = new_max
+    # head (j < ALIGN) and tail (j >= ALIGN) elements
+    j = tl.arange(0, 2 * ALIGN).to(IDX)
+    in_head = j < ALIGN
+    pos = tl.where(in_head, j, head + body + j - ALIGN)
+    edge = tl.where(in_head, j < head, j - ALIGN < N - head - body)
+    e = tl.load(x_ptr + (x_row + pos), mask=edge, other=float("-inf")).to(COMPUTE)
+    e_max = tl.reduce(e, 0, _MAX_COMBINE)
+    e_safe = tl.where(e_max == float("-inf"), 0.0, e_max)
+    e_sum = tl.reduce(tl.exp(e - e_safe), 0, _SUM_COMBINE)
+    mx = tl.maximum(tl.reduce(r_max, 0, _MAX_COMBINE), e_max)
+    safe = tl.where(mx == float("-inf"), 0.0, mx)
+    total = tl.reduce(r_sum * tl.exp(r_max - safe), 0, _SUM_COMBINE)
+    total += e_sum * tl.exp(e_max - safe)
+    log_sum = tl.log(total)
+    inv_sum = 1.0 / total
+    for k in range(0, body, TILE):
+        n = k + idx
+        mask = n < body
+        v = tl.load(x_ptr + (x_body + n), mask=mask, other=0.0).to(COMPUTE)
+        if LOG:
+            y = v - mx - log_sum
+        else:
+            y = tl.exp(v - mx) * inv_sum
+        tl.store(o_ptr + (o_body + n), y.to(o_ptr.dtype.element_ty), mask=mask)
+    if LOG:
+        y = e - mx - log_sum
+    else:
+        y = tl.exp(e - mx) * inv_sum
+    tl.store(o_ptr + (o_row + pos), y.to(o_ptr.dtype.element_ty), mask=edge)
 
 
 @triton.jit
@@ -219,6 +336,7 @@ def _softmax_bwd_kernel(
 
 
 _forward = Launcher(_softmax_kernel)
+_forward_long = Launcher(_softmax_long_kernel)
 _backward = Launcher(_softmax_bwd_kernel)
 
 
@@ -249,12 +367,34 @@ def _pow_at_least(n: int, widths: Sequence[int]) -> int:
     return next((w for w in widths if w >= n), widths[-1])
 
 
+def _row_tiling(M: int, N: int, elem: int) -> tuple[int, int, int]:
+    """``(BLOCK_M, BLOCK_N, num_warps)`` of the forward kernel for ``M`` contiguous rows
+    of ``N <= SINGLE_MAX`` elements, the narrowest dtype ``elem`` bytes: the whole row in
+    ``BLOCK_N`` (a power of 2, so a row of 128 f16 is 16 lanes of one 16-byte vector and
+    its reductions stay within a warp), ``ept`` elements a thread (one 16-byte vector
+    while the problem fits :data:`RESIDENT_THREADS` at that, up to four), rows per
+    program halved until there are :data:`MIN_PROGRAMS` programs, and the warps that
+    tile then needs (1-8). Eager's warp softmax gives each row of <= 1,024 elements one
+    warp (two rows of <= 128), loading one element at a time."""
+    vec = max(1, 16 // elem)
+    bn = next_pow2(N)
+    ept = vec
+    while ept < 4 * vec and M * bn > ept * RESIDENT_THREADS:
+        ept *= 2
+    bm = max(1, min(next_pow2(M), 128 * ept // bn))
+    while bm > 1 and cdiv(M, bm) < MIN_PROGRAMS:
+        bm //= 2
+    warps = min(8, max(1, bm * bn // (32 * ept)))
+    return bm, bn, warps
+
+
 def _plan(
-    tensors: list[torch.Tensor], dim: int
-) -> tuple[int, int, int, list[int], list[int], int, bool, bool, int, int] | None:
+    tensors: list[torch.Tensor], dim: int, bwd: bool
+) -> tuple[int, int, int, list[int], list[int], int, bool, bool, int, int, int, bool] | None:
     """``(M, N, MODE_M, per-tensor (s0, s1) flattened, per-tensor column strides, md1,
-    UNIT_N, SINGLE, BLOCK_M, BLOCK_N)``, or None when the kept dims merge to more than
-    two."""
+    UNIT_N, SINGLE, BLOCK_M, BLOCK_N, num_warps, LONG)``, or None when the kept dims
+    merge to more than two. ``LONG``: the forward's long-row kernel (contiguous rows
+    longer than one tile), which reads ``BLOCK_N`` as its tile."""
     t0 = tensors[0]
     nd = t0.dim()
     kept = [d for d in range(nd) if d != dim]
@@ -277,9 +417,19 @@ def _plan(
         mode, md1, pairs = 2, sizes[1], [(s[0], s[1]) for s in strides]
     unit_n = all(c == 1 for c in col) or N == 1
     kept_unit = mode in (0, 3)
+    warps, long = 4, False
+    elem = min(t.element_size() for t in tensors)
     if _INTERPRETING:
         bn = min(next_pow2(N), INTERP_MAX_WIDTH)
         bm = min(next_pow2(M), max(1, _INTERP_TILE // bn))
+        long = not bwd and unit_n and N > INTERP_MAX_WIDTH
+        if long:
+            bm, bn = 1, max(LONG_COLS, INTERP_MAX_WIDTH)
+    elif not bwd and unit_n:
+        if N <= SINGLE_MAX:
+            bm, bn, warps = _row_tiling(M, N, elem)
+        else:
+            long, bm, bn, warps = True, 1, LONG_TILE_BYTES // elem, LONG_WARPS
     elif unit_n or not kept_unit:
         bn = _pow_at_least(N, ROW_WIDTHS)
         bm = max(1, TILE // bn)
@@ -288,7 +438,7 @@ def _plan(
         bm = TILE // bn
     single = N <= bn
     flat = [v for p in pairs for v in p]
-    return M, N, mode, flat, col, md1, unit_n, single, bm, bn
+    return M, N, mode, flat, col, md1, unit_n, single, bm, bn, warps, long
 
 
 def _compute(dtype: torch.dtype) -> Any:
@@ -330,19 +480,19 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
     layout = (dim, log, bwd, *((t.shape, t.stride(), t.dtype) for t in (*inputs, target)))
     launch = _LAUNCHES.get(layout)
     if launch is None:
-        plan = _plan([*inputs, target], dim)
+        plan = _plan([*inputs, target], dim, bwd)
         if plan is None:  # more than two kept dims after merging: copied, not cached
             inputs = [t.contiguous() for t in inputs]
             target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
-            plan = _plan([*inputs, target], dim)
+            plan = _plan([*inputs, target], dim, bwd)
             assert plan is not None
             launch = _launch_args(plan, inputs, target, dim, log, bwd)
             key = None
         else:
             launch = _launch_args(plan, inputs, target, dim, log, bwd)
             remember(_LAUNCHES, layout, launch)
-    grid, ints, consts = launch
-    (_backward if bwd else _forward)(grid, (*inputs, target, *ints), **consts)
+    launcher, grid, ints, consts = launch
+    launcher(grid, (*inputs, target, *ints), **consts)
     if target is not dest and target.data_ptr() != dest.data_ptr():
         dest.copy_(target)
     elif key is not None:
@@ -364,39 +514,69 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
 _LAUNCHES: dict[tuple, Any] = {}
 
 
-def _repeat(call: Any, inputs: tuple, device: torch.device, bwd: bool) -> torch.Tensor:
+def _repeat(call: Any, inputs: tuple, device: torch.device) -> torch.Tensor:
     """A repeat call: the output allocated as the first call's, one launch."""
     shape, stride, dtype, launch = call
     out = torch.empty_strided(shape, stride, dtype=dtype, device=device)
     if launch is not None:
-        grid, ints, consts = launch
-        (_backward if bwd else _forward)(grid, (*inputs, out, *ints), **consts)
+        launcher, grid, ints, consts = launch
+        launcher(grid, (*inputs, out, *ints), **consts)
     return out
 
 
 def _launch_args(
     plan: tuple, inputs: list[torch.Tensor], target: torch.Tensor, dim: int, log: bool,
     bwd: bool,
-) -> tuple[tuple[int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
-    """Grid, integers and constexprs of the forward or backward kernel's launch, from
+) -> tuple[Launcher, tuple[int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
+    """Launcher, grid, integers and constexprs of the kernel's launch, from
     :func:`_plan`'s ``plan`` of these tensors."""
-    M, N, mode, flat, col, md1, unit_n, single, bm, bn = plan
-    used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
-    vec = vec_of(used, [*inputs, target])
-    md1, flat, col = md1 // vec, [v // vec for v in flat], [v // vec for v in col]
+    M, N, mode, flat, col, md1, unit_n, single, bm, bn, warps, long = plan
+    tensors = [*inputs, target]
     compute = _compute(inputs[0].dtype if not bwd else target.dtype)
     if any(t.dtype == torch.float64 for t in inputs):
         compute = tl.float64
-    consts: dict[str, Any] = dict(
-        LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
-        BLOCK_M=bm, BLOCK_N=bn,
-    )  # fmt: skip
+    if long:
+        return _long_args(M, N, mode, flat, md1, tensors, log, compute, bn, warps)
+    used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
+    if unit_n and not bwd:
+        used.append(N)
+    vec = vec_of(used, tensors)
+    md1, flat, col = md1 // vec, [v // vec for v in flat], [v // vec for v in col]
     if bwd:
+        consts: dict[str, Any] = dict(
+            LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
+            BLOCK_M=bm, BLOCK_N=bn,
+        )  # fmt: skip
         # eager's persistent backward: the softmax dim innermost, at most 1,024 elements
         # and 4 KiB a row (PersistentSoftmax.cuh); it rounds g * y first
         inner = all(s == 1 for s in inputs[0].shape[dim + 1 :])
         consts["PRODUCT_FIRST"] = inner and N <= 1024 and N * inputs[0].element_size() <= 4096
-    return (cdiv(M, bm),), (M, N, md1, *flat, *col), consts
+        return _backward, (cdiv(M, bm),), (M, N, md1, *flat, *col), consts
+    vec_n = vec if unit_n else 1
+    idx = index_type(M * N, list(target.shape), [t.stride() for t in tensors])
+    consts = dict(
+        LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
+        VEC_N=vec_n, IDX=idx, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
+    )  # fmt: skip
+    return _forward, (cdiv(M, bm),), (M, N // vec_n, md1, *flat, *col), consts
+
+
+def _long_args(M: int, N: int, mode: int, flat: list[int], md1: int,
+               tensors: list[torch.Tensor], log: bool, compute: Any, tile: int,
+               warps: int) -> tuple[Launcher, tuple[int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
+    """The long-row kernel's launch: one program a row. Its body is 16-byte aligned in
+    the input and output alike when every row offset of the two agrees modulo one
+    vector (the same strides, the usual case); else ``ALIGN`` 1 (element loads)."""
+    align = max(1, 16 // min(t.element_size() for t in tensors))
+    xs, os_ = flat[:2], flat[2:4]
+    if any((a - b) % align for a, b in zip(xs, os_)):
+        align = 1
+    idx = index_type(M * N, list(tensors[-1].shape), [t.stride() for t in tensors])
+    consts = dict(
+        LOG=log, COMPUTE=compute, MODE_M=mode, ALIGN=align, IDX=idx,
+        ROWS=max(1, tile // LONG_COLS), COLS=LONG_COLS, num_warps=warps,
+    )  # fmt: skip
+    return _forward_long, (M,), (N, md1, *flat), consts
 
 
 def _forward_op(self: torch.Tensor, dim: int, half_to_float: bool, out: Any, log: bool,
@@ -415,7 +595,7 @@ def softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
     key = ("softmax", self.shape, self.stride(), self.dtype, dim, half_to_float)
     call = _LAUNCHES.get(key)
     if call is not None:
-        return _repeat(call, (self,), self.device, False)
+        return _repeat(call, (self,), self.device)
     return _forward_op(self, dim, half_to_float, None, False, key)
 
 
@@ -429,7 +609,7 @@ def log_softmax(self: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tens
     key = ("log_softmax", self.shape, self.stride(), self.dtype, dim, half_to_float)
     call = _LAUNCHES.get(key)
     if call is not None:
-        return _repeat(call, (self,), self.device, False)
+        return _repeat(call, (self,), self.device)
     return _forward_op(self, dim, half_to_float, None, True, key)
 
 
@@ -468,7 +648,7 @@ def softmax_backward_data(
     key = _backward_key("softmax_bwd", grad_output, output, dim, input_dtype)
     call = _LAUNCHES.get(key)
     if call is not None:
-        return _repeat(call, (grad_output, output), grad_output.device, True)
+        return _repeat(call, (grad_output, output), grad_output.device)
     return _backward_op(grad_output, output, dim, input_dtype, None, False, key)
 
 
@@ -489,7 +669,7 @@ def log_softmax_backward_data(
     key = _backward_key("log_softmax_bwd", grad_output, output, dim, input_dtype)
     call = _LAUNCHES.get(key)
     if call is not None:
-        return _repeat(call, (grad_output, output), grad_output.device, True)
+        return _repeat(call, (grad_output, output), grad_output.device)
     return _backward_op(grad_output, output, dim, input_dtype, None, True, key)
 
 
