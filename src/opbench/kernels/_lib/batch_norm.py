@@ -36,6 +36,8 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib import batch_norm_planes as planes
+from opbench.kernels._lib.batch_norm_planes import bn_finish
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 from opbench.kernels._lib.norm import (
     _INTERPRETING,
@@ -69,9 +71,12 @@ BN_FOLD_RATIO = 48
 
 
 @triton.jit
-def _bn_offsets(rs, cs, S, sN, sC, sS):
+def _bn_offsets(rs, cs, S, sN, sC, sS, MERGED: tl.constexpr):
     """Memory offsets of rows ``rs`` (r = n*S + s) and channels ``cs`` in an [N, C, S]
-    view with strides (sN, sC, sS)."""
+    view with strides (sN, sC, sS); MERGED: the rows are one stride apart (``sS`` is it,
+    see :func:`rows_strides`), no per-element division."""
+    if MERGED:
+        return (rs * sS)[:, None] + (cs * sC)[None, :]
     n = rs // S
     s = rs - n * S
     return (n * sN + s * sS)[:, None] + (cs * sC)[None, :]
@@ -93,9 +98,11 @@ def _bn_stats_kernel(
     x_ptr, part_ptr,
     C: tl.int64, S: tl.int64, R: tl.int64, sN: tl.int64, sC: tl.int64, sS: tl.int64,
     rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64,
-    COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    MERGED: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    """Per channel and row range: count, mean and M2 into part[3, split, C]."""
+    """Per channel and row range: count, mean and M2 into part[3, split, C], from per-lane
+    sums of the values shifted by the first tile's column means (as the planes kernels:
+    no reduction per tile, and no cancellation for values far from zero)."""
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_s = pid // n_cblocks
@@ -103,18 +110,28 @@ def _bn_stats_kernel(
     cmask = cs < C
     r0 = pid_s * rows_per_split
     r1 = tl.minimum(r0 + rows_per_split, R)
-    count = tl.full([BLOCK_C], 0, COMPUTE)
-    mean = tl.full([BLOCK_C], 0, COMPUTE)
-    m2 = tl.full([BLOCK_C], 0, COMPUTE)
+    rs = r0 + tl.arange(0, BLOCK_R)
+    mask = (rs < r1)[:, None] & cmask[None, :]
+    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS, MERGED), mask=mask, other=0.0)
+    k = sum_f(x.to(COMPUTE), axis=0) / tl.maximum(
+        sum_f(tl.where(mask, 1.0, 0.0).to(COMPUTE), axis=0), 1.0
+    )
+    s1 = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
+    s2 = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
+    n = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
     for start in range(r0, r1, BLOCK_R):
         rs = start + tl.arange(0, BLOCK_R)
         mask = (rs < r1)[:, None] & cmask[None, :]
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS), mask=mask, other=0.0)
-        x = x.to(COMPUTE)
-        cnt = sum_f(tl.where(mask, 1.0, 0.0).to(COMPUTE), axis=0)
-        tmean = sum_f(x, axis=0) / tl.maximum(cnt, 1.0)
-        d = tl.where(mask, x - tmean[None, :], 0.0)
-        count, mean, m2 = _chan_merge(count, mean, m2, cnt, tmean, sum_f(d * d, axis=0))
+        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS, MERGED), mask=mask, other=0.0)
+        d = tl.where(mask, x.to(COMPUTE) - k[None, :], 0.0)
+        s1 += d
+        s2 += d * d
+        n += tl.where(mask, 1.0, 0.0).to(COMPUTE)
+    count = sum_f(n, axis=0)
+    t1 = sum_f(s1, axis=0)
+    nn = tl.maximum(count, 1.0)
+    mean = k + t1 / nn
+    m2 = tl.maximum(sum_f(s2, axis=0) - t1 * t1 / nn, 0.0)
     off = pid_s * C + cs
     tl.store(part_ptr + off, count, mask=cmask)
     tl.store(part_ptr + split * C + off, mean, mask=cmask)
@@ -143,25 +160,17 @@ def _bn_channel_stats(
             mu = tl.load(part_ptr + split * C + off, mask=cmask, other=0.0)
             q = tl.load(part_ptr + 2 * split * C + off, mask=cmask, other=0.0)
             count, mean, m2 = _chan_merge(count, mean, m2, cnt, mu, q)
-        invstd = inv_sqrt(m2 / tl.maximum(count, 1.0) + e)
-        if HAS_RUNNING:
-            m = tl.cast(momentum, COMPUTE)
-            rm = tl.load(rm_ptr + cs * rm_stride, mask=wmask, other=0.0).to(COMPUTE)
-            rv = tl.load(rv_ptr + cs * rv_stride, mask=wmask, other=0.0).to(COMPUTE)
-            unbiased = tl.where(
-                count > 1.0, m2 / tl.maximum(count - 1.0, 1.0), float("nan")
-            )  # eager's for one value per channel (no NaN global: see norm._INF)
-            rm = m * mean + (1.0 - m) * rm
-            rv = m * unbiased + (1.0 - m) * rv
-            tl.store(rm_ptr + cs * rm_stride, rm.to(rm_ptr.dtype.element_ty), mask=wmask)
-            tl.store(rv_ptr + cs * rv_stride, rv.to(rv_ptr.dtype.element_ty), mask=wmask)
+        invstd = bn_finish(
+            count, mean, m2, cs, wmask, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr,
+            rm_stride, rv_stride, eps, momentum, HAS_RUNNING, HAS_SAVE, COMPUTE,
+        )  # fmt: skip
     else:
         mean = tl.load(rm_ptr + cs * rm_stride, mask=cmask, other=0.0).to(COMPUTE)
         var = tl.load(rv_ptr + cs * rv_stride, mask=cmask, other=0.0).to(COMPUTE)
         invstd = inv_sqrt(var + e)
-    if HAS_SAVE:
-        tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=wmask)
-        tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=wmask)
+        if HAS_SAVE:
+            tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=wmask)
+            tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=wmask)
     return mean, invstd
 
 
@@ -196,7 +205,7 @@ def _bn_apply_kernel(
     n_cblocks: tl.int64, split: tl.int64, stat_off: tl.int64, rm_stride: tl.int64,
     rv_stride: tl.int64, eps: tl.float64, momentum: tl.float64,
     FOLD: tl.constexpr, TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr,
-    HAS_SAVE: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+    HAS_SAVE: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, MERGED: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """y = (x - mean[c]) * invstd[c] * w[c] + b[c]. FOLD: every program works out its
@@ -221,12 +230,14 @@ def _bn_apply_kernel(
         scale = tl.load(part_ptr + stat_off + C + cs, mask=cmask, other=0.0)
     if HAS_W:
         scale = scale * tl.load(w_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
-    shift = -mean * scale
+    shift = mean * 0.0
     if HAS_B:
-        shift = shift + tl.load(b_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
-    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS), mask=mask, other=0.0)
-    y = x.to(COMPUTE) * scale[None, :] + shift[None, :]
-    tl.store(y_ptr + _bn_offsets(rs, cs, S, ysN, ysC, ysS), y.to(y_ptr.dtype.element_ty), mask=mask)
+        shift = tl.load(b_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
+    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED), mask=mask, other=0.0)
+    # (x - mean) * scale, not x * scale - mean * scale: see batch_norm_planes._bnp_normalize
+    y = (x.to(COMPUTE) - mean[None, :]) * scale[None, :] + shift[None, :]
+    y_off = _bn_offsets(rs, cs, S, ysN, ysC, ysS, MERGED)
+    tl.store(y_ptr + y_off, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 _bn_stats = Launcher(_bn_stats_kernel)
@@ -317,6 +328,22 @@ def _fold(split: int, block_r: int) -> bool:
     return split * BN_FOLD_RATIO <= block_r
 
 
+def planes_layout(C: int, s_c: int) -> bool:
+    """Whether the channels are not adjacent in memory (NCHW): the planes kernels of
+    :mod:`~opbench.kernels._lib.batch_norm_planes` then serve, not the row tiles here."""
+    return s_c != 1 or C == 1
+
+
+def rows_strides(S: int, *strides: tuple[int, int, int]) -> tuple[bool, tuple]:
+    """(MERGED, strides) for the row-tile kernels: where every tensor's rows ``r = n*S + s``
+    are one stride apart (``S == 1``, or ``sN == S * sS``: channels-last and 2-D inputs),
+    each tensor's ``sS`` replaced by that stride, and the kernels skip the per-element
+    division of ``r`` into ``(n, s)``."""
+    if not all(S == 1 or st[0] == S * st[2] for st in strides):
+        return False, strides
+    return True, tuple((st[0], st[1], st[0] if S == 1 else st[2]) for st in strides)
+
+
 # key -> (save_len, stat dtype, y's channels-last format or None, y's [N, C, S] strides
 # or None (written through a contiguous copy), input needs a copy, scratch elements,
 # buffer dtype, stats launch, finalize launch, apply launch: each (grid, ints,
@@ -358,15 +385,28 @@ def _bn_fwd_plan(
     if C == 0:
         return remember(
             _BN_FWD_PLANS, key,
-            (save_len, sdt, y_fmt, None, False, 0, buf_dtype, None, None, None),
+            (save_len, sdt, y_fmt, None, False, 0, buf_dtype, None, None, None, None),
         )  # fmt: skip
-    (xsN, xsC, xsS), copy_x = _ncs_or_copy(input)
+    x_st, copy_x = _ncs_or_copy(input)
     y_st = _ncs(_alloc_like(input, y_fmt))
-    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
+    ys = y_st if y_st is not None else _ncs(input.contiguous())
     has_running = running_mean is not None
     rm_stride = running_mean.stride(0) if has_running else 1
     rv_stride = running_var.stride(0) if has_running else 1
     training = bool(training)
+    if R > 0 and planes_layout(C, x_st[1]):
+        p = planes.plan_planes(N, C, S, fuse=training)
+        flags = dict(
+            TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
+            HAS_W=weight is not None, HAS_B=bias is not None,
+            UNIT_S=planes.unit_s(x_st, ys), COMPUTE=compute,
+        )  # fmt: skip
+        scratch = 3 * p.split * C if training and not p.fused else 0
+        on_planes = (p, (C, N, S, x_st, ys, rm_stride, rv_stride), flags)
+        plan = (save_len, sdt, y_fmt, y_st, copy_x, scratch, buf_dtype, None, None, None, on_planes)
+        return remember(_BN_FWD_PLANS, key, plan)
+    merged, ((xsN, xsC, xsS), (ysN, ysC, ysS)) = rows_strides(S, x_st, ys)
+    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
     fold = R > 0 and (not training or _fold(split, block_r))
     scratch = 3 * split * C if training else 0
     stats = final = apply = None
@@ -374,8 +414,9 @@ def _bn_fwd_plan(
         stats = (
             (n_cblocks * split,),
             (C, S, R, xsN, xsC, xsS, rows_per_split, n_cblocks, split),
-            dict(COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps),
-        )
+            dict(MERGED=merged, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
+                 num_warps=warps),
+        )  # fmt: skip
     if not fold and (training or save_len):  # eval with no rows: only the saved stats
         final = (
             (cdiv(C, BN_FINALIZE_BLOCK),),
@@ -390,18 +431,17 @@ def _bn_fwd_plan(
     else:
         stat_off = 0
     if R > 0:
-        ysN, ysC, ysS = y_st if y_st is not None else _ncs(input.contiguous())  # type: ignore[misc]
         apply = (
             (n_cblocks * cdiv(R, block_r),),
             (C, S, R, xsN, xsC, xsS, ysN, ysC, ysS, n_cblocks, split, stat_off, rm_stride,
              rv_stride),
             dict(
                 FOLD=fold, TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
-                HAS_W=weight is not None, HAS_B=bias is not None, COMPUTE=compute,
-                BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
+                HAS_W=weight is not None, HAS_B=bias is not None, MERGED=merged,
+                COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
             ),
         )  # fmt: skip
-    plan = (save_len, sdt, y_fmt, y_st, copy_x, scratch, buf_dtype, stats, final, apply)
+    plan = (save_len, sdt, y_fmt, y_st, copy_x, scratch, buf_dtype, stats, final, apply, None)
     return remember(_BN_FWD_PLANS, key, plan)
 
 
@@ -429,14 +469,14 @@ def batch_norm(
     plan = _BN_FWD_PLANS.get(key)
     if plan is None:
         plan = _bn_fwd_plan(key, input, weight, bias, running_mean, running_var, training)
-    save_len, sdt, y_fmt, y_st, copy_x, scratch, bdt, stats, final, apply = plan
+    save_len, sdt, y_fmt, y_st, copy_x, scratch, bdt, stats, final, apply, on_planes = plan
     save_mean = torch.empty((save_len,), dtype=sdt, device=dev)
     save_invstd = torch.empty((save_len,), dtype=sdt, device=dev)
     if y_fmt is None:
         y = torch.empty(input.shape, dtype=input.dtype, device=dev)
     else:
         y = torch.empty_like(input, memory_format=y_fmt)
-    if apply is None and final is None:
+    if apply is None and final is None and on_planes is None:
         return y, save_mean, save_invstd
     x = input.contiguous() if copy_x else input
     work = torch.empty((scratch,), dtype=bdt, device=dev) if scratch else x
@@ -445,6 +485,16 @@ def batch_norm(
     sm, si = (save_mean, save_invstd) if save_len else (work, work)
     eps = float(eps)
     momentum = float(momentum)
+    if on_planes is not None:
+        y_dst = y if y_st is not None else torch.empty(input.shape, dtype=input.dtype, device=dev)
+        p, ints, flags = on_planes
+        planes.forward(
+            p, x, y_dst, work, rm, rv, sm, si, weight.contiguous() if weight is not None else work,
+            bias.contiguous() if bias is not None else work, ints, eps, momentum, flags,
+        )  # fmt: skip
+        if y_dst is not y:
+            y.copy_(y_dst)
+        return y, save_mean, save_invstd
     if stats is not None:
         _bn_stats(stats[0], (x, work, *stats[1]), **stats[2])
     if final is not None:

@@ -14,6 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib import batch_norm_planes as planes
 from opbench.kernels._lib.batch_norm import (
     BN_FINALIZE_BLOCK,
     _alloc_like,
@@ -26,6 +27,8 @@ from opbench.kernels._lib.batch_norm import (
     _ncs,
     _ncs_or_copy,
     _rkey,
+    planes_layout,
+    rows_strides,
 )
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.norm import _pkey, compute_types, inv_sqrt, sum_f
@@ -49,7 +52,7 @@ def _bn_bwd_reduce_kernel(
     C: tl.int64, S: tl.int64, R: tl.int64,
     xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, gsN: tl.int64, gsC: tl.int64, gsS: tl.int64,
     rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64, mean_stride: tl.int64,
-    COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    MERGED: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """Per channel and row range: sum(dy) and sum(dy * (x - mean)) into part[2, split, C]."""
     pid = tl.program_id(0).to(tl.int64)
@@ -65,8 +68,8 @@ def _bn_bwd_reduce_kernel(
     for start in range(r0, r1, BLOCK_R):
         rs = start + tl.arange(0, BLOCK_R)
         mask = (rs < r1)[:, None] & cmask[None, :]
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS), mask=mask, other=0.0)
-        dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED), mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS, MERGED), mask=mask, other=0.0)
         dy = dy.to(COMPUTE)
         s_dy += dy
         s_dyx += tl.where(mask, dy * (x.to(COMPUTE) - mean[None, :]), 0.0)
@@ -125,7 +128,7 @@ def _bn_bwd_apply_kernel(
     osN: tl.int64, osC: tl.int64, osS: tl.int64, n_cblocks: tl.int64, split: tl.int64,
     sums_off: tl.int64, mean_stride: tl.int64, inv_stride: tl.int64, eps: tl.float64,
     TRAINING: tl.constexpr, HAS_W: tl.constexpr, RUNNING: tl.constexpr, FOLD: tl.constexpr,
-    DW: tl.constexpr, DB: tl.constexpr,
+    DW: tl.constexpr, DB: tl.constexpr, MERGED: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """grad_input: training, (dy - mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean)))
@@ -152,20 +155,19 @@ def _bn_bwd_apply_kernel(
     elif TRAINING:
         s_dy = tl.load(part_ptr + sums_off + cs, mask=cmask, other=0.0)
         s_dyx = tl.load(part_ptr + sums_off + C + cs, mask=cmask, other=0.0)
-    dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS), mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS, MERGED), mask=mask, other=0.0)
     dy = dy.to(COMPUTE)
     if TRAINING:
         mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED), mask=mask, other=0.0)
         k = s_dyx / R * invstd * invstd
         dx = (dy - (s_dy / R)[None, :] - (x.to(COMPUTE) - mean[None, :]) * k[None, :]) * scale[
             None, :
         ]
     else:
         dx = dy * scale[None, :]
-    tl.store(
-        dx_ptr + _bn_offsets(rs, cs, S, osN, osC, osS), dx.to(dx_ptr.dtype.element_ty), mask=mask
-    )
+    dx_off = _bn_offsets(rs, cs, S, osN, osC, osS, MERGED)
+    tl.store(dx_ptr + dx_off, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 _bn_bwd_reduce = Launcher(_bn_bwd_reduce_kernel)
@@ -199,19 +201,35 @@ def _bn_bwd_plan(
     want_dx, want_dw, want_db = (bool(m) for m in output_mask)
     dx_fmt = _like_format(input)
     if not (want_dx or want_dw or want_db) or C == 0:
-        plan: tuple = (dx_fmt, None, False, False, False, False, 0, buf_dtype, None, None, None)
+        plan: tuple = (
+            dx_fmt, None, False, False, False, False, 0, buf_dtype, None, None, None, None,
+        )  # fmt: skip
         return remember(_BN_BWD_PLANS, key, plan)
     _bn_check_param(weight, C)
     running = not (train or running_mean is None or running_var is None)
     if not running and (save_mean is None or save_invstd is None or save_mean.numel() != C):
         raise RuntimeError("batch norm backward needs save_mean and save_invstd")
-    (xsN, xsC, xsS), copy_x = _ncs_or_copy(input)
+    x_st, copy_x = _ncs_or_copy(input)
     g_st, copy_g = _ncs_or_copy(grad_out)
     d_st = _ncs(_alloc_like(input, dx_fmt))
-    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
+    ds = d_st if d_st is not None else _ncs(input.contiguous())
     train = bool(train)
     m_stride = running_mean.stride(0) if running else 1
     v_stride = running_var.stride(0) if running else 1
+    if R > 0 and planes_layout(C, x_st[1]):
+        p = planes.plan_planes(N, C, S, fuse=True)
+        flags = dict(
+            TRAINING=train, RUNNING=running, HAS_W=weight is not None, DX=want_dx, DW=want_dw,
+            DB=want_db, UNIT_S=planes.unit_s(x_st, g_st, ds), COMPUTE=compute,
+        )  # fmt: skip
+        sums = want_dw or want_db or (want_dx and train)
+        scratch = 2 * p.split * C if sums and not p.fused else 0
+        on_planes = (p, (C, N, S, g_st, x_st, ds, m_stride, v_stride), flags)
+        plan = (dx_fmt, d_st, running, copy_x, copy_g, False, scratch, buf_dtype, None, None,
+                None, on_planes)  # fmt: skip
+        return remember(_BN_BWD_PLANS, key, plan)
+    merged, ((xsN, xsC, xsS), g_st, (osN, osC, osS)) = rows_strides(S, x_st, g_st, ds)
+    block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
     reduce = final = apply = None
     zero_params = R == 0
     scratch = 0
@@ -221,8 +239,9 @@ def _bn_bwd_plan(
         reduce = (
             (n_cblocks * split,),
             (C, S, R, xsN, xsC, xsS, *g_st, rows_per_split, n_cblocks, split, m_stride),  # type: ignore[misc]
-            dict(COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps),
-        )
+            dict(MERGED=merged, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
+                 num_warps=warps),
+        )  # fmt: skip
         fold = want_dx and _fold(split, block_r)
         if not fold:
             sums = want_dx and train
@@ -236,20 +255,19 @@ def _bn_bwd_plan(
             )  # fmt: skip
             scratch += 2 * C if sums else 0
     if want_dx and R > 0:
-        osN, osC, osS = d_st if d_st is not None else _ncs(input.contiguous())  # type: ignore[misc]
         apply = (
             (n_cblocks * cdiv(R, block_r),),
             (C, S, R, xsN, xsC, xsS, *g_st, osN, osC, osS, n_cblocks, split, 2 * split * C,  # type: ignore[misc]
              m_stride, v_stride),
             dict(
                 TRAINING=train, HAS_W=weight is not None, RUNNING=running, FOLD=fold,
-                DW=fold and want_dw, DB=fold and want_db, COMPUTE=compute,
+                DW=fold and want_dw, DB=fold and want_db, MERGED=merged, COMPUTE=compute,
                 BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
             ),
         )  # fmt: skip
     plan = (
         dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, buf_dtype, reduce, final,
-        apply,
+        apply, None,
     )  # fmt: skip
     return remember(_BN_BWD_PLANS, key, plan)
 
@@ -286,7 +304,8 @@ def batch_norm_backward(
             key, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
             train, output_mask,
         )  # fmt: skip
-    dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, bdt, reduce, final, apply = plan
+    (dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, bdt, reduce, final, apply,
+     on_planes) = plan  # fmt: skip
     want_dx, want_dw, want_db = output_mask
     C = input.shape[1]
     pdt = weight.dtype if weight is not None else input.dtype
@@ -298,7 +317,7 @@ def batch_norm_backward(
     new = torch.zeros if zero_params else torch.empty
     dw = new((C,), dtype=pdt, device=dev) if want_dw else None
     db = new((C,), dtype=pdt, device=dev) if want_db else None
-    if reduce is None and apply is None:
+    if reduce is None and apply is None and on_planes is None:
         return dx, dw, db
     if running:
         mean, invstd = running_mean, running_var
@@ -308,6 +327,19 @@ def batch_norm_backward(
     g = grad_out.contiguous() if copy_g else grad_out
     work = torch.empty((scratch,), dtype=bdt, device=dev) if scratch else x
     eps = float(eps)
+    if on_planes is not None:
+        p, ints, flags = on_planes
+        d_dst = dx if d_st is not None or dx is None else torch.empty(
+            input.shape, dtype=input.dtype, device=dev
+        )  # fmt: skip
+        planes.backward(
+            p, g, x, mean, invstd, weight.contiguous() if weight is not None else work, work,
+            d_dst if d_dst is not None else work, dw if dw is not None else work,
+            db if db is not None else work, ints, eps, flags,
+        )  # fmt: skip
+        if d_dst is not dx:
+            dx.copy_(d_dst)  # type: ignore[union-attr]
+        return dx, dw, db
     if reduce is not None:
         _bn_bwd_reduce(reduce[0], (g, x, mean, work, *reduce[1]), **reduce[2])
     if final is not None:

@@ -84,16 +84,22 @@ def remember(cache: dict[Any, Any], key: Any, plan: Any) -> Any:
     return plan
 
 
-def jit_unspecialized(fn: Callable[..., Any]) -> Any:
+def jit_unspecialized(fn: Callable[..., Any] | None = None, *, keep: tuple[str, ...] = ()) -> Any:
     """``@triton.jit`` with every integer parameter (annotated ``tl.int64`` or ``tl.int32``)
     in ``do_not_specialize``, read from the signature: one compiled kernel serves every
     size and stride, and a :class:`Launcher` (which keys no integer unless told) can
     never reuse a kernel Triton specialized on another call's values. A hand-written list
-    beside a 40-parameter signature misses the parameter added next."""
+    beside a 40-parameter signature misses the parameter added next.
+
+    ``@jit_unspecialized(keep=("S", "sN"))`` leaves those integers to Triton's
+    specialization (== 1, divisible by 16: what proves 16-byte vector loads); their
+    :class:`Launcher` must then key them (``specialize=`` the same names)."""
+    if fn is None:
+        return lambda f: jit_unspecialized(f, keep=keep)
     ints = [
         name
         for name, a in fn.__annotations__.items()
-        if str(a).rsplit(".", 1)[-1] in ("int64", "int32")
+        if str(a).rsplit(".", 1)[-1] in ("int64", "int32") and name not in keep
     ]
     return triton.jit(do_not_specialize=ints)(fn)
 
