@@ -78,10 +78,11 @@ def test_long_rows_two_pass(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
 def test_long_rows_any_alignment(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The long-row kernel splits a row into a head up to the first 16-byte boundary,
+    """The long-row kernels split a row into a head up to the first 16-byte boundary,
     an aligned body and a tail: rows of odd length (every row at another alignment),
-    sliced rows, a row shorter than one head, an output whose rows sit at other offsets
-    than the input's (element loads), half_to_float."""
+    sliced rows, a row shorter than one head, an output (or a grad) whose rows sit at
+    other offsets than the input's (element loads), half_to_float; forward and
+    backward."""
     if DEVICE != "cpu":
         pytest.skip("patches INTERP_MAX_WIDTH, which only the interpreter's plans read")
     monkeypatch.setattr(sm, "INTERP_MAX_WIDTH", 32)
@@ -96,6 +97,13 @@ def test_long_rows_any_alignment(dtype: torch.dtype, monkeypatch: pytest.MonkeyP
     out = torch.empty(5, 304, device=DEVICE, dtype=dtype)[:, 1:302]  # rows at other offsets
     assert sm.log_softmax_out(x, 1, False, out=out) is out
     assert_matches(out, aten._log_softmax, x, 1, False)
+    y, ly = aten._softmax(x, 1, False), aten._log_softmax(x, 1, False)
+    grad = torch.randn(5, 301, generator=g).to(DEVICE, dtype)
+    for gr in (grad, torch.randn(5, 310, generator=g).to(DEVICE, dtype)[:, 2:303]):
+        assert_matches(sm.softmax_backward_data(gr, y, 1, dtype), aten._softmax_backward_data,
+                       gr, y, 1, dtype)  # fmt: skip
+        assert_matches(sm.log_softmax_backward_data(gr, ly, 1, dtype),
+                       aten._log_softmax_backward_data, gr, ly, 1, dtype)  # fmt: skip
     nan = x.clone()
     nan[0, 100] = float("nan")
     got = sm.softmax(nan, 1, False)

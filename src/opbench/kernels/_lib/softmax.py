@@ -1,5 +1,5 @@
 """Softmax and log-softmax, forward and backward, over any dim of strided inputs: one
-forward kernel (plus one for long contiguous rows) and one backward kernel, rows = every
+forward and one backward kernel (plus one each for long contiguous rows), rows = every
 index but ``dim``, columns = ``dim``.
 
 How a call is launched (:func:`_plan`):
@@ -18,10 +18,13 @@ How a call is launched (:func:`_plan`):
   rounded up to a power of 2, one to four 16-byte vectors a thread and enough programs
   (:func:`_row_tiling`); the row length arrives as a known multiple of the vector, so
   the column mask does not split the vectors (before, every f16 element was loaded
-  alone: ``[128, 128, 128]`` f16 7.87 us on the H100, eager 5.15). Longer rows: one
-  program a row (:func:`_softmax_long_kernel`), which aligns the row's body to 16 bytes
-  whatever the row's start (a row of 50,265 f16 starts aligned one time in eight).
-* Otherwise (and in the backward kernel): row-shaped tiles when ``dim`` is contiguous
+  alone: ``[128, 128, 128]`` f16 7.87 us on the H100, eager 5.15).
+* Contiguous rows longer than :data:`SINGLE_MAX`, forward and backward: one program a
+  row (:func:`_softmax_long_kernel`, :func:`_softmax_bwd_long_kernel`), which aligns
+  the row's body to 16 bytes whatever the row's start (a row of 50,265 f16 starts
+  aligned one time in eight; before, those rows were loaded an element at a time:
+  ``[1024, 50265]`` f16 log_softmax 167 us, eager 101).
+* Otherwise (and in the backward kernel's shorter rows): row-shaped tiles when ``dim`` is contiguous
   (``BLOCK_N`` = the row rounded up to one of :data:`ROW_WIDTHS`, 4,096 elements a
   tile), column-shaped (64 x 64) when it is strided, so the contiguous kept dim
   coalesces.
@@ -335,9 +338,67 @@ def _softmax_bwd_kernel(
             tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit(do_not_specialize=["N", "md1", "gs0", "gs1", "ys0", "ys1", "os0", "os1"])
+def _softmax_bwd_long_kernel(
+    g_ptr, y_ptr, o_ptr,
+    N: tl.int64, md1: tl.int64, gs0: tl.int64, gs1: tl.int64, ys0: tl.int64, ys1: tl.int64,
+    os0: tl.int64, os1: tl.int64,
+    LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, ALIGN: tl.constexpr,
+    IDX: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
+):  # fmt: skip
+    """The backward of one long contiguous row a program, cut into head, 16-byte aligned
+    body and tail as in :func:`_softmax_long_kernel` (grad, output and result rows at
+    the same offsets modulo ``ALIGN``, else ``ALIGN`` 1): one pass for the row's sum,
+    one for the result."""
+    N = N.to(IDX)
+    pid = tl.program_id(0).to(IDX)
+    d1 = md1.to(IDX)
+    g_row = offsets(pid, d1, gs0.to(IDX), gs1.to(IDX), MODE_M)
+    y_row = offsets(pid, d1, ys0.to(IDX), ys1.to(IDX), MODE_M)
+    o_row = offsets(pid, d1, os0.to(IDX), os1.to(IDX), MODE_M)
+    g_body = (g_row + (ALIGN - 1)) // ALIGN * ALIGN
+    y_body = (y_row + (ALIGN - 1)) // ALIGN * ALIGN
+    o_body = (o_row + (ALIGN - 1)) // ALIGN * ALIGN
+    head = tl.minimum(g_body - g_row, N)
+    body = (N - head) // ALIGN * ALIGN
+    TILE: tl.constexpr = ROWS * COLS
+    idx = (tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]).to(IDX)
+    acc = tl.full([ROWS, COLS], 0, COMPUTE)
+    for k in range(0, body, TILE):
+        n = k + idx
+        mask = n < body
+        g = tl.load(g_ptr + (g_body + n), mask=mask, other=0.0).to(COMPUTE)
+        if LOG:
+            acc += g
+        else:
+            y = tl.load(y_ptr + (y_body + n), mask=mask, other=0.0).to(COMPUTE)
+            acc += g * y
+    j = tl.arange(0, 2 * ALIGN).to(IDX)
+    in_head = j < ALIGN
+    pos = tl.where(in_head, j, head + body + j - ALIGN)
+    edge = tl.where(in_head, j < head, j - ALIGN < N - head - body)
+    eg = tl.load(g_ptr + (g_row + pos), mask=edge, other=0.0).to(COMPUTE)
+    ey = tl.load(y_ptr + (y_row + pos), mask=edge, other=0.0).to(COMPUTE)
+    if LOG:
+        e_acc = eg
+    else:
+        e_acc = eg * ey
+    dot = tl.reduce(row_sum(acc), 0, _SUM_COMBINE) + tl.reduce(e_acc, 0, _SUM_COMBINE)
+    for k in range(0, body, TILE):
+        n = k + idx
+        mask = n < body
+        g = tl.load(g_ptr + (g_body + n), mask=mask, other=0.0).to(COMPUTE)
+        y = tl.load(y_ptr + (y_body + n), mask=mask, other=0.0).to(COMPUTE)
+        r = _bwd_tile(g, y, dot, LOG, False)
+        tl.store(o_ptr + (o_body + n), r.to(o_ptr.dtype.element_ty), mask=mask)
+    r = _bwd_tile(eg, ey, dot, LOG, False)
+    tl.store(o_ptr + (o_row + pos), r.to(o_ptr.dtype.element_ty), mask=edge)
+
+
 _forward = Launcher(_softmax_kernel)
 _forward_long = Launcher(_softmax_long_kernel)
 _backward = Launcher(_softmax_bwd_kernel)
+_backward_long = Launcher(_softmax_bwd_long_kernel)
 
 
 # ----------------------------------------------------------------------------- launching
@@ -422,14 +483,13 @@ def _plan(
     if _INTERPRETING:
         bn = min(next_pow2(N), INTERP_MAX_WIDTH)
         bm = min(next_pow2(M), max(1, _INTERP_TILE // bn))
-        long = not bwd and unit_n and N > INTERP_MAX_WIDTH
+        long = unit_n and N > INTERP_MAX_WIDTH
         if long:
             bm, bn = 1, max(LONG_COLS, INTERP_MAX_WIDTH)
+    elif unit_n and N > SINGLE_MAX:
+        long, bm, bn, warps = True, 1, LONG_TILE_BYTES // elem, LONG_WARPS
     elif not bwd and unit_n:
-        if N <= SINGLE_MAX:
-            bm, bn, warps = _row_tiling(M, N, elem)
-        else:
-            long, bm, bn, warps = True, 1, LONG_TILE_BYTES // elem, LONG_WARPS
+        bm, bn, warps = _row_tiling(M, N, elem)
     elif unit_n or not kept_unit:
         bn = _pow_at_least(N, ROW_WIDTHS)
         bm = max(1, TILE // bn)
@@ -536,7 +596,7 @@ def _launch_args(
     if any(t.dtype == torch.float64 for t in inputs):
         compute = tl.float64
     if long:
-        return _long_args(M, N, mode, flat, md1, tensors, log, compute, bn, warps)
+        return _long_args(M, N, mode, flat, md1, tensors, log, bwd, compute, bn, warps)
     used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
     if unit_n and not bwd:
         used.append(N)
@@ -562,21 +622,22 @@ def _launch_args(
 
 
 def _long_args(M: int, N: int, mode: int, flat: list[int], md1: int,
-               tensors: list[torch.Tensor], log: bool, compute: Any, tile: int,
+               tensors: list[torch.Tensor], log: bool, bwd: bool, compute: Any, tile: int,
                warps: int) -> tuple[Launcher, tuple[int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
-    """The long-row kernel's launch: one program a row. Its body is 16-byte aligned in
-    the input and output alike when every row offset of the two agrees modulo one
-    vector (the same strides, the usual case); else ``ALIGN`` 1 (element loads)."""
+    """The long-row kernels' launch: one program a row. Its body is 16-byte aligned in
+    every tensor alike when every row offset agrees modulo one vector (the same strides,
+    the usual case); else ``ALIGN`` 1 (element loads)."""
     align = max(1, 16 // min(t.element_size() for t in tensors))
-    xs, os_ = flat[:2], flat[2:4]
-    if any((a - b) % align for a, b in zip(xs, os_)):
+    if any(
+        (a - b) % align for t in range(2, len(flat), 2) for a, b in zip(flat[:2], flat[t : t + 2])
+    ):
         align = 1
     idx = index_type(M * N, list(tensors[-1].shape), [t.stride() for t in tensors])
     consts = dict(
         LOG=log, COMPUTE=compute, MODE_M=mode, ALIGN=align, IDX=idx,
         ROWS=max(1, tile // LONG_COLS), COLS=LONG_COLS, num_warps=warps,
     )  # fmt: skip
-    return _forward_long, (M,), (N, md1, *flat), consts
+    return (_backward_long if bwd else _forward_long), (M,), (N, md1, *flat), consts
 
 
 def _forward_op(self: torch.Tensor, dim: int, half_to_float: bool, out: Any, log: bool,
