@@ -85,13 +85,15 @@ def test_embedding_dense_backward(name: str, dtype: torch.dtype, padding_idx: in
     assert_matches(got, aten.embedding_dense_backward, g, idx, V, padding_idx, scale)
 
 
-def test_embedding_dense_backward_many_duplicates_and_out_of_range() -> None:
-    # every index in one program hits the same row: the atomics must not lose updates;
-    # eager's CPU kernel skips out-of-range rows (CUDA's has no such guarantee: there the
-    # last index stays in range)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_embedding_dense_backward_many_duplicates_and_out_of_range(dtype: torch.dtype) -> None:
+    # every index in one program hits the same row: the atomics (float32) must not lose
+    # updates, the owner plan (float16) sums them over several steps of indices; eager's
+    # CPU kernel skips out-of-range rows (CUDA's has no such guarantee: there the last
+    # index stays in range)
     last = V + 3 if DEVICE == "cpu" else 2
     idx = torch.tensor([2] * 300 + [last], device=DEVICE)
-    g = torch.randn(301, D).to(DEVICE)
+    g = torch.randn(301, D).to(DEVICE, dtype)
     assert_matches(
         emb.embedding_dense_backward(g, idx, V, -1, False), aten.embedding_dense_backward,
         g, idx, V, -1, False,
@@ -118,3 +120,85 @@ def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
     b = emb.embedding_dense_backward(g, idx, V, -1, True)
     assert a is not b and torch.equal(a, b)
     assert_matches(b, aten.embedding_dense_backward, g, idx, V, -1, True)
+
+
+def _small_gpu_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU's tiling logic at interpreter scale: several column blocks, tiles that
+    shrink for more programs, owner blocks of rows and columns with partial last ones,
+    several steps of indices (plans cached under other constants are dropped)."""
+    monkeypatch.setattr(emb, "_PLANS", {})
+    for name, value in dict(
+        MAX_BLOCK_D=16, TILE=64, MIN_TILE=32, MIN_PROGRAMS=8, FLAT_BLOCK=64, DOT_BLOCK_V=32,
+        DOT_BLOCK_D=32, DOT_BLOCK_N=16, DOT_MIN_BLOCK=16, DOT_MIN_PROGRAMS=8,
+    ).items():  # fmt: skip
+        monkeypatch.setattr(emb, name, value)
+
+
+def test_column_block_pads_rows_least(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the GPU's 512: 768 = 3 x 256 (not 2 x 512), 128 one block, 100 -> 128, 1000 -> 2 x
+    # 512, 4096 -> 8 x 512, 7 -> 8
+    monkeypatch.setattr(emb, "MAX_BLOCK_D", 512)
+    assert [emb._block_d(d) for d in (768, 128, 100, 1000, 4096, 7)] == [
+        256, 128, 128, 512, 512, 8,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("cols", [40, 7], ids=["vec8", "odd"])
+def test_embedding_gpu_tiling(
+    monkeypatch: pytest.MonkeyPatch, cols: int, dtype: torch.dtype
+) -> None:
+    _small_gpu_tiles(monkeypatch)
+    gen = torch.Generator().manual_seed(3)
+    wide = torch.randn(12, 48, generator=gen).to(DEVICE, dtype)
+    idx = torch.randint(0, 12, (5, 7), generator=gen).to(DEVICE)
+    for w in (wide[:, :cols].contiguous(), wide[:, :cols], wide[:, :cols].t().contiguous().t()):
+        # contiguous rows; rows of stride 48 (16-byte multiples); column-major
+        assert_matches(emb.embedding(w, idx), aten.embedding, w, idx)
+    sliced = torch.randint(0, 12, (4, 24), generator=gen).to(DEVICE)[:, ::3]
+    w = wide[:, :cols]
+    assert_matches(emb.embedding(w, sliced), aten.embedding, w, sliced)
+
+
+@pytest.mark.parametrize("plan", ["owner", "atomic"])
+@pytest.mark.parametrize("scale", [False, True], ids=["plain", "scale_grad_by_freq"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_embedding_dense_backward_gpu_tiling(
+    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype, scale: bool, plan: str
+) -> None:
+    """40 rows x 40 columns from 50 indices (2-D, strided): owner blocks of 16 x 16 (a
+    partial last one each way) over four steps of 16 indices; or the atomic plan."""
+    _small_gpu_tiles(monkeypatch)
+    if plan == "atomic":
+        monkeypatch.setattr(emb, "DOT_MAX_PAIRS", 0)
+    gen = torch.Generator().manual_seed(4)
+    rows, cols = 40, 40
+    idx = torch.randint(0, rows, (5, 20), generator=gen).to(DEVICE)[:, ::2]
+    g = torch.randn(5, 10, cols, generator=gen).to(DEVICE, dtype)
+    for padding_idx in (-1, int(idx[0, 0])):
+        got = emb.embedding_dense_backward(g, idx, rows, padding_idx, scale)
+        assert_matches(got, aten.embedding_dense_backward, g, idx, rows, padding_idx, scale)
+    g_t = g.transpose(0, 1).contiguous().transpose(0, 1)  # copied contiguous first
+    got = emb.embedding_dense_backward(g_t, idx, rows, -1, scale)
+    assert_matches(got, aten.embedding_dense_backward, g_t, idx, rows, -1, scale)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+def test_embedding_dense_backward_non_finite_stays_in_its_row(
+    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype
+) -> None:
+    """Inf and NaN gradients reach only their own rows: the owner plan's one-hot product
+    would spread ``0 * Inf = NaN`` over its block, so that block is summed again without
+    products; rows of a block with an Inf and a -Inf are NaN, as in eager."""
+    _small_gpu_tiles(monkeypatch)
+    rows, cols = 40, 40
+    idx = torch.tensor([3, 5, 3, 20, 21, 21, 39, 0, 5] * 4, device=DEVICE)
+    g = torch.randn(len(idx), cols, generator=torch.Generator().manual_seed(5))
+    g[0, 1] = float("inf")  # row 3, column 1
+    g[3, 2] = float("nan")  # row 20, column 2
+    g[4, 17] = float("inf")  # rows 21: Inf + -Inf = NaN
+    g[5, 17] = float("-inf")
+    g = g.to(DEVICE, dtype)
+    for scale in (False, True):
+        got = emb.embedding_dense_backward(g, idx, rows, 5, scale)
+        assert_matches(got, aten.embedding_dense_backward, g, idx, rows, 5, scale)
