@@ -399,7 +399,7 @@ def _bn_fwd_plan(
         flags = dict(
             TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
             HAS_W=weight is not None, HAS_B=bias is not None,
-            UNIT_S=planes.unit_s(x_st, ys), COMPUTE=compute,
+            UNIT_S=planes.unit_s(x_st, ys), IDX=planes.index_type(input), COMPUTE=compute,
         )  # fmt: skip
         scratch = 3 * p.split * C if training and not p.fused else 0
         on_planes = (p, (C, N, S, x_st, ys, rm_stride, rv_stride), flags)

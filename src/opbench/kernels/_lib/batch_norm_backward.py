@@ -220,7 +220,8 @@ def _bn_bwd_plan(
         p = planes.plan_planes(N, C, S, fuse=True)
         flags = dict(
             TRAINING=train, RUNNING=running, HAS_W=weight is not None, DX=want_dx, DW=want_dw,
-            DB=want_db, UNIT_S=planes.unit_s(x_st, g_st, ds), COMPUTE=compute,
+            DB=want_db, UNIT_S=planes.unit_s(x_st, g_st, ds),
+            IDX=planes.index_type(input, grad_out), COMPUTE=compute,
         )  # fmt: skip
         sums = want_dw or want_db or (want_dx and train)
         scratch = 2 * p.split * C if sums and not p.fused else 0

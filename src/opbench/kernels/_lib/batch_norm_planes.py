@@ -57,45 +57,59 @@ _SPECIALIZED = ("S", "xsN", "xsC", "ysN", "ysC", "gsN", "gsC")
 
 @triton.jit
 def _bnp_tile(t, s_blocks, N, S, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr):
-    """(n indices, s indices, mask) of a channel's tile ``t``."""
+    """(n indices, s indices, mask) of a channel's tile ``t`` (int32: the offsets built
+    from them are int32 where the tensors allow, see :func:`_bnp_off`)."""
     nb = t // s_blocks
     sb = t - nb * s_blocks
-    ns = nb * BLOCK_N + tl.arange(0, BLOCK_N)
-    ss = sb * BLOCK_S + tl.arange(0, BLOCK_S)
+    ns = nb.to(tl.int32) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ss = sb.to(tl.int32) * BLOCK_S + tl.arange(0, BLOCK_S)
     return ns, ss, (ns < N)[:, None] & (ss < S)[None, :]
 
 
 @triton.jit
-def _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S: tl.constexpr):
-    """Offsets of channel ``c``'s elements (ns, ss) under strides (sN, sC, sS)."""
+def _bnp_tile_count(t, s_blocks, N, S, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr):
+    """How many elements of tile ``t`` are in bounds (scalar arithmetic, no reduction)."""
+    nb = t // s_blocks
+    sb = t - nb * s_blocks
+    rows = tl.minimum(N - nb * BLOCK_N, BLOCK_N)
+    cols = tl.minimum(S - sb * BLOCK_S, BLOCK_S)
+    return rows * cols
+
+
+@triton.jit
+def _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S: tl.constexpr, IDX: tl.constexpr):
+    """Offsets of channel ``c``'s elements (ns, ss) under strides (sN, sC, sS): the
+    channel's base in int64 (a scalar), the per-element part in IDX (int32 where every
+    offset fits: half the registers and address arithmetic of int64)."""
+    row = ns.to(IDX) * tl.cast(sN, IDX)
     if UNIT_S:
-        return c * sC + (ns * sN)[:, None] + ss[None, :]
-    return c * sC + (ns * sN)[:, None] + (ss * sS)[None, :]
+        return c * sC + (row[:, None] + ss.to(IDX)[None, :])
+    return c * sC + (row[:, None] + ss.to(IDX)[None, :] * tl.cast(sS, IDX))
 
 
 @triton.jit
 def _bnp_moments(
-    ptr, c, t0, t1, s_blocks, N, S, sN, sC, sS,
-    UNIT_S: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    ptr, c, t0, t1, s_blocks, N, S, sN, sC, sS, UNIT_S: tl.constexpr, IDX: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """(count, mean, M2) of channel ``c`` over its tiles [t0, t1): per-lane sums of the
     values shifted by the first tile's mean, reduced once."""
     ns, ss, mask = _bnp_tile(t0, s_blocks, N, S, BLOCK_N, BLOCK_S)
-    x = tl.load(ptr + _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S), mask=mask, other=0.0)
+    x = tl.load(ptr + _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S, IDX), mask=mask, other=0.0)
     k = sum_f(sum_f(x.to(COMPUTE), axis=1), axis=0) / tl.maximum(
         sum_f(sum_f(tl.where(mask, 1.0, 0.0).to(COMPUTE), axis=1), axis=0), 1.0
     )
     s1 = tl.full([BLOCK_N, BLOCK_S], 0, COMPUTE)
     s2 = tl.full([BLOCK_N, BLOCK_S], 0, COMPUTE)
-    cnt = tl.full([BLOCK_N, BLOCK_S], 0, COMPUTE)
+    count = t0 * 0
     for t in range(t0, t1):
         ns, ss, mask = _bnp_tile(t, s_blocks, N, S, BLOCK_N, BLOCK_S)
-        x = tl.load(ptr + _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S), mask=mask, other=0.0)
+        x = tl.load(ptr + _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S, IDX), mask=mask, other=0.0)
         d = tl.where(mask, x.to(COMPUTE) - k, 0.0)
         s1 += d
         s2 += d * d
-        cnt += tl.where(mask, 1.0, 0.0).to(COMPUTE)
-    n = sum_f(sum_f(cnt, axis=1), axis=0)
+        count += _bnp_tile_count(t, s_blocks, N, S, BLOCK_N, BLOCK_S)
+    n = count.to(COMPUTE)
     t1s = sum_f(sum_f(s1, axis=1), axis=0)
     t2s = sum_f(sum_f(s2, axis=1), axis=0)
     nn = tl.maximum(n, 1.0)
@@ -144,7 +158,7 @@ def _bnp_fwd_kernel(
     tiles_per_split: tl.int64, split: tl.int64, rm_stride: tl.int64, rv_stride: tl.int64,
     eps: tl.float64, momentum: tl.float64,
     FUSED: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
-    HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, COMPUTE: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, IDX: tl.constexpr, COMPUTE: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """Training statistics of channel ``c = pid // split`` over its tiles of split
@@ -156,7 +170,7 @@ def _bnp_fwd_kernel(
     t0 = j * tiles_per_split
     t1 = tl.minimum(t0 + tiles_per_split, n_tiles)
     n, mean, m2 = _bnp_moments(
-        x_ptr, c, t0, t1, s_blocks, N, S, xsN, xsC, xsS, UNIT_S, COMPUTE, BLOCK_N, BLOCK_S
+        x_ptr, c, t0, t1, s_blocks, N, S, xsN, xsC, xsS, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S
     )
     if FUSED:
         cs = c + tl.arange(0, 1)
@@ -169,7 +183,7 @@ def _bnp_fwd_kernel(
         )  # fmt: skip
         _bnp_normalize(
             x_ptr, y_ptr, w_ptr, b_ptr, c, cs, mean_v, invstd, 0, n_tiles, s_blocks, N, S,
-            xsN, xsC, xsS, ysN, ysC, ysS, HAS_W, HAS_B, UNIT_S, COMPUTE, BLOCK_N, BLOCK_S,
+            xsN, xsC, xsS, ysN, ysC, ysS, HAS_W, HAS_B, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S,
         )  # fmt: skip
     else:
         tl.store(part_ptr + j * C + c, n)
@@ -181,8 +195,8 @@ def _bnp_fwd_kernel(
 def _bnp_normalize(
     x_ptr, y_ptr, w_ptr, b_ptr, c, cs, mean, invstd, t0, t1, s_blocks, N, S,
     xsN, xsC, xsS, ysN, ysC, ysS,
-    HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, COMPUTE: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, IDX: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """y = (x - mean) * invstd * w + b over channel ``c``'s tiles [t0, t1); ``mean`` and
     ``invstd`` are one-element vectors. Not ``x * scale + shift``: for values far from
@@ -198,10 +212,10 @@ def _bnp_normalize(
     shift2 = shift[:, None]
     for t in range(t0, t1):
         ns, ss, mask = _bnp_tile(t, s_blocks, N, S, BLOCK_N, BLOCK_S)
-        x = tl.load(x_ptr + _bnp_off(c, ns, ss, xsN, xsC, xsS, UNIT_S), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bnp_off(c, ns, ss, xsN, xsC, xsS, UNIT_S, IDX), mask=mask, other=0.0)
         y = (x.to(COMPUTE) - mean2) * scale2 + shift2
         tl.store(
-            y_ptr + _bnp_off(c, ns, ss, ysN, ysC, ysS, UNIT_S),
+            y_ptr + _bnp_off(c, ns, ss, ysN, ysC, ysS, UNIT_S, IDX),
             y.to(y_ptr.dtype.element_ty),
             mask=mask,
         )
@@ -232,7 +246,7 @@ def _bnp_apply_kernel(
     split: tl.int64, rm_stride: tl.int64, rv_stride: tl.int64,
     eps: tl.float64, momentum: tl.float64,
     TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
-    HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, COMPUTE: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, IDX: tl.constexpr, COMPUTE: tl.constexpr,
     SPLIT_P2: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """One tile ``t = pid % n_tiles`` of channel ``c = pid // n_tiles``: training, its
@@ -257,7 +271,7 @@ def _bnp_apply_kernel(
             tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=first)
     _bnp_normalize(
         x_ptr, y_ptr, w_ptr, b_ptr, c, cs, mean, invstd, t, t + 1, s_blocks, N, S,
-        xsN, xsC, xsS, ysN, ysC, ysS, HAS_W, HAS_B, UNIT_S, COMPUTE, BLOCK_N, BLOCK_S,
+        xsN, xsC, xsS, ysN, ysC, ysS, HAS_W, HAS_B, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S,
     )  # fmt: skip
 
 
@@ -267,15 +281,15 @@ def _bnp_apply_kernel(
 @triton.jit
 def _bnp_grad_sums(
     g_ptr, x_ptr, c, mean, t0, t1, s_blocks, N, S, gsN, gsC, gsS, xsN, xsC, xsS,
-    UNIT_S: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    UNIT_S: tl.constexpr, IDX: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """(sum(dy), sum(dy * (x - mean))) of channel ``c`` over its tiles [t0, t1)."""
     a = tl.full([BLOCK_N, BLOCK_S], 0, COMPUTE)
     b = tl.full([BLOCK_N, BLOCK_S], 0, COMPUTE)
     for t in range(t0, t1):
         ns, ss, mask = _bnp_tile(t, s_blocks, N, S, BLOCK_N, BLOCK_S)
-        dy = tl.load(g_ptr + _bnp_off(c, ns, ss, gsN, gsC, gsS, UNIT_S), mask=mask, other=0.0)
-        x = tl.load(x_ptr + _bnp_off(c, ns, ss, xsN, xsC, xsS, UNIT_S), mask=mask, other=0.0)
+        dy = tl.load(g_ptr + _bnp_off(c, ns, ss, gsN, gsC, gsS, UNIT_S, IDX), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bnp_off(c, ns, ss, xsN, xsC, xsS, UNIT_S, IDX), mask=mask, other=0.0)
         dy = dy.to(COMPUTE)
         a += dy
         b += tl.where(mask, dy * (x.to(COMPUTE) - mean), 0.0)
@@ -286,22 +300,24 @@ def _bnp_grad_sums(
 def _bnp_grad_input(
     g_ptr, x_ptr, dx_ptr, c, mean, scale, k, mdy, t0, t1, s_blocks, N, S,
     gsN, gsC, gsS, xsN, xsC, xsS, osN, osC, osS,
-    TRAINING: tl.constexpr, UNIT_S: tl.constexpr, COMPUTE: tl.constexpr,
+    TRAINING: tl.constexpr, UNIT_S: tl.constexpr, IDX: tl.constexpr, COMPUTE: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """grad_input over channel ``c``'s tiles [t0, t1): training, (dy - mdy - (x - mean) *
     k) * scale; eval, dy * scale (scalars of the channel)."""
     for t in range(t0, t1):
         ns, ss, mask = _bnp_tile(t, s_blocks, N, S, BLOCK_N, BLOCK_S)
-        dy = tl.load(g_ptr + _bnp_off(c, ns, ss, gsN, gsC, gsS, UNIT_S), mask=mask, other=0.0)
+        dy = tl.load(g_ptr + _bnp_off(c, ns, ss, gsN, gsC, gsS, UNIT_S, IDX), mask=mask, other=0.0)
         dy = dy.to(COMPUTE)
         if TRAINING:
-            x = tl.load(x_ptr + _bnp_off(c, ns, ss, xsN, xsC, xsS, UNIT_S), mask=mask, other=0.0)
+            x = tl.load(
+                x_ptr + _bnp_off(c, ns, ss, xsN, xsC, xsS, UNIT_S, IDX), mask=mask, other=0.0
+            )
             dx = (dy - mdy - (x.to(COMPUTE) - mean) * k) * scale
         else:
             dx = dy * scale
         tl.store(
-            dx_ptr + _bnp_off(c, ns, ss, osN, osC, osS, UNIT_S),
+            dx_ptr + _bnp_off(c, ns, ss, osN, osC, osS, UNIT_S, IDX),
             dx.to(dx_ptr.dtype.element_ty),
             mask=mask,
         )
@@ -331,7 +347,7 @@ def _bnp_bwd_kernel(
     mean_stride: tl.int64, inv_stride: tl.int64, eps: tl.float64,
     FUSED: tl.constexpr, TRAINING: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
     DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, UNIT_S: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    IDX: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """Channel ``c = pid // split``'s gradient sums over its tiles of split ``pid %
     split`` into part[2, split, C]; FUSED (split 1): grad_weight, grad_bias and then
@@ -346,7 +362,7 @@ def _bnp_bwd_kernel(
     )
     s_dy, s_dyx = _bnp_grad_sums(
         g_ptr, x_ptr, c, mean, t0, t1, s_blocks, N, S, gsN, gsC, gsS, xsN, xsC, xsS,
-        UNIT_S, COMPUTE, BLOCK_N, BLOCK_S,
+        UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S,
     )  # fmt: skip
     if FUSED:
         if DW:
@@ -358,7 +374,7 @@ def _bnp_bwd_kernel(
             _bnp_grad_input(
                 g_ptr, x_ptr, dx_ptr, c, mean, scale, s_dyx / count * invstd * invstd,
                 s_dy / count, 0, n_tiles, s_blocks, N, S, gsN, gsC, gsS, xsN, xsC, xsS,
-                ysN, ysC, ysS, TRAINING, UNIT_S, COMPUTE, BLOCK_N, BLOCK_S,
+                ysN, ysC, ysS, TRAINING, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S,
             )  # fmt: skip
     else:
         tl.store(part_ptr + j * C + c, s_dy)
@@ -374,7 +390,7 @@ def _bnp_bwd_apply_kernel(
     mean_stride: tl.int64, inv_stride: tl.int64, eps: tl.float64,
     SUMS: tl.constexpr, TRAINING: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
     DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, UNIT_S: tl.constexpr,
-    COMPUTE: tl.constexpr, SPLIT_P2: tl.constexpr, BLOCK_N: tl.constexpr,
+    IDX: tl.constexpr, COMPUTE: tl.constexpr, SPLIT_P2: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """grad_input (DX) of one tile ``t = pid % n_tiles`` of channel ``c = pid //
@@ -405,7 +421,7 @@ def _bnp_bwd_apply_kernel(
     if DX:
         _bnp_grad_input(
             g_ptr, x_ptr, dx_ptr, c, mean, scale, k, mdy, t, t + 1, s_blocks, N, S, gsN, gsC,
-            gsS, xsN, xsC, xsS, ysN, ysC, ysS, TRAINING, UNIT_S, COMPUTE, BLOCK_N, BLOCK_S,
+            gsS, xsN, xsC, xsS, ysN, ysC, ysS, TRAINING, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S,
         )  # fmt: skip
 
 
@@ -446,6 +462,12 @@ def plan_planes(N: int, C: int, S: int, fuse: bool) -> PlanesPlan:
     return PlanesPlan(N, C, S, fuse)
 
 
+def index_type(*tensors: Any) -> Any:
+    """tl.int32 where every element offset of ``tensors`` (their storage spans) fits."""
+    span = max(1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())) for t in tensors)
+    return tl.int32 if span < 2**31 else tl.int64
+
+
 def unit_s(*strides: tuple[int, int, int]) -> bool:
     """Whether every tensor's ``s`` stride is 1 (offsets then add ``s`` itself, which
     Triton sees as contiguous)."""
@@ -457,12 +479,12 @@ def forward(
     b: Any, ints: tuple, eps: float, momentum: float, flags: dict[str, Any],
 ) -> None:  # fmt: skip
     """The forward's launches: ``ints`` = (C, N, S, x strides, y strides, rm_stride,
-    rv_stride); ``flags``: TRAINING, HAS_RUNNING, HAS_SAVE, HAS_W, HAS_B, UNIT_S, COMPUTE."""
+    rv_stride); ``flags``: TRAINING, HAS_RUNNING, HAS_SAVE, HAS_W, HAS_B, UNIT_S, IDX, COMPUTE."""
     C, N, S, xs, ys, rm_st, rv_st = ints
     geo = (C, N, S, *xs, *ys, p.s_blocks, p.n_tiles)
     common = dict(
         HAS_RUNNING=flags["HAS_RUNNING"], HAS_SAVE=flags["HAS_SAVE"], HAS_W=flags["HAS_W"],
-        HAS_B=flags["HAS_B"], UNIT_S=flags["UNIT_S"], COMPUTE=flags["COMPUTE"],
+        HAS_B=flags["HAS_B"], UNIT_S=flags["UNIT_S"], IDX=flags["IDX"], COMPUTE=flags["COMPUTE"],
     )  # fmt: skip
     ptrs = (x, y, work, rm, rv, sm, si, w, b)
     if flags["TRAINING"]:
@@ -486,7 +508,7 @@ def backward(
     dw: Any, db: Any, ints: tuple, eps: float, flags: dict[str, Any],
 ) -> None:  # fmt: skip
     """The backward's launches: ``ints`` = (C, N, S, g strides, x strides, dx strides,
-    mean_stride, inv_stride); ``flags``: TRAINING, RUNNING, HAS_W, DX, DW, DB, UNIT_S,
+    mean_stride, inv_stride); ``flags``: TRAINING, RUNNING, HAS_W, DX, DW, DB, UNIT_S, IDX,
     COMPUTE. Sums are needed when training with grad_input, or for grad_weight/bias."""
     C, N, S, gs, xs, ds, m_st, i_st = ints
     geo = (C, N, S, *gs, *xs, *ds, p.s_blocks, p.n_tiles)
@@ -500,7 +522,7 @@ def backward(
             (C * p.split,),
             (*ptrs, *geo, p.tiles_per_split, p.split, m_st, i_st, eps),
             FUSED=p.fused, **common, DX=flags["DX"], DW=flags["DW"], DB=flags["DB"],
-            UNIT_S=flags["UNIT_S"], COMPUTE=flags["COMPUTE"], BLOCK_N=p.block_n,
+            UNIT_S=flags["UNIT_S"], IDX=flags["IDX"], COMPUTE=flags["COMPUTE"], BLOCK_N=p.block_n,
             BLOCK_S=p.block_s, num_warps=p.warps,
         )  # fmt: skip
         if p.fused:
@@ -511,6 +533,7 @@ def backward(
             (*ptrs, *geo, p.split, m_st, i_st, eps),
             SUMS=sums, **common, DX=flags["DX"], DW=flags["DW"], DB=flags["DB"],
             UNIT_S=flags["UNIT_S"],
+            IDX=flags["IDX"],
             COMPUTE=flags["COMPUTE"], SPLIT_P2=p.split_p2, BLOCK_N=p.block_n,
             BLOCK_S=p.block_s, num_warps=p.warps,
         )  # fmt: skip
