@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import torch
@@ -198,41 +199,82 @@ def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
             red.sum_dim(x, [2])
 
 
-#: The traced shapes whose plan on the GPU is one launch (the second stage's launch and
-#: partial buffer are the host cost): (shape, dims, launches on the GPU).
+#: Traced shapes (and a few layouts around them) with the GPU's plan for each: every
+#: plan is one launch; grid axis 1 > 1 splits the rows' columns across programs, whose
+#: last program per row block sums the partials: (shape, dims, grid, num_warps).
 GPU_PLANS = [
-    ((1, 88, 20, 20), None, 1),  # 35,200 elements: 9 chunks, one program
-    ((1, 88, 40, 40), None, 2),  # 140,800: 35 chunks, split
-    ((256, 1024), [0], 1),  # wide column tile: 8 chunks
-    ((1024, 1024), [0], 1),  # narrow column tile: 32 programs of 8 chunks
-    ((2048, 768), [0], 1),  # narrow column tile: 24 programs of 16 chunks
-    ((16, 128, 128), [0, 1], 1),  # narrow column tile: 4 programs of 16 chunks
-    ((6, 2, 351, 352), None, 2),
+    ((1, 88, 10, 10), None, (1, 1), 16),  # 8,800 elements: one program, one 16384 tile
+    ((1, 88, 20, 20), None, (1, 9), 4),  # 35,200: 9 programs of one 4096 chunk
+    ((1, 88, 40, 40), None, (1, 35), 4),
+    ((2,), None, (1, 1), 4),
+    ((37, 1001), None, (1, 10), 4),  # full chunks unmasked, a masked tail, no 16-byte vec
+    ((256, 1024), [0], (8, 8), 4),  # column tiles of 128 rows x 32
+    ((1024, 1024), [0], (8, 32), 4),
+    ((2048, 768), [0], (6, 64), 4),
+    ((512, 771), [0], (7, 16), 4),  # rows not a multiple of the vector: scalar masks
+    ((16, 128, 128), [0, 1], (1, 64), 4),
+    ((32, 64, 14, 14), [2, 3], (128, 1), 4),  # [16, 256] row tiles of 196 columns
+    ((6, 2, 351, 352), None, (1, 362), 4),
 ]
 
 
-@pytest.mark.parametrize(("shape", "dims", "launches"), GPU_PLANS, ids=str)
-def test_gpu_plans_launch_once_where_one_program_a_row_suffices(
-    shape: tuple[int, ...], dims: list[int] | None, launches: int,
+@pytest.mark.parametrize(("shape", "dims", "grid", "warps"), GPU_PLANS, ids=str)
+def test_gpu_plans_are_one_launch(
+    shape: tuple[int, ...], dims: list[int] | None, grid: tuple[int, int], warps: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    """The GPU's tiles and split thresholds with the one-launch option on
-    (``SINGLE_CHUNKS = 16``, off by default since the H100 measured it slower), run here
-    under the interpreter: the launches each plan makes, and its result against eager."""
+    """The GPU's tiles and split thresholds, run here under the interpreter: one launch
+    per call (the grid and warps the plan picks), results against eager for sum, mean
+    and amax, and the split's counters back at zero after each call."""
+    if DEVICE != "cpu":
+        pytest.skip("patches the interpreter's plan switch")
     monkeypatch.setattr(red, "_INTERPRETING", False)
     monkeypatch.setattr(red, "TARGET_PROGRAMS", 2112)
-    monkeypatch.setattr(red, "MIN_CHUNKS_PER_SPLIT", 2)
     monkeypatch.setattr(red, "MIN_SPLITS", 4)
-    monkeypatch.setattr(red, "SINGLE_CHUNKS", 16)
     monkeypatch.setattr(red, "_PLANS", {})
-    calls: list[int] = []
+    monkeypatch.setattr(red, "_SCRATCH", {})
+    calls: list[tuple[tuple[int, ...], int]] = []
     launch = red._reduce
-    monkeypatch.setattr(red, "_reduce", lambda g, a, **c: (calls.append(1), launch(g, a, **c)))
-    x = torch.randn(shape).half().to(DEVICE)
-    if dims is None:
-        got = red.sum_default(x)
-        assert_matches(got, aten.sum.default, x)
-    else:
-        got = red.sum_dim(x, dims, True)
-        assert_matches(got, aten.sum.dim_IntList, x, dims, True)
-    assert len(calls) == launches
+
+    def counted(g: tuple[int, ...], a: tuple, **c: Any) -> None:
+        calls.append((tuple(g), c["num_warps"]))
+        launch(g, a, **c)
+
+    monkeypatch.setattr(red, "_reduce", counted)
+    g = torch.Generator().manual_seed(len(shape))
+    x = torch.randn(shape, generator=g).half().to(DEVICE)
+    ops = [(red.sum_dim, aten.sum.dim_IntList), (red.sum_dim, aten.sum.dim_IntList)]
+    if x.numel() < 300_000:  # the interpreter's time: the big ones are summed only
+        ops += [(red.mean_dim, aten.mean.dim),
+                (lambda x, d, k: red.amax(x, d or [], k), lambda x, d, k: aten.amax(x, d or [], k))]  # fmt: skip
+    for ours, ref in ops:  # the second sum: the cached plan and the reset counters
+        calls.clear()
+        assert_matches(ours(x, dims, True), ref, x, dims, True)
+        assert calls == [(grid, warps)]
+        for _part, cnt in red._SCRATCH.values():
+            assert not cnt.any()
+
+
+def test_split_combine_is_deterministic_and_exact_for_integers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last program sums the partials in split order: the same bits every call;
+    int64 partials for integer and bool sums, NaN and -inf through the max's partials."""
+    if DEVICE != "cpu":
+        pytest.skip("patches _INTERP_TILE, which only the interpreter's plans read")
+    monkeypatch.setattr(red, "_INTERP_TILE", 64)
+    monkeypatch.setattr(red, "TARGET_PROGRAMS", 64)
+    monkeypatch.setattr(red, "_PLANS", {})
+    x = torch.randn(5000).to(DEVICE)
+    first = red.sum_default(x)
+    assert all(torch.equal(first, red.sum_default(x)) for _ in range(3))
+    assert_matches(first, aten.sum.default, x)
+    i = torch.randint(-(2**40), 2**40, (3000,), dtype=torch.int64).to(DEVICE)
+    assert torch.equal(red.sum_default(i), i.sum())
+    b = (torch.rand(3, 3000) > 0.3).to(DEVICE)
+    assert torch.equal(red.sum_dim(b, [1]), b.sum(1))
+    y = torch.full((2, 4000), -float("inf")).to(DEVICE)
+    y[0, 3999] = float("nan")
+    assert_matches(red.amax(y, [1]), aten.amax.default, y, [1])
+    assert_matches(red.sum_dim(y, [1]), aten.sum.dim_IntList, y, [1])
+    assert_matches(red.mean_dim(x.view(50, 100).t(), [1]), aten.mean.dim, x.view(50, 100).t(), [1])

@@ -16,10 +16,18 @@ How a call is launched (:func:`reduce_into`):
   f64, int64 for integers and bools, as eager's accumulate types), then reduces it once.
   Tiles are row-shaped (wide ``BLOCK_N``) when the reduced side is the contiguous one and
   column-shaped (wide ``BLOCK_M``) when the kept side is, so loads coalesce either way.
-* Two stages when the rows alone cannot fill the GPU (a whole-tensor ``sum``, a
-  reduction over a long dim of a few rows): program ``(m, s)`` reduces the ``s``-th slice
-  of row ``m`` into a ``[M, S]`` partial buffer of the accumulate type, and a second
-  launch of the same kernel reduces those ``S`` columns into the output.
+  Chunks inside the row load without a column mask and the contiguous side's length
+  arrives as a multiple of the vector where it is one, so every load of a contiguous run
+  is a 16-byte vector: a runtime length without that proof made every mask per-element
+  and every f16 load 2 bytes (a 256 MiB f16 sum read at 0.61 of copy bandwidth, eager
+  0.86; ``benchmarks/results/sum-sweep-h100.md``).
+* One launch always. When the rows alone cannot fill the GPU (a whole-tensor ``sum``, a
+  column sum of a few hundred columns), program ``(m, s)`` reduces the ``s``-th slice of
+  its rows into a partial, and the last program of each row block to finish (an atomic
+  counter) sums the partials in split order and writes the result: deterministic, no
+  second launch (1.6-3.1 us of device time each on the traced cases) and no memset (the
+  counters live in a kept scratch buffer, :func:`_scratch`, that each launch leaves at
+  zero).
 
 ``amax`` propagates NaN (a NaN anywhere in a row gives NaN, as eager); ``mean`` divides
 the float sum by the reduced count in the kernel (0/0 gives eager's NaN for an empty
@@ -37,7 +45,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 from opbench.kernels._lib.pointwise import destination, dtype_name, index_type
 
 __all__ = [
@@ -67,34 +75,34 @@ __all__ = [
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Programs that fill an H100 (132 SMs x 16 resident 4-warp programs); fewer row programs
-#: than this split the columns into a second stage. The loop does not pipeline its loads,
-#: so programs in flight are the memory parallelism: a 16M-element f16 sum took 42.6 us
-#: with 528 programs of 8 chunks (eager 24.5).
+#: than this split the columns across programs (grid axis 1). The loop does not pipeline
+#: its loads, so programs in flight are the memory parallelism: a 16M-element f16 sum took
+#: 42.6 us with 528 programs of 8 chunks (eager 24.5).
 TARGET_PROGRAMS = 4 if _INTERPRETING else 2112
 #: A split reads at least this many column chunks, and a split launch has at least
-#: MIN_SPLITS splits: sum over dim 1 of 32x128x768 f16 split in two took 23.2 us against
-#: 10.1 unsplit (eager 11.9). H100 timings varied up to 1.7x between machines: re-measure.
-MIN_CHUNKS_PER_SPLIT = 1 if _INTERPRETING else 2
+#: MIN_SPLITS splits. A split costs its programs a partial store, an atomic and, for the
+#: last one, a load of the partials (two L2 round trips, about one chunk's latency each);
+#: a row of fewer than MIN_SPLITS chunks is cheaper read by one program.
+MIN_CHUNKS_PER_SPLIT = 1
 MIN_SPLITS = 2 if _INTERPRETING else 4
-#: A row of at most this many column chunks is reduced in one launch even when the rows
-#: alone do not fill the GPU (1: off, the two-stage plan). 16 was tried: the second
-#: stage's launch and partial buffer cost host time (whole-tensor sum of 35,200 f16
-#: elements in two launches 62.4 us host-inclusive, eager 15.8), but on the H100 the
-#: serial chunks cost more device time than that saved: over the traced cases
-#: (``opbench run --suite traces --ops sum,... --limit-per-op 4``, 2026-11-25)
-#: sum.dim_IntList went 0.92 -> 0.455x eager in device time (host 0.40 -> 0.82) and
-#: sum.default 0.815 -> 0.743. Off until a plan wins both.
-SINGLE_CHUNKS = 1
-#: Row-shaped tiles (reduced side contiguous), by the reduced length: (limit, BM, BN).
-#: Every tile holds 4,096 elements (32 per thread at 4 warps).
-ROW_TILES = ((16, 256, 16), (128, 32, 128), (512, 8, 512), (1024, 4, 1024), (2048, 2, 2048),
+#: Row-shaped tiles (reduced side contiguous), by the reduced length: (limit, BM, BN),
+#: the first whose limit holds N. 4,096 elements a tile (32 a thread at 4 warps), as
+#: narrow as N allows: N = 196 (a 14x14 mean) reads [16, 256] tiles, not [8, 512] ones
+#: with 62% of the lanes masked. The last entry is the long-row tile, looped over.
+ROW_TILES = ((16, 256, 16), (32, 128, 32), (64, 64, 64), (128, 32, 128), (256, 16, 256),
+             (512, 8, 512), (1024, 4, 1024), (2048, 2, 2048), (4096, 1, 4096),
              (None, 1, 4096))  # fmt: skip
+#: A row longer than the widest ROW_TILES limit but at most this long is read by one
+#: program in one chunk of next_pow2(N) elements, 32 a thread (8 or 16 warps): a
+#: whole-tensor sum of 8,800 f16 elements is one program, one round of loads (it was one
+#: 4-warp program looping over three chunks: 3.36 us on the H100, eager 2.53). Longer
+#: rows split (one launch either way).
+WIDE_ROW = 16384
 #: Column-shaped tile (kept side contiguous): 128 contiguous rows x 32 reduced columns.
 COL_TILE = (128, 32)
-#: The narrow column tile (32 contiguous rows x 128 reduced columns) when it keeps a
-#: split-free launch that the wide one would split: a sum over dim 0 of 2048x768 f16
-#: is 24 programs of 16 chunks instead of 6 programs split 32 ways plus a second launch.
-NARROW_COL_TILE = (32, 128)
+#: Elements of the last program's [BLOCK_M, SPLIT_BLOCK] tile of partials (no more than
+#: a main-loop tile, so the combine does not raise the kernel's register count).
+COMBINE_TILE = 4096
 #: Tile elements under the interpreter: big tiles, few programs (it runs them one by one).
 _INTERP_TILE = 16384
 
@@ -177,26 +185,36 @@ def max_nan(a, b):
     return tl.where((a > b) | (a != a), a, b)
 
 
-@triton.jit(do_not_specialize=["M", "N", "per_split", "md1", "ms0", "ms1", "nd1", "ns0", "ns1"])
+@jit_unspecialized
 def _reduce_kernel(
-    x_ptr, out_ptr,
+    x_ptr, out_ptr, part_ptr, cnt_ptr,
     M: tl.int64, N: tl.int64, per_split: tl.int64,
     md1: tl.int64, ms0: tl.int64, ms1: tl.int64,
     nd1: tl.int64, ns0: tl.int64, ns1: tl.int64,
     init: tl.float64, denom: tl.float64,
     OP: tl.constexpr, MEAN: tl.constexpr, CAST: tl.constexpr, ACC: tl.constexpr,
-    MODE_M: tl.constexpr, MODE_N: tl.constexpr, VEC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IDX: tl.constexpr,
+    MODE_M: tl.constexpr, MODE_N: tl.constexpr, VEC: tl.constexpr, MVEC: tl.constexpr,
+    NVEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IDX: tl.constexpr,
+    SPLIT_BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """``per_split`` is in chunks of BLOCK_N; sizes and strides arrive divided by VEC
-    (see :func:`vec_of`) and are multiplied back here, so the compiler knows they are
-    multiples of VEC and can vectorise the loads. ``IDX`` is the index type: int32
-    whenever every offset fits (:func:`opbench.kernels._lib.pointwise.index_type`)."""
+    """Program ``(m, s)`` reduces columns ``[s * per_split, (s + 1) * per_split)`` (in
+    chunks of BLOCK_N) of rows ``m * BLOCK_M ...``. Strides arrive divided by VEC, ``M``
+    by MVEC and ``N`` by NVEC (see :func:`vec_of`) and are multiplied back here, so the
+    compiler knows them multiples and can prove a row start 16-byte aligned and a mask
+    constant over a vector. The chunks that lie inside ``N`` load without a column mask;
+    only the row's last chunk is masked. ``IDX`` is the index type: int32 whenever every
+    offset fits (:func:`opbench.kernels._lib.pointwise.index_type`).
+
+    ``SPLIT_BLOCK == 0``: one program a row block (grid axis 1 is 1), the result goes
+    straight to ``out``. Otherwise each program stores its partial (accumulate type) at
+    ``part[s * M + m]`` and counts itself in ``cnt[m-block]``; the program that counts
+    last sums the row block's partials in split order, ``SPLIT_BLOCK`` at a time (the
+    same order every call: deterministic), writes ``out`` and sets the counter back to 0
+    for the next launch. One launch, no second stage, no memset."""
     pid_m = tl.program_id(0).to(IDX)
     pid_s = tl.program_id(1).to(IDX)
-    splits = tl.num_programs(1).to(IDX)
-    M = M.to(IDX)
-    N = N.to(IDX)
+    M = M.to(IDX) * MVEC
+    N = N.to(IDX) * NVEC
     per_split = per_split.to(IDX)
     md1 = md1.to(IDX) * VEC
     ms0 = ms0.to(IDX) * VEC
@@ -207,11 +225,24 @@ def _reduce_kernel(
     m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     mask_m = m < M
     m_off = offsets(m, md1, ms0, ms1, MODE_M)
-    start = pid_s * per_split * BLOCK_N
+    first = pid_s * per_split
+    last = tl.minimum(first + per_split, (N + (BLOCK_N - 1)) // BLOCK_N)
+    inside = tl.minimum(last, N // BLOCK_N)  # chunks before this one are full
     fill = tl.full([BLOCK_M, BLOCK_N], 0, ACC) + tl.cast(init, ACC)
     acc = fill
-    for k in range(0, per_split):
-        n = start + k * BLOCK_N + tl.arange(0, BLOCK_N)
+    for c in range(first, inside):
+        n = c * BLOCK_N + tl.arange(0, BLOCK_N)
+        ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
+        v = tl.load(ptrs, mask=mask_m[:, None], other=0)
+        if CAST is not None:
+            v = v.to(CAST)
+        v = v.to(ACC)
+        if OP == 0:
+            acc += v
+        else:
+            acc = max_nan(acc, v)  # rows past M hold junk, never stored
+    for c in range(tl.maximum(first, inside), last):
+        n = c * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = mask_m[:, None] & (n < N)[None, :]
         ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
         v = tl.load(ptrs, mask=mask, other=0)
@@ -226,9 +257,38 @@ def _reduce_kernel(
         res = row_sum(acc)
     else:
         res = row_max(acc)
-    if MEAN:
-        res = res / tl.cast(denom, ACC)
-    tl.store(out_ptr + (m * splits + pid_s), res.to(out_ptr.dtype.element_ty), mask=mask_m)
+    if SPLIT_BLOCK == 0:
+        if MEAN:
+            res = res / tl.cast(denom, ACC)
+        tl.store(out_ptr + m, res.to(out_ptr.dtype.element_ty), mask=mask_m)
+    else:
+        splits = tl.num_programs(1).to(IDX)
+        tl.store(part_ptr + (pid_s * M + m), res, mask=mask_m)
+        # every thread's partial is written before one thread's release (CUTLASS's
+        # semaphore: barrier, then a gpu-scope release by one thread)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(cnt_ptr + pid_m, 1, sem="acq_rel")
+        if arrived == splits - 1:
+            pfill = tl.full([BLOCK_M, SPLIT_BLOCK], 0, ACC) + tl.cast(init, ACC)
+            pacc = pfill
+            for s0 in range(0, splits, SPLIT_BLOCK):
+                s = s0 + tl.arange(0, SPLIT_BLOCK)
+                pmask = mask_m[:, None] & (s < splits)[None, :]
+                # .cg: from L2, never a line an earlier launch left in this SM's L1
+                p = tl.load(part_ptr + (s[None, :] * M + m[:, None]), mask=pmask, other=0,
+                            cache_modifier=".cg")  # fmt: skip
+                if OP == 0:
+                    pacc += p
+                else:
+                    pacc = max_nan(pacc, tl.where(pmask, p, pfill))
+            if OP == 0:
+                res = row_sum(pacc)
+            else:
+                res = row_max(pacc)
+            if MEAN:
+                res = res / tl.cast(denom, ACC)
+            tl.store(out_ptr + m, res.to(out_ptr.dtype.element_ty), mask=mask_m)
+            tl.store(cnt_ptr + pid_m, 0)
 
 
 _reduce = Launcher(_reduce_kernel)
@@ -295,77 +355,107 @@ def divided(args: tuple[int, int, int, int], vec: int) -> tuple[int, int, int]:
     return d1 // vec, s0 // vec, s1 // vec
 
 
-def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int]:
+def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int, int]:
+    """``(BLOCK_M, BLOCK_N, num_warps)`` for M rows of N reduced elements."""
     if _INTERPRETING:
         bn = min(next_pow2(max(N, 1)), _INTERP_TILE)
         bm = min(next_pow2(max(M, 1)), max(1, _INTERP_TILE // bn))
-        return bm, bn
+        return bm, bn, 4
     if m_args[0] in (0, 3) and n_args[0] not in (0, 3):
-        bm, bn = COL_TILE
-        nbm, nbn = NARROW_COL_TILE
-        if (
-            SINGLE_CHUNKS > 1  # the narrow tile serves the one-launch option only
-            and cdiv(M, bm) < TARGET_PROGRAMS
-            and cdiv(N, bn) > SINGLE_CHUNKS
-            and cdiv(N, nbn) <= SINGLE_CHUNKS
-        ):
-            return NARROW_COL_TILE
-        return COL_TILE
+        return (*COL_TILE, 4)
     for limit, bm, bn in ROW_TILES:
-        if limit is None or N <= limit:
-            return bm, bn
-    raise AssertionError
+        if limit is not None and N <= limit:
+            return min(bm, next_pow2(M)), bn, 4
+    if N <= WIDE_ROW:
+        bn = next_pow2(N)
+        return 1, bn, max(4, min(16, bn // 1024))
+    _, bm, bn = ROW_TILES[-1]
+    return bm, bn, 4
 
 
-def _stages(
+def _divisor(n: int, vec: int) -> int:
+    """The largest of vec, vec/2, ... 1 dividing ``n``."""
+    while n % vec:
+        vec //= 2
+    return vec
+
+
+def _launch_plan(
     shape: Sequence[int], stride: Sequence[int], elem: int, M: int, N: int,
     m_args: tuple, n_args: tuple, acc: torch.dtype,
-) -> list[tuple[tuple[int, int], tuple[int, ...], dict[str, Any]]]:  # fmt: skip
-    """The launches that reduce an input of ``shape``/``stride`` (``elem`` bytes an
-    element; rows ``m_args``, columns ``n_args``) to M values: one, or two and more
-    through ``[M, splits]`` partial buffers when the rows alone do not fill the GPU.
-    Each: grid, the kernel's integers, and the constexprs that depend on the shape."""
-    bm, bn = _tile(M, N, m_args, n_args)
+) -> tuple[tuple[int, int], tuple[int, ...], dict[str, Any], tuple | None]:  # fmt: skip
+    """The one launch that reduces an input of ``shape``/``stride`` (``elem`` bytes an
+    element; rows ``m_args``, columns ``n_args``) to M values: grid, the kernel's
+    integers, the constexprs that depend on the shape, and what a split needs of the
+    scratch buffers (:func:`_scratch`: accumulate dtype, partials, counters) or None."""
+    bm, bn, warps = _tile(M, N, m_args, n_args)
     cap = 16 // elem
     used = used_values(m_args) + used_values(n_args)
     vec = next((v for v in (8, 4, 2) if v <= cap and all(u % v == 0 for u in used)), 1)
     mode_m, (md1, ms0, ms1) = m_args[0], divided(m_args, vec)
     mode_n, (nd1, ns0, ns1) = n_args[0], divided(n_args, vec)
+    # the mask of the contiguous side is constant over a vector where its length divides
+    mvec = _divisor(M, vec) if mode_m in (0, 3) else 1
+    nvec = _divisor(N, vec) if mode_n in (0, 3) else 1
     programs = cdiv(M, bm)
     chunks = cdiv(N, bn)
     splits = 1
-    if programs < TARGET_PROGRAMS and chunks > SINGLE_CHUNKS and chunks >= 2 * MIN_CHUNKS_PER_SPLIT:
+    if programs < TARGET_PROGRAMS and chunks >= MIN_SPLITS * MIN_CHUNKS_PER_SPLIT:
         splits = min(cdiv(TARGET_PROGRAMS, programs), chunks // MIN_CHUNKS_PER_SPLIT)
-    if splits < MIN_SPLITS:
-        splits = 1
+        if splits < MIN_SPLITS:
+            splits = 1
     per_split = max(1, cdiv(chunks, splits))  # in chunks
-    splits = max(1, cdiv(N, per_split * bn))
+    splits = max(1, cdiv(chunks, per_split))
+    sb = min(next_pow2(splits), max(1, COMBINE_TILE // bm)) if splits > 1 else 0
     # the indices (rows, columns, partial-buffer slots) and x's offsets: its extent
-    idx = index_type(max(M * splits, M + bm, N + per_split * bn), shape, [stride])
-    first = (
+    idx = index_type(max(M * (splits + sb), M + bm, N + per_split * bn), shape, [stride])
+    need = (acc, M * splits, programs) if splits > 1 else None
+    return (
         (programs, splits),
-        (M, N, per_split, md1, ms0, ms1, nd1, ns0, ns1),
-        dict(MODE_M=mode_m, MODE_N=mode_n, VEC=vec, BLOCK_M=bm, BLOCK_N=bn, IDX=idx),
-    )
-    if splits == 1:
-        return [first]
-    rest = _stages(
-        (M, splits), (splits, 1), acc.itemsize, M, splits, (1, 1, splits, 0), (0, 1, 1, 0), acc
-    )
-    return [first, *rest]
+        (M // mvec, N // nvec, per_split, md1, ms0, ms1, nd1, ns0, ns1),
+        dict(MODE_M=mode_m, MODE_N=mode_n, VEC=vec, MVEC=mvec, NVEC=nvec, BLOCK_M=bm,
+             BLOCK_N=bn, IDX=idx, SPLIT_BLOCK=sb, num_warps=warps),
+        need,
+    )  # fmt: skip
 
 
-def _launch(x: torch.Tensor, out: torch.Tensor, launches: tuple) -> None:
-    """Run :func:`_reduce_plan`'s launches: ``x`` into partial buffers of the accumulate
-    type, the last into ``out``."""
-    src = x
-    for grid, tail, consts, scratch in launches:
-        if scratch is None:
-            dst = out
-        else:
-            dst = torch.empty_strided(scratch[0], scratch[1], dtype=scratch[2], device=x.device)
-        _reduce(grid, (src, dst, *tail), **consts)
-        src = dst
+#: (device index, stream, accumulate dtype) -> (partials, counters): the split plan's
+#: scratch, kept from call to call. The counters start at zero (``torch.zeros``, once)
+#: and every launch leaves them at zero (its last program of each row block resets its
+#: own), so a call needs no memset; launches on one stream run one after another, so
+#: they can share the buffers, and another stream gets its own.
+_SCRATCH: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+_STREAM: list[Any] = []  # Triton's current-stream query, found on the first CUDA split
+
+
+def _scratch(x: torch.Tensor, need: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    acc, parts, counters = need
+    dev = x.get_device()
+    if dev < 0:
+        stream = 0
+    else:
+        if not _STREAM:
+            _STREAM.append(triton.runtime.driver.active.get_current_stream)
+        stream = _STREAM[0](dev)
+    key = (dev, stream, acc)
+    hit = _SCRATCH.get(key)
+    if hit is None or hit[0].numel() < parts or hit[1].numel() < counters:
+        hit = (
+            torch.empty(next_pow2(max(parts, 4096)), dtype=acc, device=x.device),
+            torch.zeros(next_pow2(max(counters, 256)), dtype=torch.int32, device=x.device),
+        )
+        _SCRATCH[key] = hit
+    return hit
+
+
+def _launch(x: torch.Tensor, out: torch.Tensor, launch: tuple) -> None:
+    """Run :func:`_reduce_plan`'s launch of ``x`` into ``out``."""
+    grid, tail, consts, need = launch
+    if need is None:
+        _reduce(grid, (x, out, out, out, *tail), **consts)
+    else:
+        part, cnt = _scratch(x, need)
+        _reduce(grid, (x, out, part, cnt, *tail), **consts)
 
 
 def normalize_dims(x: torch.Tensor, dim: Any, name: str = "") -> list[int]:
@@ -426,13 +516,13 @@ def _reduce_into(
         remember(_PLANS, key, plan)
     if plan is _NOTHING:
         return plan
-    permute, launches = plan
+    permute, launch = plan
     if permute is not None:
         x = x.permute(*permute).contiguous()
     target = dest
     if not dest.is_contiguous():
         target = torch.empty(dest.shape, dtype=dest.dtype, device=dest.device)
-    _launch(x, target, launches)
+    _launch(x, target, launch)
     if target is not dest:
         dest.copy_(target)
     return plan
@@ -445,7 +535,7 @@ def _reduce_into(
 #:   plan: the planning (merged sides, tiles, splits, index type) cost more host time
 #:   than the launches, and models reduce the same layouts over and over;
 #: * (entry point, input layout and dtype, its arguments as given) -> :func:`_call`'s
-#:   ``(output shape, strides, dtype, launches)``: a repeat call of ``sum``/``mean``/
+#:   ``(output shape, strides, dtype, launch)``: a repeat call of ``sum``/``mean``/
 #:   ``amax`` without ``out=`` checks nothing again (the same arguments passed the checks
 #:   before) and only allocates and launches: 6.5-13.4 -> 2.8-5.3 us of Python a call on
 #:   the 15 traced sum/mean cases (launches stubbed, CPU; ``benchmarks/host_profile.py
@@ -458,9 +548,9 @@ def _reduce_plan(
     x: torch.Tensor, dims: list[int], dest_dtype: torch.dtype, op: int, mean: bool,
     cast: torch.dtype | None,
 ) -> Any:  # fmt: skip
-    """``(permutation or None, launches)``, or :data:`_NOTHING`. Each launch:
-    ``(grid, the kernel's arguments after the two pointers, every constexpr, None for the
-    last (it writes the result) else the partial buffer's (shape, strides, dtype))``."""
+    """``(permutation or None, launch)``, or :data:`_NOTHING`. The launch: ``(grid, the
+    kernel's arguments after the four pointers, every constexpr, the scratch a split
+    needs or None)``."""
     nd = x.dim()
     kept = [d for d in range(nd) if d not in dims]
     M = math.prod(x.shape[d] for d in kept)
@@ -482,19 +572,11 @@ def _reduce_plan(
         shape = [x.shape[d] for d in permute]
         stride = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
     denom = float(N) if N else math.nan
-    stages = _stages(shape, stride, x.element_size(), M, N, m_args, n_args, acc)
-    acc_tl = tl_dtype(acc)
-    last = len(stages) - 1
-    launches = []
-    for i, (grid, ints, consts) in enumerate(stages):
-        scratch = None if i == last else ((ints[0], grid[1]), (grid[1], 1), acc)
-        launches.append((
-            tuple(grid), (*ints, init, denom),
-            dict(OP=op, MEAN=mean and i == last, CAST=cast_tl if i == 0 else None, ACC=acc_tl,
-                 **consts),
-            scratch,
-        ))  # fmt: skip
-    return permute, tuple(launches)
+    grid, ints, consts, need = _launch_plan(
+        shape, stride, x.element_size(), M, N, m_args, n_args, acc
+    )
+    consts = dict(OP=op, MEAN=mean, CAST=cast_tl, ACC=tl_dtype(acc), **consts)
+    return permute, (grid, (*ints, init, denom), consts, need)
 
 
 def _call(key: tuple, x: torch.Tensor) -> torch.Tensor | None:
@@ -502,13 +584,15 @@ def _call(key: tuple, x: torch.Tensor) -> torch.Tensor | None:
     call = _PLANS.get(key)
     if call is None:
         return None
-    shape, stride, dtype, launches = call
+    shape, stride, dtype, launch = call
     out = torch.empty_strided(shape, stride, dtype=dtype, device=x.device)
-    if len(launches) == 1:
-        grid, tail, consts, _ = launches[0]
-        _reduce(grid, (x, out, *tail), **consts)
-    else:
-        _launch(x, out, launches)
+    if launch is not None:
+        grid, tail, consts, need = launch
+        if need is None:
+            _reduce(grid, (x, out, out, out, *tail), **consts)
+        else:
+            part, cnt = _scratch(x, need)
+            _reduce(grid, (x, out, part, cnt, *tail), **consts)
     return out
 
 
@@ -518,7 +602,7 @@ def _first(key: tuple, x: torch.Tensor, dims: list[int], dest: torch.Tensor, op:
     what a repeat call needs when ``x`` reads in place and ``dest`` is contiguous."""
     plan = _reduce_into(x, dims, dest, op, mean, cast)
     if plan is _NOTHING:
-        remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, ()))
+        remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, None))
     elif plan[0] is None and dest.is_contiguous():
         remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, plan[1]))
     return dest
