@@ -4,9 +4,10 @@ A copy is the identity function through :func:`opbench.kernels._lib.pointwise.ru
 contiguous operands take the flat kernel, anything else (broadcast source, transposed
 or sliced tensors) the strided one, with the dtype conversion done on load and store.
 
-``cat`` copies up to :data:`CAT_PARTS` inputs in one launch (:func:`_cat_kernel`: grid
-axis 1 picks the input, each with its own merged shape and strides, transposed views
-included), as eager's batched cat does: one launch per input cost 0.64x eager's device
+``cat`` copies up to :data:`CAT_PARTS_WIDE` inputs in one launch (:func:`_cat_kernel`
+for up to four, :func:`_cat8_kernel` for five to eight: grid axis 1 picks the input,
+each with its own merged shape and strides, transposed views included), as eager's
+batched cat does: one launch per input cost 0.64x eager's device
 time and five times its host time on the traced cases (five inputs a call are common).
 The launch plan (merged dims, strides, offsets) is cached per input layout, so a model
 calling the same cat again pays a dictionary lookup, not the planning.
@@ -167,24 +168,36 @@ def _cat_shape(
     return parts, dim, shape
 
 
-#: Inputs one cat launch copies (grid axis 1); more take further launches.
+#: Inputs one cat launch copies (grid axis 1): up to CAT_PARTS through
+#: :func:`_cat_kernel`, up to CAT_PARTS_WIDE through :func:`_cat8_kernel`; more take
+#: further launches.
 CAT_PARTS = 4
+CAT_PARTS_WIDE = 8
 
 
 @triton.jit
 def _cat_part(src_ptr, out_ptr, idx, n, d1, d2, d3, s0, s1, s2, s3, o0, o1, o2, o3, base,
-              IDX: tl.constexpr, NDIM: tl.constexpr):  # fmt: skip
+              IDX: tl.constexpr, NDIM: tl.constexpr, VEC: tl.constexpr,
+              UNIT: tl.constexpr):  # fmt: skip
     """Copy element ``idx`` of one input (merged shape (d0, d1, d2, d3), strides ``s``)
-    to the output (strides ``o`` from element ``base``), converting on store."""
-    mask = idx < n.to(IDX)
+    to the output (strides ``o`` from element ``base``), converting on store.
+
+    ``UNIT``: the innermost dim has stride 1 in the input and the output (``s3``/``o3``
+    are not read). ``n``, ``d3``, ``base`` and the outer strides then arrive divided by
+    VEC and are multiplied back here, so the compiler sees runs of VEC contiguous,
+    aligned elements and moves them as one vector (the traced cats of attention-head
+    views are 64-element rows: each f16 element was loaded and stored alone)."""
+    n = n.to(IDX) * VEC
+    d3 = d3.to(IDX) * VEC
+    mask = idx < n
     i0 = 0
     i1 = 0
     i2 = 0
     if NDIM == 1:
         i3 = idx
     else:
-        r = idx // d3.to(IDX)
-        i3 = idx - r * d3.to(IDX)
+        r = idx // d3
+        i3 = idx % d3
         if NDIM == 2:
             i2 = r
         else:
@@ -195,10 +208,16 @@ def _cat_part(src_ptr, out_ptr, idx, n, d1, d2, d3, s0, s1, s2, s3, o0, o1, o2, 
             else:
                 i0 = r2 // d1.to(IDX)
                 i1 = r2 - i0 * d1.to(IDX)
-    src_off = i0 * s0.to(IDX) + i1 * s1.to(IDX) + i2 * s2.to(IDX) + i3 * s3.to(IDX)
-    out_off = i0 * o0.to(IDX) + i1 * o1.to(IDX) + i2 * o2.to(IDX) + i3 * o3.to(IDX)
+    src_off = i0 * (s0.to(IDX) * VEC) + i1 * (s1.to(IDX) * VEC) + i2 * (s2.to(IDX) * VEC)
+    out_off = i0 * (o0.to(IDX) * VEC) + i1 * (o1.to(IDX) * VEC) + i2 * (o2.to(IDX) * VEC)
+    if UNIT:
+        src_off += i3
+        out_off += i3
+    else:
+        src_off += i3 * s3.to(IDX)
+        out_off += i3 * o3.to(IDX)
     v = tl.load(src_ptr + src_off, mask=mask)
-    tl.store(out_ptr + (base.to(IDX) + out_off), v.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + (base.to(IDX) * VEC + out_off), v.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit(do_not_specialize=[f"g{i}" for i in range(4 * 13)])
@@ -216,6 +235,7 @@ def _cat_kernel(
     g45: tl.int64, g46: tl.int64, g47: tl.int64, g48: tl.int64, g49: tl.int64,
     g50: tl.int64, g51: tl.int64,
     PARTS: tl.constexpr, BLOCK: tl.constexpr, IDX: tl.constexpr, NDIM: tl.constexpr,
+    VEC: tl.constexpr, UNIT: tl.constexpr,
 ):  # fmt: skip
     """Up to four inputs of a cat, one per program row (axis 1). Input ``j``'s thirteen
     integers ``g[13j:13j+13]``: elements, d1-d3, its strides, the output's strides over
@@ -223,19 +243,73 @@ def _cat_kernel(
     j = tl.program_id(1)
     idx = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
     if j == 0:
-        _cat_part(p0_ptr, out_ptr, idx, g0, g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, IDX, NDIM)  # fmt: skip
+        _cat_part(p0_ptr, out_ptr, idx, g0, g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, IDX, NDIM, VEC, UNIT)  # fmt: skip
     if PARTS > 1:
         if j == 1:
-            _cat_part(p1_ptr, out_ptr, idx, g13, g14, g15, g16, g17, g18, g19, g20, g21, g22, g23, g24, g25, IDX, NDIM)  # fmt: skip
+            _cat_part(p1_ptr, out_ptr, idx, g13, g14, g15, g16, g17, g18, g19, g20, g21, g22, g23, g24, g25, IDX, NDIM, VEC, UNIT)  # fmt: skip
     if PARTS > 2:
         if j == 2:
-            _cat_part(p2_ptr, out_ptr, idx, g26, g27, g28, g29, g30, g31, g32, g33, g34, g35, g36, g37, g38, IDX, NDIM)  # fmt: skip
+            _cat_part(p2_ptr, out_ptr, idx, g26, g27, g28, g29, g30, g31, g32, g33, g34, g35, g36, g37, g38, IDX, NDIM, VEC, UNIT)  # fmt: skip
     if PARTS > 3:
         if j == 3:
-            _cat_part(p3_ptr, out_ptr, idx, g39, g40, g41, g42, g43, g44, g45, g46, g47, g48, g49, g50, g51, IDX, NDIM)  # fmt: skip
+            _cat_part(p3_ptr, out_ptr, idx, g39, g40, g41, g42, g43, g44, g45, g46, g47, g48, g49, g50, g51, IDX, NDIM, VEC, UNIT)  # fmt: skip
+
+
+@triton.jit(do_not_specialize=[f"g{i}" for i in range(13 * 8)])
+def _cat8_kernel(
+    out_ptr, p0_ptr, p1_ptr, p2_ptr, p3_ptr, p4_ptr, p5_ptr, p6_ptr, p7_ptr,
+    g0: tl.int64, g1: tl.int64, g2: tl.int64, g3: tl.int64, g4: tl.int64,
+    g5: tl.int64, g6: tl.int64, g7: tl.int64, g8: tl.int64, g9: tl.int64,
+    g10: tl.int64, g11: tl.int64, g12: tl.int64, g13: tl.int64, g14: tl.int64,
+    g15: tl.int64, g16: tl.int64, g17: tl.int64, g18: tl.int64, g19: tl.int64,
+    g20: tl.int64, g21: tl.int64, g22: tl.int64, g23: tl.int64, g24: tl.int64,
+    g25: tl.int64, g26: tl.int64, g27: tl.int64, g28: tl.int64, g29: tl.int64,
+    g30: tl.int64, g31: tl.int64, g32: tl.int64, g33: tl.int64, g34: tl.int64,
+    g35: tl.int64, g36: tl.int64, g37: tl.int64, g38: tl.int64, g39: tl.int64,
+    g40: tl.int64, g41: tl.int64, g42: tl.int64, g43: tl.int64, g44: tl.int64,
+    g45: tl.int64, g46: tl.int64, g47: tl.int64, g48: tl.int64, g49: tl.int64,
+    g50: tl.int64, g51: tl.int64, g52: tl.int64, g53: tl.int64, g54: tl.int64,
+    g55: tl.int64, g56: tl.int64, g57: tl.int64, g58: tl.int64, g59: tl.int64,
+    g60: tl.int64, g61: tl.int64, g62: tl.int64, g63: tl.int64, g64: tl.int64,
+    g65: tl.int64, g66: tl.int64, g67: tl.int64, g68: tl.int64, g69: tl.int64,
+    g70: tl.int64, g71: tl.int64, g72: tl.int64, g73: tl.int64, g74: tl.int64,
+    g75: tl.int64, g76: tl.int64, g77: tl.int64, g78: tl.int64, g79: tl.int64,
+    g80: tl.int64, g81: tl.int64, g82: tl.int64, g83: tl.int64, g84: tl.int64,
+    g85: tl.int64, g86: tl.int64, g87: tl.int64, g88: tl.int64, g89: tl.int64,
+    g90: tl.int64, g91: tl.int64, g92: tl.int64, g93: tl.int64, g94: tl.int64,
+    g95: tl.int64, g96: tl.int64, g97: tl.int64, g98: tl.int64, g99: tl.int64,
+    g100: tl.int64, g101: tl.int64, g102: tl.int64, g103: tl.int64,
+    PARTS: tl.constexpr, BLOCK: tl.constexpr, IDX: tl.constexpr, NDIM: tl.constexpr,
+    VEC: tl.constexpr, UNIT: tl.constexpr,
+):  # fmt: skip
+    """:func:`_cat_kernel` for five to eight inputs (one launch for the traced cats of five
+    attention-head views, which took two); a kernel of its own so that the common cats of
+    two to four inputs do not pass 52 unused integers a launch."""
+    j = tl.program_id(1)
+    idx = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
+    if j == 0:
+        _cat_part(p0_ptr, out_ptr, idx, g0, g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if j == 1:
+        _cat_part(p1_ptr, out_ptr, idx, g13, g14, g15, g16, g17, g18, g19, g20, g21, g22, g23, g24, g25, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if j == 2:
+        _cat_part(p2_ptr, out_ptr, idx, g26, g27, g28, g29, g30, g31, g32, g33, g34, g35, g36, g37, g38, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if j == 3:
+        _cat_part(p3_ptr, out_ptr, idx, g39, g40, g41, g42, g43, g44, g45, g46, g47, g48, g49, g50, g51, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if j == 4:
+        _cat_part(p4_ptr, out_ptr, idx, g52, g53, g54, g55, g56, g57, g58, g59, g60, g61, g62, g63, g64, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if PARTS > 5:
+        if j == 5:
+            _cat_part(p5_ptr, out_ptr, idx, g65, g66, g67, g68, g69, g70, g71, g72, g73, g74, g75, g76, g77, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if PARTS > 6:
+        if j == 6:
+            _cat_part(p6_ptr, out_ptr, idx, g78, g79, g80, g81, g82, g83, g84, g85, g86, g87, g88, g89, g90, IDX, NDIM, VEC, UNIT)  # fmt: skip
+    if PARTS > 7:
+        if j == 7:
+            _cat_part(p7_ptr, out_ptr, idx, g91, g92, g93, g94, g95, g96, g97, g98, g99, g100, g101, g102, g103, IDX, NDIM, VEC, UNIT)  # fmt: skip
 
 
 _cat = Launcher(_cat_kernel)
+_cat8 = Launcher(_cat8_kernel)
 
 #: (dim, output layout, inputs' layouts) -> launches: (input positions, grid, integers,
 #: constexprs); None where an input needs more than four merged dims (copied one by one).
@@ -265,22 +339,41 @@ def _cat_plan(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> li
         pad = pointwise.MAX_DIMS - len(mshape)
         dims = [1] * pad + mshape
         items.append((i, n, dims, [0] * pad + src_st, [0] * pad + out_st, base, len(mshape)))
-    for k in range(0, len(items), CAT_PARTS):
-        chunk = items[k : k + CAT_PARTS]
+    per = CAT_PARTS if len(items) <= CAT_PARTS else CAT_PARTS_WIDE
+    cap = 16 // min(dest.element_size(), *(t.element_size() for t in parts))
+    for k in range(0, len(items), per):
+        chunk = items[k : k + per]
+        slots = CAT_PARTS if len(chunk) <= CAT_PARTS else CAT_PARTS_WIDE
         ints: list[int] = []
         wide = False
-        ndim = 1
-        for _, n, dims, src_st, out_st, base, rank in chunk:
-            ints += [n, dims[1], dims[2], dims[3], *src_st, *out_st, base]
-            ndim = max(ndim, rank)
+        ndim = max(c[6] for c in chunk)
+        unit = all(c[3][3] == 1 and c[4][3] == 1 for c in chunk)
+        vec = _cat_vec(chunk, cap) if unit else 1
+        for _, n, dims, src_st, out_st, base, _rank in chunk:
+            # divided by vec: see _cat_part (d1, d2 and the unit strides as they are)
+            ints += [n // vec, dims[1], dims[2], dims[3] // vec,
+                     *(st // vec for st in src_st[:3]), src_st[3],
+                     *(st // vec for st in out_st[:3]), out_st[3], base // vec]  # fmt: skip
             last = base + sum((d - 1) * abs(o) for d, o in zip(dims, out_st))
             if pointwise.index_type(n, dims, [src_st]) is tl.int64 or last > pointwise._I32_SAFE:
                 wide = True
-        ints += [0] * (13 * CAT_PARTS - len(ints))
+        ints += [0] * (13 * slots - len(ints))
         grid = (cdiv(max(c[1] for c in chunk), block), len(chunk))
-        consts = dict(PARTS=len(chunk), BLOCK=block, IDX=tl.int64 if wide else tl.int32, NDIM=ndim)
+        consts = dict(PARTS=len(chunk), BLOCK=block, IDX=tl.int64 if wide else tl.int32,
+                      NDIM=ndim, VEC=vec, UNIT=unit)  # fmt: skip
         launches.append((tuple(c[0] for c in chunk), grid, tuple(ints), consts))
     return launches
+
+
+def _cat_vec(chunk: Sequence[tuple], cap: int) -> int:
+    """The largest of 8, 4, 2 (at most ``cap``) dividing every input's element count,
+    innermost size, base and outer strides in ``chunk``, else 1."""
+    values = [v for _, n, dims, src, out, base, _ in chunk
+              for v in (n, dims[3], base, *src[:3], *out[:3])]  # fmt: skip
+    for v in (8, 4, 2):
+        if v <= cap and all(u % v == 0 for u in values):
+            return v
+    return 1
 
 
 def _cat_into(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> torch.Tensor:
@@ -310,8 +403,12 @@ def _cat_launch(
         return dest
     for positions, grid, ints, consts in plan:
         ptrs = [parts[i] for i in positions]
-        ptrs += [dest] * (CAT_PARTS - len(ptrs))
-        _cat(grid, (dest, *ptrs, *ints), **consts)
+        if len(ptrs) <= CAT_PARTS:
+            ptrs += [dest] * (CAT_PARTS - len(ptrs))
+            _cat(grid, (dest, *ptrs, *ints), **consts)
+        else:
+            ptrs += [dest] * (CAT_PARTS_WIDE - len(ptrs))
+            _cat8(grid, (dest, *ptrs, *ints), **consts)
     return dest
 
 
