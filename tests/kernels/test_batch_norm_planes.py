@@ -33,6 +33,18 @@ def _meta(t: torch.Tensor | None) -> tuple | None:
     return None if t is None else (tuple(t.shape), t.dtype, t.stride())
 
 
+def eager_backward(*args: object) -> tuple | None:
+    """Eager's native_batch_norm_backward, or None where eager itself fails on this device:
+    CUDA eager raises "tensor does not have a device" for some output masks when the
+    weight is None (torch 2.11 on the H100), so there is nothing to match there."""
+    try:
+        return aten.native_batch_norm_backward(*args)
+    except RuntimeError as e:
+        if DEVICE != "cpu" and "does not have a device" in str(e):
+            return None
+        raise
+
+
 @pytest.fixture(params=["split", "fused"])
 def gpu_tiling(request, monkeypatch) -> str:
     """Tiles of at most 32 elements, at most 8 along ``s``; split: up to 3 programs per
@@ -84,8 +96,10 @@ def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.
         for mask in MASKS:
             for ww in (w, None):
                 args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
+                want = eager_backward(*args)
+                if want is None:
+                    continue
                 got = bn_bwd.batch_norm_backward(*args)
-                want = aten.native_batch_norm_backward(*args)
                 assert [_meta(t) for t in got] == [_meta(t) for t in want]
                 assert_matches(got, aten.native_batch_norm_backward, *args)
 

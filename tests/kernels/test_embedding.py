@@ -82,6 +82,11 @@ def test_embedding_dense_backward(name: str, dtype: torch.dtype, padding_idx: in
     g = torch.randn(*idx.shape, D, generator=torch.Generator().manual_seed(1)).to(DEVICE, dtype)
     got = emb.embedding_dense_backward(g, idx, V, padding_idx, scale)
     assert got.shape == (V, D) and got.dtype == dtype
+    if DEVICE != "cpu" and idx.numel() == 0 and scale:
+        # CUDA eager fails here ("CUDA error: invalid argument", torch 2.11 on the H100:
+        # a launch over zero indices); no index, no gradient
+        assert torch.equal(got, torch.zeros_like(got))
+        return
     assert_matches(got, aten.embedding_dense_backward, g, idx, V, padding_idx, scale)
 
 

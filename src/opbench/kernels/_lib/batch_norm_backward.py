@@ -183,6 +183,13 @@ _bn_bwd_apply = Launcher(_bn_bwd_apply_kernel)
 _BN_BWD_PLANS: dict[tuple, tuple] = {}
 
 
+def _empty_param_grads(input: torch.Tensor, weight: Any) -> bool:
+    """CUDA eager returns grad_weight and grad_bias of an absent weight as empty ``[0]``
+    tensors (seen on the H100, torch 2.11: ``((0,), float32)`` for a float32 input), where
+    the CPU returns ``[C]`` sums; the kernels then compute neither."""
+    return weight is None and input.is_cuda
+
+
 def _bn_bwd_plan(
     key: tuple,
     grad_out: torch.Tensor,
@@ -199,6 +206,8 @@ def _bn_bwd_plan(
     R = N * S
     compute, buf_dtype = compute_types(input.dtype)
     want_dx, want_dw, want_db = (bool(m) for m in output_mask)
+    if _empty_param_grads(input, weight):
+        want_dw = want_db = False  # returned as empty tensors, nothing to compute
     dx_fmt = _like_format(input)
     if not (want_dx or want_dw or want_db) or C == 0:
         plan: tuple = (
@@ -316,8 +325,13 @@ def batch_norm_backward(
         else torch.empty_like(input, memory_format=dx_fmt)
     )  # fmt: skip
     new = torch.zeros if zero_params else torch.empty
-    dw = new((C,), dtype=pdt, device=dev) if want_dw else None
-    db = new((C,), dtype=pdt, device=dev) if want_db else None
+    n_param = 0 if _empty_param_grads(input, weight) else C
+    dw = new((n_param,), dtype=pdt, device=dev) if want_dw else None
+    db = new((n_param,), dtype=pdt, device=dev) if want_db else None
+    if n_param == 0:
+        dw_k = db_k = None  # the kernels write no parameter gradient
+    else:
+        dw_k, db_k = dw, db
     if reduce is None and apply is None and on_planes is None:
         return dx, dw, db
     if running:
@@ -335,8 +349,8 @@ def batch_norm_backward(
         )  # fmt: skip
         planes.backward(
             p, g, x, mean, invstd, weight.contiguous() if weight is not None else work, work,
-            d_dst if d_dst is not None else work, dw if dw is not None else work,
-            db if db is not None else work, ints, eps, flags,
+            d_dst if d_dst is not None else work, dw_k if dw_k is not None else work,
+            db_k if db_k is not None else work, ints, eps, flags,
         )  # fmt: skip
         if d_dst is not dx:
             dx.copy_(d_dst)  # type: ignore[union-attr]
@@ -346,7 +360,7 @@ def batch_norm_backward(
     if final is not None:
         _bn_bwd_finalize(
             final[0],
-            (work, invstd, dw if dw is not None else work, db if db is not None else work,
+            (work, invstd, dw_k if dw_k is not None else work, db_k if db_k is not None else work,
              *final[1], eps),
             **final[2],
         )  # fmt: skip
@@ -355,7 +369,7 @@ def batch_norm_backward(
         _bn_bwd_apply(
             apply[0],
             (g, x, mean, invstd, weight.contiguous() if weight is not None else work, work,
-             d_dst, dw if dw is not None else work, db if db is not None else work,
+             d_dst, dw_k if dw_k is not None else work, db_k if db_k is not None else work,
              *apply[1], eps),
             **apply[2],
         )  # fmt: skip
