@@ -103,24 +103,17 @@ def test_layer_norm_backward(case: str, dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-@pytest.mark.parametrize("shrink", [False, True], ids=["tile", "min_programs"])
-def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype, shrink) -> None:
+def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype) -> None:
     """The GPU's tiling at interpreter scale: several persistent programs (one a tile
     short), so several partial rows, reduced by column blocks that split the row and row
-    blocks that need masks; every output_mask, one launch summing both gradients. With
-    ``shrink`` the tile holds 4 rows, halved to keep 4 programs (the floor for small M)."""
-    if shrink:
-        monkeypatch.setattr(norm, "LN_BWD_TILE", 256)  # 4 rows of 60 (padded to 64)...
-        monkeypatch.setattr(norm, "LN_BWD_MIN_PROGRAMS", 4)  # ...3 tiles < 4: 2 rows
-    else:
-        monkeypatch.setattr(norm, "LN_BWD_TILE", 128)  # 2 rows of 60 (padded to 64) per tile
+    blocks that need masks; every output_mask, one launch summing both gradients."""
+    monkeypatch.setattr(norm, "MAX_ROW_BLOCK", 8192)  # rows of 60 kept whole (GPU value)
+    monkeypatch.setattr(norm, "LN_TILE", 128)  # 2 rows of 60 (padded to 64) per tile
     monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 3)  # 5 tiles over 3 programs
-    monkeypatch.setattr(norm, "COLSUM_PROGRAMS", 8)  # 60 columns: 8 wide, 8 blocks, 1 masked
-    monkeypatch.setattr(norm, "COLSUM_MIN_C", 8)
-    monkeypatch.setattr(norm, "COLSUM_TILE", 16)  # 3 partial rows: 2 blocks, 1 masked
+    monkeypatch.setattr(norm, "COLSUM_BLOCK_R", 2)  # 3 partial rows: 2 blocks, 1 masked
+    monkeypatch.setattr(norm, "COLSUM_BLOCK_C", 8)  # 60 columns: 8 blocks, 1 masked
     monkeypatch.setattr(norm, "_LN_BWD_PLANS", {})  # plans made under the values above
-    assert norm._ln_bwd_tiles(9, 60, True) == (True, 2, 64, 4, 3)
-    assert norm._colsum_tiles(3, 60) == (2, 8)
+    assert norm._ln_blocks(9, 60) == (True, 2, 64)
     ns = [6, 10]
     x = _rand(9, 6, 10, dtype=dtype)
     w = _rand(*ns, dtype=dtype, seed=1)
@@ -134,9 +127,9 @@ def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype,
 
 @pytest.mark.parametrize("n", [1, 6, 7, 24, 48, 70])
 def test_layer_norm_row_widths_and_chunks(monkeypatch, n: int) -> None:
-    """Row widths of every alignment (the kernels see ``N`` as ``N // vec * vec``), padded
-    partial rows wider than a tile (N < 16), and the long-row path's chunks at interpreter
-    scale (rows of more than 32 in chunks of 32, several rows per persistent program)."""
+    """Row widths of every alignment (the forward sees ``N`` as ``N // vec * vec``) and
+    the long-row path's chunks at interpreter scale (rows of more than 32 in chunks of
+    32, several rows per persistent program of the backward)."""
     monkeypatch.setattr(norm, "MAX_ROW_BLOCK", 32)
     monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 2)
     monkeypatch.setattr(norm, "_LN_FWD_PLANS", {})
@@ -155,26 +148,23 @@ def test_layer_norm_row_widths_and_chunks(monkeypatch, n: int) -> None:
 
 def test_layer_norm_gpu_tiling(monkeypatch) -> None:
     """The H100 plans of the traced shapes (pure arithmetic, GPU constants): forward
-    tiles shrink to keep 256 programs where M allows, the backward's to keep 64 (fewer,
-    fatter tiles: fewer partial rows for the column sum), both load 16-byte vectors."""
-    gpu = dict(MAX_ROW_BLOCK=8192, LN_TILE=4096, LN_FWD_MIN_PROGRAMS=256, LN_BWD_TILE=8192,
-               LN_BWD_MIN_PROGRAMS=64, LN_BWD_PROGRAMS=132, COLSUM_PROGRAMS=128,
-               COLSUM_MIN_C=16, COLSUM_MAX_C=128, COLSUM_TILE=2048)  # fmt: skip
+    tiles shrink to keep 256 programs where M allows and load 16-byte vectors; the
+    backward keeps 4096-element tiles (f6a2faf's fewer, 8192-element tiles ran slower)."""
+    gpu = dict(MAX_ROW_BLOCK=8192, LN_TILE=4096, LN_FWD_MIN_PROGRAMS=256)
     for name, value in gpu.items():
         monkeypatch.setattr(norm, name, value)
-    # (M, N): forward (single, BLOCK_M, BLOCK_N, warps), backward (+ programs), colsum
+    # (M, N): forward (single, BLOCK_M, BLOCK_N, warps), backward (single, BLOCK_M, BLOCK_N)
     plans = {
-        (1024, 1024): ((True, 4, 1024, 8), (True, 8, 1024, 16, 128), (128, 16)),
-        (256, 1024): ((True, 1, 1024, 4), (True, 4, 1024, 16, 64), (64, 16)),
-        (512, 1536): ((True, 2, 2048, 8), (True, 4, 2048, 16, 128), (128, 16)),
-        (128, 2048): ((True, 1, 2048, 4), (True, 2, 2048, 16, 64), (64, 16)),
-        (8192, 1024): ((True, 4, 1024, 8), (True, 8, 1024, 16, 132), (128, 16)),
-        (64, 16384): ((False, 1, 8192, 8), (False, 1, 8192, 16, 64), (16, 128)),
+        (1024, 1024): ((True, 4, 1024, 8), (True, 4, 1024)),
+        (256, 1024): ((True, 1, 1024, 4), (True, 4, 1024)),
+        (512, 1536): ((True, 2, 2048, 8), (True, 2, 2048)),
+        (128, 2048): ((True, 1, 2048, 4), (True, 2, 2048)),
+        (8192, 1024): ((True, 4, 1024, 8), (True, 4, 1024)),
+        (64, 16384): ((False, 1, 8192, 8), (False, 1, 8192)),
     }
-    for (M, N), (fwd, bwd, colsum) in plans.items():
+    for (M, N), (fwd, bwd) in plans.items():
         assert norm._ln_fwd_tiles(M, N) == fwd
-        assert norm._ln_bwd_tiles(M, N, True) == bwd
-        assert norm._colsum_tiles(bwd[4], N) == colsum
+        assert norm._ln_blocks(M, N) == bwd
         assert norm._vec(N) == 16
     assert [norm._vec(n) for n in (1, 6, 7, 24, 48, 1000)] == [1, 2, 1, 8, 16, 8]
 

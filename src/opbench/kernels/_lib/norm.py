@@ -18,18 +18,18 @@ Rows of ``N = prod(normalized_shape)`` elements:
   registers (one read of the input, one write of the output);
 * longer rows: one row per program, looping over ``BLOCK_N`` chunks (three reads).
 
-The kernels take ``N`` as ``N // VEC`` times a constexpr ``VEC`` (the largest power of
-two dividing N, at most 16), so Triton can prove row starts aligned and moves 16-byte
-vectors (with N an unspecialized integer it emitted one 2-byte load per f16 element:
-``ld.global.b16`` x32 per thread of the [2, 2048] forward tile, now ``ld.global.v4.b32``
-x4, in the sm_90 PTX).
+The forward kernel takes ``N`` as ``N // VEC`` times a constexpr ``VEC`` (the largest
+power of two dividing N, at most 16), so Triton can prove row starts aligned and moves
+16-byte vectors (with N an unspecialized integer it emitted one 2-byte load per f16
+element: ``ld.global.b16`` x32 per thread of the [2, 2048] forward tile, now
+``ld.global.v4.b32`` x4, in the sm_90 PTX).
 
-The backward runs ``min(row tiles, LN_BWD_PROGRAMS)`` persistent programs on tiles of up
-to ``LN_BWD_TILE`` elements (fewer rows a tile for small M, down to
-``LN_BWD_MIN_PROGRAMS`` programs); each writes its rows' ``grad_input`` and one row of
-float32 partial sums of ``dy * xhat`` and ``dy`` (padded to a multiple of 16 floats) into
-one buffer, which one column-sum launch reduces for both gradients (deterministic, no
-atomics).
+The backward runs ``min(row tiles, LN_BWD_PROGRAMS)`` persistent programs; each writes
+its rows' ``grad_input`` and one row of float32 partial sums of ``dy * xhat`` and ``dy``
+into one ``[2 * programs, N]`` buffer, which one column-sum launch reduces for both
+gradients (deterministic, no atomics). It is 11239db's backward: f6a2faf's (16-byte
+vectors, 8192-element tiles, fewer programs) ran its row kernel in 12.48 µs instead of
+5.73 on [1024, 1024] f16 on the H100.
 
 Host path: each op keeps a plan per key (shapes, dtypes, device, which of weight/bias
 are None, output_mask; not eps, a runtime argument) holding grids, block sizes and
@@ -63,32 +63,23 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: Longest row kept whole in registers by the layer-norm kernels (fp32: 64 values per
 #: thread at 4 warps, 32 at 8); longer rows loop over chunks of this size.
 MAX_ROW_BLOCK = 8192 if not _INTERPRETING else 65536
-#: Elements per layer-norm forward program tile (rows x padded columns): several short
-#: rows per program so a 768-wide row does not leave most of a program idle...
+#: Elements per layer-norm program tile (rows x padded columns), forward and backward:
+#: several short rows per program so a 768-wide row does not leave most of a program
+#: idle...
 LN_TILE = 4096 if not _INTERPRETING else 65536
-#: ...but fewer rows per program while that leaves fewer programs than this (two per SM
-#: of an H100's 132): 128 rows of 2048 ran as 64 programs of two rows.
+#: ...but the forward takes fewer rows per program while that leaves fewer programs than
+#: this (two per SM of an H100's 132): 128 rows of 2048 ran as 64 programs of two rows.
 LN_FWD_MIN_PROGRAMS = 256 if not _INTERPRETING else 1
-#: The backward's tile (rows x padded columns) and programs. Each program also writes
-#: one partial row of each parameter gradient (float32, N wide), which the column sum
-#: reads back: bigger tiles make fewer of them (the old 4096-element tiles gave 256
-#: partial rows of 1024 for 1024 rows, 2 MB, the column sum 4.16 µs of a 9.9 µs call on
-#: the H100), down to a floor of programs that keeps SMs busy for small M. 8192 elements
-#: at 16 warps: 117-122 registers on sm_90 (8 warps: 206, so 16 elements a thread).
-LN_BWD_TILE = 8192 if not _INTERPRETING else 65536
-LN_BWD_MIN_PROGRAMS = 64 if not _INTERPRETING else 1
-#: Persistent programs of the backward at most (rows of the partial-sum buffer): one
-#: 16-warp program fits an SM (132 on an H100); larger M loops over tiles. The
-#: interpreter runs programs one by one, so one.
-LN_BWD_PROGRAMS = 132 if not _INTERPRETING else 1
-#: The column sum of the partial rows: column blocks of at least COLSUM_MIN_C and at
-#: most COLSUM_MAX_C floats, the narrowest giving COLSUM_PROGRAMS programs (the sum is
-#: latency-bound: all its loads in flight at once beats a few wide programs looping),
-#: and up to COLSUM_TILE elements (rows x columns) loaded per iteration.
-COLSUM_PROGRAMS = 128 if not _INTERPRETING else 1
-COLSUM_MIN_C = 16
-COLSUM_MAX_C = 128 if not _INTERPRETING else 1024
-COLSUM_TILE = 2048 if not _INTERPRETING else 65536
+#: Persistent programs of the layer-norm backward (rows of the partial-sum buffer): a few
+#: per SM on an H100 (132 SMs); the interpreter runs programs one by one, so one.
+LN_BWD_PROGRAMS = 528 if not _INTERPRETING else 1
+#: Rows x columns per program of the partial-sum column reduction. Narrow column blocks:
+#: the reduction is latency-bound (a few hundred partial rows), so a 1024-wide gradient
+#: gets 32 programs of 4 iterations (256 partial rows) where 128-column blocks gave 8
+#: programs of 8 (layer_norm_backward measured 0.49x eager on the H100 traces' small
+#: cases with two such launches; this one-launch form is not yet timed there).
+COLSUM_BLOCK_R = 64 if not _INTERPRETING else 512
+COLSUM_BLOCK_C = 32 if not _INTERPRETING else 1024
 
 
 #: Results eager produces from degenerate variances (eps <= 0). No NaN global: compiled
@@ -96,9 +87,6 @@ COLSUM_TILE = 2048 if not _INTERPRETING else 65536
 #: NaN never equals itself ("Global variable _NAN has changed since we compiled this
 #: kernel, from constexpr[nan] to constexpr[nan]" on the H100): NaN is written inline.
 _INF: tl.constexpr = tl.constexpr(float("inf"))
-#: Floats between the starts of two rows of the layer-norm backward's partial-sum buffer
-#: divide by this (rows padded), so its rows are written and read in 16-byte vectors.
-_PART_ALIGN: tl.constexpr = tl.constexpr(16)
 
 
 @triton.jit
@@ -216,22 +204,15 @@ def _ln_fwd_kernel(
 @jit_unspecialized
 def _ln_bwd_kernel(
     dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr,
-    M: tl.int64, NV: tl.int64, n_tiles: tl.int64, n_programs: tl.int64, db_row: tl.int64,
-    PV: tl.int64,
+    M: tl.int64, N: tl.int64, n_tiles: tl.int64, n_programs: tl.int64, db_row: tl.int64,
     HAS_W: tl.constexpr, DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
     SINGLE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    VEC: tl.constexpr,
 ):  # fmt: skip
-    """Rows of ``N = NV * VEC`` elements (``VEC`` as in the forward); partial rows of
-    ``PV * _PART_ALIGN`` floats apart (padded, so they are stored and summed in 16-byte
-    vectors whatever N is)."""
-    N = NV * VEC
-    P = PV * _PART_ALIGN
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     # partial rows: dw's at row pid of part, db's at row db_row + pid (one buffer)
-    dw_part_ptr = part_ptr + pid * P
-    db_part_ptr = part_ptr + (db_row + pid) * P
+    dw_part_ptr = part_ptr + pid * N
+    db_part_ptr = part_ptr + (db_row + pid) * N
     if SINGLE:
         cmask = cols < N
         if HAS_W:
@@ -260,12 +241,10 @@ def _ln_bwd_kernel(
                 dw_acc += sum_f(dy * xhat, axis=0)
             if DB:
                 db_acc += sum_f(dy, axis=0)
-        # the whole padded row (zeros past N): the column sum loads it in vectors
-        pmask = cols < P
         if DW:
-            tl.store(dw_part_ptr + cols, dw_acc, mask=pmask)
+            tl.store(dw_part_ptr + cols, dw_acc, mask=cmask)
         if DB:
-            tl.store(db_part_ptr + cols, db_acc, mask=pmask)
+            tl.store(db_part_ptr + cols, db_acc, mask=cmask)
     else:  # BLOCK_M == 1, long rows in chunks; partial rows read-modify-written (a
         # program's first tile, tile == pid, reads nothing: the buffer is not zeroed)
         for tile in range(pid, n_tiles, n_programs):
@@ -308,36 +287,32 @@ def _ln_bwd_kernel(
                         wdy = dy * w[None, :]
                     dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
                     tl.store(dx_ptr + base + c[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-                pmask = c < P
                 if DW:
-                    p = tl.load(dw_part_ptr + c, mask=pmask & later, other=0.0)
-                    tl.store(dw_part_ptr + c, p + sum_f(dy * xhat, axis=0), mask=pmask)
+                    p = tl.load(dw_part_ptr + c, mask=cmask & later, other=0.0)
+                    tl.store(dw_part_ptr + c, p + sum_f(dy * xhat, axis=0), mask=cmask)
                 if DB:
-                    p = tl.load(db_part_ptr + c, mask=pmask & later, other=0.0)
-                    tl.store(db_part_ptr + c, p + sum_f(dy, axis=0), mask=pmask)
+                    p = tl.load(db_part_ptr + c, mask=cmask & later, other=0.0)
+                    tl.store(db_part_ptr + c, p + sum_f(dy, axis=0), mask=cmask)
 
 
 @jit_unspecialized
 def _colsum_kernel(
-    src_ptr, dst_ptr, dst2_ptr, R: tl.int64, C: tl.int64, PV: tl.int64,
+    src_ptr, dst_ptr, dst2_ptr, R: tl.int64, C: tl.int64,
     TWO: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    """dst[c] = sum over r of src[r, c] for the C columns of the R rows of src, rows
-    ``P = PV * _PART_ALIGN`` apart, and the same for the next R rows of src into dst2
-    when TWO: the weight's and the bias's gradients in one launch. Loads reach the padded
-    width P (written, zeros), so their mask is constant over 16 columns: 16-byte loads."""
-    P = PV * _PART_ALIGN
-    src2_ptr = src_ptr + R * P
+    """dst[c] = sum over r of src[r, c] (src contiguous [R, C]), and the same for the next
+    [R, C] block of src into dst2 when TWO: the weight's and the bias's gradients in one
+    launch."""
+    src2_ptr = src_ptr + R * C
     pid = tl.program_id(0).to(tl.int64)
     cols = pid * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
-    lmask = cols < P
     acc = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
     acc2 = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
     for start in range(0, R, BLOCK_R):
         rows = start + tl.arange(0, BLOCK_R)
-        mask = (rows < R)[:, None] & lmask[None, :]
-        offs = rows[:, None] * P + cols[None, :]
+        mask = (rows < R)[:, None] & cmask[None, :]
+        offs = rows[:, None] * C + cols[None, :]
         acc += tl.load(src_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
         if TWO:
             acc2 += tl.load(src2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
@@ -375,33 +350,13 @@ def _ln_fwd_tiles(M: int, N: int) -> tuple[bool, int, int, int]:
     return True, block_m, block_n, warps_for(block_m * block_n)
 
 
-def _ln_bwd_tiles(M: int, N: int, partials: bool) -> tuple[bool, int, int, int, int]:
-    """(single, BLOCK_M, BLOCK_N, num_warps, programs) of the backward for rows of N
-    elements; ``partials``: parameter gradients are asked for (a partial row is padded to
-    a multiple of :data:`_PART_ALIGN` floats, which one tile's width must cover)."""
+def _ln_blocks(M: int, N: int) -> tuple[bool, int, int]:
+    """(single, BLOCK_M, BLOCK_N) of the backward for rows of N elements."""
     block_n = next_pow2(max(N, 1))
-    single = block_n <= MAX_ROW_BLOCK
-    if not single:
-        block_n = MAX_ROW_BLOCK
-    if partials:
-        block_n = max(block_n, _PART_ALIGN.value)
-    block_m = 1
-    if single:
-        block_m = max(1, min(LN_BWD_TILE // block_n, next_pow2(max(M, 1))))
-        while block_m > 1 and cdiv(M, block_m) < LN_BWD_MIN_PROGRAMS:
-            block_m //= 2
-    # 8 elements a thread (one 16-byte f16 vector of each input) up to 16 warps (8192:
-    # 16 a thread, 117-122 registers, one program an SM); 4 warps at least
-    warps = max(4, min(16, block_m * block_n // 256))
-    return single, block_m, block_n, warps, min(cdiv(M, block_m), LN_BWD_PROGRAMS)
-
-
-def _colsum_tiles(R: int, C: int) -> tuple[int, int]:
-    """(BLOCK_R, BLOCK_C) of the column sum of R partial rows of C columns."""
-    block_c = next_pow2(cdiv(C, COLSUM_PROGRAMS))
-    block_c = max(COLSUM_MIN_C, min(COLSUM_MAX_C, block_c))
-    block_r = max(1, min(next_pow2(R), COLSUM_TILE // block_c))
-    return block_r, block_c
+    if block_n <= MAX_ROW_BLOCK:
+        block_m = max(1, min(LN_TILE // block_n, next_pow2(max(M, 1))))
+        return True, block_m, block_n
+    return False, 1, MAX_ROW_BLOCK
 
 
 def _ln_split(input: torch.Tensor, normalized_shape: Sequence[int]) -> tuple[int, int, int]:
@@ -485,8 +440,7 @@ def layer_norm(
 
 
 # key -> (want_dx, want_dw, want_db, run: False where no launch, bwd grid, bwd ints,
-# bwd constexprs, partial-sum buffer elements, colsum grid, colsum constexprs, colsum
-# ints, buffer dtype)
+# bwd constexprs, partial rows, colsum grid, colsum constexprs, buffer dtype)
 _LN_BWD_PLANS: dict[tuple, tuple] = {}
 
 
@@ -506,22 +460,23 @@ def _ln_bwd_plan(
     _check_param(weight, N, "weight")
     run = (want_dx or want_dw or want_db) and M != 0 and N != 0
     if not run:
-        plan: tuple = (want_dx, want_dw, want_db, False, None, (), {}, 0, None, {}, (), buf_dtype)
+        plan: tuple = (want_dx, want_dw, want_db, False, None, (), {}, 0, None, {}, buf_dtype)
         return remember(_LN_BWD_PLANS, key, plan)
-    single, block_m, block_n, warps, n_programs = _ln_bwd_tiles(M, N, want_dw or want_db)
-    vec = _vec(N)
+    single, block_m, block_n = _ln_blocks(M, N)
+    n_tiles = cdiv(M, block_m)
+    n_programs = min(n_tiles, LN_BWD_PROGRAMS)
     consts = dict(
         HAS_W=weight is not None, DX=want_dx, DW=want_dw, DB=want_db, SINGLE=single,
-        COMPUTE=compute, BLOCK_M=block_m, BLOCK_N=block_n, VEC=vec, num_warps=warps,
+        COMPUTE=compute, BLOCK_M=block_m, BLOCK_N=block_n,
+        num_warps=warps_for(block_m * block_n),
     )  # fmt: skip
-    pv = cdiv(N, _PART_ALIGN.value)  # a partial row: pv * _PART_ALIGN floats
-    ints = (M, N // vec, cdiv(M, block_m), n_programs, n_programs if want_dw else 0, pv)
-    block_r, block_c = _colsum_tiles(n_programs, N)
-    colsum = dict(TWO=want_dw and want_db, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c)
-    part_numel = n_programs * (want_dw + want_db) * pv * _PART_ALIGN.value
+    ints = (M, N, n_tiles, n_programs, n_programs if want_dw else 0)
+    colsum = dict(
+        TWO=want_dw and want_db, COMPUTE=compute, BLOCK_R=COLSUM_BLOCK_R, BLOCK_C=COLSUM_BLOCK_C
+    )
     plan = (
-        want_dx, want_dw, want_db, True, (n_programs,), ints, consts, part_numel,
-        (cdiv(N, block_c),), colsum, (n_programs, N, pv), buf_dtype,
+        want_dx, want_dw, want_db, True, (n_programs,), ints, consts,
+        n_programs * (want_dw + want_db), (cdiv(N, COLSUM_BLOCK_C),), colsum, buf_dtype,
     )  # fmt: skip
     return remember(_LN_BWD_PLANS, key, plan)
 
@@ -540,8 +495,7 @@ def layer_norm_backward(
     ``output_mask`` is False.
 
     Two launches (the row kernel and one column sum of both gradients' partials, none
-    when only grad_input is asked) and one scratch buffer holding both partials: for
-    [1024, 1024] 128 partial rows of each (8 rows a program), 64 for [128, 2048]."""
+    when only grad_input is asked) and one scratch buffer holding both partials."""
     dev = input.device
     key = (
         input.shape, input.dtype, dev, tuple(normalized_shape), _pkey(weight), _pkey(bias),
@@ -550,9 +504,7 @@ def layer_norm_backward(
     plan = _LN_BWD_PLANS.get(key)
     if plan is None:
         plan = _ln_bwd_plan(key, input, normalized_shape, weight, bias, output_mask)
-    want_dx, want_dw, want_db, run, grid, ints, consts, part_numel, cgrid, cconsts, cints, bdt = (
-        plan
-    )
+    want_dx, want_dw, want_db, run, grid, ints, consts, part_rows, cgrid, cconsts, bdt = plan
     dx = torch.empty(input.shape, dtype=input.dtype, device=dev) if want_dx else None
     if not run:
         if not (want_dx or want_dw or want_db):
@@ -564,14 +516,14 @@ def layer_norm_backward(
     dw = torch.empty(weight.shape, dtype=weight.dtype, device=dev) if want_dw else None
     db = torch.empty(bias.shape, dtype=bias.dtype, device=dev) if want_db else None
     x = input.contiguous()
-    part = torch.empty(part_numel, dtype=bdt, device=dev) if part_numel else x
+    part = torch.empty((part_rows, ints[1]), dtype=bdt, device=dev) if part_rows else x
     _ln_bwd(
         grid,
         (grad_out.contiguous(), x, weight.contiguous() if weight is not None else x,
          mean.contiguous(), rstd.contiguous(), dx if dx is not None else x, part, *ints),
         **consts,
     )  # fmt: skip
-    if part_numel:
+    if part_rows:
         dst = dw if dw is not None else db
-        _colsum(cgrid, (part, dst, db if db is not None else dst, *cints), **cconsts)
+        _colsum(cgrid, (part, dst, db if db is not None else dst, ints[3], ints[1]), **cconsts)
     return dx, dw, db
