@@ -108,7 +108,8 @@ def test_planes_grad_in_another_layout(gpu_tiling: str) -> None:
     x = _rand(3, 5, 4, 3, dtype=torch.float32)
     g = _rand(3, 5, 4, 3, dtype=torch.float32, seed=7).to(memory_format=torch.channels_last)
     _, sm, si = aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
-    args = (g, x, None, None, None, sm, si, True, 1e-5, [True, True, True])
+    w = _rand(5, dtype=torch.float32, seed=8)  # a weight: CUDA eager's no-weight quirks aside
+    args = (g, x, w, None, None, sm, si, True, 1e-5, [True, True, True])
     got = bn_bwd.batch_norm_backward(*args)
     assert got[0].stride() == x.stride()
     assert_matches(got, aten.native_batch_norm_backward, *args)

@@ -18,6 +18,7 @@ import torch
 pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from test_batch_norm_planes import eager_backward  # noqa: E402
 
 from opbench.kernels._lib import batch_norm as bn  # noqa: E402
 from opbench.kernels._lib import batch_norm_backward as bn_bwd  # noqa: E402
@@ -276,7 +277,12 @@ def test_batch_norm_edge_cases() -> None:
     # empty input in eval mode; training on an empty input raises, as eager
     e = torch.empty(0, 3, device=DEVICE)
     args = (e, None, None, zeros(), ones(), False, 0.1, 1e-5)
-    assert_matches(bn.batch_norm(*args), aten.native_batch_norm, *args)
+    if DEVICE == "cpu":
+        assert_matches(bn.batch_norm(*args), aten.native_batch_norm, *args)
+    else:  # CUDA eager fails here ("invalid argument", torch 2.11 on the H100)
+        y, sm, si = bn.batch_norm(*args)
+        assert y.shape == e.shape and torch.equal(sm, zeros())
+        torch.testing.assert_close(si, ones() / (1 + 1e-5) ** 0.5)
     with pytest.raises(RuntimeError, match="at least one element"):
         bn.batch_norm(e, None, None, None, None, True, 0.1, 1e-5)
     # momentum and eps from OpInfo's samples (negative momentum is legal)
@@ -297,10 +303,11 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
     for mask in MASKS:
         for ww in (w, None):
             args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
+            want = eager_backward(*args)
+            if want is None:  # CUDA eager fails on this variant: nothing to match
+                continue
             got = bn_bwd.batch_norm_backward(*args)
-            assert [_meta(t) for t in got] == [
-                _meta(t) for t in aten.native_batch_norm_backward(*args)
-            ]
+            assert [_meta(t) for t in got] == [_meta(t) for t in want]
             assert_matches(got, aten.native_batch_norm_backward, *args)
 
 
@@ -308,7 +315,8 @@ def test_batch_norm_backward_grad_layout_differs() -> None:
     x = _rand(2, 3, 4, 5, dtype=torch.float32)
     g = _rand(2, 3, 4, 5, dtype=torch.float32, seed=7).to(memory_format=torch.channels_last)
     _, sm, si = aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
-    args = (g, x, None, None, None, sm, si, True, 1e-5, [True, True, True])
+    w = _rand(3, dtype=torch.float32, seed=8)  # a weight: CUDA eager's no-weight quirks aside
+    args = (g, x, w, None, None, sm, si, True, 1e-5, [True, True, True])
     got = bn_bwd.batch_norm_backward(*args)
     assert got[0].stride() == x.stride()
     assert_matches(got, aten.native_batch_norm_backward, *args)
