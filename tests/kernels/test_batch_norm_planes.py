@@ -100,8 +100,12 @@ def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.
                 if want is None:
                     continue
                 got = bn_bwd.batch_norm_backward(*args)
+                if ww is None and DEVICE != "cpu":  # see test_norm.test_batch_norm_backward
+                    got, want = got[:1], want[:1]
+                    assert_matches(got[0], lambda *a: aten.native_batch_norm_backward(*a)[0], *args)
+                else:
+                    assert_matches(got, aten.native_batch_norm_backward, *args)
                 assert [_meta(t) for t in got] == [_meta(t) for t in want]
-                assert_matches(got, aten.native_batch_norm_backward, *args)
 
 
 def test_planes_grad_in_another_layout(gpu_tiling: str) -> None:

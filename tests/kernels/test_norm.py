@@ -307,8 +307,15 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
             if want is None:  # CUDA eager fails on this variant: nothing to match
                 continue
             got = bn_bwd.batch_norm_backward(*args)
+            if ww is None and DEVICE != "cpu":
+                # CUDA eager's parameter gradients of an absent weight are empty, or
+                # returned though not asked for (batch_norm_backward._empty_param_grads):
+                # grad_input is what there is to match
+                got, want = got[:1], want[:1]
+                assert_matches(got[0], lambda *a: aten.native_batch_norm_backward(*a)[0], *args)
+            else:
+                assert_matches(got, aten.native_batch_norm_backward, *args)
             assert [_meta(t) for t in got] == [_meta(t) for t in want]
-            assert_matches(got, aten.native_batch_norm_backward, *args)
 
 
 def test_batch_norm_backward_grad_layout_differs() -> None:

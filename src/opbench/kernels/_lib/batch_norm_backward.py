@@ -185,8 +185,10 @@ _BN_BWD_PLANS: dict[tuple, tuple] = {}
 
 def _empty_param_grads(input: torch.Tensor, weight: Any) -> bool:
     """CUDA eager returns grad_weight and grad_bias of an absent weight as empty ``[0]``
-    tensors (seen on the H100, torch 2.11: ``((0,), float32)`` for a float32 input), where
-    the CPU returns ``[C]`` sums; the kernels then compute neither."""
+    tensors in the accumulate type (seen on the H100, torch 2.11: ``((0,), float32)`` for
+    float32 and float16 inputs), where the CPU returns ``[C]`` sums; the kernels then
+    compute neither. Not matched: for some output masks CUDA eager also returns a ``[C]``
+    grad_bias that was not asked for (2-D input), or raises."""
     return weight is None and input.is_cuda
 
 
@@ -325,7 +327,10 @@ def batch_norm_backward(
         else torch.empty_like(input, memory_format=dx_fmt)
     )  # fmt: skip
     new = torch.zeros if zero_params else torch.empty
-    n_param = 0 if _empty_param_grads(input, weight) else C
+    n_param = C
+    if _empty_param_grads(input, weight):
+        n_param = 0
+        pdt = torch.float32 if input.dtype in (torch.float16, torch.bfloat16) else input.dtype
     dw = new((n_param,), dtype=pdt, device=dev) if want_dw else None
     db = new((n_param,), dtype=pdt, device=dev) if want_db else None
     if n_param == 0:
