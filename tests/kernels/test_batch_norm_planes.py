@@ -14,7 +14,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, eager_batch_norm_backward, meta  # noqa: E402
 
 from opbench.kernels._lib import batch_norm as bn  # noqa: E402
 from opbench.kernels._lib import batch_norm_backward as bn_bwd  # noqa: E402
@@ -27,22 +27,6 @@ MASKS = [list(m) for m in itertools.product([True, False], repeat=3)]
 def _rand(*shape: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(*shape, generator=g) * 2 + 3.0).to(DEVICE, dtype)
-
-
-def _meta(t: torch.Tensor | None) -> tuple | None:
-    return None if t is None else (tuple(t.shape), t.dtype, t.stride())
-
-
-def eager_backward(*args: object) -> tuple | None:
-    """Eager's native_batch_norm_backward, or None where eager itself fails on this device:
-    CUDA eager raises "tensor does not have a device" for some output masks when the
-    weight is None (torch 2.11 on the H100), so there is nothing to match there."""
-    try:
-        return aten.native_batch_norm_backward(*args)
-    except RuntimeError as e:
-        if DEVICE != "cpu" and "does not have a device" in str(e):
-            return None
-        raise
 
 
 @pytest.fixture(params=["split", "fused"])
@@ -85,7 +69,7 @@ def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.
             got = bn.batch_norm(x, ww, bb, ours_rm, ours_rv, training, 0.1, 1e-5)
             eager_rm, eager_rv = rm.clone(), rv.clone()
             want = aten.native_batch_norm(x, ww, bb, eager_rm, eager_rv, training, 0.1, 1e-5)
-            assert [_meta(t) for t in got] == [_meta(t) for t in want]
+            assert [meta(t) for t in got] == [meta(t) for t in want]
             assert_matches(
                 got, aten.native_batch_norm, x, ww, bb, rm.clone(), rv.clone(), training,
                 0.1, 1e-5,
@@ -96,7 +80,7 @@ def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.
         for mask in MASKS:
             for ww in (w, None):
                 args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
-                want = eager_backward(*args)
+                want = eager_batch_norm_backward(*args)
                 if want is None:
                     continue
                 got = bn_bwd.batch_norm_backward(*args)
@@ -105,7 +89,7 @@ def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.
                     assert_matches(got[0], lambda *a: aten.native_batch_norm_backward(*a)[0], *args)
                 else:
                     assert_matches(got, aten.native_batch_norm_backward, *args)
-                assert [_meta(t) for t in got] == [_meta(t) for t in want]
+                assert [meta(t) for t in got] == [meta(t) for t in want]
 
 
 def test_planes_grad_in_another_layout(gpu_tiling: str) -> None:

@@ -17,8 +17,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches  # noqa: E402
-from test_batch_norm_planes import eager_backward  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, eager_batch_norm_backward, meta  # noqa: E402
 
 from opbench.kernels._lib import batch_norm as bn  # noqa: E402
 from opbench.kernels._lib import batch_norm_backward as bn_bwd  # noqa: E402
@@ -32,10 +31,6 @@ MASKS = [list(m) for m in itertools.product([True, False], repeat=3)]
 def _rand(*shape: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(*shape, generator=g) * 2 + 0.5).to(DEVICE, dtype)
-
-
-def _meta(t: torch.Tensor | None) -> tuple | None:
-    return None if t is None else (tuple(t.shape), t.dtype, t.stride())
 
 
 # ----------------------------------------------------------------------------- layer norm
@@ -58,7 +53,7 @@ def test_layer_norm(case: str, dtype: torch.dtype, affine: str) -> None:
     b = _rand(*ns, dtype=dtype, seed=2) if affine == "both" else None
     got = norm.layer_norm(x, ns, w, b, 1e-5)
     assert_matches(got, aten.native_layer_norm, x, ns, w, b, 1e-5)
-    assert [_meta(t) for t in got] == [_meta(t) for t in aten.native_layer_norm(x, ns, w, b, 1e-5)]
+    assert [meta(t) for t in got] == [meta(t) for t in aten.native_layer_norm(x, ns, w, b, 1e-5)]
 
 
 def test_layer_norm_metadata() -> None:
@@ -225,7 +220,7 @@ def test_batch_norm(case: str, dtype: torch.dtype, training: bool) -> None:
         eager_rm = r_m.clone() if r_m is not None else None
         eager_rv = r_v.clone() if r_v is not None else None
         want = aten.native_batch_norm(x, ww, bb, eager_rm, eager_rv, training, 0.1, 1e-5)
-        assert [_meta(t) for t in got] == [_meta(t) for t in want]
+        assert [meta(t) for t in got] == [meta(t) for t in want]
         assert_matches(
             got, aten.native_batch_norm, x, ww, bb,
             r_m.clone() if r_m is not None else None, r_v.clone() if r_v is not None else None,
@@ -303,7 +298,7 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
     for mask in MASKS:
         for ww in (w, None):
             args = (g, x, ww, rm, rv, sm, si, training, 1e-5, mask)
-            want = eager_backward(*args)
+            want = eager_batch_norm_backward(*args)
             if want is None:  # CUDA eager fails on this variant: nothing to match
                 continue
             got = bn_bwd.batch_norm_backward(*args)
@@ -315,7 +310,7 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
                 assert_matches(got[0], lambda *a: aten.native_batch_norm_backward(*a)[0], *args)
             else:
                 assert_matches(got, aten.native_batch_norm_backward, *args)
-            assert [_meta(t) for t in got] == [_meta(t) for t in want]
+            assert [meta(t) for t in got] == [meta(t) for t in want]
 
 
 def test_batch_norm_backward_grad_layout_differs() -> None:
@@ -369,7 +364,7 @@ def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:
         got = bn.batch_norm(x, w, b, ours_rm, ours_rv, training, 0.1, 1e-5)
         eager_rm, eager_rv = rm.clone(), rv.clone()
         want = aten.native_batch_norm(x, w, b, eager_rm, eager_rv, training, 0.1, 1e-5)
-        assert [_meta(t) for t in got] == [_meta(t) for t in want]
+        assert [meta(t) for t in got] == [meta(t) for t in want]
         assert_matches(got, aten.native_batch_norm, x, w, b, rm.clone(), rv.clone(), training,
                        0.1, 1e-5)  # fmt: skip
         torch.testing.assert_close(ours_rm, eager_rm)
