@@ -254,14 +254,25 @@ def _softmax_long_kernel(
 
 
 @triton.jit
-def _bwd_tile(g, y, dot, LOG: tl.constexpr, PRODUCT_FIRST: tl.constexpr):
-    """``PRODUCT_FIRST``: softmax's ``g * y - y * dot``, the order eager's persistent
-    (short, innermost rows) kernel rounds in; elsewhere eager computes ``y * (g - dot)``.
-    They differ by several bf16 ulps where ``g`` and ``dot`` nearly cancel."""
+def _product(g, y, dt, ROUND: tl.constexpr):
+    """softmax backward's ``g * y``; ROUND (CUDA): rounded to the gradient's dtype ``dt``
+    first, as CUDA eager, which computes ``tmp = grad * output`` as a tensor op and sums
+    and subtracts ``tmp`` (``softmax_backward_cuda_out``, ``SoftMaxBackwardEpilogue``)."""
+    p = g * y
+    if ROUND:
+        p = p.to(dt).to(g.dtype)
+    return p
+
+
+@triton.jit
+def _bwd_tile(g, y, p, dot, LOG: tl.constexpr, PRODUCT_FIRST: tl.constexpr):
+    """``PRODUCT_FIRST``: softmax's ``p - y * dot`` (``p`` from :func:`_product`), the
+    order CUDA eager rounds in on every path; else ``y * (g - dot)``. They differ by
+    several bf16 ulps where ``g`` and ``dot`` nearly cancel."""
     if LOG:
         r = g - tl.exp(y) * dot
     elif PRODUCT_FIRST:
-        r = g * y - y * dot
+        r = p - y * dot
     else:
         r = y * (g - dot)
     return r
@@ -279,9 +290,10 @@ def _softmax_bwd_kernel(
     gn: tl.int64, yn: tl.int64, on: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
     SINGLE: tl.constexpr, VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    PRODUCT_FIRST: tl.constexpr,
+    PRODUCT_FIRST: tl.constexpr, ROUND: tl.constexpr,
 ):  # fmt: skip
     """softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g)."""
+    dt = g_ptr.dtype.element_ty
     md1 = md1 * VEC
     gs0 = gs0 * VEC
     gs1 = gs1 * VEC
@@ -306,11 +318,12 @@ def _softmax_bwd_kernel(
         o_n = cols if UNIT_N else cols * on
         g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
         y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
+        p = _product(g, y, dt, ROUND)
         if LOG:
             dot = row_sum(g)[:, None]
         else:
-            dot = row_sum(g * y)[:, None]
-        r = _bwd_tile(g, y, dot, LOG, PRODUCT_FIRST)
+            dot = row_sum(p)[:, None]
+        r = _bwd_tile(g, y, p, dot, LOG, PRODUCT_FIRST)
         tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
     else:
         acc = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
@@ -324,7 +337,7 @@ def _softmax_bwd_kernel(
             else:
                 y_n = n if UNIT_N else n * yn
                 y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-                acc += g * y
+                acc += _product(g, y, dt, ROUND)
         dot = row_sum(acc)[:, None]
         for k in range(0, N, BLOCK_N):
             n = k + cols
@@ -334,7 +347,7 @@ def _softmax_bwd_kernel(
             o_n = n if UNIT_N else n * on
             g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
             y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-            r = _bwd_tile(g, y, dot, LOG, PRODUCT_FIRST)
+            r = _bwd_tile(g, y, _product(g, y, dt, ROUND), dot, LOG, PRODUCT_FIRST)
             tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
 
 
@@ -344,7 +357,7 @@ def _softmax_bwd_long_kernel(
     N: tl.int64, md1: tl.int64, gs0: tl.int64, gs1: tl.int64, ys0: tl.int64, ys1: tl.int64,
     os0: tl.int64, os1: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, ALIGN: tl.constexpr,
-    IDX: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
+    IDX: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr, ROUND: tl.constexpr,
 ):  # fmt: skip
     """The backward of one long contiguous row a program, cut into head, 16-byte aligned
     body and tail as in :func:`_softmax_long_kernel` (grad, output and result rows at
@@ -372,7 +385,7 @@ def _softmax_bwd_long_kernel(
             acc += g
         else:
             y = tl.load(y_ptr + (y_body + n), mask=mask, other=0.0).to(COMPUTE)
-            acc += g * y
+            acc += _product(g, y, g_ptr.dtype.element_ty, ROUND)
     j = tl.arange(0, 2 * ALIGN).to(IDX)
     in_head = j < ALIGN
     pos = tl.where(in_head, j, head + body + j - ALIGN)
@@ -382,16 +395,16 @@ def _softmax_bwd_long_kernel(
     if LOG:
         e_acc = eg
     else:
-        e_acc = eg * ey
+        e_acc = _product(eg, ey, g_ptr.dtype.element_ty, ROUND)
     dot = tl.reduce(row_sum(acc), 0, _SUM_COMBINE) + tl.reduce(e_acc, 0, _SUM_COMBINE)
     for k in range(0, body, TILE):
         n = k + idx
         mask = n < body
         g = tl.load(g_ptr + (g_body + n), mask=mask, other=0.0).to(COMPUTE)
         y = tl.load(y_ptr + (y_body + n), mask=mask, other=0.0).to(COMPUTE)
-        r = _bwd_tile(g, y, dot, LOG, False)
+        r = _bwd_tile(g, y, _product(g, y, g_ptr.dtype.element_ty, ROUND), dot, LOG, ROUND)
         tl.store(o_ptr + (o_body + n), r.to(o_ptr.dtype.element_ty), mask=mask)
-    r = _bwd_tile(eg, ey, dot, LOG, False)
+    r = _bwd_tile(eg, ey, e_acc, dot, LOG, ROUND)
     tl.store(o_ptr + (o_row + pos), r.to(o_ptr.dtype.element_ty), mask=edge)
 
 
@@ -607,10 +620,16 @@ def _launch_args(
             LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
             BLOCK_M=bm, BLOCK_N=bn,
         )  # fmt: skip
-        # eager's persistent backward: the softmax dim innermost, at most 1,024 elements
-        # and 4 KiB a row (PersistentSoftmax.cuh); it rounds g * y first
+        round_product = _rounds_product(inputs[0], log)
+        # on the CPU, product first where eager's CUDA persistent kernel would run (the
+        # softmax dim innermost, at most 1,024 elements and 4 KiB a row): how this was
+        # first matched; on CUDA every softmax backward path subtracts from the rounded
+        # product (:func:`_product`)
         inner = all(s == 1 for s in inputs[0].shape[dim + 1 :])
-        consts["PRODUCT_FIRST"] = inner and N <= 1024 and N * inputs[0].element_size() <= 4096
+        consts["PRODUCT_FIRST"] = round_product or (
+            inner and N <= 1024 and N * inputs[0].element_size() <= 4096
+        )
+        consts["ROUND"] = round_product
         return _backward, (cdiv(M, bm),), (M, N, md1, *flat, *col), consts
     vec_n = vec if unit_n else 1
     idx = index_type(M * N, list(target.shape), [t.stride() for t in tensors])
@@ -637,7 +656,17 @@ def _long_args(M: int, N: int, mode: int, flat: list[int], md1: int,
         LOG=log, COMPUTE=compute, MODE_M=mode, ALIGN=align, IDX=idx,
         ROWS=max(1, tile // LONG_COLS), COLS=LONG_COLS, num_warps=warps,
     )  # fmt: skip
+    if bwd:
+        consts["ROUND"] = _rounds_product(tensors[0], log)
     return (_backward_long if bwd else _forward_long), (M,), (N, md1, *flat), consts
+
+
+def _rounds_product(grad: torch.Tensor, log: bool) -> bool:
+    """Whether softmax's backward rounds ``grad * output`` to the gradient's dtype before
+    summing and subtracting it: CUDA eager's ``softmax_backward_cuda_out`` computes
+    ``tmp = grad * output`` as a tensor op (f16/bf16 products rounded), then ``tmp -
+    output * sum(tmp)`` in float32 on every kernel path; the CPU does not."""
+    return grad.is_cuda and not log
 
 
 def _forward_op(self: torch.Tensor, dim: int, half_to_float: bool, out: Any, log: bool,
