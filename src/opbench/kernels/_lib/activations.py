@@ -16,14 +16,8 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import exp_f, expm1_f, sigmoid_f, tanh_f
-from opbench.kernels._lib.pointwise import (
-    backward_op,
-    check_number,
-    elementwise,
-    require_float,
-    result_type,
-    unary,
-)
+from opbench.kernels._lib.pointwise import backward_op, elementwise, unary
+from opbench.kernels._lib.pointwise_rules import check_number, require_float, result_type
 
 
 @triton.jit

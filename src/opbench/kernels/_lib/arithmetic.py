@@ -14,13 +14,8 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import ON_GPU, libdevice
-from opbench.kernels._lib.pointwise import (
-    check_number,
-    dtype_name,
-    elementwise,
-    result_type,
-    unary,
-)
+from opbench.kernels._lib.pointwise import elementwise, unary
+from opbench.kernels._lib.pointwise_rules import check_number, dtype_name, result_type
 
 
 @triton.jit

@@ -26,6 +26,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
+from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
 __all__ = ["cat", "cat_out", "clone", "clone_out", "copy_"]
 
@@ -60,7 +61,7 @@ def copy_(self: torch.Tensor, src: Any, non_blocking: bool = False) -> torch.Ten
     if src.device != self.device:
         raise NotImplementedError(f"copy_ between devices ({src.device} -> {self.device})")
     if src.shape != self.shape:
-        shape = pointwise.broadcast_shape(self, src)  # eager's error on a mismatch
+        shape = broadcast_shape(self, src)  # eager's error on a mismatch
         if shape != tuple(self.shape):
             raise RuntimeError(
                 f"output with shape {list(self.shape)} doesn't match the broadcast shape "
@@ -119,7 +120,7 @@ def clone(self: torch.Tensor, *, memory_format: torch.memory_format | None = Non
 def clone_out(
     self: torch.Tensor, *, memory_format: torch.memory_format | None = None, out: torch.Tensor
 ) -> torch.Tensor:
-    dest = pointwise.destination(tuple(self.shape), self.dtype, [self], out=out)
+    dest = destination(tuple(self.shape), self.dtype, [self], out=out)
     return copy_into(dest, self)
 
 
@@ -464,5 +465,5 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor)
                 "unsupported operation: some elements of the input tensor and the written-to "
                 "tensor refer to a single memory location."
             )
-    dest = pointwise.destination(tuple(shape), dtype, list(parts) or [out], out=out)
+    dest = destination(tuple(shape), dtype, list(parts) or [out], out=out)
     return _cat_into(dest, parts, d)

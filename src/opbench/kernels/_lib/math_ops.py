@@ -14,7 +14,8 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import exp_f, log_f
-from opbench.kernels._lib.pointwise import IDENTITY, check_number, elementwise, result_type
+from opbench.kernels._lib.pointwise import IDENTITY, elementwise
+from opbench.kernels._lib.pointwise_rules import check_number, result_type
 
 
 @triton.jit

@@ -46,7 +46,8 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
-from opbench.kernels._lib.pointwise import destination, dtype_name, index_type
+from opbench.kernels._lib.pointwise import index_type
+from opbench.kernels._lib.pointwise_rules import destination, dtype_name
 
 __all__ = [
     "reduce_into",

@@ -47,7 +47,8 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
-from opbench.kernels._lib.pointwise import destination, index_type
+from opbench.kernels._lib.pointwise import index_type
+from opbench.kernels._lib.pointwise_rules import destination
 from opbench.kernels._lib.reduction import offsets, row_sum, vec_of
 
 __all__ = [
