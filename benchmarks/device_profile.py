@@ -34,12 +34,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from host_profile import traced_cases  # noqa: E402
+from host_profile import served_cases  # noqa: E402
 from triton_backend import COVERED  # noqa: E402
 
-from opbench.backends.directory import DirectoryBackend  # noqa: E402
 from opbench.judge.timing import TimingOptions, time_pair  # noqa: E402
-from opbench.spec.ops import get_overload  # noqa: E402
 from opbench.suites.materialize import materialize  # noqa: E402
 
 
@@ -119,35 +117,28 @@ def main() -> int:
     )
     opt = ap.parse_args()
     overrides = apply_overrides(opt.set)
-    backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", "cuda")
-    per_op = traced_cases(opt.traces, opt.ops, opt.limit_per_op, "cuda")
     rows: list[dict[str, Any]] = []
     started = time.time()
-    for op, op_cases in sorted(per_op.items()):
-        cand = backend.kernel_for(op)
-        if cand is None:
-            continue
-        ref = get_overload(op)
-        for i, case in enumerate(op_cases):
-            row: dict[str, Any] = {"op": op, "args": case.args[:200]}
-            try:
-                row.update(timed(ref, cand, case, opt.budget_ms))
-                if opt.kernels and i == 0:
-                    a, k = materialize(case, "cuda")
-                    row["eager_kernels"] = kernels_launched(ref, a, k)
-                    a, k = materialize(case, "cuda")
-                    row["ours_kernels"] = kernels_launched(cand, a, k)
-            except Exception as e:  # noqa: BLE001 - a profiling aid: record and go on
-                row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-            rows.append(row)
-            print(
-                f"{op:40s} eager {row.get('eager_us', '-'):>8} ours {row.get('ours_us', '-'):>8}"
-                f" ratio {row.get('ratio', '-')} host {row.get('host_ratio', '-')} {row.get('error', '')}",
-                flush=True,
-            )
-            for side in ("eager_kernels", "ours_kernels"):
-                for name, us in row.get(side, []):
-                    print(f"    {side[:5]:5s} {us:8.2f} us  {name}")
+    for op, i, case, ref, cand in served_cases(opt.traces, opt.ops, opt.limit_per_op, "cuda"):
+        row: dict[str, Any] = {"op": op, "args": case.args[:200]}
+        try:
+            row.update(timed(ref, cand, case, opt.budget_ms))
+            if opt.kernels and i == 0:
+                a, k = materialize(case, "cuda")
+                row["eager_kernels"] = kernels_launched(ref, a, k)
+                a, k = materialize(case, "cuda")
+                row["ours_kernels"] = kernels_launched(cand, a, k)
+        except Exception as e:  # noqa: BLE001 - a profiling aid: record and go on
+            row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        rows.append(row)
+        print(
+            f"{op:40s} eager {row.get('eager_us', '-'):>8} ours {row.get('ours_us', '-'):>8}"
+            f" ratio {row.get('ratio', '-')} host {row.get('host_ratio', '-')} {row.get('error', '')}",
+            flush=True,
+        )
+        for side in ("eager_kernels", "ours_kernels"):
+            for name, us in row.get(side, []):
+                print(f"    {side[:5]:5s} {us:8.2f} us  {name}")
     by_op: dict[str, list[float]] = {}
     for r in rows:
         if "ratio" in r:

@@ -35,6 +35,7 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,21 @@ def traced_cases(traces: str, ops_csv: str, limit: int, device: str) -> dict[str
             if len(per_op.setdefault(c.op, [])) < limit:
                 per_op[c.op].append(c)
     return per_op
+
+
+def served_cases(
+    traces: str, ops_csv: str, limit: int, device: str
+) -> Iterator[tuple[str, int, Any, Any, Any]]:
+    """(op, index among its cases, case, eager's OpOverload, our kernel function) for
+    each of :func:`traced_cases`' cases of an op the reference backend serves."""
+    backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", device)
+    for op, op_cases in sorted(traced_cases(traces, ops_csv, limit, device).items()):
+        cand = backend.kernel_for(op)
+        if cand is None:
+            continue
+        ref = get_overload(op)
+        for i, case in enumerate(op_cases):
+            yield op, i, case, ref, cand
 
 
 def per_call_us(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> float:
@@ -182,45 +198,38 @@ def main() -> int:
     if opt.python_only:
         DEVICE = "cpu"
         _stub_launches()
-    backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", DEVICE)
-    per_op = traced_cases(opt.traces, opt.ops, opt.limit_per_op, DEVICE)
     rows: list[dict[str, Any]] = []
     profiles: dict[str, str] = {}
     started = time.time()
-    for op, op_cases in sorted(per_op.items()):
-        cand = backend.kernel_for(op)
-        if cand is None:
-            continue
-        ref = get_overload(op)
-        for i, case in enumerate(op_cases):
-            row: dict[str, Any] = {"op": op, "args": case.args[:160]}
-            try:
+    for op, i, case, ref, cand in served_cases(opt.traces, opt.ops, opt.limit_per_op, DEVICE):
+        row: dict[str, Any] = {"op": op, "args": case.args[:160]}
+        try:
+            a, k = _fresh(case)
+            want = ref(*a, **k)
+            a, k = _fresh(case)
+            got = cand(*a, **k)
+            if not opt.python_only:
+                torch.testing.assert_close(got, want, equal_nan=True, atol=1e-2, rtol=1e-2)
+            row["matches"] = True
+        except Exception as e:  # noqa: BLE001 - a profiling aid: record and go on
+            row["matches"] = f"{type(e).__name__}: {str(e)[:200]}"
+        try:
+            a, k = _fresh(case)
+            row["eager_us"] = round(per_call_us(ref, a, k), 2)
+            a, k = _fresh(case)
+            row["ours_us"] = round(per_call_us(cand, a, k), 2)
+            row["ratio"] = round(row["eager_us"] / row["ours_us"], 3)
+            if opt.profile and i == 0:
                 a, k = _fresh(case)
-                want = ref(*a, **k)
-                a, k = _fresh(case)
-                got = cand(*a, **k)
-                if not opt.python_only:
-                    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-2, rtol=1e-2)
-                row["matches"] = True
-            except Exception as e:  # noqa: BLE001 - a profiling aid: record and go on
-                row["matches"] = f"{type(e).__name__}: {str(e)[:200]}"
-            try:
-                a, k = _fresh(case)
-                row["eager_us"] = round(per_call_us(ref, a, k), 2)
-                a, k = _fresh(case)
-                row["ours_us"] = round(per_call_us(cand, a, k), 2)
-                row["ratio"] = round(row["eager_us"] / row["ours_us"], 3)
-                if opt.profile and i == 0:
-                    a, k = _fresh(case)
-                    profiles[op] = profile_text(cand, a, k)
-            except Exception as e:  # noqa: BLE001
-                row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-            rows.append(row)
-            print(
-                f"{op:40s} eager {row.get('eager_us', '-'):>8} ours {row.get('ours_us', '-'):>8}"
-                f" ratio {row.get('ratio', '-')} {'' if row['matches'] is True else row['matches']}",
-                flush=True,
-            )
+                profiles[op] = profile_text(cand, a, k)
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        rows.append(row)
+        print(
+            f"{op:40s} eager {row.get('eager_us', '-'):>8} ours {row.get('ours_us', '-'):>8}"
+            f" ratio {row.get('ratio', '-')} {'' if row['matches'] is True else row['matches']}",
+            flush=True,
+        )
     gm = _geomean([r["ratio"] for r in rows if "ratio" in r])
     result = {
         "torch": torch.__version__,
