@@ -84,13 +84,24 @@ def meta(t: torch.Tensor | None) -> tuple | None:
     return None if t is None else (tuple(t.shape), t.dtype, t.stride())
 
 
-def eager_batch_norm_backward(*args: Any) -> tuple | None:
-    """Eager's native_batch_norm_backward, or None where eager itself fails on this device:
-    CUDA eager raises "tensor does not have a device" for some output masks when the
-    weight is None (torch 2.11 on the H100), so there is nothing to match there."""
+def assert_batch_norm_backward_matches(ours: Callable[..., Any], *args: Any) -> None:
+    """``ours(*args)`` against eager's native_batch_norm_backward, values and metadata, as
+    far as eager has an answer on this device. CUDA eager (torch 2.11 on the H100) raises
+    "tensor does not have a device" for some output masks when the weight is None:
+    nothing to match there; and with no weight its parameter gradients are empty, or
+    returned though not asked for (``batch_norm_backward._empty_param_grads``), so
+    grad_input alone is matched there."""
+    aten = torch.ops.aten
     try:
-        return torch.ops.aten.native_batch_norm_backward(*args)
+        want = aten.native_batch_norm_backward(*args)
     except RuntimeError as e:
         if DEVICE != "cpu" and "does not have a device" in str(e):
-            return None
+            return
         raise
+    got = ours(*args)
+    if args[2] is None and DEVICE != "cpu":
+        got, want = got[:1], want[:1]
+        assert_matches(got[0], lambda *a: aten.native_batch_norm_backward(*a)[0], *args)
+    else:
+        assert_matches(got, aten.native_batch_norm_backward, *args)
+    assert [meta(t) for t in got] == [meta(t) for t in want]
