@@ -38,9 +38,13 @@ device calls of under 10 minutes each). A traces run takes ~300 s for ours and l
 FlagGems (each operator's worker compiles its Triton kernels cold, ~5 s an operator on a
 fresh machine): give each part ``--budget`` seconds and continue an interrupted one in the
 next call with ``--resume --work DIR`` (carry DIR back and forth):
-    python3 benchmarks/triton_backend.py --parts opinfo
-    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts launch,bandwidth,traces
-    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report --resume
+    python3 benchmarks/triton_backend.py --parts opinfo --copy-to $OUT
+    python3 benchmarks/triton_backend.py --traces .gpu_data/traces \
+        --parts launch,bandwidth,traces --copy-to $OUT
+    python3 benchmarks/triton_backend.py --traces .gpu_data/traces --parts flaggems,report \
+        --resume --copy-to $OUT
+(``--copy-to``: the results files this call wrote, copied where the device tool brings
+files back from; ``pack_run`` of ``gpu_env.sh`` packs a run directory to resume from.)
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -533,7 +538,13 @@ def main() -> int:
     p.add_argument("--part2-from", help="part2: summarize this finished run directory "
                    "(carried back from the GPU) instead of running")  # fmt: skip
     p.add_argument("--part2-command", default="", help="with --part2-from: the command run")
+    p.add_argument(
+        "--copy-to",
+        help="also copy every results file this call wrote here (a device call's $OUT: "
+        "only $OUT comes back from the GPU machine)",
+    )
     a = p.parse_args()
+    started = time.time()
     parts = set(a.parts.split(","))
     gpu = a.gpu or _gpu_tag()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -595,7 +606,20 @@ def main() -> int:
     md = render(ours, theirs, gpu)
     (RESULTS / f"triton-{gpu}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+    if a.copy_to:
+        copy_written(RESULTS, Path(a.copy_to), started)
     return 0
+
+
+def copy_written(results: Path, dest: Path, since: float) -> list[Path]:
+    """Copy the files in ``results`` modified at or after ``since`` into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for f in sorted(results.iterdir()):
+        if f.is_file() and f.stat().st_mtime >= since:
+            copied.append(Path(shutil.copy2(f, dest / f.name)))
+    print(f"copied {len(copied)} results file(s) to {dest}")
+    return copied
 
 
 if __name__ == "__main__":

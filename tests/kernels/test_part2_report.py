@@ -55,3 +55,23 @@ def test_part2_geomeans_take_the_cases_the_targets_name(tmp_path: Path) -> None:
     md = "\n".join(tb.render_part2(s, "h100"))
     assert md.count("(case ") == 6 and "target 0.8" in md and "target 0.7" in md
     json.dumps(s)  # what the script writes
+
+
+def test_copy_to_takes_only_the_files_written_since_the_call_began(tmp_path) -> None:
+    """``--copy-to`` (a device call's ``$OUT``): the results this call wrote, not the
+    committed ones beside them."""
+    import os
+    import time
+
+    results = tmp_path / "results"
+    results.mkdir()
+    old = results / "triton-h100-opinfo.json"
+    old.write_text("{}")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    started = time.time()
+    (results / "triton-h100.json").write_text('{"new": 1}')
+    (results / "triton-h100.md").write_text("# new\n")
+    copied = _script().copy_written(results, tmp_path / "out", started)
+    assert sorted(p.name for p in copied) == ["triton-h100.json", "triton-h100.md"]
+    assert (tmp_path / "out" / "triton-h100.json").read_text() == '{"new": 1}'
+    assert not (tmp_path / "out" / old.name).exists()
