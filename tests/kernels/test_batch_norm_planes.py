@@ -63,7 +63,7 @@ def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.
     b = _rand(C, dtype=dtype, seed=2)
     rm = _rand(C, dtype=dtype, seed=3)
     rv = torch.rand(C, generator=torch.Generator().manual_seed(4)).to(DEVICE, dtype) + 0.5
-    p = planes.plan_planes(x.shape[0], C, x[0, 0].numel(), fuse=True)
+    p = planes.PlanesPlan(x.shape[0], C, x[0, 0].numel(), fuse=True)
     assert p.fused == (gpu_tiling == "fused")
     assert p.n_tiles > 1 and (p.fused or p.split > 1)
     g = _rand(*x.shape, dtype=dtype, seed=5)

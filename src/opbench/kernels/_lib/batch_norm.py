@@ -37,17 +37,17 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib import batch_norm_planes as planes
-from opbench.kernels._lib.batch_norm_planes import bn_finish
+from opbench.kernels._lib.batch_norm_planes import bn_finish, bn_running_stats
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 from opbench.kernels._lib.norm import (
     _INTERPRETING,
     _pkey,
     compute_types,
-    inv_sqrt,
     stat_dtype,
     sum_f,
     warps_for,
 )
+from opbench.kernels._lib.pointwise import index_type
 
 __all__ = ["batch_norm"]
 
@@ -149,7 +149,6 @@ def _bn_channel_stats(
     training, from the running statistics in eval mode. Where ``wmask`` (the program
     that owns the channels), the running statistics are updated and the saved ones
     written."""
-    e = tl.cast(eps, COMPUTE)
     if TRAINING:
         count = tl.full([BLOCK], 0, COMPUTE)
         mean = tl.full([BLOCK], 0, COMPUTE)
@@ -165,12 +164,10 @@ def _bn_channel_stats(
             rm_stride, rv_stride, eps, momentum, HAS_RUNNING, HAS_SAVE, COMPUTE,
         )  # fmt: skip
     else:
-        mean = tl.load(rm_ptr + cs * rm_stride, mask=cmask, other=0.0).to(COMPUTE)
-        var = tl.load(rv_ptr + cs * rv_stride, mask=cmask, other=0.0).to(COMPUTE)
-        invstd = inv_sqrt(var + e)
-        if HAS_SAVE:
-            tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=wmask)
-            tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=wmask)
+        mean, invstd = bn_running_stats(
+            rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask, wmask, rm_stride,
+            rv_stride, eps, HAS_SAVE, COMPUTE,
+        )  # fmt: skip
     return mean, invstd
 
 
@@ -395,11 +392,11 @@ def _bn_fwd_plan(
     rv_stride = running_var.stride(0) if has_running else 1
     training = bool(training)
     if R > 0 and planes_layout(C, x_st[1]):
-        p = planes.plan_planes(N, C, S, fuse=training)
+        p = planes.PlanesPlan(N, C, S, fuse=training)
         flags = dict(
             TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
             HAS_W=weight is not None, HAS_B=bias is not None,
-            UNIT_S=planes.unit_s(x_st, ys), IDX=planes.index_type(input), COMPUTE=compute,
+            UNIT_S=planes.unit_s(x_st, ys), IDX=index_type(input.numel(), input.shape, [input.stride()]), COMPUTE=compute,
         )  # fmt: skip
         scratch = 3 * p.split * C if training and not p.fused else 0
         on_planes = (p, (C, N, S, x_st, ys, rm_stride, rv_stride), flags)

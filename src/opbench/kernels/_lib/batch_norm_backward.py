@@ -32,6 +32,7 @@ from opbench.kernels._lib.batch_norm import (
 )
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.norm import _pkey, compute_types, inv_sqrt, sum_f
+from opbench.kernels._lib.pointwise import index_type
 
 __all__ = ["batch_norm_backward"]
 
@@ -228,11 +229,11 @@ def _bn_bwd_plan(
     m_stride = running_mean.stride(0) if running else 1
     v_stride = running_var.stride(0) if running else 1
     if R > 0 and planes_layout(C, x_st[1]):
-        p = planes.plan_planes(N, C, S, fuse=True)
+        p = planes.PlanesPlan(N, C, S, fuse=True)
         flags = dict(
             TRAINING=train, RUNNING=running, HAS_W=weight is not None, DX=want_dx, DW=want_dw,
             DB=want_db, UNIT_S=planes.unit_s(x_st, g_st, ds),
-            IDX=planes.index_type(input, grad_out), COMPUTE=compute,
+            IDX=index_type(input.numel(), input.shape, [input.stride(), grad_out.stride()]), COMPUTE=compute,
         )  # fmt: skip
         sums = want_dw or want_db or (want_dx and train)
         scratch = 2 * p.split * C if sums and not p.fused else 0

@@ -14,7 +14,7 @@ Statistics are per-lane sums of ``x - k`` and ``(x - k)^2`` over a program's til
 no per-tile reduction, one reduction per program at the end), turned into (count, mean,
 M2) partials that merge like Chan's.
 
-Two plans (chosen in the op modules, :func:`plan_planes`):
+Two plans (chosen in the op modules, :class:`PlanesPlan`):
 
 * **fused** (many channels, each small enough to be re-read from L2): one program per
   channel computes the statistics, then normalizes the same tiles: one launch forward
@@ -34,7 +34,7 @@ import triton.language as tl
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.norm import _INTERPRETING, inv_sqrt, sum_f, warps_for
 
-__all__ = ["PlanesPlan", "plan_planes"]
+__all__ = ["PlanesPlan", "backward", "bn_finish", "bn_running_stats", "forward", "unit_s"]
 
 #: Elements per tile and the widest tile along ``s``. 2048 (8 f16 a thread at 8 warps):
 #: on the H100's traced cases (``device_profile.py --set``) the two ops' device geomean
@@ -88,6 +88,17 @@ def _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S: tl.constexpr, IDX: tl.constexpr):
     if UNIT_S:
         return c * sC + (row[:, None] + ss.to(IDX)[None, :])
     return c * sC + (row[:, None] + ss.to(IDX)[None, :] * tl.cast(sS, IDX))
+
+
+@triton.jit
+def _bnp_split_range(split, tiles_per_split, n_tiles):
+    """(channel, split index, first tile, end tile) of this program of a split pass: the
+    programs of channel ``c`` are ``c * split`` to ``c * split + split - 1``."""
+    pid = tl.program_id(0).to(tl.int64)
+    c = pid // split
+    j = pid - c * split
+    t0 = j * tiles_per_split
+    return c, j, t0, tl.minimum(t0 + tiles_per_split, n_tiles)
 
 
 @triton.jit
@@ -150,6 +161,22 @@ def bn_finish(
     return invstd
 
 
+@triton.jit
+def bn_running_stats(
+    rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask, wmask, rm_stride, rv_stride,
+    eps, HAS_SAVE: tl.constexpr, COMPUTE: tl.constexpr,
+):  # fmt: skip
+    """Eval mode: (mean, invstd) of channels ``cs`` from the running statistics; where
+    ``wmask`` they are written as the saved ones (CUDA eager saves them in eval too)."""
+    mean = tl.load(rm_ptr + cs * rm_stride, mask=cmask, other=0.0).to(COMPUTE)
+    var = tl.load(rv_ptr + cs * rv_stride, mask=cmask, other=0.0).to(COMPUTE)
+    invstd = inv_sqrt(var + tl.cast(eps, COMPUTE))
+    if HAS_SAVE:
+        tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=wmask)
+        tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=wmask)
+    return mean, invstd
+
+
 # ----------------------------------------------------------------------------- forward
 
 
@@ -167,11 +194,7 @@ def _bnp_fwd_kernel(
     """Training statistics of channel ``c = pid // split`` over its tiles of split
     ``pid % split``: (count, mean, M2) into part[3, split, C]; FUSED (split 1): the
     channel's invstd, running and saved statistics, and y = (x - mean) * invstd * w + b."""
-    pid = tl.program_id(0).to(tl.int64)
-    c = pid // split
-    j = pid - c * split
-    t0 = j * tiles_per_split
-    t1 = tl.minimum(t0 + tiles_per_split, n_tiles)
+    c, j, t0, t1 = _bnp_split_range(split, tiles_per_split, n_tiles)
     n, mean, m2 = _bnp_moments(
         x_ptr, c, t0, t1, s_blocks, N, S, xsN, xsC, xsS, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S
     )
@@ -267,11 +290,10 @@ def _bnp_apply_kernel(
             rm_stride, rv_stride, eps, momentum, HAS_RUNNING, HAS_SAVE, COMPUTE,
         )  # fmt: skip
     else:
-        mean = tl.load(rm_ptr + cs * rm_stride).to(COMPUTE)
-        invstd = inv_sqrt(tl.load(rv_ptr + cs * rv_stride).to(COMPUTE) + tl.cast(eps, COMPUTE))
-        if HAS_SAVE:
-            tl.store(save_mean_ptr + cs, mean.to(save_mean_ptr.dtype.element_ty), mask=first)
-            tl.store(save_invstd_ptr + cs, invstd.to(save_invstd_ptr.dtype.element_ty), mask=first)
+        mean, invstd = bn_running_stats(
+            rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cs >= 0, first, rm_stride,
+            rv_stride, eps, HAS_SAVE, COMPUTE,
+        )  # fmt: skip
     _bnp_normalize(
         x_ptr, y_ptr, w_ptr, b_ptr, c, cs, mean, invstd, t, t + 1, s_blocks, N, S,
         xsN, xsC, xsS, ysN, ysC, ysS, HAS_W, HAS_B, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S,
@@ -355,11 +377,7 @@ def _bnp_bwd_kernel(
     """Channel ``c = pid // split``'s gradient sums over its tiles of split ``pid %
     split`` into part[2, split, C]; FUSED (split 1): grad_weight, grad_bias and then
     grad_input (``ys*`` are its strides) of the whole channel."""
-    pid = tl.program_id(0).to(tl.int64)
-    c = pid // split
-    j = pid - c * split
-    t0 = j * tiles_per_split
-    t1 = tl.minimum(t0 + tiles_per_split, n_tiles)
+    c, j, t0, t1 = _bnp_split_range(split, tiles_per_split, n_tiles)
     mean, invstd, scale = _bnp_channel(
         mean_ptr, inv_ptr, w_ptr, c, mean_stride, inv_stride, eps, RUNNING, HAS_W, COMPUTE
     )
@@ -459,16 +477,6 @@ class PlanesPlan:
         self.split = cdiv(self.n_tiles, self.tiles_per_split)
         self.split_p2 = next_pow2(self.split)
         self.warps = warps_for(self.block_n * self.block_s)
-
-
-def plan_planes(N: int, C: int, S: int, fuse: bool) -> PlanesPlan:
-    return PlanesPlan(N, C, S, fuse)
-
-
-def index_type(*tensors: Any) -> Any:
-    """tl.int32 where every element offset of ``tensors`` (their storage spans) fits."""
-    span = max(1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())) for t in tensors)
-    return tl.int32 if span < 2**31 else tl.int64
 
 
 def unit_s(*strides: tuple[int, int, int]) -> bool:
