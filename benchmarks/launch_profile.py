@@ -4,10 +4,13 @@ calls, CUDA synchronised at the end of each batch), then a cProfile of the whole
 
 With ``--sweep``: device-time bandwidth of the flat kernel's add on 256 MiB f16 and f32
 inputs for each block size and warp count, to pick ``pointwise.BLOCK``. With
-``--sweep-sum``: the same for a full ``sum`` of 256 MiB, per programs in flight
-(``reduction.TARGET_PROGRAMS``) and row-tile width (the widest ``ROW_TILES`` entry).
+``--sweep-sum``: the same for a full ``sum`` of 256 MiB f16 and f32, per variant of the
+reduction's main loop and split grid (:data:`SUM_VARIANTS`: ``reduction.STAGES``,
+``PINGPONG``, ``PROGRAMS_PER_SM``, ``EVICT`` and the long-row tile), plus two 32 MiB
+guard cases; each variant given after the flag (``"STAGES=4,PROGRAMS_PER_SM=8"``, one
+argument each) replaces the list.
 
-Usage (GPU machine): python3 benchmarks/launch_profile.py [--sweep | --sweep-sum]
+Usage (GPU machine): python3 benchmarks/launch_profile.py [--sweep | --sweep-sum [VARIANT ...]]
 """
 
 from __future__ import annotations
@@ -142,40 +145,155 @@ def sweep() -> None:
                         )
 
 
-def sweep_sum() -> None:
-    """Full sum of 256 MiB (one stream), per programs in flight and row-tile width."""
+#: ``--sweep-sum`` variants: (name, ``reduction`` module constants to set). The loop
+#: (``STAGES``: Triton's cp.async pipeline when > 1, ``PINGPONG``: two chunks in
+#: registers), programs per SM of a split launch, the long-row tile and the loads' L2
+#: hint. Names say the values; the module's defaults are whatever it holds (printed).
+SUM_VARIANTS: list[tuple[str, dict[str, Any]]] = [
+    ("plain loop, 16/SM (the old plan)", dict(STAGES=1, PINGPONG=False, PROGRAMS_PER_SM=16)),
+    ("plain loop, 4/SM", dict(STAGES=1, PINGPONG=False, PROGRAMS_PER_SM=4)),
+    ("stages 3, 2/SM", dict(STAGES=3, PINGPONG=False, PROGRAMS_PER_SM=2)),
+    ("stages 3, 4/SM", dict(STAGES=3, PINGPONG=False, PROGRAMS_PER_SM=4)),
+    ("stages 3, 8/SM", dict(STAGES=3, PINGPONG=False, PROGRAMS_PER_SM=8)),
+    ("stages 3, 16/SM", dict(STAGES=3, PINGPONG=False, PROGRAMS_PER_SM=16)),
+    ("stages 2, 4/SM", dict(STAGES=2, PINGPONG=False, PROGRAMS_PER_SM=4)),
+    ("stages 4, 4/SM", dict(STAGES=4, PINGPONG=False, PROGRAMS_PER_SM=4)),
+    ("stages 3, 4/SM, BN 8192 (8 warps)",
+     dict(STAGES=3, PINGPONG=False, PROGRAMS_PER_SM=4, LONG_ROW_BN=8192)),
+    ("pingpong, 4/SM", dict(PINGPONG=True, PROGRAMS_PER_SM=4)),
+    ("pingpong, 8/SM", dict(PINGPONG=True, PROGRAMS_PER_SM=8)),
+    ("pingpong, 4/SM, evict_first", dict(PINGPONG=True, PROGRAMS_PER_SM=4, EVICT="evict_first")),
+]  # fmt: skip
+#: Variants also timed on the 32 MiB guard cases (a 16M-element f16 sum, and the column
+#: sums of a [4096, 4096] f16 matrix), whose plans the programs-per-SM count changes too.
+SUM_GUARDS = (0, 3, 4, 5, 9)
+
+
+def _set_reduction(red: Any, consts: dict[str, Any]) -> dict[str, Any]:
+    """Set ``reduction`` module constants (``LONG_ROW_BN`` replaces the widest row tile);
+    returns what to pass back to restore them."""
+    old: dict[str, Any] = {}
+    for name, value in consts.items():
+        if name == "LONG_ROW_BN":
+            old["ROW_TILES"] = red.ROW_TILES
+            red.ROW_TILES = (*red.ROW_TILES[:-1], (None, 1, value))
+        else:
+            old[name] = getattr(red, name)
+            setattr(red, name, value)
+    red._PLANS.clear()
+    return old
+
+
+def _parse_variant(text: str) -> tuple[str, dict[str, Any]]:
+    """``"STAGES=4,PROGRAMS_PER_SM=8"`` -> (the text, its constants)."""
+    import ast
+
+    consts: dict[str, Any] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        try:
+            consts[name.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            consts[name.strip()] = value.strip()
+    return text, consts
+
+
+def _occupancy(red: Any, consts: dict[str, Any]) -> str:
+    """Registers, shared memory and resident programs per SM (H100: 64K registers, 228 KB
+    shared, 64 warps) of the reduction kernel compiled for the plan constexprs ``consts``."""
+    names = [p.name for p in red._reduce_kernel.params if p.is_constexpr]
+    want = tuple(consts[n] for n in names)
+    for compiled, values, *_ in red._reduce._compiled.values():
+        warps = compiled.metadata.num_warps
+        if values == want and warps == consts["num_warps"]:
+            regs = getattr(compiled, "n_regs", 0)
+            shared = compiled.metadata.shared
+            by_regs = 65536 // max(1, -(-regs // 8) * 8 * 32 * warps)
+            by_smem = (228 * 1024) // (shared + 1024)
+            return f"{regs} regs, {shared // 1024} KB smem, {min(by_regs, by_smem, 64 // warps)}/SM"
+    return "?"
+
+
+def sweep_sum(variants: list[tuple[str, dict[str, Any]]] | None = None) -> None:
+    """Full sum of 256 MiB (one stream) per reduction variant (:data:`SUM_VARIANTS`), each
+    result checked against a float64 sum and for the same bits on a repeat call, eager
+    beside; then the guard cases for :data:`SUM_GUARDS`. Device time, CUDA events, as a
+    fraction of the copy bandwidth measure_peaks reports. About a minute on the H100
+    (most of it compiles)."""
     from opbench.judge.roofline import measure_peaks
     from opbench.kernels._lib import reduction as red
 
+    t0 = time.perf_counter()
+    guards = [v for i, v in enumerate(SUM_VARIANTS) if i in SUM_GUARDS]
+    if variants is not None:
+        guards = variants
+    variants = variants if variants is not None else SUM_VARIANTS
     bw = measure_peaks("cuda").bandwidth_Bps
-    tiles, target = red.ROW_TILES, red.TARGET_PROGRAMS
+    defaults = {n: getattr(red, n) for n in ("STAGES", "PINGPONG", "PROGRAMS_PER_SM", "EVICT")}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"sweep-sum: copy bw {bw / 1e12:.3f} TB/s, {sms} SMs, reduction defaults "
+          f"{defaults}, long-row tile {red.ROW_TILES[-1][1:]}")  # fmt: skip
+    g = torch.Generator(device="cuda").manual_seed(0)
+    cases: list[tuple[str, torch.Tensor, Any, list[tuple[str, dict[str, Any]]]]] = []
     for dtype in (torch.float16, torch.float32):
-        x = torch.randn(
-            (256 << 20) // (2 if dtype == torch.float16 else 4), device="cuda", dtype=dtype
-        )
+        n = (256 << 20) // torch.tensor([], dtype=dtype).element_size()
+        x = torch.randn(n, device="cuda", dtype=dtype, generator=g)
+        cases.append((f"sum 256 MiB {str(dtype)[6:]}", x, None, variants))
+    x = torch.randn(16 << 20, device="cuda", dtype=torch.float16, generator=g)
+    cases.append(("sum 32 MiB float16", x, None, guards))
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.float16, generator=g)
+    cases.append(("sum(0) [4096, 4096] float16", x, [0], guards))
+    for label, x, dims, chosen in cases:
         nbytes = x.numel() * x.element_size()
-        ms = device_ms(lambda x=x: torch.sum(x))
-        print(f"sweep-sum {dtype} eager: {ms:.4f} ms, {nbytes / (ms / 1e3) / bw:.3f} of copy bw")
-        for programs in (1056, 2112, 4224, 8448, 16896):
-            for bn in (2048, 4096, 8192, 16384):
-                red.TARGET_PROGRAMS = programs
-                red.ROW_TILES = (*tiles[:-1], (None, 1, bn))
-                red._PLANS.clear()
-                ref = torch.sum(x.double())
-                got = red.sum_default(x)
-                assert torch.allclose(got.double(), ref, rtol=1e-2, atol=1e-1), (got, ref)
-                ms = device_ms(lambda x=x: red.sum_default(x))
+        ref = x.double().sum() if dims is None else x.double().sum(dims)
+        # two units in the last place of the result's dtype, plus the float32 accumulation's
+        # error: a chunk of 4,096 values left out or read twice moves a sum by ~64
+        ulp = torch.finfo(x.dtype).eps * torch.exp2(torch.floor(torch.log2(ref.abs() + 1e-30)))
+        tol = 2 * ulp + 0.05
+        ms = device_ms(lambda x=x, dims=dims: x.sum() if dims is None else x.sum(dims))
+        print(f"sweep-sum {label} eager: {ms:.4f} ms, {nbytes / (ms / 1e3) / bw:.3f} of copy bw")
+        bits: dict[tuple, torch.Tensor] = {}  # (grid, BLOCK_N) -> the first variant's result
+        for name, consts in chosen:
+            old = _set_reduction(red, consts)
+            try:
+                got = red.sum_dim(x, dims)
+                err = ((got.double() - ref).abs() / tol).max().item()
+                assert err <= 1, f"{name}: {got} against float64 {ref}"
+                assert torch.equal(got, red.sum_dim(x, dims)), f"{name}: not deterministic"
+                plan = red._reduce_plan(
+                    x, red.normalize_dims(x, dims), x.dtype, red.SUM, False, None
+                )[1]
+                # every loop sums a program's chunks in order: one split, one set of bits
+                same = bits.setdefault((plan[0], plan[2]["BLOCK_N"]), got)
+                assert torch.equal(got, same), f"{name}: other bits than the same split's"
+                ms = device_ms(lambda x=x, dims=dims: red.sum_dim(x, dims))
                 print(
-                    f"sweep-sum {dtype} TARGET_PROGRAMS={programs} BN={bn}: {ms:.4f} ms, "
-                    f"{nbytes / (ms / 1e3) / bw:.3f} of copy bw"
+                    f"sweep-sum {label} {name}: {ms:.4f} ms, {nbytes / (ms / 1e3) / bw:.3f} of "
+                    f"copy bw (grid {plan[0]}, STAGES {plan[2]['STAGES']}, PINGPONG "
+                    f"{plan[2]['PINGPONG']}, {_occupancy(red, plan[2])}, err/tol {err:.2f})"
                 )
-    red.ROW_TILES, red.TARGET_PROGRAMS = tiles, target
-    red._PLANS.clear()
+            finally:
+                _set_reduction(red, old)
+    # amax (NaN last) and mean through the two pipelined loops, against eager
+    x = cases[0][1]
+    loops = (("stages 3", dict(STAGES=3, PINGPONG=False)), ("pingpong", dict(PINGPONG=True)))
+    for name, consts in loops:
+        old = _set_reduction(red, consts)
+        try:
+            assert torch.equal(red.amax(x), torch.amax(x)), name
+            assert torch.allclose(red.mean_dim(x, None).float(), x.float().mean(), atol=1e-3), name
+            y = x[: 3 << 20].clone()
+            y[-1] = float("nan")
+            assert red.amax(y).isnan(), name
+        finally:
+            _set_reduction(red, old)
+    print(f"sweep-sum: amax and mean checked; {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":
     if "--sweep-sum" in sys.argv:
-        sweep_sum()
+        given = [_parse_variant(a) for a in sys.argv[sys.argv.index("--sweep-sum") + 1 :]]
+        sweep_sum(given or None)
     elif "--sweep" in sys.argv:
         sweep()
     else:

@@ -16,6 +16,7 @@ import torch
 
 pytest.importorskip("triton")
 
+import triton.language as tl  # noqa: E402
 from kernel_checks import DEVICE, assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import reduction as red  # noqa: E402
@@ -215,6 +216,8 @@ GPU_PLANS = [
     ((16, 128, 128), [0, 1], (1, 64), 4),
     ((32, 64, 14, 14), [2, 3], (128, 1), 4),  # [16, 256] row tiles of 196 columns
     ((6, 2, 351, 352), None, (1, 362), 4),
+    ((4096, 1024), [0], (8, 64), 4),  # two chunks a program: the pipelined loop
+    ((3000, 2000), None, (1, 489), 4),  # three chunks a program, a masked tail
 ]
 
 
@@ -229,7 +232,7 @@ def test_gpu_plans_are_one_launch(
     if DEVICE != "cpu":
         pytest.skip("patches the interpreter's plan switch")
     monkeypatch.setattr(red, "_INTERPRETING", False)
-    monkeypatch.setattr(red, "TARGET_PROGRAMS", 2112)
+    monkeypatch.setattr(red, "TARGET_PROGRAMS", None)  # the H100's: 132 SMs (_CPU_SMS)
     monkeypatch.setattr(red, "MIN_SPLITS", 4)
     monkeypatch.setattr(red, "_PLANS", {})
     monkeypatch.setattr(red, "_SCRATCH", {})
@@ -278,3 +281,98 @@ def test_split_combine_is_deterministic_and_exact_for_integers(
     assert_matches(red.amax(y, [1]), aten.amax.default, y, [1])
     assert_matches(red.sum_dim(y, [1]), aten.sum.dim_IntList, y, [1])
     assert_matches(red.mean_dim(x.view(50, 100).t(), [1]), aten.mean.dim, x.view(50, 100).t(), [1])
+
+
+#: Rows of N reduced elements whose GPU plan (4,096-wide chunks, or [128, 32] column
+#: tiles for "col") splits over ``programs`` so that the programs read every count of
+#: full chunks the pipelined loops treat apart (odd, even, one, none) and a masked tail:
+#: (rows, N, programs, full chunks per split).
+PIPELINED = [
+    (1, 4096 * 17 + 17, 4, [5, 5, 5, 2]),  # odd, then even and the tail
+    (1, 4096 * 13 + 7, 4, [4, 4, 4, 1]),
+    (1, 4096 * 12, 4, [3, 3, 3, 3]),  # no tail
+    (1, 4096 * 9 + 9, 4, [3, 3, 3, 0]),  # the last split holds the tail alone
+    (3, 4096 * 6 + 5, 12, [2, 2, 2, 0]),  # 3 rows x 4 splits
+    (5, 4096 * 4 + 1, 4, [4]),  # no split: one program a row, 4 chunks and the tail
+    ("col", 32 * 11 + 5, 8, [3, 3, 3, 2]),  # [357, 256] column sums: 2 x 4 programs
+]
+
+
+@pytest.mark.parametrize("loop", ["stages", "pingpong"])
+@pytest.mark.parametrize(("rows", "n", "programs", "counts"), PIPELINED, ids=str)
+def test_pipelined_loops_sum_every_chunk_count(
+    loop: str, rows: Any, n: int, programs: int, counts: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The main loop's pipelined forms (Triton's cp.async stages; two chunks in
+    registers, which loads chunks in pairs and must handle odd, even, one and no full
+    chunks) on the GPU's plans: against eager and float64 for sum, mean and amax (NaN
+    and -inf), exact for integer sums, and the same bits as the plain loop (both sum
+    the chunks in order)."""
+    monkeypatch.setattr(red, "_INTERPRETING", False)
+    monkeypatch.setattr(red, "TARGET_PROGRAMS", programs)
+    monkeypatch.setattr(red, "MIN_SPLITS", 4)
+    monkeypatch.setattr(red, "_SCRATCH", {})
+    launched: list[dict[str, Any]] = []
+    launch = red._reduce
+
+    def spy(g: tuple[int, ...], a: tuple, **c: Any) -> None:
+        launched.append(dict(c, grid=tuple(g), per_split=a[6]))
+        launch(g, a, **c)
+
+    monkeypatch.setattr(red, "_reduce", spy)
+    gen = torch.Generator().manual_seed(n)
+    if rows == "col":
+        x, dims = (torch.randn(n, 256, generator=gen) * 3).to(DEVICE), [0]
+    else:
+        x, dims = (torch.randn(rows, n, generator=gen) * 3).to(DEVICE), [1]
+
+    def run(fn: Any, t: torch.Tensor, *args: Any, pipelined: bool = True, **kw: Any) -> Any:
+        monkeypatch.setattr(red, "STAGES", 3 if pipelined and loop == "stages" else 1)
+        monkeypatch.setattr(red, "PINGPONG", pipelined and loop == "pingpong")
+        monkeypatch.setattr(red, "_PLANS", {})
+        launched.clear()
+        out = fn(t, *args, **kw)
+        (c,) = launched
+        assert (c["STAGES"] > 1 or c["PINGPONG"]) == pipelined
+        return out, c
+
+    got, c = run(red.sum_dim, x, dims)
+    grid = c["grid"]
+    assert grid[0] * grid[1] == programs or (grid[1] == 1 and programs < grid[0])
+    n_rows = n if rows == "col" else x.shape[1]
+    full, per = n_rows // c["BLOCK_N"], c["per_split"]
+    assert [max(0, min(full, (s + 1) * per) - s * per) for s in range(grid[1])] == counts
+    assert_matches(got, aten.sum.dim_IntList, x, dims)
+    assert torch.equal(got, run(red.sum_dim, x, dims, pipelined=False)[0])
+    h = x.half()
+    got_h = run(red.sum_dim, h, dims)[0]
+    assert_matches(got_h, aten.sum.dim_IntList, h, dims)
+    assert torch.equal(got_h, run(red.sum_dim, h, dims, pipelined=False)[0])
+    assert_matches(run(red.mean_dim, h, dims, True)[0], aten.mean.dim, h, dims, True)
+    y = x.clone()
+    y.view(-1)[y.numel() // 3] = float("nan")  # in a full chunk of one row (or column)
+    y[-1] = -float("inf")
+    assert_matches(run(red.amax, y, dims)[0], aten.amax.default, y, dims)
+    assert_matches(run(red.amax, h, dims)[0], aten.amax.default, h, dims)
+    i = torch.randint(-(2**20), 2**20, x.shape, generator=gen, dtype=torch.int32).to(DEVICE)
+    assert torch.equal(run(red.sum_dim, i, dims)[0], i.sum(dims))
+
+
+def test_h100_plan_of_a_256_mib_sum_is_one_wave_pipelined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole-tensor sum of 256 MiB on the H100 (132 SMs): at most PROGRAMS_PER_SM
+    programs an SM and nearly that many (no second wave, no idle SMs), each looping over
+    many chunks through the pipelined loop, the index arithmetic in int32. Planned only
+    (``torch.empty`` on the CPU reserves the memory without touching it)."""
+    monkeypatch.setattr(red, "_INTERPRETING", False)
+    monkeypatch.setattr(red, "TARGET_PROGRAMS", None)
+    monkeypatch.setattr(red, "MIN_SPLITS", 4)
+    for dtype in (torch.float16, torch.float32):
+        x = torch.empty((256 << 20) // torch.tensor([], dtype=dtype).element_size(), dtype=dtype)
+        _, (grid, ints, consts, need) = red._reduce_plan(x, [0], dtype, red.SUM, False, None)
+        slots = red._CPU_SMS * red.PROGRAMS_PER_SM
+        assert grid[0] == 1 and 0.95 * slots <= grid[1] <= slots, grid
+        assert consts["STAGES"] == red.STAGES and consts["PINGPONG"] == red.PINGPONG
+        assert red.STAGES > 1 or red.PINGPONG
+        assert ints[2] >= 16 and consts["IDX"] == tl.int32
+        assert consts["BLOCK_N"] * x.element_size() >= 8192  # 16-byte vectors, 4 a thread

@@ -20,14 +20,17 @@ How a call is launched (:func:`reduce_into`):
   arrives as a multiple of the vector where it is one, so every load of a contiguous run
   is a 16-byte vector: a runtime length without that proof made every mask per-element
   and every f16 load 2 bytes (a 256 MiB f16 sum read at 0.61 of copy bandwidth, eager
-  0.86; ``benchmarks/results/sum-sweep-h100.md``).
+  0.86; ``benchmarks/results/sum-sweep-h100.md``). A program that reads several full
+  chunks pipelines them (:data:`STAGES`): the next chunks' loads are in flight while one
+  is summed.
 * One launch always. When the rows alone cannot fill the GPU (a whole-tensor ``sum``, a
   column sum of a few hundred columns), program ``(m, s)`` reduces the ``s``-th slice of
   its rows into a partial, and the last program of each row block to finish (an atomic
   counter) sums the partials in split order and writes the result: deterministic, no
   second launch (1.6-3.1 us of device time each on the traced cases) and no memset (the
   counters live in a kept scratch buffer, :func:`_scratch`, that each launch leaves at
-  zero).
+  zero). A split launch has about :data:`PROGRAMS_PER_SM` programs an SM, all resident
+  at once.
 
 ``amax`` propagates NaN (a NaN anywhere in a row gives NaN, as eager); ``mean`` divides
 the float sum by the reduced count in the kernel (0/0 gives eager's NaN for an empty
@@ -75,11 +78,39 @@ __all__ = [
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-#: Programs that fill an H100 (132 SMs x 16 resident 4-warp programs); fewer row programs
-#: than this split the columns across programs (grid axis 1). The loop does not pipeline
-#: its loads, so programs in flight are the memory parallelism: a 16M-element f16 sum took
-#: 42.6 us with 528 programs of 8 chunks (eager 24.5).
-TARGET_PROGRAMS = 4 if _INTERPRETING else 2112
+#: Programs a split launch aims for on each SM (times the device's SM count, read once per
+#: device: 528 on an H100's 132 SMs). Every plan's programs then fit on the GPU at once
+#: (the pipelined 4-warp programs of the 256 MiB sums fit 9 (f16) or 6 (f32) to an SM:
+#: registers and shared memory of the sm_90 build), so no second wave of whole programs
+#: trails the first, and each program keeps two chunks in flight (16 KB f16, 32 KB f32:
+#: 64-128 KB an SM, several times the latency x bandwidth product of one SM's share).
+#: The plain loop kept one or two 16-byte loads a thread in flight; its grid was 16
+#: programs an SM in several waves, and a 256 MiB sum read at 0.74 (f16) / 0.80 (f32) of
+#: copy bandwidth on the H100, eager 0.83-0.86 (``benchmarks/launch_profile.py
+#: --sweep-sum`` measures both).
+PROGRAMS_PER_SM = 4
+#: A fixed program count in place of PROGRAMS_PER_SM x SMs (None): the interpreter's
+#: plans, tests and sweeps.
+TARGET_PROGRAMS: int | None = 4 if _INTERPRETING else None
+#: The main loop, where a program reads at least PIPELINE_MIN_CHUNKS full chunks (a
+#: one-chunk program, most small reductions, keeps the plain loop): ``STAGES`` > 1 is
+#: Triton's software pipeline (``tl.range(num_stages=)``: cp.async copies of the next
+#: STAGES - 1 chunks into shared memory while one is summed; Triton 3.6 and 3.9 pipeline
+#: a loop's non-dot loads only when the loop asks), ``PINGPONG`` two chunks in registers
+#: instead (chunk c + 1 loads while chunk c is summed; no shared memory, 79 (f16) / 92
+#: (f32) registers). Either sums the chunks in the plain loop's order: the same bits.
+#: Read from the sm_90 SASS of Triton 3.6 (ptxas 12.8) for the 256 MiB plans: the plain
+#: loop issues each f16 16-byte load after the previous one's adds (one in flight a
+#: thread; f32 two, 3.9's ptxas two and one); the staged one copies two chunks ahead (54
+#: registers, 16 KB shared for f16; 56 and 32 KB for f32). A register prefetch written as
+#: ``nxt = load(c + 1); acc += v; v = nxt`` does not survive ptxas 12.8: it copies ``nxt``
+#: into ``v`` with MOVs at the loop's end, which wait for the loads.
+STAGES = 3
+PINGPONG = False
+PIPELINE_MIN_CHUNKS = 2
+#: ``eviction_policy`` of the main loop's loads ("" or "evict_first": streamed data). The
+#: staged loop's cp.async copies drop it (they bypass L1 already, ``.cg``).
+EVICT = ""
 #: A split reads at least this many column chunks, and a split launch has at least
 #: MIN_SPLITS splits. A split costs its programs a partial store, an atomic and, for the
 #: last one, a load of the partials (two L2 round trips, about one chunk's latency each);
@@ -89,7 +120,8 @@ MIN_SPLITS = 2 if _INTERPRETING else 4
 #: Row-shaped tiles (reduced side contiguous), by the reduced length: (limit, BM, BN),
 #: the first whose limit holds N. 4,096 elements a tile (32 a thread at 4 warps), as
 #: narrow as N allows: N = 196 (a 14x14 mean) reads [16, 256] tiles, not [8, 512] ones
-#: with 62% of the lanes masked. The last entry is the long-row tile, looped over.
+#: with 62% of the lanes masked. The last entry is the long-row tile, looped over (a warp
+#: for every 1,024 of its elements: 4 at 4,096).
 ROW_TILES = ((16, 256, 16), (32, 128, 32), (64, 64, 64), (128, 32, 128), (256, 16, 256),
              (512, 8, 512), (1024, 4, 1024), (2048, 2, 2048), (4096, 1, 4096),
              (None, 1, 4096))  # fmt: skip
@@ -186,6 +218,29 @@ def max_nan(a, b):
     return tl.where((a > b) | (a != a), a, b)
 
 
+@triton.jit
+def _chunk(x_ptr, m_off, mask_m, c, nd1, ns0, ns1, MODE_N: tl.constexpr,
+           BLOCK_N: tl.constexpr, EVICT: tl.constexpr):  # fmt: skip
+    """Column chunk ``c`` (a full one: no column mask) of the rows at ``m_off``."""
+    n = c * BLOCK_N + tl.arange(0, BLOCK_N)
+    ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
+    return tl.load(ptrs, mask=mask_m[:, None], other=0, eviction_policy=EVICT)
+
+
+@triton.jit
+def _fold(acc, v, OP: tl.constexpr, CAST: tl.constexpr, ACC: tl.constexpr):
+    """``acc`` with a full chunk ``v`` summed or max-ed in (rows past M hold junk, never
+    stored)."""
+    if CAST is not None:
+        v = v.to(CAST)
+    v = v.to(ACC)
+    if OP == 0:
+        acc += v
+    else:
+        acc = max_nan(acc, v)
+    return acc
+
+
 @jit_unspecialized
 def _reduce_kernel(
     x_ptr, out_ptr, part_ptr, cnt_ptr,
@@ -196,7 +251,8 @@ def _reduce_kernel(
     OP: tl.constexpr, MEAN: tl.constexpr, CAST: tl.constexpr, ACC: tl.constexpr,
     MODE_M: tl.constexpr, MODE_N: tl.constexpr, VEC: tl.constexpr, MVEC: tl.constexpr,
     NVEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IDX: tl.constexpr,
-    SPLIT_BLOCK: tl.constexpr,
+    SPLIT_BLOCK: tl.constexpr, STAGES: tl.constexpr, PINGPONG: tl.constexpr,
+    EVICT: tl.constexpr,
 ):  # fmt: skip
     """Program ``(m, s)`` reduces columns ``[s * per_split, (s + 1) * per_split)`` (in
     chunks of BLOCK_N) of rows ``m * BLOCK_M ...``. Strides arrive divided by VEC, ``M``
@@ -204,7 +260,8 @@ def _reduce_kernel(
     compiler knows them multiples and can prove a row start 16-byte aligned and a mask
     constant over a vector. The chunks that lie inside ``N`` load without a column mask;
     only the row's last chunk is masked. ``IDX`` is the index type: int32 whenever every
-    offset fits (:func:`opbench.kernels._lib.pointwise.index_type`).
+    offset fits (:func:`opbench.kernels._lib.pointwise.index_type`). ``STAGES``,
+    ``PINGPONG`` and ``EVICT``: how the full chunks are loaded (:data:`STAGES`).
 
     ``SPLIT_BLOCK == 0``: one program a row block (grid axis 1 is 1), the result goes
     straight to ``out``. Otherwise each program stores its partial (accumulate type) at
@@ -231,17 +288,24 @@ def _reduce_kernel(
     inside = tl.minimum(last, N // BLOCK_N)  # chunks before this one are full
     fill = tl.full([BLOCK_M, BLOCK_N], 0, ACC) + tl.cast(init, ACC)
     acc = fill
-    for c in range(first, inside):
-        n = c * BLOCK_N + tl.arange(0, BLOCK_N)
-        ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
-        v = tl.load(ptrs, mask=mask_m[:, None], other=0)
-        if CAST is not None:
-            v = v.to(CAST)
-        v = v.to(ACC)
-        if OP == 0:
-            acc += v
-        else:
-            acc = max_nan(acc, v)  # rows past M hold junk, never stored
+    if PINGPONG:
+        if first < inside:
+            va = _chunk(x_ptr, m_off, mask_m, first, nd1, ns0, ns1, MODE_N, BLOCK_N, EVICT)
+            for c in range(first + 1, inside - 1, 2):
+                vb = _chunk(x_ptr, m_off, mask_m, c, nd1, ns0, ns1, MODE_N, BLOCK_N, EVICT)
+                acc = _fold(acc, va, OP, CAST, ACC)
+                va = _chunk(x_ptr, m_off, mask_m, c + 1, nd1, ns0, ns1, MODE_N, BLOCK_N, EVICT)
+                acc = _fold(acc, vb, OP, CAST, ACC)
+            if (inside - first) % 2 == 0:  # an even count: one chunk left to load
+                vb = _chunk(x_ptr, m_off, mask_m, inside - 1, nd1, ns0, ns1, MODE_N, BLOCK_N,
+                            EVICT)  # fmt: skip
+                acc = _fold(acc, va, OP, CAST, ACC)
+                va = vb
+            acc = _fold(acc, va, OP, CAST, ACC)
+    else:
+        for c in tl.range(first, inside, num_stages=STAGES):
+            v = _chunk(x_ptr, m_off, mask_m, c, nd1, ns0, ns1, MODE_N, BLOCK_N, EVICT)
+            acc = _fold(acc, v, OP, CAST, ACC)
     for c in range(tl.maximum(first, inside), last):
         n = c * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = mask_m[:, None] & (n < N)[None, :]
@@ -371,7 +435,26 @@ def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int, int]:
         bn = next_pow2(N)
         return 1, bn, max(4, min(16, bn // 1024))
     _, bm, bn = ROW_TILES[-1]
-    return bm, bn, 4
+    return bm, bn, max(4, bm * bn // 1024)  # 32 elements a thread
+
+
+#: device index -> its SM count (``torch.cuda.get_device_properties`` costs microseconds)
+_SMS: dict[int, int] = {}
+#: SMs assumed for a plan on the CPU (the interpreter's tests of the GPU plans): an H100.
+_CPU_SMS = 132
+
+
+def _target_programs(x: torch.Tensor) -> int:
+    """Programs a split launch over ``x``'s device aims for: :data:`TARGET_PROGRAMS`
+    where set, else :data:`PROGRAMS_PER_SM` on each SM."""
+    if TARGET_PROGRAMS is not None:
+        return TARGET_PROGRAMS
+    dev = x.get_device()
+    sms = _SMS.get(dev)
+    if sms is None:
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count if dev >= 0 else _CPU_SMS
+        _SMS[dev] = sms
+    return sms * PROGRAMS_PER_SM
 
 
 def _divisor(n: int, vec: int) -> int:
@@ -383,12 +466,13 @@ def _divisor(n: int, vec: int) -> int:
 
 def _launch_plan(
     shape: Sequence[int], stride: Sequence[int], elem: int, M: int, N: int,
-    m_args: tuple, n_args: tuple, acc: torch.dtype,
+    m_args: tuple, n_args: tuple, acc: torch.dtype, target: int,
 ) -> tuple[tuple[int, int], tuple[int, ...], dict[str, Any], tuple | None]:  # fmt: skip
     """The one launch that reduces an input of ``shape``/``stride`` (``elem`` bytes an
-    element; rows ``m_args``, columns ``n_args``) to M values: grid, the kernel's
-    integers, the constexprs that depend on the shape, and what a split needs of the
-    scratch buffers (:func:`_scratch`: accumulate dtype, partials, counters) or None."""
+    element; rows ``m_args``, columns ``n_args``) to M values with about ``target``
+    programs at most where the columns split: grid, the kernel's integers, the
+    constexprs that depend on the shape, and what a split needs of the scratch buffers
+    (:func:`_scratch`: accumulate dtype, partials, counters) or None."""
     bm, bn, warps = _tile(M, N, m_args, n_args)
     cap = 16 // elem
     used = used_values(m_args) + used_values(n_args)
@@ -401,12 +485,13 @@ def _launch_plan(
     programs = cdiv(M, bm)
     chunks = cdiv(N, bn)
     splits = 1
-    if programs < TARGET_PROGRAMS and chunks >= MIN_SPLITS * MIN_CHUNKS_PER_SPLIT:
-        splits = min(cdiv(TARGET_PROGRAMS, programs), chunks // MIN_CHUNKS_PER_SPLIT)
+    if programs < target and chunks >= MIN_SPLITS * MIN_CHUNKS_PER_SPLIT:
+        splits = min(cdiv(target, programs), chunks // MIN_CHUNKS_PER_SPLIT)
         if splits < MIN_SPLITS:
             splits = 1
     per_split = max(1, cdiv(chunks, splits))  # in chunks
     splits = max(1, cdiv(chunks, per_split))
+    pipelined = min(per_split, N // bn) >= PIPELINE_MIN_CHUNKS
     sb = min(next_pow2(splits), max(1, COMBINE_TILE // bm)) if splits > 1 else 0
     # the indices (rows, columns, partial-buffer slots) and x's offsets: its extent
     idx = index_type(max(M * (splits + sb), M + bm, N + per_split * bn), shape, [stride])
@@ -415,7 +500,8 @@ def _launch_plan(
         (programs, splits),
         (M // mvec, N // nvec, per_split, md1, ms0, ms1, nd1, ns0, ns1),
         dict(MODE_M=mode_m, MODE_N=mode_n, VEC=vec, MVEC=mvec, NVEC=nvec, BLOCK_M=bm,
-             BLOCK_N=bn, IDX=idx, SPLIT_BLOCK=sb, num_warps=warps),
+             BLOCK_N=bn, IDX=idx, SPLIT_BLOCK=sb, STAGES=STAGES if pipelined else 1,
+             PINGPONG=PINGPONG and pipelined, EVICT=EVICT, num_warps=warps),
         need,
     )  # fmt: skip
 
@@ -574,7 +660,7 @@ def _reduce_plan(
         stride = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
     denom = float(N) if N else math.nan
     grid, ints, consts, need = _launch_plan(
-        shape, stride, x.element_size(), M, N, m_args, n_args, acc
+        shape, stride, x.element_size(), M, N, m_args, n_args, acc, _target_programs(x)
     )
     consts = dict(OP=op, MEAN=mean, CAST=cast_tl, ACC=tl_dtype(acc), **consts)
     return permute, (grid, (*ints, init, denom), consts, need)
