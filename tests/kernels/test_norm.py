@@ -306,6 +306,34 @@ def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> N
             assert_batch_norm_backward_matches(bn_bwd.batch_norm_backward, *args)
 
 
+def test_cuda_eager_returns_of_the_backward() -> None:
+    """What CUDA eager's native_batch_norm_backward returns, as ``_cuda_returns`` reads it
+    from ATen (checked here on CPU tensors; ``test_batch_norm_backward`` compares with CUDA
+    eager itself on a GPU). 2-D and channels-last inputs whose grad_out suits the
+    channels-last kernels get both parameter gradients whatever the mask; eval mode and
+    the fused (NCHW) kernel give a contiguous grad_input; the CPU follows the mask."""
+    r = bn_bwd._cuda_returns
+    x2, g2 = torch.randn(8, 3), torch.randn(8, 3)
+    w, m = torch.randn(3), torch.randn(3)
+    cl = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    nchw = torch.randn(2, 3, 4, 5)
+    only_dx = [True, False, False]
+    assert r(g2, x2, w, (m, m), True, only_dx, False) == ((True, False, False), False)
+    assert r(g2, x2, w, (m, m), True, only_dx, True) == ((True, True, True), False)
+    # eval, grad_input alone: no reduction, so nothing more; grad_input contiguous
+    assert r(g2, x2, w, (m, m), False, only_dx, True) == ((True, False, False), True)
+    assert r(g2, x2, w, (m, m), False, [False, True, False], True) == ((False, True, True), True)
+    # a strided weight takes the general reduce path, which follows the mask
+    ws = torch.randn(6)[::2]
+    assert r(g2, x2, ws, (m, m), True, only_dx, True) == ((True, False, False), False)
+    # channels-last input with an NCHW grad_out: general reduce path
+    assert r(nchw, cl, w, (m, m), True, only_dx, True) == ((True, False, False), False)
+    assert r(nchw, cl, w, (m, m), False, [True, True, True], True) == ((True, True, True), True)
+    assert r(cl, cl, w, (m, m), True, only_dx, True) == ((True, True, True), False)
+    # NCHW: the fused kernel, which follows the mask, contiguous grad_input
+    assert r(nchw, nchw, w, (m, m), True, only_dx, True) == ((True, False, False), True)
+
+
 def test_batch_norm_backward_grad_layout_differs() -> None:
     x = _rand(2, 3, 4, 5, dtype=torch.float32)
     g = _rand(2, 3, 4, 5, dtype=torch.float32, seed=7).to(memory_format=torch.channels_last)

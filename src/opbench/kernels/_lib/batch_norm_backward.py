@@ -31,7 +31,7 @@ from opbench.kernels._lib.batch_norm import (
     rows_strides,
 )
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, remember
-from opbench.kernels._lib.norm import _pkey, compute_types, inv_sqrt, sum_f
+from opbench.kernels._lib.norm import compute_types, inv_sqrt, sum_f
 from opbench.kernels._lib.pointwise import index_type
 
 __all__ = ["batch_norm_backward"]
@@ -188,9 +188,64 @@ def _empty_param_grads(input: torch.Tensor, weight: Any) -> bool:
     """CUDA eager returns grad_weight and grad_bias of an absent weight as empty ``[0]``
     tensors in the accumulate type (seen on the H100, torch 2.11: ``((0,), float32)`` for
     float32 and float16 inputs), where the CPU returns ``[C]`` sums; the kernels then
-    compute neither. Not matched: for some output masks CUDA eager also returns a ``[C]``
-    grad_bias that was not asked for (2-D input), or raises."""
+    compute neither. Where CUDA eager raises instead (some masks of the general reduce
+    path: "tensor does not have a device"), ours returns the same empties."""
     return weight is None and input.is_cuda
+
+
+def _channels_last_kernels(t: torch.Tensor) -> bool:
+    """ATen's ``batch_norm_use_channels_last_kernels``: the layouts CUDA eager's batch norm
+    runs through its channels-last kernels, 2-D ``[N, C]`` inputs included (channels
+    innermost)."""
+    return (
+        t.is_contiguous(memory_format=torch.channels_last)
+        or t.is_contiguous(memory_format=torch.channels_last_3d)
+        or (t.is_contiguous() and t.dim() > 1 and t.stride(1) == 1)
+    )
+
+
+def _fits_int32(t: torch.Tensor) -> bool:
+    """ATen's ``canUse32BitIndexMath`` (every offset below 2**31)."""
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride())) <= 2**31 - 1
+
+
+def _cuda_returns(
+    grad_out: torch.Tensor,
+    input: torch.Tensor,
+    weight: Any,
+    stats: tuple[Any, Any],
+    train: bool,
+    output_mask: Sequence[bool],
+    cuda: bool,
+) -> tuple[tuple[bool, bool, bool], bool]:
+    """Which of (grad_input, grad_weight, grad_bias) eager's native_batch_norm_backward
+    returns on this device, and whether its grad_input is contiguous whatever the input's
+    layout. The CPU follows ``output_mask`` and the input's layout. CUDA eager
+    (``batch_norm_backward_cuda`` in ATen's Normalization.cu, the same from torch 2.1 to
+    2.11) differs in two places, both seen in the H100 kernel tests:
+
+    * outside its fused kernel (channels-last or 2-D inputs, or no reduction needed), the
+      channels-last reduce path allocates and computes grad_weight and grad_bias whatever
+      the mask asks, when grad_out and the input both suit its channels-last kernels;
+    * in eval mode, and in the fused kernel, grad_input is allocated contiguous.
+
+    ``stats``: the mean and invstd that path would read (saved, else running); ``cuda``:
+    whether the tensors are CUDA tensors (an argument, so the CPU tests check the rules)."""
+    want = tuple(bool(m) for m in output_mask)
+    if not cuda:
+        return want, False  # type: ignore[return-value]
+    dx, dw, db = want
+    needs_reduction = bool(train) or dw or db
+    small = _fits_int32(input) and _fits_int32(grad_out)
+    fused = needs_reduction and dx and small and not _channels_last_kernels(input)
+    if (
+        not fused and needs_reduction and _fits_int32(grad_out)
+        and _channels_last_kernels(grad_out) and _channels_last_kernels(input)
+        and (weight is None or weight.is_contiguous())
+        and all(s is None or s.is_contiguous() for s in stats)
+    ):  # fmt: skip
+        dw = db = True
+    return (dx, dw, db), fused or not train
 
 
 def _bn_bwd_plan(
@@ -208,17 +263,23 @@ def _bn_bwd_plan(
     N, C, S = _bn_shape(input)
     R = N * S
     compute, buf_dtype = compute_types(input.dtype)
-    want_dx, want_dw, want_db = (bool(m) for m in output_mask)
+    running = not (train or running_mean is None or running_var is None)
+    has_saved = save_mean is not None and save_mean.numel() > 0
+    stats = (save_mean, save_invstd) if has_saved else (running_mean, None)
+    returns, dx_contiguous = _cuda_returns(
+        grad_out, input, weight, stats, train, output_mask, input.is_cuda
+    )
+    want_dx, want_dw, want_db = returns
     if _empty_param_grads(input, weight):
         want_dw = want_db = False  # returned as empty tensors, nothing to compute
-    dx_fmt = _like_format(input)
+    dx_fmt = None if dx_contiguous else _like_format(input)
     if not (want_dx or want_dw or want_db) or C == 0:
         plan: tuple = (
-            dx_fmt, None, False, False, False, False, 0, buf_dtype, None, None, None, None,
+            returns, dx_fmt, None, False, False, False, False, 0, buf_dtype, None, None, None,
+            None,
         )  # fmt: skip
         return remember(_BN_BWD_PLANS, key, plan)
     _bn_check_param(weight, C)
-    running = not (train or running_mean is None or running_var is None)
     if not running and (save_mean is None or save_invstd is None or save_mean.numel() != C):
         raise RuntimeError("batch norm backward needs save_mean and save_invstd")
     x_st, copy_x = _ncs_or_copy(input)
@@ -238,8 +299,8 @@ def _bn_bwd_plan(
         sums = want_dw or want_db or (want_dx and train)
         scratch = 2 * p.split * C if sums and not p.fused else 0
         on_planes = (p, (C, N, S, g_st, x_st, ds, m_stride, v_stride), flags)
-        plan = (dx_fmt, d_st, running, copy_x, copy_g, False, scratch, buf_dtype, None, None,
-                None, on_planes)  # fmt: skip
+        plan = (returns, dx_fmt, d_st, running, copy_x, copy_g, False, scratch, buf_dtype, None,
+                None, None, on_planes)  # fmt: skip
         return remember(_BN_BWD_PLANS, key, plan)
     merged, ((xsN, xsC, xsS), g_st, (osN, osC, osS)) = rows_strides(S, x_st, g_st, ds)
     block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
@@ -279,8 +340,8 @@ def _bn_bwd_plan(
             ),
         )  # fmt: skip
     plan = (
-        dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, buf_dtype, reduce, final,
-        apply, None,
+        returns, dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, buf_dtype, reduce,
+        final, apply, None,
     )  # fmt: skip
     return remember(_BN_BWD_PLANS, key, plan)
 
@@ -298,7 +359,8 @@ def batch_norm_backward(
     output_mask: Sequence[bool],
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """aten::native_batch_norm_backward: (grad_input, grad_weight, grad_bias), None where
-    ``output_mask`` is False. Training uses the saved statistics, eval mode the running
+    ``output_mask`` is False, except where CUDA eager returns more, or grad_input in another
+    layout (:func:`_cuda_returns`): ours returns what eager does on the input's device. Training uses the saved statistics, eval mode the running
     ones (as eager on the CPU; CUDA's saved statistics are the same values in eval),
     read by every kernel itself.
 
@@ -307,8 +369,8 @@ def batch_norm_backward(
     where grad_input is not asked); eval with grad_input alone: the apply launch."""
     dev = input.device
     key = (
-        input.shape, input.stride(), grad_out.stride(), input.dtype, dev, _pkey(weight),
-        _rkey(running_mean), _rkey(running_var), _pkey(save_mean), _pkey(save_invstd),
+        input.shape, input.stride(), grad_out.stride(), input.dtype, dev, _rkey(weight),
+        _rkey(running_mean), _rkey(running_var), _rkey(save_mean), _rkey(save_invstd),
         bool(train), tuple(output_mask),
     )  # fmt: skip
     plan = _BN_BWD_PLANS.get(key)
@@ -317,9 +379,9 @@ def batch_norm_backward(
             key, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
             train, output_mask,
         )  # fmt: skip
-    (dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, bdt, reduce, final, apply,
-     on_planes) = plan  # fmt: skip
-    want_dx, want_dw, want_db = output_mask
+    (returns, dx_fmt, d_st, running, copy_x, copy_g, zero_params, scratch, bdt, reduce, final,
+     apply, on_planes) = plan  # fmt: skip
+    want_dx, want_dw, want_db = returns
     C = input.shape[1]
     pdt = weight.dtype if weight is not None else input.dtype
     dx = (
