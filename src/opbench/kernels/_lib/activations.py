@@ -246,6 +246,14 @@ def _hardswish_backward(a, b, c, p0, p1):
 
 
 @triton.jit
+def _hardswish_backward_cuda(a, b, c, p0, p1):
+    # CUDA eager's functor: 0 for x <= -3, grad * (x / 3 + 0.5) for x < 3, else grad
+    # (NaN x included: its comparisons are false)
+    mid = a * (b / 3.0 + 0.5)
+    return tl.where(b <= -3.0, 0.0, tl.where(b < 3.0, mid, a))
+
+
+@triton.jit
 def _leaky_relu(a, b, c, p0, p1):
     # p0 = negative_slope
     return tl.where(a > 0, a, a * p0)
@@ -273,6 +281,18 @@ def _elu_backward(a, b, c, p0, p1):
 def _elu_backward_result(a, b, c, p0, p1):
     # grad, result, input_scale; p0 = alpha * scale, p1 = scale
     return tl.where(b > 0, a * p1, a * c * (b + p0))
+
+
+@triton.jit
+def _elu_backward_cuda(a, b, c, p0, p1):
+    # CUDA eager's functor tests x <= 0 (the CPU's vector path x > 0): a NaN x takes the
+    # positive branch there
+    return tl.where(b <= 0, a * c * p0 * exp_f(b * c), a * p1)
+
+
+@triton.jit
+def _elu_backward_result_cuda(a, b, c, p0, p1):
+    return tl.where(b <= 0, a * c * (b + p0), a * p1)
 
 
 # ----------------------------------------------------------------------------- more ATen ops
@@ -348,7 +368,8 @@ def hardsigmoid_backward(grad_output: torch.Tensor, self: torch.Tensor, *,
 
 def hardswish_backward(grad_output: torch.Tensor, self: torch.Tensor, *,
                        out: Any = None) -> torch.Tensor:  # fmt: skip
-    return backward_op(_hardswish_backward, grad_output, self, out)
+    fn = _hardswish_backward_cuda if self.is_cuda else _hardswish_backward
+    return backward_op(fn, grad_output, self, out)
 
 
 _INPLACE_BACKWARD = (
@@ -378,7 +399,10 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     dtype = result_type(grad_output, self_or_result)
     if not dtype.is_floating_point:
         raise NotImplementedError("elu_backward on integer tensors")
-    fn = _elu_backward_result if is_result else _elu_backward
+    if self_or_result.is_cuda:
+        fn = _elu_backward_result_cuda if is_result else _elu_backward_cuda
+    else:
+        fn = _elu_backward_result if is_result else _elu_backward
     operands = [grad_output, self_or_result, float(input_scale)]
     return elementwise(fn, operands, dtype, out=grad_input, p0=float(alpha) * float(scale),
                        p1=float(scale))  # fmt: skip

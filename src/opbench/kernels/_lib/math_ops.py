@@ -7,13 +7,14 @@ that overflow the dtype) follow eager's, checked against it on the CPU.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.device_math import exp_f, log_f
+from opbench.kernels._lib.device_math import ON_GPU, exp_f, libdevice, log_f
 from opbench.kernels._lib.pointwise import IDENTITY, elementwise
 from opbench.kernels._lib.pointwise_rules import check_number, result_type
 
@@ -73,6 +74,41 @@ def _pow_float(a, b, c, p0, p1):
 
 
 @triton.jit
+def _pow_cuda(a, b, c, p0, p1):
+    """CUDA eager's ``::pow(base, exp)`` in the compute type (powf for float32, float16
+    and bfloat16, whose exponent arrives rounded to the dtype, as ATen's
+    ``exp_scalar.to<scalar_t>()``): libdevice's pow, the same CUDA math library; the
+    std::pow form above where no libdevice exists (the interpreter)."""
+    if ON_GPU:
+        y = libdevice.pow(a, p0.to(a.dtype))
+    else:
+        y = _pow_float(a, b, c, p0, p1)
+    return y
+
+
+@triton.jit
+def _cube_f16(a, b, c, p0, p1):
+    # at::Half's operator* rounds each product: base * base * base
+    return (a * a).to(tl.float16).to(a.dtype) * a
+
+
+@triton.jit
+def _cube_bf16(a, b, c, p0, p1):
+    return (a * a).to(tl.bfloat16).to(a.dtype) * a
+
+
+@triton.jit
+def _inv_square_f16(a, b, c, p0, p1):
+    # 1.0 / (base * base): the product rounded to the dtype, then a float division
+    return 1.0 / (a * a).to(tl.float16).to(a.dtype)
+
+
+@triton.jit
+def _inv_square_bf16(a, b, c, p0, p1):
+    return 1.0 / (a * a).to(tl.bfloat16).to(a.dtype)
+
+
+@triton.jit
 def _pow_int(a, b, c, p0, p1):
     """Integer a ** p0 for an integer p0 >= 0 by squaring (wraps as eager's powi)."""
     r = tl.full(a.shape, 1, a.dtype)
@@ -101,6 +137,17 @@ def _clamp_min(a, b, c, p0, p1):
 @triton.jit
 def _clamp_max(a, b, c, p0, p1):
     return tl.where((a > b) | (b != b), b, a)
+
+
+@triton.jit
+def _clamp_min_cuda(a, b, c, p0, p1):
+    # CUDA eager's clamp_min: isnan(v) ? v : ::max(v, lower), and fmaxf ignores a NaN bound
+    return tl.where(a < b, b, a)
+
+
+@triton.jit
+def _clamp_max_cuda(a, b, c, p0, p1):
+    return tl.where(a > b, b, a)
 
 
 @triton.jit
@@ -184,7 +231,9 @@ def reciprocal_out(self: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
 
 # pow.Tensor_Scalar: eager's special cases (ATen's pow_tensor_scalar_kernel), then
 # std::pow through exp/log (in float64 for float32 tensors: eager's CPU pow takes the
-# exponent as a double)
+# exponent as a double). CUDA eager (PowKernel.cu) special-cases more: 0.5, -0.5 and -1
+# for every float dtype, 2, 3 and -2 in the dtype's own arithmetic (at::Half rounds each
+# product), and powf with the exponent rounded to the dtype otherwise.
 
 _EXACT_INT = 2**53  # integer exponents, bounds and fill values travel as float64
 
@@ -193,27 +242,48 @@ _ROOTS = {0.5: _sqrt, -0.5: _rsqrt, -1.0: _reciprocal}
 _POWERS = {2.0: _square, 3.0: _cube, -2.0: _inv_square}
 _ROOTS_DTYPES = frozenset((torch.float32, torch.float64, torch.bfloat16))
 _POWERS_DTYPES = frozenset((torch.float32, torch.float64))
+_CUDA_POWERS = {
+    torch.float16: {2.0: _square, 3.0: _cube_f16, -2.0: _inv_square_f16},
+    torch.bfloat16: {2.0: _square, 3.0: _cube_bf16, -2.0: _inv_square_bf16},
+}
 
 
-def _pow_float_fn(dtype: torch.dtype, e: float) -> tuple[Any, float, torch.dtype | None]:
-    """The kernel, its p1 and a compute dtype override for a float result."""
+@lru_cache(maxsize=256)
+def _rounded_exponent(e: float, dtype: torch.dtype) -> float:
+    """``e`` rounded to ``dtype``: CUDA eager's ``exp_scalar.to<scalar_t>()``."""
+    return float(torch.tensor(e, dtype=dtype)) if dtype != torch.float64 else e
+
+
+def _pow_float_fn(
+    dtype: torch.dtype, e: float, cuda: bool = False
+) -> tuple[Any, float, float, torch.dtype | None]:
+    """The kernel, its p0 and p1, and a compute dtype override, for a float result: as
+    eager on the CPU, or (``cuda``) as eager on CUDA."""
+    if cuda:
+        special = _ROOTS.get(e) or _CUDA_POWERS.get(dtype, _POWERS).get(e)
+        if special is not None:
+            return special, e, 0.0, None
+        return _pow_cuda, _rounded_exponent(e, dtype), _pow_kind(e), None
     if dtype in _ROOTS_DTYPES:
         special = _ROOTS.get(e)
         if special is not None:
-            return special, 0.0, None
+            return special, e, 0.0, None
     if dtype in _POWERS_DTYPES:
         special = _POWERS.get(e)
         if special is not None:
-            return special, 0.0, None
+            return special, e, 0.0, None
     if e == 2.0:
-        return _square, 0.0, None
+        return _square, e, 0.0, None
+    return _pow_float, e, _pow_kind(e), (torch.float64 if dtype == torch.float32 else None)
+
+
+def _pow_kind(e: float) -> float:
+    """``_pow_float``'s p1: 0 not an integer, 1 an even integer or +-inf, 2 odd."""
     if e in (float("inf"), float("-inf")):
-        kind = 1.0
-    elif e == e and e == int(e):
-        kind = 2.0 if int(e) % 2 else 1.0
-    else:
-        kind = 0.0
-    return _pow_float, kind, (torch.float64 if dtype == torch.float32 else None)
+        return 1.0
+    if e == e and e == int(e):
+        return 2.0 if int(e) % 2 else 1.0
+    return 0.0
 
 
 def _pow_into(self: torch.Tensor, exponent: Any, out: Any, inplace: Any) -> torch.Tensor:
@@ -226,6 +296,7 @@ def _pow_into(self: torch.Tensor, exponent: Any, out: Any, inplace: Any) -> torc
         if exponent >= _EXACT_INT or (dtype != torch.int64 and exponent > torch.iinfo(dtype).max):
             raise NotImplementedError(f"pow of {dtype} to {exponent}: exponent out of range")
     e = float(exponent)
+    p0 = e
     if e == 0:
         fn, kind, compute = _ones, 0.0, None
     elif e == 1:
@@ -233,8 +304,8 @@ def _pow_into(self: torch.Tensor, exponent: Any, out: Any, inplace: Any) -> torc
     elif not dtype.is_floating_point:
         fn, kind, compute = _pow_int, 0.0, None
     else:
-        fn, kind, compute = _pow_float_fn(dtype, e)
-    return elementwise(fn, [self], dtype, p0=e, p1=kind, out=out, inplace=inplace,
+        fn, p0, kind, compute = _pow_float_fn(dtype, e, self.is_cuda)
+    return elementwise(fn, [self], dtype, p0=p0, p1=kind, out=out, inplace=inplace,
                        compute_dtype=compute)  # fmt: skip
 
 
@@ -266,7 +337,12 @@ def _clamp_into(self: torch.Tensor, min: Any, max: Any, out: Any, inplace: Any) 
             dtype = torch.promote_types(dtype, other)
     if dtype == torch.bool:
         raise NotImplementedError("clamp on bool tensors")
-    fn = _clamp if len(bounds) == 2 else (_clamp_min if max is None else _clamp_max)
+    if len(bounds) == 2:  # a NaN bound fills NaN on every device (ATen's clamp_out)
+        fn = _clamp
+    elif self.is_cuda:  # CUDA eager ignores a lone NaN bound (fmaxf / fminf)
+        fn = _clamp_min_cuda if max is None else _clamp_max_cuda
+    else:
+        fn = _clamp_min if max is None else _clamp_max
     operands = [self]
     floating = dtype.is_floating_point
     for v in bounds:
