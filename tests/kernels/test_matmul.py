@@ -243,3 +243,14 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+
+
+def test_each_bias_shape_takes_its_read_mode() -> None:
+    """test_addmm_bias_shapes covers every way the kernel reads a bias: a row vector
+    loaded once per tile (``[N]``, ``[1, N]``, a scalar), a column vector (``[M, 1]``), a
+    matrix with contiguous rows and one with general strides."""
+    M, N = 35, 33
+    want = {"row": 1, "one_row": 1, "scalar": 1, "column": 2, "full": 3, "transposed": 0}
+    for name, mode in want.items():
+        x = BIASES[name](M, N, torch.float32).expand(M, N).unsqueeze(0)
+        assert matmul.bias_mode(x.stride()) == mode, name

@@ -53,8 +53,8 @@ from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul_configs import TUNED
 
 __all__ = [
-    "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bucket", "config_for", "dot_acc",
-    "sm_count", "split_k", "split_plan", "sum_split_partials",
+    "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bias_mode", "bucket", "config_for",
+    "dot_acc", "sm_count", "split_k", "split_plan", "sum_split_partials",
 ]  # fmt: skip
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -107,8 +107,8 @@ def _mm_kernel(
     s_cs: tl.int64, s_cb: tl.int64, s_cm: tl.int64, s_cn: tl.int64,
     s_xb: tl.int64, s_xm: tl.int64, s_xn: tl.int64,
     alpha: tl.float64, beta: tl.float64,
-    HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr,
-    DM: tl.constexpr, DN: tl.constexpr, DK: tl.constexpr,
+    HAS_BIAS: tl.constexpr, BIAS_MODE: tl.constexpr, SCALED: tl.constexpr,
+    IEEE: tl.constexpr, TO_F32: tl.constexpr, DM: tl.constexpr, DN: tl.constexpr, DK: tl.constexpr,
     A_LAYOUT: tl.constexpr, DA: tl.constexpr, B_LAYOUT: tl.constexpr, DB: tl.constexpr,
     C_LAYOUT: tl.constexpr, DC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -187,8 +187,20 @@ def _mm_kernel(
         out = out * tl.cast(alpha, tl.float32)
     mask = m_ok[:, None] & n_ok[None, :]
     if HAS_BIAS:
-        x = tl.load(bias_ptr + b * s_xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=mask,
-                    other=0.0).to(tl.float32)  # fmt: skip
+        # a bias vector is loaded once per tile and broadcast (BIAS_MODE, see
+        # bias_mode): loading it through a [BLOCK_M, BLOCK_N] grid of 64-bit addresses
+        # spilled registers on every tile of 128x128 or more (sm_90: 255 registers and
+        # 468 bytes of spills at 128x128x64, 4 warps; none without the bias)
+        xb = bias_ptr + b * s_xb
+        if BIAS_MODE == 1:
+            x = tl.load(xb + rn * s_xn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+        elif BIAS_MODE == 2:
+            x = tl.load(xb + rm * s_xm, mask=m_ok, other=0.0).to(tl.float32)[:, None]
+        elif BIAS_MODE == 3:
+            x = tl.load(xb + rm[:, None] * s_xm + rn[None, :], mask=mask, other=0.0).to(tl.float32)
+        else:
+            x = tl.load(xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=mask,
+                        other=0.0).to(tl.float32)  # fmt: skip
         out = out + tl.cast(beta, tl.float32) * x
     # split-K partials go to a workspace [splits, batch, M, N] (s_cs apart)
     c_ptrs = c_ptr + split * (s_cs * DC) + b * (s_cb * DC) + rm[:, None] * scm + rn[None, :] * scn
@@ -304,6 +316,19 @@ def _layout(t: torch.Tensor, vec: int) -> tuple[int, int, tuple[int, int, int]]:
                           sc // mult if layout == COL else sc)  # fmt: skip
 
 
+def bias_mode(strides: tuple[int, ...]) -> int:
+    """How the kernel reads a bias expanded to ``[batch, M, N]`` with these strides: 1, a
+    row vector (one value per column: ``addmm``'s ``[N]`` bias, stride 0 along M); 2, a
+    column vector (one per row, stride 0 along N); 3, a full matrix with contiguous rows;
+    0, any other strides."""
+    _, sm, sn = strides
+    if sm == 0:
+        return 1
+    if sn == 0:
+        return 2
+    return 3 if sn == 1 else 0
+
+
 @functools.cache
 def sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of a CUDA device; under the interpreter a small number,
@@ -372,7 +397,8 @@ def matmul_into(
         (tiles, splits),
         (a, b, target, x, M // dm, N // dn, K // dk, k_per_q, *sa, *sb, s_cs, *sc,
          *x.stride(), float(alpha), float(beta)),
-        HAS_BIAS=has_bias and epilogue, SCALED=alpha != 1 and epilogue,
+        HAS_BIAS=has_bias and epilogue, BIAS_MODE=bias_mode(x.stride()) if has_bias else 0,
+        SCALED=alpha != 1 and epilogue,
         IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
         A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, num_warps=warps, num_stages=stages,
