@@ -21,8 +21,16 @@ Outputs: with ``--write`` the winners go to ``src/opbench/kernels/_lib/matmul_co
 ``--out`` gets a JSON and a markdown table per bucket: shapes, chosen configuration, its
 time against the untuned default and against eager.
 
+``--shapes`` times the judged products themselves (each op's 8 most used traced cases of
+1 GFLOP or more): eager, the configuration the kernel picks now, and
+:func:`shape_candidates` (Hopper tiles, split-K where tiles leave SMs idle), compiling in
+``--jobs`` processes first; ``--write`` puts each product's fastest into
+``matmul_configs.SHAPES``, which the kernel reads before the buckets.
+
 Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``; traces in
 ``.gpu_data/traces``):
+    python3 benchmarks/tune_matmul.py --shapes --traces .gpu_data/traces --jobs 12 --write \\
+        --out $OUT/matmul-shapes-h100
     python3 benchmarks/tune_matmul.py --traces .gpu_data/traces --budget 500 \\
         --journal .gpu_data/runs/tune-mm.jsonl
     python3 benchmarks/tune_matmul.py --traces .gpu_data/traces --journal \\
@@ -34,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from collections import defaultdict
@@ -203,6 +212,220 @@ def reference(op: str, call: list[Any], kw: dict[str, Any]) -> Any:
     if op in CONV_OPS:
         return aten.convolution(*as_forward(op, call))
     return getattr(aten, op.split(".")[0])(*call, **kw)
+
+
+#: Candidates of ``--shapes`` (the traced products of a GFLOP or more): the Hopper tiles
+#: (wgmma's 64-row warpgroup slices, N of 64-256), with 4 or 8 warps and 3-4 stages. With
+#: a bias they no longer spill (sm_90: every tile of 128x128 or more did, 255 registers,
+#: until the bias vector was loaded once per tile), so the bucket tuning's small tiles
+#: for the addmm buckets need timing again.
+SHAPE_CANDIDATES = [
+    (128, 256, 64, 8, 8, 3), (128, 256, 64, 8, 8, 4), (256, 128, 64, 8, 8, 3),
+    (128, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4), (128, 128, 128, 8, 8, 3),
+    (128, 128, 64, 8, 4, 3), (128, 128, 64, 8, 4, 4), (64, 256, 64, 8, 8, 3),
+    (128, 64, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4), (64, 64, 64, 8, 4, 4),
+]  # fmt: skip
+#: Split-K on a 128x128 tile for products whose tiles leave SMs idle (a weight gradient
+#: of 768x768 over K = 8192 is 36 tiles on 132 SMs): (tile, programs along K)
+SPLIT_TILE = (128, 128, 64, 8, 8, 3)
+SPLITS = (2, 3, 4, 6)
+
+
+def shape_candidates(batch: int, M: int, N: int, K: int, sms: int = 132) -> list[tuple[int, ...]]:
+    """The configurations ``--shapes`` times on one product: :data:`SHAPE_CANDIDATES`
+    that fit it, and :data:`SPLIT_TILE` split ``s`` ways where its tiles times ``s``
+    stay within two waves and each program keeps 8 or more K blocks."""
+    out = [c for c in SHAPE_CANDIDATES if fits(c, M, N, K)]
+    bm, bn, bk = SPLIT_TILE[:3]
+    tiles = batch * -(-M // bm) * -(-N // bn)
+    for s in SPLITS:
+        if tiles * s <= 2 * sms and K // bk >= 8 * s:
+            out.append((*SPLIT_TILE, s))
+    return out
+
+
+def judged_products(traces: str, min_gflop: float, limit: int) -> list[dict[str, Any]]:
+    """The matmul-family cases the judge times (each op's ``limit`` most used traced
+    cases, as ``host_profile.traced_cases`` and the traces suite pick them) of at least
+    ``min_gflop``, with their product's sizes."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from host_profile import traced_cases
+
+    from opbench.spec.args import parse_args
+
+    rows = []
+    for op, cases in sorted(traced_cases(traces, ",".join(OPS), limit, "cuda").items()):
+        for c in cases:
+            itemsize, batch, M, N, K = product_dims(op, parse_args(c.args).args)
+            gflop = 2 * batch * M * N * K / 1e9
+            if gflop >= min_gflop:
+                rows.append({"op": op, "args": c.args, "itemsize": itemsize, "batch": batch,
+                             "M": M, "N": N, "K": K, "gflop": gflop})  # fmt: skip
+    return rows
+
+
+def _compile_key(row: dict[str, Any], cfg: tuple[int, ...]) -> tuple[Any, ...]:
+    """What decides the compiled kernel of a timing (roughly: op, which strides are 1, the
+    tile, split or not), so the warm-up compiles each kernel once."""
+    layout = re.sub(r"\b(?!1\b)\d+\b", "#", row["args"])
+    return row["op"], layout, cfg[:6], len(cfg) > 6 and cfg[6] > 1
+
+
+def _warm_one(task: tuple[str, str, tuple[int, ...]]) -> str:
+    """Compile (into Triton's disk cache) the kernel of one timing: run it once."""
+    op, text, cfg = task
+    try:
+        from opbench.kernels._lib import matmul
+        from opbench.spec.args import parse_args
+        from opbench.suites.inputs import make_inputs
+
+        call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+        out, a, b, bias, alpha, beta = operands(op, call, kw)
+        matmul.matmul_into(out, a, b, bias, alpha, beta, cfg)
+        return ""
+    except Exception as e:  # timed (and reported) again in the parent
+        return f"{op} {cfg}: {type(e).__name__}: {str(e)[:100]}"
+
+
+def warm(tasks: list[tuple[str, str, tuple[int, ...]]], jobs: int) -> None:
+    """Compile the kernels of ``tasks`` in ``jobs`` processes at once (a compile is about
+    2 s and one process does one at a time); the timings then find them in Triton's cache."""
+    import multiprocessing
+
+    if jobs <= 1 or not tasks:
+        return
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        for err in pool.imap_unordered(_warm_one, tasks):
+            if err:
+                print(f"  warm-up: {err}", flush=True)
+
+
+def tune_shapes(args: argparse.Namespace) -> None:
+    """``--shapes``: time eager, the configuration the kernel picks now and every
+    :func:`shape_candidates` on each judged product of ``--min-gflop`` or more; report
+    them and, with ``--write``, put each product's fastest into ``SHAPES``."""
+    started = time.monotonic()
+    rows = judged_products(args.traces, args.min_gflop, args.limit)
+    from opbench.kernels._lib import matmul
+
+    plan = []
+    for r in rows:
+        current = tuple(matmul.config_for(r["itemsize"], r["M"], r["N"], r["K"], r["batch"]))
+        cands = [current] + [c for c in shape_candidates(r["batch"], r["M"], r["N"], r["K"])
+                             if c != current]  # fmt: skip
+        plan.append((r, current, cands))
+    seen, tasks = set(), []
+    for r, _, cands in plan:
+        for c in cands:
+            if _compile_key(r, c) not in seen:
+                seen.add(_compile_key(r, c))
+                tasks.append((r["op"], r["args"], c))
+    print(f"{len(rows)} products, {sum(len(p[2]) for p in plan)} timings, {len(tasks)} "
+          f"kernels to compile", flush=True)  # fmt: skip
+    warm(tasks, args.jobs)
+    print(f"[{time.monotonic() - started:5.0f}s] compiled", flush=True)
+    results = []
+    for r, current, cands in plan:
+        times = measure_shape(r, cands)
+
+        def ms(c: tuple[int, ...], times: dict[str, float] = times) -> float:
+            return times[json.dumps(list(c))]
+
+        best = min(cands, key=ms)
+        results.append({**r, "eager_ms": times["eager"], "current": list(current),
+                        "current_ms": ms(current), "best": list(best), "best_ms": ms(best),
+                        "times": times})  # fmt: skip
+        print(f"[{time.monotonic() - started:5.0f}s] {r['op']} b{r['batch']} {r['M']}x{r['N']}x"
+              f"{r['K']}: eager {times['eager']:.4f} current {list(current)} {ms(current):.4f} "
+              f"best {list(best)} {ms(best):.4f}", flush=True)  # fmt: skip
+    shape_report(args, results)
+
+
+def measure_shape(row: dict[str, Any], cands: list[tuple[int, ...]]) -> dict[str, float]:
+    """ms of eager and of each configuration on one traced call (inf where a result is
+    wrong or a configuration fails)."""
+    from opbench.kernels._lib import matmul
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    op, text = row["op"], row["args"]
+    call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+    out, a, b, bias, alpha, beta = operands(op, call, kw)
+    want = reference(op, call, kw).reshape(out.shape).float()
+    times = {"eager": _bench(lambda: reference(op, call, kw))}
+    for c in cands:
+        try:
+            t = _bench(lambda c=c: matmul.matmul_into(out, a, b, bias, alpha, beta, c))
+            if not _agrees(out, want):
+                print(f"  {op} {c}: WRONG RESULT (not eligible)", flush=True)
+                t = math.inf
+        except Exception as e:  # shared memory, registers
+            print(f"  {op} {c}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+            t = math.inf
+        times[json.dumps(list(c))] = t
+    return times
+
+
+def _geo(xs: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def shape_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
+    """The ``--shapes`` table (``--out``.json/.md), the chosen configuration per product
+    (the lowest geomean over the cases of one (itemsize, batch, M, N, K), which may
+    differ in layout) and, with ``--write``, those in ``matmul_configs.SHAPES``."""
+    from opbench.run.machine import environment
+
+    env = environment("cuda")
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+    by_key: dict[tuple[int, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        by_key[(r["itemsize"], r["batch"], r["M"], r["N"], r["K"])].append(r)
+    chosen = {}
+    for key, rs in by_key.items():
+        names = set.intersection(*(set(r["times"]) for r in rs)) - {"eager"}
+        scored = {n: _geo([r["times"][n] for r in rs]) for n in names}
+        chosen[key] = tuple(json.loads(min(scored, key=scored.get)))
+    for r in results:
+        pick = json.dumps(list(chosen[(r["itemsize"], r["batch"], r["M"], r["N"], r["K"])]))
+        r["chosen"], r["chosen_ms"] = json.loads(pick), r["times"][pick]
+    summary = {
+        "products": len(results),
+        "current_vs_eager": _geo([r["eager_ms"] / r["current_ms"] for r in results]),
+        "best_vs_eager": _geo([r["eager_ms"] / r["best_ms"] for r in results]),
+        "chosen_vs_eager": _geo([r["eager_ms"] / r["chosen_ms"] for r in results]),
+    }
+    print(json.dumps(summary), flush=True)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(
+            {"env": env, "command": command, "summary": summary, "products": results},
+            indent=1) + "\n")  # fmt: skip
+        lines = [
+            f"# Matmul configurations per traced product on {env.get('gpu')}", "",
+            f"torch {env.get('torch')}, Triton {env.get('triton')}. Command: `{command}`. "
+            "Median ms by `triton.testing.do_bench` (L2 cleared); `vs eager` above 1 is "
+            "faster than cuBLAS; `chosen`: the fastest over the cases of one product.", "",
+            f"Summary: `{json.dumps(summary)}`", "",
+            "| op | batch x M x N x K | GFLOP | eager ms | current | ms | vs eager | chosen "
+            "| ms | vs eager | 2nd fastest here, ms |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]  # fmt: skip
+        for r in results:
+            ranked = sorted((t, n) for n, t in r["times"].items() if n != "eager")
+            second = ranked[1] if len(ranked) > 1 else (math.nan, "")
+            lines.append(
+                f"| {r['op']} | {r['batch']}x{r['M']}x{r['N']}x{r['K']} | {r['gflop']:.2f} | "
+                f"{r['eager_ms']:.4f} | {r['current']} | {r['current_ms']:.4f} | "
+                f"{r['eager_ms'] / r['current_ms']:.3f} | {r['chosen']} | {r['chosen_ms']:.4f} | "
+                f"{r['eager_ms'] / r['chosen_ms']:.3f} | {second[1]} {second[0]:.4f} |"
+            )  # fmt: skip
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    if args.write:
+        shapes = {**read_configs(CONFIGS_PY)["SHAPES"], **chosen}
+        write_configs(CONFIGS_PY, shapes=shapes, shapes_on=f"{env.get('gpu')}, torch "
+                      f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
 
 
 def _bench(fn: Any) -> float:
@@ -377,8 +600,8 @@ def report(args: argparse.Namespace) -> None:
             )
         out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     if args.write:
-        write_configs(tuned, f"{env.get('gpu')}, torch {env.get('torch')}, Triton "
-                      f"{env.get('triton')}: {command}", CONFIGS_PY)  # fmt: skip
+        write_configs(CONFIGS_PY, tuned=tuned, tuned_on=f"{env.get('gpu')}, torch "
+                      f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
     print(json.dumps(summary))
 
 
@@ -388,33 +611,81 @@ Written by ``benchmarks/tune_matmul.py``; rerun it rather than editing by hand. 
 :func:`opbench.kernels._lib.matmul.bucket` strings (element size and the size classes of
 M, N and K); values are (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages).
 Buckets missing here use the kernel's untuned defaults (also where a default won).
-
-Tuned on {provenance}
+``SHAPES`` holds configurations of exact products, ``(itemsize, batch, M, N, K)``, timed
+on those traced shapes (``tune_matmul.py --shapes``) and checked before the buckets; a
+seventh value, where present, is the number of programs along K (split-K).
 """
 
+#: where and by what command TUNED was measured
+TUNED_ON = {tuned_on}
+
 TUNED: dict[str, tuple[int, int, int, int, int, int]] = {{
-{body}}}
+{tuned}}}
+
+#: where and by what command SHAPES was measured
+SHAPES_ON = {shapes_on}
+
+SHAPES: dict[tuple[int, int, int, int, int], tuple[int, ...]] = {{
+{shapes}}}
 '''
 
 
-def write_configs(tuned: dict[str, tuple[int, ...]], provenance: str, path: Path) -> None:
+def read_configs(path: Path) -> dict[str, Any]:
+    """The tables (and their provenance) a configuration module holds now; empty where
+    it has none."""
+    ns: dict[str, Any] = {}
+    if path.exists():
+        exec(compile(path.read_text(), str(path), "exec"), ns)  # our own generated module
+    return {"TUNED": ns.get("TUNED", {}), "TUNED_ON": ns.get("TUNED_ON", ""),
+            "SHAPES": ns.get("SHAPES", {}), "SHAPES_ON": ns.get("SHAPES_ON", "")}  # fmt: skip
+
+
+def write_configs(
+    path: Path,
+    tuned: dict[str, tuple[int, ...]] | None = None,
+    tuned_on: str | None = None,
+    shapes: dict[tuple[int, ...], tuple[int, ...]] | None = None,
+    shapes_on: str | None = None,
+) -> None:
     """Rewrite the kernel's configuration table (a Python module: kernels never read data
-    files, the static scan flags that)."""
-    body = "".join(f"    {k!r}: {tuple(v)!r},\n" for k, v in sorted(tuned.items()))
-    path.write_text(CONFIGS_TEMPLATE.format(provenance=provenance, body=body))
+    files, the static scan flags that), replacing the tables given and keeping the other
+    as it is."""
+    old = read_configs(path)
+    tuned = old["TUNED"] if tuned is None else tuned
+    shapes = old["SHAPES"] if shapes is None else shapes
+    path.write_text(CONFIGS_TEMPLATE.format(
+        tuned_on=json.dumps(old["TUNED_ON"] if tuned_on is None else tuned_on),
+        shapes_on=json.dumps(old["SHAPES_ON"] if shapes_on is None else shapes_on),
+        tuned="".join(f"    {json.dumps(k)}: {tuple(v)!r},\n" for k, v in sorted(tuned.items())),
+        shapes="".join(f"    {tuple(k)!r}: {tuple(v)!r},\n" for k, v in sorted(shapes.items())),
+    ))  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--traces", default="../shared/traces")
-    ap.add_argument("--journal", required=True, help="JSONL of measurements (resumable)")
+    ap.add_argument("--journal", help="JSONL of measurements (resumable; not with --shapes)")
     ap.add_argument("--per-bucket", type=int, default=3, help="most used shapes per bucket")
     ap.add_argument("--budget", type=float, default=500, help="start no shape after this (s)")
     ap.add_argument("--report", action="store_true", help="choose and write from the journal")
-    ap.add_argument("--write", action="store_true", help="with --report: rewrite matmul_configs.py")
-    ap.add_argument("--out", default=None, help="with --report: OUT.json and OUT.md")
+    ap.add_argument(
+        "--shapes",
+        action="store_true",
+        help="time candidates on the judged products themselves (no journal)",
+    )
+    ap.add_argument("--min-gflop", type=float, default=1.0, help="with --shapes: smallest product")
+    ap.add_argument("--limit", type=int, default=8, help="with --shapes: cases per op, as judged")
+    ap.add_argument("--jobs", type=int, default=8, help="with --shapes: compiling processes")
+    ap.add_argument(
+        "--write", action="store_true", help="with --report or --shapes: rewrite matmul_configs.py"
+    )
+    ap.add_argument("--out", default=None, help="with --report or --shapes: OUT.json, OUT.md")
     args = ap.parse_args()
-    if args.report:
+    if args.shapes:
+        tune_shapes(args)
+    elif args.journal is None:
+        ap.error("--journal is required without --shapes")
+    elif args.report:
         report(args)
     else:
         tune(args)

@@ -254,3 +254,21 @@ def test_each_bias_shape_takes_its_read_mode() -> None:
     for name, mode in want.items():
         x = BIASES[name](M, N, torch.float32).expand(M, N).unsqueeze(0)
         assert matmul.bias_mode(x.stride()) == mode, name
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_config_can_name_the_split(dtype: torch.dtype) -> None:
+    """A seventh value in a configuration is the number of programs along K, whatever
+    split_k would choose (also 1: no split where it would split)."""
+    M, K, N = 21, 200, 18
+    a, b = _r(M, K, dtype=dtype, seed=40), _r(K, N, dtype=dtype, seed=41)
+    x = _r(N, dtype=dtype, seed=42)
+    assert matmul.split_plan(1, 40, torch.device("cpu"), 3) == (3, 14)
+    assert matmul.split_plan(1, 40, torch.device("cpu"), 1) == (1, 40)
+    assert matmul.split_plan(1, 40, torch.device("cpu")) == (5, 8)  # split_k's own choice
+    for splits in (1, 3, 7):
+        out = torch.empty(M, N, dtype=dtype, device=DEVICE)
+        cfg = (16, 16, 16, 4, 4, 1, splits)
+        matmul.matmul_into(out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0),
+                           x.expand(M, N).unsqueeze(0), 0.5, 2.0, cfg)  # fmt: skip
+        assert_matches(out, aten.addmm, x, a, b, alpha=0.5, beta=2.0)

@@ -155,3 +155,47 @@ def test_the_kernel_reads_tuned_configs_outside_the_interpreter(monkeypatch) -> 
     )
     assert matmul.config_for(2, 4096, 4096, 4096) == (64, 256, 32, 4, 8, 3)
     assert matmul.config_for(2, 4096, 4096, 512) == matmul._default(2, 4096, 4096)
+
+
+def test_exact_shape_configs_come_before_the_buckets(monkeypatch) -> None:
+    monkeypatch.setattr(matmul, "_INTERPRETING", False)
+    bucketed = (64, 64, 64, 8, 4, 4)
+    exact = (128, 128, 64, 8, 8, 3, 2)
+    monkeypatch.setattr(matmul, "CONFIGS", {matmul.bucket(2, 2048, 1024, 1024): bucketed})
+    monkeypatch.setattr(matmul, "SHAPE_CONFIGS", {(2, 1, 2048, 1024, 1024): exact})
+    assert matmul.config_for(2, 2048, 1024, 1024) == exact
+    assert matmul.config_for(2, 2048, 1024, 1024, batch=2) == bucketed  # another product
+    assert matmul.config_for(2, 2048, 768, 768) == bucketed  # same bucket, not the shape
+
+
+def test_write_configs_replaces_one_table_and_keeps_the_other(tmp_path) -> None:
+    tm = _script()
+    path = tmp_path / "matmul_configs.py"
+    tm.write_configs(path, tuned={"2:3:3:3": (64, 64, 64, 8, 4, 4)}, tuned_on="bucket run")
+    tm.write_configs(path, shapes={(2, 1, 768, 768, 8192): (128, 128, 64, 8, 8, 3, 4)},
+                     shapes_on="shape run")  # fmt: skip
+    got = tm.read_configs(path)
+    assert got == {"TUNED": {"2:3:3:3": (64, 64, 64, 8, 4, 4)}, "TUNED_ON": "bucket run",
+                   "SHAPES": {(2, 1, 768, 768, 8192): (128, 128, 64, 8, 8, 3, 4)},
+                   "SHAPES_ON": "shape run"}  # fmt: skip
+    tm.write_configs(path, tuned={}, tuned_on="again")
+    assert tm.read_configs(path)["SHAPES"] == got["SHAPES"]
+    # the committed table is what the writer writes (so --write rewrites it in kind)
+    from opbench.kernels._lib import matmul_configs
+
+    committed = tm.read_configs(tm.CONFIGS_PY)
+    assert committed["TUNED"] == matmul_configs.TUNED
+    assert committed["SHAPES"] == matmul_configs.SHAPES
+    assert all(len(v) in (6, 7) for v in committed["SHAPES"].values())
+
+
+def test_shape_candidates_split_only_products_that_leave_sms_idle() -> None:
+    tm = _script()
+    split = lambda *s: [c[6] for c in tm.shape_candidates(*s) if len(c) > 6]  # noqa: E731
+    assert split(1, 768, 768, 8192) == [2, 3, 4, 6]  # 36 tiles of 128x128
+    assert split(1, 8192, 768, 768) == []  # 384 tiles: more than two waves
+    assert split(1, 768, 768, 256) == []  # 4 K blocks: too short to share
+    assert all(tm.fits(c, 512, 1536, 1536) for c in tm.shape_candidates(1, 512, 1536, 1536))
+    assert tm._compile_key({"op": "mm", "args": "((T([768, 8192], f16, stride=(1, 768)),))"},
+                           (1, 2, 3, 4, 5, 6, 2)) == (
+        "mm", "((T([#, #], f16, stride=(1, #)),))", (1, 2, 3, 4, 5, 6), True)  # fmt: skip

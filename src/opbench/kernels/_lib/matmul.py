@@ -50,11 +50,11 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
-from opbench.kernels._lib.matmul_configs import TUNED
+from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 
 __all__ = [
-    "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "bias_mode", "bucket", "config_for",
-    "dot_acc", "sm_count", "split_k", "split_plan", "sum_split_partials",
+    "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "SHAPE_CONFIGS", "bias_mode",
+    "bucket", "config_for", "dot_acc", "sm_count", "split_k", "split_plan", "sum_split_partials",
 ]  # fmt: skip
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -241,8 +241,9 @@ _split_k_sum = Launcher(_split_k_sum_kernel)
 
 # ----------------------------------------------------------------------------- configurations
 
-#: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
-Config = tuple[int, int, int, int, int, int]
+#: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages), optionally followed by
+#: the number of programs along K (split-K; without it :func:`split_plan` decides)
+Config = tuple[int, ...]
 
 #: Size classes of a dimension: up to 32, 128, 512, 1024, 4096, more. A 1024-row product
 #: must not share a class (and so a tuned tile) with 256-row ones: with edges at 32, 128
@@ -288,10 +289,19 @@ CONFIGS: dict[str, Config] = dict(TUNED)
 _INTERP_CONFIG: Config = (32, 32, 32, 4, 4, 1)
 
 
-def config_for(itemsize: int, M: int, N: int, K: int) -> Config:
+#: Configurations of exact products, ``(itemsize, batch, M, N, K)``, checked before the
+#: buckets (``matmul_configs.SHAPES``, timed on the traced shapes themselves by
+#: ``tune_matmul.py --shapes``): a bucket spans a 4x range of each size, and one config
+#: cannot suit all of it (bucket 2:4:3:3, tuned on 2048x768x768, ran 2048x1024x1024 on
+#: 64x64 tiles at 0.59x cuBLAS).
+SHAPE_CONFIGS: dict[tuple[int, int, int, int, int], Config] = dict(SHAPES)
+
+
+def config_for(itemsize: int, M: int, N: int, K: int, batch: int = 1) -> Config:
     if _INTERPRETING:
         return _INTERP_CONFIG
-    return CONFIGS.get(bucket(itemsize, M, N, K)) or _default(itemsize, M, N)
+    return (SHAPE_CONFIGS.get((itemsize, batch, M, N, K)) or CONFIGS.get(bucket(itemsize, M, N, K))
+            or _default(itemsize, M, N))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- launching
@@ -348,11 +358,15 @@ def split_k(tiles: int, k_iters: int, sms: int) -> int:
     return max(1, min(k_iters // 8, cdiv(2 * sms, tiles), 128))
 
 
-def split_plan(tiles: int, iters: int, device: torch.device) -> tuple[int, int]:
+def split_plan(
+    tiles: int, iters: int, device: torch.device, splits: int | None = None
+) -> tuple[int, int]:
     """(programs along the reduction, blocks each) for ``tiles`` output tiles over
-    ``iters`` reduction blocks on ``device``: :func:`split_k`'s count, evened out so the
-    last program has blocks too (1 program of 0 blocks for an empty reduction)."""
-    per = cdiv(iters, split_k(tiles, iters, sm_count(device)))
+    ``iters`` reduction blocks on ``device``: ``splits`` where a configuration names it,
+    else :func:`split_k`'s count, evened out so the last program has blocks too (1
+    program of 0 blocks for an empty reduction)."""
+    want = split_k(tiles, iters, sm_count(device)) if splits is None else max(1, splits)
+    per = cdiv(iters, want)
     return (cdiv(iters, per) if per else 1), per
 
 
@@ -373,7 +387,8 @@ def matmul_into(
     N = b.shape[2]
     if out.numel() == 0:
         return out
-    bm, bn, bk, group, warps, stages = config or config_for(a.element_size(), M, N, K)
+    cfg = config or config_for(a.element_size(), M, N, K, B)
+    bm, bn, bk, group, warps, stages = cfg[:6]
     has_bias = bias is not None and beta != 0
     x = bias.expand(B, M, N) if has_bias else out  # never read without a bias
     vec = 16 // a.element_size()
@@ -384,7 +399,7 @@ def matmul_into(
     sb = (sb[0], sb[2], sb[1])
     tiles = B * cdiv(M, bm) * cdiv(N, bn)
     k_iters = cdiv(K, bk)
-    splits, k_per_q = split_plan(tiles, k_iters, a.device)
+    splits, k_per_q = split_plan(tiles, k_iters, a.device, cfg[6] if len(cfg) > 6 else None)
     if splits > 1:
         target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
         lc, dc, sc = _layout(target[0], vec)

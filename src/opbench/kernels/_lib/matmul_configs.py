@@ -4,9 +4,13 @@ Written by ``benchmarks/tune_matmul.py``; rerun it rather than editing by hand. 
 :func:`opbench.kernels._lib.matmul.bucket` strings (element size and the size classes of
 M, N and K); values are (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages).
 Buckets missing here use the kernel's untuned defaults (also where a default won).
-
-Tuned on NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0: tune_matmul.py --traces .gpu_data/traces --journal .gpu_data/runs/tune-mm2.jsonl --report --write --out /root/out/matmul-tuning-h100
+``SHAPES`` holds configurations of exact products, ``(itemsize, batch, M, N, K)``, timed
+on those traced shapes (``tune_matmul.py --shapes``) and checked before the buckets; a
+seventh value, where present, is the number of programs along K (split-K).
 """
+
+#: where and by what command TUNED was measured
+TUNED_ON = "NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0: tune_matmul.py --traces .gpu_data/traces --journal .gpu_data/runs/tune-mm2.jsonl --report --write --out /root/out/matmul-tuning-h100"
 
 TUNED: dict[str, tuple[int, int, int, int, int, int]] = {
     "2:0:0:0": (16, 16, 16, 8, 2, 2),
@@ -170,3 +174,8 @@ TUNED: dict[str, tuple[int, int, int, int, int, int]] = {
     "2:5:5:3": (64, 128, 64, 8, 4, 4),
     "4:1:1:1": (16, 64, 32, 8, 2, 3),
 }
+
+#: where and by what command SHAPES was measured
+SHAPES_ON = ""
+
+SHAPES: dict[tuple[int, int, int, int, int], tuple[int, ...]] = {}
