@@ -14,6 +14,7 @@ pytest.importorskip("triton")
 from kernel_checks import DEVICE, assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import softmax as sm  # noqa: E402
+from opbench.kernels._lib import softmax_long  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -139,7 +140,7 @@ def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(sm, "SINGLE_MAX", 64)
     monkeypatch.setattr(sm, "RESIDENT_THREADS", 8)
     monkeypatch.setattr(sm, "MIN_PROGRAMS", 4)
-    monkeypatch.setattr(sm, "LONG_TILE_BYTES", 128)
+    monkeypatch.setattr(softmax_long, "LONG_TILE_BYTES", 128)
     g = torch.Generator().manual_seed(5)
     for dtype in (torch.float16, torch.float32):
         for shape in ((3, 40, 24), (7, 64), (2, 3, 100), (9, 5)):

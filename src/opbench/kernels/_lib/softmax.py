@@ -20,10 +20,8 @@ How a call is launched (:func:`_plan`):
   the column mask does not split the vectors (before, every f16 element was loaded
   alone: ``[128, 128, 128]`` f16 7.87 us on the H100, eager 5.15).
 * Contiguous rows longer than :data:`SINGLE_MAX`, forward and backward: one program a
-  row (:func:`_softmax_long_kernel`, :func:`_softmax_bwd_long_kernel`), which aligns
-  the row's body to 16 bytes whatever the row's start (a row of 50,265 f16 starts
-  aligned one time in eight; before, those rows were loaded an element at a time:
-  ``[1024, 50265]`` f16 log_softmax 167 us, eager 101).
+  row, the row's body 16-byte aligned whatever its start (:mod:`softmax_long`, which
+  also holds the per-tile row math both modules' kernels share).
 * Otherwise (and in the backward kernel's shorter rows): row-shaped tiles when ``dim`` is contiguous
   (``BLOCK_N`` = the row rounded up to one of :data:`ROW_WIDTHS`, 4,096 elements a
   tile), column-shaped (64 x 64) when it is strided, so the contiguous kept dim
@@ -46,10 +44,12 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib import softmax_long as long_rows
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise import index_type
 from opbench.kernels._lib.pointwise_rules import destination
 from opbench.kernels._lib.reduction import offsets, row_sum, vec_of
+from opbench.kernels._lib.softmax_long import bwd_tile, product, tile_max
 
 __all__ = [
     "softmax",
@@ -64,11 +64,6 @@ __all__ = [
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-#: The standard library's combine functions (see :mod:`reduction`: the interpreter
-#: reduces with numpy only through these).
-_SUM_COMBINE = tl.standard._sum_combine
-_MAX_COMBINE = tl.standard._elementwise_max
-
 #: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps): the backward
 #: kernel's tiles, and the forward's when ``dim`` is strided.
 TILE = 4096
@@ -81,7 +76,7 @@ ROW_WIDTHS = (16, 64, 256, 1024, 4096)
 COL_WIDTHS = (16, 64)
 #: Forward, contiguous rows of at most this many elements: one ``[BLOCK_M, BLOCK_N]``
 #: tile per program, ``BLOCK_N`` the row rounded up to a power of 2, loaded once
-#: (:func:`_row_tiling`); longer rows take :func:`_softmax_long_kernel`.
+#: (:func:`_row_tiling`); longer rows take :mod:`softmax_long`'s kernels.
 SINGLE_MAX = 4096
 #: Threads the H100 keeps resident for these kernels (132 SMs x 1,024: half the
 #: hardware's 2,048, for their registers). A problem that fits them at one 16-byte
@@ -90,26 +85,12 @@ SINGLE_MAX = 4096
 RESIDENT_THREADS = 132 * 1024
 #: Fewer row programs than this halve the rows a program takes (down to one).
 MIN_PROGRAMS = 512
-#: Long rows: tile bytes (8,192 f16 elements: four 16-byte vectors a thread) and warps.
-LONG_TILE_BYTES = 16384
-LONG_WARPS = 8
-#: Long rows: elements per tile row, over which the running max and sum are kept (a
-#: reduction within 2-4 lanes a tile instead of one across the program).
-LONG_COLS = 16
 #: Under the interpreter: big tiles, few programs; rows longer than this are two-pass.
 _INTERP_TILE = 16384
 INTERP_MAX_WIDTH = 4096
 
 
 # ----------------------------------------------------------------------------- kernels
-
-
-@triton.jit
-def _tile_max(x):
-    """Max over axis 1 of a 2-D tile. A NaN may be skipped here (``maximum`` ignores
-    NaN on the GPU): it still reaches the row's exp-sum, which makes the whole row NaN,
-    as in eager, so the max needs no second (NaN-counting) reduction."""
-    return tl.reduce(x, 1, _MAX_COMBINE)
 
 
 @triton.jit(do_not_specialize=["M", "N", "md1", "xs0", "xs1", "os0", "os1", "xn", "on"])
@@ -146,7 +127,7 @@ def _softmax_kernel(
         x_n = cols if UNIT_N else cols * xn
         o_n = cols if UNIT_N else cols * on
         v = tl.load(x_ptr + (x_m + x_n[None, :]), mask=mask, other=float("-inf")).to(COMPUTE)
-        mx = _tile_max(v)[:, None]
+        mx = tile_max(v)[:, None]
         e = tl.exp(v - mx)
         s = row_sum(e)[:, None]
         if LOG:
@@ -163,7 +144,7 @@ def _softmax_kernel(
             x_n = n if UNIT_N else n * xn
             v = tl.load(x_ptr + (x_m + x_n[None, :]), mask=mask, other=float("-inf"))
             v = v.to(COMPUTE)
-            new_max = tl.maximum(run_max, _tile_max(v))
+            new_max = tl.maximum(run_max, tile_max(v))
             # a max still at -inf (the row so far all -inf) would give -inf - -inf = NaN
             safe = tl.where(new_max == float("-inf"), 0.0, new_max)
             run_sum = run_sum * tl.exp(run_max - safe) + row_sum(tl.exp(v - safe[:, None]))
@@ -182,101 +163,6 @@ def _softmax_kernel(
             else:
                 y = tl.exp(v - mx) * inv_sum
             tl.store(o_ptr + (o_m + o_n[None, :]), y.to(o_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit(do_not_specialize=["N", "md1", "xs0", "xs1", "os0", "os1"])
-def _softmax_long_kernel(
-    x_ptr, o_ptr,
-    N: tl.int64, md1: tl.int64, xs0: tl.int64, xs1: tl.int64, os0: tl.int64, os1: tl.int64,
-    LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, ALIGN: tl.constexpr,
-    IDX: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
-):  # fmt: skip
-    """One long contiguous row per program, at any alignment: 16-byte loads need a row
-    start the compiler can prove 16-byte aligned, which a row of 50,265 f16 is only one
-    time in eight. The row is cut into a head (up to the first ``ALIGN``-aligned
-    element, fewer than ``ALIGN`` elements), a body of whole ``ALIGN`` groups (loaded
-    as vectors from ``(row + ALIGN - 1) // ALIGN * ALIGN``, which the compiler knows
-    aligned) and a tail; head and tail go in one small masked tile. The output's rows
-    sit at the same offsets modulo ``ALIGN`` (the plan checks; else ``ALIGN`` is 1).
-
-    One read for the statistics (an online pass: a running max and a running sum
-    rescaled to it per tile row of ``COLS`` elements, so a tile costs a reduction
-    within a few lanes and no barrier, and one exp per element), then one read (the row
-    was read just before: mostly L2) and one write for the output."""
-    N = N.to(IDX)
-    pid = tl.program_id(0).to(IDX)
-    x_row = offsets(pid, md1.to(IDX), xs0.to(IDX), xs1.to(IDX), MODE_M)
-    o_row = offsets(pid, md1.to(IDX), os0.to(IDX), os1.to(IDX), MODE_M)
-    x_body = (x_row + (ALIGN - 1)) // ALIGN * ALIGN
-    o_body = (o_row + (ALIGN - 1)) // ALIGN * ALIGN
-    head = tl.minimum(x_body - x_row, N)
-    body = (N - head) // ALIGN * ALIGN
-    TILE: tl.constexpr = ROWS * COLS
-    idx = (tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]).to(IDX)
-    r_max = tl.full([ROWS], float("-inf"), COMPUTE)
-    r_sum = tl.full([ROWS], 0, COMPUTE)
-    for k in range(0, body, TILE):
-        n = k + idx
-        v = tl.load(x_ptr + (x_body + n), mask=n < body, other=float("-inf")).to(COMPUTE)
-        new_max = tl.maximum(r_max, _tile_max(v))
-        # a max still at -inf (the row so far all -inf) would give -inf - -inf = NaN
-        safe = tl.where(new_max == float("-inf"), 0.0, new_max)
-        r_sum = r_sum * tl.exp(r_max - safe) + row_sum(tl.exp(v - safe[:, None]))
-        r_max = new_max
-    # head (j < ALIGN) and tail (j >= ALIGN) elements
-    j = tl.arange(0, 2 * ALIGN).to(IDX)
-    in_head = j < ALIGN
-    pos = tl.where(in_head, j, head + body + j - ALIGN)
-    edge = tl.where(in_head, j < head, j - ALIGN < N - head - body)
-    e = tl.load(x_ptr + (x_row + pos), mask=edge, other=float("-inf")).to(COMPUTE)
-    e_max = tl.reduce(e, 0, _MAX_COMBINE)
-    e_safe = tl.where(e_max == float("-inf"), 0.0, e_max)
-    e_sum = tl.reduce(tl.exp(e - e_safe), 0, _SUM_COMBINE)
-    mx = tl.maximum(tl.reduce(r_max, 0, _MAX_COMBINE), e_max)
-    safe = tl.where(mx == float("-inf"), 0.0, mx)
-    total = tl.reduce(r_sum * tl.exp(r_max - safe), 0, _SUM_COMBINE)
-    total += e_sum * tl.exp(e_max - safe)
-    log_sum = tl.log(total)
-    inv_sum = 1.0 / total
-    for k in range(0, body, TILE):
-        n = k + idx
-        mask = n < body
-        v = tl.load(x_ptr + (x_body + n), mask=mask, other=0.0).to(COMPUTE)
-        if LOG:
-            y = v - mx - log_sum
-        else:
-            y = tl.exp(v - mx) * inv_sum
-        tl.store(o_ptr + (o_body + n), y.to(o_ptr.dtype.element_ty), mask=mask)
-    if LOG:
-        y = e - mx - log_sum
-    else:
-        y = tl.exp(e - mx) * inv_sum
-    tl.store(o_ptr + (o_row + pos), y.to(o_ptr.dtype.element_ty), mask=edge)
-
-
-@triton.jit
-def _product(g, y, dt, ROUND: tl.constexpr):
-    """softmax backward's ``g * y``; ROUND (CUDA): rounded to the gradient's dtype ``dt``
-    first, as CUDA eager, which computes ``tmp = grad * output`` as a tensor op and sums
-    and subtracts ``tmp`` (``softmax_backward_cuda_out``, ``SoftMaxBackwardEpilogue``)."""
-    p = g * y
-    if ROUND:
-        p = p.to(dt).to(g.dtype)
-    return p
-
-
-@triton.jit
-def _bwd_tile(g, y, p, dot, LOG: tl.constexpr, PRODUCT_FIRST: tl.constexpr):
-    """``PRODUCT_FIRST``: softmax's ``p - y * dot`` (``p`` from :func:`_product`), the
-    order CUDA eager rounds in on every path; else ``y * (g - dot)``. They differ by
-    several bf16 ulps where ``g`` and ``dot`` nearly cancel."""
-    if LOG:
-        r = g - tl.exp(y) * dot
-    elif PRODUCT_FIRST:
-        r = p - y * dot
-    else:
-        r = y * (g - dot)
-    return r
 
 
 @triton.jit(
@@ -319,12 +205,12 @@ def _softmax_bwd_kernel(
         o_n = cols if UNIT_N else cols * on
         g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
         y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-        p = _product(g, y, dt, ROUND)
+        p = product(g, y, dt, ROUND)
         if LOG:
             dot = row_sum(g)[:, None]
         else:
             dot = row_sum(p)[:, None]
-        r = _bwd_tile(g, y, p, dot, LOG, PRODUCT_FIRST)
+        r = bwd_tile(g, y, p, dot, LOG, PRODUCT_FIRST)
         tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
     else:
         acc = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
@@ -338,7 +224,7 @@ def _softmax_bwd_kernel(
             else:
                 y_n = n if UNIT_N else n * yn
                 y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-                acc += _product(g, y, dt, ROUND)
+                acc += product(g, y, dt, ROUND)
         dot = row_sum(acc)[:, None]
         for k in range(0, N, BLOCK_N):
             n = k + cols
@@ -348,71 +234,12 @@ def _softmax_bwd_kernel(
             o_n = n if UNIT_N else n * on
             g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
             y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-            r = _bwd_tile(g, y, _product(g, y, dt, ROUND), dot, LOG, PRODUCT_FIRST)
+            r = bwd_tile(g, y, product(g, y, dt, ROUND), dot, LOG, PRODUCT_FIRST)
             tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["N", "md1", "gs0", "gs1", "ys0", "ys1", "os0", "os1"])
-def _softmax_bwd_long_kernel(
-    g_ptr, y_ptr, o_ptr,
-    N: tl.int64, md1: tl.int64, gs0: tl.int64, gs1: tl.int64, ys0: tl.int64, ys1: tl.int64,
-    os0: tl.int64, os1: tl.int64,
-    LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, ALIGN: tl.constexpr,
-    IDX: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr, ROUND: tl.constexpr,
-):  # fmt: skip
-    """The backward of one long contiguous row a program, cut into head, 16-byte aligned
-    body and tail as in :func:`_softmax_long_kernel` (grad, output and result rows at
-    the same offsets modulo ``ALIGN``, else ``ALIGN`` 1): one pass for the row's sum,
-    one for the result."""
-    N = N.to(IDX)
-    pid = tl.program_id(0).to(IDX)
-    d1 = md1.to(IDX)
-    g_row = offsets(pid, d1, gs0.to(IDX), gs1.to(IDX), MODE_M)
-    y_row = offsets(pid, d1, ys0.to(IDX), ys1.to(IDX), MODE_M)
-    o_row = offsets(pid, d1, os0.to(IDX), os1.to(IDX), MODE_M)
-    g_body = (g_row + (ALIGN - 1)) // ALIGN * ALIGN
-    y_body = (y_row + (ALIGN - 1)) // ALIGN * ALIGN
-    o_body = (o_row + (ALIGN - 1)) // ALIGN * ALIGN
-    head = tl.minimum(g_body - g_row, N)
-    body = (N - head) // ALIGN * ALIGN
-    TILE: tl.constexpr = ROWS * COLS
-    idx = (tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]).to(IDX)
-    acc = tl.full([ROWS, COLS], 0, COMPUTE)
-    for k in range(0, body, TILE):
-        n = k + idx
-        mask = n < body
-        g = tl.load(g_ptr + (g_body + n), mask=mask, other=0.0).to(COMPUTE)
-        if LOG:
-            acc += g
-        else:
-            y = tl.load(y_ptr + (y_body + n), mask=mask, other=0.0).to(COMPUTE)
-            acc += _product(g, y, g_ptr.dtype.element_ty, ROUND)
-    j = tl.arange(0, 2 * ALIGN).to(IDX)
-    in_head = j < ALIGN
-    pos = tl.where(in_head, j, head + body + j - ALIGN)
-    edge = tl.where(in_head, j < head, j - ALIGN < N - head - body)
-    eg = tl.load(g_ptr + (g_row + pos), mask=edge, other=0.0).to(COMPUTE)
-    ey = tl.load(y_ptr + (y_row + pos), mask=edge, other=0.0).to(COMPUTE)
-    if LOG:
-        e_acc = eg
-    else:
-        e_acc = _product(eg, ey, g_ptr.dtype.element_ty, ROUND)
-    dot = tl.reduce(row_sum(acc), 0, _SUM_COMBINE) + tl.reduce(e_acc, 0, _SUM_COMBINE)
-    for k in range(0, body, TILE):
-        n = k + idx
-        mask = n < body
-        g = tl.load(g_ptr + (g_body + n), mask=mask, other=0.0).to(COMPUTE)
-        y = tl.load(y_ptr + (y_body + n), mask=mask, other=0.0).to(COMPUTE)
-        r = _bwd_tile(g, y, _product(g, y, g_ptr.dtype.element_ty, ROUND), dot, LOG, ROUND)
-        tl.store(o_ptr + (o_body + n), r.to(o_ptr.dtype.element_ty), mask=mask)
-    r = _bwd_tile(eg, ey, e_acc, dot, LOG, ROUND)
-    tl.store(o_ptr + (o_row + pos), r.to(o_ptr.dtype.element_ty), mask=edge)
-
-
 _forward = Launcher(_softmax_kernel)
-_forward_long = Launcher(_softmax_long_kernel)
 _backward = Launcher(_softmax_bwd_kernel)
-_backward_long = Launcher(_softmax_bwd_long_kernel)
 
 
 # ----------------------------------------------------------------------------- launching
@@ -499,9 +326,9 @@ def _plan(
         bm = min(next_pow2(M), max(1, _INTERP_TILE // bn))
         long = unit_n and N > INTERP_MAX_WIDTH
         if long:
-            bm, bn = 1, max(LONG_COLS, INTERP_MAX_WIDTH)
+            bm, bn = 1, max(long_rows.LONG_COLS, INTERP_MAX_WIDTH)
     elif unit_n and N > SINGLE_MAX:
-        long, bm, bn, warps = True, 1, LONG_TILE_BYTES // elem, LONG_WARPS
+        long, bm, bn, warps = True, 1, long_rows.LONG_TILE_BYTES // elem, long_rows.LONG_WARPS
     elif not bwd and unit_n:
         bm, bn, warps = _row_tiling(M, N, elem)
     elif unit_n or not kept_unit:
@@ -610,7 +437,10 @@ def _launch_args(
     if any(t.dtype == torch.float64 for t in inputs):
         compute = tl.float64
     if long:
-        return _long_args(M, N, mode, flat, md1, tensors, log, bwd, compute, bn, warps)
+        round_product = bwd and _rounds_product(inputs[0], log)
+        return long_rows.long_args(
+            M, N, mode, flat, md1, tensors, log, bwd, compute, bn, warps, round_product
+        )
     used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
     if unit_n and not bwd:
         used.append(N)
@@ -625,7 +455,7 @@ def _launch_args(
         # on the CPU, product first where eager's CUDA persistent kernel would run (the
         # softmax dim innermost, at most 1,024 elements and 4 KiB a row): how this was
         # first matched; on CUDA every softmax backward path subtracts from the rounded
-        # product (:func:`_product`)
+        # product (:func:`product`)
         inner = all(s == 1 for s in inputs[0].shape[dim + 1 :])
         consts["PRODUCT_FIRST"] = round_product or (
             inner and N <= 1024 and N * inputs[0].element_size() <= 4096
@@ -639,27 +469,6 @@ def _launch_args(
         VEC_N=vec_n, IDX=idx, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
     )  # fmt: skip
     return _forward, (cdiv(M, bm),), (M, N // vec_n, md1, *flat, *col), consts
-
-
-def _long_args(M: int, N: int, mode: int, flat: list[int], md1: int,
-               tensors: list[torch.Tensor], log: bool, bwd: bool, compute: Any, tile: int,
-               warps: int) -> tuple[Launcher, tuple[int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
-    """The long-row kernels' launch: one program a row. Its body is 16-byte aligned in
-    every tensor alike when every row offset agrees modulo one vector (the same strides,
-    the usual case); else ``ALIGN`` 1 (element loads)."""
-    align = max(1, 16 // min(t.element_size() for t in tensors))
-    if any(
-        (a - b) % align for t in range(2, len(flat), 2) for a, b in zip(flat[:2], flat[t : t + 2])
-    ):
-        align = 1
-    idx = index_type(M * N, list(tensors[-1].shape), [t.stride() for t in tensors])
-    consts = dict(
-        LOG=log, COMPUTE=compute, MODE_M=mode, ALIGN=align, IDX=idx,
-        ROWS=max(1, tile // LONG_COLS), COLS=LONG_COLS, num_warps=warps,
-    )  # fmt: skip
-    if bwd:
-        consts["ROUND"] = _rounds_product(tensors[0], log)
-    return (_backward_long if bwd else _forward_long), (M,), (N, md1, *flat), consts
 
 
 def _rounds_product(grad: torch.Tensor, log: bool) -> bool:
