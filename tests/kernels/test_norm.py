@@ -103,27 +103,81 @@ def test_layer_norm_backward(case: str, dtype: torch.dtype) -> None:
     assert_matches(got, aten.native_layer_norm_backward, g, x, ns, mean, rstd, None, None, mask)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype) -> None:
-    """The GPU's tiling at interpreter scale: several persistent programs (one a tile
-    short), so several partial rows, reduced by column blocks that split the row and row
-    blocks that need masks; every output_mask, one launch summing both gradients."""
-    monkeypatch.setattr(norm, "MAX_ROW_BLOCK", 8192)  # rows of 60 kept whole (GPU value)
-    monkeypatch.setattr(norm, "LN_TILE", 128)  # 2 rows of 60 (padded to 64) per tile
-    monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 3)  # 5 tiles over 3 programs
-    monkeypatch.setattr(norm, "COLSUM_BLOCK_R", 2)  # 3 partial rows: 2 blocks, 1 masked
-    monkeypatch.setattr(norm, "COLSUM_BLOCK_C", 8)  # 60 columns: 8 blocks, 1 masked
-    monkeypatch.setattr(norm, "_LN_BWD_PLANS", {})  # plans made under the values above
-    assert norm._ln_blocks(9, 60) == (True, 2, 64)
-    ns = [6, 10]
-    x = _rand(9, 6, 10, dtype=dtype)
+def _ln_bwd_check(M: int, ns: list[int], dtype: torch.dtype, masks: list[list[bool]]) -> None:
+    """layer_norm_backward of [M, *ns] against eager and the float64 reference."""
+    x = _rand(M, *ns, dtype=dtype)
     w = _rand(*ns, dtype=dtype, seed=1)
     b = _rand(*ns, dtype=dtype, seed=2)
     _, mean, rstd = aten.native_layer_norm(x, ns, w, b, 1e-5)
-    g = _rand(9, 6, 10, dtype=dtype, seed=3)
-    for mask in MASKS:
+    g = _rand(M, *ns, dtype=dtype, seed=3)
+    for mask in masks:
         got = norm.layer_norm_backward(g, x, ns, mean, rstd, w, b, mask)
         assert_matches(got, aten.native_layer_norm_backward, g, x, ns, mean, rstd, w, b, mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64], ids=str)
+def test_layer_norm_backward_many_programs_and_column_blocks(monkeypatch, dtype) -> None:
+    """The GPU's tiling at interpreter scale: several programs looping over tiles (5
+    tiles over 3 programs: the last program one short), the last tile partly masked, so
+    several partial rows, reduced by column blocks that split the row and row blocks that
+    need masks; every output_mask, one launch summing both gradients."""
+    monkeypatch.setattr(norm, "MAX_ROW_BLOCK", 8192)  # rows of 60 kept whole (GPU value)
+    monkeypatch.setattr(norm, "LN_BWD_TILE", 128)  # 2 rows of 60 (padded to 64) per tile
+    monkeypatch.setattr(norm, "LN_BWD_MIN_PROGRAMS", 1)
+    monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 3)  # 5 tiles over 3 programs
+    monkeypatch.setattr(norm, "COLSUM_TILE", 16)  # 3 partial rows: 2 blocks of 2, 1 masked
+    monkeypatch.setattr(norm, "COLSUM_BLOCK_C", 8)  # 60 columns: 8 blocks, 1 masked
+    monkeypatch.setattr(norm, "_LN_BWD_PLANS", {})  # plans made under the values above
+    assert norm._ln_bwd_tiles(9, 60) == (True, 2, 64, 4, 3)
+    assert norm._colsum_tiles(3) == (2, 8)
+    _ln_bwd_check(9, [6, 10], dtype, MASKS)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+@pytest.mark.parametrize(("M", "n"), [(12, 16), (12, 24), (10, 16), (9, 24)])
+def test_layer_norm_backward_full_and_partial_tiles(monkeypatch, M: int, n: int, stages) -> None:
+    """The unmasked path (every tile full, rows as wide as the tile: [12, 16] in [4, 16]
+    tiles) and each masked one (rows narrower than the tile, a last tile short of rows,
+    both), with programs looping over 2 tiles or more, the pipelined loop
+    (LN_BWD_STAGES 2) and the column sum over more partial rows than one of its tiles."""
+    monkeypatch.setattr(norm, "MAX_ROW_BLOCK", 8192)
+    monkeypatch.setattr(norm, "LN_BWD_TILE", 64)  # 4 rows of 16, 2 of 24 or 40 (padded)
+    monkeypatch.setattr(norm, "LN_BWD_MIN_PROGRAMS", 1)
+    monkeypatch.setattr(norm, "LN_BWD_PROGRAMS", 2)
+    monkeypatch.setattr(norm, "LN_BWD_STAGES", stages)
+    monkeypatch.setattr(norm, "COLSUM_TILE", 8)  # 2 partial rows: 1 row a block, no mask
+    monkeypatch.setattr(norm, "COLSUM_BLOCK_C", 8)
+    monkeypatch.setattr(norm, "_LN_BWD_PLANS", {})
+    single, block_m, block_n, _, programs = norm._ln_bwd_tiles(M, n)
+    assert single and programs == 2 and norm.cdiv(M, block_m) >= 2 * programs - 1
+    _ln_bwd_check(M, [n], torch.float16, [[True, True, True], [True, False, True]])
+    _ln_bwd_check(M, [n], torch.float64, [[True, True, True]])
+
+
+def test_layer_norm_backward_tile_rules(monkeypatch) -> None:
+    """Rows shrink while there are fewer tiles than LN_BWD_MIN_PROGRAMS; programs share
+    the tiles evenly; warps give each thread LN_BWD_PER_THREAD elements (4 to 16)."""
+    gpu = dict(
+        MAX_ROW_BLOCK=8192, LN_BWD_TILE=4096, LN_BWD_PER_THREAD=32, LN_BWD_PROGRAMS=132,
+        LN_BWD_MIN_PROGRAMS=128,
+    )  # fmt: skip
+    for name, value in gpu.items():
+        monkeypatch.setattr(norm, name, value)
+    # (M, N): (single, BLOCK_M, BLOCK_N, num_warps, programs)
+    plans = {
+        (1024, 1024): (True, 4, 1024, 4, 128),  # 256 tiles: 2 a program
+        (256, 1024): (True, 2, 1024, 4, 128),
+        (512, 1536): (True, 2, 2048, 4, 128),
+        (128, 2048): (True, 1, 2048, 4, 128),
+        (8192, 1024): (True, 4, 1024, 4, 128),  # 2048 tiles: 16 a program
+        (1000, 768): (True, 4, 1024, 4, 125),  # 250 tiles: 2 a program
+        (64, 16384): (False, 1, 8192, 8, 64),
+        (3, 8): (True, 1, 8, 4, 3),
+    }
+    for (M, N), plan in plans.items():
+        assert norm._ln_bwd_tiles(M, N) == plan, (M, N)
+    monkeypatch.setattr(norm, "LN_BWD_TILE", 8192)
+    assert norm._ln_bwd_tiles(1024, 1024) == (True, 8, 1024, 8, 128)
 
 
 @pytest.mark.parametrize("n", [1, 6, 7, 24, 48, 70])
@@ -149,23 +203,22 @@ def test_layer_norm_row_widths_and_chunks(monkeypatch, n: int) -> None:
 
 def test_layer_norm_gpu_tiling(monkeypatch) -> None:
     """The H100 plans of the traced shapes (pure arithmetic, GPU constants): forward
-    tiles shrink to keep 256 programs where M allows and load 16-byte vectors; the
-    backward keeps 4096-element tiles (f6a2faf's fewer, 8192-element tiles ran slower)."""
+    tiles shrink to keep 256 programs where M allows and load 16-byte vectors (the
+    backward's: test_layer_norm_backward_tile_rules)."""
     gpu = dict(MAX_ROW_BLOCK=8192, LN_TILE=4096, LN_FWD_MIN_PROGRAMS=256)
     for name, value in gpu.items():
         monkeypatch.setattr(norm, name, value)
-    # (M, N): forward (single, BLOCK_M, BLOCK_N, warps), backward (single, BLOCK_M, BLOCK_N)
+    # (M, N): forward (single, BLOCK_M, BLOCK_N, warps)
     plans = {
-        (1024, 1024): ((True, 4, 1024, 8), (True, 4, 1024)),
-        (256, 1024): ((True, 1, 1024, 4), (True, 4, 1024)),
-        (512, 1536): ((True, 2, 2048, 8), (True, 2, 2048)),
-        (128, 2048): ((True, 1, 2048, 4), (True, 2, 2048)),
-        (8192, 1024): ((True, 4, 1024, 8), (True, 4, 1024)),
-        (64, 16384): ((False, 1, 8192, 8), (False, 1, 8192)),
+        (1024, 1024): (True, 4, 1024, 8),
+        (256, 1024): (True, 1, 1024, 4),
+        (512, 1536): (True, 2, 2048, 8),
+        (128, 2048): (True, 1, 2048, 4),
+        (8192, 1024): (True, 4, 1024, 8),
+        (64, 16384): (False, 1, 8192, 8),
     }
-    for (M, N), (fwd, bwd) in plans.items():
+    for (M, N), fwd in plans.items():
         assert norm._ln_fwd_tiles(M, N) == fwd
-        assert norm._ln_blocks(M, N) == bwd
         assert norm._vec(N) == 16
     assert [norm._vec(n) for n in (1, 6, 7, 24, 48, 1000)] == [1, 2, 1, 8, 16, 8]
 

@@ -24,12 +24,19 @@ power of two dividing N, at most 16), so Triton can prove row starts aligned and
 element: ``ld.global.b16`` x32 per thread of the [2, 2048] forward tile, now
 ``ld.global.v4.b32`` x4, in the sm_90 PTX).
 
-The backward runs ``min(row tiles, LN_BWD_PROGRAMS)`` persistent programs; each writes
-its rows' ``grad_input`` and one row of float32 partial sums of ``dy * xhat`` and ``dy``
-into one ``[2 * programs, N]`` buffer, which one column-sum launch reduces for both
-gradients (deterministic, no atomics). It is 11239db's backward: f6a2faf's (16-byte
-vectors, 8192-element tiles, fewer programs) ran its row kernel in 12.48 µs instead of
-5.73 on [1024, 1024] f16 on the H100.
+The backward (two launches, deterministic, no atomics) runs at most ``LN_BWD_PROGRAMS``
+programs, each looping over tiles of ``BLOCK_M`` rows (16-byte vector loads through
+``VEC`` as the forward; no mask where the tile is full). A program writes its rows'
+``grad_input`` and keeps its rows' sums of ``dy * xhat`` and ``dy`` in registers, so the
+float32 partial-sum buffer has one row per program (``[1024, 1024]``: 128 rows of each
+gradient, 1 MB, where 11239db's one-tile programs wrote 256, 2 MB, and ``[512, 1536]``
+3 MB); one column-sum launch reduces them, each program loading all partial rows of its
+column block at once. Tiles are laid out so the column sums stay inside a thread: with at
+most ``BLOCK_N / (32 * 8)`` warps (f16) no warp shares a column with another, and the two
+row sums go through one two-operand reduction (one shared-memory round trip a tile).
+f6a2faf's backward (8192-element tiles at 16 warps, warps across rows and columns: 31
+``bar.sync`` in its sm_90 PTX, 117 registers, one program an SM) ran its row kernel in
+12.48 µs instead of 5.73 on [1024, 1024] f16 on the H100 and was reverted.
 
 Host path: each op keeps a plan per key (shapes, dtypes, device, which of weight/bias
 are None, output_mask; not eps, a runtime argument) holding grids, block sizes and
@@ -63,23 +70,37 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: Longest row kept whole in registers by the layer-norm kernels (fp32: 64 values per
 #: thread at 4 warps, 32 at 8); longer rows loop over chunks of this size.
 MAX_ROW_BLOCK = 8192 if not _INTERPRETING else 65536
-#: Elements per layer-norm program tile (rows x padded columns), forward and backward:
-#: several short rows per program so a 768-wide row does not leave most of a program
-#: idle...
+#: Elements per layer-norm forward tile (rows x padded columns): several short rows per
+#: program so a 768-wide row does not leave most of a program idle...
 LN_TILE = 4096 if not _INTERPRETING else 65536
 #: ...but the forward takes fewer rows per program while that leaves fewer programs than
 #: this (two per SM of an H100's 132): 128 rows of 2048 ran as 64 programs of two rows.
 LN_FWD_MIN_PROGRAMS = 256 if not _INTERPRETING else 1
-#: Persistent programs of the layer-norm backward (rows of the partial-sum buffer): a few
-#: per SM on an H100 (132 SMs); the interpreter runs programs one by one, so one.
-LN_BWD_PROGRAMS = 528 if not _INTERPRETING else 1
-#: Rows x columns per program of the partial-sum column reduction. Narrow column blocks:
-#: the reduction is latency-bound (a few hundred partial rows), so a 1024-wide gradient
-#: gets 32 programs of 4 iterations (256 partial rows) where 128-column blocks gave 8
-#: programs of 8 (layer_norm_backward measured 0.49x eager on the H100 traces' small
-#: cases with two such launches; this one-launch form is not yet timed there).
-COLSUM_BLOCK_R = 64 if not _INTERPRETING else 512
+#: The backward's tile (rows x padded columns; long rows: one row in chunks of
+#: MAX_ROW_BLOCK) and threads: LN_BWD_PER_THREAD elements of each input a thread, 4 to 16
+#: warps. [4, 1024] f16 at 4 warps: each thread holds 8 columns of all 4 rows, so the
+#: column sums (dw, db) never leave the thread: sm_90 SASS (Triton 3.6) 153 registers
+#: (3 programs an SM could fit), 11 LDG.E.128 (x, dy, w, mean, rstd) issued before the
+#: first use, 7 BAR.SYNC a tile. 11239db: the same tile at 8 warps, one 2-byte load an
+#: element (218 registers, one program an SM).
+LN_BWD_TILE = 4096 if not _INTERPRETING else 65536
+LN_BWD_PER_THREAD = 32
+#: Programs of the backward at most, each looping over its share of the tiles (and rows
+#: of the partial-sum buffer): about one an SM of an H100's 132; the interpreter runs
+#: programs one by one, so one.
+LN_BWD_PROGRAMS = 132 if not _INTERPRETING else 1
+#: While there are fewer tiles than this, tiles take fewer rows (more programs reading
+#: a small input; each adds a partial row): [256, 1024] as 128 programs of 2 rows.
+LN_BWD_MIN_PROGRAMS = 128 if not _INTERPRETING else 1
+#: ``num_stages`` of the loop over a program's tiles: 1 is the plain loop; 2-3 Triton's
+#: software pipeline (cp.async copies of the next tile's rows into shared memory while
+#: one is computed: Triton pipelines non-dot loads only where the loop asks).
+LN_BWD_STAGES = 1
+#: The column sum of the partial rows: COLSUM_BLOCK_C columns a program, one program per
+#: column block and gradient, up to COLSUM_TILE elements (partial rows x columns) loaded
+#: at once (128 partial rows: one round of loads, 32 floats a thread at 4 warps).
 COLSUM_BLOCK_C = 32 if not _INTERPRETING else 1024
+COLSUM_TILE = 4096 if not _INTERPRETING else 65536
 
 
 #: Results eager produces from degenerate variances (eps <= 0). No NaN global: compiled
@@ -201,42 +222,70 @@ def _ln_fwd_kernel(
     tl.store(rstd_ptr + rows, rstd.to(rstd_ptr.dtype.element_ty), mask=rmask)
 
 
+@triton.jit
+def _add2(a0, b0, a1, b1):
+    """Combine of a two-operand sum: both row sums of the backward in one reduction."""
+    return a0 + a1, b0 + b1
+
+
 @jit_unspecialized
 def _ln_bwd_kernel(
     dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, part_ptr,
-    M: tl.int64, N: tl.int64, n_tiles: tl.int64, n_programs: tl.int64, db_row: tl.int64,
+    M: tl.int64, NV: tl.int64, n_tiles: tl.int64, n_programs: tl.int64, db_row: tl.int64,
     HAS_W: tl.constexpr, DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
     SINGLE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    VEC: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
+    """Program ``pid`` takes tiles ``pid, pid + n_programs, ...`` of ``BLOCK_M`` rows of
+    ``N = NV * VEC`` elements (``VEC`` as in the forward: 16-byte loads), writes their
+    ``grad_input`` and one partial row of ``sum dy * xhat`` (row ``pid`` of ``part``) and
+    of ``sum dy`` (row ``db_row + pid``), rows ``N`` floats apart. ``EVEN_M``/``EVEN_N``:
+    every tile is full (``M % BLOCK_M == 0``) / a row fills ``BLOCK_N``; no masks then."""
+    N = NV * VEC
     pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
-    # partial rows: dw's at row pid of part, db's at row db_row + pid (one buffer)
     dw_part_ptr = part_ptr + pid * N
     db_part_ptr = part_ptr + (db_row + pid) * N
     if SINGLE:
         cmask = cols < N
         if HAS_W:
-            w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(COMPUTE)
+            if EVEN_N:
+                w = tl.load(w_ptr + cols).to(COMPUTE)
+            else:
+                w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(COMPUTE)
         dw_acc = tl.full([BLOCK_N], 0, COMPUTE)
         db_acc = tl.full([BLOCK_N], 0, COMPUTE)
-        for tile in range(pid, n_tiles, n_programs):
+        for tile in tl.range(pid, n_tiles, n_programs, num_stages=STAGES):
             rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
-            rmask = rows < M
-            mask = rmask[:, None] & cmask[None, :]
             offs = rows[:, None] * N + cols[None, :]
-            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-            mean = tl.load(mean_ptr + rows, mask=rmask, other=0.0).to(COMPUTE)
-            rstd = tl.load(rstd_ptr + rows, mask=rmask, other=0.0).to(COMPUTE)
-            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+            if EVEN_M and EVEN_N:
+                x = tl.load(x_ptr + offs).to(COMPUTE)
+                dy = tl.load(dy_ptr + offs).to(COMPUTE)
+            else:
+                mask = (rows < M)[:, None] & cmask[None, :]
+                x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+                dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
+            if EVEN_M:
+                mean = tl.load(mean_ptr + rows).to(COMPUTE)
+                rstd = tl.load(rstd_ptr + rows).to(COMPUTE)
+            else:
+                mean = tl.load(mean_ptr + rows, mask=rows < M, other=0.0).to(COMPUTE)
+                rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0).to(COMPUTE)
+            xhat = (x - mean[:, None]) * rstd[:, None]
+            if not EVEN_N:  # padding columns: 0, also where rstd is inf
+                xhat = tl.where(cmask[None, :], xhat, 0.0)
             if DX:
                 wdy = dy
                 if HAS_W:
                     wdy = dy * w[None, :]
-                c1 = sum_f(xhat * wdy, axis=1) / N
-                c2 = sum_f(wdy, axis=1) / N
+                s1, s2 = tl.reduce((xhat * wdy, wdy), 1, _add2)
+                c1 = s1 / N
+                c2 = s2 / N
                 dx = (wdy - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
-                tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+                if EVEN_M and EVEN_N:
+                    tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty))
+                else:
+                    tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
             if DW:
                 dw_acc += sum_f(dy * xhat, axis=0)
             if DB:
@@ -297,28 +346,29 @@ def _ln_bwd_kernel(
 
 @jit_unspecialized
 def _colsum_kernel(
-    src_ptr, dst_ptr, dst2_ptr, R: tl.int64, C: tl.int64,
-    TWO: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    src_ptr, dst_ptr, dst2_ptr, R: tl.int64, CV: tl.int64,
+    VEC: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
-    """dst[c] = sum over r of src[r, c] (src contiguous [R, C]), and the same for the next
-    [R, C] block of src into dst2 when TWO: the weight's and the bias's gradients in one
-    launch."""
-    src2_ptr = src_ptr + R * C
+    """``dst[c] = sum over r of src[r, c]`` for the ``C = CV * VEC`` columns of the R rows
+    of ``src`` (contiguous): program ``(j, 0)`` sums column block j into ``dst``, program
+    ``(j, 1)`` the next R rows of ``src`` into ``dst2`` (the weight's and the bias's
+    gradients in one launch). ``VEC`` proves rows 16-byte aligned: vector loads."""
+    C = CV * VEC
     pid = tl.program_id(0).to(tl.int64)
+    which = tl.program_id(1)
+    src = src_ptr + which.to(tl.int64) * R * C
     cols = pid * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
     acc = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
-    acc2 = tl.full([BLOCK_R, BLOCK_C], 0, COMPUTE)
     for start in range(0, R, BLOCK_R):
         rows = start + tl.arange(0, BLOCK_R)
         mask = (rows < R)[:, None] & cmask[None, :]
-        offs = rows[:, None] * C + cols[None, :]
-        acc += tl.load(src_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-        if TWO:
-            acc2 += tl.load(src2_ptr + offs, mask=mask, other=0.0).to(COMPUTE)
-    tl.store(dst_ptr + cols, sum_f(acc, axis=0).to(dst_ptr.dtype.element_ty), mask=cmask)
-    if TWO:
-        tl.store(dst2_ptr + cols, sum_f(acc2, axis=0).to(dst2_ptr.dtype.element_ty), mask=cmask)
+        acc += tl.load(src + rows[:, None] * C + cols[None, :], mask=mask, other=0.0).to(COMPUTE)
+    total = sum_f(acc, axis=0)
+    if which == 0:
+        tl.store(dst_ptr + cols, total.to(dst_ptr.dtype.element_ty), mask=cmask)
+    else:
+        tl.store(dst2_ptr + cols, total.to(dst2_ptr.dtype.element_ty), mask=cmask)
 
 
 _ln_fwd = Launcher(_ln_fwd_kernel)
@@ -350,13 +400,29 @@ def _ln_fwd_tiles(M: int, N: int) -> tuple[bool, int, int, int]:
     return True, block_m, block_n, warps_for(block_m * block_n)
 
 
-def _ln_blocks(M: int, N: int) -> tuple[bool, int, int]:
-    """(single, BLOCK_M, BLOCK_N) of the backward for rows of N elements."""
+def _ln_bwd_tiles(M: int, N: int) -> tuple[bool, int, int, int, int]:
+    """(single, BLOCK_M, BLOCK_N, num_warps, programs) of the backward for M rows of N
+    elements: LN_BWD_TILE-element tiles, fewer rows while that leaves fewer than
+    LN_BWD_MIN_PROGRAMS tiles, at most LN_BWD_PROGRAMS programs sharing the tiles evenly
+    (256 tiles: 128 programs of 2, not 132 of which 124 take 2)."""
     block_n = next_pow2(max(N, 1))
-    if block_n <= MAX_ROW_BLOCK:
-        block_m = max(1, min(LN_TILE // block_n, next_pow2(max(M, 1))))
-        return True, block_m, block_n
-    return False, 1, MAX_ROW_BLOCK
+    block_m = 1
+    if block_n > MAX_ROW_BLOCK:
+        single, block_n = False, MAX_ROW_BLOCK
+    else:
+        single = True
+        block_m = max(1, min(LN_BWD_TILE // block_n, next_pow2(max(M, 1))))
+        while block_m > 1 and cdiv(M, block_m) < LN_BWD_MIN_PROGRAMS:
+            block_m //= 2
+    warps = max(4, min(16, block_m * block_n // (32 * LN_BWD_PER_THREAD)))
+    n_tiles = cdiv(M, block_m)
+    per_program = cdiv(n_tiles, max(1, LN_BWD_PROGRAMS))
+    return single, block_m, block_n, warps, cdiv(n_tiles, per_program)
+
+
+def _colsum_tiles(R: int) -> tuple[int, int]:
+    """(BLOCK_R, BLOCK_C) of the column sum of R partial rows."""
+    return max(1, min(next_pow2(R), COLSUM_TILE // COLSUM_BLOCK_C)), COLSUM_BLOCK_C
 
 
 def _ln_split(input: torch.Tensor, normalized_shape: Sequence[int]) -> tuple[int, int, int]:
@@ -440,7 +506,8 @@ def layer_norm(
 
 
 # key -> (want_dx, want_dw, want_db, run: False where no launch, bwd grid, bwd ints,
-# bwd constexprs, partial rows, colsum grid, colsum constexprs, buffer dtype)
+# bwd constexprs, partial-sum buffer elements, colsum grid, colsum ints, colsum
+# constexprs, buffer dtype)
 _LN_BWD_PLANS: dict[tuple, tuple] = {}
 
 
@@ -460,23 +527,22 @@ def _ln_bwd_plan(
     _check_param(weight, N, "weight")
     run = (want_dx or want_dw or want_db) and M != 0 and N != 0
     if not run:
-        plan: tuple = (want_dx, want_dw, want_db, False, None, (), {}, 0, None, {}, buf_dtype)
+        plan: tuple = (want_dx, want_dw, want_db, False, None, (), {}, 0, None, (), {}, buf_dtype)
         return remember(_LN_BWD_PLANS, key, plan)
-    single, block_m, block_n = _ln_blocks(M, N)
-    n_tiles = cdiv(M, block_m)
-    n_programs = min(n_tiles, LN_BWD_PROGRAMS)
+    single, block_m, block_n, warps, n_programs = _ln_bwd_tiles(M, N)
+    vec = _vec(N)
     consts = dict(
         HAS_W=weight is not None, DX=want_dx, DW=want_dw, DB=want_db, SINGLE=single,
-        COMPUTE=compute, BLOCK_M=block_m, BLOCK_N=block_n,
-        num_warps=warps_for(block_m * block_n),
+        COMPUTE=compute, BLOCK_M=block_m, BLOCK_N=block_n, VEC=vec,
+        EVEN_M=M % block_m == 0, EVEN_N=N == block_n, STAGES=LN_BWD_STAGES, num_warps=warps,
     )  # fmt: skip
-    ints = (M, N, n_tiles, n_programs, n_programs if want_dw else 0)
-    colsum = dict(
-        TWO=want_dw and want_db, COMPUTE=compute, BLOCK_R=COLSUM_BLOCK_R, BLOCK_C=COLSUM_BLOCK_C
-    )
+    ints = (M, N // vec, cdiv(M, block_m), n_programs, n_programs if want_dw else 0)
+    grads = want_dw + want_db
+    block_r, block_c = _colsum_tiles(n_programs)
+    colsum = dict(VEC=vec, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4)
     plan = (
-        want_dx, want_dw, want_db, True, (n_programs,), ints, consts,
-        n_programs * (want_dw + want_db), (cdiv(N, COLSUM_BLOCK_C),), colsum, buf_dtype,
+        want_dx, want_dw, want_db, True, (n_programs,), ints, consts, grads * n_programs * N,
+        (cdiv(N, block_c), grads), (n_programs, N // vec), colsum, buf_dtype,
     )  # fmt: skip
     return remember(_LN_BWD_PLANS, key, plan)
 
@@ -504,7 +570,9 @@ def layer_norm_backward(
     plan = _LN_BWD_PLANS.get(key)
     if plan is None:
         plan = _ln_bwd_plan(key, input, normalized_shape, weight, bias, output_mask)
-    want_dx, want_dw, want_db, run, grid, ints, consts, part_rows, cgrid, cconsts, bdt = plan
+    want_dx, want_dw, want_db, run, grid, ints, consts, part_numel, cgrid, cints, cconsts, bdt = (
+        plan
+    )
     dx = torch.empty(input.shape, dtype=input.dtype, device=dev) if want_dx else None
     if not run:
         if not (want_dx or want_dw or want_db):
@@ -516,14 +584,14 @@ def layer_norm_backward(
     dw = torch.empty(weight.shape, dtype=weight.dtype, device=dev) if want_dw else None
     db = torch.empty(bias.shape, dtype=bias.dtype, device=dev) if want_db else None
     x = input.contiguous()
-    part = torch.empty((part_rows, ints[1]), dtype=bdt, device=dev) if part_rows else x
+    part = torch.empty(part_numel, dtype=bdt, device=dev) if part_numel else x
     _ln_bwd(
         grid,
         (grad_out.contiguous(), x, weight.contiguous() if weight is not None else x,
          mean.contiguous(), rstd.contiguous(), dx if dx is not None else x, part, *ints),
         **consts,
     )  # fmt: skip
-    if part_rows:
+    if part_numel:
         dst = dw if dw is not None else db
-        _colsum(cgrid, (part, dst, db if db is not None else dst, ints[3], ints[1]), **cconsts)
+        _colsum(cgrid, (part, dst, db if db is not None else dst, *cints), **cconsts)
     return dx, dw, db
