@@ -144,15 +144,11 @@ def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
         conv.convolution_backward(*args)
 
 
-@pytest.mark.parametrize("by_kpos", [False, True], ids=["columns", "by_kernel_position"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool,
-                                              by_kpos: bool, monkeypatch) -> None:  # fmt: skip
+def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool) -> None:
     """Few weights over many positions (a network's stem): the positions are split across
-    programs and their fp32 partials summed by a second kernel, in the weight's layout
-    (both weight-gradient kernels)."""
-    monkeypatch.setattr(conv, "WGRAD_BY_KERNEL_POSITION", by_kpos)
+    programs and their fp32 partials summed by a second kernel, in the weight's layout."""
     x, w = _r((2, 3, 48, 48), dtype, 1), _r((4, 3, 3, 3), dtype, 2)
     if channels_last:
         x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
@@ -190,15 +186,41 @@ def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
     assert conv._per_image(sliced) is None
 
 
+def _gpu_tiles(monkeypatch, small: bool) -> None:
+    """The GPU's tile choice under the interpreter (tiles stay fp32-converted), shrunk to
+    16 where ``small`` so every case runs several row, column and reduction tiles."""
+    monkeypatch.setattr(conv, "_INTERPRETING", False)
+    if small:
+        for name in ("CONV_BLOCK_M", "CONV_BLOCK_N_MAX", "CONV_BLOCK_K", "WGRAD_BLOCK_N",
+                     "WGRAD_BLOCK_K"):  # fmt: skip
+            monkeypatch.setattr(conv, name, 16)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-@pytest.mark.parametrize("case", list(CASES))
-def test_weight_gradient_by_kernel_position(case: str, dtype: torch.dtype, monkeypatch) -> None:
-    """The weight-gradient kernel with one kernel position per program (the alternative
-    ``benchmarks/conv_probe.py`` times against the default) computes what eager does on
-    every case: strides, padding, dilation, groups, transposed, 1-3-D."""
-    monkeypatch.setattr(conv, "WGRAD_BY_KERNEL_POSITION", True)
-    x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, dtype, True)
-    if conv._pointwise(w.shape[2:], stride, padding, out_pad, groups):
-        pytest.skip("pointwise: the weight gradient goes to the matmul kernel")
-    args = _backward_args(case, dtype, [False, True, False])
+@pytest.mark.parametrize("case", [c for c in CASES if "pointwise" not in c])
+@pytest.mark.parametrize("tiles", ["gpu", "small", "int64"])
+def test_gpu_tiles(case: str, dtype: torch.dtype, tiles: str, monkeypatch) -> None:
+    """Forward, input and weight gradient under the GPU's tiles (as the H100 runs them),
+    under 16-wide tiles (several K steps, column tiles and channel groups per tile edge),
+    and with 64-bit offsets forced (the path of tensors past 2^31 elements): strides,
+    padding, dilation, groups, transposed, 1-3-D."""
+    _gpu_tiles(monkeypatch, small=tiles == "small")
+    if tiles == "int64":
+        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    args = _args(case, dtype, bias=True)
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    bargs = _backward_args(case, dtype, [True, True, True])
+    assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
+
+
+@pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_groups", "2d_transposed", "3d"])
+def test_gpu_tiles_channels_last(case: str, monkeypatch) -> None:
+    """The channel-fastest reduction order (channels-last inputs) under small GPU tiles."""
+    _gpu_tiles(monkeypatch, small=True)
+    args = _backward_args(case, torch.float32, [True, True, True])
+    fmt = torch.channels_last if args[1].dim() == 4 else torch.channels_last_3d
+    args[:3] = [t.to(memory_format=fmt) for t in args[:3]]
     assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    fargs = _args(case, torch.float32, bias=True)
+    fargs[0] = fargs[0].to(memory_format=fmt)
+    assert_matches(conv.convolution(*fargs), aten.convolution, *fargs)

@@ -13,15 +13,16 @@ in the memory format eager picks for it.
 
 Transposed convolution is the same loop read backwards: output position ``o`` takes
 input position ``i = (o + padding - k * dilation) / stride`` when that division is exact
-and ``i`` is in range, with the weight's ``[C_in, C_out / groups, ...]`` layout. At unit
-stride (every input gradient of a stride-1 convolution) a compile-time branch skips the
-per-element 64-bit modulo and division: the H100 probe timed that input gradient at 2.5
-ms where the forward of the same shape took 0.88.
+and ``i`` is in range, with the weight's ``[C_in, C_out / groups, ...]`` layout. Kernel
+sizes and strides are compile-time constants, offsets 32-bit where the tensors allow
+(``conv_kernels``' docstring says what the sm_90 code of the kernels they replace spent
+its time on).
 
 Numerics as the matmul family (:mod:`opbench.kernels._lib.matmul`): f16/bf16 on tensor
 cores with fp32 accumulation, f32 in IEEE precision (eager's cuDNN uses TF32 unless the
 run pins it off, which opbench does by default), the bias added in fp32 before the one
-rounding; float64 and the rest declined. Tile sizes are untuned defaults.
+rounding; float64 and the rest declined. Tiles are module constants
+(``CONV_*``, ``WGRAD_*``) that ``benchmarks/conv_probe.py`` sweeps.
 
 The ``@triton.jit`` kernels and their launchers are in
 :mod:`opbench.kernels._lib.conv_kernels`; this module picks tiles, builds views and
@@ -34,52 +35,78 @@ import os
 from collections.abc import Sequence
 
 import torch
-import triton
 
-from opbench.kernels._lib.conv_kernels import _conv, _wgrad, _wgrad_kpos
-from opbench.kernels._lib.launch import cdiv
+from opbench.kernels._lib.conv_kernels import _conv, _wgrad
+from opbench.kernels._lib.launch import cdiv, next_pow2
 from opbench.kernels._lib.matmul import matmul_into, split_plan, sum_split_partials
 
 __all__ = ["convolution", "convolution_backward"]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+#: tiles converted to fp32 before tl.dot (the interpreter multiplies 16-bit arrays in
+#: their own precision); apart from :data:`_INTERPRETING`, which picks the tiles, so a
+#: test can run the GPU's tile choice under the interpreter
+_TO_F32 = _INTERPRETING
 
 _SERVED = (torch.float16, torch.bfloat16, torch.float32)
 
 
-#: Whether the weight gradient runs one kernel position per program
-#: (:func:`~opbench.kernels._lib.conv_kernels._wgrad_kpos_kernel`) instead of (channel,
-#: position) columns (:func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`). Off until
-#: an H100 measurement says which is faster: the old kernel took 3.1 ms where cuDNN takes
-#: 0.14 on the traced 3x3 convolution over 18 channels
-#: (``benchmarks/results/conv-probe-h100.md``); ``benchmarks/conv_probe.py`` times both.
-WGRAD_BY_KERNEL_POSITION = False
+#: Forward (and input-gradient) tiles of :func:`~opbench.kernels._lib.conv_kernels._conv_kernel`
+#: on the GPU: rows are output positions, columns a group's output channels (the count
+#: rounded up to a power of two, at least 16, at most ``CONV_BLOCK_N_MAX``), the reduction
+#: (input channel, kernel position) flattened and walked ``CONV_BLOCK_K`` at a time
+#: (fewer where it is shorter). Module constants so ``benchmarks/conv_probe.py`` sweeps
+#: them; untimed on a GPU since the rewrite (see ``conv_kernels``' docstring).
+CONV_BLOCK_M = 128
+#: Rows of a tile over a channels-last input (the kernel's ``POS_COLS`` off): its
+#: per-row bounds sit in a layout of many rows a thread, and 128x64 tiles spilled on
+#: sm_90 (255 registers, 248 bytes of stack; 64x32: 223, none).
+CONV_BLOCK_M_CL = 64
+CONV_BLOCK_N_MAX = 128
+CONV_BLOCK_K = 32
+CONV_WARPS = 4
+#: Triton's software pipeline depth; the gathers are 2-byte loads Triton cannot issue as
+#: cp.async, so it should not matter (the old kernel timed the same at 1 and 3 stages).
+CONV_STAGES = 1
+#: Weight-gradient tiles of :func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`:
+#: columns are (channel, kernel position) pairs, ``WGRAD_BLOCK_K`` the positions summed
+#: per step; rows are the group's channels of ``a`` (16 to 64).
+WGRAD_BLOCK_N = 64
+WGRAD_BLOCK_K = 64
+WGRAD_WARPS = 4
+WGRAD_STAGES = 1
+
+_I32_LIMIT = 2**31 - 2**17  # headroom for a last tile's out-of-range rows
 
 
-def _blocks(M: int, cout_g: int, cin_g: int) -> tuple[int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps): narrow N and K tiles for the few channels
-    of a group (depthwise: one input channel, BLOCK_K at tl.dot's minimum 16). Groups of
-    fewer than 32 channels get 32-row, 16-deep tiles: on the H100
-    (``benchmarks/results/conv-probe-h100.md``) the traced 3x3 convolution over 18
-    channels ran in 5.49 ms on 128x32x32 tiles and in 0.88 ms on 32x32x16, and the one of
-    64 groups of 8 channels in 0.53 and 0.49 ms; wider channel counts keep the untuned
-    defaults."""
-    bn = min(128, max(16, triton.next_power_of_2(cout_g)))
-    bk = min(64, max(16, triton.next_power_of_2(cin_g)))
+def _fits_i32(*tensors: torch.Tensor, counts: Sequence[int] = ()) -> bool:
+    """Whether every element offset of ``tensors`` and every count fits 32-bit indexing."""
+    for t in tensors:
+        if sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride())) >= _I32_LIMIT:
+            return False
+    return all(c < _I32_LIMIT for c in counts)
+
+
+def _blocks(M: int, cout_g: int, cin_g: int, pos_cols: bool) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps) of the forward kernel for ``M`` rows and a
+    group's ``cout_g`` output and ``cin_g`` input channels (``BLOCK_K`` of them a step).
+    The old kernel's H100 probe (``benchmarks/results/conv-probe-h100.md``) preferred
+    narrow tiles only because each of its K steps was a 64-bit gather of 16 channels."""
+    bn = min(CONV_BLOCK_N_MAX, max(16, next_pow2(cout_g)))
+    bk = min(CONV_BLOCK_K, max(16, next_pow2(cin_g)))
     if _INTERPRETING:  # few, tall programs: the interpreter pays per program and per step
-        return min(1024, max(16, triton.next_power_of_2(M))), min(bn, 64), bk, 4
-    if cin_g < 32 and cout_g <= 32:
-        return 32, bn, 16, 4
-    bm = 128 if M >= 128 * 64 else 64
-    return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4
+        return min(1024, max(16, next_pow2(M))), min(bn, 64), max(16, next_pow2(cin_g)), 4
+    bm = CONV_BLOCK_M if pos_cols else CONV_BLOCK_M_CL
+    return bm, bn, bk, max(CONV_WARPS, 8 if bm * bn >= 128 * 128 else 4)
 
 
-def _wgrad_blocks(r_g: int, c_g: int, kvol: int) -> tuple[int, int, int]:
+def _wgrad_blocks(r_g: int, columns: int) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K) of the weight gradient: rows are the group's channels
-    of ``a``, columns (channel, kernel position) pairs, K the positions summed over."""
+    of ``a``, columns those of ``b`` (one kernel position a program), K the positions."""
+    bm = min(64, max(16, next_pow2(r_g)))
     if _INTERPRETING:
-        return 16, min(256, max(16, triton.next_power_of_2(c_g * kvol))), 256
-    return min(64, max(16, triton.next_power_of_2(r_g))), 64, 32
+        return 16, min(256, max(16, next_pow2(columns))), 256
+    return bm, min(WGRAD_BLOCK_N, max(16, next_pow2(columns))), WGRAD_BLOCK_K
 
 
 # ----------------------------------------------------------------------------- 1x1 convolutions
@@ -268,18 +295,19 @@ def convolution(
     OD, OH, OW = y.shape[2:]
     KD, KH, KW = w.shape[2:]
     M = N * OD * OH * OW
-    bm, bn, bk, warps = _blocks(M, cout_g, cin_g)
+    pos_cols = x.stride(1) != 1  # NCHW: neighbouring positions are neighbours in memory
+    bm, bn, bk, warps = _blocks(M, cout_g, cin_g, pos_cols)
     grid = (cdiv(M, bm), cdiv(cout_g, bn) * groups)
     _conv(
         grid,
-        (x, w, bias if bias is not None else y, y, M, cin_g, cout_g, KD * KH * KW,
-         D, H, W, OD, OH, OW, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+        (x, w, bias if bias is not None else y, y, M, cin_g, cout_g,
+         D, H, W, OD, OH, OW, pd, ph, pw, dd, dh, dw,
          *x.stride(), *w.stride(), *y.stride()),
-        TRANSPOSED=bool(transposed), UNIT_STRIDE=(sd, sh, sw) == (1, 1, 1),
-        HAS_BIAS=bias is not None,
-        IEEE=input.dtype == torch.float32, TO_F32=_INTERPRETING,
-        X_POS_MAJOR=x.stride(1) != 1, Y_POS_MAJOR=y.stride(1) != 1,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps,
+        KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw, TRANSPOSED=bool(transposed),
+        HAS_D=spatial == 3, HAS_BIAS=bias is not None,
+        IEEE=input.dtype == torch.float32, TO_F32=_TO_F32,
+        BIG=not _fits_i32(x, w, y, counts=(M + bm, cin_g + bk)), POS_COLS=pos_cols,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=CONV_STAGES,
     )  # fmt: skip
     return out
 
@@ -312,28 +340,27 @@ def _weight_grad(
     R_G, C_G = weight.shape[0] // groups, weight.shape[1]
     P = a5.shape[0] * QD * QH * QW
     kvol = KD * KH * KW
-    by_kpos = WGRAD_BY_KERNEL_POSITION
-    bm, bn, bk = _wgrad_blocks(R_G, C_G, kvol)
-    if by_kpos:  # columns are channels only: as narrow as the group's channels
-        bn = min(bn, max(16, triton.next_power_of_2(C_G)))
+    bm, bn, bk = _wgrad_blocks(R_G, C_G)
     # The weights are few and the positions summed over many (a ResNet stem: 32 x 27
     # weights over 800K positions): the positions are split across programs as matmul's
     # split-K, fp32 partials summed in a fixed order by the second kernel.
-    columns = C_G if by_kpos else C_G * kvol
-    tiles = cdiv(R_G, bm) * cdiv(columns, bn) * groups * (kvol if by_kpos else 1)
+    tiles = cdiv(R_G, bm) * cdiv(C_G, bn) * groups * kvol
     p_iters = cdiv(P, bk)
     splits, p_per_q = split_plan(tiles, p_iters, dw.device)
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
     target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
                                                 device=dw.device)  # fmt: skip
-    grid = (cdiv(R_G, bm), cdiv(columns, bn), groups * (kvol if by_kpos else 1) * splits)
-    (_wgrad_kpos if by_kpos else _wgrad)(
+    grid = (cdiv(R_G, bm), cdiv(C_G, bn), groups * kvol * splits)
+    _wgrad(
         grid,
-        (a5, b5, target, P, R_G, C_G, kvol, splits, p_per_q, dw.numel() if splits > 1 else 0,
-         PD, PH, PW, QD, QH, QW, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw_,
+        (a5, b5, target, P, R_G, C_G, splits, p_per_q, dw.numel() if splits > 1 else 0,
+         PD, PH, PW, QD, QH, QW, pd, ph, pw, dd, dh, dw_,
          *a5.stride(), *b5.stride(), *w5.stride()),
-        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, B_POS_MAJOR=b5.stride(1) != 1,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=4,
+        KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw, HAS_D=spatial == 3,
+        IEEE=a.dtype == torch.float32, TO_F32=_TO_F32,
+        BIG=not _fits_i32(a5, b5, target, counts=(P + (p_per_q + 1) * bk, C_G + bn)),
+        B_POS_MAJOR=b5.stride(1) != 1,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=WGRAD_WARPS, num_stages=WGRAD_STAGES,
     )  # fmt: skip
     if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
         sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
