@@ -4,10 +4,12 @@ layouts, each result checked against eager first.
 
 The part-2 traces run (``benchmarks/results/triton-part2-h100.md``) found the 3x3
 convolution over 18 channels at 0.02x eager and the grouped one (64 groups of 8 channels)
-at 0.13x, forward and backward; the untuned tile choice (``conv._blocks``) and its
-default three pipeline stages are the first suspects. This script times the forward
-kernel, the input gradient (the same kernel, transposed) and the weight gradient
-(``_wgrad_kernel``) separately, so the loss can be placed, and prints one table.
+at 0.13x, forward and backward. This script times the forward kernel, the input gradient
+(the same kernel, transposed) and the weight gradient (``_wgrad_kernel``) separately, so
+the loss can be placed, under each variant of ``conv``'s tile constants (``FORWARD``:
+``CONV_BLOCK_M/K``, warps, stages; ``WGRAD``: ``WGRAD_BLOCK_N/K``, warps, stages), every
+variant checked against eager first, and prints the fastest five of each. The two
+default cases run in about two minutes on an H100 (most of it compiling the variants).
 
 Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``):
     python3 benchmarks/conv_probe.py --out benchmarks/results/conv-probe-h100
@@ -28,27 +30,39 @@ DEVICE = "cuda"
 sys.path.insert(0, str(REPO / "src"))
 
 #: (name, input shape, weight shape, stride, padding, groups): the part-2 run's slowest
-#: traced convolutions (float16, NCHW as traced).
+#: traced convolutions (float16, NCHW as traced), the two in the traces suite's 8 most
+#: used of each op first; the rest (the next most used 3x3 and depthwise shapes) run
+#: with ``--cases``.
 CASES = [
     ("3x3, 18 channels", (128, 18, 56, 56), (18, 18, 3, 3), 1, 1, 1),
     ("3x3, 64 groups of 8", (32, 512, 14, 14), (1024, 8, 3, 3), 1, 1, 64),
+    ("3x3, 36 channels", (128, 36, 28, 28), (36, 36, 3, 3), 1, 1, 1),
+    ("3x3, 72 channels", (128, 72, 14, 14), (72, 72, 3, 3), 1, 1, 1),
+    ("3x3 depthwise, 728 channels", (32, 728, 19, 19), (728, 1, 3, 3), 1, 1, 728),
 ]
+DEFAULT_CASES = "0,1"
 
-#: Forward tile variants: (BLOCK_M, BLOCK_K, num_warps, num_stages); BLOCK_N stays the
-#: group's channel count rounded up, as ``_blocks`` picks it.
-FORWARD = list(itertools.product((32, 64, 128), (16, 32), (4,), (1, 3)))
-#: Weight-gradient variants: (one kernel position per program, BLOCK_N, BLOCK_K,
-#: num_warps, num_stages). The (channel, position)-column kernel's best tiles of the first
-#: probe, then the kernel-position one (``conv.WGRAD_BY_KERNEL_POSITION``) over its tiles.
-WGRAD = [(False, 64, 32, 4, 3)] + [
-    (True, *t) for t in itertools.product((32, 64), (32, 64, 128), (4,), (1, 3))
-]
+#: Forward (and input-gradient) variants: module constants of ``conv`` set together,
+#: (CONV_BLOCK_M, CONV_BLOCK_K, CONV_WARPS, CONV_STAGES). BLOCK_N is the group's channel
+#: count rounded up (``conv._blocks``); BLOCK_K is clipped to the group's channels.
+FORWARD = [
+    *((bm, 32, 4, st) for bm in (32, 64, 128, 256) for st in (1, 3)),
+    (64, 16, 4, 1), (128, 16, 4, 1), (128, 32, 8, 1), (256, 32, 8, 1),
+]  # fmt: skip
+#: Weight-gradient variants: (WGRAD_BLOCK_N, WGRAD_BLOCK_K, WGRAD_WARPS, WGRAD_STAGES);
+#: BLOCK_N is clipped to the group's channel count, rows are its output channels.
+WGRAD = [
+    *((64, bk, 4, st) for bk in (32, 64, 128, 256) for st in (1, 3)),
+    (64, 128, 8, 1), (64, 256, 8, 1),
+]  # fmt: skip
+_FWD_NAMES = ("CONV_BLOCK_M", "CONV_BLOCK_K", "CONV_WARPS", "CONV_STAGES")
+_WGRAD_NAMES = ("WGRAD_BLOCK_N", "WGRAD_BLOCK_K", "WGRAD_WARPS", "WGRAD_STAGES")
 
 
 def _bench(fn: Any) -> float:
     import triton
 
-    return float(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+    return float(triton.testing.do_bench(fn, warmup=5, rep=25, return_mode="median"))
 
 
 def _close(got: Any, want: Any) -> bool:
@@ -86,56 +100,50 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
     )
     rows.append({**base, "part": "eager", "forward": eager_f, "grad_input": eager_gi,
                  "grad_weight": eager_gw})  # fmt: skip
-    cout_g = ws[0] // groups
     rows.append({**base, "part": "default",
                  "forward": _bench(lambda: conv.convolution(x, w, None, *args)),
                  "grad_input": _bench(lambda: conv.convolution_backward(
                      gy, x, w, None, *args, [True, False, False])),
                  "grad_weight": _bench(lambda: conv.convolution_backward(
                      gy, x, w, None, *args, [False, True, False]))})  # fmt: skip
-    orig_blocks, orig_launch = conv._blocks, conv._conv
-    for bm, bk, warps, stages in FORWARD:
-        bn = min(128, max(16, 1 << (cout_g - 1).bit_length()))
-        conv._blocks = lambda M, co, ci, t=(bm, bn, bk, warps): t  # noqa: E731
-        conv._conv = lambda grid, a, s=stages, **kw: orig_launch(grid, a, num_stages=s, **kw)  # noqa: E731
-        row = {**base, "part": "forward+grad_input", "BLOCK_M": bm, "BLOCK_N": bn,
-               "BLOCK_K": bk, "warps": warps, "stages": stages}  # fmt: skip
-        try:
-            got = conv.convolution(x, w, None, *args)
-            gi = conv.convolution_backward(gy, x, w, None, *args, [True, False, False])[0]
-            row["ok"] = _close(got, want) and _close(gi, want_gi)
-            row["forward"] = _bench(lambda: conv.convolution(x, w, None, *args))
-            row["grad_input"] = _bench(
-                lambda: conv.convolution_backward(gy, x, w, None, *args, [True, False, False])
-            )
-        except Exception as e:  # noqa: BLE001 - a variant that does not compile is a row
-            row["error"] = f"{type(e).__name__}: {str(e)[:120]}"
-        finally:
-            conv._blocks, conv._conv = orig_blocks, orig_launch
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    orig = (conv._wgrad, conv._wgrad_kpos, conv._wgrad_blocks, conv.WGRAD_BY_KERNEL_POSITION)
-    for by_kpos, bn, bk, warps, stages in WGRAD:
-        conv.WGRAD_BY_KERNEL_POSITION = by_kpos
-        conv._wgrad_blocks = lambda r, c, k, t=(bn, bk): (orig[2](r, c, k)[0], *t)  # noqa: E731
-        conv._wgrad = lambda grid, a, s=stages, **kw: orig[0](grid, a, num_stages=s, **kw)  # noqa: E731
-        conv._wgrad_kpos = lambda grid, a, s=stages, **kw: orig[1](grid, a, num_stages=s, **kw)  # noqa: E731
-        row = {**base, "part": "grad_weight", "by_kernel_position": by_kpos, "BLOCK_N": bn,
-               "BLOCK_K": bk, "warps": warps, "stages": stages}  # fmt: skip
-        try:
-            gw = conv.convolution_backward(gy, x, w, None, *args, [False, True, False])[1]
-            row["ok"] = _close(gw, want_gw)
-            row["grad_weight"] = _bench(
-                lambda: conv.convolution_backward(gy, x, w, None, *args, [False, True, False])
-            )
-        except Exception as e:  # noqa: BLE001
-            row["error"] = f"{type(e).__name__}: {str(e)[:120]}"
-        finally:
-            conv._wgrad, conv._wgrad_kpos, conv._wgrad_blocks = orig[:3]
-            conv.WGRAD_BY_KERNEL_POSITION = orig[3]
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+    sweeps = (("forward+grad_input", _FWD_NAMES, FORWARD), ("grad_weight", _WGRAD_NAMES, WGRAD))
+    for part, names, variants in sweeps:
+        saved = {n: getattr(conv, n) for n in names}
+        for values in variants:
+            row = {**base, "part": part, "set": dict(zip(names, values))}
+            try:
+                for n, v in zip(names, values):
+                    setattr(conv, n, v)
+                if part == "grad_weight":
+                    gw = conv.convolution_backward(gy, x, w, None, *args, [False, True, False])[1]
+                    row["ok"] = _close(gw, want_gw)
+                    row["grad_weight"] = _bench(
+                        lambda: conv.convolution_backward(
+                            gy, x, w, None, *args, [False, True, False]
+                        )  # fmt: skip
+                    )
+                else:
+                    got = conv.convolution(x, w, None, *args)
+                    gi = conv.convolution_backward(gy, x, w, None, *args, [True, False, False])[0]
+                    row["ok"] = _close(got, want) and _close(gi, want_gi)
+                    row["forward"] = _bench(lambda: conv.convolution(x, w, None, *args))
+                    row["grad_input"] = _bench(
+                        lambda: conv.convolution_backward(
+                            gy, x, w, None, *args, [True, False, False]
+                        )  # fmt: skip
+                    )
+            except Exception as e:  # noqa: BLE001 - a variant that does not compile is a row
+                row["error"] = f"{type(e).__name__}: {str(e)[:120]}"
+            finally:
+                for n, v in saved.items():
+                    setattr(conv, n, v)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     return rows
+
+
+def r_names(part: str) -> tuple[str, ...]:
+    return _WGRAD_NAMES if part == "grad_weight" else _FWD_NAMES
 
 
 def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
@@ -162,13 +170,11 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
             bad = [r for r in group if r["part"] == part and not r.get("ok")]
             lines += [f"{part}: {len(ranked)} variants agree, {len(bad)} fail or disagree; "
                       "fastest five:", "",
-                      "| tiles (M/N, N, K), warps, stages | " + key + " ms | x eager |"
+                      "| " + "/".join(n.split("_", 1)[1] for n in r_names(part)) + " | " + key + " ms | x eager |"
                       + (" grad_input ms | x eager |" if key == "forward" else ""),
                       "|---|---|---|" + ("---|---|" if key == "forward" else "")]  # fmt: skip
             for r in ranked[:5]:
-                kpos = " (by kernel position)" if r.get("by_kernel_position") else ""
-                tiles = (f"{r.get('BLOCK_M', '-')}/{r['BLOCK_N']}, {r['BLOCK_K']}, {r['warps']}, "
-                         f"{r['stages']}{kpos}")  # fmt: skip
+                tiles = ", ".join(f"{v}" for v in r["set"].values())
                 cell = f"| {tiles} | {r[key]:.4f} | {eager[key] / r[key]:.3f} |"
                 if key == "forward":
                     cell += (
@@ -182,14 +188,14 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="OUT.json and OUT.md")
-    ap.add_argument("--cases", default=None, help="indices into CASES, comma-separated")
+    ap.add_argument("--cases", default=DEFAULT_CASES, help="indices into CASES, comma-separated")
     ns = ap.parse_args()
     import torch
     import triton
 
     env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "triton": triton.__version__}  # fmt: skip
-    picked = [CASES[int(i)] for i in ns.cases.split(",")] if ns.cases else CASES
+    picked = [CASES[int(i)] for i in ns.cases.split(",")]
     rows: list[dict[str, Any]] = []
     for case in picked:
         rows += probe_case(case, channels_last=False)
