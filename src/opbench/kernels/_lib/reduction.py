@@ -16,6 +16,10 @@ How a call is launched (:func:`reduce_into`):
   f64, int64 for integers and bools, as eager's accumulate types), then reduces it once.
   Tiles are row-shaped (wide ``BLOCK_N``) when the reduced side is the contiguous one and
   column-shaped (wide ``BLOCK_M``) when the kept side is, so loads coalesce either way.
+  A column sum (kept side contiguous) of up to :data:`COL_TALL_MAX_BYTES` a program
+  reads every row of 16 bytes of columns in one program instead (no split, below). A
+  program that reads one chunk reads it straight-line (``ONE_CHUNK``), so all of a
+  thread's loads are in flight at once.
   Chunks inside the row load without a column mask and the contiguous side's length
   arrives as a multiple of the vector where it is one, so every load of a contiguous run
   is a 16-byte vector: a runtime length without that proof made every mask per-element
@@ -108,6 +112,13 @@ TARGET_PROGRAMS: int | None = 4 if _INTERPRETING else None
 STAGES = 3
 PINGPONG = False
 PIPELINE_MIN_CHUNKS = 2
+#: A program that reads one chunk (most small reductions: every traced sum/mean but the
+#: whole-tensor ones) reads it straight-line, not through the loops above: ptxas then
+#: issues all of a thread's loads before the first add. In the loop (a trip count ptxas
+#: cannot see) it issued each 16-byte load after the previous one's adds: one load a
+#: thread in flight for the traced [128, 32] column tiles and [4, 1024] f16 row tiles,
+#: four of their four or eight straight-line (sm_90 SASS, Triton 3.9). False: the loops.
+STRAIGHT_ONE_CHUNK = True
 #: ``eviction_policy`` of the main loop's loads ("" or "evict_first": streamed data). The
 #: staged loop's cp.async copies drop it (they bypass L1 already, ``.cg``).
 EVICT = ""
@@ -133,9 +144,48 @@ ROW_TILES = ((16, 256, 16), (32, 128, 32), (64, 64, 64), (128, 32, 128), (256, 1
 WIDE_ROW = 16384
 #: Column-shaped tile (kept side contiguous): 128 contiguous rows x 32 reduced columns.
 COL_TILE = (128, 32)
-#: Elements of the last program's [BLOCK_M, SPLIT_BLOCK] tile of partials (no more than
-#: a main-loop tile, so the combine does not raise the kernel's register count).
-COMBINE_TILE = 4096
+#: Where the kept side is contiguous (column sums), each program reads COL_TALL_BYTES of
+#: every reduced row (one 16-byte vector: 8 f16 or 4 f32 columns; wider while there are
+#: more programs than a split launch's target) from top to bottom and writes its result:
+#: no split, so no partials, atomic and combine after the loads. Where that makes a
+#: program read more than COL_TALL_MAX_BYTES, or fewer than COL_TALL_MIN_PROGRAMS
+#: programs read an input larger than that, the COL_TILE plan splits the rows instead.
+#: Read from the sm_90 SASS: the split [128, 32] tiles of the traced column sums
+#: ([2048, 768], [1024, 1024], [256, 1024] f16) sat behind one 16-byte load a thread in
+#: flight, then a partial store, a release atomic and the last program's load of the
+#: partials; FlagGems (5.0.2, ``sum_dim_kernel_non_inner``) reads [1024, 8] tiles, 16
+#: warps, no split, and ran them in 8.2 / 6.5 / 5.5 us on the H100 (ours 12.0 / 10.2 /
+#: 7.3). COL_TALL_MAX_BYTES = 0 is the split plan everywhere.
+COL_TALL_BYTES = 16
+COL_TALL_MAX_BYTES = 32768
+COL_TALL_MIN_PROGRAMS = 64
+#: Elements of an unsplit column tile (its rows: COL_TALL_TILE // BLOCK_M, at most
+#: next_pow2(N); a longer column loops, pipelined) and elements each thread loads of it
+#: (num_warps = tile / 32 / COL_TALL_PER_THREAD, 1 to 16): [8, 2048] f16 is 16 warps of
+#: four 16-byte loads a thread, all in flight at once.
+COL_TALL_TILE = 16384
+COL_TALL_PER_THREAD = 32
+#: A row-tile plan (ROW_TILES) halves BLOCK_M while it has fewer programs than this (0:
+#: never): FlagGems reads one row a program ([4, 512, 768] f32 mean over the last dim:
+#: 2,048 programs, ours 512 of [4, 1024]).
+ROW_MIN_PROGRAMS = 0
+#: Bytes each thread loads of a ROW_TILES tile (num_warps = tile bytes / 32 / this, at
+#: least 4; the long-row tile and WIDE_ROW keep theirs): 64 is four 16-byte loads, all
+#: of which ptxas issues before the first add; at 128 (an f32 [4, 1024] tile on 4 warps,
+#: the traced [4, 512, 768] mean) it issues four, waits for the first, then four more
+#: (sm_90 SASS, Triton 3.9). f16 tiles keep 4 warps either way.
+ROW_BYTES_PER_THREAD = 64
+#: Elements of the last program's [BLOCK_M, SPLIT_BLOCK] tile of partials: 8192 holds
+#: the 64 splits of a [128, 32]-tiled column sum of 2,048 rows in one tile (sm_90, Triton
+#: 3.9: 9 of its 16 loads a thread in flight before the first add, 56 registers; 4096:
+#: two tiles, at most 5 in flight). The whole-tensor sums (BLOCK_M 1) keep one tile of up
+#: to 1,024 partials either way (256 MiB f16: 54 -> 56 registers, 9 programs an SM).
+COMBINE_TILE = 8192
+#: The combine's tiles of partials are unrolled (their loads issued together) up to this
+#: many, a loop beyond: in a loop ptxas issues each 16-byte load of the [128, 32] tiles
+#: after the previous one's adds (sm_90 SASS of the [16, 128, 128] column sum's combine:
+#: one load a thread in flight, 16 in a row, L2 latency each).
+COMBINE_UNROLL = 8
 #: Tile elements under the interpreter: big tiles, few programs (it runs them one by one).
 _INTERP_TILE = 16384
 
@@ -241,6 +291,42 @@ def _fold(acc, v, OP: tl.constexpr, CAST: tl.constexpr, ACC: tl.constexpr):
     return acc
 
 
+@triton.jit
+def _masked_fold(acc, fill, x_ptr, m_off, mask_m, c, N, nd1, ns0, ns1, MODE_N: tl.constexpr,
+                 BLOCK_N: tl.constexpr, OP: tl.constexpr, CAST: tl.constexpr,
+                 ACC: tl.constexpr):  # fmt: skip
+    """``acc`` with chunk ``c`` folded in, its columns past ``N`` masked (a row's last
+    chunk, or a program's only one)."""
+    n = c * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = mask_m[:, None] & (n < N)[None, :]
+    ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
+    v = tl.load(ptrs, mask=mask, other=0)
+    if CAST is not None:
+        v = v.to(CAST)
+    v = v.to(ACC)
+    if OP == 0:
+        acc += v
+    else:
+        acc = max_nan(acc, tl.where(mask, v, fill))
+    return acc
+
+
+@triton.jit
+def _fold_partials(pacc, pfill, part_ptr, s0, splits, M, m, mask_m, OP: tl.constexpr,
+                   SPLIT_BLOCK: tl.constexpr):  # fmt: skip
+    """``pacc`` with splits ``s0 ... s0 + SPLIT_BLOCK`` of the partials folded in."""
+    s = s0 + tl.arange(0, SPLIT_BLOCK)
+    pmask = mask_m[:, None] & (s < splits)[None, :]
+    # .cg: from L2, never a line an earlier launch left in this SM's L1
+    p = tl.load(part_ptr + (s[None, :] * M + m[:, None]), mask=pmask, other=0,
+                cache_modifier=".cg")  # fmt: skip
+    if OP == 0:
+        pacc += p
+    else:
+        pacc = max_nan(pacc, tl.where(pmask, p, pfill))
+    return pacc
+
+
 @jit_unspecialized
 def _reduce_kernel(
     x_ptr, out_ptr, part_ptr, cnt_ptr,
@@ -252,7 +338,7 @@ def _reduce_kernel(
     MODE_M: tl.constexpr, MODE_N: tl.constexpr, VEC: tl.constexpr, MVEC: tl.constexpr,
     NVEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IDX: tl.constexpr,
     SPLIT_BLOCK: tl.constexpr, STAGES: tl.constexpr, PINGPONG: tl.constexpr,
-    EVICT: tl.constexpr,
+    EVICT: tl.constexpr, ONE_CHUNK: tl.constexpr, COMBINE_ITERS: tl.constexpr,
 ):  # fmt: skip
     """Program ``(m, s)`` reduces columns ``[s * per_split, (s + 1) * per_split)`` (in
     chunks of BLOCK_N) of rows ``m * BLOCK_M ...``. Strides arrive divided by VEC, ``M``
@@ -268,7 +354,12 @@ def _reduce_kernel(
     ``part[s * M + m]`` and counts itself in ``cnt[m-block]``; the program that counts
     last sums the row block's partials in split order, ``SPLIT_BLOCK`` at a time (the
     same order every call: deterministic), writes ``out`` and sets the counter back to 0
-    for the next launch. One launch, no second stage, no memset."""
+    for the next launch. One launch, no second stage, no memset.
+
+    ``ONE_CHUNK``: every program reads exactly one chunk (``per_split == 1``), loaded
+    straight-line with its column mask. ``COMBINE_ITERS`` > 0: the partials lie in that
+    many SPLIT_BLOCK tiles, read unrolled (0: a loop). Either reads what the loop would,
+    in the same order: the same bits."""
     pid_m = tl.program_id(0).to(IDX)
     pid_s = tl.program_id(1).to(IDX)
     M = M.to(IDX) * MVEC
@@ -288,7 +379,12 @@ def _reduce_kernel(
     inside = tl.minimum(last, N // BLOCK_N)  # chunks before this one are full
     fill = tl.full([BLOCK_M, BLOCK_N], 0, ACC) + tl.cast(init, ACC)
     acc = fill
-    if PINGPONG:
+    if ONE_CHUNK:
+        # straight-line: ptxas issues all of a thread's loads before the first add (in a
+        # loop it waits on each 16-byte load before issuing the next; sm_90 SASS)
+        acc = _masked_fold(acc, fill, x_ptr, m_off, mask_m, first, N, nd1, ns0, ns1, MODE_N,
+                           BLOCK_N, OP, CAST, ACC)  # fmt: skip
+    elif PINGPONG:
         if first < inside:
             va = _chunk(x_ptr, m_off, mask_m, first, nd1, ns0, ns1, MODE_N, BLOCK_N, EVICT)
             for c in range(first + 1, inside - 1, 2):
@@ -306,18 +402,10 @@ def _reduce_kernel(
         for c in tl.range(first, inside, num_stages=STAGES):
             v = _chunk(x_ptr, m_off, mask_m, c, nd1, ns0, ns1, MODE_N, BLOCK_N, EVICT)
             acc = _fold(acc, v, OP, CAST, ACC)
-    for c in range(tl.maximum(first, inside), last):
-        n = c * BLOCK_N + tl.arange(0, BLOCK_N)
-        mask = mask_m[:, None] & (n < N)[None, :]
-        ptrs = x_ptr + (m_off[:, None] + offsets(n, nd1, ns0, ns1, MODE_N)[None, :])
-        v = tl.load(ptrs, mask=mask, other=0)
-        if CAST is not None:
-            v = v.to(CAST)
-        v = v.to(ACC)
-        if OP == 0:
-            acc += v
-        else:
-            acc = max_nan(acc, tl.where(mask, v, fill))
+    if not ONE_CHUNK:
+        for c in range(tl.maximum(first, inside), last):
+            acc = _masked_fold(acc, fill, x_ptr, m_off, mask_m, c, N, nd1, ns0, ns1, MODE_N,
+                               BLOCK_N, OP, CAST, ACC)  # fmt: skip
     if OP == 0:
         res = row_sum(acc)
     else:
@@ -336,16 +424,14 @@ def _reduce_kernel(
         if arrived == splits - 1:
             pfill = tl.full([BLOCK_M, SPLIT_BLOCK], 0, ACC) + tl.cast(init, ACC)
             pacc = pfill
-            for s0 in range(0, splits, SPLIT_BLOCK):
-                s = s0 + tl.arange(0, SPLIT_BLOCK)
-                pmask = mask_m[:, None] & (s < splits)[None, :]
-                # .cg: from L2, never a line an earlier launch left in this SM's L1
-                p = tl.load(part_ptr + (s[None, :] * M + m[:, None]), mask=pmask, other=0,
-                            cache_modifier=".cg")  # fmt: skip
-                if OP == 0:
-                    pacc += p
-                else:
-                    pacc = max_nan(pacc, tl.where(pmask, p, pfill))
+            if COMBINE_ITERS > 0:  # unrolled: every tile's loads in flight at once
+                for i in tl.static_range(COMBINE_ITERS):
+                    pacc = _fold_partials(pacc, pfill, part_ptr, i * SPLIT_BLOCK, splits, M, m,
+                                          mask_m, OP, SPLIT_BLOCK)  # fmt: skip
+            else:
+                for s0 in range(0, splits, SPLIT_BLOCK):
+                    pacc = _fold_partials(pacc, pfill, part_ptr, s0, splits, M, m, mask_m, OP,
+                                          SPLIT_BLOCK)  # fmt: skip
             if OP == 0:
                 res = row_sum(pacc)
             else:
@@ -420,22 +506,48 @@ def divided(args: tuple[int, int, int, int], vec: int) -> tuple[int, int, int]:
     return d1 // vec, s0 // vec, s1 // vec
 
 
-def _tile(M: int, N: int, m_args: tuple, n_args: tuple) -> tuple[int, int, int]:
-    """``(BLOCK_M, BLOCK_N, num_warps)`` for M rows of N reduced elements."""
+def _tile(
+    M: int, N: int, m_args: tuple, n_args: tuple, elem: int, target: int
+) -> tuple[int, int, int, bool]:
+    """``(BLOCK_M, BLOCK_N, num_warps, whether the columns may split)`` for M rows of N
+    reduced elements of ``elem`` bytes, ``target`` programs a split launch aims for."""
     if _INTERPRETING:
         bn = min(next_pow2(max(N, 1)), _INTERP_TILE)
         bm = min(next_pow2(max(M, 1)), max(1, _INTERP_TILE // bn))
-        return bm, bn, 4
+        return bm, bn, 4, True
     if m_args[0] in (0, 3) and n_args[0] not in (0, 3):
-        return (*COL_TILE, 4)
+        tall = _tall_tile(M, N, elem, target)
+        return (*COL_TILE, 4, True) if tall is None else (*tall, False)
     for limit, bm, bn in ROW_TILES:
         if limit is not None and N <= limit:
-            return min(bm, next_pow2(M)), bn, 4
+            bm = min(bm, next_pow2(M))
+            while bm > 1 and cdiv(M, bm) < ROW_MIN_PROGRAMS:
+                bm //= 2
+            return bm, bn, max(4, min(16, bm * bn * elem // (32 * ROW_BYTES_PER_THREAD))), True
     if N <= WIDE_ROW:
         bn = next_pow2(N)
-        return 1, bn, max(4, min(16, bn // 1024))
+        return 1, bn, max(4, min(16, bn // 1024)), True
     _, bm, bn = ROW_TILES[-1]
-    return bm, bn, max(4, bm * bn // 1024)  # 32 elements a thread
+    return bm, bn, max(4, bm * bn // 1024), True  # 32 elements a thread
+
+
+def _tall_tile(M: int, N: int, elem: int, target: int) -> tuple[int, int, int] | None:
+    """``(BLOCK_M, BLOCK_N, num_warps)`` of the unsplit column plan (:data:`COL_TALL_MAX_BYTES`)
+    for M contiguous kept columns of N reduced rows, or None where the split plan reads
+    them: COL_TALL_BYTES of each row a program, wider while there are more than
+    ``target`` programs (up to COL_TILE's width), every row of the program's columns in
+    tiles of up to COL_TALL_TILE elements, COL_TALL_PER_THREAD of them a thread."""
+    if N == 0:
+        return None
+    bm = max(1, COL_TALL_BYTES // elem)
+    while bm < COL_TILE[0] and cdiv(M, bm) > target:
+        bm *= 2
+    if N * bm * elem > COL_TALL_MAX_BYTES:
+        return None
+    if cdiv(M, bm) < COL_TALL_MIN_PROGRAMS and M * N * elem > COL_TALL_MAX_BYTES:
+        return None
+    bn = min(next_pow2(N), max(1, COL_TALL_TILE // bm))
+    return bm, bn, max(1, min(16, bm * bn // (32 * COL_TALL_PER_THREAD)))
 
 
 #: device index -> its SM count (``torch.cuda.get_device_properties`` costs microseconds)
@@ -473,7 +585,7 @@ def _launch_plan(
     programs at most where the columns split: grid, the kernel's integers, the
     constexprs that depend on the shape, and what a split needs of the scratch buffers
     (:func:`_scratch`: accumulate dtype, partials, counters) or None."""
-    bm, bn, warps = _tile(M, N, m_args, n_args)
+    bm, bn, warps, may_split = _tile(M, N, m_args, n_args, elem, target)
     cap = 16 // elem
     used = used_values(m_args) + used_values(n_args)
     vec = next((v for v in (8, 4, 2) if v <= cap and all(u % v == 0 for u in used)), 1)
@@ -485,7 +597,7 @@ def _launch_plan(
     programs = cdiv(M, bm)
     chunks = cdiv(N, bn)
     splits = 1
-    if programs < target and chunks >= MIN_SPLITS * MIN_CHUNKS_PER_SPLIT:
+    if may_split and programs < target and chunks >= MIN_SPLITS * MIN_CHUNKS_PER_SPLIT:
         splits = min(cdiv(target, programs), chunks // MIN_CHUNKS_PER_SPLIT)
         if splits < MIN_SPLITS:
             splits = 1
@@ -493,6 +605,7 @@ def _launch_plan(
     splits = max(1, cdiv(chunks, per_split))
     pipelined = min(per_split, N // bn) >= PIPELINE_MIN_CHUNKS
     sb = min(next_pow2(splits), max(1, COMBINE_TILE // bm)) if splits > 1 else 0
+    iters = cdiv(splits, sb) if sb else 0  # tiles of partials the combine reads
     # the indices (rows, columns, partial-buffer slots) and x's offsets: its extent
     idx = index_type(max(M * (splits + sb), M + bm, N + per_split * bn), shape, [stride])
     need = (acc, M * splits, programs) if splits > 1 else None
@@ -501,7 +614,9 @@ def _launch_plan(
         (M // mvec, N // nvec, per_split, md1, ms0, ms1, nd1, ns0, ns1),
         dict(MODE_M=mode_m, MODE_N=mode_n, VEC=vec, MVEC=mvec, NVEC=nvec, BLOCK_M=bm,
              BLOCK_N=bn, IDX=idx, SPLIT_BLOCK=sb, STAGES=STAGES if pipelined else 1,
-             PINGPONG=PINGPONG and pipelined, EVICT=EVICT, num_warps=warps),
+             PINGPONG=PINGPONG and pipelined, EVICT=EVICT,
+             ONE_CHUNK=STRAIGHT_ONE_CHUNK and per_split == 1,
+             COMBINE_ITERS=iters if iters <= COMBINE_UNROLL else 0, num_warps=warps),
         need,
     )  # fmt: skip
 
