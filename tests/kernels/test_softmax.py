@@ -11,6 +11,7 @@ import torch
 
 pytest.importorskip("triton")
 
+import triton.language as tl  # noqa: E402
 from kernel_checks import DEVICE, assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import softmax as sm  # noqa: E402
@@ -150,6 +151,97 @@ def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> Non
             assert_matches(sm.softmax(x, 0, False), aten._softmax, x, 0, False)
 
 
+@pytest.mark.parametrize("vecs, persist", [(1, 0), (2, 0), (4, 0), (2, 2), (1, 3)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_backward_gpu_row_plans_under_the_interpreter(
+    vecs: int, persist: int, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backward's GPU row tiles (:func:`softmax._row_tiling` with ``bwd``: several rows
+    a program, one to ``BWD_MAX_VECS`` vectors a thread, the row length passed divided by
+    the vector; with ``BWD_PERSIST``, ``persist`` programs looping over the tiles, on one
+    SM) at small scale through the interpreter: rows a multiple of the vector and not
+    (VEC_N 1), fewer rows than a tile, a row of one element, a grad at other strides than
+    the output, sliced rows (a row stride the vector does not divide), both formulas and
+    the CUDA rounding of ``grad * output`` forced on."""
+    if DEVICE != "cpu":
+        pytest.skip("patches the interpreter's plan switch")
+    monkeypatch.setattr(sm, "_INTERPRETING", False)
+    monkeypatch.setattr(sm, "_LAUNCHES", {})
+    monkeypatch.setattr(sm, "SINGLE_MAX", 64)
+    monkeypatch.setattr(sm, "RESIDENT_THREADS", 8)
+    monkeypatch.setattr(sm, "MIN_PROGRAMS", 4)
+    monkeypatch.setattr(sm, "BWD_MAX_VECS", vecs)
+    monkeypatch.setattr(sm, "BWD_PERSIST", persist)
+    monkeypatch.setattr(sm, "_sms", lambda t: 1)
+    g = torch.Generator().manual_seed(11)
+    for shape in ((3, 40, 24), (7, 64), (5, 8), (9, 5), (4, 1), (2, 3, 56)):
+        x = (torch.randn(*shape, generator=g) * 3).to(DEVICE, dtype)
+        grad = torch.randn(*shape, generator=g).to(DEVICE, dtype)
+        wide = torch.randn(*shape[:-1], shape[-1] + 3, generator=g).to(DEVICE, dtype)
+        for gr in (
+            grad,
+            wide[..., 1 : shape[-1] + 1],
+            grad.transpose(0, -1).contiguous().transpose(0, -1),
+        ):
+            y, ly = aten._softmax(x, -1, False), aten._log_softmax(x, -1, False)
+            assert_matches(sm.softmax_backward_data(gr, y, -1, dtype),
+                           aten._softmax_backward_data, gr, y, -1, dtype)  # fmt: skip
+            assert_matches(sm.log_softmax_backward_data(gr, ly, -1, dtype),
+                           aten._log_softmax_backward_data, gr, ly, -1, dtype)  # fmt: skip
+    if dtype != torch.float16:
+        return
+    monkeypatch.setattr(sm, "_rounds_product", lambda grad, log: not log)
+    monkeypatch.setattr(sm, "_LAUNCHES", {})
+    x = torch.randn(6, 40, generator=g).to(DEVICE, dtype)
+    out = aten._softmax(x, 1, False)
+    grad = (1 + 0.01 * torch.randn(6, 40, generator=g)).to(DEVICE, dtype)
+    got = sm.softmax_backward_data(grad, out, 1, dtype)
+    torch.testing.assert_close(got.float(), _cuda_eager_softmax_backward(grad, out, 1).float(),
+                               atol=1e-6, rtol=4e-3)  # fmt: skip
+
+
+def test_backward_launch_of_the_traced_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU launch of the traced contiguous-row backward cases: the row's power-of-2
+    tile with no masked half (rows of 512 took 1,024-wide tiles, rows of 128 256-wide),
+    the row length passed divided by the vector (``VEC_N``: 16-byte loads; it was a
+    plain runtime integer and every element was loaded alone), int32 indices, at least
+    MIN_PROGRAMS programs where the rows allow (the f32 case had 128 on 132 SMs)."""
+    monkeypatch.setattr(sm, "_INTERPRETING", False)
+    cases = {
+        # shape, dtype, log: (grid, BLOCK_M, BLOCK_N, VEC_N, num_warps)
+        ((1, 24, 512, 512), torch.float16, False): (3072, 4, 512, 8, 4),
+        ((128, 128, 128), torch.float16, False): (1024, 16, 128, 8, 4),
+        ((32, 128, 128), torch.float16, False): (512, 8, 128, 8, 4),
+        ((1, 16, 128, 128), torch.float32, False): (512, 4, 128, 4, 4),
+        ((128, 1000), torch.float16, True): (128, 1, 1024, 8, 4),
+        ((16, 4096), torch.float32, True): (16, 1, 4096, 4, 8),
+    }
+    for (shape, dtype, log), want in cases.items():
+        t = torch.empty(shape, dtype=dtype, device="meta")
+        dim = len(shape) - 1
+        plan = sm._plan([t, t, t], dim, True)
+        assert plan is not None
+        _, grid, ints, consts = sm._launch_args(plan, [t, t], t, dim, log, True)
+        got = (grid[0], consts["BLOCK_M"], consts["BLOCK_N"], consts["VEC_N"], consts["num_warps"])
+        assert got == want, shape
+        assert ints[1] == shape[-1] // consts["VEC_N"] and consts["SINGLE"]
+        assert consts["IDX"] == tl.int32
+        assert consts["LOOP"] == 0
+    # a row the vector does not divide: element loads, the length as is
+    t = torch.empty(64, 1001, dtype=torch.float16, device="meta")
+    _, _, ints, consts = sm._launch_args(sm._plan([t, t, t], 1, True), [t, t], t, 1, False, True)
+    assert consts["VEC_N"] == 1 and ints[1] == 1001
+    # BWD_PERSIST: at most that many looping programs an SM (132 on the CPU's plans),
+    # where there are more tiles than that; fewer keep one tile a program
+    monkeypatch.setattr(sm, "BWD_PERSIST", 4)
+    monkeypatch.setattr(sm, "BWD_STAGES", 3)
+    for shape, want in (((1, 24, 512, 512), (528, 3)), ((32, 128, 128), (512, 0))):
+        t = torch.empty(shape, dtype=torch.float16, device="meta")
+        plan = sm._plan([t, t, t], len(shape) - 1, True)
+        _, grid, _, consts = sm._launch_args(plan, [t, t], t, len(shape) - 1, False, True)
+        assert (grid[0], consts["LOOP"]) == want
+
+
 def test_row_tiling_of_the_traced_shapes() -> None:
     """``(BLOCK_M, BLOCK_N, num_warps)`` for the traced contiguous-row cases: a power-of-2
     row, one to four 16-byte vectors a thread, at least MIN_PROGRAMS programs where the
@@ -160,6 +252,9 @@ def test_row_tiling_of_the_traced_shapes() -> None:
     assert sm._row_tiling(24 * 512, 512, 2) == (8, 512, 4)  # [1,24,512,512] f16
     assert sm._row_tiling(128, 1000, 2) == (1, 1024, 4)  # [128,1000] f16
     assert sm._row_tiling(16, 4096, 4) == (1, 4096, 8)
+    # the backward: at most BWD_MAX_VECS (2) vectors of each input a thread
+    assert sm._row_tiling(24 * 512, 512, 2, bwd=True) == (4, 512, 4)
+    assert sm._row_tiling(128 * 128, 128, 2, bwd=True) == (16, 128, 4)
 
 
 @pytest.mark.parametrize("two_pass", [False, True])

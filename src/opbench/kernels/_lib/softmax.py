@@ -13,19 +13,21 @@ How a call is launched (:func:`_plan`):
 * A row that fits in one tile (``SINGLE``) is loaded once: max, exp, sum and the output
   from registers (one read, one write). Longer rows take two passes: an online pass
   keeping the running max and the sum rescaled to it, then the output pass.
-* Forward, ``dim`` contiguous (the usual last-dim softmax): rows of at most
-  :data:`SINGLE_MAX` elements in ``[BLOCK_M, BLOCK_N]`` tiles, ``BLOCK_N`` the row
-  rounded up to a power of 2, one to four 16-byte vectors a thread and enough programs
-  (:func:`_row_tiling`); the row length arrives as a known multiple of the vector, so
-  the column mask does not split the vectors (before, every f16 element was loaded
-  alone: ``[128, 128, 128]`` f16 7.87 us on the H100, eager 5.15).
+* Forward and backward, ``dim`` contiguous (the usual last-dim softmax): rows of at
+  most :data:`SINGLE_MAX` elements in ``[BLOCK_M, BLOCK_N]`` tiles, ``BLOCK_N`` the row
+  rounded up to a power of 2, one to :data:`MAX_VECS` (backward: :data:`BWD_MAX_VECS` of
+  each input) 16-byte vectors a thread and enough programs (:func:`_row_tiling`); the
+  row length arrives as a known multiple of the vector, so the column mask does not
+  split the vectors (before, every f16 element was loaded alone: forward ``[128, 128,
+  128]`` f16 7.87 us on the H100, eager 5.15; the backward until it took these tiles
+  too). The backward can also loop over its tiles on fewer programs, pipelined
+  (:data:`BWD_PERSIST`).
 * Contiguous rows longer than :data:`SINGLE_MAX`, forward and backward: one program a
   row, the row's body 16-byte aligned whatever its start (:mod:`softmax_long`, which
   also holds the per-tile row math both modules' kernels share).
-* Otherwise (and in the backward kernel's shorter rows): row-shaped tiles when ``dim`` is contiguous
-  (``BLOCK_N`` = the row rounded up to one of :data:`ROW_WIDTHS`, 4,096 elements a
-  tile), column-shaped (64 x 64) when it is strided, so the contiguous kept dim
-  coalesces.
+* ``dim`` strided: column-shaped tiles (64 x 64) when a kept dim is contiguous, so it
+  coalesces; else row-shaped ones (``BLOCK_N`` = the row rounded up to one of
+  :data:`ROW_WIDTHS`, 4,096 elements a tile).
 
 Computation is float32 for f16/bf16/f32 (float64 for f64), cast once on store. A row of
 all ``-inf`` gives NaN, and a NaN anywhere in a row makes the row NaN, as in eager.
@@ -64,17 +66,18 @@ __all__ = [
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-#: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps): the backward
-#: kernel's tiles, and the forward's when ``dim`` is strided.
+#: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps) when ``dim``
+#: is strided.
 TILE = 4096
-#: Backward row tile widths when ``dim`` is contiguous (also the forward's when neither
-#: ``dim`` nor a kept dim is): the row rounded up to one of these (adding 128 made
-#: 32x12x128x128 f16 slower on the H100, 26.6 -> 31.1 us; eager 18.1); rows longer than
-#: the last take the two-pass (online) path. Few widths, few compiles.
+#: Row tile widths when neither ``dim`` nor a kept dim is contiguous: the row rounded up
+#: to one of these (rows longer than the last take the two-pass (online) path). Few
+#: widths, few compiles. (Contiguous rows took these in the backward until they took
+#: :func:`_row_tiling`'s: then adding 128 made 32x12x128x128 f16 slower on the H100,
+#: 26.6 -> 31.1 us, eager 18.1, while every element was loaded alone.)
 ROW_WIDTHS = (16, 64, 256, 1024, 4096)
 #: Column tiles when ``dim`` is strided: short rows in one tile, else 64 x 64 tiles.
 COL_WIDTHS = (16, 64)
-#: Forward, contiguous rows of at most this many elements: one ``[BLOCK_M, BLOCK_N]``
+#: Contiguous rows of at most this many elements: one ``[BLOCK_M, BLOCK_N]``
 #: tile per program, ``BLOCK_N`` the row rounded up to a power of 2, loaded once
 #: (:func:`_row_tiling`); longer rows take :mod:`softmax_long`'s kernels.
 SINGLE_MAX = 4096
@@ -85,6 +88,31 @@ SINGLE_MAX = 4096
 RESIDENT_THREADS = 132 * 1024
 #: Fewer row programs than this halve the rows a program takes (down to one).
 MIN_PROGRAMS = 512
+#: The most 16-byte vectors a thread of the forward's row tiles loads (elements a thread
+#: grow to this while the problem exceeds RESIDENT_THREADS; :func:`_row_tiling`).
+MAX_VECS = 4
+#: The backward's (contiguous rows of at most SINGLE_MAX, :func:`_row_tiling` too): the
+#: most vectors a thread loads of each input. Two inputs: 2 keeps the forward's four
+#: vectors a thread in flight. The backward took ROW_WIDTHS tiles before, the row length
+#: a runtime integer, so every element was loaded alone: the traced [1, 24, 512, 512]
+#: f16 plan read 64 ``ld.global.b16`` a thread, 125 registers (four 4-warp programs an
+#: SM), half of each [4, 1024] tile masked (25.0 us on the H100: 1.5 TB/s; eager 32.3,
+#: FlagGems 18.9); rows of 128 took 256-wide tiles (the f32 [1, 16, 128, 128] case 128
+#: programs on 132 SMs). Now (sm_90 PTX, Triton 3.9): [4, 512] tiles, 3,072 programs,
+#: 2 + 2 ``ld.global.v4`` and 2 ``st.global.v4`` a thread, 40 registers; 1: 26
+#: registers, 6,144 programs; 4: 64 registers, 1,536 programs.
+BWD_MAX_VECS = 2
+#: The backward's row tiles (as BWD_MAX_VECS) on at most this many programs an SM, each
+#: looping over its share of the tiles with the next ones' loads in flight
+#: (``tl.range(num_stages=BWD_STAGES)``: cp.async copies into shared memory); 0: one tile
+#: a program, all launched at once (the default until timed). A one-tile program loads,
+#: waits, sums and stores once, so an SM keeps loads in flight only through its other
+#: resident programs, and the last partial wave of a multi-wave grid leaves SMs idle
+#: (the traced [1, 24, 512, 512] f16: 3,072 programs of 40 registers, 12 resident an SM,
+#: 1.9 waves). sm_90 (Triton 3.9) of that case at 4 programs an SM: 528 programs, 16-byte
+#: ``cp.async.cg`` copies, 54 registers, 8 KB shared at 2 stages (16 KB at 3).
+BWD_PERSIST = 0
+BWD_STAGES = 2
 #: Under the interpreter: big tiles, few programs; rows longer than this are two-pass.
 _INTERP_TILE = 16384
 INTERP_MAX_WIDTH = 4096
@@ -165,6 +193,36 @@ def _softmax_kernel(
             tl.store(o_ptr + (o_m + o_n[None, :]), y.to(o_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _bwd_rows(
+    g_ptr, y_ptr, o_ptr, m, M, N, md1, gs0, gs1, ys0, ys1, os0, os1, gn, yn, on,
+    LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
+    IDX: tl.constexpr, BLOCK_N: tl.constexpr, PRODUCT_FIRST: tl.constexpr,
+    ROUND: tl.constexpr,
+):  # fmt: skip
+    """The rows ``m`` of :func:`_softmax_bwd_kernel`, each whole in one ``BLOCK_N`` tile:
+    grad and output loaded once, the row sum from registers, the result written."""
+    dt = g_ptr.dtype.element_ty
+    mask_m = m < M
+    g_m = offsets(m, md1, gs0, gs1, MODE_M)[:, None]
+    y_m = offsets(m, md1, ys0, ys1, MODE_M)[:, None]
+    o_m = offsets(m, md1, os0, os1, MODE_M)[:, None]
+    cols = tl.arange(0, BLOCK_N).to(IDX)
+    mask = mask_m[:, None] & (cols < N)[None, :]
+    g_n = cols if UNIT_N else cols * gn
+    y_n = cols if UNIT_N else cols * yn
+    o_n = cols if UNIT_N else cols * on
+    g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
+    y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
+    p = product(g, y, dt, ROUND)
+    if LOG:
+        dot = row_sum(g)[:, None]
+    else:
+        dot = row_sum(p)[:, None]
+    r = bwd_tile(g, y, p, dot, LOG, PRODUCT_FIRST)
+    tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
+
+
 @triton.jit(
     do_not_specialize=[
         "M", "N", "md1", "gs0", "gs1", "ys0", "ys1", "os0", "os1", "gn", "yn", "on"
@@ -176,43 +234,52 @@ def _softmax_bwd_kernel(
     gs0: tl.int64, gs1: tl.int64, ys0: tl.int64, ys1: tl.int64, os0: tl.int64, os1: tl.int64,
     gn: tl.int64, yn: tl.int64, on: tl.int64,
     LOG: tl.constexpr, COMPUTE: tl.constexpr, MODE_M: tl.constexpr, UNIT_N: tl.constexpr,
-    SINGLE: tl.constexpr, VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    PRODUCT_FIRST: tl.constexpr, ROUND: tl.constexpr,
+    SINGLE: tl.constexpr, VEC: tl.constexpr, VEC_N: tl.constexpr, IDX: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRODUCT_FIRST: tl.constexpr,
+    ROUND: tl.constexpr, LOOP: tl.constexpr,
 ):  # fmt: skip
-    """softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g)."""
+    """softmax: gi = y * (g - sum(g * y)); log_softmax: gi = g - exp(y) * sum(g).
+    Sizes and strides arrive divided by VEC, and N by VEC_N (VEC for contiguous rows), as
+    in :func:`_softmax_kernel`: a row length the compiler cannot prove a multiple of the
+    vector splits the column mask, and every element was loaded alone (sm_90 PTX of the
+    traced ``[1, 24, 512, 512]`` f16 plan: 64 ``ld.global.b16`` a thread, 125 registers).
+    ``LOOP`` (rows in one tile only): 0, one tile of rows a program; else each program
+    loops over every ``num_programs``-th tile, ``tl.range(num_stages=LOOP)`` (2 or more:
+    the next tiles' loads in flight, cp.async into shared memory, while one is summed;
+    :data:`BWD_PERSIST`)."""
     dt = g_ptr.dtype.element_ty
-    md1 = md1 * VEC
-    gs0 = gs0 * VEC
-    gs1 = gs1 * VEC
-    ys0 = ys0 * VEC
-    ys1 = ys1 * VEC
-    os0 = os0 * VEC
-    os1 = os1 * VEC
-    gn = gn * VEC
-    yn = yn * VEC
-    on = on * VEC
-    pid = tl.program_id(0).to(tl.int64)
-    m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    mask_m = m < M
-    g_m = offsets(m, md1, gs0, gs1, MODE_M)[:, None]
-    y_m = offsets(m, md1, ys0, ys1, MODE_M)[:, None]
-    o_m = offsets(m, md1, os0, os1, MODE_M)[:, None]
-    cols = tl.arange(0, BLOCK_N).to(tl.int64)
-    if SINGLE:
-        mask = mask_m[:, None] & (cols < N)[None, :]
-        g_n = cols if UNIT_N else cols * gn
-        y_n = cols if UNIT_N else cols * yn
-        o_n = cols if UNIT_N else cols * on
-        g = tl.load(g_ptr + (g_m + g_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-        y = tl.load(y_ptr + (y_m + y_n[None, :]), mask=mask, other=0.0).to(COMPUTE)
-        p = product(g, y, dt, ROUND)
-        if LOG:
-            dot = row_sum(g)[:, None]
-        else:
-            dot = row_sum(p)[:, None]
-        r = bwd_tile(g, y, p, dot, LOG, PRODUCT_FIRST)
-        tl.store(o_ptr + (o_m + o_n[None, :]), r.to(o_ptr.dtype.element_ty), mask=mask)
+    M = M.to(IDX)
+    N = N.to(IDX) * VEC_N
+    md1 = md1.to(IDX) * VEC
+    gs0 = gs0.to(IDX) * VEC
+    gs1 = gs1.to(IDX) * VEC
+    ys0 = ys0.to(IDX) * VEC
+    ys1 = ys1.to(IDX) * VEC
+    os0 = os0.to(IDX) * VEC
+    os1 = os1.to(IDX) * VEC
+    gn = gn.to(IDX) * VEC
+    yn = yn.to(IDX) * VEC
+    on = on.to(IDX) * VEC
+    pid = tl.program_id(0).to(IDX)
+    rows = tl.arange(0, BLOCK_M)
+    if SINGLE and LOOP == 0:
+        _bwd_rows(g_ptr, y_ptr, o_ptr, pid * BLOCK_M + rows, M, N, md1, gs0, gs1, ys0, ys1,
+                  os0, os1, gn, yn, on, LOG, COMPUTE, MODE_M, UNIT_N, IDX, BLOCK_N,
+                  PRODUCT_FIRST, ROUND)  # fmt: skip
+    elif SINGLE:
+        tiles = tl.cdiv(M, BLOCK_M)
+        step = tl.num_programs(0).to(IDX)
+        for t in tl.range(pid, tiles, step, num_stages=LOOP):
+            _bwd_rows(g_ptr, y_ptr, o_ptr, t * BLOCK_M + rows, M, N, md1, gs0, gs1, ys0, ys1,
+                      os0, os1, gn, yn, on, LOG, COMPUTE, MODE_M, UNIT_N, IDX, BLOCK_N,
+                      PRODUCT_FIRST, ROUND)  # fmt: skip
     else:
+        m = pid * BLOCK_M + rows
+        mask_m = m < M
+        g_m = offsets(m, md1, gs0, gs1, MODE_M)[:, None]
+        y_m = offsets(m, md1, ys0, ys1, MODE_M)[:, None]
+        o_m = offsets(m, md1, os0, os1, MODE_M)[:, None]
+        cols = tl.arange(0, BLOCK_N).to(IDX)
         acc = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
         for k in range(0, N, BLOCK_N):
             n = k + cols
@@ -269,19 +336,21 @@ def _pow_at_least(n: int, widths: Sequence[int]) -> int:
     return next((w for w in widths if w >= n), widths[-1])
 
 
-def _row_tiling(M: int, N: int, elem: int) -> tuple[int, int, int]:
-    """``(BLOCK_M, BLOCK_N, num_warps)`` of the forward kernel for ``M`` contiguous rows
-    of ``N <= SINGLE_MAX`` elements, the narrowest dtype ``elem`` bytes: the whole row in
-    ``BLOCK_N`` (a power of 2, so a row of 128 f16 is 16 lanes of one 16-byte vector and
-    its reductions stay within a warp), ``ept`` elements a thread (one 16-byte vector
-    while the problem fits :data:`RESIDENT_THREADS` at that, up to four), rows per
-    program halved until there are :data:`MIN_PROGRAMS` programs, and the warps that
-    tile then needs (1-8). Eager's warp softmax gives each row of <= 1,024 elements one
-    warp (two rows of <= 128), loading one element at a time."""
+def _row_tiling(M: int, N: int, elem: int, bwd: bool = False) -> tuple[int, int, int]:
+    """``(BLOCK_M, BLOCK_N, num_warps)`` of the forward (``bwd``: backward) kernel for
+    ``M`` contiguous rows of ``N <= SINGLE_MAX`` elements, the narrowest dtype ``elem``
+    bytes: the whole row in ``BLOCK_N`` (a power of 2, so a row of 128 f16 is 16 lanes of
+    one 16-byte vector and its reductions stay within a warp), ``ept`` elements a thread
+    (one 16-byte vector while the problem fits :data:`RESIDENT_THREADS` at that, up to
+    :data:`MAX_VECS`, or :data:`BWD_MAX_VECS` of each input), rows per program halved
+    until there are :data:`MIN_PROGRAMS` programs, and the warps that tile then needs
+    (1-8). Eager's warp softmax gives each row of <= 1,024 elements one warp (two rows of
+    <= 128), loading one element at a time."""
     vec = max(1, 16 // elem)
     bn = next_pow2(N)
     ept = vec
-    while ept < 4 * vec and M * bn > ept * RESIDENT_THREADS:
+    most = max(1, BWD_MAX_VECS if bwd else MAX_VECS) * vec
+    while ept < most and M * bn > ept * RESIDENT_THREADS:
         ept *= 2
     bm = max(1, min(next_pow2(M), 128 * ept // bn))
     while bm > 1 and cdiv(M, bm) < MIN_PROGRAMS:
@@ -329,9 +398,9 @@ def _plan(
             bm, bn = 1, max(long_rows.LONG_COLS, INTERP_MAX_WIDTH)
     elif unit_n and N > SINGLE_MAX:
         long, bm, bn, warps = True, 1, long_rows.LONG_TILE_BYTES // elem, long_rows.LONG_WARPS
-    elif not bwd and unit_n:
-        bm, bn, warps = _row_tiling(M, N, elem)
-    elif unit_n or not kept_unit:
+    elif unit_n:
+        bm, bn, warps = _row_tiling(M, N, elem, bwd)
+    elif not kept_unit:
         bn = _pow_at_least(N, ROW_WIDTHS)
         bm = max(1, TILE // bn)
     else:
@@ -442,14 +511,16 @@ def _launch_args(
             M, N, mode, flat, md1, tensors, log, bwd, compute, bn, warps, round_product
         )
     used = ([md1] if mode >= 2 else []) + ([] if mode == 0 else flat) + ([] if unit_n else col)
-    if unit_n and not bwd:
+    if unit_n:
         used.append(N)
     vec = vec_of(used, tensors)
     md1, flat, col = md1 // vec, [v // vec for v in flat], [v // vec for v in col]
+    vec_n = vec if unit_n else 1
+    idx = index_type(M * N, list(target.shape), [t.stride() for t in tensors])
     if bwd:
         consts: dict[str, Any] = dict(
             LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
-            BLOCK_M=bm, BLOCK_N=bn,
+            VEC_N=vec_n, IDX=idx, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
         )  # fmt: skip
         round_product = _rounds_product(inputs[0], log)
         # on the CPU, product first where eager's CUDA persistent kernel would run (the
@@ -461,14 +532,29 @@ def _launch_args(
             inner and N <= 1024 and N * inputs[0].element_size() <= 4096
         )
         consts["ROUND"] = round_product
-        return _backward, (cdiv(M, bm),), (M, N, md1, *flat, *col), consts
-    vec_n = vec if unit_n else 1
-    idx = index_type(M * N, list(target.shape), [t.stride() for t in tensors])
+        grid, loop = cdiv(M, bm), 0
+        if single and unit_n and BWD_PERSIST > 0 and grid > BWD_PERSIST * _sms(target):
+            grid, loop = BWD_PERSIST * _sms(target), max(1, BWD_STAGES)
+        consts["LOOP"] = loop
+        return _backward, (grid,), (M, N // vec_n, md1, *flat, *col), consts
     consts = dict(
         LOG=log, COMPUTE=compute, MODE_M=mode, UNIT_N=unit_n, SINGLE=single, VEC=vec,
         VEC_N=vec_n, IDX=idx, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
     )  # fmt: skip
     return _forward, (cdiv(M, bm),), (M, N // vec_n, md1, *flat, *col), consts
+
+
+#: SMs of each CUDA device (read once); the CPU's plans assume an H100's 132.
+_SMS: dict[int, int] = {}
+
+
+def _sms(t: torch.Tensor) -> int:
+    if not t.is_cuda:
+        return 132
+    dev = t.get_device()
+    if dev not in _SMS:
+        _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _SMS[dev]
 
 
 def _rounds_product(grad: torch.Tensor, log: bool) -> bool:
