@@ -181,3 +181,125 @@ def test_div_rounding_modes(mode: str, dtype: torch.dtype) -> None:
     assert_matches(ar.div(a, b, rounding_mode=mode), aten.div.Tensor_mode, a, b, rounding_mode=mode)
     with pytest.raises(NotImplementedError):
         ar.div(torch.arange(4, device=DEVICE), 3, rounding_mode=mode)
+
+
+# ------------------------------------------------------------------ launch plans (tile_plan)
+
+from opbench.kernels._lib import math_ops as mo  # noqa: E402
+from opbench.kernels._lib import pointwise as pw  # noqa: E402
+
+#: element counts that reach every tile size and both kernel paths under the
+#: interpreter's constants (programs of 4,096 elements at most, spread over 4): one
+#: element, under a warp, a partial program, whole programs only, a count not divisible
+#: by 16 over several programs (unmasked programs, then a masked last one), one divisible
+#: by 16 but not by the program
+SIZES = [1, 3, 100, 128, 1000, 4096, 16384, 8197, 4112]
+
+
+@pytest.fixture
+def fresh_plans(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Empty plan caches around a test that changes the engine's tiling constants (the
+    plans are built from them once per size or layout)."""
+    for cache in (pw._FLAT_PLANS, pw._STRIDED_PLANS, pw._PLANS):
+        cache.clear()
+    yield monkeypatch
+    monkeypatch.undo()
+    for cache in (pw._FLAT_PLANS, pw._STRIDED_PLANS, pw._PLANS):
+        cache.clear()
+
+
+def _check_plan(n: int, top: int) -> None:
+    grid, block, warps = pw.tile_plan(n)
+    assert block & (block - 1) == 0 and block <= top
+    assert (grid - 1) * block < n <= grid * block
+    assert 1 <= warps <= pw.NUM_WARPS
+
+
+@pytest.mark.parametrize("n", [*SIZES, 2, 31, 33, 1438452, 2**20, 10000, 2048])
+def test_tile_plan_covers_every_element(n: int, fresh_plans: pytest.MonkeyPatch) -> None:
+    _check_plan(n, pw._INTERP_BLOCK)
+    fresh_plans.setattr(pw, "_INTERPRETING", False)  # the GPU's rule, checked on the CPU
+    _check_plan(n, pw.BLOCK)
+    fresh_plans.setattr(pw, "SMALL_EPT", 8)
+    _check_plan(n, pw.BLOCK)
+    fresh_plans.setattr(pw, "SMALL_TILES", False)
+    assert pw.tile_plan(n) == (-(-n // pw.BLOCK), pw.BLOCK, pw.NUM_WARPS)  # the old rule
+
+
+def test_tile_plan_on_the_gpu_for_the_traced_sizes(fresh_plans: pytest.MonkeyPatch) -> None:
+    fresh_plans.setattr(pw, "_INTERPRETING", False)
+    assert pw.tile_plan(1) == (1, 1, 1)  # a 0-dim tensor: one lane of one warp
+    assert pw.tile_plan(128) == (1, 128, 4)  # rsqrt [1, 128, 1, 1]: an element a thread
+    assert pw.tile_plan(1024) == (8, 128, 4)
+    assert pw.tile_plan(10000) == (79, 128, 4)  # clamp [5000, 2] (strided)
+    assert pw.tile_plan(30000) == (118, 256, 4)  # two elements a thread
+    assert pw.tile_plan(1438452) == (1405, 1024, 4)  # large inputs as before
+    fresh_plans.setattr(pw, "MIN_BLOCK", 512)  # FlagGems' tiles on small inputs
+    assert pw.tile_plan(128) == (1, 128, 4)
+    assert pw.tile_plan(1024) == (2, 512, 4)
+    fresh_plans.setattr(pw, "SMALL_EPT", 8)  # fewer warps
+    assert pw.tile_plan(128) == (1, 128, 1)
+    assert pw.tile_plan(1024) == (2, 512, 2)
+
+
+def _operand_cases(n: int, dtype: torch.dtype) -> list[tuple[str, torch.Tensor, object]]:
+    g = torch.Generator().manual_seed(n)
+    x = (torch.randn(n, generator=g) * 3).to(DEVICE, dtype)
+    y = (torch.randn(n, generator=g) * 3).to(DEVICE, dtype)
+    zero_dim = torch.tensor(-1.5, dtype=dtype, device=DEVICE)
+    return [("tensor", x, y), ("element", x, zero_dim), ("number", x, 0.75)]
+
+
+SETTINGS = {
+    "default": {},
+    "before": {"SMALL_TILES": False},
+    "one_program": {"SPREAD": 1, "MIN_BLOCK": 32, "SMALL_EPT": 8},
+    "wide_small": {"MIN_BLOCK": 256, "SMALL_EPT": 2},
+}
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_every_tile_size_and_path_matches_eager(
+    setting: str, dtype: torch.dtype, fresh_plans: pytest.MonkeyPatch
+) -> None:
+    for name, value in SETTINGS[setting].items():
+        fresh_plans.setattr(pw, name, value)
+    for n in SIZES:
+        for _, x, other in _operand_cases(n, dtype):
+            assert_matches(ar.add(x, other, alpha=2), aten.add.Tensor, x, other, alpha=2)
+        x = _operand_cases(n, dtype)[0][1]
+        assert_matches(mo.rsqrt(x.abs() + 0.5), aten.rsqrt, x.abs() + 0.5)
+        assert_matches(mo.clamp(x, None, 1.25), aten.clamp, x, None, 1.25)
+        s = x.repeat_interleave(2)[::2]  # strided: every other element
+        assert_matches(mo.clamp(s, -1.0, 2.0), aten.clamp, s, -1.0, 2.0)
+        _writes_nothing_past_the_end(n, dtype)
+    z = torch.tensor(2.25, dtype=dtype, device=DEVICE)  # 0-dim first operand
+    assert_matches(mo.sqrt(z), aten.sqrt, z)
+
+
+def _writes_nothing_past_the_end(n: int, dtype: torch.dtype) -> None:
+    """``out=`` and in-place results as the first ``n`` elements of a larger buffer: the
+    elements after them (a whole program's worth) must keep their sentinel."""
+    x, y = _operand_cases(n, dtype)[0][1:]
+    guard = pw._BLOCK_NOW + 64
+    for write in (
+        lambda out: ar.add_out(x, y, out=out),
+        lambda out: mo.rsqrt_out(x.abs() + 0.5, out=out),
+        lambda out: ar.add_(out.copy_(x), y),
+        lambda out: mo.clamp_(out.copy_(x), None, 1.25),
+    ):
+        buf = torch.full((n + guard,), 7.0, dtype=dtype, device=DEVICE)
+        write(buf[:n])
+        assert torch.equal(buf[n:], torch.full((guard,), 7.0, dtype=dtype, device=DEVICE))
+    buf = torch.full((n + guard,), 7.0, dtype=dtype, device=DEVICE)
+    ar.add_out(x, y, out=buf[:n])
+    torch.testing.assert_close(buf[:n], x + y)
+
+
+def test_a_negative_zero_operand_keeps_its_sign() -> None:
+    x = torch.tensor([-0.0, 0.0, -0.0, 1.0], device=DEVICE)
+    for other in (-0.0, torch.tensor(-0.0, device=DEVICE)):
+        got = ar.add(x, other)
+        want = x + other
+        assert torch.equal(torch.signbit(got), torch.signbit(want)), (other, got)

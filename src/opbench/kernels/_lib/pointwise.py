@@ -11,7 +11,10 @@ How a call is launched (:func:`run`):
 
 * **flat**: every tensor operand is contiguous with the output's shape, or a single
   element (a 0-dim tensor, read once); Python numbers arrive as scalar arguments. One
-  1-D kernel over the elements; this is the common case of the traced models.
+  1-D kernel over the elements; this is the common case of the traced models. Its
+  programs (:func:`tile_plan`, cached per element count) hold :data:`BLOCK` elements on
+  large inputs and fewer, down to one a thread, on small ones, whose time is all fixed
+  cost; only a partial last program is masked.
 * **strided**: anything else (broadcasting, transposed or sliced inputs, an ``out``
   or ``self`` that is not contiguous). Operands are expanded to the output's shape
   (stride 0 where broadcast, no copy), dimensions that are contiguous in every operand
@@ -34,7 +37,7 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv, remember
+from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise_rules import (
     FLOATS,
     broadcast_shape,
@@ -51,18 +54,40 @@ __all__ = [
     "compute_type",
     "elementwise",
     "run",
+    "tile_plan",
     "unary",
 ]
 
 #: Merged dimensions the strided kernel indexes; more split into several launches.
 MAX_DIMS = 4
-#: Elements per program of the flat kernel, 4 warps: with int32 indexing 0.98 of copy
-#: bandwidth for a 256 MiB f16 add on the H100; the block/warp sweep
+#: Elements per program of the flat and strided kernels on large inputs, in
+#: :data:`NUM_WARPS` warps (8 a thread: one 16-byte access per f16 operand): with int32
+#: indexing 0.98 of copy bandwidth for a 256 MiB f16 add on the H100; the block/warp sweep
 #: (benchmarks/launch_profile.py --sweep, 1,024 to 16,384 x 4 to 16 warps) found no
 #: setting clearly better (0.93-1.0 across them, within run-to-run noise).
 BLOCK = 1024
+NUM_WARPS = 4
+#: Small inputs get smaller programs (:func:`tile_plan`): a few-µs op on 1K elements is
+#: all fixed cost, and the part that grows with the tile is one warp's chain of
+#: instructions: in a 1,024-element program a 128-element f16 rsqrt ran eight unrolled
+#: sqrt-and-divide sequences in its one live warp (246 sm_90 instructions, 104 in a
+#: 128-element program) and took 5.05 µs on the H100 against eager's 4.44 and FlagGems'
+#: 4.25 (tiles of the input's power of two up to 512, 4 warps: one element a thread
+#: there). False: every input in :data:`BLOCK`-element programs (the rule before, a
+#: sweep's baseline).
+SMALL_TILES = True
+#: With :data:`SMALL_TILES`, an input is spread over up to this many programs (one an SM
+#: of the H100's 132) before a program takes more than :data:`MIN_BLOCK` elements ...
+SPREAD = 132
+#: ... and no program holds fewer (but for inputs smaller than that: the next power of
+#: two of the input, down to a single element for a 0-dim tensor) ...
+MIN_BLOCK = 128
+#: ... and a program below :data:`BLOCK` elements has ``block / (32 * SMALL_EPT)``
+#: warps (1 to :data:`NUM_WARPS`): SMALL_EPT elements a thread.
+SMALL_EPT = 1
 #: Small programs under the interpreter: it runs programs one by one in Python.
 _INTERP_BLOCK = 4096
+_INTERP_SPREAD = 4
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -80,15 +105,43 @@ def _identity(a, b, c, p0, p1):
 
 @triton.jit
 def _operand(
-    ptr, offs, mask, number, MODE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr
-):
+    ptr, offs, mask, number, MODE: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+    MASKED: tl.constexpr,
+):  # fmt: skip
+    """One operand as a ``[BLOCK]`` tensor of ``COMPUTE``. Lanes masked off read 1, a
+    value every op's fast path takes: 0 sent ``sqrt``'s and division's dead lanes down
+    their slow paths (a call in the sm_90 code) beside the live lanes of their warp."""
     if MODE == 1:
-        v = tl.load(ptr + offs, mask=mask).to(COMPUTE)
+        if MASKED:
+            v = tl.load(ptr + offs, mask=mask, other=1).to(COMPUTE)
+        else:
+            v = tl.load(ptr + offs).to(COMPUTE)
     elif MODE == 2:
-        v = tl.load(ptr + offs * 0, mask=mask).to(COMPUTE)  # one element, broadcast
+        v = tl.broadcast_to(tl.load(ptr).to(COMPUTE), [BLOCK])  # one element, read once
     else:
-        v = tl.full([BLOCK], 0, COMPUTE) + tl.cast(number, COMPUTE)
+        # broadcast, not 0 + number: that turns a -0.0 into +0.0
+        v = tl.broadcast_to(tl.cast(number, COMPUTE), [BLOCK])
     return v
+
+
+@triton.jit
+def _flat_tile(
+    a_ptr, b_ptr, c_ptr, out_ptr, offs, mask, na, nb, nc, p0, p1,
+    FN: tl.constexpr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
+):  # fmt: skip
+    a = _operand(a_ptr, offs, mask, na, A, COMPUTE, BLOCK, MASKED)
+    b = a
+    c = a
+    if B != 0:
+        b = _operand(b_ptr, offs, mask, nb, B, COMPUTE, BLOCK, MASKED)
+    if C != 0:
+        c = _operand(c_ptr, offs, mask, nc, C, COMPUTE, BLOCK, MASKED)
+    y = FN(a, b, c, tl.cast(p0, COMPUTE), tl.cast(p1, COMPUTE)).to(out_ptr.dtype.element_ty)
+    if MASKED:
+        tl.store(out_ptr + offs, y, mask=mask)
+    else:
+        tl.store(out_ptr + offs, y)
 
 
 @triton.jit
@@ -99,18 +152,23 @@ def _flat_kernel(
     FN: tl.constexpr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK: tl.constexpr, IDX: tl.constexpr,
 ):  # fmt: skip
-    """``IDX``: the index type, int32 whenever every offset fits (see :func:`index_type`)."""
-    offs = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n.to(IDX)
-    a = _operand(a_ptr, offs, mask, na, A, COMPUTE, BLOCK)
-    b = a
-    c = a
-    if B != 0:
-        b = _operand(b_ptr, offs, mask, nb, B, COMPUTE, BLOCK)
-    if C != 0:
-        c = _operand(c_ptr, offs, mask, nc, C, COMPUTE, BLOCK)
-    y = FN(a, b, c, tl.cast(p0, COMPUTE), tl.cast(p1, COMPUTE))
-    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+    """``IDX``: the index type, int32 whenever every offset fits (see :func:`index_type`).
+
+    A program that lies wholly inside ``n`` (all of them when the programs cover ``n``
+    exactly, as :func:`tile_plan`'s do for powers of two) runs without a mask; only a
+    partial last program is masked. Triton proves a mask constant over a vector only
+    from ``n``'s divisibility by 16: with every program masked, an f16 stream of a count
+    not divisible by 16 was loaded and stored element by element (8 ``LDG.E.U16`` a
+    thread for a 1,438,452-element f16 clamp, against one ``LDG.E.128`` unmasked; 7.62
+    µs against eager's 6.70 on the H100). The test is one uniform branch a program."""
+    start = tl.program_id(0).to(IDX) * BLOCK
+    offs = start + tl.arange(0, BLOCK)
+    if start + BLOCK <= n.to(IDX):
+        _flat_tile(a_ptr, b_ptr, c_ptr, out_ptr, offs, offs, na, nb, nc, p0, p1,
+                   FN, A, B, C, COMPUTE, BLOCK, False)  # fmt: skip
+    else:
+        _flat_tile(a_ptr, b_ptr, c_ptr, out_ptr, offs, offs < n.to(IDX), na, nb, nc, p0, p1,
+                   FN, A, B, C, COMPUTE, BLOCK, True)  # fmt: skip
 
 
 @triton.jit
@@ -179,19 +237,16 @@ def _strided_kernel(
             else:
                 i0 = r2 // d1.to(IDX)
                 i1 = r2 - i0 * d1.to(IDX)
-    a = _operand(
-        a_ptr, _offset(i0, i1, i2, i3, as0, as1, as2, as3, IDX), mask, na, A, COMPUTE, BLOCK
-    )
+    a_offs = _offset(i0, i1, i2, i3, as0, as1, as2, as3, IDX)
+    a = _operand(a_ptr, a_offs, mask, na, A, COMPUTE, BLOCK, True)
     b = a
     c = a
     if B != 0:
-        b = _operand(
-            b_ptr, _offset(i0, i1, i2, i3, bs0, bs1, bs2, bs3, IDX), mask, nb, B, COMPUTE, BLOCK
-        )
+        b_offs = _offset(i0, i1, i2, i3, bs0, bs1, bs2, bs3, IDX)
+        b = _operand(b_ptr, b_offs, mask, nb, B, COMPUTE, BLOCK, True)
     if C != 0:
-        c = _operand(
-            c_ptr, _offset(i0, i1, i2, i3, cs0, cs1, cs2, cs3, IDX), mask, nc, C, COMPUTE, BLOCK
-        )
+        c_offs = _offset(i0, i1, i2, i3, cs0, cs1, cs2, cs3, IDX)
+        c = _operand(c_ptr, c_offs, mask, nc, C, COMPUTE, BLOCK, True)
     y = FN(a, b, c, tl.cast(p0, COMPUTE), tl.cast(p1, COMPUTE))
     out_offs = _offset(i0, i1, i2, i3, os0, os1, os2, os3, IDX)
     tl.store(out_ptr + out_offs, y.to(out_ptr.dtype.element_ty), mask=mask)
@@ -254,6 +309,7 @@ def _expanded_strides(t: torch.Tensor, shape: Sequence[int]) -> list[int]:
     return out
 
 
+#: The largest program: :mod:`~opbench.kernels._lib.copy`'s ``cat`` tiles by it.
 _BLOCK_NOW = _INTERP_BLOCK if _INTERPRETING else BLOCK
 #: Largest element count (and offset) indexed in int32: the last program's indices run
 #: up to a block past the end before the mask.
@@ -270,6 +326,32 @@ def index_type(n: int, dims: Sequence[int], strides: Sequence[Sequence[int]]) ->
         if sum((d - 1) * abs(s) for d, s in zip(dims, st)) > _I32_SAFE:
             return tl.int64
     return tl.int32
+
+
+def tile_plan(n: int) -> tuple[int, int, int]:
+    """``(grid, block, warps)`` for ``n >= 1`` elements, from the module's constants as
+    they are now (a sweep sets them before the first call): :data:`BLOCK`-element
+    programs of :data:`NUM_WARPS` warps where the input fills :data:`SPREAD` of them;
+    below that, programs of ``n / SPREAD`` elements rounded up to a power of two, at least
+    :data:`MIN_BLOCK` and at most ``n``'s, in ``block / (32 * SMALL_EPT)`` warps."""
+    top, spread = (_INTERP_BLOCK, _INTERP_SPREAD) if _INTERPRETING else (BLOCK, SPREAD)
+    block, warps = top, NUM_WARPS
+    if SMALL_TILES:
+        block = min(top, max(MIN_BLOCK, next_pow2(cdiv(n, spread))), next_pow2(n))
+        if block < top:
+            warps = max(1, min(NUM_WARPS, block // (32 * SMALL_EPT)))
+    return cdiv(n, block), block, warps
+
+
+#: element count -> the flat kernel's launch: ``(grid, block, warps, index type)``
+#: (:func:`tile_plan`); one dict look-up on the host path.
+_FLAT_PLANS: dict[int, tuple[tuple[int], int, int, Any]] = {}
+
+
+def _flat_plan(n: int) -> tuple[tuple[int], int, int, Any]:
+    grid, block, warps = tile_plan(n)
+    plan = ((grid,), block, warps, tl.int32 if n <= _I32_SAFE else tl.int64)
+    return remember(_FLAT_PLANS, n, plan)
 
 
 def _all_flat(operands: Sequence[Any], out: torch.Tensor) -> bool:
@@ -303,12 +385,12 @@ def run(
         a = operands[0]
         b = operands[1] if len(operands) > 1 else a
         c = operands[2] if len(operands) > 2 else a
+        grid, block, warps, idx = _FLAT_PLANS.get(n) or _flat_plan(n)
         _flat(
-            (cdiv(n, _BLOCK_NOW),),
-            (a, b, c, out, n, 0.0, 0.0, 0.0, float(p0), float(p1)),
+            grid, (a, b, c, out, n, 0.0, 0.0, 0.0, float(p0), float(p1)),
             FN=fn, A=TENSOR, B=TENSOR if len(operands) > 1 else ABSENT,
-            C=TENSOR if len(operands) > 2 else ABSENT, COMPUTE=compute, BLOCK=_BLOCK_NOW,
-            IDX=tl.int32 if n <= _I32_SAFE else tl.int64,
+            C=TENSOR if len(operands) > 2 else ABSENT, COMPUTE=compute, BLOCK=block,
+            IDX=idx, num_warps=warps,
         )  # fmt: skip
         return out
     modes, tensors = _modes(operands, out)
@@ -317,18 +399,17 @@ def run(
         if m == NUMBER:
             op = operands[i]
             numbers[i] = op.item() if isinstance(op, torch.Tensor) else op
-    block = _BLOCK_NOW
     shape = out.shape
     flat = _flat_layout(modes, tensors, out)
     a, b, c = tensors
     A, B, C = modes
     na, nb, nc = float(numbers[0]), float(numbers[1]), float(numbers[2])
     if flat:
+        grid, block, warps, idx = _FLAT_PLANS.get(n) or _flat_plan(n)
         _flat(
-            (cdiv(n, block),),
-            (a, b, c, out, n, na, nb, nc, float(p0), float(p1)),
-            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block,
-            IDX=tl.int32 if n <= _I32_SAFE else tl.int64,
+            grid, (a, b, c, out, n, na, nb, nc, float(p0), float(p1)),
+            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block, IDX=idx,
+            num_warps=warps,
         )  # fmt: skip
         return out
     key = (
@@ -340,11 +421,11 @@ def run(
         plan = remember(_STRIDED_PLANS, key, _strided_plan(tuple(shape), modes, tensors, out, n))
     if plan is _SPLIT:
         return _run_split(fn, operands, out, compute, p0, p1, modes, tensors, numbers)
-    ints, idx, ndim = plan
+    ints, idx, ndim, grid, block, warps = plan
     _strided(
-        (cdiv(n, block),),
-        (a, b, c, out, *ints, na, nb, nc, float(p0), float(p1)),
+        grid, (a, b, c, out, *ints, na, nb, nc, float(p0), float(p1)),
         FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block, IDX=idx, NDIM=ndim,
+        num_warps=warps,
     )  # fmt: skip
     return out
 
@@ -401,7 +482,8 @@ def _strided_plan(
     dims = [1] * pad + mshape
     st = [[0] * pad + s for s in mstrides]
     ints = (n, dims[1], dims[2], dims[3], *st[0], *st[1], *st[2], *st[3])
-    return ints, index_type(n, dims, st), max(1, len(mshape))
+    grid, block, warps = tile_plan(n)
+    return ints, index_type(n, dims, st), max(1, len(mshape)), (grid,), block, warps
 
 
 def _run_split(
@@ -506,11 +588,11 @@ def _flat_call(
         return None  # :func:`destination` raises eager's error
     n = first.numel()
     if n:
+        grid, block, warps, idx = _FLAT_PLANS.get(n) or _flat_plan(n)
         _flat(
-            (cdiv(n, _BLOCK_NOW),),
-            (first, ptrs[1], ptrs[2], dest, n, 0.0, nums[1], nums[2], float(p0), float(p1)),
+            grid, (first, ptrs[1], ptrs[2], dest, n, 0.0, nums[1], nums[2], float(p0), float(p1)),
             FN=fn, A=TENSOR if shape else ELEMENT, B=modes[1], C=modes[2], COMPUTE=compute,
-            BLOCK=_BLOCK_NOW, IDX=tl.int32 if n <= _I32_SAFE else tl.int64,
+            BLOCK=block, IDX=idx, num_warps=warps,
         )  # fmt: skip
     return dest
 
@@ -559,16 +641,18 @@ def _planned(
             args[i] = t
     A, B, C = modes
     if strided is None:
+        grid, block, warps, idx = _FLAT_PLANS.get(n) or _flat_plan(n)
         _flat(
-            (cdiv(n, _BLOCK_NOW),), (*args, n, *numbers, float(p0), float(p1)),
-            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=_BLOCK_NOW,
-            IDX=tl.int32 if n <= _I32_SAFE else tl.int64,
+            grid, (*args, n, *numbers, float(p0), float(p1)),
+            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block, IDX=idx,
+            num_warps=warps,
         )  # fmt: skip
     else:
-        ints, idx, ndim = strided
+        ints, idx, ndim, grid, block, warps = strided
         _strided(
-            (cdiv(n, _BLOCK_NOW),), (*args, *ints, *numbers, float(p0), float(p1)),
-            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=_BLOCK_NOW, IDX=idx, NDIM=ndim,
+            grid, (*args, *ints, *numbers, float(p0), float(p1)),
+            FN=fn, A=A, B=B, C=C, COMPUTE=compute, BLOCK=block, IDX=idx, NDIM=ndim,
+            num_warps=warps,
         )  # fmt: skip
     return dest
 
