@@ -313,18 +313,7 @@ def test_pipelined_loops_sum_every_chunk_count(
     chunks) on the GPU's plans: against eager and float64 for sum, mean and amax (NaN
     and -inf), exact for integer sums, and the same bits as the plain loop (both sum
     the chunks in order)."""
-    monkeypatch.setattr(red, "_INTERPRETING", False)
-    monkeypatch.setattr(red, "TARGET_PROGRAMS", programs)
-    monkeypatch.setattr(red, "MIN_SPLITS", 4)
-    monkeypatch.setattr(red, "_SCRATCH", {})
-    launched: list[dict[str, Any]] = []
-    launch = red._reduce
-
-    def spy(g: tuple[int, ...], a: tuple, **c: Any) -> None:
-        launched.append(dict(c, grid=tuple(g), per_split=a[6]))
-        launch(g, a, **c)
-
-    monkeypatch.setattr(red, "_reduce", spy)
+    launched = _gpu_plans(monkeypatch, programs)
     gen = torch.Generator().manual_seed(n)
     if rows == "col":
         x, dims = (torch.randn(n, 256, generator=gen) * 3).to(DEVICE), [0]

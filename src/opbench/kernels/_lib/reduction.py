@@ -304,11 +304,9 @@ def _masked_fold(acc, fill, x_ptr, m_off, mask_m, c, N, nd1, ns0, ns1, MODE_N: t
     if CAST is not None:
         v = v.to(CAST)
     v = v.to(ACC)
-    if OP == 0:
-        acc += v
-    else:
-        acc = max_nan(acc, tl.where(mask, v, fill))
-    return acc
+    if OP != 0:
+        v = tl.where(mask, v, fill)  # masked-off lanes must not win a max
+    return _fold(acc, v, OP, None, ACC)
 
 
 @triton.jit
