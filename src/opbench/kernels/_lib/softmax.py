@@ -267,7 +267,7 @@ def _softmax_bwd_kernel(
                   os0, os1, gn, yn, on, LOG, COMPUTE, MODE_M, UNIT_N, IDX, BLOCK_N,
                   PRODUCT_FIRST, ROUND)  # fmt: skip
     elif SINGLE:
-        tiles = tl.cdiv(M, BLOCK_M)
+        tiles = (M + (BLOCK_M - 1)) // BLOCK_M  # not tl.cdiv: a @jit helper (see test_norm)
         step = tl.num_programs(0).to(IDX)
         for t in tl.range(pid, tiles, step, num_stages=LOOP):
             _bwd_rows(g_ptr, y_ptr, o_ptr, t * BLOCK_M + rows, M, N, md1, gs0, gs1, ys0, ys1,
