@@ -29,17 +29,22 @@ REPO = Path(__file__).resolve().parents[1]
 DEVICE = "cuda"
 sys.path.insert(0, str(REPO / "src"))
 
-#: (name, input shape, weight shape, stride, padding, groups): the part-2 run's slowest
-#: traced convolutions (float16, NCHW as traced), the two in the traces suite's 8 most
-#: used of each op first; the rest (the next most used 3x3 and depthwise shapes) run
-#: with ``--cases``.
+#: (name, input shape, weight shape, stride, padding, groups[, "channels_last"]): the
+#: part-2 run's slowest traced convolutions (float16, NCHW as traced unless marked), the
+#: two in the traces suite's 8 most used of each op first; the rest (the next most used
+#: 3x3 and depthwise shapes) run with ``--cases``. Depthwise cases (groups == channels)
+#: sweep the direct kernel's tiles (``DEPTHWISE``/``DEPTHWISE_CL``) instead of the implicit
+#: GEMM's: ``--cases 4,5`` (Xception's 3x3 over 728 channels, NCHW; ConvNeXt's 7x7 over
+#: 512, channels-last as traced).
 CASES = [
     ("3x3, 18 channels", (128, 18, 56, 56), (18, 18, 3, 3), 1, 1, 1),
     ("3x3, 64 groups of 8", (32, 512, 14, 14), (1024, 8, 3, 3), 1, 1, 64),
     ("3x3, 36 channels", (128, 36, 28, 28), (36, 36, 3, 3), 1, 1, 1),
     ("3x3, 72 channels", (128, 72, 14, 14), (72, 72, 3, 3), 1, 1, 1),
     ("3x3 depthwise, 728 channels", (32, 728, 19, 19), (728, 1, 3, 3), 1, 1, 728),
-]
+    ("7x7 depthwise, 512 channels", (32, 512, 14, 14), (512, 1, 7, 7), 1, 3, 512,
+     "channels_last"),
+]  # fmt: skip
 DEFAULT_CASES = "0,1"
 
 #: Forward (and input-gradient) variants: module constants of ``conv`` set together,
@@ -55,7 +60,22 @@ WGRAD = [
     *((64, bk, 4, st) for bk in (32, 64, 128, 256) for st in (1, 3)),
     (64, 128, 8, 1), (64, 256, 8, 1),
 ]  # fmt: skip
+#: Direct depthwise kernel variants (forward and input gradient), NCHW:
+#: (DW_BLOCK_C, DW_BLOCK_P, DW_WARPS); sm_90 SASS of the 3x3 loop: 4x256 7.1 instructions
+#: a tap-element, 8x128 8.0, 2x512 7.2.
+DEPTHWISE = [
+    (4, 256, 4), (8, 128, 4), (2, 512, 4), (1, 1024, 4), (4, 512, 8), (8, 256, 8),
+    (16, 64, 4), (4, 128, 4),
+]  # fmt: skip
+#: Channels-last: (DW_BLOCK_P_CL, DW_BLOCK_C_CL, DW_WARPS_CL); 7x7 loop: 16x128 3.5
+#: instructions a tap-element, 32x64 4.2, 64x64 3.6 (198 registers).
+DEPTHWISE_CL = [
+    (16, 128, 4), (32, 64, 4), (64, 64, 4), (32, 128, 8), (8, 128, 4), (16, 64, 4),
+    (64, 128, 8), (32, 32, 4),
+]  # fmt: skip
 _FWD_NAMES = ("CONV_BLOCK_M", "CONV_BLOCK_K", "CONV_WARPS", "CONV_STAGES")
+_DW_NAMES = ("DW_BLOCK_C", "DW_BLOCK_P", "DW_WARPS")
+_DW_CL_NAMES = ("DW_BLOCK_P_CL", "DW_BLOCK_C_CL", "DW_WARPS_CL")
 _WGRAD_NAMES = ("WGRAD_BLOCK_N", "WGRAD_BLOCK_K", "WGRAD_WARPS", "WGRAD_STAGES")
 
 
@@ -77,7 +97,7 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
 
     from opbench.kernels._lib import conv
 
-    name, xs, ws, stride, pad, groups = case
+    name, xs, ws, stride, pad, groups = case[:6]
     g = torch.Generator(device=DEVICE).manual_seed(0)
     x = torch.randn(xs, device=DEVICE, dtype=torch.float16, generator=g)
     w = torch.randn(ws, device=DEVICE, dtype=torch.float16, generator=g) * 0.1
@@ -106,7 +126,10 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
                      gy, x, w, None, *args, [True, False, False])),
                  "grad_weight": _bench(lambda: conv.convolution_backward(
                      gy, x, w, None, *args, [False, True, False]))})  # fmt: skip
-    sweeps = (("forward+grad_input", _FWD_NAMES, FORWARD), ("grad_weight", _WGRAD_NAMES, WGRAD))
+    fwd: tuple[tuple[str, ...], list] = (_FWD_NAMES, FORWARD)
+    if groups == xs[1]:  # depthwise: the direct kernel
+        fwd = (_DW_CL_NAMES, DEPTHWISE_CL) if channels_last else (_DW_NAMES, DEPTHWISE)
+    sweeps = (("forward+grad_input", *fwd), ("grad_weight", _WGRAD_NAMES, WGRAD))
     for part, names, variants in sweeps:
         saved = {n: getattr(conv, n) for n in names}
         for values in variants:
@@ -142,8 +165,10 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def r_names(part: str) -> tuple[str, ...]:
-    return _WGRAD_NAMES if part == "grad_weight" else _FWD_NAMES
+def r_names(part: str, group: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The constants a part's variants set (the first variant row of ``part`` says)."""
+    row = next((r for r in group if r["part"] == part and "set" in r), None)
+    return tuple(row["set"]) if row else ()
 
 
 def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
@@ -170,7 +195,7 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
             bad = [r for r in group if r["part"] == part and not r.get("ok")]
             lines += [f"{part}: {len(ranked)} variants agree, {len(bad)} fail or disagree; "
                       "fastest five:", "",
-                      "| " + "/".join(n.split("_", 1)[1] for n in r_names(part)) + " | " + key + " ms | x eager |"
+                      "| " + "/".join(n.split("_", 1)[1] for n in r_names(part, group)) + " | " + key + " ms | x eager |"
                       + (" grad_input ms | x eager |" if key == "forward" else ""),
                       "|---|---|---|" + ("---|---|" if key == "forward" else "")]  # fmt: skip
             for r in ranked[:5]:
@@ -198,7 +223,7 @@ def main() -> int:
     picked = [CASES[int(i)] for i in ns.cases.split(",")]
     rows: list[dict[str, Any]] = []
     for case in picked:
-        rows += probe_case(case, channels_last=False)
+        rows += probe_case(case, channels_last=case[6:] == ("channels_last",))
     text = render(rows, env)
     print(text)
     if ns.out:

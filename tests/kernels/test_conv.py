@@ -224,3 +224,118 @@ def test_gpu_tiles_channels_last(case: str, monkeypatch) -> None:
     fargs = _args(case, torch.float32, bias=True)
     fargs[0] = fargs[0].to(memory_format=fmt)
     assert_matches(conv.convolution(*fargs), aten.convolution, *fargs)
+
+
+# ----------------------------------------------------------------------------- depthwise
+
+# name: (input shape, weight shape, stride, padding, dilation, transposed, output_padding,
+# groups): the direct kernel's cases (one input channel per output channel, or the
+# transposed reverse); 20 and 12 channels so small tiles split the channels unevenly
+DW_CASES = {
+    "1d": ((2, 6, 13), (6, 1, 5), [1], [2], [1], False, [0], 6),
+    "1d_strided_dilated_mult2": ((2, 4, 20), (8, 1, 3), [2], [2], [3], False, [0], 4),
+    "2d": ((2, 20, 9, 8), (20, 1, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 20),
+    "2d_stride2_dilated": ((2, 12, 11, 10), (12, 1, 5, 3), [2, 2], [2, 1], [1, 2], False,
+                           [0, 0], 12),
+    "2d_mult3": ((2, 5, 8, 7), (15, 1, 3, 3), [2, 1], [1, 0], [2, 1], False, [0, 0], 5),
+    "2d_1x1": ((2, 8, 5, 5), (8, 1, 1, 1), [1, 1], [0, 0], [1, 1], False, [0, 0], 8),
+    "2d_transposed_mult2": ((2, 6, 5, 4), (6, 2, 3, 3), [2, 2], [1, 1], [1, 1], True, [1, 0],
+                            6),
+    "3d": ((1, 6, 5, 6, 7), (12, 1, 3, 2, 3), [1, 2, 1], [1, 0, 1], [1, 1, 2], False,
+           [0, 0, 0], 6),
+}  # fmt: skip
+
+
+def _dw_args(case: str, dtype: torch.dtype, layout: str) -> list:
+    shape, wshape, stride, padding, dilation, transposed, out_pad, groups = DW_CASES[case]
+    x, w = _r(shape, dtype, 11), _r(wshape, dtype, 12)
+    c_out = wshape[1] * groups if transposed else wshape[0]
+    b = _r((c_out,), dtype, 13)
+    if layout == "channels_last":  # 1-D: channels innermost by a permutation (as traced)
+        if x.dim() == 3:
+            x = x.transpose(1, 2).contiguous().transpose(1, 2)
+        else:
+            fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+            x = x.to(memory_format=fmt)
+    return [x, w, b, stride, padding, dilation, transposed, out_pad, groups]
+
+
+def _count_direct(monkeypatch) -> list[int]:
+    """Counts launches of the direct depthwise kernel."""
+    calls = [0]
+    launch = conv._depthwise
+
+    def counted(*a, **k):
+        calls[0] += 1
+        return launch(*a, **k)
+
+    monkeypatch.setattr(conv, "_depthwise", counted)
+    return calls
+
+
+def _dw_tiles(monkeypatch, tiles: str) -> None:
+    """``gpu``: the GPU's tile choice under the interpreter shrunk so every case runs
+    several position and channel tiles (4 channels: 20 and 12 split unevenly; channels
+    last included); ``int64``: that and 64-bit offsets forced."""
+    if tiles == "interpreter":
+        return
+    monkeypatch.setattr(conv, "_INTERPRETING", False)
+    for name, v in (("DW_BLOCK_P", 16), ("DW_BLOCK_C", 4), ("DW_BLOCK_P_CL", 16),
+                    ("DW_BLOCK_C_CL", 4)):  # fmt: skip
+        monkeypatch.setattr(conv, name, v)
+    if tiles == "int64":
+        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, monkeypatch) -> None:
+    """Forward and input gradient through the direct kernel (counted: both launch it),
+    against eager and float64, with eager's output strides."""
+    calls = _count_direct(monkeypatch)
+    args = _dw_args(case, dtype, layout)
+    got = conv.convolution(*args)
+    assert calls[0] == 1
+    eager = aten.convolution(*args)
+    if args[0].dim() == 4:
+        assert got.stride() == eager.stride()
+    assert_matches(got, aten.convolution, *args)
+    x, w, b, *rest = args
+    gy = _r(tuple(eager.shape), dtype, 14)
+    bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
+    gi = conv.convolution_backward(*bargs)
+    assert calls[0] == 2
+    assert_matches(gi, aten.convolution_backward, *bargs)
+
+
+@pytest.mark.parametrize("tiles", ["gpu", "int64"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypatch) -> None:
+    """The same under small GPU tiles (masked channel and position edges) and with 64-bit
+    offsets (the input gradient: the weight gradient stays on the implicit GEMM)."""
+    _dw_tiles(monkeypatch, tiles)
+    calls = _count_direct(monkeypatch)
+    args = _dw_args(case, torch.float32, layout)
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    x, w, b, *rest = args
+    gy = _r(tuple(aten.convolution(*args).shape), torch.float32, 14)
+    bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
+    assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
+    assert calls[0] == 2
+
+
+def test_depthwise_routing() -> None:
+    """Only one-channel-per-group cases go direct; a channel multiplier past
+    ``DW_MAX_MULT`` and grouped convolutions stay on the implicit GEMM."""
+    assert conv._is_depthwise(1, 1) and conv._is_depthwise(1, 3) and conv._is_depthwise(2, 1)
+    assert not conv._is_depthwise(2, 3)  # 2d_groups
+    assert not conv._is_depthwise(1, conv.DW_MAX_MULT + 1)
+
+
+def test_grouped_convolution_stays_on_the_gemm(monkeypatch) -> None:
+    calls = _count_direct(monkeypatch)
+    args = _args("2d_groups", torch.float32, True)
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert calls[0] == 0

@@ -24,9 +24,14 @@ run pins it off, which opbench does by default), the bias added in fp32 before t
 rounding; float64 and the rest declined. Tiles are module constants
 (``CONV_*``, ``WGRAD_*``) that ``benchmarks/conv_probe.py`` sweeps.
 
+Depthwise convolutions (one input channel per output channel, ``groups == C_in``, and
+their input gradients, where each input channel feeds one output channel) take a direct
+kernel instead (:mod:`opbench.kernels._lib.conv_depthwise`): the GEMM would pad both
+sides of ``tl.dot`` from one channel to 16.
+
 The ``@triton.jit`` kernels and their launchers are in
-:mod:`opbench.kernels._lib.conv_kernels`; this module picks tiles, builds views and
-launches them for the ATen entry points.
+:mod:`opbench.kernels._lib.conv_kernels` and ``conv_depthwise``; this module picks tiles,
+builds views and launches them for the ATen entry points.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from collections.abc import Sequence
 
 import torch
 
+from opbench.kernels._lib.conv_depthwise import _depthwise
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.launch import cdiv, next_pow2
 from opbench.kernels._lib.matmul import matmul_into, split_plan, sum_split_partials
@@ -76,6 +82,29 @@ WGRAD_BLOCK_K = 64
 WGRAD_WARPS = 4
 WGRAD_STAGES = 1
 
+#: Tiles of the direct depthwise kernel (:mod:`~opbench.kernels._lib.conv_depthwise`) over
+#: NCHW inputs: ``DW_BLOCK_C`` channels x ``DW_BLOCK_P`` flattened output positions (a
+#: warp's threads along the positions, where the input is contiguous), ``DW_WARPS`` warps.
+#: Untimed on a GPU: ``benchmarks/conv_probe.py --cases 4,5`` sweeps them. sm_90 SASS
+#: (Triton 3.9, f16, 3x3 stride 1, [32, 728, 19, 19]): 4x256 tiles 76 registers, no
+#: spills, 7.1 instructions a tap and element in the row loop (2-byte loads: NCHW taps
+#: are misaligned; each row's taps at immediate offsets), 8x128 8.0, 2x512 7.2.
+DW_BLOCK_C = 4
+DW_BLOCK_P = 256
+DW_WARPS = 4
+#: The same over channels-last inputs: ``DW_BLOCK_P_CL`` positions x ``DW_BLOCK_C_CL``
+#: channels, the channels contiguous (8 f16 channels a 16-byte load where the channel
+#: count and strides are multiples of 16). 7x7 over [32, 512, 14, 14] f16: 16x128 142
+#: registers, no spills, 16-byte input loads and output stores, 3.5 instructions a tap
+#: and element; 32x64 4.2, 64x64 3.6 at 198 registers.
+DW_BLOCK_P_CL = 16
+DW_BLOCK_C_CL = 128
+DW_WARPS_CL = 4
+#: Largest channel multiplier (output channels per input channel, or for the transposed
+#: kernel of an input gradient input channels per output channel) the direct kernel
+#: takes; its taps are unrolled and its channels summed one by one.
+DW_MAX_MULT = 8
+
 _I32_LIMIT = 2**31 - 2**17  # headroom for a last tile's out-of-range rows
 
 
@@ -107,6 +136,25 @@ def _wgrad_blocks(r_g: int, columns: int) -> tuple[int, int, int]:
     if _INTERPRETING:
         return 16, min(256, max(16, next_pow2(columns))), 256
     return bm, min(WGRAD_BLOCK_N, max(16, next_pow2(columns))), WGRAD_BLOCK_K
+
+
+def _is_depthwise(cin_g: int, cout_g: int) -> bool:
+    """Each output channel reads one input channel (``groups == C_in``: depthwise, with a
+    channel multiplier ``cout_g``) or each input channel feeds one output channel (a
+    depthwise convolution's input gradient, run transposed): the direct kernel's cases.
+    The implicit GEMM would pad both sides of ``tl.dot`` to 16 channels."""
+    return min(cin_g, cout_g) == 1 and max(cin_g, cout_g) <= DW_MAX_MULT
+
+
+def _dw_blocks(M: int, C_out: int, channels_inner: bool) -> tuple[int, int, int]:
+    """(BLOCK_P, BLOCK_C, num_warps) of the direct depthwise kernel."""
+    if _INTERPRETING:  # few programs: the interpreter pays per program
+        return min(1024, next_pow2(M)), min(64, next_pow2(C_out)), 4
+    if channels_inner:
+        bp, bc, warps = DW_BLOCK_P_CL, DW_BLOCK_C_CL, DW_WARPS_CL
+    else:
+        bp, bc, warps = DW_BLOCK_P, DW_BLOCK_C, DW_WARPS
+    return min(bp, max(16, next_pow2(M))), min(bc, max(2, next_pow2(C_out))), warps
 
 
 # ----------------------------------------------------------------------------- 1x1 convolutions
@@ -295,6 +343,22 @@ def convolution(
     OD, OH, OW = y.shape[2:]
     KD, KH, KW = w.shape[2:]
     M = N * OD * OH * OW
+    if _is_depthwise(cin_g, cout_g):
+        inner = x.stride(1) == 1 and C_in > 1  # channels-last: channels contiguous
+        bp, bc, warps = _dw_blocks(M, C_out, inner)
+        if w.stride()[2:] != (KH * KW, KW, 1) and w.numel() > 0:
+            w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
+        _depthwise(
+            (cdiv(M, bp), cdiv(C_out, bc)),
+            (x, w, bias if bias is not None else y, y, M, C_out,
+             D, H, W, OD, OH, OW, pd, ph, pw, *x.stride(), *w.stride()[:2], *y.stride()),
+            CIN_G=cin_g, COUT_G=cout_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw,
+            DD=dd, DH=dh, DW=dw,
+            TRANSPOSED=bool(transposed), HAS_D=spatial == 3, HAS_BIAS=bias is not None,
+            BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
+            BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
+        )  # fmt: skip
+        return out
     pos_cols = x.stride(1) != 1  # NCHW: neighbouring positions are neighbours in memory
     bm, bn, bk, warps = _blocks(M, cout_g, cin_g, pos_cols)
     grid = (cdiv(M, bm), cdiv(cout_g, bn) * groups)

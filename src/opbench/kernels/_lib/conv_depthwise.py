@@ -1,0 +1,237 @@
+"""Depthwise convolution as a direct (non-GEMM) Triton kernel: forward and transposed,
+hence the input gradient of a depthwise convolution too. :mod:`opbench.kernels._lib.conv`
+routes here the convolutions whose output channels each read one input channel
+(``groups == C_in``, any channel multiplier) or whose input channels each feed one output
+channel (their input gradients, transposed); the rest stay on the implicit GEMM of
+:mod:`opbench.kernels._lib.conv_kernels`.
+
+Why a kernel of its own: the implicit GEMM pads a group's one input channel to
+``tl.dot``'s 16 on the reduction side and its one output channel to 16 on the other, so
+255 of every 256 products it computes are zeros (the traced ``[32, 728, 19, 19]`` 3x3
+depthwise convolution of Xception was one of the part-2 run's slowest). Here each program
+computes a ``[BLOCK_C, BLOCK_P]`` tile (channels x flattened output positions, NCHW) or
+``[BLOCK_P, BLOCK_C]`` (channels-last: the channels contiguous, so a thread's loads are
+16-byte vectors where the strides allow) and adds its ``KD x KH x KW`` taps in fp32, the
+taps unrolled (constexpr kernel sizes), each a masked gather of the input at the shifted
+positions and one weight vector a tap. Per tap a tile element costs one add, one AND and
+one FMA beside its load; its neighbours' taps hit L1.
+
+Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
+``conv_kernels``' docstring says why.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from opbench.kernels._lib.conv_kernels import _idx, _unflatten
+from opbench.kernels._lib.launch import Launcher, jit_unspecialized
+
+__all__ = ["SPECIALIZED", "_depthwise"]
+
+#: Integers Triton specializes (``== 1``, divisible by 16): the output channel count
+#: (the channel mask's constancy) and every input and output stride, so a channels-last
+#: tile knows its channels contiguous (stride 1, a constant) and each position's row
+#: 16-byte aligned, which is what lets it load and store 8 f16 channels at once.
+SPECIALIZED = (
+    "C_OUT", "xs0", "xs1", "xs2", "xs3", "xs4", "ys0", "ys1", "ys2", "ys3", "ys4",
+)  # fmt: skip
+
+
+@triton.jit
+def _sidx(v, BIG: tl.constexpr):
+    """:func:`~opbench.kernels._lib.conv_kernels._idx` of a specialized integer, which
+    arrives as a Python ``1`` where it equals 1 (``.to`` would fail on it)."""
+    if BIG:
+        t = tl.cast(v, tl.int64)
+    else:
+        t = tl.cast(v, tl.int32)
+    return t
+
+
+@triton.jit
+def _outer(c_part, p_part, CHANNELS_INNER: tl.constexpr):
+    """``c_part[c] + p_part[p]`` as the kernel's tile: ``[BLOCK_P, BLOCK_C]`` where
+    channels are innermost (channels-last), else ``[BLOCK_C, BLOCK_P]``."""
+    if CHANNELS_INNER:
+        t = p_part[:, None] + c_part[None, :]
+    else:
+        t = c_part[:, None] + p_part[None, :]
+    return t
+
+
+@triton.jit
+def _both(c_ok, p_ok, CHANNELS_INNER: tl.constexpr):
+    """``c_ok[c] & p_ok[p]`` as the kernel's tile (see :func:`_outer`)."""
+    if CHANNELS_INNER:
+        t = p_ok[:, None] & c_ok[None, :]
+    else:
+        t = c_ok[:, None] & p_ok[None, :]
+    return t
+
+
+@triton.jit
+def _per_channel(v, CHANNELS_INNER: tl.constexpr):
+    """A per-channel vector broadcast along the tile's positions."""
+    if CHANNELS_INNER:
+        t = v[None, :]
+    else:
+        t = v[:, None]
+    return t
+
+
+@triton.jit
+def _per_position(v, CHANNELS_INNER: tl.constexpr):
+    """A per-position vector broadcast along the tile's channels."""
+    if CHANNELS_INNER:
+        t = v[:, None]
+    else:
+        t = v[None, :]
+    return t
+
+
+@jit_unspecialized(keep=SPECIALIZED)
+def _depthwise_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    M: tl.int64, C_OUT: tl.int64,
+    D: tl.int64, H: tl.int64, W: tl.int64, OD: tl.int64, OH: tl.int64, OW: tl.int64,
+    pd: tl.int64, ph: tl.int64, pw: tl.int64,
+    xs0: tl.int64, xs1: tl.int64, xs2: tl.int64, xs3: tl.int64, xs4: tl.int64,
+    ws0: tl.int64, ws1: tl.int64,
+    ys0: tl.int64, ys1: tl.int64, ys2: tl.int64, ys3: tl.int64, ys4: tl.int64,
+    CIN_G: tl.constexpr, COUT_G: tl.constexpr,
+    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+    SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+    DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+    TRANSPOSED: tl.constexpr, HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, BIG: tl.constexpr,
+    CHANNELS_INNER: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+):  # fmt: skip
+    """``y[m, co] = sum over j < CIN_G and kernel positions k of x[m moved by k,
+    g*CIN_G + j] * w(co, j, k)`` with ``g = co // COUT_G`` (a group's ``CIN_G`` input and
+    ``COUT_G`` output channels, one of them 1 where :mod:`conv` routes here), ``w`` the
+    weight ``[C_out, CIN_G, k...]`` or, transposed, ``[C_in, COUT_G, k...]``, its taps
+    dense (``ws0``, ``ws1``: its channel strides).
+
+    Grid: (position tiles over ``M = N x output volume``, channel tiles). Forward: input
+    position ``o * stride - pad + k * dilation``; transposed: ``(o + pad - k * dilation) /
+    stride`` where exact. Where a tap moves every position by the same input offset (any
+    forward, a transposed one of unit strides) the tile's pointers are formed once and a
+    tap adds a scalar (a constant where the dilation and the stride it scales are: the
+    load's immediate offset); a strided transposed tap divides per position. Bounds are
+    per position and tap; a channel's weight is one ``[BLOCK_C]`` load a tap."""
+    pid_p = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    M, C_OUT = _idx(M, BIG), _sidx(C_OUT, BIG)
+    D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
+    OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
+    xs0, xs1, xs2, xs3, xs4 = (
+        _sidx(xs0, BIG),
+        _sidx(xs1, BIG),
+        _sidx(xs2, BIG),
+        _sidx(xs3, BIG),
+        _sidx(xs4, BIG),
+    )
+    ws0, ws1 = _idx(ws0, BIG), _idx(ws1, BIG)
+    ys0, ys1, ys2, ys3, ys4 = (
+        _sidx(ys0, BIG),
+        _sidx(ys1, BIG),
+        _sidx(ys2, BIG),
+        _sidx(ys3, BIG),
+        _sidx(ys4, BIG),
+    )
+    rp = _idx(pid_p, BIG) * BLOCK_P + tl.arange(0, BLOCK_P)
+    co = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
+    p_ok = rp < M
+    c_ok = co < C_OUT
+    nb, od, oh, ow = _unflatten(rp, OD, OH, OW)
+    # a tile's channels past C_OUT read the last one's weights (and over NCHW its input):
+    # their loads need no channel mask, only the store does. Channels-last loads keep the
+    # mask instead, which the specialized C_OUT proves constant over 16 channels (a
+    # clamped index would hide their contiguity)
+    cw = tl.minimum(co, C_OUT - 1)
+    gw = cw // COUT_G  # a constant divisor (1 for depthwise forward and input gradients)
+    if CHANNELS_INNER:
+        g = co // COUT_G
+    else:
+        g = gw
+    if TRANSPOSED:  # the numerator o + pad - k * dilation, divided by the stride
+        bd, bh, bw = od + _idx(pd, BIG), oh + _idx(ph, BIG), ow + _idx(pw, BIG)
+        sgn: tl.constexpr = -1
+    else:
+        bd, bh, bw = od * SD - _idx(pd, BIG), oh * SH - _idx(ph, BIG), ow * SW - _idx(pw, BIG)
+        sgn: tl.constexpr = 1
+    uniform: tl.constexpr = not TRANSPOSED or (SD == 1 and SH == 1 and SW == 1)
+    x_pos = nb * xs0
+    if uniform:  # the input position of the kernel's first tap
+        x_pos += bh * xs3 + bw * xs4
+        if HAS_D:
+            x_pos += bd * xs2
+    xp = x_ptr + _outer((g * CIN_G) * xs1, x_pos, CHANNELS_INNER)
+    if TRANSPOSED:  # weight [C_in, COUT_G, k...]: row g*CIN_G + j, column co % COUT_G
+        w_chan = (gw * CIN_G) * ws0 + (cw - gw * COUT_G) * ws1
+        w_step = ws0
+    else:  # weight [C_out, CIN_G, k...]
+        w_chan = cw * ws0
+        w_step = ws1
+    if CHANNELS_INNER:
+        acc = tl.full([BLOCK_P, BLOCK_C], 0, tl.float32)
+    else:
+        acc = tl.full([BLOCK_C, BLOCK_P], 0, tl.float32)
+    for _j in range(CIN_G):  # the group's input channels (xp, w_chan step)
+        for kd in range(KD):  # loops: unrolled, every tap's pointers were live at once
+            i_d = bd + (sgn * kd * DD)
+            d_ok = p_ok
+            if HAS_D:
+                if not uniform and SD != 1:
+                    d_ok = d_ok & (i_d % SD == 0)
+                    i_d = tl.where(d_ok, i_d, 0) // SD
+                d_ok = d_ok & (i_d >= 0) & (i_d < D)
+            for kh in range(KH):  # (a 7x7 channels-last tile: 32 registers, 5.9 KB of stack)
+                # the row's pointers once a row: the taps along it add constants where
+                # the input's last stride is 1 (NCHW), folded into the loads' addresses
+                if HAS_D:
+                    row = xp + ((sgn * kd * DD) * xs2 + (sgn * kh * DH) * xs3)
+                else:
+                    row = xp + (sgn * kh * DH) * xs3
+                ih = bh + (sgn * kh * DH)
+                h_ok = d_ok
+                if not uniform and SH != 1:
+                    h_ok = h_ok & (ih % SH == 0)
+                    ih = tl.where(h_ok, ih, 0) // SH
+                h_ok = h_ok & (ih >= 0) & (ih < H)
+                for kw in tl.static_range(KW):
+                    iw = bw + (sgn * kw * DW)
+                    ok = h_ok
+                    if not uniform and SW != 1:
+                        ok = ok & (iw % SW == 0)
+                        iw = tl.where(ok, iw, 0) // SW
+                    ok = ok & (iw >= 0) & (iw < W)
+                    if uniform:  # one scalar for the whole tile
+                        ptrs = row + (sgn * kw * DW) * xs4
+                    else:
+                        pos = ih * xs3 + iw * xs4
+                        if HAS_D:
+                            pos += i_d * xs2
+                        ptrs = xp + _per_position(pos, CHANNELS_INNER)
+                    if CHANNELS_INNER:
+                        xt = tl.load(ptrs, mask=_both(c_ok, ok, CHANNELS_INNER), other=0.0)
+                    else:
+                        xt = tl.load(ptrs, mask=_per_position(ok, CHANNELS_INNER), other=0.0)
+                    # the taps are dense (conv.py sees to it): kw is an immediate offset
+                    tap = (kd * KH + kh) * KW + kw
+                    wt = tl.load(w_ptr + w_chan + tap).to(tl.float32)
+                    acc += xt.to(tl.float32) * _per_channel(wt, CHANNELS_INNER)
+        xp += xs1
+        w_chan += w_step
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + co, mask=c_ok, other=0.0).to(tl.float32)
+        acc += _per_channel(bias, CHANNELS_INNER)
+    y_pos = nb * ys0 + oh * ys3 + ow * ys4
+    if HAS_D:
+        y_pos += od * ys2
+    tl.store(y_ptr + _outer(co * ys1, y_pos, CHANNELS_INNER), acc.to(y_ptr.dtype.element_ty),
+             mask=_both(c_ok, p_ok, CHANNELS_INNER))  # fmt: skip
+
+
+_depthwise = Launcher(_depthwise_kernel, specialize=SPECIALIZED)
