@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO / "src"))
 #: 3x3 and depthwise shapes) run with ``--cases``. Depthwise cases (groups == channels)
 #: sweep the direct kernel's tiles (``DEPTHWISE``/``DEPTHWISE_CL``) instead of the implicit
 #: GEMM's: ``--cases 4,5`` (Xception's 3x3 over 728 channels, NCHW; ConvNeXt's 7x7 over
-#: 512, channels-last as traced).
+#: 512, channels-last as traced); ``--parts forward`` leaves out the weight-gradient sweep
+#: (the depthwise weight gradient is still the implicit GEMM's).
 CASES = [
     ("3x3, 18 channels", (128, 18, 56, 56), (18, 18, 3, 3), 1, 1, 1),
     ("3x3, 64 groups of 8", (32, 512, 14, 14), (1024, 8, 3, 3), 1, 1, 64),
@@ -92,7 +93,9 @@ def _close(got: Any, want: Any) -> bool:
     return bool(torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2 * scale))
 
 
-def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
+def probe_case(
+    case: tuple, channels_last: bool, parts: str = "forward,grad_weight"
+) -> list[dict[str, Any]]:
     import torch
 
     from opbench.kernels._lib import conv
@@ -129,7 +132,8 @@ def probe_case(case: tuple, channels_last: bool) -> list[dict[str, Any]]:
     fwd: tuple[tuple[str, ...], list] = (_FWD_NAMES, FORWARD)
     if groups == xs[1]:  # depthwise: the direct kernel
         fwd = (_DW_CL_NAMES, DEPTHWISE_CL) if channels_last else (_DW_NAMES, DEPTHWISE)
-    sweeps = (("forward+grad_input", *fwd), ("grad_weight", _WGRAD_NAMES, WGRAD))
+    sweeps = [("forward+grad_input", *fwd), ("grad_weight", _WGRAD_NAMES, WGRAD)]
+    sweeps = [sw for sw in sweeps if sw[0].split("+")[0] in parts.split(",")]
     for part, names, variants in sweeps:
         saved = {n: getattr(conv, n) for n in names}
         for values in variants:
@@ -190,6 +194,8 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
                   f"ours with the default tiles: {dflt['forward']:.4f}, "
                   f"{dflt['grad_input']:.4f}, {dflt['grad_weight']:.4f}", ""]  # fmt: skip
         for part, key in (("forward+grad_input", "forward"), ("grad_weight", "grad_weight")):
+            if not any(r["part"] == part for r in group):
+                continue
             ranked = sorted((r for r in group if r["part"] == part and r.get("ok")),
                             key=lambda r: r[key])  # fmt: skip
             bad = [r for r in group if r["part"] == part and not r.get("ok")]
@@ -214,6 +220,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="OUT.json and OUT.md")
     ap.add_argument("--cases", default=DEFAULT_CASES, help="indices into CASES, comma-separated")
+    ap.add_argument("--parts", default="forward,grad_weight",
+                    help="sweeps to run: forward (with the input gradient), grad_weight")  # fmt: skip
     ns = ap.parse_args()
     import torch
     import triton
@@ -223,7 +231,7 @@ def main() -> int:
     picked = [CASES[int(i)] for i in ns.cases.split(",")]
     rows: list[dict[str, Any]] = []
     for case in picked:
-        rows += probe_case(case, channels_last=case[6:] == ("channels_last",))
+        rows += probe_case(case, channels_last=case[6:] == ("channels_last",), parts=ns.parts)
     text = render(rows, env)
     print(text)
     if ns.out:
