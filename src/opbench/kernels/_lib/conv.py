@@ -345,6 +345,7 @@ def convolution(
     M = N * OD * OH * OW
     if _is_depthwise(cin_g, cout_g):
         inner = x.stride(1) == 1 and C_in > 1  # channels-last: channels contiguous
+        stride3 = [sd, sh, sw]
         bp, bc, warps = _dw_blocks(M, C_out, inner)
         if w.stride()[2:] != (KH * KW, KW, 1) and w.numel() > 0:
             w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
@@ -354,7 +355,9 @@ def convolution(
              D, H, W, OD, OH, OW, pd, ph, pw, *x.stride(), *w.stride()[:2], *y.stride()),
             CIN_G=cin_g, COUT_G=cout_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw,
             DD=dd, DH=dh, DW=dw,
-            TRANSPOSED=bool(transposed), HAS_D=spatial == 3, HAS_BIAS=bias is not None,
+            TRANSPOSED=bool(transposed), SGN=-1 if transposed else 1,
+            UNIFORM=not transposed or stride3 == [1, 1, 1],
+            HAS_D=spatial == 3, HAS_BIAS=bias is not None,
             BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
             BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
         )  # fmt: skip

@@ -104,7 +104,8 @@ def _depthwise_kernel(
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-    TRANSPOSED: tl.constexpr, HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, BIG: tl.constexpr,
+    TRANSPOSED: tl.constexpr, SGN: tl.constexpr, UNIFORM: tl.constexpr,
+    HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, BIG: tl.constexpr,
     CHANNELS_INNER: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """``y[m, co] = sum over j < CIN_G and kernel positions k of x[m moved by k,
@@ -118,7 +119,9 @@ def _depthwise_kernel(
     stride`` where exact. Where a tap moves every position by the same input offset (any
     forward, a transposed one of unit strides) the tile's pointers are formed once and a
     tap adds a scalar (a constant where the dilation and the stride it scales are: the
-    load's immediate offset); a strided transposed tap divides per position. Bounds are
+    load's immediate offset); a strided transposed tap divides per position. ``SGN``: 1
+    forward, -1 transposed; ``UNIFORM``: forward, or transposed with unit strides (both
+    set by the launcher, Triton 3.6's frontend being less sure of in-kernel constexprs). Bounds are
     per position and tap; a channel's weight is one ``[BLOCK_C]`` load a tap."""
     pid_p = tl.program_id(0)
     pid_c = tl.program_id(1)
@@ -157,13 +160,10 @@ def _depthwise_kernel(
         g = gw
     if TRANSPOSED:  # the numerator o + pad - k * dilation, divided by the stride
         bd, bh, bw = od + _idx(pd, BIG), oh + _idx(ph, BIG), ow + _idx(pw, BIG)
-        sgn: tl.constexpr = -1
     else:
         bd, bh, bw = od * SD - _idx(pd, BIG), oh * SH - _idx(ph, BIG), ow * SW - _idx(pw, BIG)
-        sgn: tl.constexpr = 1
-    uniform: tl.constexpr = not TRANSPOSED or (SD == 1 and SH == 1 and SW == 1)
     x_pos = nb * xs0
-    if uniform:  # the input position of the kernel's first tap
+    if UNIFORM:  # the input position of the kernel's first tap
         x_pos += bh * xs3 + bw * xs4
         if HAS_D:
             x_pos += bd * xs2
@@ -180,10 +180,10 @@ def _depthwise_kernel(
         acc = tl.full([BLOCK_C, BLOCK_P], 0, tl.float32)
     for _j in range(CIN_G):  # the group's input channels (xp, w_chan step)
         for kd in range(KD):  # loops: unrolled, every tap's pointers were live at once
-            i_d = bd + (sgn * kd * DD)
+            i_d = bd + (SGN * kd * DD)
             d_ok = p_ok
             if HAS_D:
-                if not uniform and SD != 1:
+                if not UNIFORM and SD != 1:
                     d_ok = d_ok & (i_d % SD == 0)
                     i_d = tl.where(d_ok, i_d, 0) // SD
                 d_ok = d_ok & (i_d >= 0) & (i_d < D)
@@ -191,24 +191,24 @@ def _depthwise_kernel(
                 # the row's pointers once a row: the taps along it add constants where
                 # the input's last stride is 1 (NCHW), folded into the loads' addresses
                 if HAS_D:
-                    row = xp + ((sgn * kd * DD) * xs2 + (sgn * kh * DH) * xs3)
+                    row = xp + ((SGN * kd * DD) * xs2 + (SGN * kh * DH) * xs3)
                 else:
-                    row = xp + (sgn * kh * DH) * xs3
-                ih = bh + (sgn * kh * DH)
+                    row = xp + (SGN * kh * DH) * xs3
+                ih = bh + (SGN * kh * DH)
                 h_ok = d_ok
-                if not uniform and SH != 1:
+                if not UNIFORM and SH != 1:
                     h_ok = h_ok & (ih % SH == 0)
                     ih = tl.where(h_ok, ih, 0) // SH
                 h_ok = h_ok & (ih >= 0) & (ih < H)
                 for kw in tl.static_range(KW):
-                    iw = bw + (sgn * kw * DW)
+                    iw = bw + (SGN * kw * DW)
                     ok = h_ok
-                    if not uniform and SW != 1:
+                    if not UNIFORM and SW != 1:
                         ok = ok & (iw % SW == 0)
                         iw = tl.where(ok, iw, 0) // SW
                     ok = ok & (iw >= 0) & (iw < W)
-                    if uniform:  # one scalar for the whole tile
-                        ptrs = row + (sgn * kw * DW) * xs4
+                    if UNIFORM:  # one scalar for the whole tile
+                        ptrs = row + (SGN * kw * DW) * xs4
                     else:
                         pos = ih * xs3 + iw * xs4
                         if HAS_D:
