@@ -11,7 +11,8 @@
 #   pointwise   ~80 s  tiny-input tiles and unmasked whole programs (cae42f7)
 #   layernorm   ~80 s  layer norm backward (517c270) and its sweeps
 #   matmul     ~160 s  exact-product configs (tune_matmul.py --shapes --write), then mm/bmm/addmm
-#   conv       ~120 s  conv_probe.py over the rewritten kernels (bb50413)
+#   conv       ~220 s  conv_probe.py over the rewritten kernels (bb50413), then the direct
+#                      depthwise kernel's variants (c7acbd8) and its tests compiled
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -69,7 +70,14 @@ for section in "$@"; do
         profile mm_after mm,bmm,addmm ;;
     conv)
         python3 benchmarks/conv_probe.py --out "$OUT/conv-probe2-h100" > "$OUT/conv-probe.txt" 2>&1
-        tail -n 40 "$OUT/conv-probe.txt" ;;
+        tail -n 40 "$OUT/conv-probe.txt"
+        python3 benchmarks/conv_probe.py --cases 4,5 --parts forward --out "$OUT/conv-probe-dw-h100" \
+            > "$OUT/conv-probe-dw.txt" 2>&1
+        tail -n 30 "$OUT/conv-probe-dw.txt"
+        OPBENCH_KERNEL_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -rfxX \
+            --junitxml="$OUT/conv-tests.xml" tests/kernels/test_conv.py \
+            -k "depthwise_direct and not gpu_tiles" > "$OUT/conv-tests.txt" 2>&1
+        tail -n 15 "$OUT/conv-tests.txt" ;;
     *)
         echo "unknown section $section" ;;
     esac
