@@ -131,9 +131,8 @@ def test_long_rows_any_alignment(dtype: torch.dtype, monkeypatch: pytest.MonkeyP
                                    atol=1e-6, rtol=1e-5, equal_nan=True)  # fmt: skip
 
 
-def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The GPU's plans (several rows a program, warps, the long-row kernel's tiles), run
-    at small scale through the interpreter."""
+def _small_gpu_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan as on the GPU, scaled down so the interpreter runs it (skips off the CPU)."""
     if DEVICE != "cpu":
         pytest.skip("patches the interpreter's plan switch")
     monkeypatch.setattr(sm, "_INTERPRETING", False)
@@ -141,6 +140,12 @@ def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(sm, "SINGLE_MAX", 64)
     monkeypatch.setattr(sm, "RESIDENT_THREADS", 8)
     monkeypatch.setattr(sm, "MIN_PROGRAMS", 4)
+
+
+def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU's plans (several rows a program, warps, the long-row kernel's tiles), run
+    at small scale through the interpreter."""
+    _small_gpu_plans(monkeypatch)
     monkeypatch.setattr(softmax_long, "LONG_TILE_BYTES", 128)
     g = torch.Generator().manual_seed(5)
     for dtype in (torch.float16, torch.float32):
@@ -163,13 +168,7 @@ def test_backward_gpu_row_plans_under_the_interpreter(
     (VEC_N 1), fewer rows than a tile, a row of one element, a grad at other strides than
     the output, sliced rows (a row stride the vector does not divide), both formulas and
     the CUDA rounding of ``grad * output`` forced on."""
-    if DEVICE != "cpu":
-        pytest.skip("patches the interpreter's plan switch")
-    monkeypatch.setattr(sm, "_INTERPRETING", False)
-    monkeypatch.setattr(sm, "_LAUNCHES", {})
-    monkeypatch.setattr(sm, "SINGLE_MAX", 64)
-    monkeypatch.setattr(sm, "RESIDENT_THREADS", 8)
-    monkeypatch.setattr(sm, "MIN_PROGRAMS", 4)
+    _small_gpu_plans(monkeypatch)
     monkeypatch.setattr(sm, "BWD_MAX_VECS", vecs)
     monkeypatch.setattr(sm, "BWD_PERSIST", persist)
     monkeypatch.setattr(sm, "_sms", lambda t: 1)
