@@ -565,8 +565,9 @@ def test_row_tile_warps_and_min_programs(monkeypatch: pytest.MonkeyPatch) -> Non
     """A row tile has ROW_BYTES_PER_THREAD a thread (an f32 [4, 1024] tile: 8 warps,
     four 16-byte loads each; f16: 4 warps); ROW_MIN_PROGRAMS halves BLOCK_M until the
     plan has that many programs (FlagGems' one row a program): [4, 64, 768] f32 over the
-    last dim, 64 programs of [4, 1024] by default, 256 of [1, 1024] at 200; the same
-    values either way."""
+    last dim, 64 programs of [4, 1024] by default, 256 of [1, 1024] at 200. The values
+    agree to f32 rounding, not bit for bit: on the GPU the warp count changes tl.sum's
+    tree (the H100 differed in the last bit)."""
     launched = _gpu_plans(monkeypatch)
     x = (torch.randn(4, 64, 768) * 3).to(DEVICE)
     base = red.mean_dim(x, [-1], True)
@@ -578,6 +579,6 @@ def test_row_tile_warps_and_min_programs(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(red, "_PLANS", {})
     got = red.mean_dim(x, [-1], True)
     assert (launched[-1]["grid"], launched[-1]["BLOCK_M"]) == ((256, 1), 1)
-    assert torch.equal(base, got)
+    torch.testing.assert_close(got, base, rtol=1e-6, atol=1e-6)
     assert_matches(got, aten.mean.dim, x, [-1], True)
     _check_ops(x, [2])

@@ -176,6 +176,16 @@ TUNED: dict[str, tuple[int, int, int, int, int, int]] = {
 }
 
 #: where and by what command SHAPES was measured
-SHAPES_ON = ""
+SHAPES_ON = "NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0: tune_matmul.py --shapes --traces .gpu_data/traces --jobs 12 --write --out $OUT/matmul-shapes-h100"
 
-SHAPES: dict[tuple[int, int, int, int, int], tuple[int, ...]] = {}
+SHAPES: dict[tuple[int, int, int, int, int], tuple[int, ...]] = {
+    (2, 1, 512, 1536, 1536): (64, 64, 64, 8, 4, 4),
+    (2, 1, 768, 768, 2048): (128, 64, 64, 8, 4, 4),
+    (2, 1, 768, 768, 8192): (128, 128, 64, 8, 8, 3, 6),
+    (2, 1, 1024, 768, 768): (128, 64, 64, 8, 4, 4),
+    (2, 1, 1024, 1024, 1024): (64, 64, 64, 8, 4, 4),
+    (2, 1, 1024, 1024, 2048): (128, 64, 64, 8, 4, 4),
+    (2, 1, 2048, 768, 768): (64, 64, 64, 8, 4, 4),
+    (2, 1, 2048, 1024, 1024): (128, 128, 64, 8, 4, 4),
+    (2, 1, 8192, 768, 768): (128, 128, 64, 8, 4, 3),
+}
