@@ -247,16 +247,22 @@ def shape_candidates(batch: int, M: int, N: int, K: int, sms: int = 132) -> list
 def judged_products(traces: str, min_gflop: float, limit: int) -> list[dict[str, Any]]:
     """The matmul-family cases the judge times (each op's ``limit`` most used traced
     cases, as ``host_profile.traced_cases`` and the traces suite pick them) of at least
-    ``min_gflop``, with their product's sizes."""
+    ``min_gflop``, with their product's sizes; with them the judged pointwise
+    convolutions' products (a forward, a backward's input gradient), which run on the
+    same kernel and were left to buckets tuned on other shapes ([32, 1024, 14, 14] to 512
+    channels: bucket 2:2:2:3's 16x64 tiles, 0.18x eager on the H100)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from host_profile import traced_cases
 
     from opbench.spec.args import parse_args
 
     rows = []
-    for op, cases in sorted(traced_cases(traces, ",".join(OPS), limit, "cuda").items()):
+    for op, cases in sorted(traced_cases(traces, ",".join(OPS + CONV_OPS), limit, "cuda").items()):
         for c in cases:
-            itemsize, batch, M, N, K = product_dims(op, parse_args(c.args).args)
+            dims = product_dims(op, parse_args(c.args).args)
+            if dims is None:  # not a pointwise convolution: not on the matmul kernel
+                continue
+            itemsize, batch, M, N, K = dims
             gflop = 2 * batch * M * N * K / 1e9
             if gflop >= min_gflop:
                 rows.append({"op": op, "args": c.args, "itemsize": itemsize, "batch": batch,
