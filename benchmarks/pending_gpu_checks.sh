@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# The GPU measurements that stop 32's CPU-only work is waiting for, as named sections, so
+# GPU measurements that CPU-only kernel work waits for, as named sections, so
 # one device call runs several:  bash benchmarks/pending_gpu_checks.sh tests reduction
 # Run from the repository root on the GPU machine; carry .gpu_data/traces and .whl/ex.
-# Each section writes its log and JSON under $OUT (default /tmp/out). Device seconds are
-# the helpers' estimates, not measured.
-#   tests      ~200 s  kernel tests with compiled kernels (the CUDA-eager rules of 2f6a5a6
+# Each section writes its log and JSON under the work folder (packed into $OUT). Device
+# seconds as measured on the H100 in stop 33 (Triton's cache cold):
+#   tests      ~310 s  kernel tests with compiled kernels (the CUDA-eager rules of 2f6a5a6
 #                      and f807c22, every rewritten kernel compiled on Triton 3.6)
-#   reduction  ~160 s  sum/mean column and row plans (9cb7997): new against the old plans
-#   softmax     ~90 s  softmax backward row plan (0dcfa61) and its sweeps
-#   pointwise   ~80 s  tiny-input tiles and unmasked whole programs (cae42f7)
-#   layernorm   ~80 s  layer norm backward (517c270) and its sweeps
-#   matmul     ~160 s  exact-product configs (tune_matmul.py --shapes --write), then mm/bmm/addmm
-#   conv       ~220 s  conv_probe.py over the rewritten kernels (bb50413), then the direct
+#   reduction   ~50 s  sum/mean column and row plans (9cb7997): new against the old plans
+#   softmax     ~30 s  softmax backward row plan (0dcfa61) and its sweeps
+#   pointwise   ~20 s  tiny-input tiles and unmasked whole programs (cae42f7)
+#   layernorm   ~20 s  layer norm backward (517c270) and its sweeps
+#   matmul      ~60 s  exact-product configs (tune_matmul.py --shapes --write), then mm/bmm/addmm
+#   conv        ~90 s  conv_probe.py over the rewritten kernels (bb50413), then the direct
 #                      depthwise kernel's variants (c7acbd8) and its tests compiled
+# Stop 33's results and what each sweep decided: benchmarks/results/stop33-h100/README.md.
+# Everything goes under a work folder and, at the end, into $OUT/pending.tgz: the device
+# tool brings back at most 8 files (stop 33 lost five sections' logs to that limit).
 set -u
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+RESULT_DIR=${OUT:-/tmp/out}
+OUT=${PENDING_WORK:-/tmp/pending}
+mkdir -p "$OUT" "$RESULT_DIR"
+trap 'tar czf "$RESULT_DIR/pending.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"' EXIT
 source benchmarks/gpu_env.sh > "$OUT/env.txt" 2>&1
 P="python3 benchmarks/device_profile.py --traces .gpu_data/traces"
 
@@ -31,7 +36,7 @@ for section in "$@"; do
     echo "#### $section"
     case $section in
     tests)
-        OPBENCH_KERNEL_DEVICE=cuda timeout 300 python3 -m pytest -q -p no:cacheprovider -rfxX \
+        OPBENCH_KERNEL_DEVICE=cuda timeout 420 python3 -m pytest -q -p no:cacheprovider -rfxX \
             --junitxml="$OUT/kernel-tests.xml" tests/kernels/test_softmax.py \
             tests/kernels/test_norm.py tests/kernels/test_batch_norm_planes.py \
             tests/kernels/test_pointwise_more.py tests/kernels/test_reduction.py \
