@@ -165,7 +165,8 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
 @pytest.mark.parametrize("case", ["2d_pointwise", "2d_pointwise_transposed", "3d_pointwise"])
 def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
     """1x1, stride 1, unpadded, one group: the forward pass and the weight gradient go to
-    the matmul kernel (per-image products over views), not the implicit GEMM."""
+    the matmul kernel (per-image products over views; the weight gradient summed over the
+    images in one reduction, ``test_pointwise_conv.py``), not the implicit GEMM."""
     x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, torch.float32,
                                                                             True)  # fmt: skip
     assert conv._pointwise(w.shape[2:], stride, padding, out_pad, groups)

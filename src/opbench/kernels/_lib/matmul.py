@@ -30,6 +30,11 @@ gradients: ``16 x 16 x 663552``) split K across programs (:func:`split_k`), whos
 partials a second kernel sums in a fixed order (deterministic) before the epilogue.
 Measured: ``benchmarks/results/matmul-tuning-h100.md``.
 
+A second mode of the same kernel (``BATCH_K``, :func:`matmul_batch_sum_into`) sums the
+batch's products into one matrix, ``C = sum_b A[b] @ B[b]``, its K loop running over the
+batch entries too: a pointwise convolution's weight gradient over NCHW images, which
+cannot be viewed as one long product. Off, the kernel's sm_90 code is unchanged.
+
 ``beta == 0`` ignores the bias altogether (NaN and Inf in it do not propagate, as
 documented for ``addmm``); ``K == 0`` gives ``beta * bias`` (zeros for ``mm``).
 
@@ -42,6 +47,7 @@ file; nothing is tuned inside a call.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from typing import Any
 
@@ -53,8 +59,9 @@ from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 
 __all__ = [
-    "addmm", "baddbmm", "bmm", "matmul_into", "mm", "CONFIGS", "SHAPE_CONFIGS", "bias_mode",
-    "bucket", "config_for", "dot_acc", "sm_count", "split_k", "split_plan", "sum_split_partials",
+    "addmm", "baddbmm", "bmm", "matmul_batch_sum_into", "matmul_into", "mm", "CONFIGS",
+    "SHAPE_CONFIGS", "batch_groups", "bias_mode", "bucket", "config_for", "dot_acc",
+    "sm_count", "split_k", "split_plan", "sum_split_partials",
 ]  # fmt: skip
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -112,6 +119,7 @@ def _mm_kernel(
     A_LAYOUT: tl.constexpr, DA: tl.constexpr, B_LAYOUT: tl.constexpr, DB: tl.constexpr,
     C_LAYOUT: tl.constexpr, DC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BATCH_K: tl.constexpr,
 ):  # fmt: skip
     # Sizes and strides arrive divided by what they are known to be multiples of (the
     # D* constexprs) and are multiplied back here: Triton's alignment analysis then sees
@@ -163,7 +171,15 @@ def _mm_kernel(
     pid_m = first_m + (t % per_group) % group_m
     pid_n = (t % per_group) // group_m
 
-    k_lo = split * k_per_q * BLOCK_K  # each split: k_per_q blocks of K (all of K unsplit)
+    if BATCH_K:
+        # the reduction runs over the batch too: C = sum_b A[b] @ B[b] (one output matrix,
+        # the grid's tiles are its tiles, b == 0 so far); program axis 1 is a group of
+        # k_per_q / kb whole batch entries, kb blocks of K each, starting at entry b
+        kb = (K + BLOCK_K - 1) // BLOCK_K
+        b = split * (k_per_q // tl.maximum(kb, 1))
+        k_lo = 0
+    else:
+        k_lo = split * k_per_q * BLOCK_K  # each split: k_per_q blocks of K (all of K unsplit)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -173,15 +189,34 @@ def _mm_kernel(
     b_ptrs = b_ptr + b * (s_bb * DB) + (k_lo + rk)[:, None] * sbk + rn[None, :] * sbn
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-    # a count, not tl.minimum(K, ...) bounds: Triton 3.6's interpreter cannot range over
-    # a tensor; the last split's blocks past K are masked off
-    for i in range(0, k_per_q):
-        k_ok = (k_lo + i * BLOCK_K + rk) < K
-        a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc, comp = dot_acc(a, w, acc, comp, IEEE, TO_F32)
-        a_ptrs += BLOCK_K * sak
-        b_ptrs += BLOCK_K * sbk
+    if BATCH_K:
+        # one loop over (entry, K block) pairs, not a loop per entry: Triton pipelines
+        # innermost loops only, and a 196-position image is 7 blocks of 32. The pointers
+        # step a block along K, or, after an entry's last block, jump to the next entry's
+        # first (a loop-invariant jump, chosen by a scalar select)
+        a_jump = s_ab * DA - (kb - 1) * BLOCK_K * sak
+        b_jump = s_bb * DB - (kb - 1) * BLOCK_K * sbk
+        kk = K - K
+        for _ in range(0, k_per_q):
+            k_ok = (kk + rk) < K
+            a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+            w = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+            acc, comp = dot_acc(a, w, acc, comp, IEEE, TO_F32)
+            wrap = kk + BLOCK_K >= K
+            a_ptrs += tl.where(wrap, a_jump, BLOCK_K * sak)
+            b_ptrs += tl.where(wrap, b_jump, BLOCK_K * sbk)
+            kk = tl.where(wrap, 0, kk + BLOCK_K)
+        b = 0  # the output's matrix (its batch stride is 0 here anyway)
+    else:
+        # a count, not tl.minimum(K, ...) bounds: Triton 3.6's interpreter cannot range over
+        # a tensor; the last split's blocks past K are masked off
+        for i in range(0, k_per_q):
+            k_ok = (k_lo + i * BLOCK_K + rk) < K
+            a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+            w = tl.load(b_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+            acc, comp = dot_acc(a, w, acc, comp, IEEE, TO_F32)
+            a_ptrs += BLOCK_K * sak
+            b_ptrs += BLOCK_K * sbk
     out = acc
     if SCALED:
         out = out * tl.cast(alpha, tl.float32)
@@ -307,12 +342,24 @@ def config_for(itemsize: int, M: int, N: int, K: int, batch: int = 1) -> Config:
 # ----------------------------------------------------------------------------- launching
 
 
+def _pow2_multiple(n: int, vec: int) -> int:
+    """The largest power of two up to ``vec`` that divides ``n`` (``vec`` for 0)."""
+    m = vec
+    while n % m:
+        m //= 2
+    return m
+
+
 def _layout(t: torch.Tensor, vec: int) -> tuple[int, int, tuple[int, int, int]]:
     """(layout, multiple, strides) of a 3-D operand ``[batch, rows, cols]`` for the kernel:
     ROW where the cols are contiguous, COL where the rows are, else ANY; ``multiple`` is
-    ``vec`` when the address is 16-byte aligned and every other stride a multiple of
-    ``vec`` elements (the kernel may then use 16-byte accesses), else 1; the strides are
-    passed divided by it. A dim of size 1 has no stride that matters: taken as 0."""
+    the largest power of two up to ``vec`` (16 bytes) that every other stride is a
+    multiple of, where the address is 16-byte aligned, else 1; the strides are passed
+    divided by it. Not ``vec`` or nothing: a 14x14 feature map's 196 positions are a
+    multiple of 4 f16 elements, and with that known the sm_90 code reads such rows 8 bytes
+    a ``cp.async`` and stores them 8 bytes a ``st.global.v2`` (2-byte loads through
+    registers and 2-byte stores when it was taken as 1). A dim of size 1 has no stride
+    that matters: taken as 0."""
     sb, sr, sc = (0 if n == 1 else st for n, st in zip(t.shape, t.stride(), strict=True))
     if sc == 1:
         layout, rest = ROW, (sb, sr)
@@ -320,10 +367,18 @@ def _layout(t: torch.Tensor, vec: int) -> tuple[int, int, tuple[int, int, int]]:
         layout, rest = COL, (sb, sc)
     else:
         return ANY, 1, (sb, sr, sc)
-    aligned = t.data_ptr() % 16 == 0 and all(x % vec == 0 for x in rest)
-    mult = vec if aligned else 1
+    mult = _pow2_multiple(math.gcd(*rest), vec) if t.data_ptr() % 16 == 0 else 1
     return layout, mult, (sb // mult, sr // mult if layout == ROW else sr,
                           sc // mult if layout == COL else sc)  # fmt: skip
+
+
+def _operand_layouts(a: torch.Tensor, b: torch.Tensor, vec: int) -> tuple:
+    """``(A_LAYOUT, DA, a strides, B_LAYOUT, DB, b strides)`` of the kernel's operands,
+    ``a`` ``[batch, M, K]`` and ``b`` ``[batch, K, N]``."""
+    la, da, sa = _layout(a, vec)
+    lb, db, sb = _layout(b.transpose(1, 2), vec)  # as [batch, N, K]: ROW is K-contiguous
+    lb = {ROW: COL, COL: ROW}.get(lb, ANY)  # back to [batch, K, N] terms
+    return la, da, sa, lb, db, (sb[0], sb[2], sb[1])
 
 
 def bias_mode(strides: tuple[int, ...]) -> int:
@@ -392,11 +447,8 @@ def matmul_into(
     has_bias = bias is not None and beta != 0
     x = bias.expand(B, M, N) if has_bias else out  # never read without a bias
     vec = 16 // a.element_size()
-    dm, dn, dk = (vec if n % vec == 0 else 1 for n in (M, N, K))
-    la, da, sa = _layout(a, vec)
-    lb, db, sb = _layout(b.transpose(1, 2), vec)  # as [batch, N, K]: ROW is K-contiguous
-    lb = {ROW: COL, COL: ROW}.get(lb, ANY)  # back to [batch, K, N] terms
-    sb = (sb[0], sb[2], sb[1])
+    dm, dn, dk = (_pow2_multiple(n, vec) for n in (M, N, K))
+    la, da, sa, lb, db, sb = _operand_layouts(a, b, vec)
     tiles = B * cdiv(M, bm) * cdiv(N, bn)
     k_iters = cdiv(K, bk)
     splits, k_per_q = split_plan(tiles, k_iters, a.device, cfg[6] if len(cfg) > 6 else None)
@@ -416,10 +468,93 @@ def matmul_into(
         SCALED=alpha != 1 and epilogue,
         IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
         A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, num_warps=warps, num_stages=stages,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=False,
+        num_warps=warps, num_stages=stages,
     )  # fmt: skip
     if not epilogue:
         sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta)
+    return out
+
+
+#: Tiles of :func:`matmul_batch_sum_into` (the pointwise convolutions' weight gradient),
+#: 16-bit operands: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages). BLOCK_K 32,
+#: not 64: the reduction is walked one batch entry at a time, and a 14x14 image's 196
+#: positions are 7 blocks of 32 (224 loaded, 12% masked off) but 4 of 64 (256, 23%).
+#: Untimed on a GPU: ``benchmarks/pointwise_conv_probe.py`` times it and sweeps others.
+BATCH_SUM_CONFIG: Config = (128, 128, 32, 8, 8, 4)
+#: The same for float32 (IEEE FMAs on CUDA cores: wide tiles spill, see :func:`_default`).
+BATCH_SUM_CONFIG_F32: Config = (64, 64, 32, 8, 4, 3)
+#: Programs counted per SM when :func:`batch_groups` fills the GPU.
+BATCH_SUM_SLOTS = 1
+
+
+@functools.cache
+def batch_groups(tiles: int, entries: int, slots: int) -> int:
+    """Groups of batch entries a batch-summing product of ``tiles`` output tiles is split
+    into, for ``slots`` concurrent programs (SMs): 1 where the tiles alone fill the GPU;
+    else the divisor ``g`` of ``entries`` with the least ``ceil(tiles * g / slots) *
+    entries / g`` (waves of programs times the entries each sums), the fewest groups on
+    a tie (each group costs an fp32 partial of the output, written and summed once). A
+    divisor, so every group sums the same whole entries: 1024x1024 outputs (64 tiles of
+    128x128) over 32 images take 2 groups of 16 (128 programs); 336x336 (9 tiles) over 16
+    images, 8 groups of 2."""
+    if tiles >= slots or entries <= 1:
+        return 1
+    best, best_cost = 1, cdiv(tiles, slots) * entries
+    for g in range(2, entries + 1):
+        if entries % g == 0 and cdiv(tiles * g, slots) * (entries // g) < best_cost:
+            best, best_cost = g, cdiv(tiles * g, slots) * (entries // g)
+    return best
+
+
+def matmul_batch_sum_into(
+    out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, config: Config | None = None
+) -> torch.Tensor:
+    """``out = sum_i a[i] @ b[i]`` for 3-D ``[batch, M, K]`` and ``[batch, K, N]`` operands
+    of one float dtype into a 2-D ``out`` (any strides): the reduction runs over the batch
+    entries and, inside each, K, accumulating in registers (the kernel's ``BATCH_K``
+    mode), so no per-entry product is written. Where the output's tiles cannot fill the
+    GPU, the entries are split into :func:`batch_groups` groups whose fp32 partials
+    :func:`sum_split_partials` adds in a fixed order (deterministic). ``config`` (a 7th
+    entry: the group count, a divisor of the batch) overrides
+    :data:`BATCH_SUM_CONFIG`."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    if out.numel() == 0:
+        return out
+    if config is None:
+        config = (_INTERP_CONFIG if _INTERPRETING else
+                  BATCH_SUM_CONFIG_F32 if a.dtype == torch.float32 else BATCH_SUM_CONFIG)  # fmt: skip
+    bm, bn, bk, group, warps, stages = config[:6]
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    if len(config) > 6:
+        groups = config[6]
+        if B % groups:
+            raise ValueError(f"{groups} groups do not divide a batch of {B}")
+    else:
+        groups = batch_groups(tiles, B, sm_count(a.device) * BATCH_SUM_SLOTS)
+    vec = 16 // a.element_size()
+    dm, dn, dk = (_pow2_multiple(n, vec) for n in (M, N, K))
+    la, da, sa, lb, db, sb = _operand_layouts(a, b, vec)
+    if groups > 1:
+        target = torch.empty((groups, M, N), dtype=torch.float32, device=a.device)
+        lc, dc, sc = _layout(target[:1], vec)
+        s_cs = M * N // dc
+    else:
+        target, s_cs = out, 0
+        lc, dc, sc = _layout(out.unsqueeze(0), vec)
+    _mm(
+        (tiles, groups),
+        (a, b, target, target, M // dm, N // dn, K // dk, (B // groups) * cdiv(K, bk),
+         *sa, *sb, s_cs, 0, *sc[1:], 0, 0, 0, 1.0, 1.0),
+        HAS_BIAS=False, BIAS_MODE=0, SCALED=False,
+        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
+        A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=True,
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    if groups > 1:
+        sum_split_partials(target.view(groups, -1), out)
     return out
 
 
