@@ -8,7 +8,10 @@ at 0.13x, forward and backward. This script times the forward kernel, the input 
 (the same kernel, transposed) and the weight gradient (``_wgrad_kernel``) separately, so
 the loss can be placed, under each variant of ``conv``'s tile constants (``FORWARD``:
 ``CONV_BLOCK_M/K``, warps, stages; ``WGRAD``: ``WGRAD_BLOCK_N/K``, warps, stages), every
-variant checked against eager first, and prints the fastest five of each. The two
+variant checked against eager first, and prints the fastest five of each; the NCHW
+non-depthwise cases also sweep the flattened-reduction kernel's tiles (``SMALLK``, the
+default path of cases 0-3 since ``conv_smallk``) against the implicit GEMM's (``FORWARD``,
+SMALLK_MAX_K set to 0). The two
 default cases run in about two minutes on an H100 (most of it compiling the variants).
 
 Usage (on the GPU machine, after ``source benchmarks/gpu_env.sh``):
@@ -48,12 +51,18 @@ CASES = [
 ]  # fmt: skip
 DEFAULT_CASES = "0,1"
 
-#: Forward (and input-gradient) variants: module constants of ``conv`` set together,
-#: (CONV_BLOCK_M, CONV_BLOCK_K, CONV_WARPS, CONV_STAGES). BLOCK_N is the group's channel
-#: count rounded up (``conv._blocks``); BLOCK_K is clipped to the group's channels.
-FORWARD = [
-    *((bm, 32, 4, st) for bm in (32, 64, 128, 256) for st in (1, 3)),
-    (64, 16, 4, 1), (128, 16, 4, 1), (128, 32, 8, 1), (256, 32, 8, 1),
+#: Forward (and input-gradient) variants of ``conv_kernels``' implicit GEMM: module
+#: constants of ``conv`` set together, (SMALLK_MAX_K, CONV_BLOCK_M, CONV_BLOCK_K,
+#: CONV_WARPS, CONV_STAGES); SMALLK_MAX_K 0 keeps the cases off the flattened-reduction
+#: kernel. BLOCK_N is the group's channel count rounded up (``conv._blocks``); BLOCK_K is
+#: clipped to the group's channels. The three fastest of the H100's last sweep
+#: (``conv-probe2-h100``) and the default (128, 32).
+FORWARD = [(0, 128, 32, 4, 1), (0, 64, 16, 4, 1), (0, 32, 32, 4, 1), (0, 64, 32, 4, 1)]
+#: Variants of the flattened-reduction kernel (``conv_smallk``, where the case's reduction
+#: is at most SMALLK_MAX_K pairs): (SMALLK_BLOCK_M, SMALLK_BLOCK_K, SMALLK_WARPS).
+SMALLK = [
+    (128, 16, 4), (128, 32, 4), (64, 16, 4), (64, 32, 4), (256, 16, 8), (256, 32, 8),
+    (128, 64, 4), (32, 16, 4), (128, 16, 8),
 ]  # fmt: skip
 #: Weight-gradient variants: (WGRAD_BLOCK_N, WGRAD_BLOCK_K, WGRAD_WARPS, WGRAD_STAGES);
 #: BLOCK_N is clipped to the group's channel count, rows are its output channels.
@@ -74,7 +83,9 @@ DEPTHWISE_CL = [
     (16, 128, 4), (32, 64, 4), (64, 64, 4), (32, 128, 8), (8, 128, 4), (16, 64, 4),
     (64, 128, 8), (32, 32, 4),
 ]  # fmt: skip
-_FWD_NAMES = ("CONV_BLOCK_M", "CONV_BLOCK_K", "CONV_WARPS", "CONV_STAGES")
+_FWD_NAMES = ("SMALLK_MAX_K", "CONV_BLOCK_M", "CONV_BLOCK_K", "CONV_WARPS", "CONV_STAGES")
+_SMALLK_NAMES = ("SMALLK_BLOCK_M", "SMALLK_BLOCK_K", "SMALLK_WARPS")
+_SMALLK_PART = "forward+grad_input (flattened reduction)"
 _DW_NAMES = ("DW_BLOCK_C", "DW_BLOCK_P", "DW_WARPS")
 _DW_CL_NAMES = ("DW_BLOCK_P_CL", "DW_BLOCK_C_CL", "DW_WARPS_CL")
 _WGRAD_NAMES = ("WGRAD_BLOCK_N", "WGRAD_BLOCK_K", "WGRAD_WARPS", "WGRAD_STAGES")
@@ -133,6 +144,8 @@ def probe_case(
     if groups == xs[1]:  # depthwise: the direct kernel
         fwd = (_DW_CL_NAMES, DEPTHWISE_CL) if channels_last else (_DW_NAMES, DEPTHWISE)
     sweeps = [("forward+grad_input", *fwd), ("grad_weight", _WGRAD_NAMES, WGRAD)]
+    if groups != xs[1] and not channels_last:
+        sweeps.insert(1, (_SMALLK_PART, _SMALLK_NAMES, SMALLK))
     sweeps = [sw for sw in sweeps if sw[0].split("+")[0] in parts.split(",")]
     for part, names, variants in sweeps:
         saved = {n: getattr(conv, n) for n in names}
@@ -193,7 +206,11 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
                   f"{eager['grad_input']:.4f}, weight gradient {eager['grad_weight']:.4f}; "
                   f"ours with the default tiles: {dflt['forward']:.4f}, "
                   f"{dflt['grad_input']:.4f}, {dflt['grad_weight']:.4f}", ""]  # fmt: skip
-        for part, key in (("forward+grad_input", "forward"), ("grad_weight", "grad_weight")):
+        for part, key in (
+            ("forward+grad_input", "forward"),
+            (_SMALLK_PART, "forward"),
+            ("grad_weight", "grad_weight"),
+        ):
             if not any(r["part"] == part for r in group):
                 continue
             ranked = sorted((r for r in group if r["part"] == part and r.get("ok")),

@@ -43,6 +43,7 @@ import torch
 
 from opbench.kernels._lib.conv_depthwise import _depthwise
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
+from opbench.kernels._lib.conv_smallk import _smallk
 from opbench.kernels._lib.launch import cdiv, next_pow2
 from opbench.kernels._lib.matmul import (
     SHAPE_CONFIGS,
@@ -88,6 +89,20 @@ WGRAD_BLOCK_N = 64
 WGRAD_BLOCK_K = 64
 WGRAD_WARPS = 4
 WGRAD_STAGES = 1
+
+#: The flattened-reduction kernel (:mod:`~opbench.kernels._lib.conv_smallk`) takes NCHW-like
+#: convolutions whose group reduces over at most ``SMALLK_MAX_K`` (input channel, kernel
+#: position) pairs (its steps are unrolled) and kernels of at most 31 positions. Tiles:
+#: ``SMALLK_BLOCK_M`` positions x a group's output channels (rounded up to a power of two,
+#: 16 to ``SMALLK_BLOCK_N_MAX``) x ``SMALLK_BLOCK_K`` pairs a step. sm_90 SASS of the
+#: 3x3 over 18 channels, f16, 128x32x16 (162 pairs in 11 steps): Triton 3.6 121
+#: registers, 2,544 instructions a program (Triton 3.9: 122, 2,216), no spills, the next
+#: step's gathers issued before this step's products; untimed (``conv_probe.py``).
+SMALLK_MAX_K = 1024
+SMALLK_BLOCK_M = 128
+SMALLK_BLOCK_N_MAX = 64
+SMALLK_BLOCK_K = 16
+SMALLK_WARPS = 4
 
 #: Tiles of the direct depthwise kernel (:mod:`~opbench.kernels._lib.conv_depthwise`) over
 #: NCHW inputs: ``DW_BLOCK_C`` channels x ``DW_BLOCK_P`` flattened output positions (a
@@ -143,6 +158,73 @@ def _wgrad_blocks(r_g: int, columns: int) -> tuple[int, int, int]:
     if _INTERPRETING:
         return 16, min(256, max(16, next_pow2(columns))), 256
     return bm, min(WGRAD_BLOCK_N, max(16, next_pow2(columns))), WGRAD_BLOCK_K
+
+
+def _smallk_blocks(M: int, cout_g: int, K: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps) of the flattened-reduction kernel over
+    ``M`` rows, a group's ``cout_g`` output channels and ``K`` (channel, tap) pairs."""
+    if _INTERPRETING:  # few, tall programs and one step: the interpreter pays per step
+        return min(1024, max(16, next_pow2(M))), min(64, max(16, next_pow2(cout_g))), \
+            max(16, next_pow2(K)), 4  # fmt: skip
+    bn = min(SMALLK_BLOCK_N_MAX, max(16, next_pow2(cout_g)))
+    return SMALLK_BLOCK_M, bn, SMALLK_BLOCK_K, SMALLK_WARPS
+
+
+def _run_of_positions(width: int, block_m: int, *unit_strides: bool) -> int:
+    """The longest aligned run (8, 4, 2 or 1) of tile rows whose input and output
+    elements are neighbours in memory: the output width must split into such runs and
+    every stride named must be 1 (a column stride of one element, a unit conv stride)."""
+    if not all(unit_strides):
+        return 1
+    for v in (8, 4, 2):
+        if width % v == 0 and block_m % v == 0:
+            return v
+    return 1
+
+
+def _smallk_forward(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+                    y: torch.Tensor, cin_g: int, cout_g: int, groups: int, stride: list[int],
+                    padding: list[int], dilation: list[int], transposed: bool,
+                    has_d: bool) -> bool:  # fmt: skip
+    """The convolution of 5-D views through the flattened-reduction kernel, or False
+    where it does not take it: channels innermost, more than 31 kernel positions, a
+    reduction past ``SMALLK_MAX_K``, weight taps not dense, or a strided transposed
+    convolution (a unit-stride one runs as a forward one with padding and dilation
+    negated)."""
+    KD, KH, KW = w.shape[2:]
+    kvol = KD * KH * KW
+    ws = w.stride()
+    if (
+        x.stride(1) == 1 or kvol > 31 or cin_g * kvol > SMALLK_MAX_K
+        or (transposed and any(s != 1 for s in stride))
+        or ws[4] != 1 or (KH > 1 and ws[3] != KW) or (KD > 1 and ws[2] != KH * KW)
+    ):  # fmt: skip
+        return False
+    sd, sh, sw = stride
+    pd, ph, pw = padding
+    dd, dh, dw = dilation
+    if transposed:  # o + pad - k * dilation: a forward convolution of -pad, -dilation
+        pd, ph, pw, dd, dh, dw = -pd, -ph, -pw, -dd, -dh, -dw
+        wsn, wsc, wsg = ws[1], ws[0], cin_g * ws[0]
+    else:
+        wsn, wsc, wsg = ws[0], ws[1], cout_g * ws[0]
+    N = x.shape[0]
+    D, H, W = x.shape[2:]
+    OD, OH, OW = y.shape[2:]
+    M = N * OD * OH * OW
+    K = cin_g * kvol
+    bm, bn, bk, warps = _smallk_blocks(M, cout_g, K)
+    vec = _run_of_positions(OW, bm, x.stride(4) == 1, y.stride(4) == 1, sw == 1)
+    _smallk(
+        (cdiv(M, bm), cdiv(cout_g, bn) * groups),
+        (x, w, bias if bias is not None else y, y, M, cout_g, D, H, W, OD, OH, OW,
+         pd, ph, pw, dd, dh, dw, *x.stride(), wsn, wsc, wsg, ws[4], *y.stride()),
+        CIN_G=cin_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw, K_STEPS=cdiv(K, bk),
+        HAS_D=has_d, HAS_BIAS=bias is not None, IEEE=x.dtype == torch.float32,
+        TO_F32=_TO_F32, BIG=not _fits_i32(x, w, y, counts=(M + bm, K + bk)), VEC_M=vec,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=1,
+    )  # fmt: skip
+    return True
 
 
 def _is_depthwise(cin_g: int, cout_g: int) -> bool:
@@ -412,6 +494,9 @@ def convolution(
             BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
             BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
         )  # fmt: skip
+        return out
+    if _smallk_forward(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
+                       [dd, dh, dw], bool(transposed), spatial == 3):  # fmt: skip
         return out
     pos_cols = x.stride(1) != 1  # NCHW: neighbouring positions are neighbours in memory
     bm, bn, bk, warps = _blocks(M, cout_g, cin_g, pos_cols)
