@@ -563,6 +563,7 @@ def _weight_grad(
         IEEE=a.dtype == torch.float32, TO_F32=_TO_F32,
         BIG=not _fits_i32(a5, b5, target, counts=(P + (p_per_q + 1) * bk, C_G + bn)),
         B_POS_MAJOR=b5.stride(1) != 1,
+        VEC_P=_run_of_positions(QW, bk, a5.stride(4) == 1, b5.stride(4) == 1, sw == 1),
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=WGRAD_WARPS, num_stages=WGRAD_STAGES,
     )  # fmt: skip
     if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat

@@ -226,7 +226,7 @@ def _wgrad_kernel(
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     HAS_D: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr, BIG: tl.constexpr,
-    B_POS_MAJOR: tl.constexpr,
+    B_POS_MAJOR: tl.constexpr, VEC_P: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """dw[g*R_G + r, c, k] = sum over batch and positions q of A[n, g*R_G + r, q] *
@@ -295,6 +295,12 @@ def _wgrad_kernel(
         a_pos = nb * as0 + qh * as3 + qw * as4
         if HAS_D:
             a_pos += qd * as2
+        # A's and B's positions are neighbours in runs of VEC_P (the caller's proof: unit
+        # column strides, VEC_P divides the width): Triton 3.6 otherwise breaks the
+        # contiguity tie by the first dim and puts the threads along the channels
+        # (every warp load 32 channel planes apart; sm_90 32x32x64: 1,451 instructions a
+        # step for 32 loaded elements)
+        a_pos = tl.max_contiguous(a_pos, VEC_P)
         a = tl.load(a_ptr + a_chan[:, None] + a_pos[None, :],
                     mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
         ih = qh * SH + eh
@@ -305,6 +311,7 @@ def _wgrad_kernel(
             i_d = qd * SD + ed
             ok = ok & (i_d >= 0) & (i_d < PD)
             b_pos += (qd * SD) * bs2
+        b_pos = tl.max_contiguous(b_pos, VEC_P)
         if B_POS_MAJOR:  # NCHW: [channels, positions], neighbouring threads on positions
             bt = tl.load(b_ptr + b_chan[:, None] + b_pos[None, :],
                          mask=n_ok[:, None] & ok[None, :], other=0.0)  # fmt: skip
