@@ -149,12 +149,15 @@ def probe_case(
     sweeps = [sw for sw in sweeps if sw[0].split("+")[0] in parts.split(",")]
     for part, names, variants in sweeps:
         saved = {n: getattr(conv, n) for n in names}
+        if part == "grad_weight":  # restored after each variant with the names
+            saved["WGRAD_NARROW_ROWS"] = conv.WGRAD_NARROW_ROWS
         for values in variants:
             row = {**base, "part": part, "set": dict(zip(names, values))}
             try:
                 for n, v in zip(names, values):
                     setattr(conv, n, v)
                 if part == "grad_weight":
+                    conv.WGRAD_NARROW_ROWS = 0  # the variant's BLOCK_K for narrow groups too
                     gw = conv.convolution_backward(gy, x, w, None, *args, [False, True, False])[1]
                     row["ok"] = _close(gw, want_gw)
                     row["grad_weight"] = _bench(

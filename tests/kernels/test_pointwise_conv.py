@@ -42,6 +42,14 @@ def _operand(shape: tuple[int, int, int], layout: str, dtype: torch.dtype, seed:
     return _r((B, R, 2 * C), dtype, seed)[:, :, ::2]
 
 
+@pytest.fixture(autouse=True)
+def batch_sum_everywhere(monkeypatch) -> None:
+    """The batch-summing weight gradient for every NCHW size (these shapes are far under
+    ``POINTWISE_PARTIALS_MAX``, which keeps small ones on per-image partials);
+    :func:`test_weight_gradient_per_image_partials` sets it back."""
+    monkeypatch.setattr(conv, "POINTWISE_PARTIALS_MAX", 0)
+
+
 @pytest.fixture
 def one_sm(monkeypatch) -> None:
     """One SM: the output's tiles fill it, so one program walks every image (the
@@ -146,6 +154,20 @@ def test_weight_gradient_nchw_sums_over_the_batch(shape, c_out, transposed, dtyp
     mask = [False, True, False]
     got = conv.convolution_backward(gy, x, w, None, *args, mask)
     assert len(calls) == 1
+    assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_weight_gradient_per_image_partials(dtype: torch.dtype, monkeypatch) -> None:
+    """NCHW partials within ``POINTWISE_PARTIALS_MAX``: one product per image into fp32
+    partials, summed in a fixed order; the batch-summing mode is not used."""
+    monkeypatch.setattr(conv, "POINTWISE_PARTIALS_MAX", 64 << 20)
+    gy, x, w, args = _conv_case((3, 20, 5, 7), 17, dtype)
+    summing = _spy(monkeypatch, "matmul_batch_sum_into")
+    products = _spy(monkeypatch, "matmul_into")
+    mask = [False, True, False]
+    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    assert not summing and len(products) == 1 and products[0][0].shape == (3, 17, 20)
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
 

@@ -88,6 +88,13 @@ CONV_STAGES = 1
 WGRAD_BLOCK_N = 64
 WGRAD_BLOCK_K = 64
 WGRAD_WARPS = 4
+#: Positions a step where a group has at most WGRAD_NARROW_ROWS channels of ``a`` (its
+#: rows padded to tl.dot's 16): the H100 (stop 33, ``conv_probe.py --cases 0,1``) ran
+#: the 64 groups of 8 channels' weight gradient in 0.0975 ms at 256, 0.136 at 128 and
+#: 0.176 at 64 (eager 0.072), where 18 channels a group ran best at 64 (0.220; 0.256 at
+#: 256). Two measured cases, not a sweep over channel counts.
+WGRAD_BLOCK_K_NARROW = 256
+WGRAD_NARROW_ROWS = 8
 WGRAD_STAGES = 1
 
 #: The flattened-reduction kernel (:mod:`~opbench.kernels._lib.conv_smallk`) takes NCHW-like
@@ -157,7 +164,8 @@ def _wgrad_blocks(r_g: int, columns: int) -> tuple[int, int, int]:
     bm = min(64, max(16, next_pow2(r_g)))
     if _INTERPRETING:
         return 16, min(256, max(16, next_pow2(columns))), 256
-    return bm, min(WGRAD_BLOCK_N, max(16, next_pow2(columns))), WGRAD_BLOCK_K
+    bk = WGRAD_BLOCK_K_NARROW if r_g <= WGRAD_NARROW_ROWS else WGRAD_BLOCK_K
+    return bm, min(WGRAD_BLOCK_N, max(16, next_pow2(columns))), bk
 
 
 def _smallk_blocks(M: int, cout_g: int, K: int) -> tuple[int, int, int, int]:
@@ -340,6 +348,15 @@ def _merge_images(t: torch.Tensor) -> torch.Tensor | None:
         return None
 
 
+#: Largest fp32 workspace (bytes) of per-image weight-gradient partials of an NCHW pointwise
+#: convolution (one product per image, then a fixed-order sum); beyond it the matmul
+#: kernel sums the images itself. 64 MiB keeps the traced [32, 1024->512, 14, 14] (64 MiB),
+#: [16, 336, 21, 21] and [16, 672, 11, 11] on partials and sends [32, 1024->1024, 14, 14]
+#: (128 MiB) to the batch-summing loop, as the H100 measured them (stop 33). 0: the loop
+#: everywhere.
+POINTWISE_PARTIALS_MAX = 64 << 20
+
+
 def _pointwise_weight_grad(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> bool:
     """The weight gradient of a pointwise convolution, ``dW = sum_n a[n] @ b[n]^T``.
     Channels-last operands (and a batch of one) merge the images into one reduction of
@@ -348,14 +365,23 @@ def _pointwise_weight_grad(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -
     image's positions in one loop, accumulating in registers; the old path, a product per
     image into fp32 partials ``[N, C_out, C_in]`` summed afterwards, wrote and read back
     134 MB for ``[32, 1024, 14, 14]`` into 1024 channels and ran at 0.24x eager on the
-    H100 (0.593 ms against 0.141). False where the views do not exist."""
+    H100 (0.593 ms against 0.141). That old path stays where its partials take at most
+    :data:`POINTWISE_PARTIALS_MAX` bytes: on the H100 it ran the smaller traced cases far
+    faster than the batch-summing loop (whole backward of [16, 672, 11, 11]: 0.072 ms,
+    where the loop's weight gradient alone took 0.22-0.27 in ``pointwise_conv_probe.py
+    --sweep``). False where the views do not exist."""
     a3, b3, dw3 = _per_image(a), _per_image(b), _per_image(dw)
     if a3 is None or b3 is None or dw3 is None:
         return False
     dw2 = dw3[:, :, 0]
     am, bm = _merge_images(a3), _merge_images(b3)
+    n, r, c = a3.shape[0], a3.shape[1], b3.shape[1]
     if am is not None and bm is not None:
         matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
+    elif n * r * c * 4 <= POINTWISE_PARTIALS_MAX:
+        partials = torch.empty((n, r, c), dtype=torch.float32, device=dw.device)
+        matmul_into(partials, a3, b3.transpose(1, 2))
+        sum_split_partials(partials.view(n, -1), dw2)
     else:
         matmul_batch_sum_into(dw2, a3, b3.transpose(1, 2))
     return True

@@ -43,10 +43,11 @@ __all__ = ["_conv", "_wgrad"]
 
 @triton.jit
 def _idx(v, BIG: tl.constexpr):
-    """A size or stride in the kernel's index type: 64-bit only where a tensor needs it."""
-    if BIG:
-        return v.to(tl.int64)
-    return v.to(tl.int32)
+    """A size or stride in the kernel's index type: 64-bit only where a tensor needs it.
+    One return, the type chosen by a conditional expression (resolved at compile time):
+    Triton 3.6 rejected the two-return form with BIG set ("Inconsistent return types:
+    int64 and int32", the H100's run of test_conv_smallk's int64 case)."""
+    return v.to(tl.int64 if BIG else tl.int32)
 
 
 @triton.jit
