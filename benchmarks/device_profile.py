@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from host_profile import served_cases  # noqa: E402
+from kernel_overrides import apply_overrides  # noqa: E402
 from triton_backend import COVERED  # noqa: E402
 
 from opbench.judge.timing import TimingOptions, time_pair  # noqa: E402
@@ -75,24 +76,6 @@ def kernels_launched(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> list[l
         if ev.device_type == torch.autograd.DeviceType.CUDA:
             out.append([ev.name[:90], round(ev.device_time, 2)])
     return out
-
-
-def apply_overrides(settings: list[str]) -> dict[str, Any]:
-    """Set ``opbench.kernels._lib.MODULE.NAME = VALUE`` (a Python literal) for each
-    ``MODULE.NAME=VALUE``; returns what was set."""
-    import ast
-    import importlib
-
-    done: dict[str, Any] = {}
-    for item in settings:
-        target, _, value = item.partition("=")
-        module, _, name = target.rpartition(".")
-        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
-        if not hasattr(mod, name):
-            raise SystemExit(f"--set {item}: {module} has no {name}")
-        setattr(mod, name, ast.literal_eval(value))
-        done[target] = getattr(mod, name)
-    return done
 
 
 def _geomean(xs: list[float]) -> float | None:

@@ -23,8 +23,6 @@ A CPU smoke test under Triton's interpreter, shapes shrunk (checks the script, n
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib
 import statistics
 import sys
 import time
@@ -33,6 +31,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 #: (name, input shape, weight shape): the traced shapes (float16, NCHW as traced).
 CASES = [
@@ -88,16 +87,6 @@ def _close(got: Any, want: Any) -> bool:
 
     scale = max(float(want.abs().max()), 1.0) if want.numel() else 1.0
     return bool(torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2 * scale))
-
-
-def apply_overrides(settings: list[str]) -> None:
-    for item in settings:
-        target, _, value = item.partition("=")
-        module, _, name = target.rpartition(".")
-        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
-        if not hasattr(mod, name):
-            raise SystemExit(f"--set {item}: {module} has no {name}")
-        setattr(mod, name, ast.literal_eval(value))
 
 
 def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
@@ -194,6 +183,8 @@ def main() -> int:
 
     torch.backends.cuda.matmul.allow_tf32 = False  # opbench's IEEE float32 baseline
     torch.backends.cudnn.allow_tf32 = False
+    from kernel_overrides import apply_overrides
+
     apply_overrides(opt.set)
     rows = []
     for i in opt.cases.split(","):
