@@ -56,13 +56,15 @@ def test_mm_layouts(a_t: bool, b_t: bool, cfg: tuple[int, ...], dtype: torch.dty
     assert_matches(_mm(a, b, cfg), aten.mm, a, b)
 
 
-def test_long_k_split_and_persistent() -> None:
+@pytest.mark.parametrize("N", [64, 30])
+def test_long_k_split_and_persistent(N: int) -> None:
     """K of 200 (7 blocks of 32, the last ragged) split 3 ways: 12 tiles x 3 splits over 4
-    programs; the splits' fp32 partials summed with alpha and the bias after."""
+    programs; the splits' fp32 partials (through a 3-D descriptor, or pointers where N is
+    not a multiple of 4) summed with alpha and the bias after."""
     a = _operand(96, 200, True, torch.float16, seed=3)
-    b = _operand(200, 64, False, torch.float16, seed=4)
-    bias = _r(64, dtype=torch.float16, seed=5)
-    out = torch.empty(96, 64, dtype=torch.float16, device=DEVICE)
+    b = _operand(200, N, N % 8 != 0, torch.float16, seed=4)
+    bias = _r(N, dtype=torch.float16, seed=5)
+    out = torch.empty(96, N, dtype=torch.float16, device=DEVICE)
     cfg = (32, 16, 32, 2, 4, 1, 3)
     assert tma_matmul_into(out[None], a[None], b[None], bias, 0.5, 2.0, cfg)
     assert_matches(out, aten.addmm, bias, a, b, beta=2.0, alpha=0.5)

@@ -16,7 +16,8 @@ by 1.2-1.5x on the H100 whatever its tile (``benchmarks/results/matmul-tuning-h1
   (``GROUP_M`` tile rows share a panel of ``B`` in L2); the tile loop and the K loop are
   flattened (``tl.range(..., flatten=True)``) so the pipeliner issues the next tile's
   loads during this tile's epilogue;
-* optional split-K (a 7th configuration entry): fp32 partials into a workspace that
+* optional split-K (a 7th configuration entry): fp32 partials into a workspace ``[splits,
+  M, N]`` (stored through a 3-D descriptor where N is a multiple of 4) that
   :func:`matmul.sum_split_partials` adds in a fixed order with the epilogue.
 
 The output goes out through a descriptor too where it is row-contiguous and aligned
@@ -106,8 +107,12 @@ def _tma_mm_kernel(
         rn = off_n + tl.arange(0, BLOCK_N)
         m_ok = rm < M
         n_ok = rn < N
-        if SPLITS > 1:
-            # fp32 partial into the workspace [SPLITS, M, N]; the sum applies the epilogue
+        if SPLITS > 1 and C_TMA:
+            # fp32 partial into the workspace [SPLITS, M, N] through its 3-D descriptor
+            # (pointer stores of the fp32 tile spilled: 255 registers, 896 bytes on sm_90
+            # at 128x128x64); the sum applies the epilogue
+            c_desc.store([split, off_m, off_n], out.reshape([1, BLOCK_M, BLOCK_N]))
+        elif SPLITS > 1:
             ws = c_ptr + split.to(tl.int64) * s_cs
             ptrs = ws + rm.to(tl.int64)[:, None] * s_cm + rn[None, :]
             tl.store(ptrs, out, mask=m_ok[:, None] & n_ok[None, :])
@@ -204,8 +209,12 @@ def _plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, bias: torch.Tenso
     a_spec = _desc_spec(a2, la, bm, bk)
     # B stored [N, K] (lb == 0, B_T): [bn, bk] boxes of that storage; else [bk, bn] of [K, N]
     b_spec = _desc_spec(b2.t(), 0, bn, bk) if lb == 0 else _desc_spec(b2, 0, bk, bn)
-    c_tma = splits == 1 and tma_layout(c2) == 0 and c2.stride(1) == 1
-    c_spec = _desc_spec(c2, 0, bm, bn) if c_tma else None
+    if splits > 1:  # the fp32 workspace [splits, M, N], contiguous
+        c_tma = N % 4 == 0
+        c_spec = ([splits, M, N], [M * N, N, 1], [1, bm, bn]) if c_tma else None
+    else:
+        c_tma = tma_layout(c2) == 0 and c2.stride(1) == 1
+        c_spec = _desc_spec(c2, 0, bm, bn) if c_tma else None
     has_bias = bias is not None and beta != 0
     x = bias.expand(out.shape)[0] if has_bias else c2
     if has_bias and bias_mode((0, *x.stride())) not in (1, 2):
@@ -269,13 +278,14 @@ def tma_matmul_into(
     compiled = plan["compiled"]
     if compiled is not None:
         descs = (_Desc(a, *a_spec), _Desc(b, *b_spec),
-                 _Desc(out, *c_spec) if c_spec else target)  # fmt: skip
+                 _Desc(target if splits > 1 else out, *c_spec) if c_spec else target)  # fmt: skip
         args = (*descs, target, x, *plan["ints"], s_cs, s_cm, s_cn, s_xm, s_xn,
                 float(alpha), float(beta), *compiled[1])  # fmt: skip
         _run(compiled, plan["programs"], a.device, args)
     else:
         descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
-                 TensorDescriptor(out, *c_spec) if c_spec else target)  # fmt: skip
+                 TensorDescriptor(target if splits > 1 else out, *c_spec) if c_spec
+                 else target)  # fmt: skip
         k = _tma_mm_kernel[(plan["programs"],)](
             *descs, target, x, *plan["ints"], s_cs, s_cm, s_cn, s_xm, s_xn,
             float(alpha), float(beta), **plan["constexprs"], **plan["launch"],
