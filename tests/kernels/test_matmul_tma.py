@@ -163,3 +163,44 @@ def test_tma_layout() -> None:
 
 def test_default_config_is_wgmma_sized() -> None:
     assert matmul_tma.DEFAULT_CONFIG[:3] == (128, 128, 64)
+
+
+def _spy_tma(monkeypatch) -> list[bool]:
+    """What each ``tma_matmul_into`` call returned (matmul_into imports it per call)."""
+    got: list[bool] = []
+    real = matmul_tma.tma_matmul_into
+    monkeypatch.setattr(matmul_tma, "tma_matmul_into",
+                        lambda *a, **k: (got.append(real(*a, **k)), got[-1])[1])  # fmt: skip
+    return got
+
+
+def test_matmul_into_sends_table_products_to_tma(monkeypatch) -> None:
+    """``matmul_into`` without a configuration runs a product of ``TMA_SHAPE_CONFIGS`` on
+    the TMA kernel (the interpreter's own plans are off for the lookup, as on a GPU);
+    an ``addmm``-style ``[N]`` bias over a transposed weight, as traced."""
+    from opbench.kernels._lib import matmul
+
+    monkeypatch.setattr(matmul, "_INTERPRETING", False)
+    monkeypatch.setattr(matmul, "TMA_SHAPE_CONFIGS", {(2, 1, 72, 40, 48): CONFIGS[0]})
+    used = _spy_tma(monkeypatch)
+    a, w, bias = (_r(72, 48, dtype=torch.float16, seed=1), _r(40, 48, dtype=torch.float16, seed=2),
+                  _r(40, dtype=torch.float16, seed=3))  # fmt: skip
+    out = torch.empty(1, 72, 40, dtype=torch.float16, device=DEVICE)
+    matmul.matmul_into(out, a.unsqueeze(0), w.t().unsqueeze(0), bias.expand(1, 72, 40))
+    assert used == [True]
+    assert_matches(out[0], aten.addmm.default, bias, a, w.t())
+
+
+def test_matmul_into_falls_back_where_tma_declines(monkeypatch) -> None:
+    """A table product TMA declines (float32) runs on the pointer kernel, same result."""
+    from opbench.kernels._lib import matmul
+
+    monkeypatch.setattr(matmul, "_INTERPRETING", False)
+    monkeypatch.setattr(matmul, "TMA_SHAPE_CONFIGS", {(4, 1, 24, 20, 16): CONFIGS[0]})
+    monkeypatch.setattr(matmul, "config_for", lambda *a, **k: matmul._INTERP_CONFIG)
+    used = _spy_tma(monkeypatch)
+    a, b = _r(24, 16, dtype=torch.float32, seed=4), _r(16, 20, dtype=torch.float32, seed=5)
+    out = torch.empty(1, 24, 20, dtype=torch.float32, device=DEVICE)
+    matmul.matmul_into(out, a.unsqueeze(0), b.unsqueeze(0))
+    assert used == [False]
+    assert_matches(out[0], aten.mm.default, a, b)
