@@ -6,6 +6,7 @@
 # seconds as measured on the H100 in stop 33 (Triton's cache cold):
 #   tests      ~310 s  kernel tests with compiled kernels (the CUDA-eager rules of 2f6a5a6
 #                      and f807c22, every rewritten kernel compiled on Triton 3.6)
+#   part2tests ~120 s  the matmul (TMA included) and convolution kernel tests compiled
 #   reduction   ~50 s  sum/mean column and row plans (9cb7997): new against the old plans
 #   softmax     ~30 s  softmax backward row plan (0dcfa61) and its sweeps
 #   pointwise   ~20 s  tiny-input tiles and unmasked whole programs (cae42f7)
@@ -42,6 +43,12 @@ for section in "$@"; do
             tests/kernels/test_pointwise_more.py tests/kernels/test_reduction.py \
             > "$OUT/kernel-tests.txt" 2>&1
         tail -n 30 "$OUT/kernel-tests.txt" ;;
+    part2tests)
+        OPBENCH_KERNEL_DEVICE=cuda timeout 300 python3 -m pytest -q -p no:cacheprovider -rfxX \
+            --junitxml="$OUT/part2-tests.xml" tests/kernels/test_conv_smallk.py \
+            tests/kernels/test_pointwise_conv.py tests/kernels/test_matmul_tma.py \
+            tests/kernels/test_matmul.py > "$OUT/part2-tests.txt" 2>&1
+        tail -n 15 "$OUT/part2-tests.txt" ;;
     reduction)
         profile red_new sum,mean
         profile red_old sum,mean --set reduction.STRAIGHT_ONE_CHUNK=False \
