@@ -51,6 +51,12 @@ def _sidx(v, BIG: tl.constexpr):
 
 
 @triton.jit
+def _sidx5(s0, s1, s2, s3, s4, BIG: tl.constexpr):
+    """:func:`_sidx` of a 5-D tensor's strides."""
+    return _sidx(s0, BIG), _sidx(s1, BIG), _sidx(s2, BIG), _sidx(s3, BIG), _sidx(s4, BIG)
+
+
+@triton.jit
 def _outer(c_part, p_part, CHANNELS_INNER: tl.constexpr):
     """``c_part[c] + p_part[p]`` as the kernel's tile: ``[BLOCK_P, BLOCK_C]`` where
     channels are innermost (channels-last), else ``[BLOCK_C, BLOCK_P]``."""
@@ -128,21 +134,9 @@ def _depthwise_kernel(
     M, C_OUT = _idx(M, BIG), _sidx(C_OUT, BIG)
     D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
     OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
-    xs0, xs1, xs2, xs3, xs4 = (
-        _sidx(xs0, BIG),
-        _sidx(xs1, BIG),
-        _sidx(xs2, BIG),
-        _sidx(xs3, BIG),
-        _sidx(xs4, BIG),
-    )
+    xs0, xs1, xs2, xs3, xs4 = _sidx5(xs0, xs1, xs2, xs3, xs4, BIG)
     ws0, ws1 = _idx(ws0, BIG), _idx(ws1, BIG)
-    ys0, ys1, ys2, ys3, ys4 = (
-        _sidx(ys0, BIG),
-        _sidx(ys1, BIG),
-        _sidx(ys2, BIG),
-        _sidx(ys3, BIG),
-        _sidx(ys4, BIG),
-    )
+    ys0, ys1, ys2, ys3, ys4 = _sidx5(ys0, ys1, ys2, ys3, ys4, BIG)
     rp = _idx(pid_p, BIG) * BLOCK_P + tl.arange(0, BLOCK_P)
     co = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
     p_ok = rp < M

@@ -51,6 +51,12 @@ def _idx(v, BIG: tl.constexpr):
 
 
 @triton.jit
+def _idx5(s0, s1, s2, s3, s4, BIG: tl.constexpr):
+    """:func:`_idx` of a 5-D tensor's strides (every tensor reaches the kernels as 5-D)."""
+    return _idx(s0, BIG), _idx(s1, BIG), _idx(s2, BIG), _idx(s3, BIG), _idx(s4, BIG)
+
+
+@triton.jit
 def _unflatten(pos, D, H, W):
     """``(n, d, h, w)`` of flat positions ``pos`` over ``[N, D, H, W]`` (W fastest): the
     rows of the forward kernel's GEMM and the positions the weight gradient sums over."""
@@ -102,27 +108,9 @@ def _conv_kernel(
     COUT_G = _idx(COUT_G, BIG)
     D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
     OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
-    xs0, xs1, xs2, xs3, xs4 = (
-        _idx(xs0, BIG),
-        _idx(xs1, BIG),
-        _idx(xs2, BIG),
-        _idx(xs3, BIG),
-        _idx(xs4, BIG),
-    )
-    ws0, ws1, ws2, ws3, ws4 = (
-        _idx(ws0, BIG),
-        _idx(ws1, BIG),
-        _idx(ws2, BIG),
-        _idx(ws3, BIG),
-        _idx(ws4, BIG),
-    )
-    ys0, ys1, ys2, ys3, ys4 = (
-        _idx(ys0, BIG),
-        _idx(ys1, BIG),
-        _idx(ys2, BIG),
-        _idx(ys3, BIG),
-        _idx(ys4, BIG),
-    )
+    xs0, xs1, xs2, xs3, xs4 = _idx5(xs0, xs1, xs2, xs3, xs4, BIG)
+    ws0, ws1, ws2, ws3, ws4 = _idx5(ws0, ws1, ws2, ws3, ws4, BIG)
+    ys0, ys1, ys2, ys3, ys4 = _idx5(ys0, ys1, ys2, ys3, ys4, BIG)
     tiles_n = (COUT_G + BLOCK_N - 1) // BLOCK_N
     g = pid_gn // tiles_n
     pid_n = pid_gn - g * tiles_n
@@ -247,27 +235,9 @@ def _wgrad_kernel(
     P, R_G, C_G = _idx(P, BIG), _idx(R_G, BIG), _idx(C_G, BIG)
     PD, PH, PW = _idx(PD, BIG), _idx(PH, BIG), _idx(PW, BIG)
     QD, QH, QW = _idx(QD, BIG), _idx(QH, BIG), _idx(QW, BIG)
-    as0, as1, as2, as3, as4 = (
-        _idx(as0, BIG),
-        _idx(as1, BIG),
-        _idx(as2, BIG),
-        _idx(as3, BIG),
-        _idx(as4, BIG),
-    )
-    bs0, bs1, bs2, bs3, bs4 = (
-        _idx(bs0, BIG),
-        _idx(bs1, BIG),
-        _idx(bs2, BIG),
-        _idx(bs3, BIG),
-        _idx(bs4, BIG),
-    )
-    ws0, ws1, ws2, ws3, ws4 = (
-        _idx(ws0, BIG),
-        _idx(ws1, BIG),
-        _idx(ws2, BIG),
-        _idx(ws3, BIG),
-        _idx(ws4, BIG),
-    )
+    as0, as1, as2, as3, as4 = _idx5(as0, as1, as2, as3, as4, BIG)
+    bs0, bs1, bs2, bs3, bs4 = _idx5(bs0, bs1, bs2, bs3, bs4, BIG)
+    ws0, ws1, ws2, ws3, ws4 = _idx5(ws0, ws1, ws2, ws3, ws4, BIG)
     splits = _idx(splits, BIG)
     split = gks % splits
     t = gks // splits
