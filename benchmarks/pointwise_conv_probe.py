@@ -8,7 +8,7 @@ NCHW): forward ``[32, 1024, 14, 14]`` into 512 channels 0.18x eager (0.221 ms ag
 0.040); weight gradient ``[32, 1024, 14, 14]`` -> 1024 0.24x (0.593 against 0.141),
 ``[16, 336, 21, 21]`` 0.48x, ``[16, 672, 11, 11]`` 0.80x.
 
-``--sweep`` also times other tiles: the forward's (``conv._pointwise_config`` replaced,
+``--sweep`` also times other tiles: the forward's (``conv_pointwise._pointwise_config`` replaced,
 so every variant runs whatever the bucket says) and the weight gradient's
 (``matmul.BATCH_SUM_CONFIG``, an optional 7th entry fixing the number of image groups).
 ``--set MODULE.NAME=VALUE`` sets a kernel module's constant first (as
@@ -92,7 +92,7 @@ def _close(got: Any, want: Any) -> bool:
 def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
-    from opbench.kernels._lib import conv, matmul
+    from opbench.kernels._lib import conv, conv_pointwise, matmul
 
     name, xs, ws = case
     if opt.smoke:  # a few programs under the interpreter
@@ -120,8 +120,8 @@ def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
     bench = _timer(opt.device, opt.reps)
     eager = {p: call(aten, p) for p in masks}
     eager_ms = {p: bench(lambda p=p: call(aten, p)) for p in masks}
-    a3 = conv.pointwise_operands(x, w, None, eager["forward"], False)
-    fwd_cfg = conv._pointwise_config(*a3[:3])
+    a3 = conv_pointwise.pointwise_operands(x, w, None, eager["forward"], False)
+    fwd_cfg = conv_pointwise._pointwise_config(*a3[:3])
     n, cout, cin = xs[0], ws[0], ws[1]
     cfg = matmul.BATCH_SUM_CONFIG_F32 if dtype == torch.float32 else matmul.BATCH_SUM_CONFIG
     tiles = -(-cout // cfg[0]) * -(-cin // cfg[1])
@@ -132,20 +132,20 @@ def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
         got = call(conv, part)
         used = fwd_cfg if part != "grad_weight" else f"{cfg} x {groups} groups"
         if part == "grad_input":  # W^T @ gy[n]: its own product
-            gi_ops = conv.pointwise_operands(gy, w, None, eager["grad_input"], True)
-            used = conv._pointwise_config(*gi_ops[:3])
+            gi_ops = conv_pointwise.pointwise_operands(gy, w, None, eager["grad_input"], True)
+            used = conv_pointwise._pointwise_config(*gi_ops[:3])
         if part == "grad_weight" and opt.channels_last:
             used = "merged images: matmul_into"
         rows.append({**base, "part": part, "config": str(used), "ok": _close(got, eager[part]),
                      "eager_ms": eager_ms[part], "ms": bench(lambda p=part: call(conv, p))})  # fmt: skip
     if opt.sweep:
-        real = conv._pointwise_config
+        real = conv_pointwise._pointwise_config
         for c in FORWARD:
-            conv._pointwise_config = lambda *a, c=c: c
+            conv_pointwise._pointwise_config = lambda *a, c=c: c
             try:
                 rows.append(_variant(base, "forward", c, call, conv, eager, eager_ms, bench))
             finally:
-                conv._pointwise_config = real
+                conv_pointwise._pointwise_config = real
         saved = (matmul.BATCH_SUM_CONFIG, matmul.BATCH_SUM_CONFIG_F32)
         for c in WGRAD:
             matmul.BATCH_SUM_CONFIG = matmul.BATCH_SUM_CONFIG_F32 = c

@@ -92,7 +92,7 @@ def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
 
     Besides the matmul family, the traced pointwise convolutions (1x1, stride 1, no
     padding, one group), which the backend runs as per-image matrix products
-    (:func:`opbench.kernels._lib.conv.pointwise_operands`): a forward as ``W @ x[n]``, a
+    (:func:`opbench.kernels._lib.conv_pointwise.pointwise_operands`): a forward as ``W @ x[n]``, a
     backward's input gradient as ``W^T @ grad_output[n]``."""
     from opbench.kernels._lib import matmul
     from opbench.spec.args import parse_args
@@ -119,7 +119,7 @@ def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
 def product_dims(op: str, args: list[Any]) -> tuple[int, int, int, int, int] | None:
     """(element size, batch, M, N, K) of the matrix product a traced call runs on the
     matmul kernel, or None (a convolution that is not pointwise)."""
-    from opbench.kernels._lib import conv
+    from opbench.kernels._lib import conv_pointwise
     from opbench.spec.args import TensorSpec
 
     specs = [a for a in args if isinstance(a, TensorSpec)]
@@ -131,7 +131,7 @@ def product_dims(op: str, args: list[Any]) -> tuple[int, int, int, int, int] | N
         return None
     x, w, _, stride, padding, _, transposed, output_padding, groups = forward
     ksize = w.shape[2:]
-    if not conv._pointwise(ksize, stride, padding, output_padding, groups):
+    if not conv_pointwise._pointwise(ksize, stride, padding, output_padding, groups):
         return None
     c_out, c_in = (w.shape[1], w.shape[0]) if transposed else (w.shape[0], w.shape[1])
     return x.dtype.itemsize, x.shape[0], c_out, math.prod(x.shape[2:]), c_in
@@ -192,14 +192,14 @@ def operands(op: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, ...
 def _conv_operands(op: str, args: list[Any]) -> tuple[Any, ...]:
     """A pointwise convolution's product, as the backend's convolution hands it over:
     the output allocated by the backend itself (eager's memory format), then
-    :func:`~opbench.kernels._lib.conv.pointwise_operands`."""
-    from opbench.kernels._lib import conv
+    :func:`~opbench.kernels._lib.conv_pointwise.pointwise_operands`."""
+    from opbench.kernels._lib import conv, conv_pointwise
 
     forward = as_forward(op, args)
     assert forward is not None, f"{op}: no product to tune"
     x, w, bias, transposed = forward[0], forward[1], forward[2], forward[6]
     out = conv.convolution(*forward)
-    y3, a, b, b3 = conv.pointwise_operands(x, w, bias, out, transposed)
+    y3, a, b, b3 = conv_pointwise.pointwise_operands(x, w, bias, out, transposed)
     return y3, a, b, b3, 1, 1
 
 

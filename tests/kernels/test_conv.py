@@ -12,7 +12,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv  # noqa: E402
+from opbench.kernels._lib import conv, conv_pointwise  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -169,22 +169,22 @@ def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
     images in one reduction, ``test_pointwise_conv.py``), not the implicit GEMM."""
     x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, torch.float32,
                                                                             True)  # fmt: skip
-    assert conv._pointwise(w.shape[2:], stride, padding, out_pad, groups)
+    assert conv_pointwise._pointwise(w.shape[2:], stride, padding, out_pad, groups)
     eager = aten.convolution(x, w, b, stride, padding, dilation, transposed, out_pad, groups)
     out = torch.empty_like(eager)
-    assert conv._pointwise_forward(x, w, b, out, transposed)
+    assert conv_pointwise._pointwise_forward(x, w, b, out, transposed)
     assert_matches(out, aten.convolution, x, w, b, stride, padding, dilation, transposed,
                    out_pad, groups)  # fmt: skip
     gy = _r(tuple(eager.shape), torch.float32, 9)
     a, src = (x, gy) if transposed else (gy, x)
     dw = torch.empty_like(w)
-    assert conv._pointwise_weight_grad(a, src, dw)
+    assert conv_pointwise._pointwise_weight_grad(a, src, dw)
     want = aten.convolution_backward(gy, x, w, None, stride, padding, dilation, transposed,
                                      out_pad, groups, [False, True, False])[1]  # fmt: skip
     torch.testing.assert_close(dw, want, rtol=1e-4, atol=1e-4)
     # spatial dims that do not merge: left to the implicit GEMM
     sliced = _r((2, 20, 10, 6), torch.float32, 10)[:, :, ::2, :]
-    assert conv._per_image(sliced) is None
+    assert conv_pointwise._per_image(sliced) is None
 
 
 def _gpu_tiles(monkeypatch, small: bool) -> None:

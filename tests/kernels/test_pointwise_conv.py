@@ -14,7 +14,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, matmul  # noqa: E402
+from opbench.kernels._lib import conv, conv_pointwise, matmul  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -47,7 +47,7 @@ def batch_sum_everywhere(monkeypatch) -> None:
     """The batch-summing weight gradient for every NCHW size (these shapes are far under
     ``POINTWISE_PARTIALS_MAX``, which keeps small ones on per-image partials);
     :func:`test_weight_gradient_per_image_partials` sets it back."""
-    monkeypatch.setattr(conv, "POINTWISE_PARTIALS_MAX", 0)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 0)
 
 
 @pytest.fixture
@@ -132,10 +132,10 @@ def _conv_case(shape, c_out, dtype, transposed=False, x_cl=False, gy_cl=False):
 
 
 def _spy(monkeypatch, name: str) -> list:
-    """Count calls of conv's ``name`` (matmul_into or matmul_batch_sum_into)."""
+    """Count calls of conv_pointwise's ``name`` (matmul_into or matmul_batch_sum_into)."""
     calls: list = []
-    real = getattr(conv, name)
-    monkeypatch.setattr(conv, name, lambda *a, **k: (calls.append(a), real(*a, **k))[1])
+    real = getattr(conv_pointwise, name)
+    monkeypatch.setattr(conv_pointwise, name, lambda *a, **k: (calls.append(a), real(*a, **k))[1])
     return calls
 
 
@@ -161,7 +161,7 @@ def test_weight_gradient_nchw_sums_over_the_batch(shape, c_out, transposed, dtyp
 def test_weight_gradient_per_image_partials(dtype: torch.dtype, monkeypatch) -> None:
     """NCHW partials within ``POINTWISE_PARTIALS_MAX``: one product per image into fp32
     partials, summed in a fixed order; the batch-summing mode is not used."""
-    monkeypatch.setattr(conv, "POINTWISE_PARTIALS_MAX", 64 << 20)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 64 << 20)
     gy, x, w, args = _conv_case((3, 20, 5, 7), 17, dtype)
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     products = _spy(monkeypatch, "matmul_into")
@@ -221,27 +221,30 @@ def test_weight_gradient_image_groups(sms: int, split: bool, monkeypatch) -> Non
 def test_forward_tile_rule(monkeypatch) -> None:
     """A bucket's thin tile gives way to POINTWISE_CONFIG on products at least 128 on
     both sides, unless an exact-shape entry was tuned for it."""
-    monkeypatch.setattr(conv, "_INTERPRETING", False)
+    monkeypatch.setattr(conv_pointwise, "_INTERPRETING", False)
     thin = (16, 64, 128, 8, 4, 4)
-    monkeypatch.setattr(conv, "config_for", lambda *a: thin)
+    monkeypatch.setattr(conv_pointwise, "config_for", lambda *a: thin)
     x = _r((2, 24, 12, 11), torch.float16, 1)  # N = 132 positions
     out = torch.empty((2, 130, 12, 11), dtype=torch.float16, device=DEVICE)
     w = _r((130, 24, 1, 1), torch.float16, 2)
-    y3, a, b, _ = conv.pointwise_operands(x, w, None, out, False)
-    assert conv._pointwise_config(y3, a, b) == conv.POINTWISE_CONFIG
-    assert conv._pointwise_config(y3.float(), a.float(), b.float()) == conv.POINTWISE_CONFIG_F32
-    monkeypatch.setitem(conv.SHAPE_CONFIGS, (2, 2, 130, 132, 24), thin)
-    assert conv._pointwise_config(y3, a, b) == thin
-    small = conv.pointwise_operands(x[:, :, :10], w, None, out[:, :, :10], False)
-    assert conv._pointwise_config(*small[:3]) == thin  # 110 positions: a thin product
+    y3, a, b, _ = conv_pointwise.pointwise_operands(x, w, None, out, False)
+    assert conv_pointwise._pointwise_config(y3, a, b) == conv_pointwise.POINTWISE_CONFIG
+    assert (
+        conv_pointwise._pointwise_config(y3.float(), a.float(), b.float())
+        == conv_pointwise.POINTWISE_CONFIG_F32
+    )
+    monkeypatch.setitem(conv_pointwise.SHAPE_CONFIGS, (2, 2, 130, 132, 24), thin)
+    assert conv_pointwise._pointwise_config(y3, a, b) == thin
+    small = conv_pointwise.pointwise_operands(x[:, :, :10], w, None, out[:, :, :10], False)
+    assert conv_pointwise._pointwise_config(*small[:3]) == thin  # 110 positions: a thin product
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_forward_on_the_rule_tiles(dtype: torch.dtype, monkeypatch) -> None:
     """The forward computes on POINTWISE_CONFIG's tiles (several row and column tiles,
     196 = 4 x 49 positions: a multiple of 4 elements, not of 8) and with a bias."""
-    monkeypatch.setattr(conv, "_INTERPRETING", False)
-    monkeypatch.setattr(conv, "config_for", lambda *a: (16, 64, 128, 8, 4, 4))
+    monkeypatch.setattr(conv_pointwise, "_INTERPRETING", False)
+    monkeypatch.setattr(conv_pointwise, "config_for", lambda *a: (16, 64, 128, 8, 4, 4))
     x, w, bias = _r((2, 24, 14, 14), dtype, 1), _r((130, 24, 1, 1), dtype, 2), _r((130,), dtype, 3)
     args = [[1, 1], [0, 0], [1, 1], False, [0, 0], 1]
     assert_matches(conv.convolution(x, w, bias, *args), aten.convolution, x, w, bias, *args)

@@ -1,0 +1,157 @@
+"""Pointwise (1x1, stride 1, unpadded, one group) convolutions on the matmul kernel, for
+:mod:`opbench.kernels._lib.conv`: a forward (or a transposed one, or an input gradient)
+is a product per image, ``out[n] = W @ x[n]``, read where the operands lie (NCHW or
+channels-last); a weight gradient sums ``a[n] @ b[n]^T`` over the images, through
+per-image fp32 partials or the matmul kernel's batch-summing mode. The tuning constants
+(``POINTWISE_*``) live here: ``benchmarks/device_profile.py --set
+conv_pointwise.NAME=VALUE`` and the tests set them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import torch
+
+from opbench.kernels._lib.matmul import (
+    SHAPE_CONFIGS,
+    config_for,
+    matmul_batch_sum_into,
+    matmul_into,
+    sum_split_partials,
+)
+
+__all__ = ["pointwise_operands"]
+
+_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+#: Forward tiles of a pointwise convolution, ``(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+#: num_warps, num_stages)`` of the matmul kernel, 16-bit and float32, used where no tuned
+#: exact-shape entry (``matmul.SHAPE_CONFIGS``) exists and the bucket's config has a side
+#: under :data:`POINTWISE_MIN_TILE` while the product is at least twice that on both
+#: sides (:func:`_pointwise_config`). The buckets were tuned on other products: on the
+#: H100, ``[32, 1024, 14, 14]`` into 512 channels (``W @ x[n]``: 32 x 512 x 196 x 1024)
+#: got bucket 2:2:2:3's 16x64 tile and ran at 0.18x eager (0.221 ms against 0.040),
+#: where its 1024-channel twin on 128x128 tiles reached 0.63x. 128 x 64, not 128 x 128:
+#: an image's 196 positions fill 4 columns of 64 (23% masked off) but 2 of 128 (35%).
+#: Untimed on a GPU: ``benchmarks/pointwise_conv_probe.py`` times it and sweeps others.
+POINTWISE_CONFIG = (128, 64, 64, 8, 4, 4)
+POINTWISE_CONFIG_F32 = (64, 64, 32, 8, 4, 3)
+POINTWISE_MIN_TILE = 64
+
+
+def _pointwise(ksize: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+               output_padding: Sequence[int], groups: int) -> bool:  # fmt: skip
+    """A 1x1 kernel, stride 1, no padding, one group: a matrix product per image."""
+    return (
+        groups == 1 and all(k == 1 for k in ksize) and all(s == 1 for s in stride)
+        and not any(padding) and not any(output_padding)
+    )  # fmt: skip
+
+
+def _per_image(t: torch.Tensor) -> torch.Tensor | None:
+    """``[N, C, *spatial]`` as ``[N, C, positions]`` without a copy (contiguous and
+    channels-last both merge), or None where the spatial dims do not merge."""
+    try:
+        return t.view(t.shape[0], t.shape[1], -1)
+    except RuntimeError:
+        return None
+
+
+def pointwise_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                       out: torch.Tensor, transposed: bool) -> tuple | None:  # fmt: skip
+    """``(out, a, b, bias)`` of :func:`~opbench.kernels._lib.matmul.matmul_into` for a
+    pointwise convolution, ``out[n] = W @ x[n]`` (``W`` ``[C_out, C_in]``, ``W^T`` for a
+    transposed one): the weight's batch stride 0, the bias broadcast, every operand a view
+    read where it lies (NCHW or channels-last). None where the spatial dims do not merge
+    into one. ``benchmarks/tune_matmul.py`` tunes the matmul buckets on these operands."""
+    x3, y3 = _per_image(x), _per_image(out)
+    w2 = _per_image(weight)
+    if x3 is None or y3 is None or w2 is None:
+        return None
+    w2 = w2[:, :, 0]
+    a = (w2.t() if transposed else w2).unsqueeze(0).expand(x3.shape[0], -1, -1)
+    b3 = None if bias is None else bias.view(1, -1, 1).expand(y3.shape)
+    return y3, a, x3, b3
+
+
+def _pointwise_config(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
+    """The matmul configuration of a pointwise convolution's product (``a`` ``[batch, M,
+    K]``, ``b`` ``[batch, K, N]``): the tuned one (exact shape, else bucket), except that a
+    bucket's tile under :data:`POINTWISE_MIN_TILE` on a side gives way to
+    :data:`POINTWISE_CONFIG` where M and N are both at least twice that (a thin tile
+    suits a thin product, not these)."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    itemsize = a.element_size()
+    cfg = config_for(itemsize, M, N, K, B)
+    if (
+        not _INTERPRETING
+        and min(cfg[0], cfg[1]) < POINTWISE_MIN_TILE
+        and min(M, N) >= 2 * POINTWISE_MIN_TILE
+        and (itemsize, B, M, N, K) not in SHAPE_CONFIGS
+    ):
+        return POINTWISE_CONFIG_F32 if itemsize == 4 else POINTWISE_CONFIG
+    return cfg
+
+
+def _pointwise_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                       out: torch.Tensor, transposed: bool) -> bool:  # fmt: skip
+    """A pointwise convolution as the tuned matmul kernel (:func:`pointwise_operands`,
+    :func:`_pointwise_config`). Implicit GEMM reads such a weight tile across its rows
+    (17-20x slower than cuDNN on the traced ``1024 x 1024`` pointwise convolutions); this
+    is a plain matrix product. False where the spatial dims do not merge into one."""
+    operands = pointwise_operands(x, weight, bias, out, transposed)
+    if operands is None:
+        return False
+    matmul_into(*operands, config=_pointwise_config(*operands[:3]))
+    return True
+
+
+def _merge_images(t: torch.Tensor) -> torch.Tensor | None:
+    """``[N, C, positions]`` as ``[C, N x positions]`` without a copy (channels-last, where
+    the images follow each other at a channel stride, or one image), or None."""
+    try:
+        return t.transpose(0, 1).view(t.shape[1], -1)
+    except RuntimeError:
+        return None
+
+
+#: Largest fp32 workspace (bytes) of per-image weight-gradient partials of an NCHW pointwise
+#: convolution (one product per image, then a fixed-order sum); beyond it the matmul
+#: kernel sums the images itself. 64 MiB keeps the traced [32, 1024->512, 14, 14] (64 MiB),
+#: [16, 336, 21, 21] and [16, 672, 11, 11] on partials and sends [32, 1024->1024, 14, 14]
+#: (128 MiB) to the batch-summing loop, as the H100 measured them (stop 33). 0: the loop
+#: everywhere.
+POINTWISE_PARTIALS_MAX = 64 << 20
+
+
+def _pointwise_weight_grad(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> bool:
+    """The weight gradient of a pointwise convolution, ``dW = sum_n a[n] @ b[n]^T``.
+    Channels-last operands (and a batch of one) merge the images into one reduction of
+    ``N x positions``: a plain product (split over K by matmul's own rule). Otherwise
+    the matmul kernel's batch-summing mode (:func:`matmul_batch_sum_into`) walks every
+    image's positions in one loop, accumulating in registers; the old path, a product per
+    image into fp32 partials ``[N, C_out, C_in]`` summed afterwards, wrote and read back
+    134 MB for ``[32, 1024, 14, 14]`` into 1024 channels and ran at 0.24x eager on the
+    H100 (0.593 ms against 0.141). That old path stays where its partials take at most
+    :data:`POINTWISE_PARTIALS_MAX` bytes: on the H100 it ran the smaller traced cases far
+    faster than the batch-summing loop (whole backward of [16, 672, 11, 11]: 0.072 ms,
+    where the loop's weight gradient alone took 0.22-0.27 in ``pointwise_conv_probe.py
+    --sweep``). False where the views do not exist."""
+    a3, b3, dw3 = _per_image(a), _per_image(b), _per_image(dw)
+    if a3 is None or b3 is None or dw3 is None:
+        return False
+    dw2 = dw3[:, :, 0]
+    am, bm = _merge_images(a3), _merge_images(b3)
+    n, r, c = a3.shape[0], a3.shape[1], b3.shape[1]
+    if am is not None and bm is not None:
+        matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
+    elif n * r * c * 4 <= POINTWISE_PARTIALS_MAX:
+        partials = torch.empty((n, r, c), dtype=torch.float32, device=dw.device)
+        matmul_into(partials, a3, b3.transpose(1, 2))
+        sum_split_partials(partials.view(n, -1), dw2)
+    else:
+        matmul_batch_sum_into(dw2, a3, b3.transpose(1, 2))
+    return True
