@@ -157,13 +157,15 @@ def run_candidate(
     *,
     fingerprint: Fingerprint | None = None,
     guard: bool | None = None,
+    after_call: Callable[[], Any] | None = None,
 ) -> CandidateReport:
     """Run ``kernel`` on the plan's seeds and report what it did (no verdict).
 
     Never raises for a misbehaving kernel: its exceptions are recorded in the report.
     ``options`` is the run's :class:`opbench.judge.evaluate.JudgeOptions`; ``guard``:
     whether to observe the calls (the worker: unless the backend is ``aten``; None, for
-    in-process use: unless the kernel is the judged overload itself).
+    in-process use: unless the kernel is the judged overload itself). ``after_call``:
+    called after every trial (the worker's census of threads and processes).
     """
     overload = get_overload(case.op)
     plan = plan or default_plan(case, options.trials)
@@ -184,6 +186,8 @@ def run_candidate(
         last = len(plan.seeds) - 1
         for i, (seed, is_redraw) in enumerate(zip(plan.seeds, redraw)):
             tr = run_trial(case, kernel, overload, device, seed, guard_on=guard_on, window=window)
+            if after_call is not None:
+                after_call()
             tr.redraw = is_redraw
             report.trials.append(tr)
             if tr.status != "ok":

@@ -123,11 +123,14 @@ STATUSES = ("passed", "failed", "not_implemented", "skipped")
 class JudgeOptions:
     """How strict the judge is. ``rtol_scale``/``atol_scale`` multiply the dtype floors
     (see :mod:`opbench.judge.correctness`); ``allow_pytorch`` turns ``calls_pytorch`` into
-    a warning; ``trials`` is the number of input sets (>= 1)."""
+    a warning; ``trials`` is the number of input sets (>= 1); ``allow_threads``
+    (``--allow threads``) lets a unit leave threads and processes running
+    (:mod:`opbench.judge.neighbour_verdict`; they still must not run beside the reference)."""
 
     rtol_scale: float = 1.0
     atol_scale: float = 1.0
     allow_pytorch: bool = False
+    allow_threads: bool = False
     trials: int = 2
     check_determinism: bool = True
     check_weak: bool = True

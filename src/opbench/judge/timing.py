@@ -432,12 +432,26 @@ def measure_launch_floor(device: str | torch.device, reps: int = 200) -> float:
 # --------------------------------------------------------------------------- the timing loops
 
 
-class _Side:
-    """One side of the comparison and what was learnt about it during warm-up."""
+def _unwatched() -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
 
-    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+
+class _Side:
+    """One side of the comparison and what was learnt about it during warm-up.
+
+    ``window``: a context manager factory entered around this side's timed work, outside
+    its timed interval (the reference's: :meth:`opbench.instrument.neighbours.
+    NeighbourWatch.reference`, which clocks whatever else ran meanwhile)."""
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        window: Callable[[], contextlib.AbstractContextManager[None]] = _unwatched,
+    ) -> None:
         self.name = name
         self.fn = fn
+        self.window = window
         self.samples: list[float] = []
         self.launch_ns: list[int] = []
 
@@ -481,6 +495,12 @@ def _device_batch_cuda(
     fixed A B order put the two medians up to 11% apart on 5-10 us ops (consistently
     within a case, either sign across cases); blocks of A B then B A brought all eight
     cases within 0.4%.
+
+    Every repetition starts with a device-wide synchronize, for both sides alike: work
+    either side left on any stream has finished before the next call's flush, so nothing
+    the candidate queued runs beside the reference. Each side's ``window`` spans its
+    repetition from that synchronize to the next, so it covers the time the GPU ran the
+    call (the flush and spin kernel still cover the host's launch, as before).
     """
     k = len(sides)
     events = env.event_pairs(n * k)
@@ -496,14 +516,17 @@ def _device_batch_cuda(
                 slot = 2 * (i * k + pos)
                 slots[j].append(slot)
                 args, kwargs = inputs.for_rep()
-                env.prepare(flush, sleep_cycles)
-                start, end = events[slot], events[slot + 1]
-                _ev_record(start, stream)
-                t0 = _perf_ns()
-                out = side.fn(*args, **kwargs)
-                t1 = _perf_ns()
-                _ev_record(end, stream)
-                del out, args, kwargs
+                with side.window():
+                    _cuda_sync(env.device)
+                    env.prepare(flush, sleep_cycles)
+                    start, end = events[slot], events[slot + 1]
+                    _ev_record(start, stream)
+                    t0 = _perf_ns()
+                    out = side.fn(*args, **kwargs)
+                    t1 = _perf_ns()
+                    _ev_record(end, stream)
+                    del out, args, kwargs
+                    _cuda_sync(env.device)
                 if launch_times:
                     side.launch_ns.append(t1 - t0)
         _cuda_sync(env.device)
@@ -523,10 +546,12 @@ def _device_batch_cpu(sides: list[_Side], inputs: TimingInputs, n: int) -> list[
             for j in _order(i, len(sides)):
                 side = sides[j]
                 args, kwargs = inputs.for_rep()
-                t0 = _perf_ns()
-                out = side.fn(*args, **kwargs)
-                t1 = _perf_ns()
-                del out, args, kwargs
+                with side.window():
+                    t0 = _perf_ns()
+                    out = side.fn(*args, **kwargs)
+                    t1 = _perf_ns()
+                    del out
+                del args, kwargs
                 out_times[j].append((t1 - t0) / _NS_PER_MS)
     finally:
         if was_enabled:
@@ -620,15 +645,16 @@ def _host_rounds(
                 side = sides[j]
                 pool = inputs.pool(calls)
                 fn = side.fn
-                timer.sync()
-                _gc_disable()
-                t0 = _perf_ns()
-                for args, kwargs in pool:
-                    fn(*args, **kwargs)
-                timer.sync()
-                t1 = _perf_ns()
-                if was_enabled:
-                    _gc_enable()
+                with side.window():
+                    timer.sync()
+                    _gc_disable()
+                    t0 = _perf_ns()
+                    for args, kwargs in pool:
+                        fn(*args, **kwargs)
+                    timer.sync()
+                    t1 = _perf_ns()
+                    if was_enabled:
+                        _gc_enable()
                 del pool
                 per_side[j].append((t1 - t0) / _NS_PER_MS / calls)
     finally:
@@ -656,14 +682,16 @@ def _side_stream_check(sides: list[_Side], inputs: TimingInputs, timer: _Timer) 
             side = sides[j]
             args, kwargs = inputs.for_rep()
             start, end = events[2 * (i * k + j)], events[2 * (i * k + j) + 1]
-            timer.sync()
-            t0 = _perf_ns()
-            _ev_record(start, timer.stream)
-            out = side.fn(*args, **kwargs)
-            _ev_record(end, timer.stream)
-            timer.sync()
-            t1 = _perf_ns()
-            del out, args, kwargs
+            with side.window():
+                timer.sync()
+                t0 = _perf_ns()
+                _ev_record(start, timer.stream)
+                out = side.fn(*args, **kwargs)
+                _ev_record(end, timer.stream)
+                timer.sync()
+                t1 = _perf_ns()
+                del out
+            del args, kwargs
             walls[j].append((t1 - t0) / 1000.0)
             evs[j].append(_ev_elapsed(start, end) * 1000.0)
     excess = [interpolated_median([w - e for w, e in zip(walls[j], evs[j])]) for j in range(k)]
@@ -686,15 +714,18 @@ def _synced_times(sides: list[_Side], inputs: TimingInputs, timer: _Timer, n: in
         for j in _order(i, len(sides)):
             side = sides[j]
             args, kwargs = inputs.for_rep()
-            timer.env.prepare(timer.options.flush_l2, 0)
-            timer.sync()
-            start, end = events[2 * (i * k + j)], events[2 * (i * k + j) + 1]
-            _ev_record(start, timer.stream)
-            out = side.fn(*args, **kwargs)
-            timer.sync()
-            _ev_record(end, timer.stream)
-            timer.sync()
-            del out, args, kwargs
+            with side.window():
+                timer.sync()
+                timer.env.prepare(timer.options.flush_l2, 0)
+                timer.sync()
+                start, end = events[2 * (i * k + j)], events[2 * (i * k + j) + 1]
+                _ev_record(start, timer.stream)
+                out = side.fn(*args, **kwargs)
+                timer.sync()
+                _ev_record(end, timer.stream)
+                timer.sync()
+                del out
+            del args, kwargs
             times[j].append(_ev_elapsed(start, end))
     return [interpolated_median(t) for t in times]
 
@@ -744,11 +775,13 @@ def _graph_times(
     for _ in range(5):
         for j, (g, *_rest) in enumerate(graphs):
             a, b = _Event(enable_timing=True), _Event(enable_timing=True)
-            _ev_record(a, timer.stream)
-            for _ in range(reps):
-                g.replay()
-            _ev_record(b, timer.stream)
-            timer.sync()
+            with sides[j].window():
+                timer.sync()
+                _ev_record(a, timer.stream)
+                for _ in range(reps):
+                    g.replay()
+                _ev_record(b, timer.stream)
+                timer.sync()
             per[j].append(_ev_elapsed(a, b) / reps)
     del graphs
     return [interpolated_median(p) for p in per], None
@@ -820,6 +853,8 @@ def time_pair(
     observer_pause: Callable[[], Any] | None = None,
     alternate_args: Callable[[], tuple[list[Any], dict[str, Any]]] | None = None,
     inputs_ready: Callable[[TimingInputs], Any] | None = None,
+    reference_window: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
+    look: Callable[[], Any] | None = None,
 ) -> PairTiming:
     """Time ``ref`` against ``cand`` on the inputs ``make_args()`` builds.
 
@@ -831,6 +866,11 @@ def time_pair(
     kernel can return a remembered answer. ``inputs_ready`` is handed the
     :class:`~opbench.judge.timing_inputs.TimingInputs` before the first call, for a
     wrapper that records which draw a call saw (``draw_of``).
+
+    ``reference_window``: entered around each stretch of the reference's timed work,
+    outside its timed interval (the worker's
+    :class:`~opbench.instrument.neighbours.NeighbourWatch`); ``look``: called after every
+    batch and round, to note threads and processes the candidate's calls left running.
 
     ``observer_pause``: a context manager factory that pauses the worker's call
     observer (:class:`opbench.instrument.observer.ExecutionWindow`) where host time is
@@ -846,11 +886,12 @@ def time_pair(
     started = _perf_ns()
     pause = observer_pause or contextlib.nullcontext
     draws = (alternate_args, inputs_ready)
+    watch = (reference_window or _unwatched, look or (lambda: None))
     if dev.type == "cuda":
         with torch.cuda.device(dev):
-            result = _time_pair(ref, cand, make_args, dev, opt, pause, draws)
+            result = _time_pair(ref, cand, make_args, dev, opt, pause, draws, watch)
     else:
-        result = _time_pair(ref, cand, make_args, dev, opt, pause, draws)
+        result = _time_pair(ref, cand, make_args, dev, opt, pause, draws, watch)
     result.elapsed_ms = (_perf_ns() - started) / _NS_PER_MS
     return result
 
@@ -863,8 +904,10 @@ def _time_pair(
     opt: TimingOptions,
     pause: Callable[[], Any] = contextlib.nullcontext,
     draws: tuple[Any, Any] = (None, None),
+    watch: tuple[Any, Callable[[], Any]] = (_unwatched, lambda: None),
 ) -> PairTiming:
     floor = measure_launch_floor(dev)
+    reference_window, look = watch
     timer = _Timer(dev, opt)
     args, kwargs = make_args()
     template = (list(args), dict(kwargs))
@@ -874,7 +917,7 @@ def _time_pair(
     )
     if inputs_ready is not None:
         inputs_ready(inputs)
-    sides = [_Side("ref", ref), _Side("cand", cand)]
+    sides = [_Side("ref", ref, reference_window), _Side("cand", cand)]
     flags: list[str] = []
 
     # First calls (compile / autotune / lazy init) and peak memory, each on fresh inputs.
@@ -909,6 +952,7 @@ def _time_pair(
     while True:
         t_b = _perf_ns()
         timer.batch(sides, inputs, warm, launch_times=True)
+        look()
         now = _perf_ns()
         pair_ms = max((now - t_b) / _NS_PER_MS / warm, 1e-4)
         if (now - t_start) / _NS_PER_MS >= opt.warmup_ms:
@@ -924,6 +968,7 @@ def _time_pair(
     while True:
         t_b = _perf_ns()
         got = timer.batch(sides, inputs, batch)
+        look()
         for side, samples in zip(sides, got):
             side.samples.extend(samples)
         spent = (_perf_ns() - t_start) / _NS_PER_MS
@@ -949,6 +994,7 @@ def _time_pair(
     with pause():
         host, calls, rounds = _host_rounds(sides, inputs, timer, per_call)
     inputs.phase = "other"
+    look()
     ref_host, cand_host = (summarize(h) for h in host)
 
     speedup_device = ref_st.median / cand_st.median if cand_st.median > 0 else math.inf
@@ -981,6 +1027,7 @@ def _time_pair(
 
     paused_cpu.close()
     _last_calls(sides[1], inputs, timer)
+    look()
     if not inputs.mutating and inputs.became_dirty():
         flags.append("mutates_input")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from opbench.judge import guard as guard_mod
 from opbench.judge.evaluate import Verdict
+from opbench.judge.neighbour_verdict import neighbour_lines
 
 __all__ = ["import_verdict", "timing_guard_verdict"]
 
@@ -27,6 +28,11 @@ def import_verdict(op: str, unit_info: dict[str, Any] | None, options: Any) -> V
     if not unit_info:
         return None
     tamper = list(unit_info.get("import_tamper") or [])
+    tamper += neighbour_lines(
+        None,
+        allow_threads=bool(getattr(options, "allow_threads", False)),
+        newcomers=list(unit_info.get("import_neighbours") or []),
+    )
     observed = unit_info.get("import_observed") or {}
     _, silenced = guard_mod.classify_trial(op, [], observed)
     if tamper or silenced:

@@ -21,11 +21,34 @@ from pathlib import Path
 from typing import Any
 
 from opbench.run.isolation import IsolationPlanner, Unit, chunks
-from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess, WorkerStartError
+from opbench.run.judge_errors import judge_error_result
+from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess
 from opbench.run.store import ResultStore, TestResult, case_fields
 from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
+
+
+#: Harness errors in a row after which a slot stops taking work: one is a race or a
+#: bad case; a run of them is a fault that would only burn through the queue.
+HARNESS_ERRORS_IN_A_ROW = 2
+
+
+@dataclass
+class _SlotState:
+    """One slot's worker and how many tests of its current chunk it recorded."""
+
+    worker: WorkerProcess | None = None
+    recorded: int = 0
+
+    def drop_worker(self) -> None:
+        """Kill the worker after a harness error: its pipe may hold a half-read answer."""
+        if self.worker is not None:
+            try:
+                self.worker.kill()
+            except Exception as e:  # noqa: BLE001 - already on an error path
+                log.debug("killing worker after a harness error: %s", e)
+            self.worker = None
 
 
 def drain(todo: queue.Queue) -> None:
@@ -145,14 +168,23 @@ def judge_outcome(
 
     t_judge = time.perf_counter()
     from opbench.judge.guard import is_reference_backend
+    from opbench.judge.neighbour_verdict import neighbour_verdict
 
-    verdict = import_verdict(case.op, unit_info, judge_options) or judge_report(
-        case,
-        report,
-        device,
-        judge_options,
-        expectations,
-        guard=not is_reference_backend(backend),
+    verdict = (
+        import_verdict(case.op, unit_info, judge_options)
+        or neighbour_verdict(
+            m.get("neighbours"),
+            allow_threads=bool(getattr(judge_options, "allow_threads", False)),
+            when="test",
+        )
+        or judge_report(
+            case,
+            report,
+            device,
+            judge_options,
+            expectations,
+            guard=not is_reference_backend(backend),
+        )
     )
     judge_s = time.perf_counter() - t_judge
     result = TestResult(
@@ -286,6 +318,11 @@ class LocalExecutor:
         self.sandbox_level: str | None = None
         self.workers_started = 0
         self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        #: tests this run recorded, and what harness errors left undone (see ``_slot``)
+        self.recorded = 0
+        self.unfinished: list[dict[str, Any]] = []
+        self._first_harness_error: Exception | None = None
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
         todo: queue.Queue[tuple[Unit, list[Case]]] = queue.Queue()
@@ -314,6 +351,26 @@ class LocalExecutor:
                 self.worker_info["backend_settings"] = found
         if self._error is not None:
             raise self._error
+        self._note_left_over(todo)
+        if self.unfinished:
+            if self.recorded == 0 and self._first_harness_error is not None:
+                raise self._first_harness_error  # nothing could be done: say why, as before
+            self.worker_info["unfinished"] = list(self.unfinished)
+
+    def _note_left_over(self, todo: queue.Queue) -> None:
+        """Chunks no slot took because every slot stopped after harness errors."""
+        while True:
+            try:
+                _, group = todo.get_nowait()
+            except queue.Empty:
+                return
+            self.unfinished.append(
+                {
+                    "ops": sorted({c.op for c in group}),
+                    "tests": len(group),
+                    "error": "not started: every slot stopped after harness errors",
+                }
+            )
 
     def _worker_for(self, device: str, unit: Unit, current: WorkerProcess | None) -> Any:
         """A live worker that has loaded ``unit``: ``current`` if it has, else a fresh one
@@ -337,11 +394,17 @@ class LocalExecutor:
     def _slot(
         self, device: str, todo: queue.Queue, on_result: Callable[[TestResult], None]
     ) -> None:
+        """Take chunks until the queue is empty. A harness error while judging a chunk
+        (a bug or a race of ours, never the kernel's: those are outcomes) ends that
+        chunk only: its worker is killed, its unrecorded tests are noted for the summary
+        (``--resume`` runs them) and the slot goes on with a fresh worker, so one error
+        never ends a run the other slots can finish. A slot that meets
+        :data:`HARNESS_ERRORS_IN_A_ROW` in a row stops (the fault is not passing)."""
         from opbench.judge.evaluate import plan_trials
 
-        worker: WorkerProcess | None = None
+        slot = _SlotState()
         plans: _Plans | None = None
-        backend = self.config.backend
+        in_a_row = 0
         try:
             from opbench.instrument.tensors import bind_device
 
@@ -356,59 +419,116 @@ class LocalExecutor:
                     unit, group = todo.get_nowait()
                 except queue.Empty:
                     break
-                for i, case in enumerate(group):
-                    result = self._without_worker(case, unit, device)
-                    if result is None:
-                        started = time.perf_counter()
-                        plan, expectations = plans.get(case)
-                        if i + 1 < len(group):
-                            plans.ahead(group[i + 1])
-                        got = self._worker_for(device, unit, worker)
-                        if isinstance(got, dict):  # importing the unit killed the worker
-                            worker = None
-                            self.budget.record(case.op, got["kind"])
-                            outcome = Outcome(
-                                got["kind"],
-                                detail=f"the worker died importing the kernel: {got['detail']}",
-                                stderr_tail=got.get("stderr_tail", ""),
-                            )
-                        else:
-                            if got is not worker and not self.config.perf:
-                                self._preload_next(device, todo)
-                            worker = got
-                            outcome = worker.run_case(
-                                case.to_dict(), self.options.test_timeout_s, plan.to_dict()
-                            )
-                        name = worker.name if worker else ""
-                        unit_info = worker.loaded_info if worker else None
-                        if outcome.kind in ("crash", "timeout", "oom"):
-                            self.budget.record(case.op, outcome.kind)
-                            worker = None
-                        result = judge_outcome(
-                            case,
-                            outcome,
-                            device=device,
-                            judge_options=self.judge_options,
-                            backend=backend,
-                            worker=name,
-                            expectations=expectations,
-                            unit_info=unit_info,
-                            scan=self.planner.scan(unit),
-                        )
-                        if result.duration_s is None:
-                            result.duration_s = time.perf_counter() - started
-                    self.store.add(result)
-                    on_result(result)
-        except WorkerStartError as e:
-            self._error = e
-            drain(todo)  # so the other slots stop too
+                slot.recorded = 0
+                try:
+                    self._run_group(device, unit, group, slot, plans, todo, on_result)
+                    in_a_row = 0
+                except Exception as e:  # noqa: BLE001 - noted, and the run goes on
+                    slot.drop_worker()
+                    self._note_unfinished(unit, group[slot.recorded :], e, device)
+                    in_a_row += 1
+                    if in_a_row >= HARNESS_ERRORS_IN_A_ROW:
+                        log.error("slot on %s stops after %d harness errors in a row", device,
+                                  in_a_row)  # fmt: skip
+                        break
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
         finally:
             if plans is not None:
                 plans.close()
-            if worker is not None:
-                worker.stop()
+            if slot.worker is not None:
+                slot.worker.stop()
+
+    def _run_group(
+        self,
+        device: str,
+        unit: Unit,
+        group: list[Case],
+        slot: _SlotState,
+        plans: _Plans,
+        todo: queue.Queue,
+        on_result: Callable[[TestResult], None],
+    ) -> None:
+        """Judge and record one chunk's tests in turn (``slot.recorded`` counts them). A
+        test whose planning or judging raises is recorded as its ``judge_error``
+        (:mod:`opbench.run.judge_errors`) and the chunk goes on."""
+        backend = self.config.backend
+        for i, case in enumerate(group):
+            result = self._without_worker(case, unit, device)
+            started = time.perf_counter()
+            if result is None:
+                try:
+                    plan, expectations = plans.get(case)
+                except Exception as e:  # opbench's own failure: this test's judge_error
+                    result = judge_error_result(case, e, "plan", backend=backend, device=device)
+                    result.duration_s = time.perf_counter() - started
+                if i + 1 < len(group):
+                    plans.ahead(group[i + 1])
+            if result is None:
+                got = self._worker_for(device, unit, slot.worker)
+                if isinstance(got, dict):  # importing the unit killed the worker
+                    slot.worker = None
+                    self.budget.record(case.op, got["kind"])
+                    outcome = Outcome(
+                        got["kind"],
+                        detail=f"the worker died importing the kernel: {got['detail']}",
+                        stderr_tail=got.get("stderr_tail", ""),
+                    )
+                else:
+                    if got is not slot.worker and not self.config.perf:
+                        self._preload_next(device, todo)
+                    slot.worker = got
+                    outcome = got.run_case(
+                        case.to_dict(), self.options.test_timeout_s, plan.to_dict()
+                    )
+                worker = slot.worker
+                name = worker.name if worker else ""
+                unit_info = worker.loaded_info if worker else None
+                if outcome.kind in ("crash", "timeout", "oom"):
+                    self.budget.record(case.op, outcome.kind)
+                    slot.worker = None
+                try:
+                    result = judge_outcome(
+                        case,
+                        outcome,
+                        device=device,
+                        judge_options=self.judge_options,
+                        backend=backend,
+                        worker=name,
+                        expectations=expectations,
+                        unit_info=unit_info,
+                        scan=self.planner.scan(unit),
+                    )
+                except Exception as e:  # opbench's own failure: this test's judge_error
+                    result = judge_error_result(
+                        case, e, "judge", backend=backend, device=device, worker=name
+                    )
+                if result.duration_s is None:
+                    result.duration_s = time.perf_counter() - started
+            self.store.add(result)
+            slot.recorded += 1
+            with self._lock:
+                self.recorded += 1
+            on_result(result)
+
+    def _note_unfinished(
+        self, unit: Unit, cases: Sequence[Case], e: Exception, device: str
+    ) -> None:
+        """Log a harness error and keep what it left undone (its tests stay unrecorded)."""
+        error = f"{type(e).__name__}: {e}".strip()
+        log.error(
+            "harness error on %s while judging %s: %s; %d test(s) not recorded "
+            "(run again with --resume to finish them)",
+            device, "/".join(unit or ("the backend",)), error, len(cases),
+            exc_info=e,
+        )  # fmt: skip
+        with self._lock:
+            if self._first_harness_error is None:
+                self._first_harness_error = e
+            if cases:
+                self.unfinished.append(
+                    {"ops": sorted({c.op for c in cases}), "tests": len(cases), "error": error}
+                )
 
     def _preload_next(self, device: str, todo: queue.Queue) -> None:
         """Let the spare import the unit queued next while this one runs (another slot

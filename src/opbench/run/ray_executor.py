@@ -32,6 +32,7 @@ from opbench.run.executor import (
     with_hidden_run_dir,
 )
 from opbench.run.isolation import IsolationPlanner
+from opbench.run.judge_errors import judge_error_result
 from opbench.run.pool import Outcome, WorkerConfig
 from opbench.run.store import ResultStore, TestResult
 from opbench.suites.case import Case
@@ -81,7 +82,9 @@ def _unit_plain(info: dict[str, Any] | None) -> dict[str, Any] | None:
     """What the harness needs of a worker's import report (not its served list)."""
     if not info:
         return None
-    return {k: info.get(k) for k in ("import_tamper", "import_observed", "unit")}
+    return {
+        k: info.get(k) for k in ("import_tamper", "import_observed", "import_neighbours", "unit")
+    }
 
 
 def run_batch(
@@ -255,9 +258,29 @@ class RayExecutor:
         key = "GPU" if self.req.device.startswith("cuda") else "CPU"
         return max(1, int(res.get(key, 1)))
 
-    def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
+    def _plan_batch(
+        self, batch: list[Case], on_result: Callable[[TestResult], None]
+    ) -> tuple[list[Case], list[dict[str, Any]]]:
+        """Each case's trial plan; a case whose planning raises is stored as its own
+        ``judge_error`` and left out of the batch (:mod:`opbench.run.judge_errors`)."""
         from opbench.judge.evaluate import plan_trials
 
+        kept: list[Case] = []
+        plans: list[dict[str, Any]] = []
+        for c in batch:
+            try:
+                plans.append(plan_trials(c, self.req.device, self.judge_options)[0].to_dict())
+            except Exception as e:  # opbench's own failure: this test's result
+                failed = judge_error_result(
+                    c, e, "plan", backend=self.config.backend, device=self.req.device
+                )
+                self.store.add(failed)
+                on_result(failed)
+                continue
+            kept.append(c)
+        return kept, plans
+
+    def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
         ray = self._connect()
         cuda = self.req.device.startswith("cuda")
         task = ray.remote(num_gpus=1 if cuda else 0, num_cpus=1, max_retries=0)(run_batch)
@@ -285,12 +308,13 @@ class RayExecutor:
 
         def submit() -> None:
             while todo and len(pending) < slots * 2:
-                batch = todo.pop()
-                prior = {op: self.budget.history(op) for op in {c.op for c in batch}}
-                units = [self.planner.unit_of(c.op) for c in batch]
                 # the seeds are the harness's choice; the references are recomputed when
                 # the results come back (holding them for a whole batch costs memory)
-                plans = [plan_trials(c, device, self.judge_options)[0].to_dict() for c in batch]
+                batch, plans = self._plan_batch(todo.pop(), on_result)
+                if not batch:
+                    continue
+                prior = {op: self.budget.history(op) for op in {c.op for c in batch}}
+                units = [self.planner.unit_of(c.op) for c in batch]
                 ref = task.remote(
                     config,
                     files_ref,
@@ -378,15 +402,21 @@ class RayExecutor:
                 )
                 if outcome.kind in ("crash", "timeout", "oom"):
                     self.budget.record(case.op, outcome.kind)
-                result = judge_outcome(
-                    case,
-                    outcome,
-                    device=device,
-                    judge_options=self.judge_options,
-                    backend=self.config.backend,
-                    worker=f"{payload.get('node', '?')}/{item.get('worker', '')}",
-                    unit_info=item.get("unit_info"),
-                    scan=self.planner.scan(self.planner.unit_of(case.op)),
-                )
+                worker = f"{payload.get('node', '?')}/{item.get('worker', '')}"
+                try:
+                    result = judge_outcome(
+                        case,
+                        outcome,
+                        device=device,
+                        judge_options=self.judge_options,
+                        backend=self.config.backend,
+                        worker=worker,
+                        unit_info=item.get("unit_info"),
+                        scan=self.planner.scan(self.planner.unit_of(case.op)),
+                    )
+                except Exception as e:  # opbench's own failure: this test's result
+                    result = judge_error_result(
+                        case, e, "judge", backend=self.config.backend, device=device, worker=worker
+                    )
             self.store.add(result)
             on_result(result)

@@ -373,7 +373,10 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     progress("start", {"total": len(cases), "todo": len(todo), "done": len(cases) - len(todo)})
 
     judge_options = JudgeOptions(
-        rtol_scale=req.rtol_scale, atol_scale=req.atol_scale, allow_pytorch=req.allow_pytorch
+        rtol_scale=req.rtol_scale,
+        atol_scale=req.atol_scale,
+        allow_pytorch=req.allow_pytorch,
+        allow_threads="threads" in (req.allow_rules or []),
     )
     worker_config = _worker_config(req, judge_options)
     from opbench.run.isolation import IsolationPlanner
@@ -430,6 +433,9 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     summary["coverage"] = selection.coverage
     summary["timing_s"] = {"build_suite": round(build_s, 3), "run": round(run_s, 3)}
     summary["resumed"] = bool(done) and req.resume
+    unfinished = unfinished_summary(cases, results, worker_info.get("unfinished") or [])
+    if unfinished:
+        summary["unfinished"] = unfinished
     if sandbox_level is not None:
         store.set_meta("sandbox_level", sandbox_level)
     summary["sandbox"] = store.get_meta("sandbox_level") or req.sandbox
@@ -455,6 +461,25 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     write_outputs(out, summary, results)
     store.close()
     return summary
+
+
+def unfinished_summary(
+    cases: list[Case], results: list[TestResult], errors: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Selected tests with no recorded result, after a harness error the run went on
+    past (:meth:`opbench.run.executor.LocalExecutor._slot`): how many, of which
+    operators, and why. None when every selected test has a result. Their operators
+    stay in the score's denominator; ``--resume`` runs exactly these tests."""
+    recorded = {r.test_id for r in results}
+    missing = [c for c in cases if c.test_id not in recorded]
+    if not missing:
+        return None
+    return {
+        "tests": len(missing),
+        "ops": sorted({f"aten.{c.op}" for c in missing}),
+        "errors": errors,
+        "how_to_finish": "run the same command again with --resume",
+    }
 
 
 def _worker_config(req: RunRequest, judge_options: Any):
@@ -511,10 +536,16 @@ def summarize(
     ops = metrics.op_summaries(results, overhead_dominated=req.overhead_dominated)
     not_tested = dict(selection.not_tested)
     skipped_why = {r.op: r.message for r in results if r.status == "skipped" and r.message}
+    judge_errors = metrics.judge_error_counts(results)
     for op, v in ops.items():
-        # Weak and skipped tests are left out of the verdict; an op left with no other
-        # test has no verdict at all (the same for every backend: it depends on the case).
-        if not v.get("tests") and v.get("skipped"):
+        # Weak, skipped and judge_error tests are left out of the verdict; an op left with
+        # no other test has no verdict at all (the same for every backend).
+        if not v.get("tests") and v.get("judge_errors"):
+            not_tested[op] = (
+                f"every test a judge_error ({v['judge_errors']}): the harness could not plan "
+                "or judge it (an opbench fault, not the backend's)"
+            )
+        elif not v.get("tests") and v.get("skipped"):
             not_tested[op] = f"every test skipped ({skipped_why.get(op, 'no verdict')})"
         elif v.get("tests") and v.get("note", "").startswith("only weak tests"):
             not_tested[op] = (
@@ -548,6 +579,8 @@ def summarize(
         "tests": metrics.test_counts(results),
         "ops": {f"aten.{op}": v for op, v in sorted(ops.items()) if op in denominator},
         "not_tested": {f"aten.{op}": why for op, why in sorted(not_tested.items())},
+        "judge_errors": sum(judge_errors.values()),
+        "judge_errors_by_op": {f"aten.{op}": n for op, n in judge_errors.items()},
     }
     return summary
 

@@ -51,6 +51,7 @@ def main() -> int:
 
     from opbench.backends import directory, loader  # noqa: F401
     from opbench.instrument import candidate as candidate_mod
+    from opbench.instrument import neighbours as neighbours_mod
     from opbench.instrument import observer as observer_mod
     from opbench.instrument.integrity import Fingerprint
     from opbench.instrument.records import TrialPlan
@@ -63,6 +64,7 @@ def main() -> int:
     from opbench.suites.materialize import materialize
 
     device = cfg["device"]
+    neighbours_mod.enable_subreaper()
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
     # the same backend settings for both sides (TF32 off unless the run allows it)
@@ -101,6 +103,11 @@ def main() -> int:
         return 0
     unit = msg.get("unit")
     fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
+    # every thread and process alive now is the worker's own (PyTorch's, CUDA's, the
+    # intra-op pool's): anything later that is not is the unit's (instrument/neighbours.py)
+    before_pool = neighbours_mod.census().threads
+    _start_intraop_pool()
+    watch = neighbours_mod.NeighbourWatch(pool=neighbours_mod.census().threads - before_pool)
     window = observer_mod.ExecutionWindow()
     try:
         with window, window.mark():
@@ -118,6 +125,8 @@ def main() -> int:
             "import_observed": window.result.to_dict(),
             "import_tamper": fingerprint.changes(),
         }
+        watch.look()
+        info["import_neighbours"] = watch.readings()["newcomers"]
     except Exception as e:
         info = {"type": "fatal", "error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()}
         protocol.write_plain(proto_out, info)
@@ -144,6 +153,7 @@ def main() -> int:
         plan = TrialPlan.from_dict(msg["plan"]) if msg.get("plan") else None
         out: dict[str, Any] = {"type": "result", "test_id": case.test_id}
         started = time.perf_counter()
+        watch.reset()
         try:
             kernel = backend.kernel_for(case.op)
             if kernel is None:
@@ -157,6 +167,7 @@ def main() -> int:
                     plan,
                     fingerprint=fingerprint,
                     guard=guard_on,
+                    after_call=watch.look,
                 )
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
@@ -174,8 +185,11 @@ def main() -> int:
                             timing_options,
                             fingerprint,
                             guard_on=guard_on,
+                            watch=watch,
                         )
                     )
+                watch.look()
+                out["neighbours"] = watch.readings()
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
             out["worker_error"] = f"{type(e).__name__}: {e}"
             out["tb"] = traceback.format_exc(limit=8)
@@ -200,6 +214,7 @@ def _timed(
     fingerprint: Any,
     *,
     guard_on: bool,
+    watch: Any,
 ) -> dict[str, Any]:
     """Time the pair under the call observer; the process is checked before and after.
 
@@ -220,14 +235,27 @@ def _timed(
         return {"timing_tamper": before}
     last: list[Any] = []
     inputs: list[Any] = []
-    kernel = keeping_timed(
-        kernel,
-        last,
-        lambda a, k: inputs[0].draw_of(a, k) if inputs else 0,
-        lambda: inputs[0].phase if inputs else "other",
-    )
+
+    def draw_of(a: Any, k: Any) -> int:
+        return inputs[0].draw_of(a, k) if inputs else 0
+
+    def phase_of() -> str:
+        return inputs[0].phase if inputs else "other"
+
+    # The same wrapper around both sides: what it costs a call (the draw lookup, the
+    # reservoir draws, holding five outputs alive, which changes what the caching
+    # allocator hands the next call) is paid by the reference too, so host-inclusive
+    # speedups do not charge the judge's bookkeeping to the candidate. The reference's
+    # kept outputs are dropped.
+    kernel = keeping_timed(kernel, last, draw_of, phase_of)
+    ref = keeping_timed(ref, [], draw_of, phase_of)
     make_args, make_second = draws
-    draw_kw = {"alternate_args": make_second, "inputs_ready": inputs.append}
+    draw_kw = {
+        "alternate_args": make_second,
+        "inputs_ready": inputs.append,
+        "reference_window": watch.reference,
+        "look": watch.look,
+    }
     if not guard_on:
         timing = timing_mod.time_pair(ref, kernel, make_args, device, options, **draw_kw)
         return {"timing": timing, **timed_outputs(last, device)}
@@ -319,6 +347,18 @@ def _warm_up(device: str) -> None:
             torch.relu(args[0]).detach().cpu().numpy()
     except Exception as e:  # warm-up is an optimisation; the tests will show real problems
         print(f"opbench worker: warm-up failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+def _start_intraop_pool() -> None:
+    """Run one parallel op, so the intra-op pool's threads exist before the census.
+
+    The pool is started lazily, at the first op that splits its work; if the
+    reference's first such op started it, its threads would look like the unit's."""
+    import torch
+
+    if torch.get_num_threads() > 1:
+        x = torch.ones(1 << 20)
+        (x + x).sum().item()
 
 
 def _timeable(report: Any) -> bool:
