@@ -1,7 +1,8 @@
 """The ``opbench`` command line: thin typer commands over the library.
 
 Exit codes (DESIGN.md): 0 done (and above ``--fail-under`` if given), 1 below the bar,
-2 bad usage or input. Bad input gets one clear line, no traceback unless ``--debug``.
+2 bad usage or input, 3 (``run``) incomplete: the harness could not plan or judge some
+tests (``judge_error``). Bad input gets one clear line, no traceback unless ``--debug``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ COMMAND_MODULES = (
 )
 
 _state: dict[str, Any] = {"debug": False}
+
+#: ``opbench run``'s exit status when some tests are ``judge_error``: their verdict is
+#: missing, so neither "done" (0) nor "below the bar" (1) can be said of the run.
+INCOMPLETE = 3
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -161,6 +166,8 @@ def run_cmd(
     Example: opbench run --suite traces --traces ../shared/traces --backend aten --device cpu --ops relu,add --limit-per-op 3 --no-perf --out runs/first
 
     Programs (KernelBench format): opbench run --suite programs:../shared/kernelbench --levels 1 --candidates my_models --device cuda --compile-baseline; one file: opbench run --problem P.py --candidate C.py
+
+    Exit status: 0 done (and above --fail-under / --fail-under-perf if given); 1 below the bar; 2 bad usage or input; 3 incomplete: the harness could not plan or judge some tests (judge_error in summary.json, left out of every score), whatever the scores.
     """
     from opbench.run.session import RunError, RunRequest, parse_dtypes
     from opbench.spec.ops import UnknownOpError
@@ -241,6 +248,12 @@ def run_cmd(
             f"performance score {perf_score} is below --fail-under-perf {fail_under_perf}"
         )
         failed = True
+    if summary.get("judge_errors"):
+        console.print(
+            f"incomplete: {summary['judge_errors']} test(s) are judge_error (the harness "
+            f"could not plan or judge them); exit {INCOMPLETE}"
+        )
+        raise typer.Exit(INCOMPLETE)
     if failed:
         raise typer.Exit(1)
 

@@ -144,7 +144,7 @@ def _failing_tests(db: Path) -> list[dict[str, Any]]:
     try:
         rows = con.execute(
             "select test_id, args, status, category, message, max_abs_err from results "
-            "where status not in ('passed', 'skipped') order by test_id"
+            "where status not in ('passed', 'skipped', 'judge_error') order by test_id"
         ).fetchall()
     finally:
         con.close()

@@ -238,7 +238,8 @@ class Scorer:
             store.close()
             shutil.rmtree(run_dir, ignore_errors=True)
         summary = op_summaries(results).get(op) or {}
-        failing = [r for r in results if r.status not in ("passed", "skipped")]
+        # a judge_error is opbench's fault: nothing for the kernel's author to fix
+        failing = [r for r in results if r.status not in ("passed", "skipped", "judge_error")]
         if not failing and not summary.get("tests"):
             failing = results  # nothing was judged: say why (every test skipped, and how)
         return Verdict(

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 __all__ = [
+    "byte_view",
     "cpu_outputs",
     "sync",
     "digest",
@@ -28,18 +29,28 @@ _clone = torch.Tensor.clone
 _detach = torch.Tensor.detach
 _to = torch.Tensor.to
 _as_strided = torch.Tensor.as_strided
-_contiguous = torch.Tensor.contiguous
 _view = torch.Tensor.view
 _numpy = torch.Tensor.numpy
+_copy = torch.Tensor.copy_
+_to_dense = torch.Tensor.to_dense
+_empty = torch.empty
 _sha256 = hashlib.sha256
 _Tensor = torch.Tensor
 _is_functorch = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
 
 
 def span(t: torch.Tensor) -> torch.Tensor:
-    """A 1-D view of the storage elements ``t`` reaches (holes and all)."""
+    """A 1-D view of the storage elements ``t`` reaches (holes and all).
+
+    Built with ``as_strided`` on the one stride that works for every layout (stride 1
+    from the storage offset), so odd, zero (expanded) and overlapping strides all give
+    a plain span. A tensor that is not strided (sparse) has no single span: its dense
+    elements stand in, so a digest of it still changes when its values do.
+    """
+    if t.layout != torch.strided:
+        return _view(_flat(t), -1)
     if t.numel() == 0:
-        return t.reshape(0)
+        return _empty((0,), dtype=t.dtype, device=t.device)
     n = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
     return _as_strided(t, (n,), (1,), t.storage_offset())
 
@@ -49,17 +60,48 @@ def snapshot(t: torch.Tensor) -> torch.Tensor:
     return _clone(_to(_detach(span(t)), "cpu"))
 
 
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """A fresh 1-D, stride-1 tensor of ``t``'s elements in order, on ``t``'s device.
+
+    ``contiguous()``, ``clone()`` and ``reshape(-1)`` all keep the odd stride of a
+    size-1 dimension (a one-element f16 tensor with stride 2 stays stride 2), and
+    ``view(torch.uint8)`` refuses a last stride other than 1; it also refuses conjugate
+    and negative-bit views. Copying into a new ``empty`` buffer gives stride 1 and
+    resolved values whatever the source's layout.
+    """
+    t = _detach(t)
+    if t.layout != torch.strided:
+        t = _to_dense(t)
+    out = _empty(tuple(t.shape), dtype=t.dtype, device=t.device)
+    if t.numel():
+        _copy(out, t)
+    return _view(out, -1)
+
+
+def byte_view(t: torch.Tensor) -> torch.Tensor:
+    """The bytes of ``t``'s elements in order, as a 1-D uint8 tensor on ``t``'s device.
+
+    Works for every dtype (bool, complex, float8 ...) and layout, because it views a
+    fresh stride-1 copy (:func:`_flat`) rather than ``t`` itself.
+    """
+    return _view(_flat(t), torch.uint8)
+
+
 def digest(cpu_span: torch.Tensor) -> str:
-    """SHA-256 of a CPU tensor's bytes (for inputs too large to send back whole)."""
-    t = _contiguous(_detach(cpu_span))
-    if t.numel() == 0:
+    """SHA-256 of a tensor's bytes (for inputs too large to send back whole).
+
+    Meant for a :func:`snapshot` (a 1-D span), where it hashes the storage span; any
+    other tensor, on any device, is hashed element by element in order.
+    """
+    if cpu_span.numel() == 0:
         return _sha256(b"").hexdigest()
-    return _sha256(memoryview(_numpy(_view(t.reshape(-1), torch.uint8)))).hexdigest()
+    raw = _to(byte_view(cpu_span), "cpu")
+    return _sha256(memoryview(_numpy(raw))).hexdigest()
 
 
 def elements_digest(t: torch.Tensor) -> str:
     """SHA-256 of the elements ``t`` reaches, in order (holes in its storage left out)."""
-    return digest(_clone(_to(_detach(t), "cpu")).reshape(-1))
+    return digest(t)
 
 
 def meta(t: torch.Tensor) -> dict[str, Any]:

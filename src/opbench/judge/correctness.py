@@ -54,6 +54,8 @@ from typing import Any
 
 import torch
 
+from opbench.instrument import tensors
+
 __all__ = [
     "K",
     "TOLERANCES",
@@ -205,10 +207,9 @@ def _structure(obj: Any) -> Any:
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    t = t.detach().resolve_conj().resolve_neg().contiguous().reshape(-1)
-    if t.dtype == torch.bool:
-        return t.view(torch.uint8)
-    return t.view(torch.uint8)
+    """The bytes of ``t``'s elements; a fresh copy, since ``contiguous()`` can keep the
+    odd stride of a one-element tensor, which ``view(torch.uint8)`` refuses."""
+    return tensors.byte_view(t)
 
 
 def bitwise_equal(a: Any, b: Any) -> bool:

@@ -39,6 +39,7 @@ from opbench.programs import compile_cache, loader, reference
 from opbench.programs.judge import judge_program
 from opbench.programs.loader import Problem, ProblemError
 from opbench.programs.summary import problem_summaries, program_scores
+from opbench.report import metrics
 from opbench.run.protocol import MAX_MESSAGE_BYTES
 from opbench.run.store import ResultStore, StoreError, TestResult
 from opbench.suites.case import derive_seed
@@ -214,7 +215,12 @@ class ProgramExecutor:
                 except queue.Empty:
                     break
                 started = time.perf_counter()
-                result = self.judge(problem, device)
+                try:
+                    result = self.judge(problem, device)
+                except WorkerStartError:
+                    raise
+                except Exception as e:  # opbench's own failure: this problem's result
+                    result = self._judge_error(problem, device, e)
                 if result.duration_s is None:
                     result.duration_s = time.perf_counter() - started
                 self.store.add(result)
@@ -224,6 +230,15 @@ class ProgramExecutor:
             drain(todo)
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
+
+    def _judge_error(self, problem: Problem, device: str, error: Exception) -> TestResult:
+        """The ``judge_error`` of a problem whose planning or judging raised in the
+        harness (:mod:`opbench.run.judge_errors`; the problem's own code failing to load
+        or build is ``not_runnable``, decided in :meth:`judge`)."""
+        from opbench.run.judge_errors import judge_error_fields
+
+        base = _base(problem, self.req, self.size, self.backend, device)
+        return TestResult(**judge_error_fields(error, "plan or judge", problem.problem_id), **base)
 
     def _fits(self, problem: Problem) -> bool:
         """Whether a problem will reach a worker as far as the harness can tell up front
@@ -451,6 +466,7 @@ def run_programs(req: Any, on_progress: Callable[[str, Any], None] | None = None
         store.set_meta("sandbox_level", sandbox_level)
     timer = "cuda-events" if req.device.startswith("cuda") else "cpu-wall"
     scores = program_scores(results, compile_baseline=req.compile_baseline and req.perf)
+    judge_errors = metrics.judge_error_counts(results)
     summary: dict[str, Any] = {
         "suite": req.suite if req.problem is None else f"programs:{Path(req.problem).resolve()}",
         "backend": judged_name(req),
@@ -464,6 +480,8 @@ def run_programs(req: Any, on_progress: Callable[[str, Any], None] | None = None
         "tests": _test_counts(results),
         "problems": problem_summaries(results),
         "not_tested": dict(scores["not_runnable"]),
+        "judge_errors": sum(judge_errors.values()),
+        "judge_errors_by_op": judge_errors,
         "coverage": coverage,
         "timing_s": {"run": round(run_s, 3)},
         "resumed": bool(done) and req.resume,

@@ -22,6 +22,7 @@ from typing import Any
 from opbench.report import charts
 from opbench.report.metrics import sol_fraction
 from opbench.report.settings import rows as settings_rows
+from opbench.run.judge_errors import JUDGE_ERROR
 from opbench.run.store import TestResult
 
 _CSS = """
@@ -99,6 +100,7 @@ def render(summary: dict[str, Any], results: Iterable[TestResult]) -> str:
         *_operators(summary),
         *_matrix(results),
         *_not_tested(summary),
+        *_judge_errors(results),
         *_tests(results),
         *_sources(summary, results),
         f"<script>{_JS}</script></body></html>",
@@ -246,7 +248,7 @@ def _matrix(results: list[TestResult]) -> list[str]:
     """Passed over judged tests per operator and dtype."""
     cells: dict[tuple[str, str], list[int]] = {}
     for r in results:
-        if r.status in ("skipped", "not_run"):
+        if r.status in ("skipped", "not_run", JUDGE_ERROR):
             continue
         c = cells.setdefault((r.op, dtype_of(r.args)), [0, 0])
         c[0] += r.status == "passed"
@@ -287,6 +289,27 @@ def _not_tested(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _judge_errors(results: list[TestResult]) -> list[str]:
+    """The tests the harness could not plan or judge: opbench's faults, left out of
+    every score, listed so the run is not read as complete."""
+    failed = [r for r in results if r.status == JUDGE_ERROR]
+    if not failed:
+        return []
+    return [
+        f"<h2 class='bad'>Judge errors ({len(failed)})</h2><p><small>The harness could "
+        "not plan or judge these tests (an opbench fault, not the backend's): they are "
+        "left out of every score, and the run is incomplete.</small></p>"
+        "<table><tr><th>test</th><th>op</th><th>stage</th><th>error</th></tr>",
+        *(
+            f"<tr><td><code>{_e(r.test_id)}</code></td><td><code>{_e(r.op)}</code></td>"
+            f"<td>{_e((r.details or {}).get('stage', ''))}</td>"
+            f"<td><pre>{_e((r.message or '')[:1500])}</pre></td></tr>"
+            for r in failed[:MAX_TEST_ROWS]
+        ),
+        "</table>",
+    ]
+
+
 def _tests(results: list[TestResult]) -> list[str]:
     """Every test (failing ones first), sortable and filterable in the page."""
     ordered = sorted(results, key=lambda r: (r.status == "passed", r.op, r.test_id))
@@ -306,7 +329,13 @@ def _tests(results: list[TestResult]) -> list[str]:
     ]
     for r in shown:
         sol = sol_fraction(r)
-        cls = "ok" if r.status == "passed" else "warn" if r.status == "skipped" else "bad"
+        cls = (
+            "ok"
+            if r.status == "passed"
+            else "warn"
+            if r.status in ("skipped", JUDGE_ERROR)
+            else "bad"
+        )
         out.append(
             f"<tr data-status='{_e(r.status)}'><td><code>{_e(r.test_id)}</code></td>"
             f"<td><code>{_e(r.op)}</code></td><td>{_e(dtype_of(r.args))}</td>"

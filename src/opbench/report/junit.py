@@ -60,7 +60,7 @@ def to_junit(summary: dict[str, Any], results: Iterable[TestResult]) -> ET.Eleme
         if v.get("correct"):
             continue
         cats = ", ".join(f"{k}={n}" for k, n in (v.get("failures") or {}).items())
-        failing = [r for r in rs if r.status not in ("passed", "skipped")]
+        failing = [r for r in rs if r.status not in ("passed", "skipped", "judge_error")]
         lines = [
             f"{r.test_id} [{r.category or r.status}] {r.args[:300]}: {(r.message or '')[:500]}"
             for r in failing[:QUOTED_FAILURES]

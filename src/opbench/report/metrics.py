@@ -7,6 +7,10 @@ The rules (DESIGN.md):
 * An operator is *correct* when it has at least one passing non-weak test and no
   failing non-weak test. Weak tests (a trivial answer would also pass) are shown but
   left out of the verdict. ``not_implemented`` and ``not_run`` tests count as not passed.
+* A ``judge_error`` test (the harness could not plan or judge it,
+  :mod:`opbench.run.judge_errors`) is never counted against the backend: like a skipped
+  test it is left out of the verdict, and an operator left with no other test leaves
+  the denominator (``not_tested``).
 * ``correctness_score`` = correct operators / denominator.
 * An operator's speedup is the geometric mean (in log space) of the speedups of its
   passing, non-weak, timed tests; only correct operators get one. Failing tests never
@@ -27,12 +31,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from opbench.run.judge_errors import JUDGE_ERROR
 from opbench.run.store import TestResult
 
 FAST_P_THRESHOLDS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0)
 
 #: Statuses that mean a test produced no verdict at all.
-_NO_VERDICT = {"skipped"}
+_NO_VERDICT = {"skipped", JUDGE_ERROR}
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -113,7 +118,8 @@ def op_summaries(
             "tests": len(judged),
             "passed": sum(1 for r in judged if r.status == "passed"),
             "weak": sum(1 for r in judged if r.weak),
-            "skipped": len(rs) - len(judged),
+            "skipped": sum(1 for r in rs if r.status == "skipped"),
+            "judge_errors": sum(1 for r in rs if r.status == JUDGE_ERROR),
             "not_implemented": sum(1 for r in judged if r.status == "not_implemented"),
             "correct": correct,
             "failures": dict(sorted(failures.items())),
@@ -172,6 +178,12 @@ def scores(
         "ops_in_denominator": n,
         "ops_correct": len(correct),
     }
+
+
+def judge_error_counts(results: Iterable[TestResult]) -> dict[str, int]:
+    """Tests per operator that the harness could not plan or judge (``judge_error``):
+    a run with any is incomplete, whatever its scores say."""
+    return dict(sorted(Counter(r.op for r in results if r.status == JUDGE_ERROR).items()))
 
 
 def test_counts(results: Iterable[TestResult]) -> dict[str, Any]:

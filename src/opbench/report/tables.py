@@ -94,6 +94,21 @@ def print_summary(
     if summary.get("backend_load_errors"):
         for op, why in summary["backend_load_errors"].items():
             console.print(f"[red]kernel not loaded[/] {op}: {why}")
+    if summary.get("judge_errors"):
+        by_op = summary.get("judge_errors_by_op") or {}
+        ops = ", ".join(f"{op.removeprefix('aten.')} {n}" for op, n in by_op.items())
+        console.print(
+            f"[red]judge_error[/] {summary['judge_errors']} test(s) the harness could not plan "
+            f"or judge (left out of every score; the run is incomplete): {ops}"
+        )
+    left = summary.get("unfinished")
+    if left:
+        errors = "; ".join(sorted({e.get("error", "") for e in left.get("errors", [])}))
+        console.print(
+            f"[red]unfinished[/] {left['tests']} test(s) of {len(left['ops'])} op(s) have no "
+            f"result after a harness error ({errors or 'no error noted'}): "
+            f"{left['how_to_finish']} to finish them"
+        )
     console.print(score_line(summary))
 
 

@@ -78,7 +78,7 @@ class TestResult:
 
     test_id: str
     op: str
-    status: str  # passed | failed | not_implemented | skipped | not_run
+    status: str  # passed | failed | not_implemented | skipped | not_run | judge_error
     category: str | None = None
     message: str = ""
     args: str = ""
