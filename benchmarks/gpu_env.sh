@@ -18,7 +18,7 @@ for d in .whl/ex .whl/fg; do
 done
 # pack_run RUN_DIR OUT.tgz: a run directory, cut short or not, as one file to bring back
 # from $OUT and --resume from in the next call. The store is SQLite in WAL mode: copying
-# results.sqlite alone loses what the WAL still holds (stop 30 lost a run that way), so
+# results.sqlite alone loses what the WAL still holds (a run was lost that way on 2026-11-25), so
 # the store goes through SQLite's backup API first.
 pack_run() {
   python3 - "$1" <<'PY'

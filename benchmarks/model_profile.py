@@ -2,7 +2,7 @@
 reference Triton backend: the kernels of a few profiled steps by total device time.
 
 ``check-model --time-steps`` says that a model's step is slower on the backend (the tiny
-float32 ResNet: 3.4 ms eager, 15.9 on the backend, H100, stop 33); this says which kernels
+float32 ResNet: 3.4 ms eager, 15.9 on the backend, H100, 2026-11-26); this says which kernels
 make the difference, and ``--set MODULE.NAME=VALUE`` (as ``device_profile.py``) tries a
 kernel constant without editing the source, so one device call can compare variants.
 Float32 runs in IEEE precision on both sides, as ``check-model`` and ``opbench run`` pin it.

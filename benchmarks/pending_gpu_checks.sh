@@ -3,7 +3,7 @@
 # one device call runs several:  bash benchmarks/pending_gpu_checks.sh tests reduction
 # Run from the repository root on the GPU machine; carry .gpu_data/traces and .whl/ex.
 # Each section writes its log and JSON under the work folder (packed into $OUT). Device
-# seconds as measured on the H100 in stop 33 (Triton's cache cold):
+# seconds as measured on the H100 on 2026-11-26 (Triton's cache cold):
 #   tests      ~310 s  kernel tests with compiled kernels (the CUDA-eager rules of 2f6a5a6
 #                      and f807c22, every rewritten kernel compiled on Triton 3.6)
 #   part2tests ~120 s  the matmul (TMA included) and convolution kernel tests compiled
@@ -14,9 +14,10 @@
 #   matmul      ~60 s  exact-product configs (tune_matmul.py --shapes --write), then mm/bmm/addmm
 #   conv        ~90 s  conv_probe.py over the rewritten kernels (bb50413), then the direct
 #                      depthwise kernel's variants (c7acbd8) and its tests compiled
-# Stop 33's results and what each sweep decided: benchmarks/results/stop33-h100/README.md.
+# The results of 2026-11-26 and what each sweep decided:
+# benchmarks/results/pending-checks-h100-2026-11-26/README.md.
 # Everything goes under a work folder and, at the end, into $OUT/pending.tgz: the device
-# tool brings back at most 8 files (stop 33 lost five sections' logs to that limit).
+# tool brings back at most 8 files (the run of 2026-11-26 lost five sections' logs to that limit).
 set -u
 RESULT_DIR=${OUT:-/tmp/out}
 OUT=${PENDING_WORK:-/tmp/pending}

@@ -32,7 +32,7 @@ def test_remembered_answers_fail_and_honest_kernels_keep_their_speedup(tmp_path)
     (by_address,) = by_op["fmin.default"]
     assert by_address.status == "failed", by_address.message
     assert by_address.category in {"cheat", "wrong_result"}, by_address.message
-    # lazy only while device-timed, honest for the calls judged before this stop: the
+    # lazy only while device-timed, honest for the calls judged before f163215: the
     # device-timed pair (two consecutive calls on different draws) catches it every time
     (lazy,) = by_op["maximum.default"]
     assert (lazy.status, lazy.category) == ("failed", "cheat"), lazy.message

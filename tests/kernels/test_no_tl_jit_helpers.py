@@ -1,8 +1,8 @@
 """No kernel module calls one of ``triton.language``'s own ``@jit`` helpers (``tl.cdiv``,
 ``tl.sum``, ``tl.zeros``...): opbench's CPU workers may import Triton before
 ``TRITON_INTERPRET`` is set, and those helpers then raise "Cannot call @triton.jit'd
-outside of the scope of a kernel" under the interpreter (stop 32's CI caught a
-``tl.cdiv`` in softmax's looping backward only when the whole suite ran; a subprocess
+outside of the scope of a kernel" under the interpreter (CI caught a ``tl.cdiv``
+in softmax's looping backward, fixed in fb1de0a, only when the whole suite ran; a subprocess
 test in ``test_norm`` shows the failure itself). A static check over every module, so a
 kernel path no test happens to reach in that order is covered too."""
 

@@ -40,7 +40,7 @@ def test_forward_every_dim(layout: str, dtype: torch.dtype) -> None:
         assert_matches(sm.log_softmax(x, dim, False), aten._log_softmax, x, dim, False)
 
 
-#: Failed on the H100 (first compiled run of these tests, stop 31): f16/bf16 backward
+#: Failed on the H100 (first compiled run of these tests, 2026-11-25): f16/bf16 backward
 #: results up to ~14 ulps from CUDA eager's on the sample inputs (eager exact there).
 #: The cause read from ATen since: CUDA eager rounds ``grad * output`` to the dtype first
 #: (``_rounds_product``, tested below against the formula); not yet run on a GPU, so the

@@ -13,7 +13,8 @@ and then draw 1 (:func:`opbench.judge.timing._last_calls`). A kernel that hands 
 answer it stored for those objects or addresses returns the same bytes for both, so one
 of the two is wrong, whichever draw it stored. Judging only the last call relied on the
 stored answer being draw 0's; on a GPU the side-stream check recomputes on the working
-tensors at a random draw just before, and the H100 passed such kernels (stop 29).
+tensors at a random draw just before, and the H100 passed such kernels (2026-11-25,
+before f8e334e).
 Nothing here decides anything; the wrapper records and the worker sends.
 """
 

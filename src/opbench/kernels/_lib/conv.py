@@ -88,7 +88,7 @@ WGRAD_BLOCK_N = 64
 WGRAD_BLOCK_K = 64
 WGRAD_WARPS = 4
 #: Positions a step where a group has at most WGRAD_NARROW_ROWS channels of ``a`` (its
-#: rows padded to tl.dot's 16): the H100 (stop 33, ``conv_probe.py --cases 0,1``) ran
+#: rows padded to tl.dot's 16): the H100 (2026-11-26, ``conv_probe.py --cases 0,1``) ran
 #: the 64 groups of 8 channels' weight gradient in 0.0975 ms at 256, 0.136 at 128 and
 #: 0.176 at 64 (eager 0.072), where 18 channels a group ran best at 64 (0.220; 0.256 at
 #: 256). Two measured cases, not a sweep over channel counts.

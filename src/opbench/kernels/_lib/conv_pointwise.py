@@ -122,7 +122,7 @@ def _merge_images(t: torch.Tensor) -> torch.Tensor | None:
 #: convolution (one product per image, then a fixed-order sum); beyond it the matmul
 #: kernel sums the images itself. 64 MiB keeps the traced [32, 1024->512, 14, 14] (64 MiB),
 #: [16, 336, 21, 21] and [16, 672, 11, 11] on partials and sends [32, 1024->1024, 14, 14]
-#: (128 MiB) to the batch-summing loop, as the H100 measured them (stop 33). 0: the loop
+#: (128 MiB) to the batch-summing loop, as the H100 measured them (2026-11-26). 0: the loop
 #: everywhere.
 POINTWISE_PARTIALS_MAX = 64 << 20
 
