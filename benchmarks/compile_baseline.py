@@ -4,7 +4,7 @@ Issue 13 asks for the baseline a user would pick after eager beside every speedu
 each passed test of finished runs (their ``results.sqlite``), the case is rebuilt from
 its stored description, and eager PyTorch and ``torch.compile`` of the operator alone
 are timed against each other with opbench's own protocol
-(:func:`opbench.judge.timing.time_pair`: CUDA events with L2 flushed, the same
+(:func:`opbench.instrument.timing.time_pair`: CUDA events with L2 flushed, the same
 repetitions and host rounds). Both sides are PyTorch's own code, never a candidate's, so
 they run in this process. The compiled function is specialised to the case
 (``dynamic=False``, as a model compiled at fixed shapes is) and called once before any
@@ -66,7 +66,7 @@ def time_compiled(case_dict: dict[str, Any], device: str, backend: str) -> dict[
     """Eager against ``torch.compile`` of the case's operator, by opbench's protocol."""
     import torch
 
-    from opbench.judge.timing import time_pair
+    from opbench.instrument.timing import time_pair
     from opbench.spec.ops import get_overload
     from opbench.suites.case import Case
     from opbench.suites.materialize import materialize

@@ -6,7 +6,7 @@ it runs each test in its own worker, which costs minutes over the covered ops. T
 script times the same cases in one process in a minute or two, so a device call can
 afford it beside other work: for each op's ``--limit-per-op`` most used trace cases,
 eager against our kernel function under the judge's own protocol
-(:func:`opbench.judge.timing.time_pair` on a smaller budget), device and host speedups
+(:func:`opbench.instrument.timing.time_pair` on a smaller budget), device and host speedups
 (eager/ours). A first version timed each call between two events after an L2 flush and
 no more: where our host path was slower than eager's, the GPU drained its queue and
 waited for our launch, and small ops read up to 4x slow; the judge's sleep kernel keeps
@@ -38,12 +38,12 @@ from host_profile import served_cases  # noqa: E402
 from kernel_overrides import apply_overrides  # noqa: E402
 from triton_backend import COVERED  # noqa: E402
 
-from opbench.judge.timing import TimingOptions, time_pair  # noqa: E402
+from opbench.instrument.timing import TimingOptions, time_pair  # noqa: E402
 from opbench.suites.materialize import materialize  # noqa: E402
 
 
 def timed(ref: Any, cand: Any, case: Any, budget_ms: float) -> dict[str, float]:
-    """The judge's timing protocol (:func:`opbench.judge.timing.time_pair`: interleaved
+    """The judge's timing protocol (:func:`opbench.instrument.timing.time_pair`: interleaved
     calls, L2 flushed and the GPU kept ahead of the host by a sleep kernel before each,
     host-inclusive rounds after) on a smaller budget: µs per call each side, and the
     device and host speedups (eager/ours)."""
@@ -130,7 +130,7 @@ def main() -> int:
     result = {
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name(),
-        "protocol": f"judge.timing.time_pair, device phase budget {opt.budget_ms} ms a case",
+        "protocol": f"instrument.timing.time_pair, device phase budget {opt.budget_ms} ms a case",
         "overrides": overrides,
         "geomean_of_ops": _geomean([v for v in op_means.values() if v]),
         "per_op": op_means,

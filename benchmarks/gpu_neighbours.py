@@ -163,7 +163,7 @@ def main() -> int:
             )
     md += ["", "Failures: " + ("none" if not failures else "; ".join(failures))]
     (out_dir / f"neighbours-{slug}.md").write_text("\n".join(md) + "\n")
-    if os.environ.get("OUT"):
+    if os.environ.get("OUT") and Path(os.environ["OUT"]).resolve() != out_dir.resolve():
         for ext in ("json", "md"):
             shutil.copy(out_dir / f"neighbours-{slug}.{ext}", Path(os.environ["OUT"]))
     print("\n".join(md[-3:]))

@@ -35,15 +35,15 @@ sys.path.insert(0, str(REPO / "src"))
 import torch  # noqa: E402
 
 from opbench.backends.aten import AtenBackend  # noqa: E402
-from opbench.judge.roofline import cheat_check, measure_peaks, roofline, work_of  # noqa: E402
-from opbench.judge.selftest import geomean, run_selftest, timing_row  # noqa: E402
-from opbench.judge.timing import (  # noqa: E402
+from opbench.instrument.timing import (  # noqa: E402
     TimingOptions,
     clone_inputs,
     measure_launch_floor,
     time_graph_pair,
     time_pair,
 )
+from opbench.judge.roofline import cheat_check, measure_peaks, roofline, work_of  # noqa: E402
+from opbench.judge.selftest import geomean, run_selftest, timing_row  # noqa: E402
 from opbench.spec.args import parse_args  # noqa: E402
 from opbench.spec.ops import get_overload  # noqa: E402
 from opbench.suites.inputs import make_inputs, resolve_op_name  # noqa: E402

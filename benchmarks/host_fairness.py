@@ -152,7 +152,7 @@ def main() -> int:
             f"| {r['ref_host_ms']:.5f} | {r['cand_host_ms']:.5f} |"
         )
     (out_dir / f"host-fairness-{slug}.md").write_text("\n".join(md) + "\n")
-    if os.environ.get("OUT"):
+    if os.environ.get("OUT") and Path(os.environ["OUT"]).resolve() != out_dir.resolve():
         for ext in ("json", "md"):
             shutil.copy(out_dir / f"host-fairness-{slug}.{ext}", Path(os.environ["OUT"]))
     print("\n".join(md[:6]))

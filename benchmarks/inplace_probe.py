@@ -1,6 +1,6 @@
 """Why did in-place ops time at 0.6x eager on the traces suite when the same compiled
 kernel out of place timed at 1.0x? (opbench.kernels ``add_`` and ``add`` share one
-compiled kernel.) Times the pair with ``judge.timing.time_pair`` outside a worker, and
+compiled kernel.) Times the pair with ``instrument.timing.time_pair`` outside a worker, and
 with bare CUDA events around a fresh clone + L2 flush per repetition.
 
 Usage (GPU machine): python3 benchmarks/inplace_probe.py
@@ -12,7 +12,7 @@ import statistics
 
 import torch
 
-from opbench.judge.timing import time_pair
+from opbench.instrument.timing import time_pair
 from opbench.kernels._lib import activations as act
 from opbench.kernels._lib import arithmetic as ar
 

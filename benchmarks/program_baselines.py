@@ -3,7 +3,7 @@ protocol, and compared with KernelBench's published H100 times.
 
 For every problem of a suite (our own set, or KernelBench's levels 1-3) one child process
 builds ``Model`` with random weights, compiles it (Inductor, default mode), and times
-eager against compiled with :func:`opbench.judge.timing.time_pair` (interleaved, L2
+eager against compiled with :func:`opbench.instrument.timing.time_pair` (interleaved, L2
 flushed, medians of device time; host-inclusive time beside). It also times both the way
 KernelBench did (3 warm-ups, then the mean of 100 calls each timed by CUDA events,
 nothing flushed), so a difference from the published times can be split, by measurement,
@@ -100,8 +100,8 @@ def child(problem: str, size: str | None, device: str, lock_path: str) -> dict[s
     """Build, compile and time one problem; never raises (errors become fields)."""
     import torch
 
+    from opbench.instrument import timing
     from opbench.instrument.tensors import sync
-    from opbench.judge import timing
     from opbench.programs import loader
     from opbench.programs.inputs import build_model, call_sized, make_inputs
 

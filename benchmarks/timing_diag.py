@@ -1,7 +1,7 @@
 """Raw device-time samples of aten against itself, for studying the timing estimator.
 
 For a few small real trace cases (where event-timer ticks and jitter matter most), runs
-the interleaved device-time protocol of :mod:`opbench.judge.timing` with PyTorch's own
+the interleaved device-time protocol of :mod:`opbench.instrument.timing` with PyTorch's own
 kernel on both sides and saves every sample, in several variants (the default order
 A B A B; alternating order A B B A; no L2 flush), so estimators (median, interpolated
 median, trimmed means, paired ratios) can be compared offline on the same data.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
-from opbench.judge import timing as tm  # noqa: E402
+from opbench.instrument import timing as tm  # noqa: E402
 from opbench.spec.args import parse_args  # noqa: E402
 from opbench.spec.ops import get_overload  # noqa: E402
 from opbench.suites.inputs import make_inputs  # noqa: E402

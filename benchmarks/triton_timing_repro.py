@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
-from opbench.judge import timing as tm  # noqa: E402  (captures clocks first)
+from opbench.instrument import timing as tm  # noqa: E402  (captures clocks first)
 
 
 def load(path: Path, name: str):

@@ -5,7 +5,7 @@ kernel keyed on the input objects returned its remembered answer: right values, 
 (a memoizing ``mul`` was judged correct at 7.8x eager). Each timed call now holds one of
 two draws of the case in the same tensors, the last two calls hold draw 0 then draw 1,
 and two consecutive device-timed calls on different draws are judged besides
-(``opbench/judge/timing_inputs.py``, ``opbench/instrument/timed.py``).
+(``opbench/instrument/timing_inputs.py``, ``opbench/instrument/timed.py``).
 """
 
 from __future__ import annotations

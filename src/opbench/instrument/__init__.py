@@ -10,6 +10,6 @@ Modules: :mod:`~opbench.instrument.records` (the plain-data report),
 :mod:`~opbench.instrument.candidate` (running one case's trials),
 :mod:`~opbench.instrument.observer` (which PyTorch calls a kernel makes),
 :mod:`~opbench.instrument.integrity` (whether the process was tampered with). The
-timing loops (:mod:`opbench.judge.timing`) also run here, with timers captured before
+timing loops (:mod:`opbench.instrument.timing`) also run here, with timers captured before
 any candidate import.
 """

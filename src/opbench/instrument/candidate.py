@@ -29,9 +29,9 @@ from opbench.instrument import tensors
 from opbench.instrument.integrity import Fingerprint
 from opbench.instrument.observer import DispatchRecorder, ExecutionWindow, scoped
 from opbench.instrument.records import CandidateReport, TrialPlan, TrialResult
-from opbench.judge.guard import is_reference_kernel
 from opbench.spec.call import is_written, targets, walk_inputs, written_args
 from opbench.spec.ops import get_overload
+from opbench.spec.reference import is_reference_kernel
 from opbench.suites.case import Case, derive_seed
 
 __all__ = ["MAX_INPUT_ELEMENTS_SENT", "default_plan", "run_candidate"]

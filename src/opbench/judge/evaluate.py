@@ -34,7 +34,7 @@ first input) would pass its tolerance. The test is ``weak`` (left out of the ver
 only when every trial is weak.
 
 The aten backend's kernel is the judged ``OpOverload`` itself; the guard skips it (see
-:func:`opbench.judge.guard.is_reference_backend`).
+:func:`opbench.spec.reference.is_reference_backend`).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from opbench.spec.call import (
     variant_kind,
     written_args,
 )
+from opbench.spec.judge_options import JudgeOptions
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case, derive_seed
 
@@ -117,23 +118,6 @@ CUDA_NONDETERMINISTIC: frozenset[str] = frozenset(
 CPU_NONDETERMINISTIC: frozenset[str] = frozenset({"linalg_lstsq"})
 
 STATUSES = ("passed", "failed", "not_implemented", "skipped")
-
-
-@dataclass
-class JudgeOptions:
-    """How strict the judge is. ``rtol_scale``/``atol_scale`` multiply the dtype floors
-    (see :mod:`opbench.judge.correctness`); ``allow_pytorch`` turns ``calls_pytorch`` into
-    a warning; ``trials`` is the number of input sets (>= 1); ``allow_threads``
-    (``--allow threads``) lets a unit leave threads and processes running
-    (:mod:`opbench.judge.neighbour_verdict`; they still must not run beside the reference)."""
-
-    rtol_scale: float = 1.0
-    atol_scale: float = 1.0
-    allow_pytorch: bool = False
-    allow_threads: bool = False
-    trials: int = 2
-    check_determinism: bool = True
-    check_weak: bool = True
 
 
 @dataclass

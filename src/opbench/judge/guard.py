@@ -41,9 +41,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from opbench.instrument.observer import NOOP_COPY, Call
+from opbench.spec.reference import is_reference_backend, is_reference_kernel
 
 __all__ = [
     "ALWAYS_ALLOWED",
@@ -170,18 +169,6 @@ def is_copy_like(op: str) -> bool:
         or fam in _DATA_MOVEMENT_FAMILIES
         or base.endswith("_copy")
     )
-
-
-def is_reference_kernel(kernel: Any, overload: Any) -> bool:
-    """True when the kernel is the judged ``OpOverload`` itself (in-process judging of
-    PyTorch against itself). Runs decide by the backend (:func:`is_reference_backend`):
-    a kernel file may also hand out the overload itself, and that is delegation."""
-    return isinstance(kernel, torch._ops.OpOverload) and kernel == overload
-
-
-def is_reference_backend(spec: str) -> bool:
-    """Whether a run's ``--backend`` is PyTorch itself, whose kernels skip the guard."""
-    return spec == "aten"
 
 
 def output_problems(obj: Any, path: str = "") -> list[str]:

@@ -17,8 +17,8 @@ Three rules, each a ``tampering`` verdict:
    windows' wall time. A Python thread that holds the GIL while the reference waits shows
    here even when the process as a whole uses no more than one core.
 3. **More CPU than wall**: the process's CPU time over the windows exceeded the pinned
-   intra-op threads' share of the wall time by more than :data:`PROCESS_CPU_SLACK`:
-   something else ran in parallel.
+   intra-op threads' share of the wall time by more than :data:`PROCESS_CPU_SLACK` and
+   :data:`PROCESS_CPU_FLOOR_NS`: something else ran in parallel.
 """
 
 from __future__ import annotations
@@ -36,9 +36,13 @@ __all__ = ["neighbour_lines", "neighbour_verdict"]
 #: work takes far more).
 OTHERS_CPU_FLOOR_NS = 50_000
 OTHERS_CPU_SHARE = 0.005
-#: Rule 3: process CPU over ``threads * wall``, as a share of wall, plus 1 ms in all.
-PROCESS_CPU_SLACK = 0.05
-PROCESS_CPU_FLOOR_NS = 1_000_000
+#: Rule 3: process CPU over ``threads * wall``, as a share of wall, plus 2 ms in all. It
+#: covers what rule 2 cannot clock (a thread started and gone between two censuses); on
+#: the 2-core CPU machine an aten-vs-aten run once read 22.63 ms of process CPU in 20.51 ms
+#: of wall with one pinned thread and no other task's CPU in the windows (5% + 1 ms
+#: flagged it), while a neighbour spinning on another core takes ~100% of the wall.
+PROCESS_CPU_SLACK = 0.25
+PROCESS_CPU_FLOOR_NS = 2_000_000
 
 
 def _describe(n: dict[str, Any]) -> str:

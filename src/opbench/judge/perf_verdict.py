@@ -12,12 +12,24 @@ import math
 from typing import Any
 
 from opbench.judge import roofline
+from opbench.judge.timing_rules import HOST_BOUND_FACTOR, OVERHEAD_FACTOR, derive
 from opbench.run.store import TestResult
 from opbench.suites.case import Case
 
-#: Canary thresholds (the published BackendBench rule uses 1.3 for both).
-OVERHEAD_FACTOR = 1.3
-HOST_BOUND_FACTOR = 1.3
+__all__ = ["HOST_BOUND_FACTOR", "OVERHEAD_FACTOR", "apply_timing", "work_for"]
+
+
+#: What a worker's timing message may claim and the harness ignores (it derives them).
+_DERIVED = (
+    "flags",
+    "speedup_device",
+    "speedup_host",
+    "event_speedup_device",
+    "speedup_graph",
+    "relative_runtime_to_kernel_launch",
+    "cand_relative_runtime_to_kernel_launch",
+    "derived",
+)
 
 
 def _finite_positive(x: Any) -> bool:
@@ -31,8 +43,15 @@ def apply_timing(
     device: str,
     work: dict[str, Any] | None = None,
 ) -> None:
-    """Fill ``result``'s times, speedups, flags and roofline from the worker's timing."""
+    """Fill ``result``'s times, speedups, flags and roofline from the worker's timing.
+
+    Only the worker's measurements are read: every speedup and flag is derived here
+    (:func:`opbench.judge.timing_rules.derive`), whatever else the message claims."""
     t = dict(timing)
+    for claimed in _DERIVED:
+        t.pop(claimed, None)
+    derived = derive(t)
+    t["derived"] = derived
     result.timing = t
     ref_dev, cand_dev = t.get("ref_device_ms"), t.get("cand_device_ms")
     ref_host, cand_host = t.get("ref_host_ms"), t.get("cand_host_ms")
@@ -41,19 +60,12 @@ def apply_timing(
         result.details["timing_error"] = f"unusable device times ref={ref_dev!r} cand={cand_dev!r}"
         return
     result.ref_device_ms, result.cand_device_ms = ref_dev, cand_dev
-    result.speedup = ref_dev / cand_dev
+    result.speedup = derived["speedup_device"]
     if _finite_positive(ref_host) and _finite_positive(cand_host):
         result.ref_host_ms, result.cand_host_ms = ref_host, cand_host
-        result.speedup_host = ref_host / cand_host
+        result.speedup_host = derived["speedup_host"]
     result.spread = t.get("spread")
-    flags = set(t.get("flags") or [])
-    floor = t.get("launch_floor_ms")
-    if _finite_positive(floor):
-        t["relative_runtime_to_kernel_launch"] = ref_dev / floor
-        if cand_dev <= OVERHEAD_FACTOR * floor or ref_dev <= OVERHEAD_FACTOR * floor:
-            flags.add("overhead_dominated")
-    if _finite_positive(cand_host) and cand_host > HOST_BOUND_FACTOR * cand_dev:
-        flags.add("host_bound")
+    flags = set(derived["flags"])
     if work and "work" in work and "peaks" in work:
         w = roofline.Work(**work["work"])
         peaks = roofline.Peaks(**work["peaks"])

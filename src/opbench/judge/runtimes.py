@@ -2,7 +2,7 @@
 
 Fills ``runtime_ms``, ``relative_runtime_to_kernel_launch`` and
 ``is_overhead_dominated_op`` of :func:`opbench.suites.traces.dataset_rows` with the
-device-time protocol of :mod:`opbench.judge.timing` (events, L2 flushed, median): PyTorch
+device-time protocol of :mod:`opbench.instrument.timing` (events, L2 flushed, median): PyTorch
 timed against itself, interleaved, so the number is the one a run's reference side would
 get. Only PyTorch's own kernels run here, never candidate code, so this runs in-process.
 """
@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from opbench.judge.timing import TimingOptions, measure_launch_floor, time_pair
+from opbench.instrument.timing import TimingOptions, measure_launch_floor, time_pair
 from opbench.spec.args import parse_args
 from opbench.spec.ops import get_overload
 from opbench.suites.case import Case

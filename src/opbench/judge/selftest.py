@@ -1,6 +1,6 @@
 """The timing protocol checked against answers known in advance.
 
-Four experiments, each a candidate whose true speedup we know:
+Five experiments, each a candidate whose true speedup we know:
 
 * **aten vs aten**: the candidate *is* the reference; every speedup must be 1.00 within
   the measured noise (the published way, ``do_bench`` mean of one call each, gave only
@@ -12,6 +12,10 @@ Four experiments, each a candidate whose true speedup we know:
   device time stays at 1.00 (the L2 flush and the sleep hide host work by design).
 * **side stream**: the candidate launches its work on another stream and returns
   without joining; it must be flagged ``side_stream_suspect`` and must not look faster.
+* **python kernel**: a user's kernel directory whose kernel is a Python function calling
+  the aten op, judged through the normal run path (worker, wrappers, observer); its
+  host geomean must match the expected t_aten / t_python measured apart, in a plain
+  subprocess (:mod:`opbench.judge.selftest_python_kernel`).
 
 On CPU the same protocol runs with the wall-clock timer and looser expectations (there
 is no separate device time, so the host delay shows in both times and the side-stream
@@ -24,14 +28,17 @@ import logging
 import math
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
 
-from opbench.judge.timing import PairTiming, TimingOptions, measure_launch_floor, time_pair
+from opbench.instrument.timing import PairTiming, TimingOptions, measure_launch_floor, time_pair
 
-__all__ = ["geomean", "run_selftest"]
+__all__ = ["EXPERIMENTS", "geomean", "run_selftest"]
+
+#: The experiments, in the order they run (``run_selftest(only=...)`` picks some).
+EXPERIMENTS = ("aten_vs_aten", "double_work", "host_delay", "side_stream", "python_kernel")
 
 log = logging.getLogger(__name__)
 
@@ -175,15 +182,23 @@ def _options(dev: torch.device, quick: bool) -> TimingOptions:
     )
 
 
-def run_selftest(device: str, *, quick: bool = False) -> dict[str, Any]:
-    """Run the four experiments on ``device``; a dict with each result and its verdict.
+def run_selftest(
+    device: str, *, quick: bool = False, only: Collection[str] | None = None
+) -> dict[str, Any]:
+    """Run the experiments on ``device`` (``only``: those named, default all of
+    :data:`EXPERIMENTS`); a dict with each result and its verdict.
 
     Keys: ``aten_vs_aten`` (``cases``, ``geomean``, ``within_2pct``, ``within_5pct``
     as fractions), ``double_work`` (``geomean``), ``host_delay`` (``added_us``,
-    ``device_geomean``), ``side_stream`` (``geomean``, ``flagged``), each with its
-    per-case ``results``; ``checks`` (per experiment: ``passed`` and what was expected)
-    and ``passed`` (all checks).
+    ``device_geomean``), ``side_stream`` (``geomean``, ``flagged``), ``python_kernel``
+    (``host_geomean``, ``expected_host_geomean``, ``ratio``), each with its per-case
+    ``results``; ``checks`` (per experiment run: ``passed`` and what was expected) and
+    ``passed`` (all checks).
     """
+    wanted = set(EXPERIMENTS if only is None else only)
+    unknown = wanted - set(EXPERIMENTS)
+    if unknown:
+        raise ValueError(f"unknown experiment(s) {sorted(unknown)}; choose from {EXPERIMENTS}")
     dev = torch.device(device)
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
@@ -203,8 +218,8 @@ def run_selftest(device: str, *, quick: bool = False) -> dict[str, Any]:
     }
 
     def run(name: str, wrap: Callable[[Callable], Callable]) -> list[dict[str, Any]]:
-        rows = []
-        for label, ref, make in cases[name]:
+        rows: list[dict[str, Any]] = []
+        for label, ref, make in cases[name] if name in wanted else []:
             try:
                 t = time_pair(ref, wrap(ref), make, dev, opts)
                 rows.append(timing_row(label, t))
@@ -255,7 +270,18 @@ def run_selftest(device: str, *, quick: bool = False) -> dict[str, Any]:
         }
     else:
         out["side_stream"] = {"geomean": None, "note": "not applicable on CPU", "results": []}
-    out["checks"] = _checks(out, dev.type == "cuda")
+    if "python_kernel" in wanted:
+        from opbench.judge.selftest_python_kernel import run_python_kernel_case
+
+        try:
+            out["python_kernel"] = run_python_kernel_case(str(dev), quick=quick)
+        except Exception as e:  # noqa: BLE001 - the case failed to run: its verdict
+            out["python_kernel"] = {"error": f"{type(e).__name__}: {e}", "results": []}
+    for name in EXPERIMENTS:  # those not asked for leave no (empty) entry
+        if name not in wanted:
+            out.pop(name, None)
+    checks = _checks(out, dev.type == "cuda")
+    out["checks"] = {name: c for name, c in checks.items() if name in wanted}
     out["passed"] = all(c["passed"] for c in out["checks"].values())
     out["duration_s"] = time.perf_counter() - started
     return out
@@ -263,7 +289,11 @@ def run_selftest(device: str, *, quick: bool = False) -> dict[str, Any]:
 
 def _checks(r: dict[str, Any], cuda: bool) -> dict[str, dict[str, Any]]:
     """Each experiment's verdict against what it must show (looser on CPU)."""
-    same, dbl, delay, side = r["aten_vs_aten"], r["double_work"], r["host_delay"], r["side_stream"]
+    none: dict[str, Any] = {"geomean": math.nan, "within_5pct": math.nan, "added_us": math.nan,
+                            "device_geomean": math.nan, "cases": 0, "flagged": 0}  # fmt: skip
+    same, dbl, delay, side = (
+        r.get(name, none) for name in ("aten_vs_aten", "double_work", "host_delay", "side_stream")
+    )
     checks: dict[str, dict[str, Any]] = {}
     if cuda:
         checks["aten_vs_aten"] = {
@@ -294,4 +324,8 @@ def _checks(r: dict[str, Any], cuda: bool) -> dict[str, dict[str, Any]]:
             "expect": "host-inclusive at least +10 us (CPU: device time grows too)",
             "passed": delay["added_us"] >= 10,
         }
+    if "python_kernel" in r:
+        checks["python_kernel"] = r["python_kernel"].get(
+            "check", {"expect": "the case runs", "passed": False}
+        )
     return checks

@@ -8,7 +8,7 @@ tensors. The worker's timing wrapper keeps up to five timed calls' outputs (the 
 two, which hold draw 0 and then draw 1 in the same tensors; two consecutive device-timed
 calls on different draws; and one drawn at random after the call returned:
 :mod:`opbench.instrument.timed`), each with the input draw its call held (each timed call holds one of two draws of the case, chosen at
-random: :mod:`opbench.judge.timing_inputs`); here each is compared with the reference
+random: :mod:`opbench.instrument.timing_inputs`); here each is compared with the reference
 for its draw under the trials' rule. The wrapper is the same object for every timed
 call, so the kernel cannot tell which call is kept.
 """
@@ -40,7 +40,7 @@ __all__ = [
 
 
 #: The input draw the protocol gives each of the last two timed calls when the timing ran
-#: on two draws (:func:`opbench.judge.timing._last_calls`: draw 0, then draw 1, in the
+#: on two draws (:func:`opbench.instrument.timing._last_calls`: draw 0, then draw 1, in the
 #: same tensors). The harness knows these; it does not take the worker's word for them.
 PLANNED_DRAWS = {"timed_output": 1, "timed_previous": 0}
 
@@ -58,7 +58,7 @@ def _final_timing(m: dict[str, Any]) -> dict[str, Any] | None:
 def kept_outputs(m: dict[str, Any]) -> list[tuple[str, Any, list[dict[str, Any]], int]]:
     """The timed calls' outputs a worker sent (:mod:`opbench.instrument.timed`): the
     last two calls', a device-timed pair's and one drawn at random among all timed calls
-    when it was another; each with the input draw its call saw (0 or 1, :mod:`opbench.judge.timing_inputs`).
+    when it was another; each with the input draw its call saw (0 or 1, :mod:`opbench.instrument.timing_inputs`).
     The draws are the harness's own where it knows them: the last two calls' when the
     timing ran on two draws (:data:`PLANNED_DRAWS`), every call's when it ran on one.
     The pair's and the random sample's come from the worker (a pair must carry two

@@ -17,7 +17,7 @@ are matched by name, never by the order of random draws, and keys that differ ar
 
 It decides nothing. It sends back plain data: per trial the candidate's outputs copied
 to the CPU, their layout facts and a digest of the inputs it built; the timing of
-reference against candidate (:func:`opbench.judge.timing.time_pair`); and what changed
+reference against candidate (:func:`opbench.instrument.timing.time_pair`); and what changed
 in the process. The harness judges against references it computed itself.
 """
 
@@ -36,9 +36,10 @@ from typing import Any
 import torch
 
 from opbench.instrument import tensors
+from opbench.instrument import timing as timing_mod
 from opbench.instrument.integrity import Fingerprint
+from opbench.instrument.neighbours import NeighbourWatch
 from opbench.instrument.timed import keeping_timed, timed_outputs
-from opbench.judge import timing as timing_mod
 from opbench.programs import compile_cache
 from opbench.programs.inputs import build_model, call_sized, make_inputs, tensors_of
 
@@ -247,17 +248,23 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
             compiled_call = None
             out["compile_error"] = f"{type(e).__name__}: {e}"[:2000]
     fingerprint = Fingerprint()
+    # threads and processes alive now are the worker's and the reference's (torch.compile's
+    # workers included); what appears later is the candidate's (instrument/neighbours.py)
+    watch = NeighbourWatch()
     # then the candidate
     try:
         call = _candidate(req, problem, init, state, device, workdir)
     except _Failed as f:
         out.update(f.fields)
         out["tamper"] = fingerprint.changes()
+        watch.look()
+        out["neighbours"] = watch.readings()
         out["elapsed_s"] = _perf() - started
         return out
     trials = []
     for seed in seeds:
         tr = _trial(call, problem, seed, size, device)
+        watch.look()
         trials.append(tr)
         if tr["status"] != "ok":
             break
@@ -279,24 +286,29 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         second = (lambda: make_args(seeds[1])) if len(seeds) > 1 else None
         last: list[Any] = []
         inputs: list[Any] = []
-        timed = keeping_timed(
-            call,
-            last,
-            lambda a, k: inputs[-1].draw_of(a, k) if inputs else 0,
-            lambda: inputs[-1].phase if inputs else "other",
-        )
+
+        def draw_of(a: Any, k: Any) -> int:
+            return inputs[-1].draw_of(a, k) if inputs else 0
+
+        def phase_of() -> str:
+            return inputs[-1].phase if inputs else "other"
+
+        timed = keeping_timed(call, last, draw_of, phase_of)
         for key, ref in (("timing", ref_call), ("timing_compile", compiled_call)):
             if ref is None:
                 continue
             try:
                 got = timing_mod.time_pair(
-                    ref,
+                    # the same wrapper on the reference: its cost is never the candidate's
+                    keeping_timed(ref, [], draw_of, phase_of),
                     timed,
                     make_args,
                     device,
                     options,
                     alternate_args=second,
                     inputs_ready=inputs.append,
+                    reference_window=watch.reference,
+                    look=watch.look,
                 )
                 out[key] = got.to_dict()
             except Exception as e:
@@ -308,6 +320,8 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         room = MAX_MESSAGE_BYTES - sum(output_bytes(t.get("outputs")) for t in trials)
         out.update(timed_outputs(last, device, room=room))
         out["timing_tamper"] = fingerprint.changes()
+    watch.look()
+    out["neighbours"] = watch.readings()
     with contextlib.suppress(Exception):
         out["elapsed_s"] = _perf() - started
     return out

@@ -55,11 +55,13 @@ def judge_program(
     rtol_scale: float = 1.0,
     atol_scale: float = 1.0,
     work_device: str | None = None,
+    allow_threads: bool = False,
 ) -> TestResult:
     """A :class:`TestResult` from one worker answer; ``base`` holds the test's fields
     (``test_id``, ``op``, ``suite``, ...), ``expected`` the harness's references, one per
     trial seed, in the order the worker was asked to run them. ``work_device``: where
-    outputs are compared (the run's GPU; default the CPU)."""
+    outputs are compared (the run's GPU; default the CPU); ``allow_threads``: the run
+    passed ``--allow threads`` (:mod:`opbench.judge.neighbour_verdict`)."""
     if outcome.kind != "result":
         msg = outcome.detail
         if outcome.stderr_tail:
@@ -75,7 +77,10 @@ def judge_program(
             details={"traceback": m.get("tb", "")},
             duration_s=elapsed,
         )
+    from opbench.judge.neighbour_verdict import neighbour_lines
+
     tamper = list(m.get("tamper") or [])
+    tamper += neighbour_lines(m.get("neighbours"), allow_threads=allow_threads)
     if tamper:
         return _fail(
             base,
@@ -312,29 +317,35 @@ def timing_fields(result: TestResult, m: dict[str, Any]) -> None:
     result's own columns, ``torch.compile`` against the candidate under
     ``details["compile"]``. A ratio that is not positive and finite is dropped (a timing
     bug upstream must not become a speedup)."""
+    from opbench.judge.timing_rules import derive
+
     t = m.get("timing")
     if isinstance(t, dict):
+        # the same derivation as operator runs (judge/perf_verdict.py): the worker's
+        # measurements only, never a speedup or flag it claims
+        d = derive(t)
         result.ref_device_ms = t.get("ref_device_ms")
         result.cand_device_ms = t.get("cand_device_ms")
         result.ref_host_ms = t.get("ref_host_ms")
         result.cand_host_ms = t.get("cand_host_ms")
-        result.speedup = _ratio(t.get("speedup_device"))
-        result.speedup_host = _ratio(t.get("speedup_host"))
+        result.speedup = _ratio(d["speedup_device"])
+        result.speedup_host = _ratio(d["speedup_host"])
         result.spread = t.get("spread")
-        result.flags = list(t.get("flags") or [])
-        result.timing = t
+        result.flags = list(d["flags"])
+        result.timing = {**t, "derived": d}
     elif m.get("timing_error"):
         result.details["timing_error"] = m["timing_error"]
     tc = m.get("timing_compile")
     if isinstance(tc, dict):
+        dc = derive(tc)
         result.details["compile"] = {
             "compile_device_ms": tc.get("ref_device_ms"),
             "cand_device_ms": tc.get("cand_device_ms"),
             "compile_host_ms": tc.get("ref_host_ms"),
             "cand_host_ms": tc.get("cand_host_ms"),
-            "speedup": _ratio(tc.get("speedup_device")),
-            "speedup_host": _ratio(tc.get("speedup_host")),
-            "flags": list(tc.get("flags") or []),
+            "speedup": _ratio(dc["speedup_device"]),
+            "speedup_host": _ratio(dc["speedup_host"]),
+            "flags": list(dc["flags"]),
         }
     for key in ("compile_error", "timing_compile_error"):
         if m.get(key):

@@ -365,6 +365,7 @@ class ProgramExecutor:
             rtol_scale=self.req.rtol_scale,
             atol_scale=self.req.atol_scale,
             work_device=device if device.startswith("cuda") else None,
+            allow_threads="threads" in (self.req.allow_rules or []),
         )
         result.details = {**details, **(result.details or {})}
         _add_work(result, module, self.size)

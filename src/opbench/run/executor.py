@@ -167,8 +167,8 @@ def judge_outcome(
     from opbench.judge.verdicts import import_verdict, timing_guard_verdict
 
     t_judge = time.perf_counter()
-    from opbench.judge.guard import is_reference_backend
     from opbench.judge.neighbour_verdict import neighbour_verdict
+    from opbench.spec.reference import is_reference_backend
 
     verdict = (
         import_verdict(case.op, unit_info, judge_options)

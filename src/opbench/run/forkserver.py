@@ -112,9 +112,11 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
     from opbench.run import worker
 
     def imports() -> None:
-        from opbench.instrument import candidate  # noqa: F401
-        from opbench.judge import timing  # noqa: F401  (what a worker imports first)
-        from opbench.judge.evaluate import JudgeOptions  # noqa: F401
+        from opbench.instrument import (
+            candidate,  # noqa: F401
+            timing,  # noqa: F401  (what a worker imports first)
+        )
+        from opbench.spec.judge_options import JudgeOptions  # noqa: F401
 
     def warm_up() -> None:
         worker._warm_up("cpu")

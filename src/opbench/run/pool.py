@@ -499,7 +499,14 @@ class WorkerFactory:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.spares_enabled = spares
         self._lock = threading.Lock()
+        #: Spares other slots may take. Invariant (under ``_lock``): a spare in here has
+        #: a ``warm_thread`` that has been started, so whoever takes it can join it; its
+        #: ``warm_thread`` and ``preload_unit`` change only under the lock while it is here.
         self._spares: dict[str, deque[WorkerProcess]] = {}
+        #: Spares being made (not yet in ``_spares``), per device, so that slots asking at
+        #: once do not start more than ``spare_workers``.
+        self._starting: dict[str, int] = {}
+        self._closed = False
         self.settings_start: dict[str, Any] | None = None
         self.settings_end: dict[str, Any] | None = None
         self._count = 0
@@ -515,8 +522,8 @@ class WorkerFactory:
     def _new(self, device: str) -> WorkerProcess:
         with self._lock:
             self._count += 1
+            self.started += 1
             name = f"worker-{self._count}"
-        self.started += 1
         return self._spawner.submit(self._start, device, name).result()
 
     def _start(self, device: str, name: str) -> WorkerProcess:
@@ -564,7 +571,9 @@ class WorkerFactory:
             queue = self._spares.get(device)
             w = queue.popleft() if queue else None
         if w is not None:
-            warm = getattr(w, "warm_thread", None)
+            # A published spare's warm-up (or preload) thread has started: wait for it
+            # however far it has got. Nothing else changes a spare once it left the queue.
+            warm = w.warm_thread
             if warm is not None:
                 warm.join()
             stale = w.preload_unit is not None and (
@@ -579,7 +588,12 @@ class WorkerFactory:
         self._note_settings(w.ready_info)
         if self.spares_enabled:
             for _ in range(max(1, self.config.spare_workers)):
-                self._start_spare(device)
+                try:
+                    self._start_spare(device)
+                except (WorkerStartError, OSError, RuntimeError) as e:
+                    # the caller has its worker; a missing spare costs a later start only
+                    log.warning("could not start a spare worker: %s", e)
+                    break
         return w
 
     def _note_settings(self, ready: dict[str, Any] | None) -> None:
@@ -599,50 +613,63 @@ class WorkerFactory:
         return {"start": self.settings_start, "end": self.settings_end}
 
     def _start_spare(self, device: str) -> None:
+        """Start a spare and its warm-up, and only then publish it to other slots: a
+        slot that takes it joins its warm-up thread, which must exist and have started
+        (issue #35: publishing first let a slot join a thread not yet started)."""
+        limit = max(1, self.config.spare_workers)
         with self._lock:
-            if len(self._spares.get(device) or ()) >= max(1, self.config.spare_workers):
+            if self._closed:
                 return
-        spare = self._new(device)
-        with self._lock:
-            self._spares.setdefault(device, deque()).append(spare)
-
-        def warm() -> None:
+            if len(self._spares.get(device) or ()) + self._starting.get(device, 0) >= limit:
+                return
+            self._starting[device] = self._starting.get(device, 0) + 1
+        try:
+            spare = self._new(device)
+            spare.warm_thread = threading.Thread(
+                target=_warm, args=(spare,), name=f"warm-{spare.name}", daemon=True
+            )
             try:
-                spare.wait_ready()
-            except WorkerStartError as e:
-                log.debug("spare worker failed to start: %s", e)
-
-        spare.warm_thread = threading.Thread(target=warm, daemon=True)
-        spare.warm_thread.start()
+                spare.warm_thread.start()
+            except BaseException:
+                spare.kill()
+                raise
+        finally:
+            with self._lock:
+                self._starting[device] -= 1
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._spares.setdefault(device, deque()).append(spare)
+        if closed:  # the run ended while this spare started
+            spare.kill()
 
     def preload(self, device: str, unit: tuple[str, ...]) -> None:
         """Have the next spare import ``unit`` now, while the current unit's tests run
         (runs without timing only: the import would share the machine with measured
-        calls). Its own process, sandbox and import observer, as for any load."""
+        calls). Its own process, sandbox and import observer, as for any load.
+
+        The spare stays in the queue meanwhile, so the loader thread is started before
+        it replaces the spare's ``warm_thread``, all under the lock: a slot that takes
+        the spare then waits for the load instead of racing it for the worker's pipes.
+        """
         with self._lock:
             queue = self._spares.get(device)
             spare = queue[0] if queue else None
-        if spare is None or spare.preload_unit is not None:
-            return
-        spare.preload_unit = unit
-        previous = spare.warm_thread
-
-        def load() -> None:
-            if previous is not None:
-                previous.join()
-            if spare.ready_info is None or not spare.alive():
+            if spare is None or spare.preload_unit is not None:
                 return
-            try:
-                spare.preload_result = spare.load(unit)
-            except WorkerStartError as e:
-                log.debug("spare worker failed to preload %s: %s", unit, e)
-                spare.kill()
-
-        spare.warm_thread = threading.Thread(target=load, daemon=True)
-        spare.warm_thread.start()
+            spare.preload_unit = unit
+            loader = threading.Thread(
+                target=_preload,
+                args=(spare, unit, spare.warm_thread),
+                name=f"preload-{spare.name}",
+                daemon=True,
+            )
+            loader.start()
+            spare.warm_thread = loader
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             spares = [w for q in self._spares.values() for w in q]
             self._spares.clear()
         for w in spares:
@@ -653,3 +680,27 @@ class WorkerFactory:
             self._spawner.submit(self._forkserver.close).result()
             self._forkserver = None
         self._spawner.shutdown(wait=False)
+
+
+def _warm(spare: WorkerProcess) -> None:
+    """A spare's warm-up thread: wait until the worker says it is ready. A spare that
+    fails to start is left unready; the slot that takes it starts a new worker."""
+    try:
+        spare.wait_ready()
+    except WorkerStartError as e:
+        log.debug("spare worker failed to start: %s", e)
+
+
+def _preload(
+    spare: WorkerProcess, unit: tuple[str, ...], previous: threading.Thread | None
+) -> None:
+    """A spare's preload thread: after its warm-up (``previous``), import ``unit``."""
+    if previous is not None:
+        previous.join()
+    if spare.ready_info is None or not spare.alive():
+        return
+    try:
+        spare.preload_result = spare.load(unit)
+    except WorkerStartError as e:
+        log.debug("spare worker failed to preload %s: %s", unit, e)
+        spare.kill()

@@ -53,13 +53,13 @@ def main() -> int:
     from opbench.instrument import candidate as candidate_mod
     from opbench.instrument import neighbours as neighbours_mod
     from opbench.instrument import observer as observer_mod
+    from opbench.instrument import timing as timing_mod
     from opbench.instrument.integrity import Fingerprint
     from opbench.instrument.records import TrialPlan
-    from opbench.judge import timing as timing_mod
-    from opbench.judge.evaluate import JudgeOptions
-    from opbench.judge.guard import is_reference_backend
     from opbench.spec import variants  # noqa: F401
+    from opbench.spec.judge_options import JudgeOptions
     from opbench.spec.ops import get_overload
+    from opbench.spec.reference import is_reference_backend
     from opbench.suites.case import Case, timing_seeds
     from opbench.suites.materialize import materialize
 
@@ -225,9 +225,9 @@ def _timed(
     (:func:`opbench.suites.case.timing_seeds`); each kept output goes back with the
     draw its call saw.
     """
+    from opbench.instrument import timing as timing_mod
     from opbench.instrument.observer import CANDIDATE_SCOPE, REFERENCE_SCOPE, ExecutionWindow
     from opbench.instrument.timed import keeping_timed, timed_outputs
-    from opbench.judge import timing as timing_mod
 
     before = fingerprint.changes()
     if before:

@@ -72,6 +72,6 @@ def timing_seeds(case: Case) -> tuple[int, int]:
     """The two draws a timed pair's calls hold, each call one of them at random: the
     case's own seed, and its first derived seed (the second correctness trial's, where
     no re-draw replaced it). The worker builds both; the harness judges a kept timed
-    output against the reference of the draw it saw (:mod:`opbench.judge.timing_inputs`).
+    output against the reference of the draw it saw (:mod:`opbench.instrument.timing_inputs`).
     """
     return case.seed, derive_seed(case.seed, 1)

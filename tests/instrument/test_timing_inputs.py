@@ -1,4 +1,4 @@
-"""The inputs a timed pair runs on (``judge/timing_inputs.py``): two draws of a case
+"""The inputs a timed pair runs on (``instrument/timing_inputs.py``): two draws of a case
 rewritten into the same tensors, copies for host rounds and writers, and which draw each
 call held. Checked against the draws' own values, on the CPU."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from opbench.judge.timing import TimingOptions, time_pair
-from opbench.judge.timing_inputs import TimingInputs, draw_mismatch
+from opbench.instrument.timing import TimingOptions, time_pair
+from opbench.instrument.timing_inputs import TimingInputs, draw_mismatch
 
 
 def _draw(seed: int) -> tuple[list, dict]:
