@@ -242,7 +242,6 @@ def _scratch(tmp_path: Path) -> Path:
     return work
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_bash_commands_run_or_say_why_not(page, tmp_path):
     """A page's unmarked commands, in order, in one scratch folder: as a reader types them."""

@@ -10,9 +10,9 @@ __all__ = ["__version__", "enable", "disable", "backend", "Scorer", "score"]
 def __getattr__(name: str):
     # Lazy: importing opbench must stay cheap; registration pulls in torch.library.
     if name in ("enable", "disable", "backend"):
-        from opbench.backends import registry
+        from opbench.backends import api
 
-        return getattr(registry, name)
+        return getattr(api, name)
     if name in ("Scorer", "score"):  # reward loops: opbench.agent.scorer
         from opbench.agent import scorer
 

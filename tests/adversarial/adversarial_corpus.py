@@ -1,6 +1,6 @@
 """The adversarial corpus as data: which kernels try which trick, the trace lines that
 exercise them, and the verdict each must get. Shared by the CPU test
-(``test_corpus.py``) and the GPU run (``benchmarks/gpu_adversarial.py``), so both judge
+(``test_corpus.py``) and the GPU run (``benchmarks/reproduce/gpu_adversarial.py``), so both judge
 the same tricks the same way.
 """
 

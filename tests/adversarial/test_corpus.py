@@ -57,9 +57,6 @@ def scanned_run(tmp_path_factory: pytest.TempPathFactory):
     return _run(tmp_path_factory.mktemp("adversarial-scanned"))
 
 
-pytestmark = pytest.mark.slow
-
-
 def test_run_completes_with_every_test_recorded(corpus_run):
     summary = corpus_run["summary"]
     n_cases = corpus.n_cases(gpu=False)
@@ -132,6 +129,7 @@ def test_untimed_delegation_is_not_seen_without_timing(corpus_run, op):
     assert all(r.status == "passed" for r in corpus_run["by_op"][op])
 
 
+@pytest.mark.slow
 def test_delegating_only_while_timed_is_caught(tmp_path):
     """log2 computes honestly for the correctness calls, then delegates: timed on CPU, the
     observed first timed calls show it."""
@@ -145,6 +143,7 @@ def test_delegating_only_while_timed_is_caught(tmp_path):
     assert "while being timed" in r.message
 
 
+@pytest.mark.slow
 def test_scan_blocks_recognised_tricks_before_import(scanned_run):
     for op in SCAN_BLOCKS:
         results = scanned_run["by_op"][op]
@@ -157,6 +156,7 @@ def test_scan_blocks_recognised_tricks_before_import(scanned_run):
     assert scanned_run["summary"]["static_scan"]["allowed_rules"] == []
 
 
+@pytest.mark.slow
 def test_every_trick_fails_with_the_scan_on(scanned_run):
     for op, cats in {**EXPECTED, **TIMED_ONLY}.items():
         if op in TIMED_ONLY:
@@ -196,6 +196,7 @@ def relu__default_kernel_impl(x):
 '''
 
 
+@pytest.mark.slow
 def test_stopping_work_once_timed_is_caught(tmp_path):
     """The timed calls' last output is judged against the reference for the timing
     inputs: a kernel right for the trials and lazy once timed fails as cheat, while the

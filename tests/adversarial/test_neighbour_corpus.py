@@ -26,8 +26,6 @@ TWINS = HERE / "honest_twins"
 OPS = ("abs", "neg", "sin", "cos", "tanh", "sigmoid")
 TRACE = "".join(f"Operator: aten.{op}.default\ncnt: 1, ((T([64, 64], f32),), {{}})\n" for op in OPS)
 
-pytestmark = pytest.mark.slow
-
 
 def _judge(tmp: Path, kernels: Path, allow: list[str]) -> dict[str, list]:
     from opbench.run.session import RunRequest, run

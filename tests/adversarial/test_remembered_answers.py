@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import adversarial_corpus as corpus
+import pytest
 
 
 def _run(tmp_path: Path) -> dict:
@@ -20,6 +21,7 @@ def _run(tmp_path: Path) -> dict:
     return corpus.run_timed(tmp_path, kernels, corpus.REMEMBERING_TRACE)
 
 
+@pytest.mark.slow
 def test_remembered_answers_fail_and_honest_kernels_keep_their_speedup(tmp_path):
     by_op = _run(tmp_path)
     # keyed on the input objects: right for every trial, so only the timed calls show it

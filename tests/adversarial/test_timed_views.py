@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import adversarial_corpus as corpus
+import pytest
 
 VIEWS = """\
 Operator: aten.t.default
@@ -25,6 +26,7 @@ cnt: 1, ((T([64, 48], f32), 1, 0, 10), {})
 """
 
 
+@pytest.mark.slow
 def test_views_of_the_inputs_pass_with_timing_on(tmp_path: Path) -> None:
     by_op = corpus.run_timed(tmp_path, Path("aten"), VIEWS)
     assert sorted(by_op) == sorted(

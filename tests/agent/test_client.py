@@ -31,6 +31,7 @@ def test_a_reply_with_tokens_and_cost() -> None:
     assert c.usage.to_dict()["requests"] == 1
 
 
+@pytest.mark.slow
 def test_server_errors_are_retried_then_succeed() -> None:
     with ChatServer([(500, "boom"), (503, "busy"), (200, "ok")]) as srv:
         out = _client(srv.url, max_retries=3).complete(MSG)

@@ -16,6 +16,7 @@ from opbench.agent import prompts
 TEMPLATES = Path(prompts.__file__).with_name("templates")
 
 
+@pytest.mark.slow
 def test_the_cpp_example_builds_and_passes_in_the_sandboxed_worker() -> None:
     if not (shutil.which("c++") or shutil.which("g++")) or not shutil.which("ninja"):
         pytest.skip("no C++ compiler or ninja (.ci/run installs g++ and ninja-build as root)")

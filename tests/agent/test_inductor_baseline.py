@@ -9,6 +9,7 @@ import pytest
 from opbench.agent.export import write_jsonl
 
 
+@pytest.mark.slow
 def test_export_adds_inductors_code_per_operator(tmp_path: Path) -> None:
     pytest.importorskip("torch._inductor")
     out = tmp_path / "agent"

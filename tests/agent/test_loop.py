@@ -54,6 +54,7 @@ def _options(out: Path, **kw) -> AgentOptions:
     return AgentOptions(ops=["relu.default"], out=out, suite="smoke", device="cpu", **kw)
 
 
+@pytest.mark.slow
 def test_wrong_then_right_ends_with_the_right_kernel_in_best(tmp_path: Path) -> None:
     out = tmp_path / "agent"
     with ChatServer([(200, WRONG), (200, RIGHT)]) as srv:
@@ -108,6 +109,7 @@ def test_wrong_then_right_ends_with_the_right_kernel_in_best(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.slow
 def test_no_code_and_cheating_answers_are_failures_with_their_reason(tmp_path: Path) -> None:
     out = tmp_path / "agent"
     with ChatServer([(200, "I cannot write this."), (200, CHEAT)]) as srv:
@@ -122,6 +124,7 @@ def test_no_code_and_cheating_answers_are_failures_with_their_reason(tmp_path: P
     assert not (out / "best" / "relu__default").exists()
 
 
+@pytest.mark.slow
 def test_an_unreachable_endpoint_stops_the_run_with_exit_2(tmp_path: Path) -> None:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -139,6 +142,7 @@ def test_an_unreachable_endpoint_stops_the_run_with_exit_2(tmp_path: Path) -> No
     assert "unreachable" in r.stderr and str(port) in r.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_per_op_table(tmp_path: Path) -> None:
     with ChatServer([(200, RIGHT)]) as srv:
         r = subprocess.run(

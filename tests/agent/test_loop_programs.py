@@ -79,6 +79,7 @@ def _suite(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_wrong_then_right_model_new_ends_in_best(tmp_path: Path) -> None:
     root = _suite(tmp_path)
     out = tmp_path / "agent"

@@ -62,6 +62,7 @@ def test_extract_code_takes_the_last_complete_block() -> None:
         extract_code("```python\nunterminated = True\n")
 
 
+@pytest.mark.slow
 def test_the_example_kernel_is_correct_under_the_triton_interpreter(tmp_path: Path) -> None:
     pytest.importorskip("triton")
     src = load_template("example_triton.py")

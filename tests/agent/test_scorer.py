@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 import opbench
 
 RIGHT = """
@@ -32,6 +34,7 @@ def exp__default_kernel_impl(self):
 """
 
 
+@pytest.mark.slow
 def test_right_wrong_cheating_and_tampering_sources() -> None:
     with opbench.Scorer(device="cpu", suite="smoke") as s:
         right = s.score(RIGHT, "relu.default")
@@ -49,6 +52,7 @@ def test_right_wrong_cheating_and_tampering_sources() -> None:
     assert again.correct
 
 
+@pytest.mark.slow
 def test_threads_score_different_ops_at_once() -> None:
     out: dict[str, bool] = {}
     with opbench.Scorer(device="cpu", suite="smoke", workers=2) as s:
@@ -67,5 +71,34 @@ def test_threads_score_different_ops_at_once() -> None:
     assert out == {"relu.default": True, "exp.default": True}
 
 
+@pytest.mark.slow
 def test_one_shot_score() -> None:
     assert not opbench.score(WRONG, "relu.default", suite="smoke").correct
+
+
+SLOW = RIGHT.replace(
+    "    a = self.detach()", "    import time\n\n    time.sleep(0.15)\n    a = self.detach()"
+)
+
+
+@pytest.mark.slow
+def test_score_many_judges_one_op_at_once_across_lanes() -> None:
+    """A batch of samples for one prompt: the same operator, judged concurrently in the
+    scorer's lanes, each sample in a worker (and a kernel folder) of its own; the
+    verdicts come back in the batch's order."""
+    batch = [(SLOW, "relu.default"), (WRONG, "relu.default"), (SLOW, "relu.default"),
+             (CHEAT, "relu.default")]  # fmt: skip
+    with opbench.Scorer(device="cpu", suite="smoke", workers=2) as s:
+        s.warm()  # every lane's template and spare
+        s.score(RIGHT, "relu.default")  # the op's cases and expectations, built once
+        s.reset_stats()
+        verdicts = s.score_many(batch)
+        stats = s.stats()
+    assert [v.correct for v in verdicts] == [True, False, True, False]
+    assert "wrong_result" in verdicts[1].failures and "calls_pytorch" in verdicts[3].failures
+    assert stats["candidates"] == 4 and stats["lanes"] == 2
+    assert stats["latency_p50_s"] <= stats["latency_p99_s"]
+    assert 0 < stats["outside_tests_share"] < 1
+    # the sleeping samples overlapped the others: the lanes' time adds up to more than
+    # the time anything was being judged (one after another, the two would be equal)
+    assert stats["lane_s"] > 1.3 * stats["busy_s"], stats

@@ -3,6 +3,8 @@ sandboxed worker of its own, for reward loops over KernelBench-style problems.""
 
 from pathlib import Path
 
+import pytest
+
 import opbench
 
 PROBLEM = """
@@ -45,6 +47,7 @@ RENAMED = RIGHT.replace("self.fc", "self.proj")  # weights no longer load by nam
 TAMPER = RIGHT + "\ntorch.set_num_threads(1)\n"
 
 
+@pytest.mark.slow
 def test_right_wrong_renamed_and_tampering_model_new(tmp_path: Path) -> None:
     problem = tmp_path / "7_linear_relu.py"
     problem.write_text(PROBLEM)

@@ -1,4 +1,4 @@
-"""``benchmarks/compile_baseline.py`` on the CPU: the cases of a real (aten) run are
+"""``benchmarks/reproduce/compile_baseline.py`` on the CPU: the cases of a real (aten) run are
 rebuilt and timed eager against ``torch.compile`` (the ``eager`` compile backend here:
 Inductor stays out of CI), the ratios combine with the run's own speedups, a rerun
 resumes from the journal, and a backend that cannot compile is recorded per test while
@@ -14,18 +14,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
     spec = importlib.util.spec_from_file_location(
-        "compile_baseline", ROOT / "benchmarks/compile_baseline.py"
+        "compile_baseline", ROOT / "benchmarks/reproduce/compile_baseline.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
+@pytest.mark.slow
 def test_compile_baseline_on_a_real_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
     env = dict(os.environ)

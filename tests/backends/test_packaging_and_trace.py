@@ -179,7 +179,7 @@ def test_reference_triton_backend_packages_without_opbench(tmp_path: Path) -> No
     for f in (out / "src" / "ref_triton").rglob("*.py"):
         bad = [m for m in _imports(f) if m.split(".")[0] == "opbench"]
         if "_runtime" in f.parts:
-            # the loader's lazy `from opbench import kernels`, run only for --backend triton
+            # units.layout_of's lazy `from opbench import kernels`, run only for --backend triton
             bad = [m for m in bad if m != "opbench"]
         assert not bad, (f, bad)
     stdout = _install_and_use(tmp_path, out, "ref_triton", "relu.default", ("triton",))

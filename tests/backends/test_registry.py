@@ -91,7 +91,7 @@ def test_numpy_kernels_match_pytorch_and_decline_falls_back(tmp_path: Path) -> N
     torch.testing.assert_close(s32, torch.add(x, y))
     assert torch.equal(s64, torch.add(xd, yd))
     assert torch.equal(m, torch.mul(x, y))
-    assert counts["add.Tensor"] == {"served": 1, "fallback": 1, "nested": 0}
+    assert counts["add.Tensor"] == {"served": 1, "fallback": 1, "nested": 0, "declined": 0}
     assert len(calls) == 2
     assert counts["mul.Tensor"]["served"] == 1 and counts["mul.Tensor"]["nested"] == 1
 

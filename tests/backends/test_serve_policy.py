@@ -88,3 +88,76 @@ def test_device_measure_and_threshold(tmp_path: Path) -> None:
         policy_from_run(run, measure="wall")
     with pytest.raises(FileNotFoundError, match="not a run directory"):
         policy_from_run(tmp_path / "nowhere")
+
+
+RELU = '''
+import numpy as np
+import torch
+
+CALLS = []
+
+
+def relu__default_kernel_impl(x):
+    CALLS.append(x.numel())
+    return torch.from_numpy(np.maximum(x.detach().numpy(), 0).astype(x.detach().numpy().dtype))
+'''
+
+
+def _kernels(tmp: Path) -> Path:
+    d = tmp / "kernels" / "relu__default"
+    d.mkdir(parents=True)
+    (d / "relu__default_implementation.py").write_text(RELU)
+    return tmp / "kernels"
+
+
+def test_enable_with_a_policy_serves_only_the_winning_classes(tmp_path: Path) -> None:
+    import opbench
+    from opbench.backends import registry
+
+    run = _run(
+        tmp_path,
+        [("relu.default", SMALL, "passed", 0.5), ("relu.default", LARGE, "passed", 1.4)],
+    )
+    kernels = _kernels(tmp_path)
+    registry.reset_counts()
+    with opbench.backend(kernels, device="cpu", policy=run):
+        small = torch.relu(torch.randn(8, 8))
+        large = torch.relu(torch.randn(1024, 1024))
+        counts = registry.call_counts()["relu.default"]
+    assert counts["served"] == 1 and counts["declined"] == 1, counts
+    assert (small >= 0).all() and (large >= 0).all()
+    # without a policy every call is served
+    registry.reset_counts()
+    with opbench.backend(kernels, device="cpu"):
+        torch.relu(torch.randn(8, 8))
+        assert registry.call_counts()["relu.default"]["served"] == 1
+
+
+def test_a_package_built_from_a_run_carries_its_policy(tmp_path: Path) -> None:
+    import importlib
+    import sys
+
+    from opbench.backends.packaging import PackageError, build_package
+
+    run = _run(
+        tmp_path,
+        [("relu.default", SMALL, "passed", 0.5), ("relu.default", LARGE, "passed", 1.4)],
+    )
+    out = build_package(_kernels(tmp_path), "relu_pkg_policy", tmp_path / "pkg", from_run=run)
+    policy_file = out / "src" / "relu_pkg_policy" / "serve_policy.json"
+    assert policy_file.exists() and '"f32:4^10"' in policy_file.read_text()
+    sys.path.insert(0, str(out / "src"))
+    try:
+        pkg = importlib.import_module("relu_pkg_policy")
+        assert pkg.policy().served_ops() == {"relu.default"}
+        with pkg.backend("cpu"):  # the package's own copy of the registry counts
+            torch.relu(torch.randn(8, 8))
+            torch.relu(torch.randn(1024, 1024))
+            counts = pkg.call_counts()["relu.default"]
+        assert (counts["served"], counts["declined"]) == (1, 1), counts
+    finally:
+        sys.path.remove(str(out / "src"))
+        for m in [m for m in sys.modules if m.startswith("relu_pkg_policy")]:
+            del sys.modules[m]
+    with pytest.raises(PackageError, match="--from-run"):
+        build_package(_kernels(tmp_path / "x"), "p2", tmp_path / "p2", from_run=tmp_path / "none")

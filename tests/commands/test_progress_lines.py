@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_each_finished_test_is_a_line_when_output_is_not_a_terminal(tmp_path: Path) -> None:
     cmd = [
         sys.executable, "-m", "opbench.cli", "run", "--suite", "smoke", "--backend", "aten",

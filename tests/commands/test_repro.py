@@ -115,6 +115,7 @@ def _run(script: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("category", sorted(BAD))
 def test_repro_shows_the_failing_check_then_passes_once_fixed(category: str, tmp_path: Path):
     op, folder, body, evidence = BAD[category]
@@ -143,6 +144,7 @@ def test_repro_shows_the_failing_check_then_passes_once_fixed(category: str, tmp
     assert "FAIL" not in good.stdout and "the test passes" in good.stdout
 
 
+@pytest.mark.slow
 def test_repro_profile_writes_a_chrome_trace_of_both_sides(tmp_path: Path):
     """``opbench repro RUN TEST --profile F``: the script runs in its own process and
     writes a torch.profiler trace with the reference's and the candidate's calls marked."""

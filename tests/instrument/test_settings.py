@@ -32,6 +32,7 @@ def _probe(mode: str) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_pin_makes_float32_ieee_and_read_reports_every_setting() -> None:
     r = _probe("ieee")
     # PyTorch's own default runs cuDNN convolutions in TF32
@@ -45,6 +46,7 @@ def test_pin_makes_float32_ieee_and_read_reports_every_setting() -> None:
     json.dumps(r["after"])  # plain JSON values
 
 
+@pytest.mark.slow
 def test_allow_tf32_only_for_cublas_and_cudnn() -> None:
     r = _probe("tf32")
     assert r["after"]["cuda.matmul.fp32_precision"] == "tf32"
@@ -52,11 +54,13 @@ def test_allow_tf32_only_for_cublas_and_cudnn() -> None:
     assert r["after"]["mkldnn.matmul.fp32_precision"] == "ieee"
 
 
+@pytest.mark.slow
 def test_the_fingerprint_sees_a_precision_changed_after_pinning() -> None:
     changes = _probe("ieee")["changes"]
     assert any("mkldnn.matmul.fp32_precision" in c and "bf16" in c for c in changes), changes
 
 
+@pytest.mark.slow
 def test_pin_works_after_pytorch_froze_the_backend_flags() -> None:
     """Importing ``torch.testing._internal.common_methods_invocations`` (the OpInfo
     suite's preload) freezes cuDNN's flags; pinning must still work there."""

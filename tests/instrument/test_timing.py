@@ -121,6 +121,7 @@ def test_mutation_is_detected_for_plain_callables_by_schema_or_observation():
     assert t.mutating  # seen to change its input
 
 
+@pytest.mark.slow
 def test_double_work_is_clearly_slower_and_result_is_json_friendly():
     a = torch.randn(192, 192)
     mm = torch.ops.aten.mm.default

@@ -118,6 +118,7 @@ def test_eager_rejecting_the_inputs_means_skipped():
     assert "eager PyTorch rejects" in v.message
 
 
+@pytest.mark.slow
 def test_unrunnable_opinfo_case_is_skipped():
     case = Case(
         op="sin.default",

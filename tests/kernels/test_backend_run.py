@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 OPS = "add,add_,gelu,where,threshold_backward,div,cat,copy_,clone,sum,amax,_softmax,native_layer_norm,embedding"
 
 
+@pytest.mark.slow
 def test_triton_backend_passes_the_quick_opinfo_profile_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "run"
     env = dict(os.environ)
@@ -55,6 +56,7 @@ def test_static_scan_finds_nothing_in_the_reference_backend() -> None:
     assert not findings, "\n".join(map(str, findings))
 
 
+@pytest.mark.slow
 def test_four_models_train_on_the_triton_backend_on_cpu(tmp_path: Path) -> None:
     """BERT, GPT-2, a ResNet and a Transformer encoder: forward, loss, backward and an SGD
     step on the backend agree with eager within eager's own error against float64

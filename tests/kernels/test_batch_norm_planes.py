@@ -54,6 +54,7 @@ def _inputs(layout: str, dtype: torch.dtype) -> torch.Tensor:
     return _rand(5, 4, 3, 4, dtype=dtype)  # S = 12: an 8-wide s block and a remainder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("layout", ["nchw", "strided_s"])
 def test_planes_forward_and_backward(gpu_tiling: str, layout: str, dtype: torch.dtype) -> None:

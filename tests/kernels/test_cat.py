@@ -95,6 +95,7 @@ def _launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
     return calls
 
 
+@pytest.mark.slow
 def test_traced_head_views_are_one_vectorised_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     """The traced cat of four [B, 12, 64, 64] head views of a [B, 64, 768] projection
     and a [B, 12, 192, 64] slice of a longer cache: five inputs, one launch, 64-element

@@ -197,6 +197,7 @@ def _gpu_tiles(monkeypatch, small: bool) -> None:
             monkeypatch.setattr(conv, name, 16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("case", [c for c in CASES if "pointwise" not in c])
 @pytest.mark.parametrize("tiles", ["gpu", "small", "int64"])
@@ -214,6 +215,7 @@ def test_gpu_tiles(case: str, dtype: torch.dtype, tiles: str, monkeypatch) -> No
     assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["2d", "2d_depthwise", "2d_groups", "2d_transposed", "3d"])
 def test_gpu_tiles_channels_last(case: str, monkeypatch) -> None:
     """The channel-fastest reduction order (channels-last inputs) under small GPU tiles."""
@@ -310,6 +312,7 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, monkeypatc
     assert_matches(gi, aten.convolution_backward, *bargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tiles", ["gpu", "int64"])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("case", list(DW_CASES))

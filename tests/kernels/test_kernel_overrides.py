@@ -1,4 +1,4 @@
-"""``benchmarks/kernel_overrides.py``: the ``--set MODULE.NAME=VALUE`` of the GPU scripts
+"""``benchmarks/common/kernel_overrides.py``: the ``--set MODULE.NAME=VALUE`` of the GPU scripts
 sets a kernel module's constant to a Python literal and refuses a name the module lacks
 (a typo would otherwise time the defaults under the variant's label)."""
 
@@ -15,7 +15,7 @@ from opbench.kernels._lib import conv, reduction  # noqa: E402
 
 
 def _module():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_overrides.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "common" / "kernel_overrides.py"
     spec = importlib.util.spec_from_file_location("kernel_overrides", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

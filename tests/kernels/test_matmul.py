@@ -220,6 +220,7 @@ def test_buckets_and_configs() -> None:
         assert min(cfg[:3]) >= 16
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     DEVICE != "cpu",
     reason="an interpreter test; on the H100 machine "

@@ -1,4 +1,4 @@
-"""``benchmarks/tune_matmul.py`` without a GPU: traced calls grouped into the kernel's
+"""``benchmarks/tune/tune_matmul.py`` without a GPU: traced calls grouped into the kernel's
 buckets, the operands handed to the kernel exactly as the entry points hand them (checked
 against eager under the interpreter), the choice per bucket from a journal, and the
 configuration table it writes, which the kernel then reads."""
@@ -35,7 +35,7 @@ cnt: 9, ((T([4], f16),), {})
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("tune_matmul", ROOT / "benchmarks/tune_matmul.py")
+    spec = importlib.util.spec_from_file_location("tune_matmul", ROOT / "benchmarks/tune/tune_matmul.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

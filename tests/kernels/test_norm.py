@@ -398,6 +398,7 @@ def test_batch_norm_backward_grad_layout_differs() -> None:
     assert_matches(got, aten.native_batch_norm_backward, *args)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(DEVICE != "cpu", reason="checks the interpreter's set-up on the CPU")
 def test_kernels_run_when_triton_was_imported_first() -> None:
     """opbench's CPU workers may import Triton before TRITON_INTERPRET is set: the kernels
@@ -418,6 +419,7 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fold_ratio", [1, 10**6], ids=["fold", "finalize"])
 @pytest.mark.parametrize("layout", [None, torch.channels_last], ids=["nchw", "channels_last"])
 def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:

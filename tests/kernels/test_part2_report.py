@@ -1,4 +1,4 @@
-"""``benchmarks/triton_backend.py``'s part-2 summary without a GPU: from a run's result
+"""``benchmarks/reproduce/triton_backend.py``'s part-2 summary without a GPU: from a run's result
 store, the geomeans issue 13's targets name (matmuls of at least 1 GFLOP, convolutions)
 take exactly the passed tests they should, and the markdown names every case."""
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _script():
     spec = importlib.util.spec_from_file_location(
-        "triton_backend", ROOT / "benchmarks/triton_backend.py"
+        "triton_backend", ROOT / "benchmarks/reproduce/triton_backend.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

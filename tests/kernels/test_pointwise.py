@@ -258,6 +258,7 @@ SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_every_tile_size_and_path_matches_eager(

@@ -158,6 +158,7 @@ def test_out_variants() -> None:
         red.amax_out(x, [1], out=torch.empty(4, 5, dtype=torch.float16, device=DEVICE))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(DEVICE != "cpu", reason="checks the interpreter's set-up on the CPU")
 def test_kernels_run_when_triton_was_imported_first() -> None:
     """opbench's CPU workers import triton before they choose the interpreter; the
@@ -225,6 +226,7 @@ GPU_PLANS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shape", "dims", "grid", "warps"), GPU_PLANS, ids=str)
 def test_gpu_plans_are_one_launch(
     shape: tuple[int, ...], dims: list[int] | None, grid: tuple[int, int], warps: int,
@@ -262,6 +264,7 @@ def test_gpu_plans_are_one_launch(
             assert not cnt.any()
 
 
+@pytest.mark.slow
 def test_split_combine_is_deterministic_and_exact_for_integers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -422,6 +425,7 @@ TALL = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shape", "dims", "dtype", "consts", "grid", "bm", "bn", "full", "piped"),
                          TALL, ids=str)  # fmt: skip
 def test_tall_column_plans(
@@ -493,6 +497,7 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("shape", "dims"),
     [((512, 768), [0]), ((16, 256), [0]), ((37, 1001), [1]), ((64, 3, 5, 7), [1, 3]),
@@ -529,6 +534,7 @@ def test_one_chunk_path_is_the_loop_bit_for_bit(
         assert all(_same_bits(a, b) for a, b in zip(straight, looped))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("combine_tile", [8192, 1024, 128])
 def test_unrolled_combine_is_the_loop_bit_for_bit(
     combine_tile: int, monkeypatch: pytest.MonkeyPatch
@@ -561,6 +567,7 @@ def test_unrolled_combine_is_the_loop_bit_for_bit(
         assert_matches(red.mean_dim(t, dims), aten.mean.dim, t, dims)
 
 
+@pytest.mark.slow
 def test_row_tile_warps_and_min_programs(monkeypatch: pytest.MonkeyPatch) -> None:
     """A row tile has ROW_BYTES_PER_THREAD a thread (an f32 [4, 1024] tile: 8 warps,
     four 16-byte loads each; f16: 4 warps); ROW_MIN_PROGRAMS halves BLOCK_M until the

@@ -92,6 +92,7 @@ def test_long_rows_two_pass(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch)
                    aten._log_softmax_backward_data, grad, ly, 1, dtype)  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
 def test_long_rows_any_alignment(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """The long-row kernels split a row into a head up to the first 16-byte boundary,
@@ -156,6 +157,7 @@ def test_gpu_plans_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> Non
             assert_matches(sm.softmax(x, 0, False), aten._softmax, x, 0, False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vecs, persist", [(1, 0), (2, 0), (4, 0), (2, 2), (1, 3)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
 def test_backward_gpu_row_plans_under_the_interpreter(

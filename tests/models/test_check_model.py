@@ -67,6 +67,7 @@ def test_compile_with_aot_eager_reaches_the_backend(tmp_path: Path) -> None:
     assert any(c.served for c in r.coverage)
 
 
+@pytest.mark.slow
 def test_training_steps_timed_eager_and_on_the_backend(tmp_path: Path) -> None:
     """``time_steps``: both step times measured after warm-up; the numpy add kernel runs
     in the timed backend steps (it counts its calls), and the share of calls served is
@@ -87,6 +88,7 @@ def test_training_steps_timed_eager_and_on_the_backend(tmp_path: Path) -> None:
     assert d["served_call_share"] == r.served_call_share and d["backend_step_ms"] > 0
 
 
+@pytest.mark.slow
 def test_only_ops_registers_just_those(tmp_path: Path) -> None:
     """``only_ops`` narrows the backend to the named overloads: each marked (wrong) kernel
     alone breaks the model, and naming neither leaves it passing with nothing served."""

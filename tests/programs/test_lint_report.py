@@ -1,4 +1,4 @@
-"""``benchmarks/lint_report.py``: lint journals (what a cut-off GPU call leaves) become the
+"""``benchmarks/reproduce/lint_report.py``: lint journals (what a cut-off GPU call leaves) become the
 committed JSON and table, with each level's "N of M files" and every finding."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("lint_report", ROOT / "benchmarks/lint_report.py")
+    spec = importlib.util.spec_from_file_location("lint_report", ROOT / "benchmarks/reproduce/lint_report.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BIG_OUTPUT = """
 import torch
 import torch.nn as nn
@@ -28,6 +30,7 @@ def get_init_inputs():
 """
 
 
+@pytest.mark.slow
 def test_outputs_too_large_to_send_are_not_runnable(tmp_path: Path) -> None:
     problem = tmp_path / "big.py"
     problem.write_text(BIG_OUTPUT)

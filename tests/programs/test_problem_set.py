@@ -83,6 +83,7 @@ def test_full_size_fits_and_is_the_default(problem: ModuleType) -> None:
     assert problem.flops() == problem.flops("full") > problem.flops("small")
 
 
+@pytest.mark.slow
 def test_the_whole_set_is_lint_clean_at_small_size() -> None:
     result = lint_problems(PROBLEMS, size="small")
     assert len(result.files) == len(FILES)

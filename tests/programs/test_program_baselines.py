@@ -1,4 +1,4 @@
-"""``benchmarks/program_baselines.py``: baselines are timed in training mode, as KernelBench
+"""``benchmarks/reproduce/program_baselines.py``: baselines are timed in training mode, as KernelBench
 and opbench's judge run problems; journal rows an earlier version timed after ``.eval()``
 are timed again when eval mode changes the problem's computation, and the report marks
 them and leaves them out of its counts."""
@@ -33,7 +33,7 @@ def get_init_inputs():
 
 
 def _script():
-    path = ROOT / "benchmarks/program_baselines.py"
+    path = ROOT / "benchmarks/reproduce/program_baselines.py"
     spec = importlib.util.spec_from_file_location("program_baselines", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PROBLEM = """
 import torch
 import torch.nn as nn
@@ -86,6 +88,7 @@ DEVICE_LAZY = HONEST.replace(
 )
 
 
+@pytest.mark.slow
 def test_a_candidate_that_stops_computing_once_timed_is_caught(tmp_path: Path) -> None:
     root, cands = tmp_path / "problems", tmp_path / "candidates"
     for name, cand in (("1_honest", HONEST), ("2_counting", COUNTING), ("3_remember", REMEMBERING),

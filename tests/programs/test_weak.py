@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PROBLEM = """
 import torch
 import torch.nn as nn
@@ -47,6 +49,7 @@ class ModelNew(nn.Module):
 """
 
 
+@pytest.mark.slow
 def test_zeros_pass_a_tiny_output_problem_only_as_weak(tmp_path: Path) -> None:
     root, cands = tmp_path / "problems", tmp_path / "candidates"
     for name, scale in (("1_tiny", "1e-9"), ("2_normal", "1.0")):

@@ -45,6 +45,7 @@ def _with_speedups(src: Path, dst: Path, speedup: float) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_a_run_records_the_pinned_settings_at_start_and_end(runs: dict[str, Path]) -> None:
     s = json.loads((runs["ieee"] / "summary.json").read_text())
     settings = s["env"]["backend_settings"]
@@ -58,6 +59,7 @@ def test_a_run_records_the_pinned_settings_at_start_and_end(runs: dict[str, Path
     assert "Backend settings" in (runs["ieee"] / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_compare_refuses_runs_that_differ_in_tf32(runs: dict[str, Path]) -> None:
     r = _opbench("compare", str(runs["ieee"]), str(runs["tf32"]))
     assert r.returncode == 3, r.stdout + r.stderr
@@ -66,6 +68,7 @@ def test_compare_refuses_runs_that_differ_in_tf32(runs: dict[str, Path]) -> None
     assert forced.returncode == 0, forced.stdout
 
 
+@pytest.mark.slow
 def test_compare_flags_a_regression_and_ignores_noise(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -129,6 +132,7 @@ def _store(
     (run / "summary.json").write_text(json.dumps(summary))
 
 
+@pytest.mark.slow
 def test_per_test_significance_decides_which_slowdowns_regress(tmp_path: Path) -> None:
     from opbench.report.compare import compare_tests, op_regressions
 

@@ -9,6 +9,7 @@ import pytest
 from opbench.run.store import ResultStore
 
 
+@pytest.mark.slow
 def test_tests_parquet_matches_the_store(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     out = tmp_path / "run"

@@ -59,6 +59,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "report.html"
 
 
+@pytest.mark.slow
 def test_report_is_self_contained_and_shows_sources(report: Path) -> None:
     page = report.read_text()
     for asset in ("<link ", 'src="http', "src='http", "@import"):
@@ -68,6 +69,7 @@ def test_report_is_self_contained_and_shows_sources(report: Path) -> None:
     assert "Correctness by dtype" in page and "cudnn.conv.fp32_precision" in page
 
 
+@pytest.mark.slow
 def test_report_in_a_real_browser(report: Path, tmp_path: Path) -> None:
     chromium = _chromium()
     if chromium is None:

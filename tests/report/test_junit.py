@@ -8,6 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 _WRONG_RELU = """
 import numpy as np
 import torch
@@ -32,6 +34,7 @@ def _opbench(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_junit_has_a_failing_case_per_wrong_op_and_json_goes_to_stdout(tmp_path: Path) -> None:
     kernels = tmp_path / "kernels"
     for op, src in (("relu", _WRONG_RELU), ("neg", _RIGHT_NEG)):
@@ -55,6 +58,7 @@ def test_junit_has_a_failing_case_per_wrong_op_and_json_goes_to_stdout(tmp_path:
     assert cases["aten.neg.default"].find("failure") is None
 
 
+@pytest.mark.slow
 def test_fail_under_perf_gates_on_the_performance_score(tmp_path: Path) -> None:
     args = ("run", "--suite", "smoke", "--backend", "aten", "--device", "cpu", "--ops", "relu")
     ok = _opbench(*args, "--out", str(tmp_path / "a"), "--quiet", "--fail-under-perf", "0.5")

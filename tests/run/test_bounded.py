@@ -19,6 +19,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_group_and_keeps_the_output():
     # subprocess.run(timeout=1) would wait ~60 s here for the grandchild's pipe
     t0 = time.monotonic()

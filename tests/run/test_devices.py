@@ -26,6 +26,7 @@ def test_cpu_is_accepted() -> None:
     check_device("cpu")
 
 
+@pytest.mark.slow
 def test_the_cli_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "run"
     r = subprocess.run(

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROBE = textwrap.dedent(
     """
     import torch
@@ -34,12 +36,14 @@ PROBE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_the_template_warms_up_without_asking_cuda_anything() -> None:
     r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().endswith("warm")
 
 
+@pytest.mark.slow
 def test_a_probe_fork_finds_cuda_usable_in_a_clean_template() -> None:
     """The probe the template runs before it says ready, in a fresh interpreter that
     imported torch and nothing more: its forks can use CUDA. (On a GPU, the same probe

@@ -17,7 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 import opbench.judge.evaluate as evaluate
-from opbench.cli import INCOMPLETE, app
+from opbench.cli import app
+from opbench.commands.run import INCOMPLETE
 from opbench.report.html import render
 from opbench.report.tables import print_summary
 from opbench.run.session import RunRequest, SuiteSelection, summarize
@@ -47,6 +48,7 @@ def _raise_for(real, shape: str, what: str):
     return wrapped
 
 
+@pytest.mark.slow
 def test_planning_and_judging_errors_are_their_tests_results(tmp_path, monkeypatch):
     traces = tmp_path / "t.txt"
     traces.write_text(TRACES)
@@ -95,6 +97,7 @@ def test_planning_and_judging_errors_are_their_tests_results(tmp_path, monkeypat
     assert elapsed < 60, elapsed
 
 
+@pytest.mark.slow
 def test_a_complete_run_still_exits_0(tmp_path):
     traces = tmp_path / "t.txt"
     traces.write_text("Operator: aten.relu.default\ncnt: 1, ((T([4, 8], f32),), {})\n")

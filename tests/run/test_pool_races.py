@@ -124,6 +124,7 @@ def slow_thread_start(monkeypatch) -> None:
     monkeypatch.setattr(threading.Thread, "start", start)
 
 
+@pytest.mark.slow
 def test_many_slots_take_preload_and_retire_spares_at_once(
     tmp_path: Path, monkeypatch, slow_thread_start
 ) -> None:

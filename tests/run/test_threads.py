@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opbench.run.pool import WorkerConfig
-from opbench.run.session import RunRequest, _worker_config, cpu_share
+from opbench.run.setup import RunRequest, cpu_share, worker_config
 
 
 def test_cpu_share_divides_the_cores_between_workers_and_the_judge(monkeypatch):
@@ -14,11 +14,11 @@ def test_cpu_share_divides_the_cores_between_workers_and_the_judge(monkeypatch):
 
 
 def test_local_workers_are_told_their_share_and_ray_tasks_are_not():
-    from opbench.judge.evaluate import JudgeOptions
+    from opbench.spec.judge_options import JudgeOptions
 
-    local = _worker_config(RunRequest(suite="smoke", backend="aten", workers=2), JudgeOptions())
+    local = worker_config(RunRequest(suite="smoke", backend="aten", workers=2), JudgeOptions())
     assert local.threads == cpu_share(2)
     assert local.message("cpu")["threads"] == cpu_share(2)
-    ray = _worker_config(RunRequest(suite="smoke", backend="aten", executor="ray"), JudgeOptions())
+    ray = worker_config(RunRequest(suite="smoke", backend="aten", executor="ray"), JudgeOptions())
     assert ray.threads is None
     assert WorkerConfig(backend="aten", device="cpu").message("cpu")["threads"] is None

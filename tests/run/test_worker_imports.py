@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -52,6 +54,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_no_judge_module_in_what_a_worker_runs() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=240

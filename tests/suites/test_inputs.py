@@ -81,6 +81,7 @@ def test_reproducible_within_a_process_and_seed_sensitive() -> None:
     assert first != digest(build("add.Tensor", text, seed=4)[0])
 
 
+@pytest.mark.slow
 def test_reproducible_across_processes() -> None:
     text = "((T([300, 7], f32, stride=(1, 300)), T([9], i64)), {})"
     here = digest(build("add.Tensor", text, seed=11)[0])

@@ -20,6 +20,7 @@ def quick_cases():
     return opinfo.build_opinfo_cases("cpu", "quick", opinfo_names=NAMES)
 
 
+@pytest.mark.slow
 def test_cases_cover_variants_and_dtypes(quick_cases):
     ops = {c.op for c in quick_cases}
     for name in ("sin.default", "sin_.default", "sin.out", "add.Tensor", "add_.Tensor"):
@@ -178,7 +179,7 @@ def test_no_inplace_variant_for_self_overlapping_inputs():
     assert torch._debug_has_internal_overlap(torch.rand(20, 40)[:, ::2].t()) == 2
     assert not opinfo._self_overlapping(torch.rand(20, 40)[:, ::2].t())
     assert opinfo._self_overlapping(torch.rand(500).as_strided((5, 5, 2), (5, 5, 7), 3))
-    info = opinfo._by_key()[("abs", "")]
+    info = opinfo.opinfos_by_key()[("abs", "")]
     variants = {e["variant"] for e in opinfo._map_one(info, SampleInput(overlapping), "cpu")}
     assert "functional" in variants and "inplace" not in variants
     plain = {e["variant"] for e in opinfo._map_one(info, SampleInput(torch.rand(5, 6)), "cpu")}

@@ -35,7 +35,7 @@ def _inputs(case, seed=None):
 def test_every_ufunc_group_gets_a_strided_and_a_nonfinite_input(f32_cases):
     from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
 
-    for (name, vtn), info in opinfo._by_key().items():
+    for (name, vtn), info in opinfo.opinfos_by_key().items():
         if name in UFUNCS:
             assert isinstance(info, (UnaryUfuncInfo, BinaryUfuncInfo)), (name, vtn)
     groups: dict = {}
@@ -124,6 +124,7 @@ def test_special_values_reach_every_floating_input(f32_cases):
     assert torch.equal(kwargs["out"], torch.zeros_like(kwargs["out"]))  # out is left alone
 
 
+@pytest.mark.slow
 def test_derived_cases_are_bit_identical_when_made_twice(f32_cases):
     derived = [c for c in f32_cases if {"layout", "values"} & set(c.params)]
     assert len(derived) >= 2 * 3 * len(UFUNCS) - 8
@@ -157,6 +158,7 @@ def fingerprint(case_dict, seed):
 """
 
 
+@pytest.mark.slow
 def test_derived_cases_are_the_same_in_another_process(f32_cases):
     """The worker and the harness each make the inputs from the case's description."""
     import json
@@ -234,6 +236,7 @@ _HONEST = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("honest", [False, True])
 def test_quick_profile_catches_a_kernel_that_ignores_strides(tmp_path, honest):
     import textwrap

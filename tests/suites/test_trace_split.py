@@ -64,3 +64,15 @@ def test_on_the_real_traces_the_halves_share_no_row() -> None:
     tuning, heldout = rows(select(entries, "tuning")), rows(select(entries, "heldout"))
     assert tuning and heldout and not tuning & heldout
     assert any(op.startswith("convolution") for op, _ in heldout)
+
+
+@needs_traces
+def test_the_traces_suite_builds_one_half() -> None:
+    from opbench.suites.traces import build_trace_cases
+
+    heldout = build_trace_cases(TRACES, ops={"relu.default"}, split="heldout", use_cache=False)
+    tuning = build_trace_cases(TRACES, ops={"relu.default"}, split="tuning", use_cache=False)
+    every = build_trace_cases(TRACES, ops={"relu.default"}, use_cache=False)
+    h, t = {c.args for c in heldout}, {c.args for c in tuning}
+    assert h and t and not h & t
+    assert h | t <= {c.args for c in every}

@@ -1,15 +1,27 @@
 """Scoring kernel source strings for reward loops: ``Scorer(...).score(source, op)``.
 
-Each candidate is judged like any run's kernel: its source is scanned, written into the
-scorer's own kernel directory and imported only in a fresh worker process of its own
-(sandboxed where bubblewrap works), with the guard, the mutation, aliasing and
-determinism checks and, with ``perf``, the timing protocol. What the scorer keeps warm
-across calls is everything that does not touch candidate code: the worker factory's
-pre-imported template (a worker costs a fork, not an import of torch), its spare
-workers, and each operator's test cases.
+Each candidate is judged like any run's kernel: its source is scanned, written into a
+kernel directory and imported only in a fresh worker process of its own (sandboxed
+where bubblewrap works), with the guard, the mutation, aliasing and determinism checks
+and, with ``perf``, the timing protocol, by the local executor's own code path
+(:class:`~opbench.run.executor.LocalExecutor`).
 
-Thread-safe: calls for different operators run at once (up to ``workers``); calls for
-the same operator take turns (they share the operator's folder).
+Built for reward loops, where a batch holds many samples for the same prompt: the
+scorer has ``workers`` *lanes*, each a kernel directory of its own and a warm worker
+factory (its pre-imported fork server template and a spare, on one device: ``cuda``
+lanes go round-robin over the visible GPUs). A candidate takes any free lane, so
+candidates run concurrently across lanes, for the same operator too;
+:meth:`Scorer.score_many` judges a batch that way. What stays warm across candidates
+is everything that does not touch candidate code: the templates and spares, each
+operator's test cases, and each test's trial plan and expectations (the harness's
+inputs and references, computed once per operator and device; every candidate still
+gets its own randomly placed determinism repeat). :meth:`Scorer.stats` reports
+candidates/s, latency percentiles and the share of time spent outside the candidates'
+own tests.
+
+The workers use the torch thread count this process has when the scorer is made: some
+CPU input draws differ in the last bit with the thread count, and the harness's
+expectations must be of the worker's very inputs (issue #35).
 
 ``score_program(source, problem)`` judges a ``ModelNew`` on a program problem
 (KernelBench format) the same way, each candidate in a sandboxed worker of its own.
@@ -18,14 +30,24 @@ the same operator take turns (they share the operator's folder).
 from __future__ import annotations
 
 import itertools
+import queue
+import secrets
 import shutil
 import tempfile
 import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 __all__ = ["Scorer", "Verdict", "score"]
+
+#: Operators whose trial plans and expectations a scorer keeps (least recently used
+#: dropped first): a traces row's references can take tens of MB.
+PLAN_CACHE_OPS = 64
 
 #: Failing tests quoted in a verdict.
 QUOTED = 5
@@ -49,12 +71,70 @@ class Verdict:
         return asdict(self)
 
 
+def _threads(suite: str, lanes: int) -> int:
+    """Torch threads of each worker. Inputs must be drawn in the worker exactly as the
+    harness draws them for its expectations, and opbench's own draws of large float
+    inputs (trace rows) differ in the last bit with the thread count, so workers get
+    this process's count. OpInfo samples do not (drawn serially, scaled exactly: all
+    2,921 quick-profile float32 cases gave the same digests at 1 and 5 threads): there
+    workers get a share of the cores, which on 2 cores saves ~50 ms of each worker's
+    start (its intra-op pool)."""
+    import torch
+
+    if suite.split(":")[0] == "opinfo":
+        from opbench.run.session import cpu_share
+
+        return cpu_share(lanes)
+    return torch.get_num_threads()
+
+
+@dataclass
+class _Lane:
+    """One kernel directory and the warm worker factory that judges what is written in it."""
+
+    device: str
+    kernels: Path
+    config: Any
+    factory: Any
+
+
+class _Results:
+    """The results of one candidate, kept in memory: the executor's store interface
+    (``add``, ``path``) without a SQLite file per candidate (~25 ms each on 2 cores)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.items: list[Any] = []
+
+    def add(self, result: Any) -> None:
+        self.items.append(result)
+
+
+class _Killing:
+    """A lane's factory as one candidate's executor sees it: the worker it hands out is
+    killed when the executor is done with it instead of being asked to stop (a graceful
+    stop waits ~50 ms for a process that only ever judges this candidate)."""
+
+    def __init__(self, factory: Any) -> None:
+        self._factory = factory
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._factory, name)
+
+    def get(self, device: str, unit: Any = None) -> Any:
+        worker = self._factory.get(device, unit)
+        worker.stop = worker.retire
+        return worker
+
+
 class Scorer:
     """Judges candidate sources for single operators, keeping workers warm.
 
     ``suite``: ``opinfo`` (quick profile), ``smoke`` or ``traces[:PATH]``; ``dtypes``
     narrows it (``["f32"]``); ``limit_per_op`` caps the tests per operator; ``perf``
-    times correct candidates (meaningful on a GPU); ``workers``: operators judged at once.
+    times correct candidates (meaningful on a GPU); ``workers``: lanes, candidates
+    judged at once (for the same operator too); ``threads``: torch threads of each
+    worker (default: :func:`_threads`).
     """
 
     def __init__(
@@ -70,13 +150,16 @@ class Scorer:
         sandbox: str = "auto",
         test_timeout_s: float = 120.0,
         root: str | Path | None = None,
+        threads: int | None = None,
     ) -> None:
-        from opbench.judge.evaluate import JudgeOptions
         from opbench.run.pool import WorkerConfig, WorkerFactory
-        from opbench.run.session import RunRequest, check_device, cpu_share, devices_for
+        from opbench.run.session import RunRequest, check_device, devices_for
+        from opbench.spec.judge_options import JudgeOptions
 
         check_device(device)
-        self.device = devices_for(device, 1)[0]  # "cuda" -> "cuda:0", as opbench run does
+        n = max(1, workers)
+        devices = devices_for(device, n)  # "cuda" -> cuda:0, cuda:1, ... as opbench run does
+        self.device = devices[0]
         self._owns_root = root is None
         self.root = Path(root or tempfile.mkdtemp(prefix="opbench-scorer-")).resolve()
         self.kernels = self.root / "kernels"
@@ -86,43 +169,122 @@ class Scorer:
         self._request = RunRequest(
             suite=suite, backend=str(self.kernels), device=device, dtypes=dtypes,
             limit_per_op=limit_per_op, perf=perf, traces=traces, sandbox=sandbox,
-            test_timeout_s=test_timeout_s, workers=workers,
+            test_timeout_s=test_timeout_s, workers=n,
         )  # fmt: skip
         self.judge_options = JudgeOptions()
         self.config = WorkerConfig(
             backend=str(self.kernels), device=device, perf=perf,
             judge_options=asdict(self.judge_options), sandbox=sandbox,
-            hide=[str(self.runs)], threads=cpu_share(workers),
-            spare_workers=max(1, workers),
+            hide=[str(self.runs)], threads=threads or _threads(suite, n), spare_workers=1,
             env={"OPBENCH_PRELOAD": "opinfo"} if suite.startswith("opinfo") else {},
         )  # fmt: skip
-        self.factory = WorkerFactory(self.config, self.runs / "logs")
-        self._slots = threading.BoundedSemaphore(max(1, workers))
-        self._op_locks: dict[str, threading.Lock] = {}
+        self.lanes: list[_Lane] = []
+        for i, dev in enumerate(devices):
+            kernels = self.kernels / f"lane{i}"
+            kernels.mkdir()
+            config = replace(self.config, backend=str(kernels), device=dev)
+            factory = WorkerFactory(config, self.runs / "logs" / f"lane{i}")
+            self.lanes.append(_Lane(dev, kernels, config, factory))
+        self._free: queue.Queue[_Lane] = queue.Queue()
+        for lane in self.lanes:
+            self._free.put(lane)
+        self._pool: ThreadPoolExecutor | None = None
         self._cases: dict[str, list[Any]] = {}
+        self._plans: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._plan_locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
         self._counter = itertools.count(1)
         self.scored = 0
+        self._latencies: list[float] = []
+        self._tests_s = 0.0
+        self._busy_s = 0.0
+        self._active = 0
+        self._busy_since = 0.0
 
     # ------------------------------------------------------------------ public
     def score(self, source: str, op: str) -> Verdict:
         """Judge ``source`` (a kernel file defining ``<folder>_kernel_impl``) for the
-        overload ``op`` (``relu.default``)."""
-        from opbench.spec.ops import canonical_name, folder_name
+        overload ``op`` (``relu.default``), in the first free lane."""
+        from opbench.spec.ops import canonical_name
 
         op = canonical_name(op)
+        cases = self._cases_for(op)
+        self._busy(+1)
+        try:
+            lane = self._free.get()
+            try:
+                t0 = time.perf_counter()
+                verdict, tests_s = self._judge(lane, op, cases, source)
+                latency = time.perf_counter() - t0
+            finally:
+                self._free.put(lane)
+        finally:
+            self._busy(-1)
         with self._lock:
-            op_lock = self._op_locks.setdefault(op, threading.Lock())
-        with op_lock, self._slots:
-            cases = self._cases_for(op)
-            folder = folder_name(op)
-            d = self.kernels / folder
-            d.mkdir(parents=True, exist_ok=True)
-            (d / f"{folder}_implementation.py").write_text(source)
-            verdict = self._judge(op, cases)
-        with self._lock:  # calls for different ops finish at once
             self.scored += 1
+            self._latencies.append(latency)
+            self._tests_s += tests_s
         return verdict
+
+    def score_many(self, sources_and_ops: Iterable[tuple[str, str]]) -> list[Verdict]:
+        """Judge a batch of ``(source, op)`` pairs across the lanes at once (samples for
+        the same operator too); the verdicts in the batch's order."""
+        items = list(sources_and_ops)
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(len(self.lanes), "opbench-score")
+            pool = self._pool
+        return list(pool.map(lambda item: self.score(*item), items))
+
+    def warm(self) -> float:
+        """Start every lane's template and spare now (else the first candidate in each
+        lane waits for them); returns the seconds it took."""
+        t0 = time.perf_counter()
+
+        def start(lane: _Lane) -> None:
+            lane.factory.get(lane.device).kill()  # leaves the template and a spare warm
+
+        with ThreadPoolExecutor(len(self.lanes)) as pool:
+            list(pool.map(start, self.lanes))
+        return time.perf_counter() - t0
+
+    def stats(self) -> dict[str, Any]:
+        """Throughput since the scorer was made (or :meth:`reset_stats`): candidates,
+        candidates/s over ``busy_s`` (the time at least one was being judged), the
+        latency of one candidate in a lane (p50, p99: its tests, its worker's start and
+        import, the harness's planning and judging; waiting for a free lane excluded),
+        ``lane_s`` (those latencies summed: above ``busy_s`` when lanes overlapped) and
+        the share of lane time spent outside the candidates' own tests (``tests_s``: the
+        workers' time in each test, as they report it)."""
+        with self._lock:
+            lat = sorted(self._latencies)
+            busy = self._busy_s + (time.perf_counter() - self._busy_since if self._active else 0.0)
+            tests_s = self._tests_s
+        n = len(lat)
+
+        def pct(q: float) -> float | None:
+            return round(lat[min(n - 1, int(q * n))], 4) if n else None
+
+        lane_s = sum(lat)
+        return {
+            "candidates": n,
+            "lanes": len(self.lanes),
+            "busy_s": round(busy, 3),
+            "candidates_per_s": round(n / busy, 2) if busy > 0 else None,
+            "latency_p50_s": pct(0.50),
+            "latency_p99_s": pct(0.99),
+            "lane_s": round(lane_s, 3),
+            "tests_s": round(tests_s, 3),
+            "outside_tests_share": round(1 - tests_s / lane_s, 3) if lane_s > 0 else None,
+        }
+
+    def reset_stats(self) -> None:
+        """Start :meth:`stats` afresh (after a warm-up, say)."""
+        with self._lock:
+            self._latencies = []
+            self._tests_s = 0.0
+            self._busy_s = 0.0
+            self._busy_since = time.perf_counter()
 
     def score_program(
         self,
@@ -145,13 +307,17 @@ class Scorer:
         cand = self.root / "programs" / f"candidate_{n}.py"
         cand.parent.mkdir(parents=True, exist_ok=True)
         cand.write_text(source)
-        req = replace(
-            self._request, suite="programs", backend="aten", problem=problem, candidate=cand,
-            size=size, n_correctness=n_correctness, compile_baseline=compile_baseline,
-            out=self.runs / f"program_{n}", workers=1,
-        )  # fmt: skip
-        with self._slots:
+        lane = self._free.get()  # one program per lane at a time
+        try:
+            req = replace(
+                self._request, suite="programs", backend="aten", problem=problem,
+                candidate=cand, size=size, n_correctness=n_correctness,
+                compile_baseline=compile_baseline, out=self.runs / f"program_{n}", workers=1,
+                device=lane.device,
+            )  # fmt: skip
             summary = run(req)
+        finally:
+            self._free.put(lane)
         with self._lock:
             self.scored += 1
         problem_id, rec = next(iter((summary.get("problems") or {}).items()), (problem.stem, {}))
@@ -179,7 +345,10 @@ class Scorer:
 
     def close(self) -> None:
         """Stop the workers (and delete the scorer's folder if it made it)."""
-        self.factory.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        for lane in self.lanes:
+            lane.factory.close()
         if self._owns_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -190,59 +359,104 @@ class Scorer:
         self.close()
 
     # ------------------------------------------------------------------ inside
+    def _busy(self, delta: int) -> None:
+        """Count candidates being judged; the clock of :meth:`stats` runs while any is."""
+        with self._lock:
+            now = time.perf_counter()
+            if delta > 0 and self._active == 0:
+                self._busy_since = now
+            self._active += delta
+            if delta < 0 and self._active == 0:
+                self._busy_s += now - self._busy_since
+
     def _cases_for(self, op: str) -> list[Any]:
         with self._lock:
             if op in self._cases:
                 return self._cases[op]
-        from dataclasses import replace
+            op_lock = self._plan_locks.setdefault(("cases", op), threading.Lock())
+        with op_lock:  # a batch of samples for a new op builds its cases once
+            with self._lock:
+                if op in self._cases:
+                    return self._cases[op]
+            from opbench.run.session import load_suite_cases, select_cases
 
-        from opbench.run.session import load_suite_cases, select_cases
-
-        req = replace(self._request, ops=[op])
-        cases = select_cases(req, load_suite_cases(req)).cases
-        if not cases:
-            raise ValueError(f"the {req.suite} suite has no test for {op}")
-        with self._lock:
-            self._cases[op] = cases
+            req = replace(self._request, ops=[op])
+            cases = select_cases(req, load_suite_cases(req)).cases
+            if not cases:
+                raise ValueError(f"the {req.suite} suite has no test for {op}")
+            with self._lock:
+                self._cases[op] = cases
         return cases
 
-    def _judge(self, op: str, cases: list[Any]) -> Verdict:
+    def _plan(self, case: Any, device: str) -> tuple[Any, Any]:
+        """A test's trial plan and expectations, computed once per operator and device
+        (:func:`~opbench.judge.expectations.plan_trials`); each candidate gets a copy of
+        the plan with its own randomly placed determinism repeat."""
+        from opbench.judge.expectations import plan_trials
+
+        key = (case.op, device)
+        with self._lock:
+            lock = self._plan_locks.setdefault(("plan", *key), threading.Lock())
+        with lock:
+            with self._lock:
+                found = self._plans.get(key, {}).get(case.test_id)
+                if key in self._plans:
+                    self._plans.move_to_end(key)
+            if found is None:
+                found = plan_trials(case, device, self.judge_options)
+                with self._lock:
+                    self._plans.setdefault(key, {})[case.test_id] = found
+                    self._plans.move_to_end(key)
+                    while len(self._plans) > PLAN_CACHE_OPS:
+                        self._plans.popitem(last=False)
+        plan, expectations = found
+        drawn = sum(1 for r in plan.redraw if not r) or len(plan.seeds)
+        mine = replace(
+            plan,
+            seeds=list(plan.seeds),
+            redraw=list(plan.redraw),
+            redraw_seeds_tried=list(plan.redraw_seeds_tried),
+            repeat_after=secrets.randbelow(max(1, drawn)),  # the worker cannot know it
+        )
+        return mine, expectations
+
+    def _judge(self, lane: _Lane, op: str, cases: list[Any], source: str) -> tuple[Verdict, float]:
+        """Write ``source`` into the lane's (emptied) directory and judge it; the verdict
+        and the seconds its worker spent in its tests."""
         from opbench.report.metrics import op_summaries
         from opbench.run.executor import ExecutionOptions, LocalExecutor
         from opbench.run.isolation import IsolationPlanner
-        from opbench.run.store import ResultStore
+        from opbench.spec.ops import folder_name
 
-        run_dir = self.runs / f"score-{next(self._counter)}"
-        run_dir.mkdir(parents=True)
-        store = ResultStore(run_dir / "results.sqlite")
-        try:
-            planner = IsolationPlanner(str(self.kernels))
-            unit = planner.unit_of(op)
-            findings = [f.to_dict() for f in planner.scan(unit)]
-            executor = LocalExecutor(
-                self.config,
-                ExecutionOptions(
-                    workers=1,
-                    devices=[self.device],
-                    test_timeout_s=self._request.test_timeout_s,
-                ),
-                store,
-                run_dir / "logs",
-                self.judge_options,
-                planner,
-                factory=self.factory,
-            )
-            executor.run(cases, lambda r: None)
-            results = list(store.results())
-        finally:
-            store.close()
-            shutil.rmtree(run_dir, ignore_errors=True)
+        for old in lane.kernels.iterdir():  # nothing of the lane's previous candidate
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        folder = folder_name(op)
+        (lane.kernels / folder).mkdir()
+        (lane.kernels / folder / f"{folder}_implementation.py").write_text(source)
+        planner = IsolationPlanner(str(lane.kernels))
+        findings = [f.to_dict() for f in planner.scan(planner.unit_of(op))]
+        store = _Results(self.runs / "results.sqlite")
+        executor = LocalExecutor(
+            lane.config,
+            ExecutionOptions(
+                workers=1, devices=[lane.device], test_timeout_s=self._request.test_timeout_s
+            ),
+            store,  # type: ignore[arg-type]
+            self.runs / "logs",
+            self.judge_options,
+            planner,
+            factory=_Killing(lane.factory),  # type: ignore[arg-type]
+            plans=self._plan,
+        )
+        executor.run(cases, lambda r: None)
+        results = store.items
+        tests_s = sum(r.duration_s or 0.0 for r in results)
         summary = op_summaries(results).get(op) or {}
         # a judge_error is opbench's fault: nothing for the kernel's author to fix
         failing = [r for r in results if r.status not in ("passed", "skipped", "judge_error")]
         if not failing and not summary.get("tests"):
             failing = results  # nothing was judged: say why (every test skipped, and how)
-        return Verdict(
+        verdict = Verdict(
             op=op,
             correct=bool(summary.get("correct")),
             tests=int(summary.get("tests", 0)),
@@ -256,6 +470,7 @@ class Scorer:
             speedup_host=summary.get("speedup_host"),
             scan=findings,
         )
+        return verdict, tests_s
 
 
 def score(source: str, op: str, **scorer_args: Any) -> Verdict:

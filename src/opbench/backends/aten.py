@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from opbench.backends.loader import Backend
+from opbench.backends.base import Backend
 from opbench.spec.ops import OVERLOAD_ALIASES, all_overload_names, canonical_name, get_overload
 
 

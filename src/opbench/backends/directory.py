@@ -25,7 +25,6 @@ import functools
 import hashlib
 import importlib.util
 import logging
-import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -34,7 +33,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from opbench.backends.loader import Backend, BackendError
+from opbench.backends.base import Backend, BackendError
+from opbench.backends.units import DirectoryLayout
 from opbench.spec import variants
 from opbench.spec.ops import (
     all_overload_names,
@@ -43,9 +43,7 @@ from opbench.spec.ops import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DirectoryBackend", "LoadedKernel", "implementation_files", "pick_implementation"]
-
-_VERSION_RE = re.compile(r"_implementation(?:_?v(\d+))?(.*)\.py$")
+__all__ = ["DirectoryBackend", "LoadedKernel"]
 
 
 @dataclass(frozen=True)
@@ -57,44 +55,6 @@ class LoadedKernel:
     file: Path
     fn: Callable[..., Any]
     supports: Callable[..., bool] | None
-
-
-def _version_of(path: Path, folder: str) -> tuple[int, str]:
-    m = _VERSION_RE.search(path.name[len(folder) :])
-    if m is None:
-        return (-1, path.name)
-    return (int(m.group(1)) if m.group(1) else 0, m.group(2) or "")
-
-
-def implementation_files(folder_path: Path) -> list[Path]:
-    """``<folder>_implementation*.py`` files, oldest first (``v10`` after ``v2``)."""
-    folder = folder_path.name
-    files = [
-        p
-        for p in folder_path.glob(f"{folder}_implementation*.py")
-        if p.is_file() and p.name.startswith(f"{folder}_implementation")
-    ]
-    return sorted(files, key=lambda p: _version_of(p, folder))
-
-
-def pick_implementation(folder_path: Path, kernel_version: str | None) -> tuple[Path | None, str]:
-    """The file to load and a note (empty, or why another than asked was used)."""
-    files = implementation_files(folder_path)
-    if not files:
-        return None, ""
-    if kernel_version:
-        want = kernel_version.strip()
-        digits = want.lstrip("vV")
-        for p in files:
-            version, rest = _version_of(p, folder_path.name)
-            if (
-                p.name == want
-                or p.stem == want
-                or (digits.isdigit() and version == int(digits) and not rest)
-            ):
-                return p, ""
-        return files[-1], f"version {want!r} not found; used {files[-1].name}"
-    return files[-1], ""
 
 
 def _import_file(path: Path, root: Path) -> ModuleType:
@@ -173,8 +133,6 @@ class DirectoryBackend(Backend):
     # ------------------------------------------------------------------ loading
 
     def _load(self) -> None:
-        from opbench.backends.units import DirectoryLayout
-
         layout = DirectoryLayout(self.path, self.kernel_version, self.only)
         self.load_errors.update(layout.errors)
         for folder, file in layout.files.items():

@@ -1,5 +1,5 @@
-"""What a backend is, and ``load_backend``: the one entry point that turns a ``--backend``
-spec into a :class:`Backend`.
+"""``load_backend``: the one entry point that turns a ``--backend`` spec into a
+:class:`~opbench.backends.base.Backend` (re-exported here with :class:`BackendError`).
 
 Specs: ``aten`` (PyTorch itself), a kernel directory path (BackendBench layout), or
 ``module:NAME[:FUNC]`` (an installed package that registers its own kernels through
@@ -10,45 +10,11 @@ harness never loads a candidate backend.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from opbench.backends.base import Backend, BackendError
 
 __all__ = ["Backend", "BackendError", "load_backend"]
-
-
-class BackendError(RuntimeError):
-    """A backend spec that cannot be loaded; the message is one actionable line."""
-
-
-class Backend:
-    """A set of kernels for ATen overloads.
-
-    ``kernel_for(op)`` gives a callable taking ATen-style arguments (``op`` written
-    ``add.Tensor``, ``add_.Tensor``, ``add.out``); in-place and ``out=`` kernels write into
-    ``self`` / ``out`` and return it. A kernel declines a case by raising
-    ``NotImplementedError``.
-    """
-
-    name: str = "backend"
-    device: str = "cpu"
-
-    def __init__(self) -> None:
-        #: folder or op -> "file: reason", for everything that failed to load.
-        self.load_errors: dict[str, str] = {}
-
-    def kernel_for(self, op: str) -> Callable[..., Any] | None:
-        raise NotImplementedError
-
-    def served_ops(self) -> set[str]:
-        raise NotImplementedError
-
-    def coverage_note(self, op: str) -> str | None:
-        """Where the kernel for ``op`` comes from (file, derived variant), if known."""
-        return None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r} device={self.device!r} ops={len(self.served_ops())}>"
 
 
 def load_backend(

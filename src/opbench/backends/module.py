@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from opbench.backends.loader import Backend, BackendError
+from opbench.backends.base import Backend, BackendError
 from opbench.spec.ops import all_overload_names, canonical_name
 
 log = logging.getLogger(__name__)

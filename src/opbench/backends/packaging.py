@@ -2,7 +2,7 @@
 directory, needing only PyTorch (and what its kernels import) at run time.
 
 The package holds a copy of the kernel folders (``NAME/kernels/``), the registration
-runtime (``NAME/_runtime/``: opbench's own kernel-directory loader, variant derivation
+runtime (``NAME/_runtime/``: opbench's own kernel-directory backend, variant derivation
 and ``torch.library`` registry, copied from this install's source with only their import
 paths rewritten, so the package and opbench never drift) and a small ``__init__`` with
 ``enable(device=None)``, ``disable()``, ``backend(device=None)`` (a context manager),
@@ -53,6 +53,7 @@ from pathlib import Path
 
 from {name}._runtime.backends import registry
 from {name}._runtime.backends.directory import DirectoryBackend
+from {name}._runtime.backends.serve_policy import ServePolicy
 
 __version__ = "{version}"
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
@@ -60,20 +61,31 @@ _active = []
 
 
 def _load(device, kernel_version):
-    if str(device or registry._default_device()).startswith("cpu"):
+    if str(device or registry.default_device()).startswith("cpu"):
         import os
 
         # Triton kernels run on CPU tensors only under Triton's interpreter, chosen when
         # their @jit functions are defined
         os.environ.setdefault("TRITON_INTERPRET", "1")
     return DirectoryBackend(
-        KERNEL_DIR, str(device or registry._default_device()), kernel_version=kernel_version
+        KERNEL_DIR, str(device or registry.default_device()), kernel_version=kernel_version
     )
 
 
-def enable(device=None, *, kernel_version=None, ops=None):
-    """Register the kernels for ``device`` (cpu or cuda; default cuda when available)."""
-    be = registry.enable(_load(device, kernel_version), device, ops=ops)
+def policy():
+    """The serve policy packed with these kernels (``opbench package --from-run``): only
+    the operators and shape classes where a judged run found them faster than eager are
+    served; None when the package serves every kernel."""
+    path = Path(__file__).resolve().parent / "serve_policy.json"
+    return ServePolicy.load(path) if path.exists() else None
+
+
+def enable(device=None, *, kernel_version=None, ops=None, serve_all=False):
+    """Register the kernels for ``device`` (cpu or cuda; default cuda when available);
+    ``serve_all``: ignore the packed serve policy and register every kernel."""
+    be = registry.enable(
+        _load(device, kernel_version), device, ops=ops, policy=None if serve_all else policy()
+    )
     _active.append(be)
     return be
 
@@ -85,9 +97,9 @@ def disable():
 
 
 @contextlib.contextmanager
-def backend(device=None, *, kernel_version=None, ops=None):
+def backend(device=None, *, kernel_version=None, ops=None, serve_all=False):
     """``with {name}.backend("cuda"): ...`` -- registered inside the block only."""
-    be = enable(device, kernel_version=kernel_version, ops=ops)
+    be = enable(device, kernel_version=kernel_version, ops=ops, serve_all=serve_all)
     try:
         yield be
     finally:
@@ -127,16 +139,17 @@ package-dir = {{"" = "src"}}
 
 
 #: opbench's modules the package's registration runs on, copied as they are in this install
-#: (only ``opbench.spec``/``opbench.backends`` import paths are rewritten): the loader of a
-#: kernel directory, variant derivation and the torch.library registry import nothing
+#: (only ``opbench.spec``/``opbench.backends`` import paths are rewritten): the
+#: kernel-directory backend, variant derivation and the torch.library registry import nothing
 #: else of opbench (tests/backends/test_packaging_and_trace.py checks that they stay so).
 RUNTIME_MODULES = (
     "spec/ops.py",
     "spec/variants.py",
-    "backends/loader.py",
+    "backends/base.py",
     "backends/units.py",
     "backends/directory.py",
     "backends/registry.py",
+    "backends/serve_policy.py",
 )
 _OPBENCH = Path(__file__).resolve().parents[1]
 _OPBENCH_IMPORT = re.compile(r"\bopbench\.(spec|backends)\b")
@@ -229,12 +242,25 @@ def build_package(
     *,
     version: str = "0.1.0",
     force: bool = False,
+    from_run: str | Path | None = None,
+    measure: str = "host",
+    min_speedup: float = 1.0,
 ) -> Path:
     """Lay out an installable package for ``kernel_dir`` in ``out``; returns ``out``.
 
     Only kernel folders' ``.py`` files are copied (no caches). ``out`` must not exist
-    unless ``force``.
+    unless ``force``. ``from_run``: a judged run of these kernels; the package then carries
+    ``serve_policy.json`` (:func:`opbench.backends.serve_policy.policy_from_run` with
+    ``measure`` and ``min_speedup``) and its ``enable()`` serves only where they won.
     """
+    policy = None
+    if from_run is not None:
+        from opbench.backends.serve_policy import policy_from_run
+
+        try:
+            policy = policy_from_run(from_run, measure=measure, min_speedup=min_speedup)
+        except (FileNotFoundError, ValueError) as e:
+            raise PackageError(f"--from-run: {e}") from None
     src = Path(kernel_dir)
     if not src.is_dir():
         raise PackageError(f"kernel directory {str(kernel_dir)!r} does not exist")
@@ -267,7 +293,12 @@ def build_package(
     deps = _dependencies(copied, name)
     _copy_runtime(pkg, name)
     (pkg / "__init__.py").write_text(_INIT.format(name=name, version=version))
+    if policy is not None:
+        from opbench.backends.serve_policy import POLICY_FILE
+
+        (pkg / POLICY_FILE).write_text(policy.to_json())
     patterns = ", ".join(f'"kernels/{"*/" * d}*.py"' for d in range(0, depth + 1))
+    patterns += ', "serve_policy.json"'
     (out / "pyproject.toml").write_text(
         _PYPROJECT.format(
             dist=name.replace("_", "-"),

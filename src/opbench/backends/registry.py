@@ -1,10 +1,13 @@
 """Registering a backend's kernels into PyTorch through ``torch.library`` (the only
 global state in opbench).
 
-``enable(backend_or_path, device)`` registers a wrapper for every served overload on the
-``CPU`` or ``CUDA`` dispatch key of ``aten``, so unchanged models run on the backend;
-``disable()`` and the ``backend(...)`` context manager remove the registrations for real
-(``Library._destroy()``), also when the block raises.
+``enable(backend, device)`` registers a wrapper for every served overload of a loaded
+:class:`~opbench.backends.base.Backend` on the ``CPU`` or ``CUDA`` dispatch key of
+``aten``, so unchanged models run on the backend; ``disable()`` and the ``backend(...)``
+context manager remove the registrations for real (``Library._destroy()``), also when the
+block raises. The public ``opbench.enable("my_kernels/")`` (:mod:`opbench.backends.api`)
+loads a spec first; this module imports no loader, because loading a ``module:``
+backend reaches back into it (:mod:`opbench.backends.module`).
 
 Each wrapper:
 
@@ -15,8 +18,12 @@ Each wrapper:
 * passes Python numbers through to the kernel as ATen does, and turns them into 0-dim
   tensors (PyTorch's wrapped-number rule for the dtype) only on the way to the original
   kernel, which takes tensors for ``Tensor`` arguments;
-* counts calls: ``call_counts()`` -> ``{op: {"served": n, "fallback": n, "nested": n}}``
-  (``nested``: calls of the op made from inside its own kernel, sent to the original).
+* counts calls: ``call_counts()`` -> ``{op: {"served": n, "fallback": n, "nested": n,
+  "declined": n}}`` (``nested``: calls of the op made from inside its own kernel, sent to
+  the original; ``declined``: calls a serve policy sent to the original);
+* with a serve policy (:mod:`opbench.backends.serve_policy`, from a judged run), registers
+  only the operators the policy serves and, within one, serves only the shape classes
+  where the run found the kernel faster than eager, handing the rest to the original.
 """
 
 from __future__ import annotations
@@ -26,12 +33,12 @@ import logging
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from opbench.backends.loader import Backend
+from opbench.backends.base import Backend
+from opbench.backends.serve_policy import ServePolicy
 from opbench.spec.ops import all_overload_names, canonical_name
 from opbench.spec.variants import functional_of, tensor_arg_positions
 
@@ -45,6 +52,7 @@ __all__ = [
     "reset_counts",
     "active_backends",
     "registration_notes",
+    "default_device",
     "dispatch_key_for",
 ]
 
@@ -64,7 +72,9 @@ def dispatch_key_for(device: str | torch.device) -> str:
     raise ValueError(f"opbench registers kernels on cpu or cuda, not {kind!r}")
 
 
-def _default_device() -> str:
+def default_device() -> str:
+    """The device a registration is for when none is named: ``cuda`` when available,
+    else ``cpu`` (also read by the ``enable`` of packages ``opbench package`` builds)."""
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -123,8 +133,15 @@ def _tensorize_numbers(
 class _Registration:
     """One ``enable`` call: its ``Library``, its originals and its counters."""
 
-    def __init__(self, backend: Backend, device: str, ops: Iterable[str] | None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        device: str,
+        ops: Iterable[str] | None,
+        policy: ServePolicy | None = None,
+    ) -> None:
         self.backend = backend
+        self.policy = policy
         self.device = device
         self.key = dispatch_key_for(device)
         self.requested = None if ops is None else {canonical_name(o) for o in ops}
@@ -145,6 +162,10 @@ class _Registration:
         elif self.backend.name == "aten":
             log.info("the aten backend registers nothing unless ops= is given")
             served = set()
+        if self.policy is not None:
+            for op in sorted(served - self.policy.served_ops()):
+                self.notes[op] = "not registered: the serve policy's run did not find it faster"
+            served &= self.policy.served_ops()
         self.lib = torch.library.Library("aten", "IMPL")
         known = all_overload_names()
         with warnings.catch_warnings():
@@ -173,7 +194,7 @@ class _Registration:
                         "CompositeImplicitAutograd: PyTorch decomposes it before the "
                         f"{self.key} key, so models reach this kernel only on direct calls"
                     )
-                self.counts[op] = {"served": 0, "fallback": 0, "nested": 0}
+                self.counts[op] = {"served": 0, "fallback": 0, "nested": 0, "declined": 0}
                 wrapper = self._wrapper(op, kernel, original)
                 self.lib.impl(_dispatcher_name(op), wrapper, self.key, with_keyset=True)
                 self.registered.append(op)
@@ -196,10 +217,17 @@ class _Registration:
             args, kwargs = _tensorize_numbers(op, args, kwargs)
             return original.call_boxed(keyset, *args, **kwargs)
 
+        # shape classes are looked at only where the policy's answer depends on them
+        entry = self.policy.ops.get(op) if self.policy is not None else None
+        policy = self.policy if entry is not None and not entry.uniform else None
+
         def wrapper(keyset: Any, *args: Any, **kwargs: Any) -> Any:
             active = _in_progress()
             if token in active:
                 counts["nested"] += 1
+                return call_original(keyset, args, kwargs)
+            if policy is not None and not policy.serves(op, args, kwargs):
+                counts["declined"] += 1
                 return call_original(keyset, args, kwargs)
             added = tokens - active
             active.update(added)
@@ -226,33 +254,29 @@ class _Registration:
                 log.debug("library of %s already removed: %s", self.backend.name, e)
 
 
-def _as_backend(
-    backend_or_path: Backend | str | Path, device: str, kernel_version: str | None
-) -> Backend:
-    if isinstance(backend_or_path, Backend):
-        return backend_or_path
-    from opbench.backends.loader import load_backend
-
-    return load_backend(str(backend_or_path), device, kernel_version=kernel_version)
-
-
 def enable(
-    backend_or_path: Backend | str | Path,
+    backend: Backend,
     device: str | None = None,
     *,
-    kernel_version: str | None = None,
     ops: Iterable[str] | None = None,
+    policy: ServePolicy | None = None,
 ) -> Backend:
-    """Register a backend's kernels into PyTorch; returns the loaded :class:`Backend`.
+    """Register a loaded backend's kernels into PyTorch; returns ``backend``.
 
-    ``backend_or_path``: a Backend, a kernel directory, ``module:NAME`` or ``aten``.
-    ``device``: ``cpu`` or ``cuda`` (default: cuda when available). ``ops`` limits the
+    ``device``: ``cpu`` or ``cuda`` (default: :func:`default_device`). ``ops`` limits the
     registration to these overloads (the ``aten`` backend registers only those given).
-    Example: ``opbench.enable("my_kernels/", device="cuda")``.
+    ``policy``: serve only where a judged run found the kernels faster
+    (:mod:`opbench.backends.serve_policy`).
+    A spec (``"my_kernels/"``, ``module:NAME``, ``aten``) is loaded first by
+    :func:`opbench.enable` (:mod:`opbench.backends.api`).
     """
-    device = device or _default_device()
-    be = _as_backend(backend_or_path, device, kernel_version)
-    reg = _Registration(be, device, ops)
+    if not isinstance(backend, Backend):
+        raise TypeError(
+            f"registry.enable takes a loaded Backend, not {type(backend).__name__}; "
+            "for a spec or a path use opbench.enable"
+        )
+    device = device or default_device()
+    reg = _Registration(backend, device, ops, policy)
     with _lock:
         try:
             reg.register()
@@ -260,7 +284,7 @@ def enable(
             reg.destroy()
             raise
         _stack.append(reg)
-    return be
+    return backend
 
 
 def disable(backend: Backend | None = None) -> None:
@@ -282,14 +306,14 @@ def disable(backend: Backend | None = None) -> None:
 
 @contextlib.contextmanager
 def backend(
-    backend_or_path: Backend | str | Path,
+    backend: Backend,
     device: str | None = None,
     *,
-    kernel_version: str | None = None,
     ops: Iterable[str] | None = None,
+    policy: ServePolicy | None = None,
 ) -> Iterator[Backend]:
-    """``with opbench.backend("my_kernels/", device="cpu"): model(x)``; removed on exit."""
-    be = enable(backend_or_path, device, kernel_version=kernel_version, ops=ops)
+    """``with registry.backend(be, device="cpu"): model(x)``; removed on exit."""
+    be = enable(backend, device, ops=ops, policy=policy)
     try:
         yield be
     finally:
@@ -300,7 +324,7 @@ def _merge(counts: Iterable[dict[str, dict[str, int]]]) -> dict[str, dict[str, i
     out: dict[str, dict[str, int]] = {}
     for c in counts:
         for op, d in c.items():
-            tgt = out.setdefault(op, {"served": 0, "fallback": 0, "nested": 0})
+            tgt = out.setdefault(op, {"served": 0, "fallback": 0, "nested": 0, "declined": 0})
             for k, v in d.items():
                 tgt[k] = tgt.get(k, 0) + v
     return out

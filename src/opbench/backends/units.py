@@ -14,12 +14,60 @@ are one package (``module:NAME``) or PyTorch itself (``aten``) are one unit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from opbench.spec.ops import UnknownOpError, base_name, canonical_name, parse_folder_name
 
-__all__ = ["WHOLE_BACKEND", "DirectoryLayout", "layout_of"]
+__all__ = [
+    "WHOLE_BACKEND",
+    "DirectoryLayout",
+    "implementation_files",
+    "layout_of",
+    "pick_implementation",
+]
+
+_VERSION_RE = re.compile(r"_implementation(?:_?v(\d+))?(.*)\.py$")
+
+
+def _version_of(path: Path, folder: str) -> tuple[int, str]:
+    m = _VERSION_RE.search(path.name[len(folder) :])
+    if m is None:
+        return (-1, path.name)
+    return (int(m.group(1)) if m.group(1) else 0, m.group(2) or "")
+
+
+def implementation_files(folder_path: Path) -> list[Path]:
+    """``<folder>_implementation*.py`` files, oldest first (``v10`` after ``v2``)."""
+    folder = folder_path.name
+    files = [
+        p
+        for p in folder_path.glob(f"{folder}_implementation*.py")
+        if p.is_file() and p.name.startswith(f"{folder}_implementation")
+    ]
+    return sorted(files, key=lambda p: _version_of(p, folder))
+
+
+def pick_implementation(folder_path: Path, kernel_version: str | None) -> tuple[Path | None, str]:
+    """The file to load and a note (empty, or why another than asked was used)."""
+    files = implementation_files(folder_path)
+    if not files:
+        return None, ""
+    if kernel_version:
+        want = kernel_version.strip()
+        digits = want.lstrip("vV")
+        for p in files:
+            version, rest = _version_of(p, folder_path.name)
+            if (
+                p.name == want
+                or p.stem == want
+                or (digits.isdigit() and version == int(digits) and not rest)
+            ):
+                return p, ""
+        return files[-1], f"version {want!r} not found; used {files[-1].name}"
+    return files[-1], ""
+
 
 #: The unit of a backend that cannot be split (aten, ``module:NAME``).
 WHOLE_BACKEND: tuple[str, ...] = ()
@@ -39,8 +87,6 @@ class DirectoryLayout:
     notes: dict[str, str] = field(default_factory=dict)  # folder -> version picked instead
 
     def __post_init__(self) -> None:
-        from opbench.backends.directory import pick_implementation
-
         for folder_path in sorted(p for p in self.path.iterdir() if p.is_dir()):
             folder = folder_path.name
             if folder.startswith(".") or folder == "__pycache__":

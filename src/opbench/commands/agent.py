@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from opbench.commands.common import fail
+
 __all__ = ["register"]
 
 
@@ -59,7 +61,6 @@ def register(app: typer.Typer) -> None:
 
         from opbench.agent.client import ChatClient, ClientError, Endpoint
         from opbench.agent.loop import AgentOptions, run_agent
-        from opbench.cli import fail
         from opbench.programs.loader import ProblemError
 
         console = Console(stderr=True)
@@ -145,7 +146,6 @@ def register(app: typer.Typer) -> None:
         Example: opbench agent-export runs/agent --jsonl attempts.jsonl
         """
         from opbench.agent.export import write_jsonl
-        from opbench.cli import fail
 
         if not (out / "records").is_dir():
             fail(f"{out} holds no agent records (expected {out / 'records'})")

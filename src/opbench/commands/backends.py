@@ -7,6 +7,7 @@ Thin: parse flags, call :mod:`opbench.backends.scaffold`, :mod:`opbench.backends
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -14,12 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-
-def _fail(message: str) -> None:
-    """One line and exit code 2 (bad usage or input)."""
-    from opbench.cli import fail
-
-    fail(message)
+from opbench.commands.common import fail
 
 
 def register(app: typer.Typer) -> None:
@@ -46,11 +42,11 @@ def register(app: typer.Typer) -> None:
 
         names = [o for o in (ops or "").split(",") if o.strip()]
         if not names and not top:
-            _fail("give --ops LIST and/or --top N")
+            fail("give --ops LIST and/or --top N")
         try:
             result = init_directory(directory, names, top=top, traces=traces, force=force)
         except (UnknownOpError, FileNotFoundError, ValueError) as e:
-            _fail(str(e).splitlines()[0])
+            fail(str(e).splitlines()[0])
             return
         console = Console()
         for p in result.created:
@@ -65,17 +61,39 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "-o", "--out", help="Folder to write the package into."),
         version: str = typer.Option("0.1.0", help="Package version."),
         force: bool = typer.Option(False, help="Replace OUT if it exists."),
+        from_run: Path = typer.Option(
+            None,
+            "--from-run",
+            help="A judged run of these kernels: serve only the ops and shape classes where "
+            "it found them faster than eager (serve_policy.json in the package).",
+        ),
+        measure: str = typer.Option(
+            "host", help="With --from-run: host (host-inclusive, what a model pays) | device."
+        ),
+        min_speedup: float = typer.Option(
+            1.0, help="With --from-run: serve a class when its geomean speedup beats this."
+        ),
     ) -> None:
         """Make a pip-installable package whose NAME.enable() registers the kernels.
 
         Example: opbench package my_kernels --name my_kernels -o dist/my_kernels && pip install dist/my_kernels
+        Serve only where a judged run won: opbench package my_kernels --name my_kernels -o dist/my_kernels --from-run runs/judged
         """
         from opbench.backends.packaging import PackageError, build_package
 
         try:
-            path = build_package(directory, name, out, version=version, force=force)
+            path = build_package(
+                directory,
+                name,
+                out,
+                version=version,
+                force=force,
+                from_run=from_run,
+                measure=measure,
+                min_speedup=min_speedup,
+            )
         except PackageError as e:
-            _fail(str(e))
+            fail(str(e))
             return
         Console().print(
             f"wrote {path}; install with: pip install {path}\n"
@@ -102,11 +120,11 @@ def register(app: typer.Typer) -> None:
         try:
             recorder = trace_script(script, list(ctx.args))
         except FileNotFoundError as e:
-            _fail(str(e))
+            fail(str(e))
             return
         except SystemExit as e:
             if e.code not in (0, None):
-                _fail(f"{script} exited with status {e.code}")
+                fail(f"{script} exited with status {e.code}")
             return
         path = write_trace(recorder, dest)
         n_ops = len(recorder.counts)
@@ -141,6 +159,12 @@ def register(app: typer.Typer) -> None:
             help="Register only these overloads of the backend (comma list), to find "
             "which kernel breaks a model.",
         ),
+        policy: Path = typer.Option(
+            None,
+            "--policy",
+            help="Serve only where a judged run found the kernels faster than eager: a run "
+            "directory or a serve_policy.json (opbench package --from-run).",
+        ),
     ) -> None:
         """Run real models eager and on a backend (forward + training step); compare and show coverage.
 
@@ -153,9 +177,19 @@ def register(app: typer.Typer) -> None:
         try:
             be = load_backend(backend, device, kernel_version=kernel_version)
         except BackendError as e:
-            _fail(str(e))
+            fail(str(e))
             return
-        console = Console()
+        serve = None
+        if policy is not None:
+            from opbench.backends.api import as_policy
+
+            try:
+                serve = as_policy(policy)
+            except (OSError, ValueError, KeyError) as e:
+                fail(f"--policy {policy}: {e}")
+                return
+        # in a log file the table must not be cut at 80 columns
+        console = Console(width=None if sys.stdout.isatty() else 200)
         for k, v in be.load_errors.items():
             console.print(f"[yellow]load error[/] {k}: {v}", highlight=False)
         started = time.perf_counter()
@@ -175,9 +209,10 @@ def register(app: typer.Typer) -> None:
                         time_steps=time_steps,
                         only_ops=[o.strip() for o in only.split(",")] if only else None,
                         allow_tf32=allow_tf32,
+                        policy=serve,
                     )
                 except ValueError as e:
-                    _fail(str(e))
+                    fail(str(e))
                     return
                 results.append(r)
         table = Table(title=f"check-model: {be.name} on {device}")

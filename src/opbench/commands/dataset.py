@@ -11,6 +11,8 @@ from pathlib import Path
 
 import typer
 
+from opbench.commands.common import fail, out_console, state
+
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
@@ -45,7 +47,6 @@ def register(app: typer.Typer) -> None:
         With --device cuda (or --measure) the runtime fields are filled by timing PyTorch
         on every included row (--measure-limit-per-op N for a quicker table).
         """
-        from opbench.cli import _state, fail, out_console
         from opbench.spec.ops import UnknownOpError, select_ops
         from opbench.suites.sources import DownloadError, resolve_traces
         from opbench.suites.traces import (
@@ -105,7 +106,7 @@ def register(app: typer.Typer) -> None:
             ImportError,
             ValueError,
         ) as e:
-            if _state.get("debug"):
+            if state.get("debug"):
                 raise
             fail(str(e).splitlines()[0])
             return

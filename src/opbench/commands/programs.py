@@ -15,25 +15,9 @@ from typing import Any
 
 import typer
 
+from opbench.commands.common import device_option, fail, out_console
+
 SIZES = ("small", "full")
-
-
-def _check_device(device: str) -> str:
-    """``cpu``, ``cuda`` or ``cuda:N`` that torch can use, else a usage error."""
-    import torch
-
-    from opbench.cli import fail
-
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        fail(f"unknown device {device!r}; use cpu, cuda or cuda:N")
-        raise
-    if dev.type not in ("cpu", "cuda"):
-        fail(f"--device must be cpu or cuda, not {device!r}")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        fail("--device cuda asked, but torch sees no CUDA device")
-    return str(dev)
 
 
 def _lint_with_progress(path: Path, size: str, device: str, journal: Path | None) -> Any:
@@ -65,8 +49,6 @@ def _lint_with_progress(path: Path, size: str, device: str, journal: Path | None
 
 def _print_text(result: Any, size: str, device: str) -> None:
     from rich.markup import escape
-
-    from opbench.cli import out_console
 
     for f in result.findings:
         out_console.print(
@@ -119,12 +101,10 @@ def register(app: typer.Typer) -> None:
 
         Example: opbench lint-problems ../shared/kernelbench/level1 --json
         """
-        from opbench.cli import fail
-
         chosen = size or ("full" if device.startswith("cuda") else "small")
         if chosen not in SIZES:
             fail(f"--size {size!r}: choose small or full")
-        dev = _check_device(device)
+        dev = device_option(device)
         if not path.expanduser().exists():
             fail(f"no such problem file or folder: {path}")
         try:

@@ -9,18 +9,16 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from opbench.commands.common import fail
+
 
 def load_summary(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / "summary.json"
     if not path.exists():
-        from opbench.cli import fail
-
         fail(f"{path} does not exist: is {run_dir} a finished opbench run directory?")
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        from opbench.cli import fail
-
         fail(f"{path} is not valid JSON ({e}); re-run with --resume to rewrite it")
         raise
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import typer
 
+from opbench.commands.common import fail
+
 __all__ = ["find_result", "render_script", "register"]
 
 
@@ -409,8 +411,6 @@ def register(app: typer.Typer) -> None:
 
         Example: opbench repro runs/smoke 'add.Tensor:3f2a9c01b7de:0' -o repro_add.py
         """
-        from opbench.cli import fail
-
         try:
             script = render_script(find_result(run_dir, test_id))
         except ReproError as e:

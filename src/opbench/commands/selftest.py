@@ -14,6 +14,8 @@ from typing import Any
 
 import typer
 
+from opbench.commands.common import device_option, fail, out_console, state
+
 
 def _fmt(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
@@ -100,19 +102,7 @@ def register(app: typer.Typer) -> None:
         """
         from rich.table import Table
 
-        from opbench.cli import _state, fail, out_console
-
-        try:
-            import torch
-
-            dev = torch.device(device)
-        except RuntimeError:
-            fail(f"unknown device {device!r}")
-            return
-        if dev.type not in ("cpu", "cuda"):
-            fail(f"--device must be cpu or cuda, not {device!r}")
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            fail("--device cuda asked, but torch sees no CUDA device")
+        dev = device_option(device)
         from opbench.judge.selftest import EXPERIMENTS, run_selftest
 
         names = [x.strip() for x in only.split(",") if x.strip()] if only else None
@@ -121,9 +111,9 @@ def register(app: typer.Typer) -> None:
             fail(f"--only: unknown experiment(s) {', '.join(unknown)}; choose from "
                  + ", ".join(EXPERIMENTS))  # fmt: skip
         try:
-            result = run_selftest(str(dev), quick=quick, only=names)
+            result = run_selftest(dev, quick=quick, only=names)
         except Exception as e:  # noqa: BLE001 - one line unless --debug
-            if _state.get("debug"):
+            if state.get("debug"):
                 raise
             fail(f"selftest failed to run: {type(e).__name__}: {e}")
             return

@@ -9,7 +9,7 @@ correctness trials and stops once it is timed fails, so does one that stops for 
 timed calls but not the last, and so does one that returns an answer it remembered.
 
 Why the last *two*: the timing ends with two calls in the same tensors, holding draw 0
-and then draw 1 (:func:`opbench.instrument.timing._last_calls`). A kernel that hands back the
+and then draw 1 (:func:`opbench.instrument.timing_loops.last_calls`). A kernel that hands back the
 answer it stored for those objects or addresses returns the same bytes for both, so one
 of the two is wrong, whichever draw it stored. Judging only the last call relied on the
 stored answer being draw 0's; on a GPU the side-stream check recomputes on the working

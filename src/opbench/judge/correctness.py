@@ -43,18 +43,30 @@ enforced by the caller only where the op's contract fixes them (in-place and ``o
 Where no float64 reference can be computed (the op rejects float64 inputs, say), the
 eager output is the reference and only the floors apply (``|e - r| = 0``), which is
 ``assert_close`` against PyTorch.
+
+This module owns whole output structures (:func:`compare_outputs`, :func:`bitwise_equal`,
+:func:`leaves`) and weak tests (:func:`trivial_answers`: would a trivial answer pass?).
+One tensor is compared by :func:`opbench.judge.tensor_compare.compare_tensor`; the numbers
+are :mod:`opbench.judge.tolerances`'s. Both modules' public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from opbench.instrument import tensors
+from opbench.judge.tensor_compare import Comparison, as_real, compare_tensor, output_name
+from opbench.judge.tolerances import (
+    TOLERANCES,
+    K,
+    Tolerance,
+    tolerance_for,
+    uses_norm_fallback,
+)
 
 __all__ = [
     "K",
@@ -70,117 +82,6 @@ __all__ = [
     "bitwise_equal",
     "trivial_answers",
 ]
-
-#: Eager NaN (where float64 is finite) at this many positions or more marks eager as
-#: unreliable for judging non-finite positions of that output.
-EAGER_UNRELIABLE_MIN = 16
-#: ... and then a candidate may be non-finite (where eager and float64 are finite) at up
-#: to this many times eager's count (eager's own count varies ~6x between calls there).
-EAGER_UNRELIABLE_FACTOR = 10
-
-#: Multiple of eager PyTorch's own error (vs float64) a candidate may have.
-K: float = 3.0
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Per-dtype floors: ``atol`` (absolute) and ``rtol`` (relative to ``|r|``)."""
-
-    atol: float
-    rtol: float
-
-
-#: Floors per output dtype: ``torch.testing.assert_close``'s defaults.
-#:
-#: ============  =========  ========
-#: dtype          atol       rtol
-#: ============  =========  ========
-#: float16        1e-5       1e-3
-#: bfloat16       1e-5       1.6e-2
-#: float32        1e-5       1.3e-6
-#: float64        1e-7       1e-7
-#: complex32      1e-5       1e-3
-#: complex64      1e-5       1.3e-6
-#: complex128     1e-7       1e-7
-#: float8 types   1e-3       0.125 / 0.25 (e4m3 / e5m2: 3 and 2 mantissa bits)
-#: ============  =========  ========
-TOLERANCES: dict[torch.dtype, Tolerance] = {
-    torch.float16: Tolerance(1e-5, 1e-3),
-    torch.bfloat16: Tolerance(1e-5, 1.6e-2),
-    torch.float32: Tolerance(1e-5, 1.3e-6),
-    torch.float64: Tolerance(1e-7, 1e-7),
-    torch.complex32: Tolerance(1e-5, 1e-3),
-    torch.complex64: Tolerance(1e-5, 1.3e-6),
-    torch.complex128: Tolerance(1e-7, 1e-7),
-}
-for _name, _rtol in (
-    ("float8_e4m3fn", 0.125),
-    ("float8_e4m3fnuz", 0.125),
-    ("float8_e5m2", 0.25),
-    ("float8_e5m2fnuz", 0.25),
-):
-    if hasattr(torch, _name):
-        TOLERANCES[getattr(torch, _name)] = Tolerance(1e-3, _rtol)
-
-#: Ops whose outputs accumulate many rounding errors in an order the kernel chooses.
-NORM_FALLBACK_OPS: frozenset[str] = frozenset(
-    """
-    sum nansum mean var std var_mean std_mean prod norm linalg_vector_norm frobenius_norm
-    nuclear_norm renorm logsumexp logcumsumexp cumsum cumprod cummax cummin
-    mm bmm addmm addbmm baddbmm addmv addr mv dot vdot matmul linear einsum tensordot
-    inner outer ger kron chain_matmul _addmm_activation
-    convolution _convolution conv1d conv2d conv3d conv_transpose1d conv_transpose2d
-    conv_transpose3d cudnn_convolution convolution_backward _convolution_double_backward
-    _softmax _log_softmax softmax log_softmax _softmax_backward_data _log_softmax_backward_data
-    native_layer_norm native_layer_norm_backward native_group_norm native_group_norm_backward
-    native_batch_norm native_batch_norm_backward _native_batch_norm_legit
-    _native_batch_norm_legit_no_training batch_norm_backward rms_norm _fused_rms_norm
-    layer_norm group_norm batch_norm instance_norm
-    avg_pool1d avg_pool2d avg_pool3d avg_pool2d_backward avg_pool3d_backward
-    adaptive_avg_pool1d adaptive_avg_pool2d _adaptive_avg_pool2d _adaptive_avg_pool3d
-    _adaptive_avg_pool2d_backward _adaptive_avg_pool3d_backward
-    upsample_bilinear2d upsample_bicubic2d upsample_trilinear3d upsample_linear1d
-    upsample_bilinear2d_backward upsample_nearest2d_backward
-    _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention
-    _scaled_dot_product_flash_attention scaled_dot_product_attention
-    _scaled_dot_product_attention_math
-    embedding_dense_backward embedding_bag _embedding_bag _embedding_bag_forward_only
-    _embedding_bag_backward _embedding_bag_dense_backward _embedding_bag_per_sample_weights_backward
-    index_add scatter_add scatter_reduce index_reduce index_put _index_put_impl segment_reduce
-    nll_loss_forward nll_loss2d_forward nll_loss nll_loss_backward nll_loss2d_backward
-    mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
-    binary_cross_entropy_with_logits kl_div cross_entropy_loss soft_margin_loss
-    multi_margin_loss multilabel_margin_loss_forward margin_ranking_loss hinge_embedding_loss
-    cosine_similarity cosine_embedding_loss pairwise_distance cdist _cdist_forward
-    _cdist_backward pdist _pdist_forward dist trace diag_embed grid_sampler_2d
-    grid_sampler_2d_backward col2im im2col _weight_norm_interface cholesky linalg_cholesky_ex
-    linalg_inv_ex linalg_solve linalg_lu_factor_ex linalg_qr linalg_eigh linalg_svd _linalg_svd
-    _linalg_det _linalg_slogdet _linalg_eigh _linalg_solve_ex triangular_solve
-    linalg_solve_triangular cholesky_solve cholesky_inverse logdet det slogdet lu_solve
-    linalg_lstsq linalg_matrix_exp matrix_exp polar histc bincount trapz trapezoid
-    cumulative_trapezoid fft_fft fft_ifft fft_rfft fft_irfft _fft_r2c _fft_c2r _fft_c2c
-    """.split()
-)
-
-
-def uses_norm_fallback(op: str, out_numel: int = 0, max_in_numel: int = 0) -> bool:
-    """Whether ``op`` (``sum.dim_IntList``) accumulates, so the norm test is allowed.
-
-    True for the families in :data:`NORM_FALLBACK_OPS` (in-place and ``out=`` variants
-    included) and for any op whose output has fewer elements than its largest input
-    (an unlisted reduction).
-    """
-    base = op.split(".", 1)[0].rstrip("_")
-    if base.startswith("_") and base.lstrip("_") in NORM_FALLBACK_OPS:
-        return True
-    if base in NORM_FALLBACK_OPS:
-        return True
-    return 0 < out_numel < max_in_numel
-
-
-def tolerance_for(dtype: torch.dtype) -> Tolerance:
-    """Floors for an output dtype (exact, zero floors, for integers and bool)."""
-    return TOLERANCES.get(dtype, Tolerance(0.0, 0.0))
 
 
 # --------------------------------------------------------------------------- structure
@@ -236,283 +137,7 @@ def bitwise_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class Comparison:
-    """The outcome of comparing one output structure; ``category`` None means it passed."""
-
-    category: str | None = None
-    message: str = ""
-    max_abs_err: float | None = None
-    max_rel_err: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.category is None
-
-
-def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
-    if not shape:
-        return "[]"
-    idx = []
-    for s in reversed(shape):
-        idx.append(flat % s if s else 0)
-        flat //= s if s else 1
-    return "[" + ", ".join(str(i) for i in reversed(idx)) + "]"
-
-
-def _where(path: str) -> str:
-    return f"output{path}" if path else "output"
-
-
-def _as_real(t: torch.Tensor) -> torch.Tensor:
-    t = t.detach().resolve_conj().resolve_neg()
-    if t.is_complex():
-        return torch.view_as_real(
-            t.contiguous() if t.dtype != torch.complex32 else t.to(torch.complex64)
-        )
-    return t
-
-
-def compare_tensor(
-    cand: torch.Tensor,
-    eager: torch.Tensor,
-    ref: torch.Tensor | None,
-    *,
-    op: str = "",
-    path: str = "",
-    rtol_scale: float = 1.0,
-    atol_scale: float = 1.0,
-    check_device: bool = True,
-    cand_device: str | None = None,
-    eager_device: str | None = None,
-    norm_fallback: bool | None = None,
-    max_in_numel: int = 0,
-    values: bool = True,
-    work_device: str | None = None,
-) -> Comparison:
-    """Compare one candidate tensor with eager's and the float64 reference (see module doc).
-
-    ``cand`` and ``eager`` may live on different devices (the candidate's is usually
-    copied to the CPU); pass their original devices in ``cand_device``/``eager_device``.
-    ``work_device``: where the arithmetic runs (default the CPU); a program's outputs of
-    a GiB each took most of a problem's minute on the CPU, a fraction of a second on a GPU.
-    """
-    where = _where(path)
-    cdev = cand_device or str(cand.device)
-    edev = eager_device or str(eager.device)
-    if tuple(cand.shape) != tuple(eager.shape):
-        return Comparison(
-            "wrong_meta", f"{where}: shape {list(cand.shape)}, expected {list(eager.shape)}"
-        )
-    if cand.dtype != eager.dtype:
-        return Comparison(
-            "wrong_meta",
-            f"{where}: dtype {str(cand.dtype).removeprefix('torch.')}, expected "
-            f"{str(eager.dtype).removeprefix('torch.')}",
-        )
-    if check_device and torch.device(cdev).type != torch.device(edev).type:
-        return Comparison("wrong_meta", f"{where}: device {cdev}, expected {edev}")
-    details: dict[str, Any] = {}
-    if cand.numel() == 0 or not values:
-        return Comparison(details=details)
-    dev = work_device or "cpu"
-    c = cand.detach().to(dev)
-    e = eager.detach().to(dev)
-    dtype = eager.dtype
-    if not (dtype.is_floating_point or dtype.is_complex):
-        if torch.equal(c, e):
-            return Comparison(max_abs_err=0.0, max_rel_err=0.0)
-        diff = c != e
-        n_bad = int(diff.sum())
-        first = int(diff.reshape(-1).nonzero()[0])
-        cv = c.reshape(-1)[first].item()
-        ev = e.reshape(-1)[first].item()
-        err = None
-        if dtype != torch.bool:
-            err = float((c.to(torch.float64) - e.to(torch.float64)).abs().max())
-        return Comparison(
-            "wrong_result",
-            f"{where}: {n_bad} of {c.numel()} elements differ (exact match required for "
-            f"{str(dtype).removeprefix('torch.')}); at {_fmt_index(first, tuple(c.shape))} "
-            f"got {cv}, expected {ev}",
-            max_abs_err=err,
-        )
-    tol = tolerance_for(dtype)
-    atol = tol.atol * atol_scale
-    rtol = tol.rtol * rtol_scale
-    # 16-bit outputs are compared in float32 (its rounding, ~6e-8, is far below their
-    # tolerances) to halve the memory traffic of comparing large outputs; others in f64.
-    work = torch.float32 if _is_16bit(dtype) else torch.float64
-    cr = _as_real(c).to(work)
-    er = _as_real(e).to(work)
-    if ref is not None and tuple(ref.shape) == tuple(eager.shape):
-        rr = _as_real(ref.detach().to(dev))
-        rr = rr.to(work)
-    else:
-        rr = er
-        details["reference"] = "eager"
-    shape_r = tuple(cr.shape)
-
-    # The common case, every value of all three finite, skips the NaN/Inf analysis below:
-    # it made ~25 full passes over the outputs (a 51M-element output: seconds on the CPU).
-    all_finite = all(
-        bool(torch.isfinite(x).all()) for x in ((cr, er) if rr is er else (cr, er, rr))
-    )
-    if not all_finite:
-        # --- NaN and Inf positions must agree with eager, except where eager is non-finite
-        # and the float64 reference is not: that is eager's own error, and the candidate may
-        # copy it or give a finite value (then checked against the reference below, with no
-        # eager error to lean on).
-        r_fin = torch.isfinite(rr) if rr is not er else None
-        if r_fin is not None:
-            # Eager non-finite where the float64 value is finite is eager's own error.
-            trouble = ~torch.isfinite(er) & r_fin
-            n_trouble = int(trouble.sum())
-            spurious = ~torch.isfinite(cr) & torch.isfinite(er) & r_fin
-            n_spurious = int(spurious.sum())
-            if (
-                n_spurious
-                and n_trouble >= EAGER_UNRELIABLE_MIN
-                and n_spurious <= EAGER_UNRELIABLE_FACTOR * n_trouble
-            ):
-                # Many such positions, and not reproducible (float16 grid_sampler_2d on CPU:
-                # 2,700 to 17,000 NaN and some Inf in 2.2M outputs, a different set on every
-                # call): eager cannot judge non-finite positions here. The caller leaves the
-                # test out of the verdict; a candidate with far more trouble than eager fails.
-                details["eager_unreliable"] = (
-                    f"eager is non-finite at {n_trouble} positions where float64 is finite; the "
-                    f"candidate at {n_spurious} where neither is"
-                )
-                cr = torch.where(spurious, torch.nan, cr)
-                er = torch.where(spurious, torch.nan, er)
-            excused = trouble & torch.isfinite(cr)
-            if bool(excused.any()):
-                # the candidate is finite where eager failed: judge it against the reference
-                details["eager_nonfinite_not_in_reference"] = int(excused.sum())
-                er = torch.where(excused, rr, er)
-            cr_nonfin = trouble & ~torch.isfinite(cr)
-            if bool(cr_nonfin.any()):
-                # both eager and the candidate fail there: PyTorch's behaviour, accepted
-                cr = torch.where(cr_nonfin, torch.nan, cr)
-                er = torch.where(cr_nonfin, torch.nan, er)
-        c_nan, e_nan = torch.isnan(cr), torch.isnan(er)
-        if not torch.equal(c_nan, e_nan):
-            bad = (c_nan != e_nan).reshape(-1).nonzero()
-            first = int(bad[0])
-            return Comparison(
-                "nan_mismatch",
-                f"{where}: NaN at {int(bad.numel())} positions differs from eager; at "
-                f"{_fmt_index(first, shape_r)} got {cr.reshape(-1)[first].item()}, "
-                f"expected {er.reshape(-1)[first].item()}",
-            )
-        c_inf, e_inf = torch.isinf(cr), torch.isinf(er)
-        inf_bad = (c_inf | e_inf) & ~((c_inf & e_inf) & (torch.sign(cr) == torch.sign(er)))
-        if bool(inf_bad.any()):
-            finfo_max = (
-                torch.finfo(dtype).max
-                if dtype.is_floating_point
-                else torch.finfo(
-                    {torch.complex32: torch.float16, torch.complex64: torch.float32}.get(
-                        dtype, torch.float64
-                    )
-                ).max
-            )
-            near = finfo_max * (1 - max(rtol, 1e-3))
-            edge = (
-                torch.isfinite(rr)
-                & (rr.abs() >= near)
-                & (cr.abs() >= near)
-                & (er.abs() >= near)
-                & (torch.sign(cr) == torch.sign(er))
-            )
-            really_bad = inf_bad & ~edge
-            if bool(really_bad.any()):
-                bad = really_bad.reshape(-1).nonzero()
-                first = int(bad[0])
-                return Comparison(
-                    "nan_mismatch",
-                    f"{where}: +-Inf at {int(bad.numel())} positions differs from eager; at "
-                    f"{_fmt_index(first, shape_r)} got {cr.reshape(-1)[first].item()}, "
-                    f"expected {er.reshape(-1)[first].item()}",
-                )
-            details["inf_at_range_edge"] = int(inf_bad.sum())
-    finite: torch.Tensor | None = None
-    if all_finite:  # no masked copies of large tensors
-        cf, ef, rf = cr.reshape(-1), er.reshape(-1), rr.reshape(-1)
-    else:
-        finite = torch.isfinite(cr) & torch.isfinite(er) & torch.isfinite(rr)
-        if bool(finite.all()):
-            cf, ef, rf = cr.reshape(-1), er.reshape(-1), rr.reshape(-1)
-            finite = None
-        elif not bool(finite.any()):
-            return Comparison(details=details)
-        else:
-            cf, ef, rf = cr[finite], er[finite], rr[finite]
-    # in place where a temporary would be another full-size allocation (this block was
-    # most of the harness's time on a 51M-element output; the masked max's copy alone
-    # a third of it)
-    err_c = torch.sub(cf, rf).abs_()
-    err_e = torch.sub(ef, rf).abs_()
-    absr = rf.abs()
-    allowed = (err_e * K).add_(atol).add_(absr, alpha=rtol)
-    max_abs = float(err_c.max())
-    rel = err_c / absr.clamp_min(torch.finfo(work).tiny)
-    # relative errors where the reference is 0 are not relative errors (0 when all are)
-    max_rel = float(rel.masked_fill_(absr == 0, 0.0).max())
-    over = err_c > allowed
-    if not bool(over.any()):
-        return Comparison(max_abs_err=max_abs, max_rel_err=max_rel, details=details)
-
-    # --- elementwise failed: the norm test for accumulating ops
-    ratio = err_c - allowed
-    worst = int(ratio.argmax())
-    if finite is None:
-        worst_flat = worst
-    else:
-        worst_flat = int(finite.reshape(-1).nonzero().reshape(-1)[worst])
-    if norm_fallback is None:
-        norm_fallback = uses_norm_fallback(op, int(eager.numel()), max_in_numel)
-    n = int(err_c.numel())
-    if norm_fallback:
-        nc = float(torch.linalg.vector_norm(err_c))
-        ne = float(torch.linalg.vector_norm(err_e))
-        nr = float(torch.linalg.vector_norm(rf))
-        norm_allowed = K * ne + atol * math.sqrt(n) + rtol * nr
-        max_allowed = K * float(err_e.max()) + atol + rtol * float(absr.max())
-        details["norm_test"] = {
-            "err_norm": nc,
-            "allowed_norm": norm_allowed,
-            "eager_err_norm": ne,
-            "max_err": max_abs,
-            "allowed_max": max_allowed,
-        }
-        if nc <= norm_allowed and max_abs <= max_allowed:
-            details["passed_by"] = "norm"
-            return Comparison(max_abs_err=max_abs, max_rel_err=max_rel, details=details)
-    n_over = int(over.sum())
-    msg = (
-        f"{where}: max abs err {err_c[worst].item():.3g} at "
-        f"{_fmt_index(worst_flat, shape_r)} > allowed {allowed[worst].item():.3g} "
-        f"(eager err {err_e[worst].item():.3g}; got {cf[worst].item():.8g}, "
-        f"reference {rf[worst].item():.8g}); {n_over} of {n} elements out of tolerance"
-    )
-    if norm_fallback:
-        nt = details["norm_test"]
-        msg += (
-            f"; norm test also failed (err norm {nt['err_norm']:.3g} vs allowed "
-            f"{nt['allowed_norm']:.3g}, max {nt['max_err']:.3g} vs {nt['allowed_max']:.3g})"
-        )
-    return Comparison(
-        "wrong_result", msg, max_abs_err=max_abs, max_rel_err=max_rel, details=details
-    )
-
-
-def _is_16bit(dtype: torch.dtype) -> bool:
-    return dtype in (torch.float16, torch.bfloat16, torch.complex32)
+# --------------------------------------------------------------------------- output structures
 
 
 def _scalar_tensor(x: Any) -> torch.Tensor | None:
@@ -582,12 +207,14 @@ def compare_outputs(
             rt = _scalar_tensor(r) if r is not None else None
             if ct is None or et is None:
                 if c != e:
-                    return Comparison("wrong_result", f"{_where(path)}: got {c!r}, expected {e!r}")
+                    return Comparison(
+                        "wrong_result", f"{output_name(path)}: got {c!r}, expected {e!r}"
+                    )
                 continue
             if type(c) is not type(e):
                 return Comparison(
                     "wrong_meta",
-                    f"{_where(path)}: Python {type(c).__name__}, expected {type(e).__name__}",
+                    f"{output_name(path)}: Python {type(c).__name__}, expected {type(e).__name__}",
                 )
             res = compare_tensor(
                 ct, et, rt, op=op, path=path, rtol_scale=rtol_scale, atol_scale=atol_scale
@@ -617,7 +244,7 @@ def compare_outputs(
         if not res.ok:
             return res
         if res.details:
-            all_details[_where(path)] = res.details
+            all_details[output_name(path)] = res.details
         if res.max_abs_err is not None:
             worst_abs = max(worst_abs or 0.0, res.max_abs_err)
         if res.max_rel_err is not None:
@@ -652,7 +279,7 @@ def _trivial_like(e: Any, kind: str, first_input: torch.Tensor | None) -> Any:
         if e.dtype == torch.bool:
             # the majority value
             return torch.full_like(e, bool(e.sum() * 2 >= e.numel()))
-        src = _as_real(e).to(torch.float64) if (e.dtype.is_complex) else e.to(torch.float64)
+        src = as_real(e).to(torch.float64) if (e.dtype.is_complex) else e.to(torch.float64)
         fin = src[torch.isfinite(src)]
         m = float(fin.mean()) if fin.numel() else 0.0
         if not (e.dtype.is_floating_point or e.dtype.is_complex):

@@ -34,7 +34,7 @@ from opbench.spec.ops import get_overload
 from opbench.suites.case import Case, derive_seed
 
 if TYPE_CHECKING:
-    from opbench.judge.evaluate import JudgeOptions
+    from opbench.spec.judge_options import JudgeOptions
 
 __all__ = [
     "CONSTANT_OPS",

@@ -3,8 +3,9 @@
 :data:`RULES` is the contract: every finding carries one of these ids, ``--allow RULE``
 takes them, and the README's table is :func:`rules_markdown`. The path tables map a
 resolved name (``torch.utils._python_dispatch._disable_current_modes``,
-``sys.modules``) to the rule it breaks; :mod:`opbench.judge.static_scan` resolves names
-in a file's AST and looks them up here. Nothing here reads candidate code.
+``sys.modules``) to the rule it breaks; the scanner (:mod:`opbench.judge.scanner`)
+resolves names in a file's AST and looks them up here (:func:`ref_rule`,
+:func:`store_rule`, the name tables in capitals). Nothing here reads candidate code.
 """
 
 from __future__ import annotations
@@ -18,12 +19,30 @@ from dataclasses import asdict, dataclass
 __all__ = [
     "ALLOWED",
     "ALLOWED_OPBENCH_MODULES",
+    "BACKEND_QUERY",
+    "BUILTIN_NAMES",
+    "CORE_NAMESPACE",
+    "DICT_MUTATORS",
+    "EXECS",
+    "FD_PATH",
+    "FILE_METHODS",
+    "FRAME_ATTRS",
+    "IMPORTERS",
+    "KEYED",
+    "MAX_DEPTH",
+    "OPENERS",
+    "PROC_MEM",
+    "REGISTRARS",
     "RULES",
     "TAMPERING",
+    "THREAD_ENV",
     "WARNING",
     "Finding",
     "Rule",
+    "ref_rule",
+    "reroot",
     "rules_markdown",
+    "store_rule",
 ]
 
 TAMPERING = "tampering"
@@ -245,36 +264,36 @@ _REROOT = frozenset(
     "sys gc os ctypes builtins inspect importlib marshal pickle subprocess socket threading "
     "_thread opbench torch".split()
 )
-_BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("__")) | {"__import__"}
-_IMPORTERS = frozenset({"builtins.__import__", "importlib.import_module", "importlib.__import__"})
-_EXECS = frozenset({"builtins.exec", "builtins.eval", "builtins.compile"})
-_FRAME_ATTRS = frozenset(
+BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("__")) | {"__import__"}
+IMPORTERS = frozenset({"builtins.__import__", "importlib.import_module", "importlib.__import__"})
+EXECS = frozenset({"builtins.exec", "builtins.eval", "builtins.compile"})
+FRAME_ATTRS = frozenset(
     "f_back f_globals f_locals f_builtins tb_frame gi_frame cr_frame ag_frame __globals__ "
     "__closure__".split()
 )
-_DICT_MUTATORS = frozenset("__setitem__ __delitem__ update setdefault pop popitem clear".split())
-_KEYED = frozenset({"__setitem__", "__delitem__", "setdefault", "pop"})
-_REGISTRARS = frozenset(
+DICT_MUTATORS = frozenset("__setitem__ __delitem__ update setdefault pop popitem clear".split())
+KEYED = frozenset({"__setitem__", "__delitem__", "setdefault", "pop"})
+REGISTRARS = frozenset(
     "Library _scoped_library impl define custom_op triton_op register_kernel register_fake "
     "register_autograd impl_abstract register_torch_dispatch register_vmap fallback".split()
 )
-_CORE_NAMESPACE = re.compile(r"(aten|prims?)(::|$)")
-_FILE_METHODS = frozenset(
+CORE_NAMESPACE = re.compile(r"(aten|prims?)(::|$)")
+FILE_METHODS = frozenset(
     "read_text write_text read_bytes write_bytes unlink touch rmdir mkdir iterdir rglob "
     "symlink_to hardlink_to tofile open".split()
 )
-_OPENERS = frozenset(
+OPENERS = frozenset(
     "builtins.open io.open io.FileIO os.open pathlib.Path pathlib.PosixPath".split()
 )
-_PROC_MEM = re.compile(r"/proc/.+/mem$|/dev/k?mem$")
-_FD_PATH = re.compile(r"/proc/.+/fd/|/dev/fd/|/dev/std(in|out|err)")
-_BACKEND_QUERY = re.compile(r"(is_|get_|can_|version$)|.*(_enabled|_available)$")
-_THREAD_ENV = re.compile(
+PROC_MEM = re.compile(r"/proc/.+/mem$|/dev/k?mem$")
+FD_PATH = re.compile(r"/proc/.+/fd/|/dev/fd/|/dev/std(in|out|err)")
+BACKEND_QUERY = re.compile(r"(is_|get_|can_|version$)|.*(_enabled|_available)$")
+THREAD_ENV = re.compile(
     r"(OMP_|MKL_|OPENBLAS_|GOTO_|NUMEXPR_|VECLIB_|BLIS_|KMP_|TORCH|PYTORCH|CUDA|CUBLAS|CUDNN"
     r"|NCCL|NVIDIA|OPBENCH|PYTHON|LD_)"
 )
 _COMPILER_CONFIG = _matcher(["torch._dynamo.config", "torch._inductor.config"])
-_MAX_DEPTH = 200
+MAX_DEPTH = 200
 
 
 def _opbench_forbidden(path: str) -> bool:
@@ -283,14 +302,14 @@ def _opbench_forbidden(path: str) -> bool:
     return not any(path == m or path.startswith(m + ".") for m in ALLOWED_OPBENCH_MODULES)
 
 
-def _ref_rule(path: str) -> str | None:
+def ref_rule(path: str) -> str | None:
     """The rule of a reference to (an import, use or call of) ``path``."""
     if _opbench_forbidden(path):
         return "opbench-import"
     return next((rule for rule, rx in _REF_RULES if rx.match(path)), None)
 
 
-def _store_rule(path: str) -> str | None:
+def store_rule(path: str) -> str | None:
     """The rule of an assignment to (or deletion of) the attribute ``path``."""
     root = path.split(".")[0]
     if _opbench_forbidden(path):
@@ -301,12 +320,12 @@ def _store_rule(path: str) -> str | None:
         return "torch-compiler"
     if path.startswith(("torch.backends.", "os.environ")):
         return "global-state"
-    if _ref_rule(path) == "sys-modules":
+    if ref_rule(path) == "sys-modules":
         return "sys-modules"
     return "module-patch" if root in _PATCH_ROOTS else None
 
 
-def _reroot(path: str) -> str:
+def reroot(path: str) -> str:
     parts = path.split(".")
     if parts[0] in ("posix", "nt"):
         parts[0] = "os"

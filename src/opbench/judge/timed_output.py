@@ -40,7 +40,7 @@ __all__ = [
 
 
 #: The input draw the protocol gives each of the last two timed calls when the timing ran
-#: on two draws (:func:`opbench.instrument.timing._last_calls`: draw 0, then draw 1, in the
+#: on two draws (:func:`opbench.instrument.timing_loops.last_calls`: draw 0, then draw 1, in the
 #: same tensors). The harness knows these; it does not take the worker's word for them.
 PLANNED_DRAWS = {"timed_output": 1, "timed_previous": 0}
 

@@ -274,6 +274,7 @@ def check_model(
     time_steps: int = 0,
     only_ops: list[str] | None = None,
     allow_tf32: bool = False,
+    policy: Any = None,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
@@ -283,18 +284,21 @@ def check_model(
     copies of the model, after the comparison. ``only_ops`` registers just those of the
     backend's overloads (to find which kernel breaks a model). Float32 matmuls and
     convolutions run in IEEE float32 for eager and the backend alike (TF32 only with
-    ``allow_tf32``), the settings ``opbench run`` pins, restored afterwards.
+    ``allow_tf32``), the settings ``opbench run`` pins, restored afterwards. ``policy``:
+    serve only where a judged run found the kernels faster
+    (:mod:`opbench.backends.serve_policy`).
     """
     from opbench.instrument.settings import pinned
 
     with pinned(allow_tf32=allow_tf32):
         return _check_model(name, backend, device, compile, compile_backend, seed, scale, rtol,
-                            time_steps, only_ops)  # fmt: skip
+                            time_steps, only_ops, policy)  # fmt: skip
 
 
 def _check_model(
     name: str, backend: Backend | str, device: str, compile: bool, compile_backend: str,
     seed: int, scale: int, rtol: float, time_steps: int, only_ops: list[str] | None,
+    policy: Any = None,
 ) -> ModelCheck:  # fmt: skip
     started = time.perf_counter()
     spec = get_model(name, scale)
@@ -320,7 +324,7 @@ def _check_model(
             if only_ops is not None:
                 ops = set(only_ops) if ops is None else ops & set(only_ops)
             registry.reset_counts()
-            with registry.backend(be, device, ops=ops):
+            with registry.backend(be, device, ops=ops, policy=policy):
                 cand = _run(spec, cand_model, batch, compile_backend=cb, count_ops=not compile)
                 counts = registry.call_counts()
             if compile:
@@ -376,7 +380,7 @@ def _check_model(
             with _fastpath_off():
                 result.eager_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
                                                time_steps)  # fmt: skip
-                with registry.backend(be, device, ops=ops):
+                with registry.backend(be, device, ops=ops, policy=policy):
                     result.backend_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
                                                      time_steps)  # fmt: skip
         except Exception as e:  # the comparison stands; say why there is no time

@@ -1,10 +1,11 @@
 """``opbench run`` for program problems: select, check, reference, worker, judge, record.
 
 Runs in the HARNESS, beside :mod:`opbench.run.session` (which hands a run over here
-when ``--suite programs[:PATH]`` or ``--problem`` is given) and with the same run
-directory: ``results.sqlite`` (one test per problem, ``--resume`` keeps finished ones),
-``summary.json`` (``correctness_score``, ``fast_p``, a ``problems`` map beside ``ops``),
-``ops.csv`` and ``report.html``.
+when ``--suite programs[:PATH]`` or ``--problem`` is given:
+:func:`opbench.run.setup.is_program_run`), with the same setup (:mod:`opbench.run.setup`)
+and the same run directory: ``results.sqlite`` (one test per problem, ``--resume`` keeps
+finished ones), ``summary.json`` (``correctness_score``, ``fast_p``, a ``problems`` map
+beside ``ops``), ``ops.csv`` and ``report.html`` (:mod:`opbench.run.outputs`).
 
 Per problem, in a worker slot (one thread per worker, as for operators):
 
@@ -40,11 +41,23 @@ from opbench.programs.judge import judge_program
 from opbench.programs.loader import Problem, ProblemError
 from opbench.programs.summary import problem_summaries, program_scores
 from opbench.report import metrics
+from opbench.run.isolation import tampering_result
+from opbench.run.outputs import write_outputs
 from opbench.run.protocol import MAX_MESSAGE_BYTES
-from opbench.run.store import ResultStore, StoreError, TestResult
+from opbench.run.setup import (
+    RunError,
+    check_backend_spec,
+    check_device,
+    cpu_share,
+    devices_for,
+    open_run_dir,
+    worker_config,
+)
+from opbench.run.store import ResultStore, TestResult
+from opbench.spec.judge_options import JudgeOptions
 from opbench.suites.case import derive_seed
 
-__all__ = ["SIZES", "is_program_run", "run_programs", "select_problems"]
+__all__ = ["SIZES", "run_programs", "select_problems"]
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +75,6 @@ def compile_jobs() -> int:
     if env:
         return max(1, int(env))
     return max(1, min(4, (os.cpu_count() or 2) // 4))
-
-
-def is_program_run(req: Any) -> bool:
-    """Whether a :class:`~opbench.run.session.RunRequest` asks for program problems."""
-    return req.problem is not None or req.suite.partition(":")[0] == "programs"
 
 
 def size_for(req: Any) -> str:
@@ -129,16 +137,14 @@ class ProgramExecutor:
     """Worker slots over a queue of problems; every problem gets a fresh worker."""
 
     def __init__(self, req: Any, store: ResultStore, log_dir: Path, size: str) -> None:
-        from opbench.judge.evaluate import JudgeOptions
         from opbench.run.executor import with_hidden_run_dir
         from opbench.run.pool import WorkerFactory
-        from opbench.run.session import _worker_config
 
         self.req = req
         self.size = size
         self.store = store
         self.backend = judged_name(req)
-        config = _worker_config(req, JudgeOptions())
+        config = worker_config(req, JudgeOptions())
         # the backend is imported only in backend mode; candidates come as text
         kernel_dir = req.backend if req.candidate is None and req.candidates is None else "aten"
         config = replace(config, backend=kernel_dir, spare_workers=1, env={})
@@ -166,8 +172,6 @@ class ProgramExecutor:
 
     # -- the run ---------------------------------------------------------------------
     def run(self, problems: list[Problem], on_result: Callable[[TestResult], None]) -> None:
-        from opbench.run.session import devices_for
-
         todo: queue.Queue[Problem] = queue.Queue()
         for p in problems:
             todo.put(p)
@@ -311,18 +315,9 @@ class ProgramExecutor:
         details: dict[str, Any] = {"size": self.size, "problem_bytes": nbytes}
         if findings:
             details["static_scan"] = [f.to_dict() for f in findings]
-        from opbench.judge.static_scan import tampering
-
-        blocking = tampering(findings)
-        if blocking:
-            lines = [f"{f.file}:{f.line} {f.rule}: {f.message}" for f in blocking]
-            return TestResult(
-                status="failed",
-                category="tampering",
-                message="static scan of the candidate source: " + "; ".join(lines[:5]),
-                details=details,
-                **base,
-            )
+        blocked = tampering_result(findings, base, source="candidate", details=details)
+        if blocked is not None:
+            return blocked
         try:
             built = reference.build(module, self.size, device, self.req.seed)
             expected = [reference.expect(built, module, s, self.size, device) for s in self.seeds]
@@ -400,13 +395,6 @@ def run_programs(req: Any, on_progress: Callable[[str, Any], None] | None = None
     import torch
 
     from opbench.run.machine import environment, gpu_state
-    from opbench.run.session import (
-        RunError,
-        check_backend_spec,
-        check_device,
-        cpu_share,
-        write_outputs,
-    )
 
     progress = on_progress or (lambda kind, payload: None)
     check_device(req.device)
@@ -425,19 +413,7 @@ def run_programs(req: Any, on_progress: Callable[[str, Any], None] | None = None
         raise RunError("give either --candidates/--candidate (ModelNew files) or --backend")
     if not problems:
         raise RunError(f"no problem files in {req.suite}")
-    out = Path(req.out or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S")).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out / "results.sqlite")
-    try:
-        store.check_same_run(req.identity())
-    except StoreError as e:
-        raise RunError(str(e)) from None
-    done = store.finished_ids()
-    if done and not req.resume:
-        raise RunError(
-            f"{out} already holds {len(done)} results; pass --resume to continue it, "
-            "or choose a new --out directory"
-        )
+    out, store, done = open_run_dir(req)
     todo = [p for p in problems if p.problem_id not in done]
     coverage = {
         "problems": len(problems),

@@ -300,17 +300,21 @@ class LocalExecutor:
         judge_options: Any,
         planner: IsolationPlanner | None = None,
         factory: WorkerFactory | None = None,
+        plans: Callable[[Case, str], Any] | None = None,
     ) -> None:
         """``factory``: a worker factory that outlives this executor (its warm template
         and spares serve many runs, :class:`opbench.agent.scorer.Scorer`); its config
         must already hide ``store``'s folder. None: a factory of this run's own, closed
-        when the run ends."""
+        when the run ends. ``plans``: ``(case, device) -> (plan, expectations)`` in place
+        of :func:`~opbench.judge.evaluate.plan_trials` (the Scorer reuses an operator's
+        expectations across candidates)."""
         self.config = with_hidden_run_dir(config, store, log_dir)
         config = self.config
         self.options = options
         self.store = store
         self.judge_options = judge_options
         self._own_factory = factory is None
+        self.plan_for = plans
         self.factory = factory if factory is not None else WorkerFactory(config, log_dir)
         self.budget = CrashBudget(options.max_crashes_per_op)
         self.planner = planner or IsolationPlanner(config.backend, config.kernel_version)
@@ -409,8 +413,9 @@ class LocalExecutor:
             from opbench.instrument.tensors import bind_device
 
             bind_device(device)  # the judge's references land on this slot's GPU
+            plan_for = self.plan_for or (lambda c, d: plan_trials(c, d, self.judge_options))
             plans = _Plans(
-                lambda case: plan_trials(case, device, self.judge_options),
+                lambda case: plan_for(case, device),
                 device,
                 ahead=not self.config.perf,
             )

@@ -34,6 +34,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from opbench.run.procfs import descendants, nspid
+from opbench.run.worker_env import worker_env
+
 log = logging.getLogger(__name__)
 
 _FD_ENV = "OPBENCH_FORKSERVER_FD"
@@ -119,7 +122,7 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
         from opbench.spec.judge_options import JudgeOptions  # noqa: F401
 
     def warm_up() -> None:
-        worker._warm_up("cpu")
+        worker.warm_up("cpu")
         worker.WARMED_BY_TEMPLATE = True
 
     def fingerprint() -> None:
@@ -209,29 +212,6 @@ def _reap(ctl: socket.socket, children: set[int]) -> None:
 # ------------------------------------------------------------------ the harness side
 
 
-def _nspid(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("NSpid:"):
-                    return [int(x) for x in line.split()[1:]]
-    except (OSError, ValueError):
-        pass
-    return []
-
-
-def _descendants(pid: int) -> list[int]:
-    from opbench.run.pool import _children
-
-    out, stack = [], [pid]
-    while stack:
-        p = stack.pop()
-        kids = _children(p)
-        out.extend(kids)
-        stack.extend(kids)
-    return out
-
-
 class ForkedProc:
     """The parts of ``subprocess.Popen`` that :class:`~opbench.run.pool.WorkerProcess` uses."""
 
@@ -283,8 +263,6 @@ class ForkServer:
         self._closed = False
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = parent
-        from opbench.run.pool import worker_env
-
         env = worker_env(config, device)
         env[_FD_ENV] = str(child.fileno())
         self._wrapped = sandbox.wrap_command(
@@ -322,8 +300,8 @@ class ForkServer:
         self.template_pid = next(
             (
                 p
-                for p in [self.proc.pid, *_descendants(self.proc.pid)]
-                if (_nspid(p) or [0])[-1] == self.template_ns_pid
+                for p in [self.proc.pid, *descendants(self.proc.pid)]
+                if (nspid(p) or [0])[-1] == self.template_ns_pid
             ),
             None,
         )
@@ -381,8 +359,8 @@ class ForkServer:
         ns_pid = int(reply["forked"])
         host = None
         if self.template_pid is not None:
-            for p in _descendants(self.template_pid):
-                if (_nspid(p) or [0])[-1] == ns_pid:
+            for p in descendants(self.template_pid):
+                if (nspid(p) or [0])[-1] == ns_pid:
                     host = p
                     break
         return ForkedProc(

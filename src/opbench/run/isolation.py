@@ -20,7 +20,7 @@ from opbench.backends.units import WHOLE_BACKEND, DirectoryLayout, layout_of
 from opbench.run.store import TestResult, case_fields
 from opbench.suites.case import Case
 
-__all__ = ["CHUNK", "IsolationPlanner", "Unit", "chunks"]
+__all__ = ["CHUNK", "IsolationPlanner", "Unit", "chunks", "tampering_result"]
 
 #: Cases per chunk handed to a worker slot: one unit's tests stay together; a backend
 #: that is one unit (aten) is cut into chunks so several slots share it.
@@ -69,12 +69,6 @@ class IsolationPlanner:
             self.scans[unit] = findings
         return findings
 
-    def blocking(self, unit: Unit) -> list[Any]:
-        """The unit's tampering findings (its tests fail without running)."""
-        from opbench.judge.static_scan import tampering
-
-        return tampering(self.scan(unit))
-
     def note_loaded(self, info: dict[str, Any] | None) -> None:
         """Merge what a worker reported when it imported a unit."""
         if info and info.get("load_errors"):
@@ -110,17 +104,35 @@ class IsolationPlanner:
                 message=f"the backend has no kernel for {case.op}",
                 **base,
             )
-        blocking = self.blocking(unit)
-        if blocking:
-            lines = [f"{f.file}:{f.line} {f.rule}: {f.message}" for f in blocking]
-            return TestResult(
-                status="failed",
-                category="tampering",
-                message="static scan of the kernel source: " + "; ".join(lines[:5]),
-                details={"static_scan": [f.to_dict() for f in self.scan(unit)]},
-                **base,
-            )
+        return tampering_result(self.scan(unit), base, source="kernel")
+
+
+def tampering_result(
+    findings: Sequence[Any],
+    base: dict[str, Any],
+    *,
+    source: str,
+    details: dict[str, Any] | None = None,
+) -> TestResult | None:
+    """The ``tampering`` failure of a test whose source the static scan blocked (before
+    any of it runs), or None when no finding is tampering. ``findings``: the scan's
+    findings for the ``source`` (``"kernel"``, ``"candidate"``), all of them kept in
+    ``details["static_scan"]`` beside ``details``; ``base``: the result's other fields.
+    Shared by operator runs (a unit's kernel files) and program runs (a candidate
+    file)."""
+    from opbench.judge.static_scan import tampering
+
+    blocking = tampering(findings)
+    if not blocking:
         return None
+    lines = [f"{f.file}:{f.line} {f.rule}: {f.message}" for f in blocking]
+    return TestResult(
+        status="failed",
+        category="tampering",
+        message=f"static scan of the {source} source: " + "; ".join(lines[:5]),
+        details={**(details or {}), "static_scan": [f.to_dict() for f in findings]},
+        **base,
+    )
 
 
 def chunks(cases: Sequence[Case], planner: IsolationPlanner) -> Iterator[tuple[Unit, list[Case]]]:

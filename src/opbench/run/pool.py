@@ -1,493 +1,48 @@
-"""Worker processes seen from the harness: start, feed, watch, kill, replace.
+"""The worker factory: starts workers and keeps spares warm, so replacing one is cheap.
 
-Each :class:`WorkerProcess` is a separate Python process (``python -m
-opbench.run.worker``), optionally inside a sandbox. The harness enforces a per-test
-timeout and a resident-memory limit (not ``RLIMIT_AS``: CUDA and Triton reserve huge
-virtual ranges), and turns a dead or killed worker into a ``crash``, ``timeout`` or
-``oom`` outcome with what is known (signal, the last lines of its stderr). A
-:class:`WorkerFactory` keeps one spare worker started and loaded ahead of time, so
-replacing a dead worker costs a hand-over, not a torch import.
+A :class:`WorkerFactory` starts worker processes
+(:class:`~opbench.run.worker_process.WorkerProcess`, forked from a warm template where it
+can, :mod:`opbench.run.forkserver`) and keeps ``spare_workers`` of them per device started
+and ready ahead of time, so replacing a dead or finished worker costs a hand-over, not a
+torch import; it can have the next spare import the next isolation unit while the current
+unit's tests run (:meth:`WorkerFactory.preload`). The worker handle, its protocol and
+its outcomes live in :mod:`opbench.run.worker_process`, the run's worker settings and
+names in :mod:`opbench.run.worker_config`; their names are re-exported here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
 import os
-import select
-import signal
-import subprocess
-import sys
 import threading
-import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opbench.run import protocol
+from opbench.run.worker_config import WorkerConfig, worker_name
+from opbench.run.worker_process import (
+    PIPE_BYTES,
+    RSS_CHECK_INTERVAL_S,
+    Outcome,
+    WorkerProcess,
+    WorkerStartError,
+    widen_pipe,
+)
 
-#: How often a worker's resident memory is checked while its answer is awaited.
-RSS_CHECK_INTERVAL_S = 0.25
-#: The kernel buffer asked for a worker's answer pipe (see :func:`widen_pipe`).
-PIPE_BYTES = 1 << 20
+__all__ = [
+    "PIPE_BYTES",
+    "RSS_CHECK_INTERVAL_S",
+    "Outcome",
+    "WorkerConfig",
+    "WorkerFactory",
+    "WorkerProcess",
+    "WorkerStartError",
+    "widen_pipe",
+    "worker_name",
+]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class WorkerConfig:
-    """What every worker of a run is started with (sent as its first message)."""
-
-    backend: str
-    device: str
-    kernel_version: str | None = None
-    perf: bool = False
-    judge_options: dict[str, Any] = field(default_factory=dict)
-    timing_options: dict[str, Any] = field(default_factory=dict)
-    sandbox: str = "off"  # off | auto | required
-    #: Fork workers from a warm template process (cheap restarts); off: start each anew.
-    fork_server: bool = True
-    memory_limit_mb: int | None = None
-    startup_timeout_s: float = 300.0
-    env: dict[str, str] = field(default_factory=dict)
-    #: Folders the sandboxed worker must not see (the run directory with the store).
-    hide: list[str] = field(default_factory=list)
-    #: Folders beside the kernel directory it may read (the compiled-baseline cache).
-    expose: list[str] = field(default_factory=list)
-    #: Workers kept started and warm ahead of need, per device. A run with one isolation
-    #: unit per operator replaces a worker per operator; on CUDA a fresh worker pays for
-    #: a CUDA context (~0.5 s), so two spares hide it behind short tests.
-    spare_workers: int = 1
-    #: torch intra-op threads per worker (None: torch's default, one per core). Several
-    #: processes each with one thread per core oversubscribe the CPU: on 2 x H200 with 32
-    #: cores, a second worker made every test's worker time 5x longer.
-    threads: int | None = None
-    #: Float32 matmuls and convolutions may use TF32 (``--allow-tf32``); off: IEEE.
-    allow_tf32: bool = False
-
-    def backend_path(self) -> str | None:
-        """The kernel directory as an absolute path, when the backend is one."""
-        spec = self.backend
-        if spec in ("aten", "triton") or spec.startswith("module:"):
-            return None
-        p = Path(spec).expanduser()
-        return str(p.resolve()) if p.is_dir() else None
-
-    def readable(self) -> list[str]:
-        """What a sandboxed worker may read although it lies under /tmp or a hidden
-        folder: the kernel directory and ``expose``."""
-        kernel_dir = self.backend_path()
-        return [*([kernel_dir] if kernel_dir else []), *self.expose]
-
-    def message(self, device: str) -> dict[str, Any]:
-        # Absolute: a sandboxed worker starts in its private /tmp, not in our folder.
-        return {
-            "backend": self.backend_path() or self.backend,
-            "device": device,
-            "kernel_version": self.kernel_version,
-            "perf": self.perf,
-            "judge_options": self.judge_options,
-            "timing_options": self.timing_options,
-            "threads": self.threads,
-            "allow_tf32": self.allow_tf32,
-        }
-
-
-@dataclass
-class Outcome:
-    """What came back for one case: a worker message, or how the worker died."""
-
-    kind: str  # result | crash | timeout | oom
-    message: dict[str, Any] | None = None
-    detail: str = ""
-    stderr_tail: str = ""
-
-
-class WorkerStartError(RuntimeError):
-    """A worker could not start (the backend failed to load, the sandbox failed, ...)."""
-
-
-def worker_env(config: WorkerConfig, device: str) -> dict[str, str]:
-    """The environment of a worker (or of the template workers are forked from).
-
-    On the CPU, Triton kernels run only under Triton's interpreter, which Triton reads
-    when its modules are imported and its ``@jit`` functions defined: the worker's own
-    warm-up already imports Triton (through torch's profiler), so the variable must be
-    in the process's environment from its start (a user's explicit value is kept).
-    """
-    env = dict(os.environ)
-    env.update(config.env)
-    env["PYTHONUNBUFFERED"] = "1"
-    # the call observer logs a line each time it starts and stops; keep real warnings
-    env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-    if device == "cpu":
-        env.setdefault("TRITON_INTERPRET", "1")
-    return env
-
-
-class WorkerProcess:
-    """One started worker process and the pipes to it."""
-
-    def __init__(
-        self,
-        config: WorkerConfig,
-        device: str,
-        log_dir: Path,
-        name: str,
-        forkserver: Any = None,
-    ) -> None:
-        from opbench.run import sandbox
-
-        self.name = name
-        self.device = device
-        self.config = config
-        self.stderr_path = log_dir / f"{name}.stderr.log"
-        self._stderr = open(self.stderr_path, "ab")
-        # bytearray: appending is amortised O(1); ``bytes +=`` copied the whole buffer
-        # on every 1 MB read, quadratic in the size of a large test's reply (minutes for
-        # a few hundred MB of output copies).
-        self._buf = bytearray()
-        self.ready_info: dict[str, Any] | None = None
-        self.loaded_info: dict[str, Any] | None = None
-        self.unit: tuple[str, ...] | None = None
-        self.warm_thread: threading.Thread | None = None
-        #: the unit a spare was asked to import ahead of need (WorkerFactory.preload),
-        #: and what its load answered (None while unknown, or if it could not load)
-        self.preload_unit: tuple[str, ...] | None = None
-        self.preload_result: dict[str, Any] | None = None
-        self.forked = forkserver is not None
-        if forkserver is not None:
-            # A fork of a warm template (opbench.run.forkserver), already in its sandbox.
-            try:
-                self.proc = forkserver.spawn(self._stderr.fileno())
-            except BaseException:
-                self._stderr.close()
-                raise
-            widen_pipe(self.proc.stdout.fileno())
-            self._wrapped = sandbox.Wrapped([], {}, forkserver.sandbox_level)
-            self.sandbox_level = forkserver.sandbox_level
-            protocol.write_trusted(self.proc.stdin, config.message(device))
-            return
-        cmd = [sys.executable, "-m", "opbench.run.worker"]
-        env = worker_env(config, device)
-        if device.startswith("cuda") and ":" in device:
-            pass  # the worker selects the device itself; keep all GPUs visible for IPC-free setups
-        wrapped = sandbox.wrap_command(
-            cmd,
-            mode=config.sandbox,
-            env=env,
-            hide=config.hide,
-            expose=config.readable(),
-            device=device,
-        )
-        self._wrapped = wrapped
-        self.sandbox_level = wrapped.level
-        self.proc = subprocess.Popen(
-            wrapped.argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=wrapped.env,
-            cwd=wrapped.cwd,
-            start_new_session=True,
-        )
-        widen_pipe(self.proc.stdout.fileno())
-        protocol.write_trusted(self.proc.stdin, config.message(device))
-
-    # -- lifecycle -----------------------------------------------------------------
-    def _expect(self, kind: str) -> tuple[Outcome, str | None]:
-        """Wait for the worker's ``kind`` message (ready, loaded). On anything else the
-        worker is killed and the reason returned (its fatal error, or how it died)."""
-        out = self._receive(self.config.startup_timeout_s)
-        if out.kind == "result" and out.message is not None and out.message.get("type") == kind:
-            return out, None
-        detail = out.detail
-        if out.message and out.message.get("type") == "fatal":
-            detail = out.message.get("error", "")
-        self.kill()
-        return out, detail or out.kind
-
-    def wait_ready(self) -> dict[str, Any]:
-        out, failed = self._expect("ready")
-        if failed is not None:
-            raise WorkerStartError(
-                f"worker {self.name} failed to start: {failed}\n{out.stderr_tail}".strip()
-            )
-        self.ready_info = out.message
-        return out.message
-
-    def load(self, unit: tuple[str, ...] | None) -> dict[str, Any]:
-        """Have the worker import one isolation unit's code (``None``: the whole backend)
-        and return what it said (``load_errors``, ``served``, what it saw at import).
-
-        A worker loads once: it judges that unit only, and is replaced for another.
-        """
-        if self.loaded_info is not None:
-            raise RuntimeError(f"worker {self.name} already judges another unit")
-        try:
-            protocol.write_trusted(
-                self.proc.stdin, {"type": "load", "unit": list(unit) if unit is not None else None}
-            )
-        except (BrokenPipeError, OSError, ValueError):
-            self.kill()
-            raise WorkerStartError(f"worker {self.name} died before loading its kernels") from None
-        out, failed = self._expect("loaded")
-        if failed is not None:
-            if out.kind in ("crash", "timeout", "oom") and unit:
-                # importing this unit's code killed the worker: that is the unit's failure
-                return {
-                    "type": "load_failed",
-                    "kind": out.kind,
-                    "detail": failed,
-                    "stderr_tail": out.stderr_tail,
-                }
-            raise WorkerStartError(
-                f"worker {self.name} failed to load the backend: {failed}\n"
-                f"{out.stderr_tail}".strip()
-            )
-        self.unit = unit
-        self.loaded_info = out.message
-        return out.message
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                if self.proc.pid <= 0:
-                    raise ProcessLookupError
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            log.warning("worker %s did not die after SIGKILL", self.name)
-        self._close_pipes()
-        self._wrapped.cleanup()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                protocol.write_trusted(self.proc.stdin, {"type": "stop"})
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired, ValueError):
-                pass
-        self.kill()
-
-    def retire(self) -> None:
-        """Stop a worker whose unit is done without waiting for it: it is killed and
-        reaped on a background thread (a graceful stop costs ~50 ms per worker, and a
-        run with one unit per operator replaces hundreds of them)."""
-        threading.Thread(target=self.kill, name=f"retire-{self.name}", daemon=True).start()
-
-    def _close_pipes(self) -> None:
-        for f in (self.proc.stdin, self.proc.stdout, self._stderr):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
-
-    # -- one case --------------------------------------------------------------------
-    def run_case(
-        self, case_dict: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None = None
-    ) -> Outcome:
-        return self._exchange(
-            {"type": "case", "case": case_dict, "plan": plan}, timeout_s, "the test",
-            "the kernel left the CUDA context unusable ({}); worker replaced",
-        )  # fmt: skip
-
-    def run_program(self, request: dict[str, Any], timeout_s: float) -> Outcome:
-        """Send one whole-program request (:mod:`opbench.programs.instrument`) and wait
-        for its answer; the worker exits after it (one candidate per process)."""
-        return self._exchange(
-            {**request, "type": "program"}, timeout_s, "the problem",
-            "the candidate left the CUDA context unusable ({})",
-        )  # fmt: skip
-
-    def _exchange(self, message: dict[str, Any], timeout_s: float, what: str,
-                  poisoned_detail: str) -> Outcome:  # fmt: skip
-        """Send one request and wait for its answer; a worker whose CUDA context the
-        candidate broke is killed and its answer reported as a crash."""
-        try:
-            protocol.write_trusted(self.proc.stdin, message)
-        except (BrokenPipeError, OSError, ValueError):
-            return self._death(f"worker died before {what} was sent")
-        outcome = self._receive(timeout_s)
-        poisoned = (outcome.message or {}).get("poisoned") if outcome.kind == "result" else None
-        if poisoned:
-            self.kill()
-            return Outcome(
-                "crash", detail=poisoned_detail.format(poisoned), stderr_tail=self.stderr_tail()
-            )
-        return outcome
-
-    def _receive(self, timeout_s: float) -> Outcome:
-        """Read one framed message, watching the deadline and resident memory."""
-        deadline = time.monotonic() + timeout_s
-        next_rss_check = 0.0
-        fd = self.proc.stdout.fileno()
-        need: int | None = None
-        while True:
-            if need is None and len(self._buf) >= protocol.HEADER_SIZE:
-                try:
-                    need = protocol.frame_length(bytes(self._buf[: protocol.HEADER_SIZE]))
-                except protocol.ProtocolError as e:
-                    self.kill()
-                    return Outcome("crash", detail=str(e), stderr_tail=self.stderr_tail())
-            if need is not None and len(self._buf) >= protocol.HEADER_SIZE + need:
-                data = memoryview(self._buf)[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need]
-                try:
-                    message = protocol.decode_plain(data)
-                except protocol.ProtocolError as e:
-                    self.kill()
-                    return Outcome("crash", detail=str(e), stderr_tail=self.stderr_tail())
-                finally:
-                    data.release()
-                del self._buf[: protocol.HEADER_SIZE + need]
-                return Outcome("result", message=message)
-            now = time.monotonic()
-            if now >= deadline:
-                self.kill()
-                return Outcome(
-                    "timeout",
-                    detail=f"no answer within {timeout_s:g} s; worker killed",
-                    stderr_tail=self.stderr_tail(),
-                )
-            limit = self.config.memory_limit_mb
-            rss = None
-            if limit and now >= next_rss_check:
-                # walking /proc costs up to milliseconds (every thread of every process
-                # in the tree): once per 64 KiB pipe read it added seconds per GiB
-                rss = self.rss_mb()
-                next_rss_check = now + RSS_CHECK_INTERVAL_S
-            if limit and rss is not None and rss > limit:
-                self.kill()
-                return Outcome(
-                    "oom",
-                    detail=f"worker resident memory {rss:.0f} MB exceeded the {limit} MB limit",
-                    stderr_tail=self.stderr_tail(),
-                )
-            try:
-                ready, _, _ = select.select([fd], [], [], min(0.2, deadline - now))
-                chunk = os.read(fd, 8 << 20) if ready else None
-            except (OSError, ValueError):  # pipe closed under us (killed by another thread)
-                return self._death("worker pipe closed")
-            if ready:
-                if not chunk:
-                    return self._death("worker exited")
-                self._buf += chunk
-
-    def _death(self, what: str) -> Outcome:
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
-        self._close_pipes()
-        self._wrapped.cleanup()
-        if code is not None and code > 128 and self.sandbox_level == "bwrap" and not self.forked:
-            code = -(code - 128)  # bwrap reports a child killed by signal N as 128 + N
-        if code is not None and code < 0:
-            try:
-                sig = signal.Signals(-code).name
-            except ValueError:
-                sig = str(-code)
-            detail = f"{what}: killed by signal {sig}"
-            kind = "oom" if sig == "SIGKILL" and _kernel_oom_killed(self.proc.pid) else "crash"
-        else:
-            detail = f"{what} with exit code {code}"
-            kind = "crash"
-        return Outcome(kind, detail=detail, stderr_tail=self.stderr_tail())
-
-    def rss_mb(self) -> float | None:
-        """Resident memory of the worker and all its descendants, from /proc, in MB.
-
-        The whole tree counts: under bubblewrap the process we started is ``bwrap``
-        and the Python worker is its grandchild.
-        """
-        total_kb = 0
-        seen: set[int] = set()
-        stack = [self.proc.pid]
-        found = False
-        while stack:
-            pid = stack.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            kb = _rss_kb(pid)
-            if kb is None:
-                continue
-            found = True
-            total_kb += kb
-            stack.extend(_children(pid))
-        return total_kb / 1024 if found else None
-
-    def stderr_tail(self, lines: int = 15) -> str:
-        try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - 8192))
-                text = f.read().decode(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def widen_pipe(fd: int, size: int | None = None) -> None:
-    """Grow a pipe's kernel buffer (64 KiB by default) towards ``size`` (default
-    :data:`PIPE_BYTES`), capped by ``/proc/sys/fs/pipe-max-size``: a program's answer of
-    several GiB otherwise crosses in 64 KiB reads. Best effort: where the kernel refuses,
-    the pipe stays as it was."""
-    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if setpipe is None:
-        return
-    size = PIPE_BYTES if size is None else size
-    try:
-        with open("/proc/sys/fs/pipe-max-size") as f:
-            size = min(size, int(f.read()))
-    except (OSError, ValueError):
-        pass
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, setpipe, size)
-
-
-def _rss_kb(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return 0  # a zombie or kernel thread has no VmRSS line
-
-
-def _children(pid: int) -> list[int]:
-    """Child pids from ``/proc/PID/task/*/children`` (empty where the kernel lacks it)."""
-    kids: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return kids
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                kids.extend(int(x) for x in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return kids
-
-
-def _kernel_oom_killed(pid: int) -> bool:
-    """Best effort: did the kernel's OOM killer take this pid? (Not knowable unprivileged.)"""
-    return False
 
 
 class WorkerFactory:
@@ -523,7 +78,7 @@ class WorkerFactory:
         with self._lock:
             self._count += 1
             self.started += 1
-            name = f"worker-{self._count}"
+            name = worker_name(device)
         return self._spawner.submit(self._start, device, name).result()
 
     def _start(self, device: str, name: str) -> WorkerProcess:

@@ -1,39 +1,54 @@
-"""Scale past one machine: case batches as Ray tasks, results judged and stored here.
+"""Scale past one machine: the local executor's slots, each served by a Ray actor.
 
-Each Ray task asks for one GPU (``--device cuda``) or one CPU, starts an ordinary
-:class:`~opbench.run.pool.WorkerProcess` on its node (so isolation, the sandbox,
-timeouts and the memory limit are exactly those of a local run), feeds it the batch,
-replaces it when it dies, and returns what the worker said as plain data. The task
-never imports candidate code, and neither does this process: results come back through
-``ray.wait`` as they finish, are judged by the trusted judge here, and are written into
-the run's own results store, so ``--resume`` works the same as with the local executor.
+``--executor ray`` is :class:`~opbench.run.executor.LocalExecutor` with another worker
+factory. Its slots run here, in the harness, exactly as in a local run: they take
+chunks of one isolation unit, plan each test's trials and compute its expectations
+(:func:`opbench.judge.expectations.plan_trials`, one test ahead), send the test, and
+judge what comes back with :func:`~opbench.run.executor.judge_outcome` against those
+same expectations, then store it. What differs is only where the worker process lives:
+each slot owns one long-lived Ray actor (:class:`NodeWorkers`, one GPU or one CPU of a
+node) that keeps an ordinary :class:`~opbench.run.pool.WorkerFactory` warm (its fork
+server template and spares) for the whole run, and the slot talks to the actor's
+worker through :class:`RemoteWorker`, which has the interface of a
+:class:`~opbench.run.pool.WorkerProcess`. So isolation, the sandbox, timeouts, the
+memory limit, the crash budget, planning, expectations and judging are one code path
+for both executors, and the two cannot disagree.
 
-A kernel directory backend is shipped to the nodes through the object store (its files,
-not a path), so a cluster needs no shared file system; opbench itself (and torch) must
-be installed on every node. ``--ray-address`` connects to an existing cluster
-(``ray://HOST:10001`` or ``HOST:6379``); without it a local Ray is started, or the one
-already initialised in this process is used.
+Neither the actors nor this process import candidate code: the actor starts worker
+processes and relays their raw reports. A kernel directory backend is shipped to the
+nodes through the object store (its files, not a path), so a cluster needs no shared
+file system; opbench itself (and torch) must be installed on every node.
+``--ray-address`` connects to an existing cluster (``ray://HOST:10001`` or
+``HOST:6379``); without it a local Ray is started, or the one already initialised in
+this process is used.
+
+A node (or actor) that dies is a harness error for the chunk it was running, never the
+kernel's fault: its unrecorded tests are noted for the summary (``--resume`` runs them),
+the slot gets a new actor wherever Ray can place one, and the run goes on.
+
+Inputs are drawn on the CPU, and some draws (``exp2`` of a uniform, vectorised with a
+scalar tail per intra-op chunk) differ in the last bit with the number of torch threads.
+The harness and the workers therefore use the same thread count (:func:`_threads`);
+Ray starts its actors with ``OMP_NUM_THREADS=1``, which once gave the workers one thread
+against the harness's one per core: aten's own ``minimum.default`` was judged
+``mutates_input`` (issue #35).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from opbench.run.executor import (
-    CrashBudget,
-    judge_outcome,
-    not_run_result,
-    with_hidden_run_dir,
-)
+from opbench.run.executor import ExecutionOptions, LocalExecutor, with_hidden_run_dir
 from opbench.run.isolation import IsolationPlanner
-from opbench.run.judge_errors import judge_error_result
-from opbench.run.pool import Outcome, WorkerConfig
+from opbench.run.pool import Outcome, WorkerConfig, WorkerStartError
 from opbench.run.store import ResultStore, TestResult
 from opbench.suites.case import Case
 
@@ -41,8 +56,15 @@ log = logging.getLogger(__name__)
 
 #: Largest kernel directory shipped to the nodes (bytes); bigger ones must be on every node.
 MAX_SHIPPED_BYTES = 64 << 20
-#: Tests per Ray task: large enough to amortise a worker start, small enough to spread.
-DEFAULT_BATCH = 16
+#: Seconds a slot waits for Ray to place and start its actor (a node may have to join).
+ACTOR_START_S = float(os.environ.get("OPBENCH_RAY_ACTOR_START_S", "180"))
+#: Seconds beyond a call's own limit (the test timeout, a worker's start) before the
+#: actor is taken for lost: the actor enforces the limit itself and answers soon after.
+CALL_MARGIN_S = 60.0
+
+
+class NodeLostError(RuntimeError):
+    """A slot's Ray actor (or its node) died or stopped answering: not the kernel's fault."""
 
 
 def pack_kernel_dir(path: str | Path) -> dict[str, bytes]:
@@ -78,141 +100,287 @@ def _outcome_plain(o: Outcome) -> dict[str, Any]:
     return {"kind": o.kind, "message": o.message, "detail": o.detail, "stderr_tail": o.stderr_tail}
 
 
-def _unit_plain(info: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What the harness needs of a worker's import report (not its served list)."""
-    if not info:
-        return None
-    return {
-        k: info.get(k) for k in ("import_tamper", "import_observed", "import_neighbours", "unit")
-    }
+class NodeWorkers:
+    """The body of one slot's Ray actor: a warm worker factory on its node.
 
-
-def run_batch(
-    config: dict[str, Any],
-    kernel_files: dict[str, bytes] | None,
-    cases: list[dict[str, Any]],
-    timeout_s: float,
-    max_crashes: int,
-    prior_crashes: dict[str, list[str]],
-    units: list[list[str] | None] | None = None,
-    plans: list[dict[str, Any] | None] | None = None,
-) -> dict[str, Any]:
-    """The body of one Ray task: run ``cases`` on local workers, return plain outcomes.
-
-    ``units``: each case's isolation unit (a worker imports one unit's code; a new one
-    is started when the unit changes); ``plans``: each case's trial plan, made by the
-    harness. ``prior_crashes``: crash kinds already seen per op in the run, so the
-    per-op crash budget holds across tasks. Tests past the budget come back as
-    ``not_run``.
+    Holds a :class:`~opbench.run.pool.WorkerFactory` (fork server template, spares) for
+    the whole run and the workers it handed out, by name; relays loads and tests to them
+    and returns their answers as plain data. Runs no judge code and imports no
+    candidate code. Start errors come back as ``{"start_error": ...}``.
     """
-    from opbench.run.pool import WorkerFactory, WorkerStartError
 
-    device = config["device"]
-    if device.startswith("cuda"):
-        device = "cuda:0"  # Ray sets CUDA_VISIBLE_DEVICES to the GPU it gave this task
-    scratch = Path(tempfile.mkdtemp(prefix="opbench-ray-"))
-    cfg = WorkerConfig(**config)
-    if kernel_files is not None:
-        cfg.backend = str(unpack_kernel_dir(kernel_files, scratch / "kernels"))
-    budget = CrashBudget(max_crashes)
-    for op, kinds in prior_crashes.items():
-        for kind in kinds:
-            budget.record(op, kind)
-    # spares: a task starts a worker per isolation unit; a warm one hides the start
-    factory = WorkerFactory(cfg, scratch / "logs", spares=True)
-    out: dict[str, Any] = {
-        "results": [],
-        "sandbox_level": None,
-        "worker_info": {},
-        "node": os.uname().nodename,
-    }
-    worker = None
-    units = units or [None] * len(cases)
-    plans = plans or [None] * len(cases)
-    try:
-        for cd, unit_list, plan in zip(cases, units, plans):
-            op = cd["op"]
-            unit = tuple(unit_list) if unit_list is not None else None
-            exhausted, kind = budget.exhausted(op)
-            if exhausted:
-                out["results"].append({"case": cd, "not_run": kind, "worker": ""})
-                continue
-            if worker is not None and (not worker.alive() or worker.unit != unit):
-                worker.retire()
-                worker = None
-            if worker is None:
-                try:
-                    worker = factory.get(device)
-                    info = worker.load(unit)
-                except WorkerStartError as e:
-                    out["fatal"] = str(e)
-                    break
-                out["sandbox_level"] = worker.sandbox_level
-                if info.get("type") == "load_failed":
-                    worker = None
-                    budget.record(op, info["kind"])
-                    failed = Outcome(
-                        info["kind"],
-                        detail=f"the worker died importing the kernel: {info['detail']}",
-                        stderr_tail=info.get("stderr_tail", ""),
-                    )
-                    out["results"].append(
-                        {"case": cd, "outcome": _outcome_plain(failed), "worker": ""}
-                    )
-                    continue
-                errors = out["worker_info"].setdefault("load_errors", {})
-                errors.update(info.get("load_errors") or {})
-            outcome = worker.run_case(cd, timeout_s, plan)
-            name = worker.name
-            unit_info = worker.loaded_info
-            if outcome.kind in ("crash", "timeout", "oom"):
-                budget.record(op, outcome.kind)
-                worker = None
-            out["results"].append(
-                {
-                    "case": cd,
-                    "outcome": _outcome_plain(outcome),
-                    "worker": name,
-                    "unit_info": _unit_plain(unit_info),
-                }
-            )
-    finally:
-        if worker is not None:
-            worker.stop()
-        factory.close()
-        found = factory.backend_settings()
-        if found is not None:
-            out["worker_info"]["backend_settings"] = found
-        import shutil
+    def __init__(self, config: dict[str, Any], kernel_files: dict[str, bytes] | None) -> None:
+        from opbench.run.pool import WorkerFactory
 
-        shutil.rmtree(scratch, ignore_errors=True)
-    return out
+        cfg = WorkerConfig(**config)
+        # Ray gives this actor one GPU through CUDA_VISIBLE_DEVICES: it is cuda:0 here
+        self.device = "cuda:0" if cfg.device.startswith("cuda") else "cpu"
+        self.scratch = Path(tempfile.mkdtemp(prefix="opbench-ray-"))
+        if kernel_files is not None:
+            cfg.backend = str(unpack_kernel_dir(kernel_files, self.scratch / "kernels"))
+        self.factory = WorkerFactory(cfg, self.scratch / "logs", spares=True)
+        self.workers: dict[str, Any] = {}
+
+    def ready(self) -> dict[str, Any]:
+        return {
+            "node": os.uname().nodename,
+            "pid": os.getpid(),
+            "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+
+    def get(self, unit: tuple[str, ...] | None) -> dict[str, Any]:
+        try:
+            w = self.factory.get(self.device, unit)
+        except WorkerStartError as e:
+            return {"start_error": str(e)}
+        self.workers[w.name] = w
+        return {
+            "name": w.name,
+            "sandbox_level": w.sandbox_level,
+            "preload_unit": w.preload_unit,
+            "preload_result": w.preload_result,
+            "unit": w.unit,
+            "loaded_info": w.loaded_info,
+        }
+
+    def load(self, name: str, unit: tuple[str, ...] | None) -> dict[str, Any]:
+        try:
+            return self.workers[name].load(unit)
+        except WorkerStartError as e:
+            return {"start_error": str(e)}
+        finally:
+            self._forget_dead(name)
+
+    def run_case(
+        self, name: str, case: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        try:
+            return _outcome_plain(self.workers[name].run_case(case, timeout_s, plan))
+        finally:
+            self._forget_dead(name)
+
+    def _forget_dead(self, name: str) -> None:
+        """A worker that crashed, hung or failed to load is gone (the harness drops it)."""
+        w = self.workers.get(name)
+        if w is not None and not w.alive():
+            self.workers.pop(name, None)
+
+    def alive(self, name: str) -> bool:
+        w = self.workers.get(name)
+        return w is not None and w.alive()
+
+    def end(self, name: str, how: str) -> None:
+        """``retire``, ``stop`` or ``kill`` a worker, and forget it."""
+        w = self.workers.pop(name, None)
+        if w is not None:
+            getattr(w, how)()
+
+    def preload(self, unit: tuple[str, ...]) -> None:
+        self.factory.preload(self.device, unit)
+
+    def close(self) -> dict[str, Any] | None:
+        """Stop every worker and the factory; the backend settings its workers read."""
+        for w in list(self.workers.values()):
+            w.kill()
+        self.workers.clear()
+        self.factory.close()
+        settings = self.factory.backend_settings()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        return settings
 
 
-def batches(
-    cases: Sequence[Case], size: int, unit_of: Callable[[str], Any] | None = None
-) -> Iterator[list[Case]]:
-    """Cases of one isolation unit (else one op) together, at most ``size`` per batch
-    (so a crashing op's budget applies in-task, and a task starts few workers)."""
-    key = unit_of or (lambda op: op)
-    groups: dict[str, list[Case]] = {}
-    for c in cases:
-        groups.setdefault(repr(key(c.op)), []).append(c)
-    batch: list[Case] = []
-    batch_key = None
-    for k, group in groups.items():
-        for c in group:
-            if batch and (len(batch) >= size or k != batch_key and len(batch) >= size // 2):
-                yield batch
-                batch = []
-            batch.append(c)
-            batch_key = k
-    if batch:
-        yield batch
+class RemoteWorker:
+    """A worker process inside a slot's actor, seen through the interface of a
+    :class:`~opbench.run.pool.WorkerProcess` (what :class:`LocalExecutor` uses of it).
+    A dead or silent actor raises :class:`NodeLostError`."""
+
+    def __init__(self, slot: _Slot, got: dict[str, Any]) -> None:
+        self._slot = slot
+        self.name: str = got["name"]
+        self.sandbox_level: str | None = got.get("sandbox_level")
+        self.preload_unit = _unit(got.get("preload_unit"))
+        self.preload_result: dict[str, Any] | None = got.get("preload_result")
+        self.unit = _unit(got.get("unit"))
+        self.loaded_info: dict[str, Any] | None = got.get("loaded_info")
+        self._ended = False
+
+    def load(self, unit: tuple[str, ...] | None) -> dict[str, Any]:
+        info = self._slot.call("load", self.name, unit, timeout=self._slot.start_s)
+        if "start_error" in info:
+            raise WorkerStartError(info["start_error"])
+        if info.get("type") != "load_failed":
+            self.unit = unit
+            self.loaded_info = info
+        return info
+
+    def run_case(
+        self, case_dict: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None = None
+    ) -> Outcome:
+        o = self._slot.call("run_case", self.name, case_dict, timeout_s, plan,
+                            timeout=timeout_s + CALL_MARGIN_S)  # fmt: skip
+        return Outcome(o["kind"], o.get("message"), o.get("detail", ""), o.get("stderr_tail", ""))
+
+    def alive(self) -> bool:
+        return not self._ended and bool(self._slot.call("alive", self.name, timeout=CALL_MARGIN_S))
+
+    def _end(self, how: str) -> None:
+        if not self._ended:
+            self._ended = True
+            self._slot.tell("end", self.name, how)
+
+    def retire(self) -> None:
+        self._end("retire")
+
+    def stop(self) -> None:
+        self._end("stop")
+
+    def kill(self) -> None:
+        self._end("kill")
+
+
+def _unit(u: Any) -> tuple[str, ...] | None:
+    return tuple(u) if u is not None else None
+
+
+class _Slot:
+    """One harness slot's actor (made on first use, replaced when it dies)."""
+
+    def __init__(self, factory: RayWorkerFactory) -> None:
+        self.factory = factory
+        self.actor: Any = None
+        self.info: dict[str, Any] = {}
+        self.start_s = factory.config.startup_timeout_s + CALL_MARGIN_S
+
+    def ensure(self) -> None:
+        if self.actor is not None:
+            return
+        ray = self.factory.ray
+        actor = self.factory.actor_class.remote(self.factory.config_plain, self.factory.files)
+        try:
+            self.info = ray.get(actor.ready.remote(), timeout=ACTOR_START_S)
+        except Exception as e:
+            ray.kill(actor)
+            raise WorkerStartError(
+                f"no Ray node took a slot within {ACTOR_START_S:g} s "
+                f"({type(e).__name__}: {e}); OPBENCH_RAY_ACTOR_START_S sets the wait"
+            ) from None
+        self.actor = actor
+        self.factory.note_actor(self.info)
+
+    def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
+        self.ensure()
+        ray = self.factory.ray
+        actor = self.actor
+        try:
+            return ray.get(getattr(actor, method).remote(*args), timeout=timeout)
+        except Exception as e:
+            if isinstance(e, ray.exceptions.RayTaskError):
+                raise  # our own code failed inside the actor: a harness error as it is
+            self.lost(e)
+            raise NodeLostError(
+                f"the Ray actor on {self.info.get('node', '?')} was lost during {method} "
+                f"({type(e).__name__}: {str(e)[:300]})"
+            ) from None
+
+    def tell(self, method: str, *args: Any) -> None:
+        """A call nobody waits for (ordered before this slot's next call)."""
+        if self.actor is not None:
+            getattr(self.actor, method).remote(*args)
+
+    def lost(self, why: Exception) -> None:
+        log.warning("ray: slot actor on %s lost (%s); the slot starts a new one",
+                    self.info.get("node", "?"), why)  # fmt: skip
+        if self.actor is not None:
+            try:
+                self.factory.ray.kill(self.actor)
+            except Exception as e:  # noqa: BLE001 - it is gone either way
+                log.debug("ray.kill: %s", e)
+        self.actor = None
+
+    def close(self) -> dict[str, Any] | None:
+        if self.actor is None:
+            return None
+        try:
+            return self.factory.ray.get(self.actor.close.remote(), timeout=CALL_MARGIN_S)
+        except Exception as e:  # noqa: BLE001 - closing: keep going
+            log.debug("closing a slot actor: %s", e)
+            return None
+        finally:
+            self.factory.ray.kill(self.actor)
+            self.actor = None
+
+
+class RayWorkerFactory:
+    """The :class:`~opbench.run.pool.WorkerFactory` interface over Ray actors: each
+    harness slot (thread) gets an actor of its own, which keeps its warm factory for the
+    whole run; :meth:`get` hands out that actor's next worker as a :class:`RemoteWorker`."""
+
+    spares_enabled = True
+
+    def __init__(self, ray: Any, config: WorkerConfig, kernel_files: Any, *, cuda: bool) -> None:
+        self.ray = ray
+        self.config = config
+        self.config_plain = asdict(config)
+        self.files = kernel_files
+        self.actor_class = ray.remote(num_gpus=1 if cuda else 0, num_cpus=1, max_restarts=0)(
+            NodeWorkers
+        )
+        self._local = threading.local()
+        self._slots: list[_Slot] = []
+        self._lock = threading.Lock()
+        self.nodes: set[str] = set()
+        self.actors: list[dict[str, Any]] = []
+        self._settings: list[dict[str, Any]] = []
+
+    def _slot(self) -> _Slot:
+        slot = getattr(self._local, "slot", None)
+        if slot is None:
+            slot = self._local.slot = _Slot(self)
+            with self._lock:
+                self._slots.append(slot)
+        return slot
+
+    def note_actor(self, info: dict[str, Any]) -> None:
+        with self._lock:
+            self.nodes.add(info.get("node", "?"))
+            self.actors.append(info)
+
+    def get(self, device: str, unit: tuple[str, ...] | None = None) -> RemoteWorker:
+        slot = self._slot()
+        got = slot.call("get", unit, timeout=slot.start_s)
+        if "start_error" in got:
+            raise WorkerStartError(got["start_error"])
+        return RemoteWorker(slot, got)
+
+    def preload(self, device: str, unit: tuple[str, ...]) -> None:
+        self._slot().tell("preload", unit)
+
+    def backend_settings(self) -> dict[str, Any] | None:
+        """The settings the first actor's workers read at start, and the last one's at
+        the end (the run's record, ``env.backend_settings``)."""
+        found = [s for s in self._settings if s]
+        if not found:
+            return None
+        return {"start": found[0]["start"], "end": found[-1]["end"]}
+
+    def close(self) -> None:
+        with self._lock:
+            slots, self._slots = self._slots, []
+        for slot in slots:
+            settings = slot.close()
+            if settings:
+                self._settings.append(settings)
+
+
+def _threads(slots: int) -> int:
+    """Torch threads for the harness and every worker: the local executor's share."""
+    from opbench.run.setup import cpu_share
+
+    return cpu_share(slots)
 
 
 class RayExecutor:
-    """Runs cases as Ray tasks and stores each result as it streams back."""
+    """Runs cases on workers of Ray actors and stores each result as it finishes."""
 
     def __init__(
         self,
@@ -229,17 +397,16 @@ class RayExecutor:
         self.store = store
         self.judge_options = judge_options
         self.config = with_hidden_run_dir(worker_config, store)
-        self.budget = CrashBudget(req.max_crashes_per_op)  # crashes seen in all tasks
         self.sandbox_level: str | None = None
         self.worker_info: dict[str, Any] = {}
-        self.batch_size = int(os.environ.get("OPBENCH_RAY_BATCH", DEFAULT_BATCH))
         self.nodes: set[str] = set()
+        self.slots = 0
 
     def _connect(self) -> Any:
         try:
             import ray
         except ImportError:
-            from opbench.run.session import RunError
+            from opbench.run.setup import RunError
 
             raise RunError("--executor ray needs Ray: pip install 'opbench[ray]'") from None
         if not ray.is_initialized():
@@ -252,171 +419,54 @@ class RayExecutor:
         return ray
 
     def _slots(self, ray: Any) -> int:
-        if self.req.workers and self.req.workers > 1:
-            return int(self.req.workers)
-        res = ray.cluster_resources()
+        """``--workers`` slots (default: one per GPU or CPU of the cluster), at most as
+        many as the cluster can hold actors for."""
         key = "GPU" if self.req.device.startswith("cuda") else "CPU"
-        return max(1, int(res.get(key, 1)))
-
-    def _plan_batch(
-        self, batch: list[Case], on_result: Callable[[TestResult], None]
-    ) -> tuple[list[Case], list[dict[str, Any]]]:
-        """Each case's trial plan; a case whose planning raises is stored as its own
-        ``judge_error`` and left out of the batch (:mod:`opbench.run.judge_errors`)."""
-        from opbench.judge.evaluate import plan_trials
-
-        kept: list[Case] = []
-        plans: list[dict[str, Any]] = []
-        for c in batch:
-            try:
-                plans.append(plan_trials(c, self.req.device, self.judge_options)[0].to_dict())
-            except Exception as e:  # opbench's own failure: this test's result
-                failed = judge_error_result(
-                    c, e, "plan", backend=self.config.backend, device=self.req.device
-                )
-                self.store.add(failed)
-                on_result(failed)
-                continue
-            kept.append(c)
-        return kept, plans
+        have = max(1, int(ray.cluster_resources().get(key, 1)))
+        if self.req.workers and self.req.workers > 1:
+            if self.req.workers > have:
+                log.warning("ray: --workers %d but the cluster has %d %s; using %d",
+                            self.req.workers, have, key, have)  # fmt: skip
+            return min(int(self.req.workers), have)
+        return have
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
+        import torch
+
+        from opbench.run.setup import devices_for
+
         ray = self._connect()
-        cuda = self.req.device.startswith("cuda")
-        task = ray.remote(num_gpus=1 if cuda else 0, num_cpus=1, max_retries=0)(run_batch)
-        kernel_dir = self.config.backend_path()
-        files_ref = ray.put(pack_kernel_dir(kernel_dir)) if kernel_dir else None
-        config = asdict(self.config)
-        device = self.req.device
-        runnable = []
-        for c in cases:  # no kernel, or blocked by the static scan: decided here
-            done = self.planner.result_without_worker(
-                c, self.planner.unit_of(c.op), backend=self.config.backend, device=device
-            )
-            if done is None:
-                runnable.append(c)
-            else:
-                self.store.add(done)
-                on_result(done)
-        cases = runnable
-        todo = list(batches(cases, max(1, self.batch_size), self.planner.unit_of))
-        todo.reverse()
-        by_id = {c.test_id: c for c in cases}
-        pending: dict[Any, list[Case]] = {}
-        slots = self._slots(ray)
-        log.info("ray: %d tests in %d tasks, %d at a time", len(cases), len(todo), slots)
-
-        def submit() -> None:
-            while todo and len(pending) < slots * 2:
-                # the seeds are the harness's choice; the references are recomputed when
-                # the results come back (holding them for a whole batch costs memory)
-                batch, plans = self._plan_batch(todo.pop(), on_result)
-                if not batch:
-                    continue
-                prior = {op: self.budget.history(op) for op in {c.op for c in batch}}
-                units = [self.planner.unit_of(c.op) for c in batch]
-                ref = task.remote(
-                    config,
-                    files_ref,
-                    [c.to_dict() for c in batch],
-                    float(self.req.test_timeout_s),
-                    int(self.req.max_crashes_per_op),
-                    prior,
-                    [list(u) if u is not None else None for u in units],
-                    plans,
-                )
-                pending[ref] = batch
-
-        submit()
-        retried: set[int] = set()
-        lost: list[Case] = []
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            ref = ready[0]
-            batch = pending.pop(ref)
-            try:
-                payload = ray.get(ref)
-            except Exception as e:  # the task's process or node died: not the kernel's fault
-                key = id(batch)
-                if key in retried:
-                    log.warning(
-                        "ray task failed twice (%s); %d tests left for --resume", e, len(batch)
-                    )
-                    lost.extend(batch)
-                else:
-                    log.warning("ray task failed (%s); retrying its %d tests", e, len(batch))
-                    retried.add(key)
-                    todo.append(batch)
-                submit()
-                continue
-            self._absorb(payload, by_id, on_result)
-            if payload.get("fatal"):
-                for other in pending:
-                    ray.cancel(other, force=True)
-                from opbench.run.pool import WorkerStartError
-
-                raise WorkerStartError(payload["fatal"])
-            submit()
-        if lost:
-            from opbench.run.session import RunError
-
-            raise RunError(
-                f"{len(lost)} tests were lost with failed Ray tasks; "
-                "repeat the command with --resume to run them"
-            )
-
-    def _absorb(
-        self,
-        payload: dict[str, Any],
-        by_id: dict[str, Case],
-        on_result: Callable[[TestResult], None],
-    ) -> None:
-        if payload.get("sandbox_level"):
-            self.sandbox_level = payload["sandbox_level"]
-        if payload.get("worker_info"):
-            self.planner.note_loaded(payload["worker_info"])
-            found = payload["worker_info"].get("backend_settings")
-            before = self.worker_info.get("backend_settings")
-            self.worker_info = {"load_errors": dict(self.planner.load_errors)}
-            if found is not None:  # the first task's start, the latest task's end
-                start = before["start"] if before else found["start"]
-                self.worker_info["backend_settings"] = {"start": start, "end": found["end"]}
-            elif before is not None:
-                self.worker_info["backend_settings"] = before
-        self.nodes.add(payload.get("node", "?"))
-        device = self.req.device
-        for item in payload["results"]:
-            case = by_id.get(Case.from_dict(item["case"]).test_id) or Case.from_dict(item["case"])
-            if "not_run" in item:
-                result = not_run_result(
-                    case,
-                    item["not_run"],
-                    self.req.max_crashes_per_op,
-                    backend=self.config.backend,
-                    device=device,
-                )
-            else:
-                o = item["outcome"]
-                outcome = Outcome(
-                    o["kind"], o.get("message"), o.get("detail", ""), o.get("stderr_tail", "")
-                )
-                if outcome.kind in ("crash", "timeout", "oom"):
-                    self.budget.record(case.op, outcome.kind)
-                worker = f"{payload.get('node', '?')}/{item.get('worker', '')}"
-                try:
-                    result = judge_outcome(
-                        case,
-                        outcome,
-                        device=device,
-                        judge_options=self.judge_options,
-                        backend=self.config.backend,
-                        worker=worker,
-                        unit_info=item.get("unit_info"),
-                        scan=self.planner.scan(self.planner.unit_of(case.op)),
-                    )
-                except Exception as e:  # opbench's own failure: this test's result
-                    result = judge_error_result(
-                        case, e, "judge", backend=self.config.backend, device=device, worker=worker
-                    )
-            self.store.add(result)
-            on_result(result)
+        self.slots = slots = self._slots(ray)
+        threads = _threads(slots)
+        config = replace(self.config, threads=threads)
+        kernel_dir = config.backend_path()
+        files = ray.put(pack_kernel_dir(kernel_dir)) if kernel_dir else None
+        factory = RayWorkerFactory(ray, config, files, cuda=self.req.device.startswith("cuda"))
+        executor = LocalExecutor(
+            config,
+            ExecutionOptions(
+                workers=slots,
+                devices=devices_for(self.req.device, slots),
+                test_timeout_s=self.req.test_timeout_s,
+                max_crashes_per_op=self.req.max_crashes_per_op,
+            ),
+            self.store,
+            self.store.path.parent / "logs",
+            self.judge_options,
+            self.planner,
+            factory=factory,
+        )
+        log.info("ray: %d tests on %d slots (%d torch threads each)", len(cases), slots, threads)
+        threads_before = torch.get_num_threads()
+        torch.set_num_threads(threads)  # the harness draws inputs as the workers do
+        try:
+            executor.run(cases, on_result)
+        finally:
+            torch.set_num_threads(threads_before)
+            factory.close()
+            self.nodes = set(factory.nodes)
+            self.sandbox_level = executor.sandbox_level
+            self.worker_info = dict(executor.worker_info)
+            found = factory.backend_settings()
+            if found is not None:
+                self.worker_info["backend_settings"] = found

@@ -1,15 +1,13 @@
 """One ``opbench run``: build the suite, select cases, execute, record, summarise.
 
 The CLI is a thin layer over :func:`run`; everything a script needs (the request,
-the summary dict) is plain data.
+the summary dict) is plain data. What operator and program runs share (the request,
+the checks, the worker configuration, the run directory) is in :mod:`opbench.run.setup`
+and re-exported here; the outputs beside the results store in :mod:`opbench.run.outputs`.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import logging
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,101 +17,44 @@ from typing import Any
 
 from opbench.report import metrics
 from opbench.run.machine import environment, gpu_state
-from opbench.run.store import ResultStore, StoreError, TestResult
+from opbench.run.outputs import write_outputs
+from opbench.run.setup import (
+    RunError,
+    RunRequest,
+    check_backend_spec,
+    check_device,
+    cpu_share,
+    devices_for,
+    is_program_run,
+    open_run_dir,
+    worker_config,
+)
+from opbench.run.store import ResultStore, TestResult
 from opbench.spec.args import DTYPE_BY_NAME, iter_tensor_specs, parse_args
+from opbench.spec.judge_options import JudgeOptions
 from opbench.spec.ops import select_ops
 from opbench.suites.case import Case
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "SUITES",
+    "RunError",
+    "RunRequest",
+    "SuiteSelection",
+    "check_backend_spec",
+    "check_device",
+    "coverage_of",
+    "cpu_share",
+    "devices_for",
+    "load_suite_cases",
+    "parse_dtypes",
+    "run",
+    "run_operators",
+    "select_cases",
+    "summarize",
+    "unfinished_summary",
+]
 
 SUITES = ("smoke", "opinfo", "traces", "torchbench", "programs")
-
-
-class RunError(RuntimeError):
-    """A run that cannot start as asked (bad suite, no cases, a busy run directory...)."""
-
-
-@dataclass
-class RunRequest:
-    suite: str = "smoke"
-    backend: str = "aten"
-    device: str = "cpu"
-    ops: list[str] | None = None
-    dtypes: list[str] | None = None
-    limit_per_op: int | None = None
-    profile: str = "quick"
-    perf: bool = False
-    out: Path | None = None
-    workers: int = 1
-    executor: str = "local"
-    ray_address: str | None = None
-    resume: bool = False
-    seed: int = 0
-    traces: str | None = None
-    test_timeout_s: float = 120.0
-    max_crashes_per_op: int = 3
-    sandbox: str = "off"
-    kernel_version: str | None = None
-    rtol_scale: float = 1.0
-    atol_scale: float = 1.0
-    allow_pytorch: bool = False
-    memory_limit_mb: int | None = None
-    #: static-scan rules exempted with ``--allow RULE`` (recorded in the summary)
-    allow_rules: list[str] = field(default_factory=list)
-    rerun_failed: Path | None = None
-    overhead_dominated: str = "include"
-    #: float32 matmuls and convolutions may run in TF32 on both sides (off: IEEE float32)
-    allow_tf32: bool = False
-    # program problems (opbench.programs): --problem/--candidate, or a suite of them
-    problem: Path | None = None
-    candidate: Path | None = None
-    candidates: Path | None = None
-    levels: list[str] | None = None
-    #: small | full (None: full on cuda, small on cpu)
-    size: str | None = None
-    compile_baseline: bool = False
-    max_problem_bytes: int | None = None
-    n_correctness: int = 5
-
-    #: what must also match for ``--resume`` of a program run
-    PROGRAM_IDENTITY = (
-        "problem",
-        "candidate",
-        "candidates",
-        "levels",
-        "size",
-        "compile_baseline",
-        "n_correctness",
-    )
-
-    def identity(self) -> dict[str, Any]:
-        """What must match for ``--resume`` to continue a run directory."""
-        keep = (
-            "suite",
-            "backend",
-            "device",
-            "ops",
-            "dtypes",
-            "limit_per_op",
-            "profile",
-            "perf",
-            "seed",
-            "traces",
-            "kernel_version",
-            "rtol_scale",
-            "atol_scale",
-            "allow_pytorch",
-            "allow_rules",
-        )
-        d = asdict(self)
-        out = {k: d[k] for k in keep}
-        if self.allow_tf32:  # only when set: run directories made before it still resume
-            out["allow_tf32"] = True
-        if self.problem is not None or self.suite.partition(":")[0] == "programs":
-            out.update(
-                {k: (str(d[k]) if isinstance(d[k], Path) else d[k]) for k in self.PROGRAM_IDENTITY}
-            )
-        return out
 
 
 @dataclass
@@ -150,7 +91,9 @@ def load_suite_cases(req: RunRequest, progress: Callable[[str], None] | None = N
         from opbench.suites.traces import build_trace_cases
 
         source = resolve_traces(path or req.traces)
-        return build_trace_cases(source, suite=name, seed=req.seed, device=req.device)
+        return build_trace_cases(
+            source, suite=name, seed=req.seed, device=req.device, split=req.trace_split
+        )
     if name == "opinfo":
         from opbench.suites.opinfo import build_opinfo_cases
 
@@ -280,83 +223,33 @@ def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
     return SuiteSelection(chosen, asked, not_tested, excluded, coverage_of(chosen))
 
 
-def devices_for(device: str, workers: int) -> list[str]:
-    """Round-robin device list: ``cuda`` with 2 GPUs and 4 workers -> cuda:0, cuda:1, ..."""
-    if device == "cuda":
-        import torch
-
-        n = torch.cuda.device_count()
-        if n == 0:
-            raise RunError("--device cuda, but no CUDA device is visible")
-        return [f"cuda:{i % n}" for i in range(max(workers, 1))]
-    return [device] * max(workers, 1)
-
-
-def check_device(device: str) -> None:
-    """Refuse, before anything starts, a device opbench does not judge on: it runs on
-    ``cpu`` and NVIDIA ``cuda`` / ``cuda:N`` (the timing protocol, the guard and the
-    sandbox are built and measured there); ``mps``, ``xpu`` and ROCm builds of PyTorch
-    (whose ``cuda`` is HIP) are not supported."""
-    import torch
-
-    supported = "opbench runs on --device cpu, cuda or cuda:N (NVIDIA GPUs)"
-    kind, _, index = device.partition(":")
-    if kind not in ("cpu", "cuda") or (kind == "cpu" and index):
-        raise RunError(f"--device {device!r} is not supported: {supported}")
-    if kind == "cuda":
-        if getattr(torch.version, "hip", None):
-            raise RunError(f"this PyTorch is a ROCm build (HIP {torch.version.hip}): {supported}")
-        if index and not index.isdigit():
-            raise RunError(f"--device {device!r}: the GPU index must be a number ({supported})")
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if n == 0:
-            raise RunError(f"--device {device}, but no CUDA device is visible")
-        if index and int(index) >= n:
-            raise RunError(f"--device {device}: only {n} CUDA device(s) are visible (cuda:0..)")
-
-
-def check_backend_spec(spec: str) -> None:
-    """Fail fast (before any worker starts) on a kernel directory that is not there."""
-    if spec in ("aten", "triton") or spec.startswith("module:"):
-        return
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return
-    if path.exists():
-        raise RunError(
-            f"--backend {spec!r} is a file; give the kernel directory that holds "
-            "<op>/<op>_implementation.py folders"
-        )
-    raise RunError(
-        f"--backend {spec!r}: no such kernel directory (or use aten, triton, module:NAME)"
-    )
-
-
 def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
-    """Execute a run and return its summary (also written to ``RUN_DIR/summary.json``)."""
-    from opbench.judge.evaluate import JudgeOptions
-    from opbench.programs.runner import is_program_run
-
-    if is_program_run(req):  # whole programs (KernelBench format): their own runner
+    """Execute a run and return its summary (also written to ``RUN_DIR/summary.json``):
+    whole programs (KernelBench format) go to their own runner, operators to
+    :func:`run_operators`. The one place the two kinds of run part."""
+    if is_program_run(req):
         from opbench.programs.runner import run_programs
 
         return run_programs(req, on_progress)
+    return run_operators(req, on_progress)
+
+
+def run_operators(
+    req: RunRequest, on_progress: Callable[[str, Any], None] | None = None
+) -> dict[str, Any]:
+    """Execute an operator run (a suite of cases against a backend) and return its
+    summary."""
     progress = on_progress or (lambda kind, payload: None)
     check_device(req.device)
     check_backend_spec(req.backend)
-    out = Path(req.out or Path("runs") / time.strftime("run-%Y%m%d-%H%M%S")).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out / "results.sqlite")
-    try:
-        store.check_same_run(req.identity())
-    except StoreError as e:
-        raise RunError(str(e)) from None
-    done = store.finished_ids()
-    if done and not req.resume and req.rerun_failed is None:
-        raise RunError(
-            f"{out} already holds {len(done)} results; pass --resume to continue it, "
-            "or choose a new --out directory"
-        )
+    if req.trace_split is not None:
+        from opbench.suites.trace_split import HALVES
+
+        if req.suite.partition(":")[0] not in ("traces", "torchbench"):
+            raise RunError("--trace-split applies to the traces suite only")
+        if req.trace_split not in HALVES:
+            raise RunError(f"--trace-split must be one of {', '.join(HALVES)}")
+    out, store, done = open_run_dir(req)
 
     t_build = time.perf_counter()
     progress("phase", "building the suite")
@@ -378,12 +271,10 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
         allow_pytorch=req.allow_pytorch,
         allow_threads="threads" in (req.allow_rules or []),
     )
-    worker_config = _worker_config(req, judge_options)
+    config = worker_config(req, judge_options)
     from opbench.run.isolation import IsolationPlanner
 
-    planner = IsolationPlanner(
-        worker_config.backend, req.kernel_version, frozenset(req.allow_rules or [])
-    )
+    planner = IsolationPlanner(config.backend, req.kernel_version, frozenset(req.allow_rules or []))
     for unit in {planner.unit_of(c.op) for c in cases}:
         planner.scan(unit)  # every kernel the run selects, before any is imported
     t_run = time.perf_counter()
@@ -394,12 +285,12 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
         if req.executor == "ray":
             from opbench.run.ray_executor import RayExecutor
 
-            executor = RayExecutor(worker_config, req, store, judge_options, planner)
+            executor = RayExecutor(config, req, store, judge_options, planner)
         elif req.executor == "local":
             from opbench.run.executor import ExecutionOptions, LocalExecutor
 
             executor = LocalExecutor(
-                worker_config,
+                config,
                 ExecutionOptions(
                     workers=req.workers,
                     devices=devices_for(req.device, req.workers),
@@ -482,42 +373,6 @@ def unfinished_summary(
     }
 
 
-def _worker_config(req: RunRequest, judge_options: Any):
-    from opbench.run.pool import WorkerConfig
-
-    limit = req.memory_limit_mb
-    if limit is None:
-        try:
-            total_kb = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0])
-            limit = int(total_kb / 1024 * 0.6 / max(req.workers, 1))
-        except (OSError, IndexError, ValueError):
-            limit = None
-    timing_options: dict[str, Any] = {}
-    return WorkerConfig(
-        threads=cpu_share(req.workers) if req.executor == "local" else None,
-        backend=req.backend,
-        device=req.device,
-        kernel_version=req.kernel_version,
-        perf=req.perf,
-        judge_options=asdict(judge_options),
-        timing_options=timing_options,
-        sandbox=req.sandbox,
-        memory_limit_mb=limit,
-        spare_workers=2 if req.device.startswith("cuda") else 1,
-        allow_tf32=req.allow_tf32,
-        env={"OPBENCH_PRELOAD": "opinfo"} if req.suite.startswith("opinfo") else {},
-    )
-
-
-def cpu_share(workers: int) -> int:
-    """Intra-op threads for each of ``workers`` workers and the judging process."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, cores // (max(workers, 1) + 1))
-
-
 def _failed_ids(run_dir: Path) -> set[str]:
     path = run_dir / "results.sqlite"
     if not path.exists():
@@ -583,46 +438,3 @@ def summarize(
         "judge_errors_by_op": {f"aten.{op}": n for op, n in judge_errors.items()},
     }
     return summary
-
-
-def write_outputs(out: Path, summary: dict[str, Any], results: list[TestResult]) -> None:
-    """summary.json (atomically), ops.csv and report.html."""
-    from opbench.report.html import render
-
-    tmp = out / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, default=str))
-    tmp.replace(out / "summary.json")
-    (out / "report.html").write_text(render(summary, results))
-    from opbench.report.export import write_tests_parquet
-
-    if not write_tests_parquet(out / "tests.parquet", results):
-        log.info("no tests.parquet: pyarrow is not installed (pip install 'opbench[parquet]')")
-    with open(out / "ops.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(
-            [
-                "op",
-                "tests",
-                "passed",
-                "weak",
-                "not_implemented",
-                "correct",
-                "speedup",
-                "speedup_host",
-                "failures",
-            ]
-        )
-        for op, v in summary["ops"].items():
-            w.writerow(
-                [
-                    op,
-                    v.get("tests"),
-                    v.get("passed"),
-                    v.get("weak", 0),
-                    v.get("not_implemented", 0),
-                    v.get("correct"),
-                    v.get("speedup"),
-                    v.get("speedup_host"),
-                    ";".join(f"{k}={n}" for k, n in (v.get("failures") or {}).items()),
-                ]
-            )

@@ -75,7 +75,7 @@ def main() -> int:
 
     bind_device(device)
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
-        _warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
+        warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(
         proto_out, {"type": "ready", "pid": os.getpid(), "settings": settings_mod.read()}
     )
@@ -311,32 +311,33 @@ def _cuda_context_error(device: str) -> str | None:
         return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
 
 
-def _warm_up(device: str) -> None:
+def warm_up(device: str) -> None:
     """Pay one-time costs before saying "ready", not inside the first test's timeout.
 
     The first tensor call under a dispatch mode imports ``torch._dynamo`` (~1.5-3 s on
     a small CPU), and building inputs imports the suites; a spare worker does this while
     it waits, so a replacement answers its first test as fast as an old worker.
-    Runs before any candidate code is imported.
+    Runs before any candidate code is imported; the fork server's template runs it once
+    for all the workers it forks (:func:`opbench.run.forkserver.template_steps`).
     """
     import torch
 
     from opbench.instrument.observer import DispatchRecorder, ExecutionWindow
-    from opbench.spec.ops import _overloads_by_op
+    from opbench.spec.ops import overloads_by_op
     from opbench.suites.case import Case
     from opbench.suites.materialize import materialize
 
     # Every worker reads its unit's folder names against the overload table: built once
     # here, it is shared by the template's forks (7 ms to build in-process, ~16 ms in a
     # fresh fork, once per operator: 13 s over the quick OpInfo profile's 817 units).
-    _overloads_by_op()
+    overloads_by_op()
     if "opinfo" in os.environ.get("OPBENCH_PRELOAD", "").split(","):
         # OpInfo cases need op_db (~2 s to import): a template imports it once for all
         # the workers it forks, instead of every per-operator worker importing it again
         try:
-            from opbench.suites.opinfo import _by_key
+            from opbench.suites.opinfo import opinfos_by_key
 
-            _by_key()
+            opinfos_by_key()
         except Exception as e:  # the first OpInfo case will report the real problem
             print(
                 f"opbench worker: OpInfo preload failed: {type(e).__name__}: {e}", file=sys.stderr

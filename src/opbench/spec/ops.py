@@ -21,6 +21,7 @@ __all__ = [
     "canonical_name",
     "get_overload",
     "overload_exists",
+    "overloads_by_op",
     "select_ops",
     "folder_name",
     "parse_folder_name",
@@ -68,7 +69,10 @@ def all_overload_names() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _overloads_by_op() -> dict[str, tuple[str, ...]]:
+def overloads_by_op() -> dict[str, tuple[str, ...]]:
+    """Every overload of this torch grouped by its op (``add`` -> ``add.Scalar``,
+    ``add.Tensor``, ...; in-place ``add_`` is an op of its own), sorted; built once per
+    process (a worker builds it in its warm-up, so forks of the template share it)."""
     by_op: dict[str, list[str]] = {}
     for name in all_overload_names():
         by_op.setdefault(base_name(name), []).append(name)
@@ -123,7 +127,7 @@ def select_ops(
         else:
             if name in by_base:
                 selected |= by_base[name]
-            elif name in _overloads_by_op():
+            elif name in overloads_by_op():
                 not_in_suite[name] = "no test of this operator in the suite"
             else:
                 raise UnknownOpError(raw, suggest(name))
@@ -132,7 +136,7 @@ def select_ops(
 
 def suggest(name: str, n: int = 5) -> list[str]:
     """Close ATen names for an unknown one, for error messages."""
-    pool = sorted(set(_overloads_by_op()) | all_overload_names())
+    pool = sorted(set(overloads_by_op()) | all_overload_names())
     return difflib.get_close_matches(canonical_name(name), pool, n=n, cutoff=0.6)
 
 
@@ -146,7 +150,7 @@ def parse_folder_name(folder: str) -> str:
 
     Raises :class:`UnknownOpError` when the folder names no ATen op or overload.
     """
-    ops = _overloads_by_op()
+    ops = overloads_by_op()
     if folder in ops:
         return folder
     if "__" in folder:

@@ -1,7 +1,9 @@
 """Turn a :class:`~opbench.suites.case.Case` into real inputs on a device.
 
 One entry point for the worker and the judge, so both build bit-identical inputs
-from the same case and seed, whatever suite the case came from.
+from the same case and seed, whatever suite the case came from. Trace cases are built by
+:mod:`opbench.suites.inputs`, OpInfo cases by :func:`opbench.suites.opinfo.opinfo_inputs`
+(with the special values of :mod:`opbench.suites.special_values`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,12 @@ from typing import Any
 import torch
 
 from opbench.spec.args import parse_args
-from opbench.suites.case import Case, derive_seed
+from opbench.suites.case import Case
 
-#: How many special-value re-draws an OpInfo case may get (see :func:`special_seeds`).
-SPECIAL_REDRAWS = 2
-#: Share of each floating input's elements replaced by NaN, +Inf, -Inf or 0.
-SPECIAL_FRACTION = 0.125
-#: ``case.params["values"]`` of an OpInfo case whose every trial gets special values in
-#: its floating inputs (not ``out``): ``"special"`` NaN, +-Inf, 0 and +-a large magnitude
-#: (:func:`large_magnitude`); ``"nonfinite"`` the same without the large magnitudes, for
-#: ops PyTorch does not test on large floats (``handles_large_floats=False``: ``sin``).
-SPECIAL_VALUES = ("special", "nonfinite")
+# re-exported for the callers of materialize that also read its inputs
+from opbench.suites.special_values import inject_specials, special_seeds, tensors_in
+
+__all__ = ["inject_specials", "materialize", "special_seeds", "tensors_in"]
 
 
 def materialize(
@@ -37,85 +34,7 @@ def materialize(
 
         return make_inputs(case.op, parse_args(case.args), device, seed)
     if case.source == "opinfo":
-        from opbench.suites.opinfo import materialize_opinfo
+        from opbench.suites.opinfo import opinfo_inputs
 
-        args, kwargs = materialize_opinfo(case, device, seed)
-        values = case.params.get("values")
-        if values is not None:
-            if values not in SPECIAL_VALUES:
-                from opbench.suites.inputs import NotRunnable
-
-                raise NotRunnable(f"unknown values {values!r} in an OpInfo case")
-            inputs = (args, {k: v for k, v in kwargs.items() if k != "out"})
-            inject_specials(inputs, seed, large=values == "special", at_least_one=True)
-        if seed in special_seeds(case):
-            inject_specials((args, kwargs), seed)
-        return args, kwargs
+        return opinfo_inputs(case, device, seed)
     raise ValueError(f"unknown case source {case.source!r} for {case.op}")
-
-
-def special_seeds(case: Case) -> list[int]:
-    """Seeds whose inputs get special values injected (OpInfo cases only).
-
-    An OpInfo sample's values are what the OpInfo draws: ``isnan`` on data without NaN, or
-    ``logical_and`` on data without zeros, has an all-equal answer that zeros or a constant
-    would match (a weak test). Re-drawing with another seed draws from the same
-    distribution, so for these seeds the sample is built as usual and then a share of
-    each floating input is set to NaN, +Inf, -Inf and 0. Stable across processes.
-    """
-    if case.source != "opinfo":
-        return []
-    return [derive_seed(case.seed, 2000 + j) for j in range(SPECIAL_REDRAWS)]
-
-
-def large_magnitude(dtype: torch.dtype) -> float:
-    """The large finite magnitude injected into ``dtype`` inputs: 1e4 for float16 (its
-    largest finite value is 65504), 1e30 otherwise (finite in bfloat16 and float32, whose
-    exp, square or product of two overflows)."""
-    return 1e4 if dtype == torch.float16 else 1e30
-
-
-def inject_specials(
-    tree: Any, seed: int, *, large: bool = False, at_least_one: bool = False
-) -> None:
-    """Set :data:`SPECIAL_FRACTION` of every floating tensor's elements in ``tree`` (in
-    place) to NaN, +Inf, -Inf or 0 (with ``large`` also to +-:func:`large_magnitude`),
-    positions and values drawn from ``seed``. With ``at_least_one``, every such tensor
-    gets at least one NaN or Inf (a draw for a small input often picks none).
-
-    Tensors whose elements overlap in memory (expanded ones) are left alone: writing one
-    element would change several.
-    """
-    g = torch.Generator().manual_seed(seed)
-    specials = [float("nan"), float("inf"), float("-inf"), 0.0]
-    for t in tensors_in(tree):
-        if not t.is_floating_point() or t.numel() == 0:
-            continue
-        choices = specials
-        if large:
-            big = large_magnitude(t.dtype)
-            choices = specials + [big, -big]
-        pick = torch.rand(t.shape, generator=g) < SPECIAL_FRACTION
-        values = torch.tensor(choices)[torch.randint(0, len(choices), t.shape, generator=g)]
-        if at_least_one and not bool((pick & ~torch.isfinite(values)).any()):
-            # the first picked element (or the first one) becomes NaN, +Inf or -Inf
-            picked = pick.view(-1).nonzero()
-            first = int(picked[0]) if len(picked) else 0
-            pick.view(-1)[first] = True
-            values.view(-1)[first] = specials[int(torch.randint(0, 3, (), generator=g))]
-        try:
-            with torch.no_grad():
-                t.copy_(torch.where(pick.to(t.device), values.to(t.device, t.dtype), t))
-        except RuntimeError:  # overlapping memory (expanded): leave as drawn
-            continue
-
-
-def tensors_in(obj: Any) -> list[torch.Tensor]:
-    """Every tensor in an argument tree (lists, tuples, dict values), in order."""
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in tensors_in(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in tensors_in(v)]
-    return []

@@ -28,7 +28,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HALVES", "SPLIT_FILE", "half_of", "load_split", "make_split", "select"]
+__all__ = [
+    "HALVES",
+    "SPLIT_FILE",
+    "half_of",
+    "load_split",
+    "make_split",
+    "select",
+    "without_heldout",
+]
 
 SPLIT_FILE = Path(__file__).with_name("trace_split.json")
 HALVES = ("tuning", "heldout")
@@ -100,3 +108,11 @@ def select(entries: Iterable[Any], half: str) -> list[Any]:
         for e in entries
         if (e.op, e.args) not in tuned and all(half_of(m) == "heldout" for m in e.all_models)
     ]
+
+
+def without_heldout(entries: Iterable[Any]) -> list[Any]:
+    """What a tuner may read: every entry whose row is not a held-out row (so the tuning
+    half, plus traces of models outside the split, such as a user's own)."""
+    entries = list(entries)
+    held = {(e.op, e.args) for e in select(entries, "heldout")}
+    return [e for e in entries if (e.op, e.args) not in held]

@@ -13,6 +13,11 @@ them, which checks shapes and arguments in ~0.5 ms a case. Device-specific limit
 the meta device cannot see (cuDNN RNNs, complex32 and mixed-precision norm backward on
 CPU) are rules below. Verdicts are cached on disk, keyed by torch version, device and
 the code of this module and the input builder, so a second build takes seconds.
+
+This module owns the policy (which operators are excluded and why), the dry run and its
+cache, and :func:`build_trace_cases`. Reading the files is
+:mod:`opbench.suites.trace_files`'s and the dataset table :mod:`opbench.suites.trace_dataset`'s;
+their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import os
 import re
 import tempfile
 import warnings
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +36,19 @@ from typing import Any
 
 import torch
 
+from opbench.cache import cache_dir
 from opbench.spec.args import ArgsParseError, ParsedArgs, TensorSpec, iter_tensor_specs, parse_args
 from opbench.spec.ops import base_name, canonical_name, get_overload, overload_exists
 from opbench.suites.case import Case
 from opbench.suites.inputs import NotRunnable, make_inputs, resolve_op_name
+from opbench.suites.trace_dataset import (
+    DATASET_FIELDS,
+    case_uuid,
+    dataset_rows,
+    dataset_summary,
+    write_dataset,
+)
+from opbench.suites.trace_files import TraceEntry, TraceFormatError, load_trace_file, load_traces
 
 __all__ = [
     "DATASET_FIELDS",
@@ -43,6 +56,7 @@ __all__ = [
     "TraceFormatError",
     "build_trace_cases",
     "cache_dir",
+    "case_uuid",
     "dataset_rows",
     "dataset_summary",
     "load_trace_file",
@@ -51,187 +65,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: Columns of the dataset table, in order (the published TorchBench suite's fields).
-DATASET_FIELDS: tuple[str, ...] = (
-    "uuid",
-    "op_name",
-    "args",
-    "runnable",
-    "included_in_benchmark",
-    "why_excluded",
-    "is_synthetic",
-    "runtime_ms",
-    "relative_runtime_to_kernel_launch",
-    "is_overhead_dominated_op",
-    "count",
-    "in_models",
-    "in_models_count",
-)
-
-
-class TraceFormatError(ValueError):
-    """A malformed trace file, naming the file and the (1-based) line."""
-
-    def __init__(self, message: str, *, file: str | Path, line: int | None) -> None:
-        self.file = str(file)
-        self.line = line
-        self.message = message
-        where = f"{self.file}, line {line}" if line is not None else self.file
-        super().__init__(f"{where}: {message}")
-
-    @classmethod
-    def from_args_error(cls, err: ArgsParseError, file: str | Path, line: int) -> TraceFormatError:
-        located = err.located(str(file), line)
-        out = cls(located.message, file=file, line=line)
-        out.args = (str(located),)
-        return out
-
-
-@dataclass
-class TraceEntry:
-    """One ``cnt:`` line (or one parquet row): an overload, its arguments and a count.
-
-    ``model`` is the trace file's stem; ``models`` lists every model a parquet row
-    stands for (empty for trace files, where it is just ``model``).
-    """
-
-    op: str
-    args: str
-    count: int
-    model: str
-    file: str
-    line: int
-    models: tuple[str, ...] = ()
-
-    @property
-    def all_models(self) -> tuple[str, ...]:
-        return self.models or (self.model,)
-
-
-# --------------------------------------------------------------------------- loading
-
-_CNT = re.compile(r"cnt:\s*(\d+)\s*,\s*(.*\S)\s*$")
-
-
-def load_trace_file(path: str | Path) -> list[TraceEntry]:
-    """The entries of one trace ``.txt`` file (model = file stem).
-
-    Checks the structure (``Operator:`` before ``cnt:``, counts are integers); the
-    arguments themselves are parsed by :func:`build_trace_cases` (or
-    :func:`check_entries`), which reports a bad one with this file and line.
-    """
-    path = Path(path)
-    entries: list[TraceEntry] = []
-    op: str | None = None
-    model = path.stem
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(f"not UTF-8 text ({e})", file=path, line=None) from None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("Operator:"):
-            name = line[len("Operator:") :].strip()
-            if not name or " " in name:
-                raise TraceFormatError(f"bad operator name {name!r}", file=path, line=lineno)
-            op = canonical_name(name)
-            continue
-        if line.startswith("cnt:"):
-            m = _CNT.match(line)
-            if m is None:
-                raise TraceFormatError(
-                    "expected 'cnt: N, ((args...), {kwargs})'", file=path, line=lineno
-                )
-            if op is None:
-                raise TraceFormatError(
-                    "'cnt:' line before any 'Operator:' line", file=path, line=lineno
-                )
-            entries.append(TraceEntry(op, m.group(2), int(m.group(1)), model, str(path), lineno))
-            continue
-        raise TraceFormatError(f"unexpected line {line[:60]!r}", file=path, line=lineno)
-    return entries
-
-
-def load_traces(source: str | Path) -> list[TraceEntry]:
-    """Entries from a folder (every ``*.txt`` below it), one ``.txt`` file, or a parquet/JSON table.
-
-    The table form is BackendBench's ``backend_bench_problems`` (columns ``op_name``,
-    ``args``, ``count``, ``in_models``) or opbench's own ``opbench dataset`` output.
-    """
-    source = Path(source)
-    if source.is_dir():
-        files = sorted(p for p in source.rglob("*.txt") if p.is_file())
-        if not files:
-            raise FileNotFoundError(f"no *.txt trace files under {source}")
-        out: list[TraceEntry] = []
-        for f in files:
-            out.extend(load_trace_file(f))
-        return out
-    if not source.exists():
-        raise FileNotFoundError(f"trace source {source} does not exist")
-    suffix = source.suffix.lower()
-    if suffix == ".parquet":
-        return _load_table(_read_parquet(source), source)
-    if suffix == ".json":
-        try:
-            rows = json.loads(source.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise TraceFormatError(f"bad JSON: {e.msg}", file=source, line=e.lineno) from None
-        if isinstance(rows, dict) and "rows" in rows:
-            rows = rows["rows"]
-        if not isinstance(rows, list):
-            raise TraceFormatError("expected a list of rows", file=source, line=None)
-        return _load_table(rows, source)
-    return load_trace_file(source)
-
-
-def _read_parquet(path: Path) -> list[dict[str, Any]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "reading parquet traces needs pyarrow: pip install 'opbench[parquet]'"
-        ) from None
-    return pq.read_table(path).to_pylist()
-
-
-def _split_models(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, (list, tuple)):
-        return tuple(str(v) for v in value if str(v))
-    if hasattr(value, "tolist"):
-        return _split_models(value.tolist())
-    return tuple(m for m in re.split(r"[,;\s]+", str(value)) if m)
-
-
-def _load_table(rows: list[dict[str, Any]], source: Path) -> list[TraceEntry]:
-    out = []
-    for i, row in enumerate(rows, start=1):
-        if not isinstance(row, dict) or "op_name" not in row or "args" not in row:
-            raise TraceFormatError("row lacks op_name/args", file=source, line=i)
-        count = row.get("count", 1)
-        try:
-            count = int(count) if count is not None else 1
-        except (TypeError, ValueError):
-            raise TraceFormatError(f"bad count {count!r}", file=source, line=i) from None
-        models = _split_models(row.get("in_models"))
-        model = models[0] if models else source.stem
-        out.append(
-            TraceEntry(
-                canonical_name(str(row["op_name"])),
-                str(row["args"]),
-                count,
-                model,
-                str(source),
-                i,
-                models,
-            )
-        )
-    return out
 
 
 # --------------------------------------------------------------------------- policy
@@ -375,18 +208,13 @@ def static_exclusion(op: str, device: str) -> tuple[str | None, bool]:
 # --------------------------------------------------------------------------- dry run + cache
 
 
-def cache_dir() -> Path:
-    """``OPBENCH_CACHE_DIR`` or ``~/.cache/opbench``."""
-    env = os.environ.get("OPBENCH_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "opbench"
-
-
 def _code_version() -> str:
     """Verdicts depend on this module and the input builder: changes invalidate the cache."""
     h = hashlib.sha256()
-    from opbench.suites import inputs
+    from opbench.suites import input_call, input_index_rules, input_rules, inputs
 
-    for mod_file in (__file__, inputs.__file__):
+    builder = (inputs, input_call, input_rules, input_index_rules)
+    for mod_file in (__file__, *(m.__file__ for m in builder)):
         try:
             h.update(Path(mod_file).read_bytes())
         except OSError:  # pragma: no cover - frozen installs
@@ -525,8 +353,12 @@ def build_trace_cases(
     ops: set[str] | None = None,
     device: str = "cpu",
     use_cache: bool = True,
+    split: str | None = None,
 ) -> list[Case]:
     """Cases for every distinct (overload, arguments) pair in ``source``.
+
+    ``split``: ``tuning`` or ``heldout`` keeps that half of the traces
+    (:mod:`opbench.suites.trace_split`: held-out rows are those no tuning model uses).
 
     ``ops`` keeps only those overloads (names without ``aten.``, as
     :func:`opbench.spec.ops.select_ops` returns them). ``device`` is the device the run
@@ -543,7 +375,12 @@ def build_trace_cases(
         if ops is None
         else {resolve_op_name(o) for o in ops} | {canonical_name(o) for o in ops}
     )
-    groups = _group(load_traces(source), wanted)
+    entries = load_traces(source)
+    if split is not None:
+        from opbench.suites.trace_split import select
+
+        entries = select(entries, split)
+    groups = _group(entries, wanted)
     cache = _VerdictCache(dev, enabled=use_cache)
     cases = []
     todo = 0
@@ -602,110 +439,3 @@ def build_trace_cases(
     cache.save()
     cases.sort(key=lambda c: (c.op, -c.count, c.args))
     return cases
-
-
-# --------------------------------------------------------------------------- dataset table
-
-
-def case_uuid(op: str, args: str) -> str:
-    """Stable id of an (op, args) pair: sha256 of args + ``aten.`` op (BackendBench's recipe)."""
-    return hashlib.sha256(args.encode() + f"aten.{op}".encode()).hexdigest()
-
-
-def dataset_rows(cases: Iterable[Case]) -> list[dict[str, Any]]:
-    """One row per case with exactly :data:`DATASET_FIELDS` (runtime fields null)."""
-    rows = []
-    for c in cases:
-        rows.append(
-            {
-                "uuid": case_uuid(c.op, c.args),
-                "op_name": f"aten.{c.op}",
-                "args": c.args,
-                "runnable": bool(c.params.get("runnable", c.included)),
-                "included_in_benchmark": bool(c.included),
-                "why_excluded": [] if c.why_excluded is None else [c.why_excluded],
-                "is_synthetic": bool(c.is_synthetic),
-                "runtime_ms": None,
-                "relative_runtime_to_kernel_launch": None,
-                "is_overhead_dominated_op": None,
-                "count": int(c.count),
-                "in_models": list(c.models),
-                "in_models_count": len(c.models),
-            }
-        )
-    return rows
-
-
-def write_dataset(rows: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as ``.parquet`` (needs pyarrow) or ``.json``; the file is replaced atomically."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".json"):
-        raise ValueError(f"output must end in .parquet or .json, not {path.name!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=suffix + ".tmp")
-    os.close(fd)
-    try:
-        if suffix == ".json":
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(rows, f, indent=1)
-                f.write("\n")
-        else:
-            _write_parquet(rows, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def _write_parquet(rows: list[dict[str, Any]], path: str) -> None:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError("writing parquet needs pyarrow: pip install 'opbench[parquet]'") from None
-    schema = pa.schema(
-        [
-            ("uuid", pa.string()),
-            ("op_name", pa.string()),
-            ("args", pa.string()),
-            ("runnable", pa.bool_()),
-            ("included_in_benchmark", pa.bool_()),
-            ("why_excluded", pa.list_(pa.string())),
-            ("is_synthetic", pa.bool_()),
-            ("runtime_ms", pa.float64()),
-            ("relative_runtime_to_kernel_launch", pa.float64()),
-            ("is_overhead_dominated_op", pa.bool_()),
-            ("count", pa.int64()),
-            ("in_models", pa.list_(pa.string())),
-            ("in_models_count", pa.int64()),
-        ]
-    )
-    assert tuple(schema.names) == DATASET_FIELDS
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-
-
-def dataset_summary(cases: list[Case]) -> dict[str, Any]:
-    """Counts for the summary table: ops, rows, included, and exclusion reasons."""
-    reasons: Counter[str] = Counter()
-    for c in cases:
-        if not c.included and c.why_excluded:
-            reasons[_reason_class(c.why_excluded)] += 1
-    return {
-        "ops": len({c.op for c in cases}),
-        "ops_included": len({c.op for c in cases if c.included}),
-        "rows": len(cases),
-        "included": sum(c.included for c in cases),
-        "runnable": sum(bool(c.params.get("runnable", c.included)) for c in cases),
-        "reasons": reasons.most_common(),
-    }
-
-
-def _reason_class(reason: str) -> str:
-    """Group reasons that embed details (shapes, names) under their stable prefix."""
-    if reason.startswith("dry run:"):
-        return reason[:80]
-    if reason.startswith("overload "):
-        return "overload does not exist in this torch"
-    return reason

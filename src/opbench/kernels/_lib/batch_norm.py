@@ -23,7 +23,7 @@ statistics share one scratch allocation.
 Host path: each op keeps a plan per key (shapes, strides, dtypes, devices, which
 optional tensors are None, mode, output_mask) holding grids, block sizes, constexprs and
 output layouts, so a repeat call only allocates and launches.
-``benchmarks/host_profile.py --python-only`` (launches stubbed, this repo's CPU
+``benchmarks/reproduce/host_profile.py --python-only`` (launches stubbed, this repo's CPU
 container) on the traced cases' first four: native_batch_norm 27-29 µs -> ~11 µs of
 Python per call (see the commit for the per-case numbers).
 """

@@ -22,7 +22,7 @@ Numerics as the matmul family (:mod:`opbench.kernels._lib.matmul`): f16/bf16 on 
 cores with fp32 accumulation, f32 in IEEE precision (eager's cuDNN uses TF32 unless the
 run pins it off, which opbench does by default), the bias added in fp32 before the one
 rounding; float64 and the rest declined. Tiles are module constants
-(``CONV_*``, ``WGRAD_*``) that ``benchmarks/conv_probe.py`` sweeps.
+(``CONV_*``, ``WGRAD_*``) that ``benchmarks/probes/conv_probe.py`` sweeps.
 
 Depthwise convolutions (one input channel per output channel, ``groups == C_in``, and
 their input gradients, where each input channel feeds one output channel) take a direct
@@ -68,7 +68,7 @@ _SERVED = (torch.float16, torch.bfloat16, torch.float32)
 #: on the GPU: rows are output positions, columns a group's output channels (the count
 #: rounded up to a power of two, at least 16, at most ``CONV_BLOCK_N_MAX``), the reduction
 #: (input channel, kernel position) flattened and walked ``CONV_BLOCK_K`` at a time
-#: (fewer where it is shorter). Module constants so ``benchmarks/conv_probe.py`` sweeps
+#: (fewer where it is shorter). Module constants so ``benchmarks/probes/conv_probe.py`` sweeps
 #: them; untimed on a GPU since the rewrite (see ``conv_kernels``' docstring).
 CONV_BLOCK_M = 128
 #: Rows of a tile over a channels-last input (the kernel's ``POS_COLS`` off): its
@@ -113,7 +113,7 @@ SMALLK_WARPS = 4
 #: Tiles of the direct depthwise kernel (:mod:`~opbench.kernels._lib.conv_depthwise`) over
 #: NCHW inputs: ``DW_BLOCK_C`` channels x ``DW_BLOCK_P`` flattened output positions (a
 #: warp's threads along the positions, where the input is contiguous), ``DW_WARPS`` warps.
-#: Untimed on a GPU: ``benchmarks/conv_probe.py --cases 4,5`` sweeps them. sm_90 SASS
+#: Untimed on a GPU: ``benchmarks/probes/conv_probe.py --cases 4,5`` sweeps them. sm_90 SASS
 #: (Triton 3.9, f16, 3x3 stride 1, [32, 728, 19, 19]): 4x256 tiles 76 registers, no
 #: spills, 7.1 instructions a tap and element in the row loop (2-byte loads: NCHW taps
 #: are misaligned; each row's taps at immediate offsets), 8x128 8.0, 2x512 7.2.

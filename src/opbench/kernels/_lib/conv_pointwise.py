@@ -3,7 +3,7 @@
 is a product per image, ``out[n] = W @ x[n]``, read where the operands lie (NCHW or
 channels-last); a weight gradient sums ``a[n] @ b[n]^T`` over the images, through
 per-image fp32 partials or the matmul kernel's batch-summing mode. The tuning constants
-(``POINTWISE_*``) live here: ``benchmarks/device_profile.py --set
+(``POINTWISE_*``) live here: ``benchmarks/reproduce/device_profile.py --set
 conv_pointwise.NAME=VALUE`` and the tests set them."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: got bucket 2:2:2:3's 16x64 tile and ran at 0.18x eager (0.221 ms against 0.040),
 #: where its 1024-channel twin on 128x128 tiles reached 0.63x. 128 x 64, not 128 x 128:
 #: an image's 196 positions fill 4 columns of 64 (23% masked off) but 2 of 128 (35%).
-#: Untimed on a GPU: ``benchmarks/pointwise_conv_probe.py`` times it and sweeps others.
+#: Untimed on a GPU: ``benchmarks/probes/pointwise_conv_probe.py`` times it and sweeps others.
 POINTWISE_CONFIG = (128, 64, 64, 8, 4, 4)
 POINTWISE_CONFIG_F32 = (64, 64, 32, 8, 4, 3)
 POINTWISE_MIN_TILE = 64
@@ -65,7 +65,7 @@ def pointwise_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
     pointwise convolution, ``out[n] = W @ x[n]`` (``W`` ``[C_out, C_in]``, ``W^T`` for a
     transposed one): the weight's batch stride 0, the bias broadcast, every operand a view
     read where it lies (NCHW or channels-last). None where the spatial dims do not merge
-    into one. ``benchmarks/tune_matmul.py`` tunes the matmul buckets on these operands."""
+    into one. ``benchmarks/tune/tune_matmul.py`` tunes the matmul buckets on these operands."""
     x3, y3 = _per_image(x), _per_image(out)
     w2 = _per_image(weight)
     if x3 is None or y3 is None or w2 is None:

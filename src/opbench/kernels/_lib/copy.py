@@ -26,6 +26,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
+from opbench.kernels._lib.pointwise import unravel
 from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
 __all__ = ["cat", "cat_out", "clone", "clone_out", "copy_"]
@@ -191,24 +192,7 @@ def _cat_part(src_ptr, out_ptr, idx, n, d1, d2, d3, s0, s1, s2, s3, o0, o1, o2, 
     n = n.to(IDX) * VEC
     d3 = d3.to(IDX) * VEC
     mask = idx < n
-    i0 = 0
-    i1 = 0
-    i2 = 0
-    if NDIM == 1:
-        i3 = idx
-    else:
-        r = idx // d3
-        i3 = idx % d3
-        if NDIM == 2:
-            i2 = r
-        else:
-            r2 = r // d2.to(IDX)
-            i2 = r - r2 * d2.to(IDX)
-            if NDIM == 3:
-                i1 = r2
-            else:
-                i0 = r2 // d1.to(IDX)
-                i1 = r2 - i0 * d1.to(IDX)
+    i0, i1, i2, i3 = unravel(idx, d1, d2, d3, IDX, NDIM)
     src_off = i0 * (s0.to(IDX) * VEC) + i1 * (s1.to(IDX) * VEC) + i2 * (s2.to(IDX) * VEC)
     out_off = i0 * (o0.to(IDX) * VEC) + i1 * (o1.to(IDX) * VEC) + i2 * (o2.to(IDX) * VEC)
     if UNIT:

@@ -322,7 +322,7 @@ def _index_layout(indices: torch.Tensor) -> tuple[bool, tuple[int, int, int], in
 #: :func:`embedding_dense_backward`. A repeat call checks nothing again and only
 #: allocates and launches: ``embedding`` 11.7-18.5 -> 6.1 us of Python a call on its 4
 #: traced cases (launches stubbed, CPU, where 2 us of it is the CPU-only index check;
-#: ``benchmarks/host_profile.py --python-only``), the strided-index case without its copy.
+#: ``benchmarks/reproduce/host_profile.py --python-only``), the strided-index case without its copy.
 _PLANS: dict[tuple, Any] = {}
 
 

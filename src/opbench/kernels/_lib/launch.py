@@ -22,7 +22,7 @@ otherwise specialize on ``== 1`` and divisibility by 16, and pick i32 or i64 by
 magnitude). The element count of a masked 1-D kernel is worth specializing: knowing it
 divisible by 16 lets Triton prove the mask constant over a vector and emit 16-byte
 loads; without it every f16 element was loaded alone (0.40 of copy bandwidth on a
-256 MiB f16 add, against 0.80 in f32; benchmarks/triton_backend.py). Float scalars are annotated ``tl.float64`` for the same reason
+256 MiB f16 add, against 0.80 in f32; benchmarks/reproduce/triton_backend.py). Float scalars are annotated ``tl.float64`` for the same reason
 (and so a float64 op keeps its scalar's precision; kernels cast it to their compute type).
 
 A miss compiles through the ordinary ``kernel[grid](...)`` call, which also launches it,
@@ -30,7 +30,7 @@ and keeps the returned ``CompiledKernel``; a hit calls ``CompiledKernel.run`` wi
 same argument convention Triton 3.6 through 3.9 use inside ``JITFunction.run``.
 
 PyTorch's static CUDA launcher (``torch._C._StaticCudaLauncher``, Inductor's path) was
-tried in its place: over the 247 traced cases of ``benchmarks/host_profile.py`` on the
+tried in its place: over the 247 traced cases of ``benchmarks/reproduce/host_profile.py`` on the
 H100 it was no faster (geomean host time 1.04x Triton's launcher, within the run's
 noise), and it needs a private binding and cubins written to disk, both of which the
 static scan rightly flags in a kernel directory.

@@ -40,7 +40,7 @@ documented for ``addmm``); ``K == 0`` gives ``beta * bias`` (zeros for ``mm``).
 
 Configurations (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, warps, stages) are
 chosen per bucket of (element size, M, N, K) from :data:`CONFIGS`, a table tuned ahead of
-time on the GPU by ``benchmarks/tune_matmul.py`` into ``matmul_configs.py`` beside this
+time on the GPU by ``benchmarks/tune/tune_matmul.py`` into ``matmul_configs.py`` beside this
 file; nothing is tuned inside a call.
 """
 
@@ -52,11 +52,11 @@ import os
 from typing import Any
 
 import torch
-import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
+from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
 
 __all__ = [
@@ -73,32 +73,6 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: (see ``norm.sum_f``).
 
 _TL = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}
-
-
-@triton.jit
-def dot_acc(a, w, acc, comp, IEEE: tl.constexpr, TO_F32: tl.constexpr):
-    """``(acc, comp)`` after adding ``a @ w`` in fp32. Float32 operands (``IEEE``) are
-    multiplied in full precision (``tl.dot`` would use TF32) and each block's products
-    are added to ``acc`` with Kahan's compensation ``comp``: one FMA chain over K = 2,000
-    was 2.3e-5 off on the H100 where cuBLAS was 1.6e-7, past the judge's float32 bound
-    (adding the block's dot separately does not help: Triton folds ``dot(a, w) + acc``
-    back into the chain). 16-bit operands accumulate on the tensor cores; ``comp`` is
-    then unused. Under the interpreter tiles are converted to float32 first
-    (``TO_F32``): it multiplies 16-bit arrays in their own precision otherwise. Shared by
-    the matmul and convolution kernels."""
-    if TO_F32:
-        a = a.to(tl.float32)
-        w = w.to(tl.float32)
-    if IEEE:
-        y = tl.dot(a, w, input_precision="ieee") - comp
-        t = acc + y
-        # no compensation once the sum is Inf (Inf - Inf would make it NaN: eager's
-        # Inf must stay Inf); (t - t) == 0 holds exactly for finite t
-        comp = tl.where((t - t) == 0, (t - acc) - y, 0.0)
-        acc = t
-    else:
-        acc = tl.dot(a, w, acc)
-    return acc, comp
 
 
 #: Layout of an operand's two matrix dims, a compile-time choice: rows contiguous (the
@@ -243,36 +217,7 @@ def _mm_kernel(
     tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@jit_unspecialized
-def _split_k_sum_kernel(
-    ws_ptr, c_ptr, bias_ptr,
-    total: tl.int64, N: tl.int64, MN: tl.int64, splits: tl.int64,
-    s_cb: tl.int64, s_cm: tl.int64, s_cn: tl.int64,
-    s_xb: tl.int64, s_xm: tl.int64, s_xn: tl.int64,
-    alpha: tl.float64, beta: tl.float64,
-    HAS_BIAS: tl.constexpr, SCALED: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
-    """Sums the split-K partials in a fixed order (deterministic, unlike atomics) and
-    applies the epilogue: alpha, beta * bias, one rounding to the output dtype."""
-    idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    ok = idx < total
-    acc = tl.full([BLOCK], 0, tl.float32)
-    for s in range(0, splits):
-        acc += tl.load(ws_ptr + s * total + idx, mask=ok, other=0.0)
-    b = idx // MN
-    r = idx - b * MN
-    m = r // N
-    n = r - m * N
-    if SCALED:
-        acc = acc * tl.cast(alpha, tl.float32)
-    if HAS_BIAS:
-        x = tl.load(bias_ptr + b * s_xb + m * s_xm + n * s_xn, mask=ok, other=0.0)
-        acc = acc + tl.cast(beta, tl.float32) * x.to(tl.float32)
-    tl.store(c_ptr + b * s_cb + m * s_cm + n * s_cn, acc.to(c_ptr.dtype.element_ty), mask=ok)
-
-
 _mm = Launcher(_mm_kernel)
-_split_k_sum = Launcher(_split_k_sum_kernel)
 
 
 # ----------------------------------------------------------------------------- configurations
@@ -315,7 +260,7 @@ def _default(itemsize: int, M: int, N: int) -> Config:
 
 
 #: Tuned configurations per bucket (``matmul_configs.py``, written by
-#: ``benchmarks/tune_matmul.py``); buckets not in it use :func:`_default`. A Python module,
+#: ``benchmarks/tune/tune_matmul.py``); buckets not in it use :func:`_default`. A Python module,
 #: not a data file: the static scan rightly flags kernels that read files.
 CONFIGS: dict[str, Config] = dict(TUNED)
 
@@ -389,28 +334,6 @@ def _operand_layouts(a: torch.Tensor, b: torch.Tensor, vec: int) -> tuple:
     return la, da, sa, lb, db, (sb[0], sb[2], sb[1])
 
 
-def bias_mode(strides: tuple[int, ...]) -> int:
-    """How the kernel reads a bias expanded to ``[batch, M, N]`` with these strides: 1, a
-    row vector (one value per column: ``addmm``'s ``[N]`` bias, stride 0 along M); 2, a
-    column vector (one per row, stride 0 along N); 3, a full matrix with contiguous rows;
-    0, any other strides."""
-    _, sm, sn = strides
-    if sm == 0:
-        return 1
-    if sn == 0:
-        return 2
-    return 3 if sn == 1 else 0
-
-
-@functools.cache
-def sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of a CUDA device; under the interpreter a small number,
-    so the CPU tests take the split-K path on skinny problems too."""
-    if device.type != "cuda":
-        return 4
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def split_k(tiles: int, k_iters: int, sms: int) -> int:
     """Programs along K for a problem of ``tiles`` output tiles and ``k_iters`` K blocks:
     where the tiles fill less than half the GPU and K is long (a weight gradient with a
@@ -453,7 +376,7 @@ def matmul_into(
     if config is None and not _INTERPRETING:
         tma = TMA_SHAPE_CONFIGS.get((a.element_size(), B, M, N, K))
         if tma is not None:
-            from opbench.kernels._lib.matmul_tma import tma_matmul_into  # imports this module
+            from opbench.kernels._lib.matmul_tma import tma_matmul_into  # the GPU's TMA path
 
             if tma_matmul_into(out, a, b, bias, alpha, beta, tma):
                 return out
@@ -495,7 +418,7 @@ def matmul_into(
 #: 16-bit operands: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages). BLOCK_K 32,
 #: not 64: the reduction is walked one batch entry at a time, and a 14x14 image's 196
 #: positions are 7 blocks of 32 (224 loaded, 12% masked off) but 4 of 64 (256, 23%).
-#: Untimed on a GPU: ``benchmarks/pointwise_conv_probe.py`` times it and sweeps others.
+#: Untimed on a GPU: ``benchmarks/probes/pointwise_conv_probe.py`` times it and sweeps others.
 BATCH_SUM_CONFIG: Config = (128, 128, 32, 8, 8, 4)
 #: The same for float32 (IEEE FMAs on CUDA cores: wide tiles spill, see :func:`_default`).
 BATCH_SUM_CONFIG_F32: Config = (64, 64, 32, 8, 4, 3)
@@ -571,30 +494,6 @@ def matmul_batch_sum_into(
     if groups > 1:
         sum_split_partials(target.view(groups, -1), out)
     return out
-
-
-def sum_split_partials(
-    partials: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None,
-    alpha: float = 1.0, beta: float = 1.0,
-) -> None:  # fmt: skip
-    """``out = alpha * partials.sum(0) + beta * bias`` for fp32 split-K partials
-    ``[splits, out.numel()]`` in ``out``'s logical order (``out`` 1-, 2- or 3-D, any
-    strides; ``bias`` expanded to it), summed in a fixed order: the same inputs give the
-    same bits, which atomics would not."""
-    o3 = out.view((1,) * (3 - out.dim()) + tuple(out.shape)) if out.dim() < 3 else out
-    x3 = o3 if bias is None else bias.expand(o3.shape)
-    B, M, N = o3.shape
-    total = B * M * N
-    _split_k_sum(
-        (cdiv(total, _SUM_BLOCK),),
-        (partials, o3, x3, total, N, M * N, partials.shape[0], *o3.stride(), *x3.stride(),
-         float(alpha), float(beta)),
-        HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, num_warps=4,
-    )  # fmt: skip
-
-
-#: Elements per program of the split-K sum (a memory-bound pass over the partials).
-_SUM_BLOCK = 1024
 
 
 # ----------------------------------------------------------------------------- ATen entry points

@@ -1,6 +1,6 @@
 """Matmul configurations per shape bucket, tuned ahead of time on the GPU.
 
-Written by ``benchmarks/tune_matmul.py``; rerun it rather than editing by hand. Keys are
+Written by ``benchmarks/tune/tune_matmul.py``; rerun it rather than editing by hand. Keys are
 :func:`opbench.kernels._lib.matmul.bucket` strings (element size and the size classes of
 M, N and K); values are (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages).
 Buckets missing here use the kernel's untuned defaults (also where a default won).

@@ -18,11 +18,11 @@ by 1.2-1.5x on the H100 whatever its tile (``benchmarks/results/matmul-tuning-h1
   loads during this tile's epilogue;
 * optional split-K (a 7th configuration entry): fp32 partials into a workspace ``[splits,
   M, N]`` (stored through a 3-D descriptor where N is a multiple of 4) that
-  :func:`matmul.sum_split_partials` adds in a fixed order with the epilogue.
+  :func:`matmul_shared.sum_split_partials` adds in a fixed order with the epilogue.
 
 The output goes out through a descriptor too where it is row-contiguous and aligned
 (``C_TMA``), else through masked pointer stores. A bias is read through pointers (a row
-or column vector: :func:`matmul.bias_mode`; a full bias matrix is declined).
+or column vector: :func:`matmul_shared.bias_mode`; a full bias matrix is declined).
 
 :func:`tma_matmul_into` returns False where TMA does not apply and the caller must use
 :func:`matmul.matmul_into`: a batch of more than one, float32 or mixed dtypes, a base
@@ -48,7 +48,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
-from opbench.kernels._lib.matmul import bias_mode, dot_acc, sm_count, sum_split_partials
+from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 
 __all__ = ["DEFAULT_CONFIG", "tma_matmul_into", "tma_layout"]
 

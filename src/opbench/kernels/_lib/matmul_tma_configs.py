@@ -2,7 +2,7 @@
 batch 1) runs when ``matmul_into`` is given no configuration, with its configuration
 ``(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)``: the traced products where
 it beat the pointer-loading kernel on the H100 (torch 2.11, Triton 3.6, 2026-11-26:
-``benchmarks/tma_matmul_probe.py``; the comments give eager / that kernel / TMA in ms).
+``benchmarks/tune/tma_matmul_probe.py``; the comments give eager / that kernel / TMA in ms).
 Keyed like ``matmul_configs.SHAPES`` (element size, batch, M, N, K); a product TMA
 cannot take (unaligned, batched, a full bias matrix) falls back to the SHAPES or bucket
 configuration. Kept apart from ``matmul_configs``, which ``tune_matmul.py --write``

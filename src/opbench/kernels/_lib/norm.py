@@ -377,7 +377,7 @@ _colsum = Launcher(_colsum_kernel)
 
 #: Plans (grids, block sizes, constexprs, output metadata) are kept per op, keyed on
 #: what decides them (:func:`~opbench.kernels._lib.launch.remember`). A repeat call does
-#: its allocations and launches and nothing else: ``benchmarks/host_profile.py
+#: its allocations and launches and nothing else: ``benchmarks/reproduce/host_profile.py
 #: --python-only`` measured native_layer_norm at 18-21 µs of Python per call before them.
 
 

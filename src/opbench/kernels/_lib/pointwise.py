@@ -56,6 +56,7 @@ __all__ = [
     "run",
     "tile_plan",
     "unary",
+    "unravel",
 ]
 
 #: Merged dimensions the strided kernel indexes; more split into several launches.
@@ -63,7 +64,7 @@ MAX_DIMS = 4
 #: Elements per program of the flat and strided kernels on large inputs, in
 #: :data:`NUM_WARPS` warps (8 a thread: one 16-byte access per f16 operand): with int32
 #: indexing 0.98 of copy bandwidth for a 256 MiB f16 add on the H100; the block/warp sweep
-#: (benchmarks/launch_profile.py --sweep, 1,024 to 16,384 x 4 to 16 warps) found no
+#: (benchmarks/reproduce/launch_profile.py --sweep, 1,024 to 16,384 x 4 to 16 warps) found no
 #: setting clearly better (0.93-1.0 across them, within run-to-run noise).
 BLOCK = 1024
 NUM_WARPS = 4
@@ -172,6 +173,35 @@ def _flat_kernel(
 
 
 @triton.jit
+def unravel(idx, d1, d2, d3, IDX: tl.constexpr, NDIM: tl.constexpr):
+    """``(i0, i1, i2, i3)``: where flat index ``idx`` lies in the merged shape
+    ``(d0, d1, d2, d3)``, innermost last, in ``IDX`` arithmetic. Only the last ``NDIM``
+    (1-4, a constexpr) dims are computed; the leading indices stay the constant 0, so
+    their offsets fold away. One division per dim past the first, each remainder taken
+    from its quotient (``idx - r * d3``) rather than by a second division. Shared by the
+    strided kernel here and cat's (:func:`copy._cat_part`), which ran ``idx % d3``."""
+    i0 = 0
+    i1 = 0
+    i2 = 0
+    if NDIM == 1:
+        i3 = idx
+    else:
+        r = idx // d3.to(IDX)
+        i3 = idx - r * d3.to(IDX)
+        if NDIM == 2:
+            i2 = r
+        else:
+            r2 = r // d2.to(IDX)
+            i2 = r - r2 * d2.to(IDX)
+            if NDIM == 3:
+                i1 = r2
+            else:
+                i0 = r2 // d1.to(IDX)
+                i1 = r2 - i0 * d1.to(IDX)
+    return i0, i1, i2, i3
+
+
+@triton.jit
 def _offset(i0, i1, i2, i3, s0, s1, s2, s3, IDX: tl.constexpr):
     return i0 * s0.to(IDX) + i1 * s1.to(IDX) + i2 * s2.to(IDX) + i3 * s3.to(IDX)
 
@@ -219,24 +249,7 @@ def _strided_kernel(
     idx = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
     mask = idx < n.to(IDX)
     # the output index in the merged shape (d0, d1, d2, d3), innermost last
-    i0 = 0
-    i1 = 0
-    i2 = 0
-    if NDIM == 1:
-        i3 = idx
-    else:
-        r = idx // d3.to(IDX)
-        i3 = idx - r * d3.to(IDX)
-        if NDIM == 2:
-            i2 = r
-        else:
-            r2 = r // d2.to(IDX)
-            i2 = r - r2 * d2.to(IDX)
-            if NDIM == 3:
-                i1 = r2
-            else:
-                i0 = r2 // d1.to(IDX)
-                i1 = r2 - i0 * d1.to(IDX)
+    i0, i1, i2, i3 = unravel(idx, d1, d2, d3, IDX, NDIM)
     a_offs = _offset(i0, i1, i2, i3, as0, as1, as2, as3, IDX)
     a = _operand(a_ptr, a_offs, mask, na, A, COMPUTE, BLOCK, True)
     b = a
@@ -319,7 +332,7 @@ _I32_SAFE = 2**31 - 1 - 16384
 def index_type(n: int, dims: Sequence[int], strides: Sequence[Sequence[int]]) -> Any:
     """``tl.int32`` when ``n`` and every operand's largest offset over ``dims`` fit in it
     (int32 index arithmetic: 0.96-0.99 of copy bandwidth for a 256 MiB add on the H100
-    against 0.92 in int64, benchmarks/launch_profile.py --sweep), else ``tl.int64``."""
+    against 0.92 in int64, benchmarks/reproduce/launch_profile.py --sweep), else ``tl.int64``."""
     if n > _I32_SAFE:
         return tl.int64
     for st in strides:
@@ -518,7 +531,7 @@ def elementwise(
     new tensor, ``out`` or ``inplace``; returns that tensor.
 
     Three paths, cheapest first (µs of Python per call on the traced cases, CPU, launches
-    stubbed: ``benchmarks/host_profile.py --python-only``; before -> after the split, with
+    stubbed: ``benchmarks/reproduce/host_profile.py --python-only``; before -> after the split, with
     the ops' own checks trimmed): :func:`_flat_call` for a contiguous first operand whose
     fellow operands are contiguous tensors of its shape, 0-dim tensors or Python numbers
     (f16 add.Tensor 6.9 -> 4.1, add.Scalar 8.4 -> 3.8, div by a 0-dim tensor 10.3 ->

@@ -39,7 +39,7 @@ _BOOL = torch.bool
 def broadcast_shape(*operands: Any) -> tuple[int, ...]:
     """The broadcast shape of the tensor operands, with eager's error on a mismatch.
     (``torch.broadcast_shapes`` costs 7.5 µs a call through its symbolic-shape
-    guards; this costs well under 1 for equal shapes: benchmarks/launch_profile.py.)"""
+    guards; this costs well under 1 for equal shapes: benchmarks/reproduce/launch_profile.py.)"""
     shapes = [t.shape for t in operands if isinstance(t, torch.Tensor)]
     if not shapes:
         return ()

@@ -2,7 +2,7 @@
 input: the plan and the launch of one 2-D kernel (rows = kept elements, columns =
 reduced elements; the kernel and its device helpers are in :mod:`reduction_kernels`),
 and the ATen entry points that follow the schemas. The tuning constants below and the
-plan caches are read from this module at plan time: ``benchmarks/device_profile.py --set
+plan caches are read from this module at plan time: ``benchmarks/reproduce/device_profile.py --set
 reduction.NAME=VALUE`` and the tests set them here.
 
 How a call is launched (:func:`reduce_into`):
@@ -98,7 +98,7 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: 64-128 KB an SM, several times the latency x bandwidth product of one SM's share).
 #: The plain loop kept one or two 16-byte loads a thread in flight; its grid was 16
 #: programs an SM in several waves, and a 256 MiB sum read at 0.74 (f16) / 0.80 (f32) of
-#: copy bandwidth on the H100, eager 0.83-0.86 (``benchmarks/launch_profile.py
+#: copy bandwidth on the H100, eager 0.83-0.86 (``benchmarks/reproduce/launch_profile.py
 #: --sweep-sum`` measures both).
 PROGRAMS_PER_SM = 4
 #: A fixed program count in place of PROGRAMS_PER_SM x SMs (None): the interpreter's
@@ -440,7 +440,7 @@ def _reduce_into(
     return plan
 
 
-#: Two kinds of entries, both cleared together (``benchmarks/launch_profile.py`` clears
+#: Two kinds of entries, both cleared together (``benchmarks/reproduce/launch_profile.py`` clears
 #: it after changing the tiles):
 #:
 #: * (input layout and dtype, dims, result dtype, op, mean, cast) -> :func:`_reduce_plan`'s
@@ -450,7 +450,7 @@ def _reduce_into(
 #:   ``(output shape, strides, dtype, launch)``: a repeat call of ``sum``/``mean``/
 #:   ``amax`` without ``out=`` checks nothing again (the same arguments passed the checks
 #:   before) and only allocates and launches: 6.5-13.4 -> 2.8-5.3 us of Python a call on
-#:   the 15 traced sum/mean cases (launches stubbed, CPU; ``benchmarks/host_profile.py
+#:   the 15 traced sum/mean cases (launches stubbed, CPU; ``benchmarks/reproduce/host_profile.py
 #:   --python-only --ops sum,mean``).
 _PLANS: dict[tuple, Any] = {}
 _NOTHING = object()  # no kept element: nothing to launch

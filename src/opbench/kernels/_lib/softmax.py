@@ -479,7 +479,7 @@ def _run(inputs: list[torch.Tensor], dest: torch.Tensor, dim: int, log: bool, bw
 #:   ``(output shape, strides, dtype, launch or None)``: a repeat call without ``out=``
 #:   checks nothing again (the same arguments passed the checks before) and only
 #:   allocates and launches (:func:`_repeat`): 5.6-10.5 -> 2.9-3.6 us of Python a call on
-#:   the 16 traced softmax cases (launches stubbed, CPU; ``benchmarks/host_profile.py
+#:   the 16 traced softmax cases (launches stubbed, CPU; ``benchmarks/reproduce/host_profile.py
 #:   --python-only``).
 _LAUNCHES: dict[tuple, Any] = {}
 

@@ -1,0 +1,710 @@
+"""Tune the reference backend's matmul kernel ahead of time, per shape bucket, on the GPU.
+
+The traces hold 1,729 distinct ``mm``/``addmm``/``bmm`` rows (172 buckets of
+:func:`opbench.kernels._lib.matmul.bucket`: element size and the size classes of M, N and
+K). Buckets go in order of traced GPU time (:func:`traced_time`); for each, the
+``--per-bucket`` most used shapes (count summed over the trace
+files), and the one with the most traced GPU time (:func:`picked`), are timed with every
+candidate configuration that fits them, exactly as the kernel is called (the traced
+operands, strides included, through ``matmul_into``), and the configuration with the
+lowest geomean time, weighted by each shape's traced GPU time, wins. Eager (cuBLAS) is timed on
+the same shapes beside it, so the table shows what tuning bought and where we stand.
+
+Compiles are shared: the kernel's integers and strides are not specialised, so one
+compile per configuration, dtype and epilogue serves every shape (about 2 s each on an
+H100). Every measurement is appended to ``--journal`` at once and a rerun skips what is
+there, so a tuning cut off by a device call's 10-minute limit goes on in the next call.
+Timing: ``triton.testing.do_bench`` (L2 cleared before each repetition, median).
+
+Outputs: with ``--write`` the winners go to ``src/opbench/kernels/_lib/matmul_configs.py``
+(the table the kernel reads; device, versions and this command in its header), and
+``--out`` gets a JSON and a markdown table per bucket: shapes, chosen configuration, its
+time against the untuned default and against eager.
+
+``--shapes`` times the judged products themselves (each op's 8 most used traced cases of
+1 GFLOP or more): eager, the configuration the kernel picks now, and
+:func:`shape_candidates` (Hopper tiles, split-K where tiles leave SMs idle), compiling in
+``--jobs`` processes first; ``--write`` puts each product's fastest into
+``matmul_configs.SHAPES``, which the kernel reads before the buckets.
+
+Usage (on the GPU machine, after ``source benchmarks/common/gpu_env.sh``; traces in
+``.gpu_data/traces``):
+    python3 benchmarks/tune/tune_matmul.py --shapes --traces .gpu_data/traces --jobs 12 --write \\
+        --out $OUT/matmul-shapes-h100
+    python3 benchmarks/tune/tune_matmul.py --traces .gpu_data/traces --budget 500 \\
+        --journal .gpu_data/runs/tune-mm.jsonl
+    python3 benchmarks/tune/tune_matmul.py --traces .gpu_data/traces --journal \\
+        .gpu_data/runs/tune-mm.jsonl --report --write --out benchmarks/results/matmul-tuning-h100
+
+Writes into ``src/``: ``src/opbench/kernels/_lib/matmul_configs.py`` (``--write``: ``CONFIGS``
+per bucket, ``SHAPES`` per judged product). Committed results beside it:
+``benchmarks/results/matmul-tuning-h100.md``/``.json`` (the bucket tuning, last command) and
+``matmul-shapes-h100-2026-11-26.md``/``.json`` (``--shapes``, the run behind ``SHAPES``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS_PY = REPO / "src/opbench/kernels/_lib/matmul_configs.py"
+OPS = ("mm.default", "addmm.default", "bmm.default", "baddbmm.default")
+#: Convolutions whose pointwise cases the backend runs on the matmul kernel.
+CONV_OPS = ("convolution.default", "convolution_backward.default")
+
+#: Candidates (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages): the shapes
+#: Inductor and the Triton tutorials use on Hopper for 16-bit operands, and smaller tiles
+#: for IEEE float32 (FMAs, register-bound).
+CANDIDATES_16 = [
+    (128, 256, 64, 8, 8, 3), (256, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 3),
+    (128, 128, 64, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 64, 8, 4, 4),
+    (128, 128, 64, 8, 8, 4), (64, 256, 64, 8, 8, 3),
+    (64, 128, 64, 8, 4, 4), (64, 64, 64, 8, 4, 4), (64, 64, 32, 8, 2, 5),
+    (32, 128, 64, 8, 4, 4), (16, 128, 128, 8, 4, 3), (16, 64, 128, 8, 4, 4),
+    (128, 32, 64, 8, 4, 4), (32, 32, 64, 8, 2, 4), (16, 16, 64, 8, 2, 3),
+    # K of 16 or less (attention's per-head products over 6-16 features): every tile
+    # above was too deep to fit, and the default ran them at 0.09x cuBLAS (bucket 2:0:0:0)
+    (16, 16, 16, 8, 2, 2), (32, 32, 16, 8, 2, 3), (64, 64, 16, 8, 4, 3),
+]  # fmt: skip
+CANDIDATES_32 = [
+    (64, 64, 32, 8, 4, 3), (64, 64, 16, 8, 4, 4), (128, 64, 32, 8, 8, 3),
+    (64, 128, 32, 8, 8, 3), (32, 64, 32, 8, 4, 3), (32, 32, 32, 8, 2, 3),
+    (16, 64, 32, 8, 2, 3),
+]  # fmt: skip
+
+
+def _p2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def fits(cfg: tuple[int, ...], M: int, N: int, K: int) -> bool:
+    """A tile no larger than the problem (rounded up to a power of two, at least 16):
+    a 128-row tile on a 16-row problem only wastes work."""
+    bm, bn, bk = cfg[:3]
+    return bm <= max(16, _p2(M)) and bn <= max(16, _p2(N)) and bk <= max(16, _p2(K))
+
+
+def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
+    """Bucket -> distinct traced calls (op, args text, weight, M, N, K), most used first,
+    leaving out the traces' held-out rows (:mod:`opbench.suites.trace_split`).
+
+    Besides the matmul family, the traced pointwise convolutions (1x1, stride 1, no
+    padding, one group), which the backend runs as per-image matrix products
+    (:func:`opbench.kernels._lib.conv_pointwise.pointwise_operands`): a forward as ``W @ x[n]``, a
+    backward's input gradient as ``W^T @ grad_output[n]``."""
+    from opbench.kernels._lib import matmul
+    from opbench.spec.args import parse_args
+    from opbench.suites.trace_split import without_heldout
+    from opbench.suites.traces import load_traces
+
+    # never the held-out half (opbench.suites.trace_split): results are reported on it
+    weights: dict[tuple[str, str], int] = defaultdict(int)
+    for e in without_heldout(load_traces(traces)):
+        if e.op in OPS or e.op in CONV_OPS:
+            weights[(e.op, e.args)] += max(e.count, 1)
+    buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (op, text), w in weights.items():
+        dims = product_dims(op, parse_args(text).args)
+        if dims is None:
+            continue
+        itemsize, batch, M, N, K = dims
+        key = matmul.bucket(itemsize, M, N, K)
+        buckets[key].append({"op": op, "args": text, "weight": w, "M": M, "N": N, "K": K,
+                             "batch": batch})  # fmt: skip
+    for rows in buckets.values():
+        rows.sort(key=lambda r: -r["weight"])
+    return dict(buckets)
+
+
+def product_dims(op: str, args: list[Any]) -> tuple[int, int, int, int, int] | None:
+    """(element size, batch, M, N, K) of the matrix product a traced call runs on the
+    matmul kernel, or None (a convolution that is not pointwise)."""
+    from opbench.kernels._lib import conv_pointwise
+    from opbench.spec.args import TensorSpec
+
+    specs = [a for a in args if isinstance(a, TensorSpec)]
+    if op in OPS:
+        a, b = specs[-2], specs[-1]
+        return a.dtype.itemsize, math.prod(a.shape[:-2]), a.shape[-2], b.shape[-1], a.shape[-1]
+    forward = as_forward(op, args)
+    if forward is None:
+        return None
+    x, w, _, stride, padding, _, transposed, output_padding, groups = forward
+    ksize = w.shape[2:]
+    if not conv_pointwise._pointwise(ksize, stride, padding, output_padding, groups):
+        return None
+    c_out, c_in = (w.shape[1], w.shape[0]) if transposed else (w.shape[0], w.shape[1])
+    return x.dtype.itemsize, x.shape[0], c_out, math.prod(x.shape[2:]), c_in
+
+
+def as_forward(op: str, args: list[Any]) -> list[Any] | None:
+    """The ``aten.convolution`` arguments of the convolution a traced call runs, or None:
+    a forward's own; for a backward, its input gradient, ``grad_output`` through the
+    transposed convolution (None for a transposed convolution's backward, or one that
+    asks no input gradient)."""
+    if op == "convolution.default":
+        return list(args[:9])
+    gy, w = args[0], args[2]
+    stride, padding, dilation, transposed, output_padding, groups = args[4:10]
+    if transposed or not args[10][0]:
+        return None
+    return [gy, w, None, stride, padding, dilation, True, output_padding, groups]
+
+
+def picked(rows: list[dict[str, Any]], per_bucket: int) -> list[dict[str, Any]]:
+    """The shapes of a bucket that get timed: its ``per_bucket`` most used, and the one
+    with the most traced GPU time when that is another (with one shape per bucket, a
+    2048x1024x1024 product was left to a tile tuned on a smaller shape of its bucket,
+    at 0.59x eager)."""
+    out = rows[:per_bucket]
+    heaviest = max(rows, key=traced_time)
+    return out if any(r is heaviest for r in out) else [*out, heaviest]
+
+
+def traced_time(row: dict[str, Any]) -> float:
+    """A traced call's share of GPU time, roughly: its count times the larger of a launch
+    floor (5 us) and its FLOPs at 400 TFLOP/s (a well-fed H100 on 16-bit operands). Ordering
+    by count alone put hundreds of 10-us products ahead of the 1-GFLOP ones."""
+    flops = 2 * row.get("batch", 1) * row["M"] * row["N"] * row["K"]
+    return row["weight"] * max(5e-6, flops / 4e14)
+
+
+def operands(op: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """(out, a, b, bias, alpha, beta) as the entry points pass them to ``matmul_into``."""
+    import torch
+
+    alpha, beta = kwargs.get("alpha", 1), kwargs.get("beta", 1)
+    if op in CONV_OPS:
+        return _conv_operands(op, args)
+    if op.startswith("addmm"):
+        x, a, b = args[:3]
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        bias = x.expand(out.shape).unsqueeze(0)
+        return out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), bias, alpha, beta
+    a, b = args[:2]
+    if op.startswith("mm"):
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+        return out.unsqueeze(0), a.unsqueeze(0), b.unsqueeze(0), None, 1, 1
+    out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, device=a.device)
+    return out, a, b, None, 1, 1
+
+
+def _conv_operands(op: str, args: list[Any]) -> tuple[Any, ...]:
+    """A pointwise convolution's product, as the backend's convolution hands it over:
+    the output allocated by the backend itself (eager's memory format), then
+    :func:`~opbench.kernels._lib.conv_pointwise.pointwise_operands`."""
+    from opbench.kernels._lib import conv, conv_pointwise
+
+    forward = as_forward(op, args)
+    assert forward is not None, f"{op}: no product to tune"
+    x, w, bias, transposed = forward[0], forward[1], forward[2], forward[6]
+    out = conv.convolution(*forward)
+    y3, a, b, b3 = conv_pointwise.pointwise_operands(x, w, bias, out, transposed)
+    return y3, a, b, b3, 1, 1
+
+
+def reference(op: str, call: list[Any], kw: dict[str, Any]) -> Any:
+    """What eager computes for a traced call, as the product's output holds it (a
+    convolution's input gradient: grad_output through eager's transposed convolution)."""
+    import torch
+
+    aten = torch.ops.aten
+    if op in CONV_OPS:
+        return aten.convolution(*as_forward(op, call))
+    return getattr(aten, op.split(".")[0])(*call, **kw)
+
+
+#: Candidates of ``--shapes`` (the traced products of a GFLOP or more): the Hopper tiles
+#: (wgmma's 64-row warpgroup slices, N of 64-256), with 4 or 8 warps and 3-4 stages. With
+#: a bias they no longer spill (sm_90: every tile of 128x128 or more did, 255 registers,
+#: until the bias vector was loaded once per tile), so the bucket tuning's small tiles
+#: for the addmm buckets need timing again.
+SHAPE_CANDIDATES = [
+    (128, 256, 64, 8, 8, 3), (128, 256, 64, 8, 8, 4), (256, 128, 64, 8, 8, 3),
+    (128, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4), (128, 128, 128, 8, 8, 3),
+    (128, 128, 64, 8, 4, 3), (128, 128, 64, 8, 4, 4), (64, 256, 64, 8, 8, 3),
+    (128, 64, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4), (64, 64, 64, 8, 4, 4),
+]  # fmt: skip
+#: Split-K on a 128x128 tile for products whose tiles leave SMs idle (a weight gradient
+#: of 768x768 over K = 8192 is 36 tiles on 132 SMs): (tile, programs along K)
+SPLIT_TILE = (128, 128, 64, 8, 8, 3)
+SPLITS = (2, 3, 4, 6)
+
+
+def shape_candidates(batch: int, M: int, N: int, K: int, sms: int = 132) -> list[tuple[int, ...]]:
+    """The configurations ``--shapes`` times on one product: :data:`SHAPE_CANDIDATES`
+    that fit it, and :data:`SPLIT_TILE` split ``s`` ways where its tiles times ``s``
+    stay within two waves and each program keeps 8 or more K blocks."""
+    out = [c for c in SHAPE_CANDIDATES if fits(c, M, N, K)]
+    bm, bn, bk = SPLIT_TILE[:3]
+    tiles = batch * -(-M // bm) * -(-N // bn)
+    for s in SPLITS:
+        if tiles * s <= 2 * sms and K // bk >= 8 * s:
+            out.append((*SPLIT_TILE, s))
+    return out
+
+
+def judged_products(traces: str, min_gflop: float, limit: int) -> list[dict[str, Any]]:
+    """The matmul-family cases the judge times (each op's ``limit`` most used traced
+    cases, as ``host_profile.traced_cases`` and the traces suite pick them) of at least
+    ``min_gflop``, with their product's sizes; with them the judged pointwise
+    convolutions' products (a forward, a backward's input gradient), which run on the
+    same kernel and were left to buckets tuned on other shapes ([32, 1024, 14, 14] to 512
+    channels: bucket 2:2:2:3's 16x64 tiles, 0.18x eager on the H100)."""
+    sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
+    from host_profile import traced_cases
+
+    from opbench.spec.args import parse_args
+
+    rows = []
+    tuning = traced_cases(traces, ",".join(OPS + CONV_OPS), limit, "cuda", split="tuning")
+    for op, cases in sorted(tuning.items()):
+        for c in cases:
+            dims = product_dims(op, parse_args(c.args).args)
+            if dims is None:  # not a pointwise convolution: not on the matmul kernel
+                continue
+            itemsize, batch, M, N, K = dims
+            gflop = 2 * batch * M * N * K / 1e9
+            if gflop >= min_gflop:
+                rows.append({"op": op, "args": c.args, "itemsize": itemsize, "batch": batch,
+                             "M": M, "N": N, "K": K, "gflop": gflop})  # fmt: skip
+    return rows
+
+
+def _compile_key(row: dict[str, Any], cfg: tuple[int, ...]) -> tuple[Any, ...]:
+    """What decides the compiled kernel of a timing (roughly: op, which strides are 1, the
+    tile, split or not), so the warm-up compiles each kernel once."""
+    layout = re.sub(r"\b(?!1\b)\d+\b", "#", row["args"])
+    return row["op"], layout, cfg[:6], len(cfg) > 6 and cfg[6] > 1
+
+
+def _warm_one(task: tuple[str, str, tuple[int, ...]]) -> str:
+    """Compile (into Triton's disk cache) the kernel of one timing: run it once."""
+    op, text, cfg = task
+    try:
+        from opbench.kernels._lib import matmul
+        from opbench.spec.args import parse_args
+        from opbench.suites.inputs import make_inputs
+
+        call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+        out, a, b, bias, alpha, beta = operands(op, call, kw)
+        matmul.matmul_into(out, a, b, bias, alpha, beta, cfg)
+        return ""
+    except Exception as e:  # timed (and reported) again in the parent
+        return f"{op} {cfg}: {type(e).__name__}: {str(e)[:100]}"
+
+
+def warm(tasks: list[tuple[str, str, tuple[int, ...]]], jobs: int) -> None:
+    """Compile the kernels of ``tasks`` in ``jobs`` processes at once (a compile is about
+    2 s and one process does one at a time); the timings then find them in Triton's cache."""
+    import multiprocessing
+
+    if jobs <= 1 or not tasks:
+        return
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        for err in pool.imap_unordered(_warm_one, tasks):
+            if err:
+                print(f"  warm-up: {err}", flush=True)
+
+
+def tune_shapes(args: argparse.Namespace) -> None:
+    """``--shapes``: time eager, the configuration the kernel picks now and every
+    :func:`shape_candidates` on each judged product of ``--min-gflop`` or more; report
+    them and, with ``--write``, put each product's fastest into ``SHAPES``."""
+    started = time.monotonic()
+    rows = judged_products(args.traces, args.min_gflop, args.limit)
+    from opbench.kernels._lib import matmul
+
+    plan = []
+    for r in rows:
+        current = tuple(matmul.config_for(r["itemsize"], r["M"], r["N"], r["K"], r["batch"]))
+        cands = [current] + [c for c in shape_candidates(r["batch"], r["M"], r["N"], r["K"])
+                             if c != current]  # fmt: skip
+        plan.append((r, current, cands))
+    seen, tasks = set(), []
+    for r, _, cands in plan:
+        for c in cands:
+            if _compile_key(r, c) not in seen:
+                seen.add(_compile_key(r, c))
+                tasks.append((r["op"], r["args"], c))
+    print(f"{len(rows)} products, {sum(len(p[2]) for p in plan)} timings, {len(tasks)} "
+          f"kernels to compile", flush=True)  # fmt: skip
+    warm(tasks, args.jobs)
+    print(f"[{time.monotonic() - started:5.0f}s] compiled", flush=True)
+    results = []
+    for r, current, cands in plan:
+        times = measure_shape(r, cands)
+
+        def ms(c: tuple[int, ...], times: dict[str, float] = times) -> float:
+            return times[json.dumps(list(c))]
+
+        best = min(cands, key=ms)
+        results.append({**r, "eager_ms": times["eager"], "current": list(current),
+                        "current_ms": ms(current), "best": list(best), "best_ms": ms(best),
+                        "times": times})  # fmt: skip
+        print(f"[{time.monotonic() - started:5.0f}s] {r['op']} b{r['batch']} {r['M']}x{r['N']}x"
+              f"{r['K']}: eager {times['eager']:.4f} current {list(current)} {ms(current):.4f} "
+              f"best {list(best)} {ms(best):.4f}", flush=True)  # fmt: skip
+    shape_report(args, results)
+
+
+def measure_shape(row: dict[str, Any], cands: list[tuple[int, ...]]) -> dict[str, float]:
+    """ms of eager and of each configuration on one traced call (inf where a result is
+    wrong or a configuration fails)."""
+    from opbench.kernels._lib import matmul
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    op, text = row["op"], row["args"]
+    call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+    out, a, b, bias, alpha, beta = operands(op, call, kw)
+    want = reference(op, call, kw).reshape(out.shape).float()
+    times = {"eager": _bench(lambda: reference(op, call, kw))}
+    for c in cands:
+        try:
+            t = _bench(lambda c=c: matmul.matmul_into(out, a, b, bias, alpha, beta, c))
+            if not _agrees(out, want):
+                print(f"  {op} {c}: WRONG RESULT (not eligible)", flush=True)
+                t = math.inf
+        except Exception as e:  # shared memory, registers
+            print(f"  {op} {c}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+            t = math.inf
+        times[json.dumps(list(c))] = t
+    return times
+
+
+def _geo(xs: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def shape_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
+    """The ``--shapes`` table (``--out``.json/.md), the chosen configuration per product
+    (the lowest geomean over the cases of one (itemsize, batch, M, N, K), which may
+    differ in layout) and, with ``--write``, those in ``matmul_configs.SHAPES``."""
+    from opbench.run.machine import environment
+
+    env = environment("cuda")
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+    by_key: dict[tuple[int, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        by_key[(r["itemsize"], r["batch"], r["M"], r["N"], r["K"])].append(r)
+    chosen = {}
+    for key, rs in by_key.items():
+        names = set.intersection(*(set(r["times"]) for r in rs)) - {"eager"}
+        scored = {n: _geo([r["times"][n] for r in rs]) for n in names}
+        chosen[key] = tuple(json.loads(min(scored, key=scored.get)))
+    for r in results:
+        pick = json.dumps(list(chosen[(r["itemsize"], r["batch"], r["M"], r["N"], r["K"])]))
+        r["chosen"], r["chosen_ms"] = json.loads(pick), r["times"][pick]
+    summary = {
+        "products": len(results),
+        "current_vs_eager": _geo([r["eager_ms"] / r["current_ms"] for r in results]),
+        "best_vs_eager": _geo([r["eager_ms"] / r["best_ms"] for r in results]),
+        "chosen_vs_eager": _geo([r["eager_ms"] / r["chosen_ms"] for r in results]),
+    }
+    print(json.dumps(summary), flush=True)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(
+            {"env": env, "command": command, "summary": summary, "products": results},
+            indent=1) + "\n")  # fmt: skip
+        lines = [
+            f"# Matmul configurations per traced product on {env.get('gpu')}", "",
+            f"torch {env.get('torch')}, Triton {env.get('triton')}. Command: `{command}`. "
+            "Median ms by `triton.testing.do_bench` (L2 cleared); `vs eager` above 1 is "
+            "faster than cuBLAS; `chosen`: the fastest over the cases of one product.", "",
+            f"Summary: `{json.dumps(summary)}`", "",
+            "| op | batch x M x N x K | GFLOP | eager ms | current | ms | vs eager | chosen "
+            "| ms | vs eager | 2nd fastest here, ms |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]  # fmt: skip
+        for r in results:
+            ranked = sorted((t, n) for n, t in r["times"].items() if n != "eager")
+            second = ranked[1] if len(ranked) > 1 else (math.nan, "")
+            lines.append(
+                f"| {r['op']} | {r['batch']}x{r['M']}x{r['N']}x{r['K']} | {r['gflop']:.2f} | "
+                f"{r['eager_ms']:.4f} | {r['current']} | {r['current_ms']:.4f} | "
+                f"{r['eager_ms'] / r['current_ms']:.3f} | {r['chosen']} | {r['chosen_ms']:.4f} | "
+                f"{r['eager_ms'] / r['chosen_ms']:.3f} | {second[1]} {second[0]:.4f} |"
+            )  # fmt: skip
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    if args.write:
+        shapes = {**read_configs(CONFIGS_PY)["SHAPES"], **chosen}
+        write_configs(CONFIGS_PY, shapes=shapes, shapes_on=f"{env.get('gpu')}, torch "
+                      f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
+
+
+def _bench(fn: Any) -> float:
+    import triton
+
+    return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+
+
+def _agrees(got: Any, want: Any) -> bool:
+    """A configuration is eligible only if its result agrees with eager's (fp32
+    accumulation both sides; the bound scales with the output's magnitude): a tile shape
+    that computes something else must never win on time."""
+    import torch
+
+    scale = float(want.abs().max()) if want.numel() else 0.0
+    return bool(torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2 * max(scale, 1.0)))
+
+
+def _journal(path: Path) -> dict[tuple[str, str], float]:
+    """Measurements so far: (call, configuration) -> ms."""
+    from opbench.run.journal import read_records
+
+    try:
+        recs = read_records(path, "tuning journal", lambda r: (r["args_key"], r["config"]),
+                            required=("ms",))  # fmt: skip
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return {k: r["ms"] for k, r in recs.items()}
+
+
+def tune(args: argparse.Namespace) -> None:
+    journal = Path(args.journal)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    done = _journal(journal)
+    buckets = shapes_from_traces(args.traces)
+    started = time.monotonic()
+    picks = {key: picked(rows, args.per_bucket) for key, rows in buckets.items()}
+    total = sum(len(r) for r in picks.values())
+    seen = 0
+    # the buckets with the most traced GPU time first, so a cut-off tuning has the ones
+    # that matter
+    order = sorted(buckets, key=lambda k: -sum(map(traced_time, buckets[k])))
+    for key in order:
+        for row in picks[key]:
+            seen += 1
+            if time.monotonic() - started > args.budget:
+                print(f"budget spent after {seen - 1} of {total} shapes", flush=True)
+                return
+            measure(key, row, done, journal)
+            print(f"[{time.monotonic() - started:5.0f}s] {seen}/{total} {key} {row['op']} "
+                  f"M={row['M']} N={row['N']} K={row['K']}", flush=True)  # fmt: skip
+
+
+def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
+            journal: Path) -> None:  # fmt: skip
+    """Time one traced call with eager, the untuned default and every candidate that
+    fits it; append each new measurement to the journal."""
+
+    from opbench.kernels._lib import matmul
+    from opbench.run.journal import append_record
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    op, text = row["op"], row["args"]
+    call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+    out, a, b, bias, alpha, beta = operands(op, call, kw)
+    itemsize = a.element_size()
+    M, N, K = row["M"], row["N"], row["K"]
+    todo: dict[str, tuple[int, ...] | None] = {
+        "eager": None,
+        "default": matmul._default(itemsize, M, N),
+    }
+    for c in CANDIDATES_32 if itemsize == 4 else CANDIDATES_16:
+        if fits(c, M, N, K):
+            todo[json.dumps(list(c))] = c
+    want = reference(op, call, kw).reshape(out.shape).float()
+    for name, cfg in todo.items():
+        if (f"{op}|{text}", name) in done:
+            continue
+        if cfg is None:
+            fn = lambda: reference(op, call, kw)  # noqa: E731
+        else:
+            fn = lambda c=cfg: matmul.matmul_into(out, a, b, bias, alpha, beta, c)  # noqa: E731
+        try:
+            ms = _bench(fn)
+            if cfg is not None and not _agrees(out, want):
+                print(f"  {key} {name}: WRONG RESULT (not eligible)", flush=True)
+                ms = math.inf
+        except Exception as e:  # a configuration that does not compile (shared memory)
+            print(f"  {key} {name}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+            ms = math.inf
+        rec = {"bucket": key, "op": op, "args_key": f"{op}|{text}", "weight": row["weight"],
+               "M": M, "N": N, "K": K, "batch": row.get("batch", 1), "config": name,
+               "ms": ms}  # fmt: skip
+        append_record(journal, rec)
+        done[(rec["args_key"], name)] = ms
+
+
+def report(args: argparse.Namespace) -> None:
+    rows = [json.loads(x) for x in Path(args.journal).read_text().splitlines() if x.strip()]
+    by_bucket: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        # weighted by traced GPU time, so a bucket's heavy products count for what they
+        # cost and not only by how often they were called
+        by_bucket[r["bucket"]].setdefault(r["args_key"], {"w": traced_time(r), "t": {}, "r": r})
+        by_bucket[r["bucket"]][r["args_key"]]["t"][r["config"]] = r["ms"]
+
+    def wgeo(shapes: list[dict[str, Any]], name: str) -> float | None:
+        pts = [(s["w"], s["t"].get(name)) for s in shapes]
+        if any(t is None or not math.isfinite(t) for _, t in pts):
+            return None
+        total = sum(w for w, _ in pts)
+        return math.exp(sum(w * math.log(t) for w, t in pts) / total)
+
+    table, tuned = [], {}
+    for key in sorted(by_bucket):
+        shapes = list(by_bucket[key].values())
+        names = set.intersection(*(set(s["t"]) for s in shapes)) - {"eager"}
+        scored = {n: wgeo(shapes, n) for n in names}
+        scored = {n: v for n, v in scored.items() if v is not None}
+        if not scored:
+            continue
+        best = min(scored, key=scored.get)
+        eager, default = wgeo(shapes, "eager"), scored.get("default")
+        if best != "default":
+            tuned[key] = tuple(json.loads(best))
+        table.append({"bucket": key, "shapes": [f"{s['r']['op']} {s['r']['M']}x{s['r']['N']}x"
+                                                 f"{s['r']['K']}" for s in shapes],
+                      "best": best, "best_ms": scored[best], "default_ms": default,
+                      "eager_ms": eager, "vs_eager": eager / scored[best] if eager else None,
+                      "default_vs_eager": eager / default if eager and default else None})  # fmt: skip
+    from opbench.run.machine import environment
+
+    env = environment("cuda")
+    command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+    geo = [t["vs_eager"] for t in table if t["vs_eager"]]
+    geo_d = [t["default_vs_eager"] for t in table if t["default_vs_eager"]]
+    summary = {
+        "buckets": len(table),
+        "tuned_buckets": len(tuned),
+        "geomean_vs_eager_tuned": math.exp(sum(map(math.log, geo)) / len(geo)) if geo else None,
+        "geomean_vs_eager_default": math.exp(sum(map(math.log, geo_d)) / len(geo_d))
+        if geo_d
+        else None,
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(
+            json.dumps(
+                {"env": env, "command": command, "summary": summary, "buckets": table}, indent=1
+            )
+            + "\n"  # fmt: skip
+        )
+        lines = [
+            f"# Matmul tuning on {env.get('gpu')}",
+            "",
+            f"torch {env.get('torch')}, Triton {env.get('triton')}. Command: `{command}`. "
+            "Times: median ms by `triton.testing.do_bench` (L2 cleared), weighted geomean over "
+            "a bucket's most used traced shapes; `vs eager` above 1 is faster than cuBLAS.",
+            "",
+            f"Summary: `{json.dumps(summary)}`",
+            "",
+            "| bucket | shapes | chosen | ms | default ms | eager ms | vs eager | default vs eager |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for t in table:
+            lines.append(
+                f"| {t['bucket']} | {'; '.join(t['shapes'])} | {t['best']} | {t['best_ms']:.4f} | "
+                f"{t['default_ms'] or float('nan'):.4f} | {t['eager_ms'] or float('nan'):.4f} | "
+                f"{t['vs_eager'] or float('nan'):.2f} | {t['default_vs_eager'] or float('nan'):.2f} |"
+            )
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    if args.write:
+        write_configs(CONFIGS_PY, tuned=tuned, tuned_on=f"{env.get('gpu')}, torch "
+                      f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
+    print(json.dumps(summary))
+
+
+CONFIGS_TEMPLATE = '''"""Matmul configurations per shape bucket, tuned ahead of time on the GPU.
+
+Written by ``benchmarks/tune/tune_matmul.py``; rerun it rather than editing by hand. Keys are
+:func:`opbench.kernels._lib.matmul.bucket` strings (element size and the size classes of
+M, N and K); values are (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages).
+Buckets missing here use the kernel's untuned defaults (also where a default won).
+``SHAPES`` holds configurations of exact products, ``(itemsize, batch, M, N, K)``, timed
+on those traced shapes (``tune_matmul.py --shapes``) and checked before the buckets; a
+seventh value, where present, is the number of programs along K (split-K).
+"""
+
+#: where and by what command TUNED was measured
+TUNED_ON = {tuned_on}
+
+TUNED: dict[str, tuple[int, int, int, int, int, int]] = {{
+{tuned}}}
+
+#: where and by what command SHAPES was measured
+SHAPES_ON = {shapes_on}
+
+SHAPES: dict[tuple[int, int, int, int, int], tuple[int, ...]] = {{
+{shapes}}}
+'''
+
+
+def read_configs(path: Path) -> dict[str, Any]:
+    """The tables (and their provenance) a configuration module holds now; empty where
+    it has none."""
+    ns: dict[str, Any] = {}
+    if path.exists():
+        exec(compile(path.read_text(), str(path), "exec"), ns)  # our own generated module
+    return {"TUNED": ns.get("TUNED", {}), "TUNED_ON": ns.get("TUNED_ON", ""),
+            "SHAPES": ns.get("SHAPES", {}), "SHAPES_ON": ns.get("SHAPES_ON", "")}  # fmt: skip
+
+
+def write_configs(
+    path: Path,
+    tuned: dict[str, tuple[int, ...]] | None = None,
+    tuned_on: str | None = None,
+    shapes: dict[tuple[int, ...], tuple[int, ...]] | None = None,
+    shapes_on: str | None = None,
+) -> None:
+    """Rewrite the kernel's configuration table (a Python module: kernels never read data
+    files, the static scan flags that), replacing the tables given and keeping the other
+    as it is."""
+    old = read_configs(path)
+    tuned = old["TUNED"] if tuned is None else tuned
+    shapes = old["SHAPES"] if shapes is None else shapes
+    path.write_text(CONFIGS_TEMPLATE.format(
+        tuned_on=json.dumps(old["TUNED_ON"] if tuned_on is None else tuned_on),
+        shapes_on=json.dumps(old["SHAPES_ON"] if shapes_on is None else shapes_on),
+        tuned="".join(f"    {json.dumps(k)}: {tuple(v)!r},\n" for k, v in sorted(tuned.items())),
+        shapes="".join(f"    {tuple(k)!r}: {tuple(v)!r},\n" for k, v in sorted(shapes.items())),
+    ))  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--traces", default="../shared/traces")
+    ap.add_argument("--journal", help="JSONL of measurements (resumable; not with --shapes)")
+    ap.add_argument("--per-bucket", type=int, default=3, help="most used shapes per bucket")
+    ap.add_argument("--budget", type=float, default=500, help="start no shape after this (s)")
+    ap.add_argument("--report", action="store_true", help="choose and write from the journal")
+    ap.add_argument(
+        "--shapes",
+        action="store_true",
+        help="time candidates on the judged products themselves (no journal)",
+    )
+    ap.add_argument("--min-gflop", type=float, default=1.0, help="with --shapes: smallest product")
+    ap.add_argument("--limit", type=int, default=8, help="with --shapes: cases per op, as judged")
+    ap.add_argument("--jobs", type=int, default=8, help="with --shapes: compiling processes")
+    ap.add_argument(
+        "--write", action="store_true", help="with --report or --shapes: rewrite matmul_configs.py"
+    )
+    ap.add_argument("--out", default=None, help="with --report or --shapes: OUT.json, OUT.md")
+    args = ap.parse_args()
+    if args.shapes:
+        tune_shapes(args)
+    elif args.journal is None:
+        ap.error("--journal is required without --shapes")
+    elif args.report:
+        report(args)
+    else:
+        tune(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""What the default ``pytest`` run leaves out: tests marked ``slow``.
+
+The default run (``python -m pytest -q``, what a developer types) stays under 5 minutes
+on 2 CPU cores; ``.ci/run`` runs it, then the slow tests as a second pass
+(``python -m pytest -q -m slow``), so CI runs every test. A test is marked ``slow`` when
+it takes more than about 1.5 s on that machine, or its cases 3 s together, and is not one
+of the end-to-end checks kept in the default run on purpose: the adversarial corpus run
+(``tests/adversarial/test_corpus.py``), the neighbour corpus and the docs' commands.
+
+Slow tests run when you ask for them: any ``-m`` expression (``-m slow``, or
+``-m "slow or not slow"`` for everything), or a test named on the command line
+(``path::test`` or ``path::test[case]``). Kernel tests marked ``slow`` are slow under
+Triton's interpreter only: with ``OPBENCH_KERNEL_DEVICE=cuda`` they run by default.
+The kernel tests' dtype/layout/shape matrix is sampled on the CPU besides, see
+``tests/kernels/conftest.py``."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+_KERNELS = Path(__file__).parent / "kernels"
+_KERNELS_ON_GPU = os.environ.get("OPBENCH_KERNEL_DEVICE", "cpu").startswith("cuda")
+
+
+def _named(config: pytest.Config) -> list[str]:
+    """The node ids named on the command line (``path::test``, ``path::test[case]``)."""
+    named = []
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep:
+            full = (config.invocation_params.dir / path).resolve()
+            if full.is_relative_to(config.rootpath):
+                named.append(f"{full.relative_to(config.rootpath).as_posix()}::{rest}")
+    return named
+
+
+def _left_out(item: pytest.Item, named: list[str]) -> bool:
+    if item.get_closest_marker("slow") is None:
+        return False
+    if _KERNELS_ON_GPU and _KERNELS in item.path.parents:
+        return False
+    return not any(item.nodeid == n or item.nodeid.startswith((f"{n}[", f"{n}::")) for n in named)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.option.markexpr:  # the user chose with -m
+        return
+    named = _named(config)
+    slow = [item for item in items if _left_out(item, named)]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        gone = {id(item) for item in slow}
+        items[:] = [item for item in items if id(item) not in gone]
