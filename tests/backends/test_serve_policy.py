@@ -90,7 +90,7 @@ def test_device_measure_and_threshold(tmp_path: Path) -> None:
         policy_from_run(tmp_path / "nowhere")
 
 
-RELU = '''
+RELU = """
 import numpy as np
 import torch
 
@@ -100,7 +100,7 @@ CALLS = []
 def relu__default_kernel_impl(x):
     CALLS.append(x.numel())
     return torch.from_numpy(np.maximum(x.detach().numpy(), 0).astype(x.detach().numpy().dtype))
-'''
+"""
 
 
 def _kernels(tmp: Path) -> Path:

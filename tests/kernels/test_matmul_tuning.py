@@ -35,7 +35,9 @@ cnt: 9, ((T([4], f16),), {})
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("tune_matmul", ROOT / "benchmarks/tune/tune_matmul.py")
+    spec = importlib.util.spec_from_file_location(
+        "tune_matmul", ROOT / "benchmarks/tune/tune_matmul.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("lint_report", ROOT / "benchmarks/reproduce/lint_report.py")
+    spec = importlib.util.spec_from_file_location(
+        "lint_report", ROOT / "benchmarks/reproduce/lint_report.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
