@@ -20,20 +20,18 @@ Committed result: ``benchmarks/results/neighbours-h100.md`` and ``.json``:
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 ADV = REPO / "tests" / "adversarial"
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from run_results import device_env, device_slug, stored_rows, write_result  # noqa: E402
 
 CPU_OPS = ("abs", "neg", "sin", "cos", "tanh", "sigmoid")
 #: relu at a size where device time is well above the launch floor, and a small one
@@ -55,7 +53,6 @@ def _kernels(dest: Path, folders: list[Path]) -> Path:
 
 def _judge(work: Path, kernels: Path, device: str, allow: list[str]) -> list[dict[str, Any]]:
     from opbench.run.session import RunRequest, run
-    from opbench.run.store import ResultStore
 
     trace = work / "trace.txt"
     lines = [
@@ -79,20 +76,9 @@ def _judge(work: Path, kernels: Path, device: str, allow: list[str]) -> list[dic
         )
     )
     elapsed = time.perf_counter() - t0
-    store = ResultStore(out / "results.sqlite")
-    rows = [
-        {
-            "op": r.op,
-            "args": r.args,
-            "status": r.status,
-            "category": r.category,
-            "speedup": r.speedup,
-            "speedup_host": r.speedup_host,
-            "message": (r.message or "")[:400],
-        }
-        for r in store.results()
-    ]
-    store.close()
+    rows = stored_rows(
+        out, ("op", "args", "status", "category", "speedup", "speedup_host", "message")
+    )
     print(f"  {len(rows)} tests in {elapsed:.1f} s", flush=True)
     return rows
 
@@ -102,7 +88,6 @@ def main() -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     args = p.parse_args()
-    import torch
 
     from opbench.judge.static_scan import RULES
 
@@ -130,23 +115,10 @@ def main() -> int:
                 failures.append(f"{name}: {r['op']} {r['args']}: {r['status']}/{r['category']}")
             if name == "honest twins" and r["status"] != "passed":
                 failures.append(f"{name}: {r['op']} {r['args']}: {r['status']}/{r['category']}")
-    twin_by_op: dict[str, list[float]] = defaultdict(list)
-    for r in runs["honest twins"]:
-        if r["speedup"]:
-            twin_by_op[r["op"]].append(r["speedup"])
-    env = {
-        "device": torch.cuda.get_device_name(0) if gpu else platform.processor() or "cpu",
-        "torch": torch.__version__,
-        "triton": _version("triton"),
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d"),
-        "command": "python3 benchmarks/reproduce/gpu_neighbours.py --device " + args.device,
-    }
+    env = device_env(
+        args.device, "python3 benchmarks/reproduce/gpu_neighbours.py --device " + args.device
+    )
     result = {"env": env, "runs": runs, "failures": failures, "ok": not failures}
-    slug = "h100" if "H100" in env["device"] else ("h200" if "H200" in env["device"] else "cpu")
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"neighbours-{slug}.json").write_text(json.dumps(result, indent=1))
     md = [
         f"# Neighbours against their honest twins ({env['device']})",
         "",
@@ -165,19 +137,9 @@ def main() -> int:
                 f"| {sd} | {sh} | {msg} |"
             )
     md += ["", "Failures: " + ("none" if not failures else "; ".join(failures))]
-    (out_dir / f"neighbours-{slug}.md").write_text("\n".join(md) + "\n")
-    if os.environ.get("OUT") and Path(os.environ["OUT"]).resolve() != out_dir.resolve():
-        for ext in ("json", "md"):
-            shutil.copy(out_dir / f"neighbours-{slug}.{ext}", Path(os.environ["OUT"]))
+    write_result(Path(args.out_dir), f"neighbours-{device_slug(env['device'])}", result, md)
     print("\n".join(md[-3:]))
     return 0 if not failures else 1
-
-
-def _version(mod: str) -> str | None:
-    try:
-        return __import__(mod).__version__
-    except Exception:  # noqa: BLE001
-        return None
 
 
 if __name__ == "__main__":

@@ -21,11 +21,7 @@ reference was wrapped like the candidate):
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
-import shutil
 import sys
 import tempfile
 import time
@@ -33,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from run_results import device_env, device_slug, stored_rows, write_result  # noqa: E402
 
 OPS = (
     "add.Tensor mul.Tensor relu.default addmm.default mm.default bmm.default "
@@ -70,10 +68,8 @@ def main() -> int:
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     args = p.parse_args()
-    import torch
 
     from opbench.run.session import RunRequest, run
-    from opbench.run.store import ResultStore
 
     ops = [o for o in args.ops.split(",") if o]
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,32 +91,19 @@ def main() -> int:
             )
         )
         wall = time.perf_counter() - t0
-        store = ResultStore(out / "results.sqlite")
-        rows = [
-            {
-                "op": r.op,
-                "args": r.args,
-                "status": r.status,
-                "category": r.category,
-                "speedup": r.speedup,
-                "speedup_host": r.speedup_host,
-                "ref_host_ms": r.ref_host_ms,
-                "cand_host_ms": r.cand_host_ms,
-            }
-            for r in store.results()
-        ]
-        store.close()
+        rows = stored_rows(
+            out,
+            ("op", "args", "status", "category", "speedup", "speedup_host")
+            + ("ref_host_ms", "cand_host_ms"),
+        )
     timed = [r for r in rows if r["speedup"] and r["speedup_host"]]
     dev = [r["speedup"] for r in timed]
     host = [r["speedup_host"] for r in timed]
-    env = {
-        "device": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu",
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d"),
-        "command": f"python3 benchmarks/reproduce/host_fairness.py --traces TRACES --device {args.device} "
+    env = device_env(
+        args.device,
+        f"python3 benchmarks/reproduce/host_fairness.py --traces TRACES --device {args.device} "
         f"--limit-per-op {args.limit_per_op}",
-    }
+    )
     result = {
         "env": env,
         "wall_s": round(wall, 1),
@@ -135,10 +118,6 @@ def main() -> int:
         "performance_score_host": (summary or {}).get("performance_score_host"),
         "rows": rows,
     }
-    slug = "h100" if "H100" in env["device"] else ("h200" if "H200" in env["device"] else "cpu")
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"host-fairness-{slug}.json").write_text(json.dumps(result, indent=1))
     md = [
         f"# Host fairness: kernels that call the overload they replace ({env['device']})",
         "",
@@ -157,10 +136,7 @@ def main() -> int:
             f"| {r['op']} | `{r['args'][:50]}` | {r['speedup']:.4f} | {r['speedup_host']:.4f} "
             f"| {r['ref_host_ms']:.5f} | {r['cand_host_ms']:.5f} |"
         )
-    (out_dir / f"host-fairness-{slug}.md").write_text("\n".join(md) + "\n")
-    if os.environ.get("OUT") and Path(os.environ["OUT"]).resolve() != out_dir.resolve():
-        for ext in ("json", "md"):
-            shutil.copy(out_dir / f"host-fairness-{slug}.{ext}", Path(os.environ["OUT"]))
+    write_result(Path(args.out_dir), f"host-fairness-{device_slug(env['device'])}", result, md)
     print("\n".join(md[:6]))
     return 0
 
