@@ -175,3 +175,31 @@ def test_an_opinfo_full_run_on_cpu_runs_to_its_end(tmp_path):
     assert summary["judge_errors"] == 0
     assert summary["correctness_score"] == 1.0
     assert summary["tests"]["total"] > 50
+
+
+def test_a_run_with_unfinished_tests_exits_incomplete(tmp_path, monkeypatch):
+    """Tests a harness error left unrecorded (``unfinished``, for --resume) make the run
+    incomplete, like judge errors: exit 3, whatever the scores."""
+    import opbench.run.session as session
+
+    real_run = session.run
+
+    def run_with_a_lost_chunk(req, on_progress=None):
+        summary = real_run(req, on_progress)
+        summary["unfinished"] = {
+            "tests": 1,
+            "ops": ["aten.relu.default"],
+            "errors": [{"ops": ["relu.default"], "tests": 1, "error": "boom"}],
+            "how_to_finish": "run the same command again with --resume",
+        }
+        return summary
+
+    monkeypatch.setattr(session, "run", run_with_a_lost_chunk)
+    traces = tmp_path / "t.txt"
+    traces.write_text("Operator: aten.relu.default\ncnt: 1, ((T([4, 8], f32),), {})\n")
+    result = _invoke(
+        "--suite", f"traces:{traces}", "--backend", "aten", "--device", "cpu",
+        "--sandbox", "off", "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    assert "--resume" in result.output

@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
 
         Programs (KernelBench format): opbench run --suite programs:../shared/kernelbench --levels 1 --candidates my_models --device cuda --compile-baseline; one file: opbench run --problem P.py --candidate C.py
 
-        Exit status: 0 done (and above --fail-under / --fail-under-perf if given); 1 below the bar; 2 bad usage or input; 3 incomplete: the harness could not plan or judge some tests (judge_error in summary.json, left out of every score), whatever the scores.
+        Exit status: 0 done (and above --fail-under / --fail-under-perf if given); 1 below the bar; 2 bad usage or input; 3 incomplete: the harness could not plan or judge some tests (judge_error in summary.json, left out of every score) or left some unrecorded (unfinished: --resume runs them), whatever the scores.
         """
         from opbench.run.session import RunError, RunRequest, parse_dtypes
         from opbench.spec.ops import UnknownOpError
@@ -230,6 +230,12 @@ def register(app: typer.Typer) -> None:
             console.print(
                 f"incomplete: {summary['judge_errors']} test(s) are judge_error (the harness "
                 f"could not plan or judge them); exit {INCOMPLETE}"
+            )
+            raise typer.Exit(INCOMPLETE)
+        if summary.get("unfinished"):
+            console.print(
+                "incomplete: a harness error left tests unrecorded (summary.json "
+                f"'unfinished'); run the same command with --resume; exit {INCOMPLETE}"
             )
             raise typer.Exit(INCOMPLETE)
         if failed:
