@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, stable_seed  # noqa: E402
 
 from opbench.kernels._lib import activations as act  # noqa: E402
 from opbench.kernels._lib import arithmetic as ar  # noqa: E402
@@ -20,7 +20,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
 def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
-    g = torch.Generator().manual_seed(hash((layout, str(dtype))) % 2**31)
+    g = torch.Generator().manual_seed(stable_seed(layout, str(dtype)))
 
     def r(*shape: int) -> torch.Tensor:
         return (torch.randn(*shape, generator=g) * 3).to(DEVICE, dtype)

@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, stable_seed  # noqa: E402
 
 from opbench.kernels._lib import activations as act  # noqa: E402
 from opbench.kernels._lib import math_ops as mo  # noqa: E402
@@ -24,7 +24,7 @@ INF, NAN = float("inf"), float("nan")
 
 
 def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
-    g = torch.Generator().manual_seed(hash((layout, str(dtype), "more")) % 2**31)
+    g = torch.Generator().manual_seed(stable_seed(layout, str(dtype), "more"))
 
     def r(*shape: int) -> torch.Tensor:
         return (torch.randn(*shape, generator=g) * 3).to(DEVICE, dtype)
