@@ -23,6 +23,7 @@ import math
 import re
 import sqlite3
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,17 +70,18 @@ def shape_class(dtype: str, numel: int) -> str:
     return f"{dtype}:{_BUCKET_BASE}^{_bucket(numel)}"
 
 
-def shape_class_of_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """The shape class of a live call (None when it has no tensor argument)."""
-    best: torch.Tensor | None = None
+def _tensor_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
+    """The call's tensors, those in a list or tuple argument (``cat``) included."""
     for v in (*args, *kwargs.values()):
         if isinstance(v, torch.Tensor):
-            if best is None or v.numel() > best.numel():
-                best = v
+            yield v
         elif isinstance(v, (list, tuple)):
-            for t in v:
-                if isinstance(t, torch.Tensor) and (best is None or t.numel() > best.numel()):
-                    best = t
+            yield from (t for t in v if isinstance(t, torch.Tensor))
+
+
+def shape_class_of_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The shape class of a live call (None when it has no tensor argument)."""
+    best = max(_tensor_args(args, kwargs), key=torch.Tensor.numel, default=None)
     if best is None:
         return None
     return shape_class(_DTYPE_NAMES.get(best.dtype, str(best.dtype)), best.numel())

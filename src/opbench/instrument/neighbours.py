@@ -48,9 +48,12 @@ from typing import Any
 
 import torch
 
+from opbench.run.procfs import descendants
+
 __all__ = ["Census", "NeighbourWatch", "census", "enable_subreaper"]
 
 _listdir = os.listdir
+_open = open
 _getpid = os.getpid
 _clock_ns = time.clock_gettime_ns
 _perf_ns = time.perf_counter_ns
@@ -64,7 +67,7 @@ _THREADING = "threading.py"
 
 def _read(path: str) -> str:
     try:
-        with open(path) as f:  # noqa: PTH123 - bound-at-import builtins only
+        with _open(path) as f:
             return f.read()
     except OSError:
         return ""
@@ -105,24 +108,6 @@ def _tids() -> frozenset[int]:
         return frozenset()
 
 
-def _descendants(pid: int) -> frozenset[int]:
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = _listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            for child in _read(f"/proc/{p}/task/{t}/children").split():
-                c = int(child)
-                if c not in found:
-                    found.add(c)
-                    todo.append(c)
-    return frozenset(found)
-
-
 @dataclass(frozen=True)
 class Census:
     """The worker's OS threads and descendant processes at one moment."""
@@ -134,7 +119,7 @@ class Census:
 
 def census() -> Census:
     """This process's threads (by tid), descendants (by pid) and Python threads (by ident)."""
-    return Census(_tids(), _descendants(_getpid()), frozenset(_current_frames()))
+    return Census(_tids(), frozenset(descendants(_getpid())), frozenset(_current_frames()))
 
 
 def _intraop_threads() -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 from opbench.instrument import tensors
 
-__all__ = ["KEPT", "REQUIRED", "keeping_timed", "output_bytes", "timed_outputs"]
+__all__ = ["KEPT", "REQUIRED", "DrawLookup", "keeping_timed", "output_bytes", "timed_outputs"]
 
 #: The message keys of the kept outputs and what each is, in the order they are judged
 #: (the worker writes them here, the harness reads them in judge/timed_output.py).
@@ -38,6 +38,24 @@ KEPT = (
     ("timed_pair_second", "the second of two consecutive device-timed calls on different draws"),
     ("timed_sample", "a timed call drawn at random"),
 )
+
+
+class DrawLookup:
+    """Which input draw a timed call saw, and which phase of the timing it was in, for
+    :func:`keeping_timed`: ``ready`` goes to :func:`opbench.instrument.timing.time_pair`
+    as ``inputs_ready``, which hands it the timing's
+    :class:`~opbench.instrument.timing_inputs.TimingInputs` before the first call (the
+    latest one counts when one wrapper serves several timings)."""
+
+    def __init__(self) -> None:
+        self._inputs: list[Any] = []
+        self.ready = self._inputs.append
+
+    def draw_of(self, args: Any, kwargs: Any) -> int:
+        return self._inputs[-1].draw_of(args, kwargs) if self._inputs else 0
+
+    def phase_of(self) -> str:
+        return self._inputs[-1].phase if self._inputs else "other"
 
 
 def keeping_timed(

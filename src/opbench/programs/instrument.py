@@ -39,7 +39,7 @@ from opbench.instrument import tensors
 from opbench.instrument import timing as timing_mod
 from opbench.instrument.integrity import Fingerprint
 from opbench.instrument.neighbours import NeighbourWatch
-from opbench.instrument.timed import keeping_timed, timed_outputs
+from opbench.instrument.timed import DrawLookup, keeping_timed, timed_outputs
 from opbench.programs import compile_cache
 from opbench.programs.inputs import build_model, call_sized, make_inputs, tensors_of
 
@@ -285,28 +285,21 @@ def run_program(req: dict[str, Any], device: str) -> dict[str, Any]:
         # from the trials'.
         second = (lambda: make_args(seeds[1])) if len(seeds) > 1 else None
         last: list[Any] = []
-        inputs: list[Any] = []
-
-        def draw_of(a: Any, k: Any) -> int:
-            return inputs[-1].draw_of(a, k) if inputs else 0
-
-        def phase_of() -> str:
-            return inputs[-1].phase if inputs else "other"
-
-        timed = keeping_timed(call, last, draw_of, phase_of)
+        draws_seen = DrawLookup()
+        timed = keeping_timed(call, last, draws_seen.draw_of, draws_seen.phase_of)
         for key, ref in (("timing", ref_call), ("timing_compile", compiled_call)):
             if ref is None:
                 continue
             try:
                 got = timing_mod.time_pair(
                     # the same wrapper on the reference: its cost is never the candidate's
-                    keeping_timed(ref, [], draw_of, phase_of),
+                    keeping_timed(ref, [], draws_seen.draw_of, draws_seen.phase_of),
                     timed,
                     make_args,
                     device,
                     options,
                     alternate_args=second,
-                    inputs_ready=inputs.append,
+                    inputs_ready=draws_seen.ready,
                     reference_window=watch.reference,
                     look=watch.look,
                 )

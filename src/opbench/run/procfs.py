@@ -1,12 +1,18 @@
 """What ``/proc`` says about a process: its children, all its descendants, its resident
-memory, its pids in nested PID namespaces. Runs in the HARNESS (the worker pool and the
-fork server watch their processes with it); Linux only, and best effort: where the
-kernel lacks a file, the answer is empty (or None) rather than an error.
+memory, its pids in nested PID namespaces. The worker pool and the fork server watch
+their processes with it, and the worker its own descendants
+(:mod:`opbench.instrument.neighbours`): ``listdir`` and ``open`` are bound at import, so
+candidate code imported later that patches ``os`` does not change what the worker reads.
+Linux only, and best effort: where the kernel lacks a file, the answer is empty (or None)
+rather than an error.
 """
 
 from __future__ import annotations
 
 import os
+
+_listdir = os.listdir
+_open = open
 
 __all__ = ["children", "descendants", "nspid", "rss_kb"]
 
@@ -15,12 +21,12 @@ def children(pid: int) -> list[int]:
     """Child pids from ``/proc/PID/task/*/children`` (empty where the kernel lacks it)."""
     kids: list[int] = []
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        tasks = _listdir(f"/proc/{pid}/task")
     except OSError:
         return kids
     for tid in tasks:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
+            with _open(f"/proc/{pid}/task/{tid}/children") as f:
                 kids.extend(int(x) for x in f.read().split())
         except (OSError, ValueError):
             continue

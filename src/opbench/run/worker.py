@@ -227,32 +227,25 @@ def _timed(
     """
     from opbench.instrument import timing as timing_mod
     from opbench.instrument.observer import CANDIDATE_SCOPE, REFERENCE_SCOPE, ExecutionWindow
-    from opbench.instrument.timed import keeping_timed, timed_outputs
+    from opbench.instrument.timed import DrawLookup, keeping_timed, timed_outputs
 
     before = fingerprint.changes()
     if before:
         fingerprint.restore_settings()
         return {"timing_tamper": before}
     last: list[Any] = []
-    inputs: list[Any] = []
-
-    def draw_of(a: Any, k: Any) -> int:
-        return inputs[0].draw_of(a, k) if inputs else 0
-
-    def phase_of() -> str:
-        return inputs[0].phase if inputs else "other"
-
+    draws_seen = DrawLookup()
     # The same wrapper around both sides: what it costs a call (the draw lookup, the
     # reservoir draws, holding five outputs alive, which changes what the caching
     # allocator hands the next call) is paid by the reference too, so host-inclusive
     # speedups do not charge the judge's bookkeeping to the candidate. The reference's
     # kept outputs are dropped.
-    kernel = keeping_timed(kernel, last, draw_of, phase_of)
-    ref = keeping_timed(ref, [], draw_of, phase_of)
+    kernel = keeping_timed(kernel, last, draws_seen.draw_of, draws_seen.phase_of)
+    ref = keeping_timed(ref, [], draws_seen.draw_of, draws_seen.phase_of)
     make_args, make_second = draws
     draw_kw = {
         "alternate_args": make_second,
-        "inputs_ready": inputs.append,
+        "inputs_ready": draws_seen.ready,
         "reference_window": watch.reference,
         "look": watch.look,
     }
