@@ -7,6 +7,7 @@ the template warms up, in a fresh interpreter so nothing was imported before."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,21 +16,37 @@ import pytest
 
 PROBE = textwrap.dedent(
     """
+    import os, sys, traceback
     import torch
 
-    def refuse(name):
+    def driver(name):
+        # what reaches the CUDA driver (cuInit): ends the probe, since the template's
+        # warm-up swallows exceptions (it is an optimisation)
         def f(*a, **k):
-            raise AssertionError(f"the template called torch.cuda.{name}()")
+            print(f"the template called torch.cuda.{name}()", file=sys.stderr)
+            traceback.print_stack(limit=8)
+            os._exit(3)
         return f
 
-    torch.backends.cuda.is_built = lambda: True  # look like a CUDA build
-    for name in ("is_available", "device_count", "current_device", "_lazy_init", "init"):
-        setattr(torch.cuda, name, refuse(name))
-    torch._C._cuda_getDeviceCount = refuse("_C._cuda_getDeviceCount")
+    def counted(name):
+        # torch's NVML-based answer: from CUDA_VISIBLE_DEVICES alone when it is empty
+        def f(*a, **k):
+            nvml = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1"
+            if nvml and os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+                return False if name == "is_available" else 0
+            driver(name)()
+        return f
+
+    for name in ("is_available", "device_count"):
+        setattr(torch.cuda, name, counted(name))
+    for name in ("current_device", "_lazy_init", "init", "get_device_properties",
+                 "get_device_capability", "set_device", "synchronize"):
+        setattr(torch.cuda, name, driver(name))
 
     from opbench.run import forkserver, worker
 
-    assert forkserver._first_poisoning_step(forkserver.template_steps) == ""
+    for _, step in forkserver.template_steps():
+        step()
     assert worker.TEMPLATE_FINGERPRINT is not None and worker.WARMED_BY_TEMPLATE
     print("warm")
     """
@@ -37,10 +54,44 @@ PROBE = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_the_template_warms_up_without_asking_cuda_anything() -> None:
-    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300)
+@pytest.mark.parametrize("preload", ["", "opinfo"])
+def test_the_template_warms_up_without_asking_cuda_anything(preload: str) -> None:
+    """Under the environment a GPU template gets (:func:`forkserver.template_env`), with
+    the OpInfo preload the Scorer asks for and without: nothing reaches the driver."""
+    from opbench.run.forkserver import template_env
+
+    env = template_env({**os.environ, "OPBENCH_PRELOAD": preload}, "cuda")
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, env=env
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().endswith("warm")
+
+
+def test_without_the_template_env_the_opinfo_preload_asks_cuda() -> None:
+    """The probe above can fail: with the GPU visible, importing op_db asks CUDA."""
+    env = {**os.environ, "OPBENCH_PRELOAD": "opinfo", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert r.returncode == 3, (r.returncode, r.stderr[-2000:])
+    assert "the template called torch.cuda.is_available()" in r.stderr
+
+
+def test_a_fork_restores_the_harness_view_of_the_gpus(monkeypatch) -> None:
+    from opbench.run import forkserver
+
+    for harness_value in ("1,3", None):
+        base = {} if harness_value is None else {"CUDA_VISIBLE_DEVICES": harness_value}
+        env = forkserver.template_env(base, "cuda:0")
+        assert env["CUDA_VISIBLE_DEVICES"] == ""
+        for k in ("CUDA_VISIBLE_DEVICES", forkserver._VISIBLE_ENV):
+            monkeypatch.setenv(k, env[k])
+        forkserver.restore_visible_devices()
+        assert os.environ.get("CUDA_VISIBLE_DEVICES") == harness_value
+        assert forkserver._VISIBLE_ENV not in os.environ
+    assert forkserver.template_env({"A": "1"}, "cpu") == {"A": "1"}
 
 
 @pytest.mark.slow

@@ -101,6 +101,53 @@ def _template_main() -> int:
         ctl.send(json.dumps({"forked": pid}).encode())
 
 
+#: The template's own ``CUDA_VISIBLE_DEVICES`` is empty; the value its forks restore.
+_VISIBLE_ENV = "OPBENCH_FORK_CUDA_VISIBLE_DEVICES"
+_UNSET = "(unset)"
+
+
+def template_env(env: dict[str, str], device: str) -> dict[str, str]:
+    """The template's environment for ``device``: on a GPU, one where CUDA cannot be
+    asked anything by accident.
+
+    Importing PyTorch's OpInfo database (the preload that makes an OpInfo worker start in
+    milliseconds) asks ``torch.cuda.is_available()`` some twenty times and, when it says
+    yes, reads the device's properties (``torch.utils._triton.has_triton``, flex
+    attention's capability check), which initialises CUDA: the template's forks then
+    cannot use it. So the template sees no GPU (``CUDA_VISIBLE_DEVICES`` empty, answered
+    from the variable alone through NVML's check, never ``cuInit``), and each fork puts
+    the harness's value back before its first CUDA call (:func:`restore_visible_devices`).
+    """
+    env = dict(env)
+    if device.startswith("cuda"):
+        env[_VISIBLE_ENV] = env.get("CUDA_VISIBLE_DEVICES", _UNSET)
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    return env
+
+
+def restore_visible_devices() -> None:
+    """In a fork, before anything asks CUDA: the GPUs the harness gave the worker, and
+    no cached answer computed while the template saw none."""
+    if _VISIBLE_ENV not in os.environ:
+        return
+    value = os.environ.pop(_VISIBLE_ENV)
+    if value == _UNSET:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = value
+    _forget_cuda_answers()
+
+
+def _forget_cuda_answers() -> None:
+    """Answers PyTorch cached while the template saw no GPU (a fork sees one)."""
+    triton_utils = sys.modules.get("torch.utils._triton")
+    for name in ("has_triton", "has_triton_package"):
+        fn = getattr(triton_utils, name, None)
+        if hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+
+
 _POISONED = (
     "the fork server's template asked CUDA something (a device count is enough), so "
     "PyTorch marks its forks as unable to use CUDA"
@@ -121,8 +168,7 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
         )
         from opbench.spec.judge_options import JudgeOptions  # noqa: F401
 
-    def warm_up() -> None:
-        worker.warm_up("cpu")
+    def warmed() -> None:
         worker.WARMED_BY_TEMPLATE = True
 
     def fingerprint() -> None:
@@ -130,7 +176,12 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
 
         worker.TEMPLATE_FINGERPRINT = Fingerprint()
 
-    return [("imports", imports), ("warm-up", warm_up), ("fingerprint", fingerprint)]
+    return [
+        ("imports", imports),
+        *((f"warm-up: {name}", step) for name, step in worker.warm_up_steps("cpu")),
+        ("warm-up done", warmed),
+        ("fingerprint", fingerprint),
+    ]
 
 
 def _first_poisoning_step(steps: Callable[[], list[tuple[str, Callable[[], Any]]]]) -> str:
@@ -178,6 +229,7 @@ def _child(ctl: socket.socket, fds: list[int]) -> None:
             if fd > 2:
                 os.close(fd)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        restore_visible_devices()
         from opbench.run import worker
 
         code = worker.main()
@@ -263,7 +315,7 @@ class ForkServer:
         self._closed = False
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = parent
-        env = worker_env(config, device)
+        env = template_env(worker_env(config, device), device)
         env[_FD_ENV] = str(child.fileno())
         self._wrapped = sandbox.wrap_command(
             [sys.executable, "-m", "opbench.run.forkserver"],
@@ -274,6 +326,8 @@ class ForkServer:
             device=device,
         )
         self.sandbox_level = self._wrapped.level
+        #: the host folder the template and its forks see as /tmp
+        self.host_tmp = self._wrapped.private_dirs[0] if self._wrapped.private_dirs else "/tmp"
         self.stderr_path = log_dir / "forkserver.stderr.log"
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(

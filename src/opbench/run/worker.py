@@ -102,6 +102,11 @@ def main() -> int:
     if msg.get("type") != "load":
         return 0
     unit = msg.get("unit")
+    if msg.get("triton_cache"):
+        # the folder the harness seeded with this unit's kept kernels
+        # (opbench.run.triton_cache); Triton reads the variable at each compile
+        os.makedirs(msg["triton_cache"], exist_ok=True)
+        os.environ["TRITON_CACHE_DIR"] = msg["triton_cache"]
     fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
     # every thread and process alive now is the worker's own (PyTorch's, CUDA's, the
     # intra-op pool's): anything later that is not is the unit's (instrument/neighbours.py)
@@ -310,23 +315,32 @@ def warm_up(device: str) -> None:
     The first tensor call under a dispatch mode imports ``torch._dynamo`` (~1.5-3 s on
     a small CPU), and building inputs imports the suites; a spare worker does this while
     it waits, so a replacement answers its first test as fast as an old worker.
-    Runs before any candidate code is imported; the fork server's template runs it once
-    for all the workers it forks (:func:`opbench.run.forkserver.template_steps`).
+    Runs before any candidate code is imported; the fork server's template runs the same
+    steps once for all the workers it forks (:func:`opbench.run.forkserver.template_steps`).
     """
-    import torch
+    for _, step in warm_up_steps(device):
+        step()
 
-    from opbench.instrument.observer import DispatchRecorder, ExecutionWindow
-    from opbench.spec.ops import overloads_by_op
-    from opbench.suites.case import Case
-    from opbench.suites.materialize import materialize
 
-    # Every worker reads its unit's folder names against the overload table: built once
-    # here, it is shared by the template's forks (7 ms to build in-process, ~16 ms in a
-    # fresh fork, once per operator: 13 s over the quick OpInfo profile's 817 units).
-    overloads_by_op()
-    if "opinfo" in os.environ.get("OPBENCH_PRELOAD", "").split(","):
+def warm_up_steps(device: str) -> list[tuple[str, Any]]:
+    """:func:`warm_up` as named steps, so a template that finds its forks spoiled can say
+    which step did it. Each step is an optimisation: one that fails says so on stderr
+    and the tests show the real problem."""
+
+    def overload_table() -> None:
+        # Every worker reads its unit's folder names against the overload table: built
+        # once here, it is shared by the template's forks (7 ms to build in-process,
+        # ~16 ms in a fresh fork, once per operator: 13 s over the quick OpInfo
+        # profile's 817 units).
+        from opbench.spec.ops import overloads_by_op
+
+        overloads_by_op()
+
+    def opinfo_database() -> None:
         # OpInfo cases need op_db (~2 s to import): a template imports it once for all
         # the workers it forks, instead of every per-operator worker importing it again
+        if "opinfo" not in os.environ.get("OPBENCH_PRELOAD", "").split(","):
+            return
         try:
             from opbench.suites.opinfo import opinfos_by_key
 
@@ -335,12 +349,26 @@ def warm_up(device: str) -> None:
             print(
                 f"opbench worker: OpInfo preload failed: {type(e).__name__}: {e}", file=sys.stderr
             )
-    try:
-        args, _ = materialize(Case(op="relu.default", args="((T([4], f32),), {})"), device)
-        with ExecutionWindow() as window, window.mark(), DispatchRecorder():
-            torch.relu(args[0]).detach().cpu().numpy()
-    except Exception as e:  # warm-up is an optimisation; the tests will show real problems
-        print(f"opbench worker: warm-up failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def first_call() -> None:
+        import torch
+
+        from opbench.instrument.observer import DispatchRecorder, ExecutionWindow
+        from opbench.suites.case import Case
+        from opbench.suites.materialize import materialize
+
+        try:
+            args, _ = materialize(Case(op="relu.default", args="((T([4], f32),), {})"), device)
+            with ExecutionWindow() as window, window.mark(), DispatchRecorder():
+                torch.relu(args[0]).detach().cpu().numpy()
+        except Exception as e:  # the tests will show real problems
+            print(f"opbench worker: warm-up failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    return [
+        ("overload table", overload_table),
+        ("OpInfo database", opinfo_database),
+        ("first call", first_call),
+    ]
 
 
 def _start_intraop_pool() -> None:

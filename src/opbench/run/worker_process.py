@@ -92,6 +92,8 @@ class WorkerProcess:
         self.preload_unit: tuple[str, ...] | None = None
         self.preload_result: dict[str, Any] | None = None
         self.forked = forkserver is not None
+        #: this worker's Triton cache folder, when the harness gives it one (load)
+        self.triton_cache: Any = None
         if forkserver is not None:
             # A fork of a warm template (opbench.run.forkserver), already in its sandbox.
             try:
@@ -102,6 +104,7 @@ class WorkerProcess:
             widen_pipe(self.proc.stdout.fileno())
             self._wrapped = sandbox.Wrapped([], {}, forkserver.sandbox_level)
             self.sandbox_level = forkserver.sandbox_level
+            self._host_tmp = forkserver.host_tmp
             protocol.write_trusted(self.proc.stdin, config.message(device))
             return
         cmd = [sys.executable, "-m", "opbench.run.worker"]
@@ -118,6 +121,7 @@ class WorkerProcess:
         )
         self._wrapped = wrapped
         self.sandbox_level = wrapped.level
+        self._host_tmp = wrapped.private_dirs[0] if wrapped.private_dirs else "/tmp"
         self.proc = subprocess.Popen(
             wrapped.argv,
             stdin=subprocess.PIPE,
@@ -160,10 +164,12 @@ class WorkerProcess:
         """
         if self.loaded_info is not None:
             raise RuntimeError(f"worker {self.name} already judges another unit")
+        message: dict[str, Any] = {"type": "load", "unit": list(unit) if unit is not None else None}
+        self.triton_cache = self._unit_cache(unit)
+        if self.triton_cache is not None:
+            message["triton_cache"] = self.triton_cache.worker_path
         try:
-            protocol.write_trusted(
-                self.proc.stdin, {"type": "load", "unit": list(unit) if unit is not None else None}
-            )
+            protocol.write_trusted(self.proc.stdin, message)
         except (BrokenPipeError, OSError, ValueError):
             self.kill()
             raise WorkerStartError(f"worker {self.name} died before loading its kernels") from None
@@ -185,6 +191,26 @@ class WorkerProcess:
         self.loaded_info = out.message
         return out.message
 
+    def _unit_cache(self, unit: tuple[str, ...] | None) -> Any:
+        """The unit's kept Triton kernels, seeded into a folder of the worker's ``/tmp``
+        (:mod:`opbench.run.triton_cache`): on a GPU, for a backend of kernel files."""
+        backend = self.config.backend_path()
+        if self.config.backend == "triton":  # the reference backend's folder
+            import importlib.util
+
+            spec = importlib.util.find_spec("opbench.kernels")
+            backend = list(spec.submodule_search_locations or [None])[0] if spec else None
+        if not (self.device.startswith("cuda") and backend):
+            return None
+        from opbench.run.triton_cache import UnitCache
+
+        cache = UnitCache(backend, unit, self._host_tmp)
+        try:
+            cache.seed()
+        except OSError as e:  # the worker compiles cold
+            log.warning("worker %s: no kept Triton kernels (%s)", self.name, e)
+        return cache
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -201,6 +227,9 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             log.warning("worker %s did not die after SIGKILL", self.name)
         self._close_pipes()
+        if self.triton_cache is not None:
+            self.triton_cache.harvest()  # the worker is gone: nothing writes there now
+            self.triton_cache = None
         self._wrapped.cleanup()
 
     def stop(self) -> None:
@@ -323,6 +352,9 @@ class WorkerProcess:
             self.kill()
             code = self.proc.returncode
         self._close_pipes()
+        if self.triton_cache is not None:
+            self.triton_cache.harvest()  # the worker is gone: nothing writes there now
+            self.triton_cache = None
         self._wrapped.cleanup()
         if code is not None and code > 128 and self.sandbox_level == "bwrap" and not self.forked:
             code = -(code - 128)  # bwrap reports a child killed by signal N as 128 + N
