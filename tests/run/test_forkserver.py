@@ -127,3 +127,16 @@ def test_a_cpu_only_torch_runs_the_steps_without_probe_forks(monkeypatch) -> Non
     steps = [("a", lambda: ran.append("a")), ("b", lambda: ran.append("b"))]
     assert forkserver._first_poisoning_step(lambda: steps) == ""
     assert ran == ["a", "b"]
+
+
+def test_op_db_is_imported_as_if_numba_were_absent() -> None:
+    """numba.cuda.is_available() (asked by PyTorch's test helpers when numba exists)
+    initialises the driver behind torch's back: hidden while op_db imports, and only then."""
+    import importlib.util
+
+    from opbench.run.worker import _numba_hidden
+
+    had = sys.modules.get("numba", 0)
+    with _numba_hidden():
+        assert importlib.util.find_spec("numba") is None
+    assert sys.modules.get("numba", 0) is had

@@ -17,10 +17,12 @@ kernel that prints cannot corrupt the protocol.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 #: Set by the fork server's template after its own warm-up, before it forks workers.
@@ -344,7 +346,8 @@ def warm_up_steps(device: str) -> list[tuple[str, Any]]:
         try:
             from opbench.suites.opinfo import opinfos_by_key
 
-            opinfos_by_key()
+            with _numba_hidden():
+                opinfos_by_key()
         except Exception as e:  # the first OpInfo case will report the real problem
             print(
                 f"opbench worker: OpInfo preload failed: {type(e).__name__}: {e}", file=sys.stderr
@@ -369,6 +372,26 @@ def warm_up_steps(device: str) -> list[tuple[str, Any]]:
         ("OpInfo database", opinfo_database),
         ("first call", first_call),
     ]
+
+
+@contextlib.contextmanager
+def _numba_hidden() -> Iterator[None]:
+    """Import op_db as if numba were not installed.
+
+    Where numba is installed, PyTorch's test helpers ask ``numba.cuda.is_available()``
+    at import, which initialises the CUDA driver through numba's own bindings (torch
+    never learns of it): every fork of a template that imported op_db then died with
+    SIGSEGV at its first CUDA call (H100, 2026-11-27; ``benchmarks/probes/
+    fork_cuda_probe.py``). A ``None`` in ``sys.modules`` makes ``find_spec`` say "not
+    installed"; it is removed afterwards, so a kernel can still import numba itself."""
+    had = "numba" in sys.modules
+    if not had:
+        sys.modules["numba"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if not had and sys.modules.get("numba", 0) is None:
+            del sys.modules["numba"]
 
 
 def _start_intraop_pool() -> None:
