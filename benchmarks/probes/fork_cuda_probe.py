@@ -70,7 +70,10 @@ def main() -> None:
     for upto, skip in variants:
         r = subprocess.run(
             [sys.executable, str(script), str(upto), skip],
-            env=env, capture_output=True, text=True, timeout=300,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         print(f"--- steps[:{upto}] skip={skip!r} rc={r.returncode}")
         print(r.stdout.strip())

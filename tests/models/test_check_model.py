@@ -88,6 +88,14 @@ def test_training_steps_timed_eager_and_on_the_backend(tmp_path: Path) -> None:
     assert d["served_call_share"] == r.served_call_share and d["backend_step_ms"] > 0
 
 
+def test_steps_timed_on_the_aten_backend() -> None:
+    """The aten backend registers detach and the alias ops: the timed model is copied
+    before it is enabled (a copy made under it failed, and the backend had no time)."""
+    r = check_model("encoder", "aten", "cpu", time_steps=1)
+    assert r.error is None, r.error
+    assert r.eager_step_ms and r.backend_step_ms
+
+
 @pytest.mark.slow
 def test_only_ops_registers_just_those(tmp_path: Path) -> None:
     """``only_ops`` narrows the backend to the named overloads: each marked (wrong) kernel

@@ -10,12 +10,32 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from opbench.commands.common import fail
+
+if TYPE_CHECKING:
+    from opbench.models.check import ModelCheck
+
+
+def _graph_cells(r: ModelCheck) -> tuple[str, str, str]:
+    """The graph columns of a check-model row: ms per replay, or "failed" (the reason
+    is printed under the table, whole: a table cell would cut it)."""
+
+    def ms(v: float | None, err: str | None) -> str:
+        return "failed" if err else ("-" if v is None else f"{v:.2f}")
+
+    speedup = r.graph_speedup
+    return (
+        ms(r.eager_graph_ms, r.eager_graph_error),
+        ms(r.backend_graph_ms, r.backend_graph_error),
+        "-" if speedup is None else f"{speedup:.2f}x",
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -165,15 +185,27 @@ def register(app: typer.Typer) -> None:
             help="Serve only where a judged run found the kernels faster than eager: a run "
             "directory or a serve_policy.json (opbench package --from-run).",
         ),
+        cuda_graphs: bool = typer.Option(
+            False,
+            "--cuda-graphs",
+            help="With --time-steps on CUDA: also capture each whole training step as a "
+            "CUDA graph, eager and on the backend, and time its replays (no host cost).",
+        ),
     ) -> None:
         """Run real models eager and on a backend (forward + training step); compare and show coverage.
 
         Example: opbench check-model --backend my_kernels --device cpu --models bert,resnet
         """
         from opbench.backends.loader import BackendError, load_backend
-        from opbench.models.check import check_model
+        from opbench.models.check import check_model, cuda_graphs_usable
 
         names = [m.strip() for m in models.split(",") if m.strip()]
+        if cuda_graphs:
+            try:
+                cuda_graphs_usable(device, time_steps)
+            except ValueError as e:
+                fail(f"--cuda-graphs: {e}")
+                return
         try:
             be = load_backend(backend, device, kernel_version=kernel_version)
         except BackendError as e:
@@ -210,12 +242,14 @@ def register(app: typer.Typer) -> None:
                         only_ops=[o.strip() for o in only.split(",")] if only else None,
                         allow_tf32=allow_tf32,
                         policy=serve,
+                        cuda_graphs=cuda_graphs,
                     )
                 except ValueError as e:
                     fail(str(e))
                     return
                 results.append(r)
         table = Table(title=f"check-model: {be.name} on {device}")
+        graph_cols = ("eager graph ms", "backend graph ms", "graph speedup") if cuda_graphs else ()
         for col in (
             "model",
             "mode",
@@ -228,6 +262,7 @@ def register(app: typer.Typer) -> None:
             "calls served",
             "eager ms/step",
             "backend ms/step",
+            *graph_cols,
             "s",
         ):
             table.add_column(col)
@@ -248,9 +283,18 @@ def register(app: typer.Typer) -> None:
                 "-" if r.served_call_share is None else f"{r.served_call_share:.0%}",
                 "-" if r.eager_step_ms is None else f"{r.eager_step_ms:.2f}",
                 "-" if r.backend_step_ms is None else f"{r.backend_step_ms:.2f}",
+                *(_graph_cells(r) if cuda_graphs else ()),
                 f"{r.seconds:.2f}",
             )
         console.print(table)
+        for r in results:
+            for side, err in (("eager", r.eager_graph_error), ("backend", r.backend_graph_error)):
+                if err:
+                    console.print(
+                        f"[yellow]no graph[/] {r.model} ({side}): {escape(err)}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
         if show_ops:
             for r in results:
                 if not r.coverage:

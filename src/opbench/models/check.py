@@ -34,7 +34,14 @@ from opbench.models.zoo import MODEL_NAMES, ModelSpec, get_model
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ModelCheck", "OpCoverage", "check_model", "check_models", "OpCounter"]
+__all__ = [
+    "ModelCheck",
+    "OpCoverage",
+    "check_model",
+    "check_models",
+    "cuda_graphs_usable",
+    "OpCounter",
+]
 
 
 class OpCounter(TorchDispatchMode):
@@ -82,6 +89,12 @@ class ModelCheck:
     #: synchronized), eager and on the backend, after warm-up steps (``time_steps``)
     eager_step_ms: float | None = None
     backend_step_ms: float | None = None
+    #: ``cuda_graphs``: median replay time of the same step captured whole as a CUDA
+    #: graph (host launch cost gone), or why that side could not be captured
+    eager_graph_ms: float | None = None
+    backend_graph_ms: float | None = None
+    eager_graph_error: str | None = None
+    backend_graph_error: str | None = None
 
     @property
     def served_ops(self) -> list[str]:
@@ -100,11 +113,19 @@ class ModelCheck:
             return self.eager_step_ms / self.backend_step_ms
         return None
 
+    @property
+    def graph_speedup(self) -> float | None:
+        """Eager graph replay time over the backend's: the kernels alone, no host."""
+        if self.eager_graph_ms and self.backend_graph_ms:
+            return self.eager_graph_ms / self.backend_graph_ms
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["served_ops"] = self.served_ops
         d["served_call_share"] = self.served_call_share
         d["step_speedup"] = self.step_speedup
+        d["graph_speedup"] = self.graph_speedup
         return d
 
 
@@ -275,6 +296,7 @@ def check_model(
     only_ops: list[str] | None = None,
     allow_tf32: bool = False,
     policy: Any = None,
+    cuda_graphs: bool = False,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
@@ -286,19 +308,35 @@ def check_model(
     convolutions run in IEEE float32 for eager and the backend alike (TF32 only with
     ``allow_tf32``), the settings ``opbench run`` pins, restored afterwards. ``policy``:
     serve only where a judged run found the kernels faster
-    (:mod:`opbench.backends.serve_policy`).
+    (:mod:`opbench.backends.serve_policy`). ``cuda_graphs`` (with ``time_steps``, on
+    CUDA) also times the step captured whole as a CUDA graph on both sides
+    (:mod:`opbench.models.graph_timing`); a side that cannot be captured gets a
+    ``*_graph_error`` instead of a time.
     """
     from opbench.instrument.settings import pinned
 
+    if cuda_graphs:
+        cuda_graphs_usable(device, time_steps)
     with pinned(allow_tf32=allow_tf32):
         return _check_model(name, backend, device, compile, compile_backend, seed, scale, rtol,
-                            time_steps, only_ops, policy)  # fmt: skip
+                            time_steps, only_ops, policy, cuda_graphs)  # fmt: skip
+
+
+def cuda_graphs_usable(device: str, time_steps: int) -> None:
+    """Raise ValueError unless graph timing can run: CUDA graphs need a CUDA device
+    that torch sees, and graph replays are timed only alongside ``time_steps``."""
+    if not str(device).startswith("cuda"):
+        raise ValueError(f"CUDA graphs need a CUDA device, not device {device!r}")
+    if not torch.cuda.is_available():
+        raise ValueError("CUDA graphs need a CUDA device, and torch sees none")
+    if time_steps <= 0:
+        raise ValueError("CUDA graph timing replays the timed steps: give time_steps > 0")
 
 
 def _check_model(
     name: str, backend: Backend | str, device: str, compile: bool, compile_backend: str,
     seed: int, scale: int, rtol: float, time_steps: int, only_ops: list[str] | None,
-    policy: Any = None,
+    policy: Any = None, cuda_graphs: bool = False,
 ) -> ModelCheck:  # fmt: skip
     started = time.perf_counter()
     spec = get_model(name, scale)
@@ -380,13 +418,29 @@ def _check_model(
             with _fastpath_off():
                 result.eager_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
                                                time_steps)  # fmt: skip
+                # copied before registering: deepcopy under the aten backend's detach
+                # and alias kernels fails ("Creating a new Tensor subclass Parameter")
+                timed = copy.deepcopy(base)
                 with registry.backend(be, device, ops=ops, policy=policy):
-                    result.backend_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
-                                                     time_steps)  # fmt: skip
+                    result.backend_step_ms = step_ms(spec, timed, batch, device, time_steps)
         except Exception as e:  # the comparison stands; say why there is no time
             result.error = f"timing failed: {type(e).__name__}: {e}"
+        if cuda_graphs:
+            _time_graphs(result, spec, base, batch, device, time_steps,
+                         lambda: registry.backend(be, device, ops=ops, policy=policy))  # fmt: skip
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _time_graphs(result: ModelCheck, spec: ModelSpec, base: torch.nn.Module,
+                 batch: dict[str, Any], device: str, steps: int, enable_backend: Any) -> None:  # fmt: skip
+    """Fill ``result``'s graph fields: a time, or why that side has none."""
+    from opbench.models.graph_timing import model_graph_times
+
+    with _fastpath_off():
+        eager, cand = model_graph_times(spec, base, batch, device, steps, enable_backend)
+    result.eager_graph_ms, result.eager_graph_error = eager.ms, eager.error
+    result.backend_graph_ms, result.backend_graph_error = cand.ms, cand.error
 
 
 def check_models(
