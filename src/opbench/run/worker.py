@@ -381,9 +381,10 @@ def _numba_hidden() -> Iterator[None]:
     Where numba is installed, PyTorch's test helpers ask ``numba.cuda.is_available()``
     at import, which initialises the CUDA driver through numba's own bindings (torch
     never learns of it): every fork of a template that imported op_db then died with
-    SIGSEGV at its first CUDA call (H100, 2026-11-27; ``benchmarks/probes/
-    fork_cuda_probe.py``). A ``None`` in ``sys.modules`` makes ``find_spec`` say "not
-    installed"; it is removed afterwards, so a kernel can still import numba itself."""
+    SIGSEGV at its first CUDA call (H100, 2026-11-27: a probe forked after each template
+    step and only the op_db step spoiled the forks). A ``None`` in ``sys.modules`` makes
+    ``find_spec`` say "not installed"; it is removed afterwards, so a kernel can still
+    import numba itself."""
     had = "numba" in sys.modules
     if not had:
         sys.modules["numba"] = None  # type: ignore[assignment]

@@ -1,0 +1,153 @@
+"""The reference Triton backend on the traces' held-out half: a judged run directory
+summarised against the targets of the held-out work.
+
+The run: ``opbench run --suite traces --trace-split heldout --backend triton --device
+cuda --perf`` (the split is ``src/opbench/suites/trace_split.json``: models by name,
+tuning or held-out; held-out rows are rows no tuning model uses). This script reads the
+run's store and reports: correctness; device and host geomean speedups over eager; host
+on tests whose eager host time is >= 20 us; mm/addmm/bmm on products of >= 1 GFLOP;
+convolution forward and backward; one line per op. A run cut short is reported as what
+it holds, and says so.
+
+Usage: python benchmarks/reproduce/heldout_report.py RUN_DIR --command "opbench run ..."
+    [--gpu h100] [--partial]
+Writes benchmarks/results/triton-heldout-<gpu>[-partial].json and .md.
+
+Committed: ``triton-heldout-h100-partial.md``/``.json``, from a run of
+``--limit-per-op 4`` over the backend's served ops stopped after 320 s (2026-11-27).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import re
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+MATMULS = ("mm.default", "addmm.default", "bmm.default")
+CONVS = ("convolution.default", "convolution_backward.default")
+
+
+def _geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def _shapes(args: str) -> list[list[int]]:
+    return [ast.literal_eval(m) for m in re.findall(r"T\((\[[0-9, ]*\])", args)]
+
+
+def matmul_gflop(op: str, args: str) -> float | None:
+    """2*M*N*K (times the batch for bmm) from the case's argument shapes."""
+    s = _shapes(args)
+    try:
+        if op == "mm.default":
+            (m, k), (_, n) = s[0], s[1]
+            return 2 * m * n * k / 1e9
+        if op == "addmm.default":
+            (m, k), (_, n) = s[1], s[2]
+            return 2 * m * n * k / 1e9
+        if op == "bmm.default":
+            (b, m, k), (_, _, n) = s[0], s[1]
+            return 2 * b * m * n * k / 1e9
+    except (IndexError, ValueError):
+        return None
+    return None
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run_dir")
+    p.add_argument("--command", required=True, help="the opbench run command that made it")
+    p.add_argument("--gpu", default="h100")
+    p.add_argument("--partial", action="store_true", help="the run was stopped early")
+    p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    ns = p.parse_args()
+    con = sqlite3.connect(Path(ns.run_dir) / "results.sqlite")
+    rows = [
+        dict(zip(("op", "args", "status", "category", "speedup", "host", "ref_host_ms"), r))
+        for r in con.execute(
+            "select op, args, status, category, speedup, speedup_host, ref_host_ms from results"
+        )
+    ]
+    timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
+    big_mm = [r for r in timed if r["op"] in MATMULS
+              and (matmul_gflop(r["op"], r["args"]) or 0) >= 1.0]  # fmt: skip
+    per_op: dict[str, list[dict[str, Any]]] = {}
+    for r in timed:
+        per_op.setdefault(r["op"], []).append(r)
+    summary = {
+        "split": "src/opbench/suites/trace_split.json, held-out half",
+        "command": ns.command,
+        "partial": ns.partial,
+        "tests": len(rows),
+        "passed": sum(r["status"] == "passed" for r in rows),
+        "ops": len({r["op"] for r in rows}),
+        "device_geomean": _geomean([r["speedup"] for r in timed]),
+        "host_geomean": _geomean([r["host"] for r in timed]),
+        "host_geomean_eager_ge_20us": _geomean(
+            [r["host"] for r in timed if (r["ref_host_ms"] or 0) >= 0.020]
+        ),
+        "tests_eager_ge_20us": sum((r["ref_host_ms"] or 0) >= 0.020 for r in timed),
+        "matmul_ge_1gflop": {
+            "tests": len(big_mm),
+            "device_geomean": _geomean([r["speedup"] for r in big_mm]),
+            "min": min((r["speedup"] for r in big_mm), default=None),
+        },
+        "conv": {op: _geomean([r["speedup"] for r in per_op.get(op, [])]) for op in CONVS},
+        "per_op": {
+            op: {
+                "tests": len(rs),
+                "device": _geomean([r["speedup"] for r in rs]),
+                "host": _geomean([r["host"] for r in rs]),
+            }
+            for op, rs in sorted(per_op.items())
+        },  # fmt: skip
+        "not_passed": [r for r in rows if r["status"] != "passed"],
+    }
+
+    def f(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    cut = " (run stopped early: what it holds)" if ns.partial else ""
+    lines = [
+        f"# Triton backend on the held-out half of the traces, {ns.gpu.upper()}{cut}",
+        "",
+        f"`{ns.command}`; summarised with "
+        f"`python benchmarks/reproduce/heldout_report.py RUN_DIR --command ...`.",
+        f"Split: {summary['split']}. Speedups are eager over the backend (> 1: faster).",
+        "",
+        f"- tests: {summary['tests']} over {summary['ops']} ops, passed {summary['passed']}",
+        f"- device geomean {f(summary['device_geomean'])} (target 1.05); host geomean "
+        f"{f(summary['host_geomean'])}; host on the {summary['tests_eager_ge_20us']} tests "
+        f"with eager >= 20 us {f(summary['host_geomean_eager_ge_20us'])} (target 0.9)",
+        f"- mm/addmm/bmm >= 1 GFLOP: {summary['matmul_ge_1gflop']['tests']} tests, geomean "
+        f"{f(summary['matmul_ge_1gflop']['device_geomean'])}, lowest "
+        f"{f(summary['matmul_ge_1gflop']['min'])} (target 0.9 each)",
+        "- convolution forward "
+        + f(summary["conv"][CONVS[0]])
+        + ", backward "
+        + f(summary["conv"][CONVS[1]])
+        + " (target 0.8)",
+        "",
+        "| op | tests | device | host |",
+        "| --- | --- | --- | --- |",
+    ]
+    for op, d in summary["per_op"].items():
+        lines.append(f"| {op} | {d['tests']} | {f(d['device'])} | {f(d['host'])} |")
+    stem = f"triton-heldout-{ns.gpu}{'-partial' if ns.partial else ''}"
+    out = Path(ns.out_dir)
+    (out / f"{stem}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:12]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
