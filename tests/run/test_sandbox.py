@@ -170,3 +170,20 @@ def test_private_tmp_is_removed_and_secrets_are_not_passed(tmp_path):
     assert Path(private[0], "f").exists()
     w.cleanup()
     assert not Path(private[0]).exists()
+
+
+@needs_bwrap
+def test_a_harness_started_in_tmp_leaves_the_workers_tmp_private_and_writable(monkeypatch):
+    """``python -m opbench.cli`` run from /tmp puts /tmp on the import path: binding it
+    back covered the private /tmp read-only, and every worker died ("No usable temporary
+    directory")."""
+    monkeypatch.setattr(sys, "path", ["/tmp", *sys.path])
+    code, out, err = _run(
+        """
+        import tempfile
+        with tempfile.NamedTemporaryFile() as f:
+            print("wrote", f.name)
+        """
+    )
+    assert code == 0, err
+    assert "wrote /tmp/" in out

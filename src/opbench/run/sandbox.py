@@ -202,7 +202,9 @@ def wrap_command(
     # exposed folders that lie inside hidden ones.
     bound: list[str] = []
     for p in _import_paths(env):
-        if _is_under(p, "/tmp") and not any(_is_under(p, h) for h in hidden):
+        # /tmp itself (the current folder of a harness started in /tmp) is never bound
+        # back: it would cover the private /tmp, read-only, and show the host's files
+        if p != "/tmp" and _is_under(p, "/tmp") and not any(_is_under(p, h) for h in hidden):
             bound.append(p)
     for p in exposed:
         if _is_under(p, "/tmp") and not any(_is_under(p, h) for h in hidden):
