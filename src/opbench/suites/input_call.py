@@ -183,6 +183,28 @@ def draw(n: int, dtype: torch.dtype, kind: Kind, g: torch.Generator) -> torch.Te
     return _draw_int(n, dtype, kind, g)
 
 
+#: PyTorch's intra-op grain: a pointwise op on more elements is cut into one chunk per
+#: thread. See :func:`_exp2`.
+_GRAIN = 32768
+
+
+def _exp2(x: torch.Tensor) -> torch.Tensor:
+    """``torch.exp2`` that gives the same bits whatever the thread count.
+
+    A vectorised ``exp2`` ends every chunk with a scalar tail, and the two paths differ
+    in the last bit for some inputs; past the grain the chunks follow the thread count,
+    so a harness and a worker with different counts drew different inputs (Ray's actors
+    run with one thread: aten's own ``minimum.default`` was judged ``mutates_input``).
+    Slices no larger than the grain run whole on the calling thread, tail included, at
+    the same places for every thread count."""
+    if x.numel() <= _GRAIN:
+        return torch.exp2(x)
+    out = torch.empty_like(x)
+    for src, dst in zip(x.split(_GRAIN), out.split(_GRAIN)):
+        torch.exp2(src, out=dst)
+    return out
+
+
 def _draw_float(
     n: int, work: torch.dtype, kind: Kind, g: torch.Generator, target: torch.dtype | None = None
 ) -> torch.Tensor:
@@ -190,13 +212,13 @@ def _draw_float(
         return torch.rand(n, generator=g, dtype=work) * (hi - lo) + lo
 
     def default() -> torch.Tensor:
-        return torch.randn(n, generator=g, dtype=work) * torch.exp2(uniform(-2.0, 2.0))
+        return torch.randn(n, generator=g, dtype=work) * _exp2(uniform(-2.0, 2.0))
 
     k = kind.name
     if k == "default":
         return default()
     if k == "positive":
-        return torch.exp2(uniform(-4.0, 4.0))
+        return _exp2(uniform(-4.0, 4.0))
     if k == "unit":
         return uniform(-1.0, 1.0) * kind.scale
     if k == "prob":

@@ -150,11 +150,13 @@ def _forward_output(
 
 
 def _softmax_out(c: Call, x: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(x, int_arg(c, "dim"))
+    # in float64, rounded once: the same float32 bits whatever the thread count (the
+    # vectorised and scalar paths, whose split follows the threads, differ in the last bit)
+    return torch.softmax(x.double(), int_arg(c, "dim")).to(x.dtype)
 
 
 def _log_softmax_out(c: Call, x: torch.Tensor) -> torch.Tensor:
-    return torch.log_softmax(x, int_arg(c, "dim"))
+    return torch.log_softmax(x.double(), int_arg(c, "dim")).to(x.dtype)
 
 
 def _rule_threshold_backward(call: Call) -> None:
