@@ -36,6 +36,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import arithmetic as ar
 from opbench.kernels._lib import pointwise as pw
+from opbench.kernels._lib import pointwise_kernels as pwk
 
 
 def per_call_us(fn: Any, calls: int = 5000) -> float:
@@ -58,7 +59,7 @@ def main() -> None:
     out = torch.empty_like(a)
     consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=tl.float32, BLOCK=pw.BLOCK, IDX=tl.int32)
     args = (a, b, a, out, 1024, 0.0, 0.0, 0.0, 1.0, 0.0)
-    compiled = pw._flat_kernel[(1,)](*args, **consts)
+    compiled = pwk._flat_kernel[(1,)](*args, **consts)
     full = (*args, ar._add, 1, 1, 0, tl.float32, pw.BLOCK, tl.int32)
     stream = torch._C._cuda_getCurrentRawStream(0)
     steps = {
@@ -79,7 +80,7 @@ def main() -> None:
         "Launcher (pw._flat) into out": lambda: pw._flat((1,), args, **consts),
         "pw.run(add) into out": lambda: pw.run(ar._add, [a, b], out, pw.tl.float32, 1.0),
         "pw.add (allocates)": lambda: ar.add(a, b),
-        "kernel[grid] into out": lambda: pw._flat_kernel[(1,)](*args, **consts),
+        "kernel[grid] into out": lambda: pwk._flat_kernel[(1,)](*args, **consts),
     }
     for name, fn in steps.items():
         print(f"{per_call_us(fn):8.2f} us  {name}")
@@ -125,7 +126,7 @@ def sweep() -> None:
         out = torch.empty_like(x)
         for name, streams, fn, eager in (
             ("add", 3, ar._add, lambda x=x, y=y, out=out: torch.add(x, y, out=out)),
-            ("copy", 2, pw._identity, lambda x=x, out=out: out.copy_(x)),
+            ("copy", 2, pw.IDENTITY, lambda x=x, out=out: out.copy_(x)),
         ):
             ms = device_ms(eager)
             print(

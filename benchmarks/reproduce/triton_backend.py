@@ -193,11 +193,12 @@ def launch_cost() -> dict[str, Any]:
     import opbench
     from opbench.kernels._lib import arithmetic as ar
     from opbench.kernels._lib import pointwise as pw
+    from opbench.kernels._lib import pointwise_kernels as pwk
 
     a = torch.randn(1024, device="cuda", dtype=torch.float16)
     b = torch.randn(1024, device="cuda", dtype=torch.float16)
     out = torch.empty_like(a)
-    kernel = pw._flat_kernel
+    kernel = pwk._flat_kernel
     consts = dict(FN=ar._add, A=1, B=1, C=0, COMPUTE=pw.tl.float32, BLOCK=pw.BLOCK, IDX=pw.tl.int32)
 
     def plain() -> None:

@@ -1,5 +1,5 @@
-"""The index unravelling both strided kernels share (:func:`pointwise.unravel`): the
-strided pointwise kernel and cat's per-input copy (``copy._cat_part``) once carried
+"""The index unravelling both strided kernels share (:func:`pointwise_kernels.unravel`):
+the strided pointwise kernel and cat's per-input copy (``copy._cat_part``) once carried
 their own copies of it (``idx - r * d3`` in one, ``idx % d3`` in the other). Checked
 directly against Python's ``divmod`` for every merged rank and both index widths, and
 through both kernels on the same strided inputs (copies, so results must be equal)."""
@@ -14,7 +14,7 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
 from opbench.kernels._lib import copy as kcopy  # noqa: E402
-from opbench.kernels._lib.pointwise import unravel  # noqa: E402
+from opbench.kernels._lib.pointwise_kernels import unravel  # noqa: E402
 
 
 @triton.jit

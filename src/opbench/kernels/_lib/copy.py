@@ -26,7 +26,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
-from opbench.kernels._lib.pointwise import unravel
+from opbench.kernels._lib.pointwise_kernels import unravel
 from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
 __all__ = ["cat", "cat_out", "clone", "clone_out", "copy_"]

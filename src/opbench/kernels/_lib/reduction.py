@@ -1,9 +1,11 @@
 """Reductions (``sum``, ``mean``, ``amax``) over any set of dimensions of a strided
 input: the plan and the launch of one 2-D kernel (rows = kept elements, columns =
 reduced elements; the kernel and its device helpers are in :mod:`reduction_kernels`),
-and the ATen entry points that follow the schemas. The tuning constants below and the
-plan caches are read from this module at plan time: ``benchmarks/reproduce/device_profile.py --set
-reduction.NAME=VALUE`` and the tests set them here.
+and the ATen entry points that follow the schemas (their argument rules: dims, dtypes,
+eager's errors, the result tensor, are in :mod:`reduction_rules`). The tuning constants
+below and the plan caches are read from this module at plan time:
+``benchmarks/reproduce/device_profile.py --set reduction.NAME=VALUE`` and the tests set
+them here.
 
 How a call is launched (:func:`reduce_into`):
 
@@ -44,7 +46,6 @@ import triton
 
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise import index_type
-from opbench.kernels._lib.pointwise_rules import destination, dtype_name
 
 # re-exported: softmax, softmax_long, embedding, the benchmarks and the tests import the
 # kernel and its helpers from here
@@ -62,6 +63,17 @@ from opbench.kernels._lib.reduction_kernels import (  # noqa: F401
     tl_dtype,
     used_values,
     vec_of,
+)
+
+# the ATen argument rules (dims, dtypes, eager's errors, the result tensor); normalize_dims,
+# reduced_shape and acc_dtype were defined here and stay importable from here
+from opbench.kernels._lib.reduction_rules import (  # noqa: F401
+    acc_dtype,
+    amax_args,
+    mean_args,
+    normalize_dims,
+    reduced_shape,
+    sum_args,
 )
 
 __all__ = [
@@ -198,19 +210,6 @@ COMBINE_UNROLL = 8
 _INTERP_TILE = 16384
 
 SUM, MAX = 0, 1
-
-
-def acc_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Eager's accumulate type for a result of ``dtype``."""
-    if dtype == torch.float64:
-        return torch.float64
-    if dtype.is_floating_point:
-        if dtype not in (torch.float16, torch.bfloat16, torch.float32):
-            raise NotImplementedError(f"no Triton kernel for {dtype}")
-        return torch.float32
-    if dtype.is_complex:
-        raise NotImplementedError(f"no Triton kernel for {dtype}")
-    return torch.int64
 
 
 # ----------------------------------------------------------------------------- launching
@@ -370,37 +369,6 @@ def _launch(x: torch.Tensor, out: torch.Tensor, launch: tuple) -> None:
         _reduce(grid, (x, out, part, cnt, *tail), **consts)
 
 
-def normalize_dims(x: torch.Tensor, dim: Any, name: str = "") -> list[int]:
-    """ATen's dim list: None or [] is every dim; wrapped, range-checked, no repeats."""
-    nd = x.dim()
-    if dim is None:
-        return list(range(nd))
-    if isinstance(dim, int):
-        dim = [dim]
-    dims = [int(d) for d in dim]
-    if not dims:
-        return list(range(nd))
-    bound = max(nd, 1)
-    out: list[int] = []
-    for d in dims:
-        if not -bound <= d < bound:
-            raise IndexError(
-                f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
-                f"but got {d})"
-            )
-        w = d % bound
-        if w in out:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        out.append(w)
-    return [d for d in out if d < nd]
-
-
-def reduced_shape(x: torch.Tensor, dims: list[int], keepdim: bool) -> tuple[int, ...]:
-    if keepdim:
-        return tuple(1 if i in dims else s for i, s in enumerate(x.shape))
-    return tuple(s for i, s in enumerate(x.shape) if i not in dims)
-
-
 def reduce_into(
     x: torch.Tensor,
     dims: list[int],
@@ -528,27 +496,14 @@ def _dims_key(dim: Any) -> Any:
 
 
 def _sum(self, dim, keepdim, dtype, out, key=None) -> torch.Tensor:
-    dims = normalize_dims(self, dim)
-    if dtype is None:
-        if out is not None:
-            dtype = out.dtype
-        elif self.dtype.is_floating_point or self.dtype.is_complex:
-            dtype = self.dtype
-        else:
-            dtype = torch.int64
-    if out is not None and out.dtype != dtype:
-        raise RuntimeError(
-            f"Expected out tensor to have dtype {dtype}, but got {out.dtype} instead"
-        )
-    acc_dtype(dtype)
-    acc_dtype(self.dtype)
-    dest = destination(reduced_shape(self, dims, keepdim), dtype, [self], out=out)
-    cast = dtype if dtype != self.dtype else None
+    dims, dest, cast = sum_args(self, dim, keepdim, dtype, out)
     if key is not None:
         return _first(key, self, dims, dest, SUM, False, cast)
     return reduce_into(self, dims, dest, SUM, cast=cast)
 
 
+# sum_* alike mean_* on purpose: one def per ATen schema, and a shared helper would put
+# one more Python call on every repeat call (_PLANS's second kind cuts that time).
 def sum_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
     key = ("sum", self.shape, self.stride(), self.dtype, None, False, dtype)
     got = _call(key, self)
@@ -581,32 +536,13 @@ def sum_out(
 
 
 def _mean(self, dim, keepdim, dtype, out, key=None) -> torch.Tensor:
-    dims = normalize_dims(self, dim)
-    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(
-            "mean(): could not infer output dtype. Optional dtype must be either a floating "
-            f"point or complex dtype. Got: {dtype_name(dtype)}"
-        )
-    in_dtype = dtype or self.dtype
-    if not (in_dtype.is_floating_point or in_dtype.is_complex):
-        raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating "
-            f"point or complex dtype. Got: {dtype_name(in_dtype)}"
-        )
-    out_dtype = dtype or (out.dtype if out is not None else self.dtype)
-    if out is not None and out.dtype != out_dtype:
-        raise RuntimeError(
-            f"Expected out tensor to have dtype {out_dtype}, but got {out.dtype} instead"
-        )
-    acc_dtype(out_dtype)
-    acc_dtype(self.dtype)
-    dest = destination(reduced_shape(self, dims, keepdim), out_dtype, [self], out=out)
-    cast = out_dtype if out_dtype != self.dtype else None
+    dims, dest, cast = mean_args(self, dim, keepdim, dtype, out)
     if key is not None:
         return _first(key, self, dims, dest, SUM, True, cast)
     return reduce_into(self, dims, dest, SUM, mean=True, cast=cast)
 
 
+# Alike sum_* on purpose (one def per schema, no extra call on a repeat: see sum_default).
 def mean_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
     key = ("mean", self.shape, self.stride(), self.dtype, None, False, dtype)
     got = _call(key, self)
@@ -639,23 +575,7 @@ def mean_dtype_out(
 
 
 def _amax(self, dim, keepdim, out, key=None) -> torch.Tensor:
-    dims = normalize_dims(self, dim)
-    if self.numel() == 0:
-        if dim is None or (not isinstance(dim, int) and len(dim) == 0):
-            raise RuntimeError(
-                "amax(): Expected reduction dim to be specified for input.numel() == 0. "
-                "Specify the reduction dim with the 'dim' argument."
-            )
-        for d in dims:
-            if self.shape[d] == 0:
-                raise IndexError(f"amax(): Expected reduction dim {d} to have non-zero size.")
-    if out is not None and out.dtype != self.dtype:
-        raise RuntimeError(
-            f"Expected the dtype for input and out to match, but got {dtype_name(self.dtype)} for "
-            f"input's dtype and {dtype_name(out.dtype)} for out's dtype."
-        )
-    acc_dtype(self.dtype)
-    dest = destination(reduced_shape(self, dims, keepdim), self.dtype, [self], out=out)
+    dims, dest = amax_args(self, dim, keepdim, out)
     if key is not None:
         return _first(key, self, dims, dest, MAX, False, None)
     return reduce_into(self, dims, dest, MAX)

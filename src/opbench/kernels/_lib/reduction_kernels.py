@@ -209,6 +209,7 @@ def _reduce_kernel(
     in the same order: the same bits."""
     pid_m = tl.program_id(0).to(IDX)
     pid_s = tl.program_id(1).to(IDX)
+    # multiplied back (softmax_kernels' kernels do the same for their own arguments)
     M = M.to(IDX) * MVEC
     N = N.to(IDX) * NVEC
     per_split = per_split.to(IDX)

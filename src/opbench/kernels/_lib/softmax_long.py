@@ -2,8 +2,8 @@
 :data:`opbench.kernels._lib.softmax.SINGLE_MAX` elements), forward and backward: one
 program a row, the row's body loaded as 16-byte vectors whatever its alignment; and the
 per-tile row math (:func:`tile_max`, :func:`product`, :func:`bwd_tile`) that these and
-the short-row kernels of :mod:`opbench.kernels._lib.softmax` share (this module imports
-nothing of that one, so the short-row module imports these from here).
+the short-row kernels of :mod:`opbench.kernels._lib.softmax_kernels` share (this module
+imports nothing of those, so the short-row kernels import these from here).
 
 * One program a row (:func:`_softmax_long_kernel`, :func:`_softmax_bwd_long_kernel`),
   which aligns the row's body to 16 bytes whatever the row's start (a row of 50,265 f16
