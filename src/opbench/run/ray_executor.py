@@ -26,12 +26,12 @@ A node (or actor) that dies is a harness error for the chunk it was running, nev
 kernel's fault: its unrecorded tests are noted for the summary (``--resume`` runs them),
 the slot gets a new actor wherever Ray can place one, and the run goes on.
 
-Inputs are drawn on the CPU, and some draws (``exp2`` of a uniform, vectorised with a
-scalar tail per intra-op chunk) differ in the last bit with the number of torch threads.
-The harness and the workers therefore use the same thread count (:func:`_threads`);
-Ray starts its actors with ``OMP_NUM_THREADS=1``, which once gave the workers one thread
-against the harness's one per core: aten's own ``minimum.default`` was judged
-``mutates_input`` (issue #35).
+Inputs are drawn on the CPU. Draws once differed in the last bit with the number of
+torch threads (``exp2`` vectorised with a scalar tail per intra-op chunk), and Ray starts
+its actors with ``OMP_NUM_THREADS=1``: aten's own ``minimum.default`` was judged
+``mutates_input`` (issue #35). Draws are now the same for any thread count
+(:func:`opbench.suites.input_call._exp2`), and the harness and the workers still use the
+same thread count (:func:`_threads`), as in a local run.
 """
 
 from __future__ import annotations
@@ -122,8 +122,12 @@ class NodeWorkers:
         self.workers: dict[str, Any] = {}
 
     def ready(self) -> dict[str, Any]:
+        import ray
+
         return {
             "node": os.uname().nodename,
+            # two Ray nodes may share a host (the one-host rehearsal): Ray's id tells them apart
+            "ray_node": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
             "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
@@ -342,7 +346,7 @@ class RayWorkerFactory:
 
     def note_actor(self, info: dict[str, Any]) -> None:
         with self._lock:
-            self.nodes.add(info.get("node", "?"))
+            self.nodes.add(f"{info.get('node', '?')}/{str(info.get('ray_node', '?'))[:12]}")
             self.actors.append(info)
 
     def get(self, device: str, unit: tuple[str, ...] | None = None) -> RemoteWorker:
@@ -467,6 +471,7 @@ class RayExecutor:
             self.nodes = set(factory.nodes)
             self.sandbox_level = executor.sandbox_level
             self.worker_info = dict(executor.worker_info)
+            self.worker_info["ray"] = {"nodes": sorted(self.nodes), "actors": len(factory.actors)}
             found = factory.backend_settings()
             if found is not None:
                 self.worker_info["backend_settings"] = found

@@ -327,6 +327,8 @@ def run_operators(
     unfinished = unfinished_summary(cases, results, worker_info.get("unfinished") or [])
     if unfinished:
         summary["unfinished"] = unfinished
+    if worker_info.get("ray"):
+        summary["ray"] = worker_info["ray"]  # which Ray nodes ran the tests
     if sandbox_level is not None:
         store.set_meta("sandbox_level", sandbox_level)
     summary["sandbox"] = store.get_meta("sandbox_level") or req.sandbox
