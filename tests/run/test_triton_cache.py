@@ -95,3 +95,27 @@ def test_existing_files_are_never_overwritten(tmp_path: Path) -> None:
     (cache.host_path / key / "k.cubin").write_bytes(b"forged")
     assert cache.harvest() == 0
     assert (kept / key / "k.cubin").read_bytes() == b"first"
+
+
+def test_the_harness_built_driver_module_is_seeded_and_never_harvested(tmp_path: Path) -> None:
+    driver = tmp_path / "driver"
+    key = "D" * 40
+    (driver / key).mkdir(parents=True)
+    (driver / key / "cuda_utils.so").write_bytes(b"trusted")
+    cache = UnitCache("/b", ("abs.default",), str(tmp_path / "tmp"), driver=driver)
+    assert cache.seed() == 1
+    assert (cache.host_path / key / "cuda_utils.so").read_bytes() == b"trusted"
+    (cache.host_path / key / "cuda_utils.so").write_bytes(b"forged by the unit")
+    assert cache.harvest() == 0  # the unit's folder never holds the harness's build
+    assert not (unit_folder("/b", ("abs.default",)) / key).exists()
+    assert (driver / key / "cuda_utils.so").read_bytes() == b"trusted"
+
+
+def test_without_a_gpu_driver_no_driver_folder_is_claimed() -> None:
+    import torch
+
+    from opbench.run.triton_cache import driver_folder
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU machine builds the module")
+    assert driver_folder() is None

@@ -17,6 +17,10 @@ its own later runs, which it could do at run time anyway; Triton's keys (source 
 options, versions, target) decide whether an entry is used, so a changed kernel never
 meets a stale binary.
 
+Triton's own helper module (``cuda_utils``, built from Triton's C source) is shared
+instead: the harness builds it in its own process (:func:`driver_folder`), and every
+worker's folder is seeded with it, so a new unit does not run the system compiler for it.
+
 Known limit: workers forked from one template share the template's ``/tmp`` (see
 :mod:`opbench.run.forkserver`), so a unit running at the same time could write into
 another's folder before it is copied back. ``--workers 1`` or a backend's units run
@@ -32,6 +36,7 @@ import os
 import re
 import secrets
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,7 +44,7 @@ from opbench.cache import cache_dir
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UnitCache", "unit_folder"]
+__all__ = ["UnitCache", "driver_folder", "unit_folder"]
 
 #: Triton's layout: one folder per cache key, files named by kernel and stage.
 _KEY = re.compile(r"^[A-Za-z0-9_-]{8,128}$")
@@ -78,30 +83,84 @@ def _source_key(backend: str, unit: tuple[str, ...] | None) -> str:
     return h.hexdigest()[:16]
 
 
+_DRIVER_LOCK = threading.Lock()
+_driver_built: dict[Path, bool] = {}
+
+
+def driver_folder() -> Path | None:
+    """Triton's own helper module (``cuda_utils``, C built with the system compiler),
+    built here in the harness, where no candidate code runs, once per machine: every
+    worker's folder is seeded with it. A unit's folder is new for every new source (each
+    candidate a Scorer judges), and without this its first worker built the module again
+    before its first launch. None where it cannot be built (no GPU driver, no Triton)."""
+    folder = cache_dir() / "triton" / "driver"
+    with _DRIVER_LOCK:
+        if folder not in _driver_built:
+            _driver_built[folder] = _build_driver(folder)
+        return folder if _driver_built[folder] else None
+
+
+def _build_driver(folder: Path) -> bool:
+    try:
+        from triton.runtime import driver as triton_driver
+    except ImportError:
+        return False
+    previous = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(folder)  # Triton reads it at each lookup
+    try:
+        triton_driver.active.utils  # noqa: B018 - builds or finds cuda_utils there
+        return folder.is_dir() and any(folder.rglob("*.so"))
+    except Exception as e:  # no driver here: workers build their own, as before
+        log.info("Triton's driver module not built in the harness: %s", e)
+        return False
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = previous
+
+
 class UnitCache:
     """The cache folder of one worker judging one unit: where the worker sees it
     (``worker_path``), where the harness reads it (``host_path``), and the unit's
     persistent folder (``kept``)."""
 
-    def __init__(self, backend: str, unit: tuple[str, ...] | None, host_tmp: str) -> None:
+    def __init__(
+        self,
+        backend: str,
+        unit: tuple[str, ...] | None,
+        host_tmp: str,
+        driver: Path | None = None,
+    ) -> None:
         """``host_tmp``: the host folder the worker sees as ``/tmp`` (its sandbox's
-        private folder, or ``/tmp`` itself when it runs unsandboxed)."""
+        private folder, or ``/tmp`` itself when it runs unsandboxed). ``driver``: the
+        harness-built :func:`driver_folder`, seeded into the worker's folder too."""
         name = f"opbench-triton-{secrets.token_hex(8)}"
         self.worker_path = f"/tmp/{name}"
         self.host_path = Path(host_tmp) / name
         self.kept = unit_folder(backend, unit)
+        self.driver = driver
 
     def seed(self) -> int:
-        """Copy the unit's kept kernels into the worker's folder; the number of files."""
+        """Copy the harness-built driver module and the unit's kept kernels into the
+        worker's folder; the number of files."""
         self.host_path.mkdir(parents=True, exist_ok=True)
-        if not self.kept.is_dir():
-            return 0
-        return _copy_entries(
-            self.kept,
-            self.host_path,
-            limit=None,
-            group=lambda p: p.replace(_ROOT, self.worker_path, 1),
-        )
+        copied = 0
+        if self.driver is not None and self.driver.is_dir():
+            copied += _copy_entries(self.driver, self.host_path, limit=None, group=lambda p: None)
+        if self.kept.is_dir():
+            copied += _copy_entries(
+                self.kept,
+                self.host_path,
+                limit=None,
+                group=lambda p: p.replace(_ROOT, self.worker_path, 1),
+            )
+        return copied
+
+    def _driver_keys(self) -> set[str]:
+        if self.driver is None or not self.driver.is_dir():
+            return set()
+        return {e.name for e in os.scandir(self.driver)}
 
     def harvest(self) -> int:
         """After the worker is gone: keep what it compiled that the unit's folder lacks,
@@ -110,7 +169,11 @@ class UnitCache:
             if not self.host_path.is_dir() or self.host_path.is_symlink():
                 return 0
             return _copy_entries(
-                self.host_path, self.kept, limit=MAX_HARVEST_BYTES, group=self._portable
+                self.host_path,
+                self.kept,
+                limit=MAX_HARVEST_BYTES,
+                group=self._portable,
+                skip=self._driver_keys(),  # the harness's own build, kept apart
             )
         except OSError as e:  # a full disk costs a later compile, never the run
             log.warning("could not keep compiled kernels in %s: %s", self.kept, e)
@@ -140,7 +203,11 @@ def _rewrite_group(data: bytes, group: Callable[[str], str | None]) -> bytes | N
 
 
 def _copy_entries(
-    src: Path, dst: Path, limit: int | None, group: Callable[[str], str | None]
+    src: Path,
+    dst: Path,
+    limit: int | None,
+    group: Callable[[str], str | None],
+    skip: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> int:
     """Copy ``src/<key>/<file>`` regular files that ``dst`` lacks, each through a
     temporary name and a rename (a reader never sees half a file); Triton's group files
@@ -150,7 +217,7 @@ def _copy_entries(
     total = 0
     with os.scandir(src) as keys:
         for key in keys:
-            if not (_KEY.match(key.name) and key.is_dir(follow_symlinks=False)):
+            if key.name in skip or not (_KEY.match(key.name) and key.is_dir(follow_symlinks=False)):
                 continue
             with os.scandir(key.path) as files:
                 for f in files:

@@ -202,9 +202,9 @@ class WorkerProcess:
             backend = list(spec.submodule_search_locations or [None])[0] if spec else None
         if not (self.device.startswith("cuda") and backend):
             return None
-        from opbench.run.triton_cache import UnitCache
+        from opbench.run.triton_cache import UnitCache, driver_folder
 
-        cache = UnitCache(backend, unit, self._host_tmp)
+        cache = UnitCache(backend, unit, self._host_tmp, driver=driver_folder())
         try:
             cache.seed()
         except OSError as e:  # the worker compiles cold
