@@ -58,6 +58,7 @@ class Completion:
     model: str
 
 
+# Like instrument.neighbours._Window, kept apart: request totals, not CPU times
 @dataclass
 class Usage:
     """Totals over every request a client made."""
@@ -173,6 +174,7 @@ class ChatClient:
     def _explain(self, e: Exception) -> ClientError:
         o, ep = self._openai, self.endpoint
         tries = f"after {ep.max_retries + 1} attempts" if ep.max_retries else "(no retries)"
+        # One branch per openai error class, kept apart: each names its own cause and fix
         if isinstance(e, o.APITimeoutError):
             return ClientError(
                 "timeout", f"{ep.base_url} did not answer within {ep.timeout_s:g} s {tries}"

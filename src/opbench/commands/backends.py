@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
     @app.command("init")
     def init_cmd(
         directory: Path = typer.Argument(..., help="Kernel directory to create or extend."),
+        # Like commands.run.run_cmd's options, kept apart: each command owns its flags and help
         ops: str = typer.Option(
             None, help="Comma list: overloads (add.Tensor) or bare ops (relu)."
         ),
@@ -81,6 +82,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "-o", "--out", help="Folder to write the package into."),
         version: str = typer.Option("0.1.0", help="Package version."),
         force: bool = typer.Option(False, help="Replace OUT if it exists."),
+        # Like commands.backends.check_model_cmd's --allow-tf32, kept apart: each command's flags
         from_run: Path = typer.Option(
             None,
             "--from-run",
@@ -168,6 +170,7 @@ def register(app: typer.Typer) -> None:
         time_steps: int = typer.Option(
             0, help="Also time this many training steps eager and on the backend (median)."
         ),
+        # Like commands.backends.package_cmd's --from-run, kept apart: each command owns its flags
         allow_tf32: bool = typer.Option(
             False,
             "--allow-tf32",

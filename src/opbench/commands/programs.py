@@ -82,6 +82,7 @@ def register(app: typer.Typer) -> None:
             "(KernelBench files have one size). Default: full on cuda, small on cpu.",
         ),
         device: str = typer.Option("cpu", help="cpu | cuda | cuda:N"),
+        # Like commands.run.run_cmd's options, kept apart: each command owns its flags and help
         json_out: bool = typer.Option(
             False, "--json", help="Print the findings as JSON on stdout."
         ),

@@ -43,6 +43,7 @@ def register(app: typer.Typer) -> None:
             "aten", help="aten | PATH (kernel directory) | module:NAME[:FUNC]"
         ),
         device: str = typer.Option("cpu", help="cpu | cuda | cuda:N"),
+        # Like the program-run options below (--candidates...), kept apart: operator-run flags
         ops: str = typer.Option(
             None, help="Comma list: exact overloads (add.Tensor) or bare ops (add)."
         ),
@@ -115,6 +116,8 @@ def register(app: typer.Typer) -> None:
             help="Let float32 matmuls and convolutions use TF32 on both sides (default: IEEE "
             "float32, which slows eager's float32 convolutions on NVIDIA GPUs).",
         ),
+        # Like commands.backends.init_cmd's and commands.programs.lint_problems_cmd's
+        # options, kept apart: each command owns its flags and their help
         problem: Path = typer.Option(
             None, help="One program problem file (class Model, get_inputs, get_init_inputs)."
         ),
@@ -150,6 +153,8 @@ def register(app: typer.Typer) -> None:
         from opbench.spec.ops import UnknownOpError
 
         try:
+            # Like judge.checks.Judging.start's and programs.judge._judge_trials'
+            # keywords, kept apart: one name each, passed on to another record
             req = RunRequest(
                 suite=suite,
                 backend=backend,

@@ -154,6 +154,7 @@ def _where(frame: Any) -> str:
     )
 
 
+# Like agent.client.Usage, kept apart: CPU ns over windows, not request totals
 @dataclass
 class _Window:
     """Sums over the reference's windows (ns)."""

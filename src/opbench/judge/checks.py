@@ -144,6 +144,7 @@ class Judging:
     ) -> Judging:
         overload = get_overload(case.op)
         base = overload._schema.name.removeprefix("aten::")
+        # Like commands.run.run_cmd's RunRequest(...) keywords, kept apart: another record
         return cls(
             case=case,
             report=report,

@@ -52,6 +52,7 @@ def _bert(scale: int) -> ModelSpec:
             num_hidden_layers=2,
             num_attention_heads=2,
             intermediate_size=64 * scale,
+            # Like models.zoo._gpt2's config, kept apart: another model's own settings
             max_position_embeddings=64,
             hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0,
@@ -83,6 +84,7 @@ def _gpt2(scale: int) -> ModelSpec:
             n_head=2,
             resid_pdrop=0.0,
             embd_pdrop=0.0,
+            # Like models.zoo._bert's config, kept apart: another model's own settings
             attn_pdrop=0.0,
             bos_token_id=0,
             eos_token_id=0,

@@ -89,6 +89,7 @@ def judge_program(
             details={"tampering": tamper},
             duration_s=elapsed,
         )
+    # Like run.executor.judge_outcome's no_kernel result, kept apart: a program's own decline
     if m.get("not_implemented"):
         return TestResult(
             status="not_implemented",
@@ -276,6 +277,7 @@ def _judge_trials(
             f"weak problem: a trivial answer ({', '.join(trivial)}) would also pass every "
             "seed's tolerance; left out of the verdict"
         )
+    # Like commands.run.run_cmd's RunRequest(...) keywords, kept apart: another record
     return TestResult(
         status="passed",
         category=None,

@@ -48,8 +48,8 @@ from opbench.run.setup import (
     RunError,
     check_backend_spec,
     check_device,
-    cpu_share,
     devices_for,
+    judging_threads,
     open_run_dir,
     worker_config,
 )
@@ -193,12 +193,12 @@ class ProgramExecutor:
             threading.Thread(target=self._slot, args=(d, todo, on_result), daemon=True)
             for d in devices
         ]
+        from opbench.run.executor import join_all
+
         for t in threads:
             t.start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
+            join_all(threads)
         finally:
             self.factory.close()
             if warm_pool is not None:
@@ -392,8 +392,6 @@ def _add_work(result: TestResult, module: Any, size: str) -> None:
 
 def run_programs(req: Any, on_progress: Callable[[str, Any], None] | None = None) -> dict:
     """Execute a program run and return its summary (also in ``RUN_DIR/summary.json``)."""
-    import torch
-
     from opbench.run.machine import environment, gpu_state
 
     progress = on_progress or (lambda kind, payload: None)
@@ -429,12 +427,8 @@ def run_programs(req: Any, on_progress: Callable[[str, Any], None] | None = None
     sandbox_level = None
     if todo:
         executor = ProgramExecutor(req, store, out / "logs", size)
-        threads_before = torch.get_num_threads()
-        torch.set_num_threads(cpu_share(req.workers))
-        try:
+        with judging_threads(req.workers):
             executor.run(todo, lambda r: progress("result", r))
-        finally:
-            torch.set_num_threads(threads_before)
         sandbox_level = executor.sandbox_level
     run_s = time.perf_counter() - t_run
     ids = {p.problem_id for p in problems}

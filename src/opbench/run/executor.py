@@ -60,6 +60,13 @@ def drain(todo: queue.Queue) -> None:
             break
 
 
+def join_all(threads: Sequence[threading.Thread]) -> None:
+    """Wait for every thread in short joins, so that a Ctrl-C still reaches this thread."""
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)
+
+
 @dataclass
 class ExecutionOptions:
     workers: int = 1
@@ -148,6 +155,7 @@ def judge_outcome(
             duration_s=elapsed,
             **base,
         )
+    # Like programs.judge.judge_program's not_implemented, kept apart: an op with no kernel
     if m.get("no_kernel"):
         return TestResult(
             status="not_implemented",
@@ -187,6 +195,7 @@ def judge_outcome(
         )
     )
     judge_s = time.perf_counter() - t_judge
+    # Like instrument.timing._time_pair's PairTiming(...), kept apart: another record, same shape
     result = TestResult(
         status=verdict.status,
         category=verdict.category,
@@ -343,9 +352,7 @@ class LocalExecutor:
         for t in threads:
             t.start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
+            join_all(threads)
         finally:
             if self._own_factory:
                 self.factory.close()

@@ -26,6 +26,7 @@ from opbench.run.setup import (
     cpu_share,
     devices_for,
     is_program_run,
+    judging_threads,
     open_run_dir,
     worker_config,
 )
@@ -304,16 +305,9 @@ def run_operators(
             )
         else:
             raise RunError(f"unknown --executor {req.executor!r}; choose local or ray")
-        import torch
-
         # The judging process gets its share of the cores too, for this run only.
-        threads_before = torch.get_num_threads()
-        if req.executor == "local":
-            torch.set_num_threads(cpu_share(req.workers))
-        try:
+        with judging_threads(req.workers if req.executor == "local" else None):
             executor.run(todo, lambda r: progress("result", r))
-        finally:
-            torch.set_num_threads(threads_before)
         sandbox_level = executor.sandbox_level
         worker_info = executor.worker_info
     run_s = time.perf_counter() - t_run

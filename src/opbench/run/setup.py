@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ __all__ = [
     "cpu_share",
     "devices_for",
     "is_program_run",
+    "judging_threads",
     "open_run_dir",
     "worker_config",
 ]
@@ -231,6 +234,21 @@ def worker_config(req: RunRequest, judge_options: Any):
         allow_tf32=req.allow_tf32,
         env={"OPBENCH_PRELOAD": "opinfo"} if req.suite.startswith("opinfo") else {},
     )
+
+
+@contextmanager
+def judging_threads(workers: int | None) -> Iterator[None]:
+    """The judging process's intra-op threads at its :func:`cpu_share` of ``workers``
+    inside the block (unchanged where ``workers`` is None), restored after it."""
+    import torch
+
+    threads_before = torch.get_num_threads()
+    if workers is not None:
+        torch.set_num_threads(cpu_share(workers))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads_before)
 
 
 def cpu_share(workers: int) -> int:

@@ -93,13 +93,19 @@ def _rule_scatter_add(call: Call) -> None:
     _rule_gather(call)
 
 
-def _rule_scatter(call: Call) -> None:
-    """scatter without reduction: duplicate targets make the result order dependent."""
+def _index_along(call: Call) -> tuple[TensorSpec, int, int]:
+    """``index``, ``dim`` and the size ``n`` of self along it; index values drawn in [0, n)."""
     s = call.tensor_spec("self")
     idx = call.tensor_spec("index")
     dim = int_arg(call, "dim")
     n = size_along(s, dim)
     call.set_kind("index", index_kind(n))
+    return idx, dim, n
+
+
+def _rule_scatter(call: Call) -> None:
+    """scatter without reduction: duplicate targets make the result order dependent."""
+    idx, dim, n = _index_along(call)
     if call.spec("reduce") is not None and call.spec("reduce") in (
         "add",
         "multiply",
@@ -191,11 +197,7 @@ def _rule_index_add(call: Call) -> None:
 
 
 def _rule_index_copy(call: Call) -> None:
-    s = call.tensor_spec("self")
-    idx = call.tensor_spec("index")
-    dim = int_arg(call, "dim")
-    n = size_along(s, dim)
-    call.set_kind("index", index_kind(n))
+    idx, _, n = _index_along(call)
     if idx.numel > n:
         raise NotRunnable(f"{call.op}: {idx.numel} unique indices needed from {n}")
 

@@ -191,6 +191,7 @@ def map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
 Progress = Callable[[str], None]
 
 
+# Like opinfo_mapping.mapping_for's signature, kept apart: builds what that one caches
 def _build_mapping(
     device: str,
     kind: str,
@@ -291,6 +292,7 @@ def opinfos_named_for(ops: set[str]) -> frozenset[str] | None:
     return frozenset(found) if found and (wanted - unreachable) <= matched else None
 
 
+# Like opinfo_mapping._build_mapping's signature, kept apart: the cached front of it
 def mapping_for(
     device: str,
     kind: str,

@@ -273,11 +273,7 @@ def dry_run(op: str, parsed: ParsedArgs, seed: int = 0) -> str | None:
     """
     try:
         overload = get_overload(op)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            args, kwargs = make_inputs(op, parsed, "meta", seed)
-            with torch.no_grad():
-                overload(*args, **kwargs)
+        _call_on(overload, op, parsed, "meta", seed)
         return None
     except NotRunnable as e:
         return e.reason
@@ -291,16 +287,21 @@ def dry_run(op: str, parsed: ParsedArgs, seed: int = 0) -> str | None:
     if numel > _SMALL_ENOUGH:
         return "dry run: data-dependent output shape and inputs too large to check"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            args, kwargs = make_inputs(op, parsed, "cpu", seed)
-            with torch.no_grad():
-                overload(*args, **kwargs)
+        _call_on(overload, op, parsed, "cpu", seed)
         return None
     except NotRunnable as e:
         return e.reason
     except Exception as e:
         return "dry run: " + _first_line(e)
+
+
+def _call_on(overload: Any, op: str, parsed: ParsedArgs, device: str, seed: int) -> None:
+    """One call of ``overload`` on inputs made on ``device``, warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args, kwargs = make_inputs(op, parsed, device, seed)
+        with torch.no_grad():
+            overload(*args, **kwargs)
 
 
 def _first_line(e: BaseException) -> str:

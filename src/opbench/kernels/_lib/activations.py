@@ -115,6 +115,7 @@ def relu_(self: torch.Tensor) -> torch.Tensor:
     return unary(_relu, self, None, self, floats_only=False)
 
 
+# Like math_ops.exp/_/_out, kept apart: one def per ATen schema, each a one-line call
 def sigmoid(self: torch.Tensor) -> torch.Tensor:
     return unary(_sigmoid, self, None, None)
 

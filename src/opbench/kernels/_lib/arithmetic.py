@@ -106,6 +106,7 @@ def _arith(
     return elementwise(fn, [self, other], dtype, p0=alpha, out=out, inplace=inplace)
 
 
+# Like sub/_/_out below, kept apart: one def per ATen schema, each a one-line call
 def add(self: Any, other: Any, alpha: Any = 1) -> torch.Tensor:
     return _arith(_add, self, other, alpha, None, None, "add")
 

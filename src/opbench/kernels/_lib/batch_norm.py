@@ -158,6 +158,7 @@ def _bn_channel_stats(
             cnt = tl.load(part_ptr + off, mask=cmask, other=0.0)
             mu = tl.load(part_ptr + split * C + off, mask=cmask, other=0.0)
             q = tl.load(part_ptr + 2 * split * C + off, mask=cmask, other=0.0)
+            # Like batch_norm_planes._bnp_apply_kernel's merge, kept apart: a block of channels here
             count, mean, m2 = _chan_merge(count, mean, m2, cnt, mu, q)
         invstd = bn_finish(
             count, mean, m2, cs, wmask, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr,
@@ -194,6 +195,8 @@ def _bn_finalize_kernel(
     tl.store(part_ptr + stat_off + C + cs, invstd, mask=cmask)
 
 
+# Like batch_norm_backward._bn_bwd_apply_kernel's arguments, kept apart: the forward's y,
+# not the backward's dx, dw, db
 @jit_unspecialized
 def _bn_apply_kernel(
     x_ptr, y_ptr, part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, w_ptr, b_ptr,

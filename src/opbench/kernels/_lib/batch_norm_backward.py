@@ -121,6 +121,7 @@ def _bn_bwd_finalize_kernel(
         tl.store(part_ptr + sums_off + C + cs, s_dyx, mask=cmask)
 
 
+# Like batch_norm._bn_apply_kernel's arguments, kept apart: the backward's dx, dw, db
 @jit_unspecialized
 def _bn_bwd_apply_kernel(
     dy_ptr, x_ptr, mean_ptr, invstd_ptr, w_ptr, part_ptr, dx_ptr, dw_ptr, db_ptr,

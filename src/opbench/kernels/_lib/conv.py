@@ -300,6 +300,29 @@ def _out_format(input: torch.Tensor, weight: torch.Tensor) -> torch.memory_forma
     return torch.contiguous_format
 
 
+def _geometry(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    output_padding: Sequence[int],
+    groups: int,
+) -> tuple[int, list[int], list[int], list[int], list[int], int]:
+    """The spatial rank and the per-dimension stride, padding, dilation and output padding
+    of a convolution (forward or backward), ``groups`` an int; NotImplementedError where
+    PyTorch serves it (unbatched or not 1-3 spatial dimensions)."""
+    spatial = weight.dim() - 2
+    if spatial not in (1, 2, 3) or input.dim() != spatial + 2:
+        raise NotImplementedError("unbatched or unusual convolution: PyTorch serves it")
+    stride = _expand(stride, spatial, "stride")
+    padding = _expand(padding, spatial, "padding")
+    dilation = _expand(dilation, spatial, "dilation")
+    output_padding = _expand(output_padding, spatial, "output_padding")
+    groups = int(groups)
+    return spatial, stride, padding, dilation, output_padding, groups
+
+
 def convolution(
     input: torch.Tensor,
     weight: torch.Tensor,
@@ -316,14 +339,9 @@ def convolution(
         raise NotImplementedError(f"convolution on {input.dtype}/{weight.dtype}: PyTorch serves it")
     if bias is not None and bias.dtype != input.dtype:
         raise NotImplementedError("a bias of another dtype: PyTorch serves it")
-    spatial = weight.dim() - 2
-    if spatial not in (1, 2, 3) or input.dim() != spatial + 2:
-        raise NotImplementedError("unbatched or unusual convolution: PyTorch serves it")
-    stride = _expand(stride, spatial, "stride")
-    padding = _expand(padding, spatial, "padding")
-    dilation = _expand(dilation, spatial, "dilation")
-    output_padding = _expand(output_padding, spatial, "output_padding")
-    groups = int(groups)
+    spatial, stride, padding, dilation, output_padding, groups = _geometry(
+        input, weight, stride, padding, dilation, output_padding, groups
+    )
     N, C_in = input.shape[:2]
     size_in = list(input.shape[2:])
     ksize = list(weight.shape[2:])
@@ -463,6 +481,7 @@ def _weight_grad(
     return dw
 
 
+# Like conv.convolution's arguments, kept apart: aten::convolution_backward's own schema
 def convolution_backward(
     grad_output: torch.Tensor,
     input: torch.Tensor,
@@ -486,14 +505,9 @@ def convolution_backward(
     dtypes = {grad_output.dtype, input.dtype, weight.dtype}
     if len(dtypes) != 1 or input.dtype not in _SERVED:
         raise NotImplementedError(f"convolution_backward on {dtypes}: PyTorch serves it")
-    spatial = weight.dim() - 2
-    if spatial not in (1, 2, 3) or input.dim() != spatial + 2:
-        raise NotImplementedError("unbatched or unusual convolution: PyTorch serves it")
-    stride = _expand(stride, spatial, "stride")
-    padding = _expand(padding, spatial, "padding")
-    dilation = _expand(dilation, spatial, "dilation")
-    output_padding = _expand(output_padding, spatial, "output_padding")
-    groups = int(groups)
+    spatial, stride, padding, dilation, output_padding, groups = _geometry(
+        input, weight, stride, padding, dilation, output_padding, groups
+    )
     want_gi, want_gw, want_gb = (bool(m) for m in output_mask)
     if want_gb and not want_gw and input.device.type == "cpu":
         # eager's CPU (oneDNN) kernels return the weight gradient whenever the bias's is

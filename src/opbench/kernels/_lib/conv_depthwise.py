@@ -188,6 +188,7 @@ def _depthwise_kernel(
                     row = xp + ((SGN * kd * DD) * xs2 + (SGN * kh * DH) * xs3)
                 else:
                     row = xp + (SGN * kh * DH) * xs3
+                # Like the iw columns below, kept apart: the H axis, one row for the KW columns
                 ih = bh + (SGN * kh * DH)
                 h_ok = d_ok
                 if not UNIFORM and SH != 1:
@@ -195,6 +196,7 @@ def _depthwise_kernel(
                     ih = tl.where(h_ok, ih, 0) // SH
                 h_ok = h_ok & (ih >= 0) & (ih < H)
                 for kw in tl.static_range(KW):
+                    # Like the ih rows above, kept apart: the W axis, inside the static loop over KW
                     iw = bw + (SGN * kw * DW)
                     ok = h_ok
                     if not UNIFORM and SW != 1:

@@ -73,6 +73,7 @@ def _kpos(kpos, KH: tl.constexpr, KW: tl.constexpr):
     return kpos // (KH * KW), (kpos // KW) % KH, kpos % KW
 
 
+# Like conv_kernels._wgrad_kernel's geometry arguments, kept apart: forward/input gradient
 @jit_unspecialized
 def _conv_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,
@@ -202,6 +203,8 @@ def _conv_kernel(
                  mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip
 
 
+# Like conv_kernels._conv_kernel's geometry arguments, kept apart: the weight gradient's
+# own operands and split over positions
 @jit_unspecialized
 def _wgrad_kernel(
     a_ptr, b_ptr, dw_ptr,

@@ -205,6 +205,7 @@ def _cat_part(src_ptr, out_ptr, idx, n, d1, d2, d3, s0, s1, s2, s3, o0, o1, o2, 
     tl.store(out_ptr + (base.to(IDX) * VEC + out_off), v.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+# Like copy._cat8_kernel, kept apart: at most 4 inputs, 52 integers a launch, not 104
 @triton.jit(do_not_specialize=[f"g{i}" for i in range(4 * 13)])
 def _cat_kernel(
     out_ptr, p0_ptr, p1_ptr, p2_ptr, p3_ptr,
@@ -240,6 +241,7 @@ def _cat_kernel(
             _cat_part(p3_ptr, out_ptr, idx, g39, g40, g41, g42, g43, g44, g45, g46, g47, g48, g49, g50, g51, IDX, NDIM, VEC, UNIT)  # fmt: skip
 
 
+# Like copy._cat_kernel, kept apart: 5-8 inputs, so 2-4-input cats pass no unused ints
 @triton.jit(do_not_specialize=[f"g{i}" for i in range(13 * 8)])
 def _cat8_kernel(
     out_ptr, p0_ptr, p1_ptr, p2_ptr, p3_ptr, p4_ptr, p5_ptr, p6_ptr, p7_ptr,

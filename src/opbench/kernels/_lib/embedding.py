@@ -112,6 +112,7 @@ def _embedding_kernel(
     ``W_ROWS``: the weight's rows are contiguous (``w_s1`` unused). ``IMODE``/``id1``/
     ``is0``/``is1``: the indices' layout (:func:`reduction.offsets`), so strided indices
     are read in place instead of copied contiguous first."""
+    # Like embedding._embedding_bwd_kernel's opening, kept apart: kernel code, see there
     D = Dq * VEC
     pid = tl.program_id(0).to(tl.int64)
     pid_d = pid % n_dblocks
@@ -156,6 +157,8 @@ def _embedding_bwd_kernel(
     """The atomic plan: ``[BLOCK_I, BLOCK_D]`` gradient tiles added into ``acc`` rows
     (``Dq``: the row length divided by ``VEC``, so the loads and the relaxed atomics
     are vectorised)."""
+    # Like embedding._embedding_kernel's opening, kept apart: kernel code (a @jit helper
+    # returning seven values would change the kernel)
     D = Dq * VEC
     pid = tl.program_id(0).to(tl.int64)
     pid_d = pid % n_dblocks

@@ -181,6 +181,8 @@ def _math(fn: Any, self: torch.Tensor, out: Any, inplace: Any) -> torch.Tensor:
     return elementwise(fn, [self], _math_dtype(self), out=out, inplace=inplace)
 
 
+# Like activations.sigmoid/_/_out, kept apart: one def per ATen schema (exp, exp_,
+# exp_out...), each a one-line call of _math
 def exp(self: torch.Tensor) -> torch.Tensor:
     return _math(_exp, self, None, None)
 

@@ -216,6 +216,7 @@ def split_plan(
     return (cdiv(iters, per) if per else 1), per
 
 
+# Like matmul_tma.tma_matmul_into's signature, kept apart: the path that always serves
 def matmul_into(
     out: torch.Tensor,
     a: torch.Tensor,
@@ -443,6 +444,7 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
           alpha: Any = 1) -> torch.Tensor:  # fmt: skip
     """aten::addmm: ``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcast to the
     result, ignored when ``beta == 0``."""
+    # Like matmul.baddbmm's checks, kept apart: eager's own mm error wording, word for word
     _check_mm(mat1, mat2)
     if self.dtype != mat1.dtype:
         raise RuntimeError(
@@ -462,6 +464,7 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
 def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
             beta: Any = 1, alpha: Any = 1) -> torch.Tensor:  # fmt: skip
     """aten::baddbmm: ``beta * self + alpha * (batch1 @ batch2)`` per batch."""
+    # Like matmul.addmm's checks, kept apart: eager's own bmm error wording, word for word
     _check_bmm(batch1, batch2)
     if self.dtype != batch1.dtype:
         raise RuntimeError(

@@ -54,6 +54,8 @@ def _mm_kernel(
     M = Mq * DM
     N = Nq * DN
     K = Kq * DK
+    # A, B and C alike, kept apart: constexpr branches per operand fold at compile time;
+    # a helper returning two strides would change the kernel's code
     if A_LAYOUT == 1:
         sam = s_am * DA
         sak = 1

@@ -237,6 +237,7 @@ def _plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, bias: torch.Tenso
     }  # fmt: skip
 
 
+# Like matmul.matmul_into's signature, kept apart: the TMA path, which may decline (False)
 def tma_matmul_into(
     out: torch.Tensor,
     a: torch.Tensor,

@@ -307,6 +307,7 @@ def _ln_bwd_kernel(
             if DX:
                 a1 = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
                 a2 = tl.full([BLOCK_M, BLOCK_N], 0, COMPUTE)
+                # Like the dx loop below, kept apart: this pass only sums c1, c2
                 for start in range(0, N, BLOCK_N):
                     c = start + cols
                     cmask = c < N
@@ -322,6 +323,7 @@ def _ln_bwd_kernel(
                     a2 += wdy
                 c1 = sum_f(a1, axis=1) / N
                 c2 = sum_f(a2, axis=1) / N
+            # Like the c1/c2 loop above, kept apart: this pass writes dx; that one sums c1, c2
             for start in range(0, N, BLOCK_N):
                 c = start + cols
                 cmask = c < N

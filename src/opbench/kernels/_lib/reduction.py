@@ -100,6 +100,7 @@ __all__ = [
     "amax_out",
 ]
 
+# Like softmax._INTERPRETING, kept apart: each module's own flag (tests monkeypatch it)
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Programs a split launch aims for on each SM (times the device's SM count, read once per

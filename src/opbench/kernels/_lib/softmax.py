@@ -63,6 +63,7 @@ __all__ = [
     "log_softmax_backward_data_out",
 ]
 
+# Like reduction._INTERPRETING, kept apart: each module's own flag (tests monkeypatch it)
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps) when ``dim``
