@@ -336,6 +336,7 @@ class LocalExecutor:
         self.recorded = 0
         self.unfinished: list[dict[str, Any]] = []
         self._first_harness_error: Exception | None = None
+        self._stopping = threading.Event()
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
         todo: queue.Queue[tuple[Unit, list[Case]]] = queue.Queue()
@@ -353,6 +354,11 @@ class LocalExecutor:
             t.start()
         try:
             join_all(threads)
+        except BaseException:
+            # interrupted (Ctrl-C): slots take no further chunk; what they record until
+            # the process ends is kept, and --resume runs the rest
+            self._stopping.set()
+            raise
         finally:
             if self._own_factory:
                 self.factory.close()
@@ -426,7 +432,7 @@ class LocalExecutor:
                 device,
                 ahead=not self.config.perf,
             )
-            while True:
+            while not self._stopping.is_set():
                 try:
                     unit, group = todo.get_nowait()
                 except queue.Empty:
