@@ -119,3 +119,17 @@ def test_without_a_gpu_driver_no_driver_folder_is_claimed() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU machine builds the module")
     assert driver_folder() is None
+
+
+def test_a_backend_keeps_only_its_newest_unit_folders(tmp_path: Path) -> None:
+    import time
+
+    from opbench.run.triton_cache import prune
+
+    root = tmp_path / "backend"
+    for i in range(5):
+        (root / f"unit{i}").mkdir(parents=True)
+        t = time.time() - 100 + i
+        os.utime(root / f"unit{i}", (t, t))
+    assert prune(root, 3) == 2
+    assert sorted(p.name for p in root.iterdir()) == ["unit2", "unit3", "unit4"]

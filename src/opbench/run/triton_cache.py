@@ -44,13 +44,16 @@ from opbench.cache import cache_dir
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UnitCache", "driver_folder", "unit_folder"]
+__all__ = ["UnitCache", "driver_folder", "prune", "unit_folder"]
 
 #: Triton's layout: one folder per cache key, files named by kernel and stage.
 _KEY = re.compile(r"^[A-Za-z0-9_-]{8,128}$")
 _FILE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 #: What one unit may add to its folder in one worker's life.
 MAX_HARVEST_BYTES = 512 << 20
+#: Unit folders kept per backend, newest first: a Scorer lane holds one candidate source
+#: after another, and an RL run's every source would otherwise stay on disk.
+MAX_UNIT_FOLDERS = 256
 #: Triton's group files name their members by absolute path: kept with this in place of
 #: the worker's folder, which each new worker's seed puts back.
 _ROOT = "@OPBENCH_TRITON_ROOT@"
@@ -149,6 +152,7 @@ class UnitCache:
         if self.driver is not None and self.driver.is_dir():
             copied += _copy_entries(self.driver, self.host_path, limit=None, group=lambda p: None)
         if self.kept.is_dir():
+            os.utime(self.kept)  # used now: pruning removes the least recently used first
             copied += _copy_entries(
                 self.kept,
                 self.host_path,
@@ -168,13 +172,16 @@ class UnitCache:
         try:
             if not self.host_path.is_dir() or self.host_path.is_symlink():
                 return 0
-            return _copy_entries(
+            kept = _copy_entries(
                 self.host_path,
                 self.kept,
                 limit=MAX_HARVEST_BYTES,
                 group=self._portable,
                 skip=self._driver_keys(),  # the harness's own build, kept apart
             )
+            if kept:
+                prune(self.kept.parent, MAX_UNIT_FOLDERS)
+            return kept
         except OSError as e:  # a full disk costs a later compile, never the run
             log.warning("could not keep compiled kernels in %s: %s", self.kept, e)
             return 0
@@ -188,6 +195,19 @@ class UnitCache:
         if len(parts) != 2 or not (_KEY.match(parts[0]) and _FILE.match(parts[1])):
             return None
         return f"{_ROOT}/{parts[0]}/{parts[1]}"
+
+
+def prune(backend_folder: Path, keep: int) -> int:
+    """Remove all but the ``keep`` most recently used unit folders of one backend; the
+    number removed. A folder being copied from while it goes costs that worker a compile."""
+    try:
+        folders = [e for e in os.scandir(backend_folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    folders.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
+    for old in folders[keep:]:
+        shutil.rmtree(old.path, ignore_errors=True)
+    return max(0, len(folders) - keep)
 
 
 def _rewrite_group(data: bytes, group: Callable[[str], str | None]) -> bytes | None:
