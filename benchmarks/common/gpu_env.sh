@@ -13,6 +13,13 @@ python3 -c "from opbench.run import sandbox; print('bwrap usable:', sandbox.bwra
 #   pip download --no-deps flag_gems==5.0.2 sqlalchemy greenlet typing_extensions \
 #       --python-version 3.12 --only-binary=:all: --platform manylinux_2_28_x86_64 \
 #       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl/fg
+# Ray for --executor ray (79 MB wheel: over the 64 MiB a call may carry): download
+#   pip download --no-deps ray==2.60.0 jsonschema jsonschema-specifications referencing \
+#       rpds-py --python-version 3.12 --only-binary=:all: --platform manylinux2014_x86_64 -d /tmp/rw
+# then rewrite the ray wheel into .whl/ray without ray/{jars,dashboard/client,rllib,llm,
+# serve,train,tune,data}/ (and those RECORD lines): 39 MB; install it on the GPU machine with
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/ray/*.whl
+#   export PYTHONPATH=$PYTHONPATH:/tmp/site
 for d in .whl/ex .whl/fg; do
   if [ -d "$d" ]; then python3 -m pip install -q --no-deps --no-index "$d"/*.whl; fi
 done
