@@ -36,6 +36,8 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -92,35 +94,44 @@ _driver_built: dict[Path, bool] = {}
 
 def driver_folder() -> Path | None:
     """Triton's own helper module (``cuda_utils``, C built with the system compiler),
-    built here in the harness, where no candidate code runs, once per machine: every
-    worker's folder is seeded with it. A unit's folder is new for every new source (each
-    candidate a Scorer judges), and without this its first worker built the module again
-    before its first launch. None where it cannot be built (no GPU driver, no Triton)."""
-    folder = cache_dir() / "triton" / "driver"
+    built by the harness, where no candidate code runs, once per machine and Triton
+    version: every worker's folder is seeded with it. A unit's folder is new for every
+    new source (each candidate a Scorer judges), and without this its first worker built
+    the module again before its first launch. None where it cannot be built (no GPU
+    driver, no Triton)."""
+    try:
+        import triton
+    except ImportError:
+        return None
+    folder = cache_dir() / "triton" / f"driver-{triton.__version__}"
     with _DRIVER_LOCK:
         if folder not in _driver_built:
-            _driver_built[folder] = _build_driver(folder)
+            _driver_built[folder] = _has_module(folder) or _build_driver(folder)
         return folder if _driver_built[folder] else None
 
 
+def _has_module(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.glob("*/*.so"))
+
+
 def _build_driver(folder: Path) -> bool:
+    """In a fresh interpreter of ours (never candidate code), with ``TRITON_CACHE_DIR``
+    set for it alone: changing this process's environment would reach the workers that
+    other threads start meanwhile."""
+    env = dict(os.environ, TRITON_CACHE_DIR=str(folder))
+    env.pop("TRITON_INTERPRET", None)
+    code = "from triton.runtime import driver\ndriver.active.utils\n"
     try:
-        from triton.runtime import driver as triton_driver
-    except ImportError:
-        return False
-    previous = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(folder)  # Triton reads it at each lookup
-    try:
-        triton_driver.active.utils  # noqa: B018 - builds or finds cuda_utils there
-        return folder.is_dir() and any(folder.rglob("*.so"))
-    except Exception as e:  # no driver here: workers build their own, as before
+        r = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
         log.info("Triton's driver module not built in the harness: %s", e)
         return False
-    finally:
-        if previous is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = previous
+    if r.returncode != 0:  # no driver here: workers build their own, as before
+        log.info("Triton's driver module not built in the harness: %s", r.stderr[-300:])
+        return False
+    return _has_module(folder)
 
 
 class UnitCache:
