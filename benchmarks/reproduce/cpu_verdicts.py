@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -85,6 +86,7 @@ def main() -> int:
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     ns = p.parse_args()
     wd = Path(ns.workdir)
+    shutil.rmtree(wd, ignore_errors=True)  # a run directory left from before would be resumed
     triton_ops = _triton_ops() if "opinfo-triton" in ns.suites else ""
     sides = {"this checkout": REPO / "src"}
     if ns.baseline_src:
@@ -107,27 +109,36 @@ def main() -> int:
         suites[name] = entry
         print(name, {s: (r["rc"], r["wall_s"], len(r["verdicts"])) for s, r in runs.items()},
               "differ:", len(entry.get("differ", {})))  # fmt: skip
+    out = Path(ns.out_dir)
+    path = out / "cpu-verdicts.json"
+    if path.exists():  # suites not run now keep their last result
+        suites = {**json.loads(path.read_text()), **suites}
+    write_report(suites, out, ns.baseline_src)
+    return 0
+
+
+def write_report(suites: dict[str, Any], out: Path, baseline_src: str | None) -> None:
+    """``cpu-verdicts.json`` and ``.md`` in ``out`` (the table printed too)."""
     lines = [
         "# CPU verdicts, this checkout against a baseline",
         "",
         f"{time.strftime('%Y-%m-%d')}; `python benchmarks/reproduce/cpu_verdicts.py"
-        f"{' --baseline-src ' + ns.baseline_src if ns.baseline_src else ''}`",
+        f"{' --baseline-src ' + baseline_src if baseline_src else ''}`",
         "",
-        "| suite | tests here | tests in baseline | compared | verdicts that differ |",
-        "| --- | --- | --- | --- | --- |",
+        "| suite | tests here | tests in baseline | compared | verdicts that differ | wall s here, baseline |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, e in suites.items():
-        base = e["runs"].get("baseline", {}).get("tests", "-")
-        lines.append(f"| {name} | {e['runs']['this checkout']['tests']} | {base} | "
-                     f"{e.get('compared', '-')} | {len(e.get('differ', {})) if 'differ' in e else '-'} |")  # fmt: skip
+        here, old = e["runs"]["this checkout"], e["runs"].get("baseline", {})
+        lines.append(f"| {name} | {here['tests']} | {old.get('tests', '-')} | "
+                     f"{e.get('compared', '-')} | {len(e['differ']) if 'differ' in e else '-'} | "
+                     f"{here['wall_s']}, {old.get('wall_s', '-')} |")  # fmt: skip
     for name, e in suites.items():
         for t, (old, new) in list(e.get("differ", {}).items())[:30]:
             lines.append(f"- {name} `{t}`: {old} -> {new}")
-    out = Path(ns.out_dir)
     (out / "cpu-verdicts.json").write_text(json.dumps(suites, indent=1) + "\n")
     (out / "cpu-verdicts.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":
