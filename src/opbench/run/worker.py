@@ -112,6 +112,7 @@ def main() -> int:
     fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
     # every thread and process alive now is the worker's own (PyTorch's, CUDA's, the
     # intra-op pool's): anything later that is not is the unit's (instrument/neighbours.py)
+    _start_blas_threads()
     before_pool = neighbours_mod.census().threads
     _start_intraop_pool()
     watch = neighbours_mod.NeighbourWatch(pool=neighbours_mod.census().threads - before_pool)
@@ -393,6 +394,22 @@ def _numba_hidden() -> Iterator[None]:
     finally:
         if not had and sys.modules.get("numba", 0) is None:
             del sys.modules["numba"]
+
+
+def _start_blas_threads() -> None:
+    """Have numpy's BLAS start its threads now, before the census.
+
+    OpenBLAS starts its threads when numpy is imported and stops them before a fork; a
+    fork of the template starts them again at its first large product, which was inside
+    the unit's first test (the Triton interpreter's ``tl.dot`` is one): the neighbour
+    watch judged the reference backend's 3D transposed convolution ``tampering`` for it
+    (only in forked workers; 2026-11-27). One product here makes them the worker's own."""
+    try:
+        import numpy as np
+    except ImportError:
+        return
+    a = np.ones((256, 256), dtype=np.float32)
+    float((a @ a)[0, 0])
 
 
 def _start_intraop_pool() -> None:
