@@ -76,6 +76,9 @@ def main() -> int:
     from opbench.instrument.tensors import bind_device
 
     bind_device(device)
+    # before "ready": a spare's BLAS threads are started (and their spin after a product
+    # is over) long before its unit loads and the census is taken
+    _start_blas_threads()
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
         warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(
@@ -112,7 +115,6 @@ def main() -> int:
     fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
     # every thread and process alive now is the worker's own (PyTorch's, CUDA's, the
     # intra-op pool's): anything later that is not is the unit's (instrument/neighbours.py)
-    _start_blas_threads()
     before_pool = neighbours_mod.census().threads
     _start_intraop_pool()
     watch = neighbours_mod.NeighbourWatch(pool=neighbours_mod.census().threads - before_pool)
@@ -403,7 +405,9 @@ def _start_blas_threads() -> None:
     fork of the template starts them again at its first large product, which was inside
     the unit's first test (the Triton interpreter's ``tl.dot`` is one): the neighbour
     watch judged the reference backend's 3D transposed convolution ``tampering`` for it
-    (only in forked workers; 2026-11-27). One product here makes them the worker's own."""
+    (only in forked workers; 2026-11-27). One product before "ready" makes them the
+    worker's own: its threads then spin for a moment (OpenBLAS waits busy after a
+    product) well before any reference is timed."""
     try:
         import numpy as np
     except ImportError:
