@@ -76,9 +76,6 @@ def main() -> int:
     from opbench.instrument.tensors import bind_device
 
     bind_device(device)
-    # before "ready": a spare's BLAS threads are started (and their spin after a product
-    # is over) long before its unit loads and the census is taken
-    _start_blas_threads()
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
         warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(
@@ -396,24 +393,6 @@ def _numba_hidden() -> Iterator[None]:
     finally:
         if not had and sys.modules.get("numba", 0) is None:
             del sys.modules["numba"]
-
-
-def _start_blas_threads() -> None:
-    """Have numpy's BLAS start its threads now, before the census.
-
-    OpenBLAS starts its threads when numpy is imported and stops them before a fork; a
-    fork of the template starts them again at its first large product, which was inside
-    the unit's first test (the Triton interpreter's ``tl.dot`` is one): the neighbour
-    watch judged the reference backend's 3D transposed convolution ``tampering`` for it
-    (only in forked workers; 2026-11-27). One product before "ready" makes them the
-    worker's own: its threads then spin for a moment (OpenBLAS waits busy after a
-    product) well before any reference is timed."""
-    try:
-        import numpy as np
-    except ImportError:
-        return
-    a = np.ones((256, 256), dtype=np.float32)
-    float((a @ a)[0, 0])
 
 
 def _start_intraop_pool() -> None:

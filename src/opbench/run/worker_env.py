@@ -28,4 +28,11 @@ def worker_env(config: Any, device: str) -> dict[str, str]:
     env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")
+    # numpy's BLAS without threads of its own. OpenBLAS starts its threads at import and
+    # stops them before a fork, and a fork of the template started them again at its
+    # first large product, inside a test (the Triton interpreter's tl.dot): the neighbour
+    # watch judged the reference backend's 3D transposed convolution `tampering` for it;
+    # started ahead instead, they spin after the product and took 695 us beside an honest
+    # kernel's reference. The torch threads stay pinned as before (config.threads).
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     return env
