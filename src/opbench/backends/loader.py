@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opbench.backends.base import Backend, BackendError
 
-__all__ = ["Backend", "BackendError", "load_backend"]
+__all__ = ["Backend", "BackendError", "load_backend", "reference_kernels_folder"]
 
 
 def load_backend(
@@ -48,14 +48,12 @@ def load_backend(
             )
         return ModuleBackend(name, func or "enable", device)
     if spec == "triton":
-        from opbench import kernels
-
         if str(device).startswith("cpu"):
             # in-process use on a CPU (opbench.enable, check-model): the kernels run
             # under Triton's interpreter, chosen when their @jit functions are defined
             os.environ.setdefault("TRITON_INTERPRET", "1")
 
-        path = Path(kernels.__file__).parent
+        path = reference_kernels_folder()
         if not any(p.is_dir() and any(p.glob("*_implementation*.py")) for p in path.iterdir()):
             raise BackendError(
                 "the reference Triton backend (opbench.kernels) holds no kernels in this install"
@@ -77,3 +75,10 @@ def load_backend(
         f"unknown backend {spec!r}: use aten, triton, a kernel directory path, "
         "or module:NAME[:FUNC]"
     )
+
+
+def reference_kernels_folder() -> Path:
+    """The folder of the reference Triton backend (``--backend triton``): opbench.kernels."""
+    from opbench import kernels
+
+    return Path(kernels.__file__).parent

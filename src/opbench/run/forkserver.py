@@ -327,7 +327,7 @@ class ForkServer:
         )
         self.sandbox_level = self._wrapped.level
         #: the host folder the template and its forks see as /tmp
-        self.host_tmp = self._wrapped.private_dirs[0] if self._wrapped.private_dirs else "/tmp"
+        self.host_tmp = self._wrapped.host_tmp
         self.stderr_path = log_dir / "forkserver.stderr.log"
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(

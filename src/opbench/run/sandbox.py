@@ -61,6 +61,12 @@ class Wrapped:
     cwd: str | None = None
     private_dirs: list[str] = field(default_factory=list)
 
+    @property
+    def host_tmp(self) -> str:
+        """The host folder the command sees as ``/tmp``: its private one under bubblewrap,
+        ``/tmp`` itself without a sandbox."""
+        return self.private_dirs[0] if self.private_dirs else "/tmp"
+
     def cleanup(self) -> None:
         """Remove the worker's private folders (call after the worker has exited)."""
         for d in self.private_dirs:

@@ -121,7 +121,7 @@ class WorkerProcess:
         )
         self._wrapped = wrapped
         self.sandbox_level = wrapped.level
-        self._host_tmp = wrapped.private_dirs[0] if wrapped.private_dirs else "/tmp"
+        self._host_tmp = wrapped.host_tmp
         self.proc = subprocess.Popen(
             wrapped.argv,
             stdin=subprocess.PIPE,
@@ -195,11 +195,10 @@ class WorkerProcess:
         """The unit's kept Triton kernels, seeded into a folder of the worker's ``/tmp``
         (:mod:`opbench.run.triton_cache`): on a GPU, for a backend of kernel files."""
         backend = self.config.backend_path()
-        if self.config.backend == "triton":  # the reference backend's folder
-            import importlib.util
+        if self.config.backend == "triton":
+            from opbench.backends.loader import reference_kernels_folder
 
-            spec = importlib.util.find_spec("opbench.kernels")
-            backend = list(spec.submodule_search_locations or [None])[0] if spec else None
+            backend = str(reference_kernels_folder())
         if not (self.device.startswith("cuda") and backend):
             return None
         from opbench.run.triton_cache import UnitCache, driver_folder
@@ -226,11 +225,7 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             log.warning("worker %s did not die after SIGKILL", self.name)
-        self._close_pipes()
-        if self.triton_cache is not None:
-            self.triton_cache.harvest()  # the worker is gone: nothing writes there now
-            self.triton_cache = None
-        self._wrapped.cleanup()
+        self._release()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -246,6 +241,15 @@ class WorkerProcess:
         reaped on a background thread (a graceful stop costs ~50 ms per worker, and a
         run with one unit per operator replaces hundreds of them)."""
         threading.Thread(target=self.kill, name=f"retire-{self.name}", daemon=True).start()
+
+    def _release(self) -> None:
+        """After the worker is gone: its pipes, its compiled kernels kept (nothing writes
+        to its cache folder now) and its private folders."""
+        self._close_pipes()
+        if self.triton_cache is not None:
+            self.triton_cache.harvest()
+            self.triton_cache = None
+        self._wrapped.cleanup()
 
     def _close_pipes(self) -> None:
         for f in (self.proc.stdin, self.proc.stdout, self._stderr):
@@ -351,11 +355,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.returncode
-        self._close_pipes()
-        if self.triton_cache is not None:
-            self.triton_cache.harvest()  # the worker is gone: nothing writes there now
-            self.triton_cache = None
-        self._wrapped.cleanup()
+        self._release()
         if code is not None and code > 128 and self.sandbox_level == "bwrap" and not self.forked:
             code = -(code - 128)  # bwrap reports a child killed by signal N as 128 + N
         if code is not None and code < 0:
