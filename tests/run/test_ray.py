@@ -3,9 +3,6 @@ the local executor, streamed into the same results store, crash budget included.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,16 +38,6 @@ cnt: 1, ((T([11], f32),), {})
 Operator: aten.add.Tensor
 cnt: 1, ((T([8, 8], f32), T([8, 8], f32)), {})
 """
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    tmp = tempfile.mkdtemp(prefix="opray", dir="/tmp")  # Ray's socket paths must stay short
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, log_to_driver=False)
-    yield
-    ray.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path]:

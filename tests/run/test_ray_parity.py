@@ -13,8 +13,6 @@ would, and the traces rows are the ones that failed (a [1, 12, 64, 448] float32
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
@@ -53,16 +51,6 @@ cnt: 4, ((T([6, 1, 1, 1], f32), T([6, 2, 352, 352], f32)), {})
 """
 #: Thread count of the harness before each run (a many-core host's harness has more).
 HARNESS_THREADS = 5
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    tmp = tempfile.mkdtemp(prefix="opray", dir="/tmp")  # Ray's socket paths must stay short
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, log_to_driver=False)
-    yield
-    ray.shutdown()
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _verdicts(req: RunRequest) -> tuple[dict[str, tuple[str, str | None]], dict[str, str]]:

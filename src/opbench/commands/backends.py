@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "-o", "--out", help="Folder to write the package into."),
         version: str = typer.Option("0.1.0", help="Package version."),
         force: bool = typer.Option(False, help="Replace OUT if it exists."),
-        # Like commands.backends.check_model_cmd's --allow-tf32, kept apart: each command's flags
+        # Same shape as check_model_cmd's --allow-tf32 option, another flag: nothing to share
         from_run: Path = typer.Option(
             None,
             "--from-run",
@@ -170,7 +170,7 @@ def register(app: typer.Typer) -> None:
         time_steps: int = typer.Option(
             0, help="Also time this many training steps eager and on the backend (median)."
         ),
-        # Like commands.backends.package_cmd's --from-run, kept apart: each command owns its flags
+        # Same shape as package_cmd's --from-run option, another flag: nothing to share
         allow_tf32: bool = typer.Option(
             False,
             "--allow-tf32",

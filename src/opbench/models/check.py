@@ -30,6 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from opbench.backends import registry
 from opbench.backends.loader import Backend, load_backend
+from opbench.models.graph_timing import median_ms, model_graph_times, training_step
 from opbench.models.zoo import MODEL_NAMES, ModelSpec, get_model
 
 log = logging.getLogger(__name__)
@@ -180,30 +181,13 @@ def _run(
     )
 
 
-def _sync(device: str) -> None:
-    if str(device).startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def step_ms(spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any], device: str,
             steps: int, warmup: int = 2) -> float:  # fmt: skip
     """Median wall time (ms) of one training step of ``model`` (forward, loss, backward,
     SGD step; the device synchronized after each), after ``warmup`` untimed steps that
     take first-call costs (kernel compiles, allocator growth) out. Host time counts: in
     an eager model it is part of what a backend costs."""
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
-    for i in range(warmup + steps):
-        _sync(device)
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = spec.loss(spec.call(model, batch), batch)
-        loss.backward()
-        opt.step()
-        _sync(device)
-        if i >= warmup:
-            times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
+    return median_ms(training_step(spec, model, batch), device, steps, warmup)
 
 
 def _err(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float, bool]:
@@ -435,8 +419,6 @@ def _check_model(
 def _time_graphs(result: ModelCheck, spec: ModelSpec, base: torch.nn.Module,
                  batch: dict[str, Any], device: str, steps: int, enable_backend: Any) -> None:  # fmt: skip
     """Fill ``result``'s graph fields: a time, or why that side has none."""
-    from opbench.models.graph_timing import model_graph_times
-
     with _fastpath_off():
         eager, cand = model_graph_times(spec, base, batch, device, steps, enable_backend)
     result.eager_graph_ms, result.eager_graph_error = eager.ms, eager.error

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from opbench.models.zoo import ModelSpec
 
-__all__ = ["GraphTiming", "graph_step_ms", "model_graph_times", "training_step"]
+__all__ = [
+    "GraphTiming",
+    "graph_step_ms",
+    "median_ms",
+    "model_graph_times",
+    "sync",
+    "training_step",
+]
 
 #: Untimed steps on a side stream before capture: lazy initialisation (cuBLAS handles
 #: and workspaces, autograd's per-device streams, a Triton kernel's first compile and
@@ -98,9 +105,25 @@ def _capture(step: Callable[[], None], device: str, warmup: int, ops: _FailingOp
         return graph
 
 
-def _sync(device: str) -> None:
+def sync(device: str) -> None:
+    """Wait for the device (a no-op on the CPU)."""
     if str(device).startswith("cuda"):
         torch.cuda.synchronize()
+
+
+def median_ms(call: Callable[[], Any], device: str, steps: int, warmup: int = 2) -> float:
+    """Median wall time (ms) of ``steps`` calls of ``call``, the device synchronized
+    before and after each, after ``warmup`` untimed calls that take first-call costs
+    (compiles, allocator growth) out: a training step's timing, eager or replayed."""
+    times = []
+    for i in range(warmup + steps):
+        sync(device)
+        t0 = time.perf_counter()
+        call()
+        sync(device)
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
 
 
 def _root(e: BaseException) -> BaseException:
@@ -132,27 +155,14 @@ def graph_step_ms(
     try:
         graph = _capture(step, device, CAPTURE_WARMUP, ops)
         stage = "replay"
-        times = []
-        for i in range(warmup + steps):
-            _sync(device)
-            t0 = time.perf_counter()
-            graph.replay()
-            _sync(device)
-            if i >= warmup:
-                times.append((time.perf_counter() - t0) * 1e3)
-        return GraphTiming(ms=sorted(times)[len(times) // 2])
+        return GraphTiming(ms=median_ms(graph.replay, device, steps, warmup))
     except Exception as e:  # the check goes on without this side's graph time
         error = _describe(e, ops.failed, stage)
     try:  # leave the device usable for the next side; a failure here is already told
-        _sync(device)
+        sync(device)
     except Exception:  # noqa: BLE001
         pass
     return GraphTiming(error=error)
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def model_graph_times(
@@ -167,7 +177,7 @@ def model_graph_times(
     the backend's capture runs inside ``enable_backend()`` so its kernels are what the
     graph records. Never raises: the backend failing to enable is that side's error."""
     out = []
-    for enable in (_nothing, enable_backend):
+    for enable in (nullcontext, enable_backend):
         try:
             model = copy.deepcopy(base)  # before enabling: see check.py's step timing
             with enable():
