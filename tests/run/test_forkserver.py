@@ -175,3 +175,34 @@ def test_a_forked_workers_numpy_products_start_no_thread() -> None:
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "same", r.stdout
+
+
+def test_a_gpu_template_computes_tritons_compiler_key_ahead(monkeypatch) -> None:
+    """A fresh fork's first Triton compile hashed Triton's 500 MB library before it could
+    read the kernel from the cache (most of a Scorer candidate's time on the H100): a
+    template for GPU workers computes it once for all its forks; a CPU template (Triton's
+    interpreter compiles nothing) does not spend the second."""
+    from opbench.run import forkserver
+
+    def names() -> list[str]:
+        return [name for name, _ in forkserver.template_steps()]
+
+    assert "warm-up: Triton compiler key" not in names()
+    for key, value in forkserver.template_env({}, "cuda").items():
+        monkeypatch.setenv(key, value)
+    assert "warm-up: Triton compiler key" in names()
+    code = textwrap.dedent(
+        """
+        import importlib
+        from opbench.run.worker import warm_triton_compiler
+        warm_triton_compiler()
+        for module in ("triton.runtime.cache", "triton.compiler.compiler"):
+            key = getattr(importlib.import_module(module), "triton_key", None)
+            if key is not None:
+                print(key.cache_info().currsize)
+                break
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["1"]

@@ -176,9 +176,13 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
 
         worker.TEMPLATE_FINGERPRINT = Fingerprint()
 
+    # a template for GPU workers sees no GPU (template_env) and warms up as for the CPU,
+    # plus what a GPU worker's first Triton compile computes that needs no CUDA
+    gpu = [("warm-up: Triton compiler key", worker.warm_triton_compiler)]
     return [
         ("imports", imports),
         *((f"warm-up: {name}", step) for name, step in worker.warm_up_steps("cpu")),
+        *(gpu if _VISIBLE_ENV in os.environ else []),
         ("warm-up done", warmed),
         ("fingerprint", fingerprint),
     ]

@@ -367,11 +367,52 @@ def warm_up_steps(device: str) -> list[tuple[str, Any]]:
         except Exception as e:  # the tests will show real problems
             print(f"opbench worker: warm-up failed: {type(e).__name__}: {e}", file=sys.stderr)
 
-    return [
+    steps = [
         ("overload table", overload_table),
         ("OpInfo database", opinfo_database),
         ("first call", first_call),
     ]
+    if device.startswith("cuda"):
+        steps.append(("Triton compiler key", warm_triton_compiler))
+    return steps
+
+
+def warm_triton_compiler() -> None:
+    """Compute what Triton's first compile in a process computes before it can even look
+    in its cache, so that a worker's first test does not pay it.
+
+    ``triton_key()`` hashes Triton's own sources and its ~500 MB ``libtriton.so`` (0.9 s
+    on the 2-core CPU machine), once per process and before every cache lookup: each
+    fresh fork paid it inside its first test of a Triton kernel already compiled on disk
+    (issue #35). ``get_ptxas_version`` runs ``ptxas --version`` in a subprocess. Neither
+    touches CUDA, so the fork server's template runs this for its GPU workers' forks.
+    Names moved between Triton versions: whatever is missing is skipped (an optimisation).
+    """
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return
+    for module in ("triton.runtime.cache", "triton.compiler.compiler"):
+        try:
+            key = getattr(importlib.import_module(module), "triton_key", None)
+        except Exception:
+            continue
+        if key is not None:
+            key()
+            break
+    try:
+        from triton.backends.nvidia import compiler as nvidia
+    except Exception:
+        return
+    version = getattr(nvidia, "get_ptxas_version", None)
+    for arch in (80, 90):  # Triton picks a ptxas per architecture (Hopper: the newer)
+        try:
+            version(arch)  # type: ignore[misc]
+        except Exception:  # no such argument (older Triton), or no ptxas: compile says
+            with contextlib.suppress(Exception):
+                version()  # type: ignore[misc]
+            break
 
 
 @contextlib.contextmanager
