@@ -50,6 +50,7 @@ def _round(device: str, kernels: Path, profile: bool) -> float:
     cases = select_cases(replace(req, ops=[OP]), load_suite_cases(replace(req, ops=[OP]))).cases
     plans = [plan_trials(c, device, opts)[0] for c in cases]
     prof = cProfile.Profile() if profile else None
+    modules_before = set(sys.modules)
     t0 = time.perf_counter()
     if prof:
         prof.enable()
@@ -69,6 +70,9 @@ def _round(device: str, kernels: Path, profile: bool) -> float:
         stats.sort_stats("cumulative").print_stats(45)
         stats.sort_stats("tottime").print_stats(20)
         print(out.getvalue())
+        new = sorted(m for m in set(sys.modules) - modules_before if "opbench" not in m)
+        tops = sorted({".".join(m.split(".")[:3]) for m in new})
+        print(f"modules first imported in this round: {len(new)}: {', '.join(tops)}")
     return took
 
 

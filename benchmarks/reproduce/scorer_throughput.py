@@ -156,6 +156,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=16, help="candidates per score_many call")
     p.add_argument("--n", type=int, default=48, help="candidates timed (after a warm-up)")
     p.add_argument("--kernel", choices=sorted(KERNELS), default="numpy")
+    p.add_argument("--spares", type=int, help="spare workers per lane (default: the Scorer's)")
     p.add_argument("--no-write", action="store_true", help="print only")
     a = p.parse_args()
     phases = _phases()
@@ -166,6 +167,7 @@ def main() -> None:
         + (f" --dtypes {a.dtypes}" if a.dtypes else "")
         + f" --workers {a.workers} --batch {a.batch} --n {a.n}"
         + (f" --kernel {a.kernel}" if a.kernel != "numpy" else "")
+        + (f" --spares {a.spares}" if a.spares else "")
     )
     best = max(runs, key=lambda r: r["candidates_per_s"] or 0)
     out = {
@@ -210,7 +212,10 @@ def _measure(a: argparse.Namespace, lanes: int, phases: Phases) -> dict[str, Any
     dtypes = a.dtypes.split(",") if a.dtypes else None
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    with opbench.Scorer(device=a.device, suite=a.suite, dtypes=dtypes, workers=lanes) as s:
+    with opbench.Scorer(
+        device=a.device, suite=a.suite, dtypes=dtypes, workers=lanes, spares=a.spares
+    ) as s:
+        spares = s.config.spare_workers
         started = time.perf_counter() - t0
         warm_s = s.warm()
         t1 = time.perf_counter()
@@ -242,6 +247,7 @@ def _measure(a: argparse.Namespace, lanes: int, phases: Phases) -> dict[str, Any
     per_candidate_ms["tests, as the workers measured them"] = round(stats["tests_s"] / a.n * 1e3, 1)
     return {
         "lanes": lanes,
+        "spares_per_lane": spares,
         "batch": a.batch,
         "tests_per_candidate": first.tests,
         "tests_passed": first.passed,

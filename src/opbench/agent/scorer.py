@@ -88,6 +88,17 @@ def _threads(suite: str, lanes: int) -> int:
     return torch.get_num_threads()
 
 
+def _spares(device: str) -> int:
+    """Spare workers a lane keeps starting. Every candidate takes a fresh worker, so a
+    lane judges no faster than its spares start: on a GPU a fork makes its own CUDA
+    context (~0.3-0.4 s on an H100), longer than a small Triton candidate's tests, and
+    with one spare a lane of a 4-lane scorer waited 406 ms per candidate for it
+    (``benchmarks/results/scorer-throughput-cuda-opinfo-triton.json``). Two spares
+    start in overlap. On the CPU a fork is ready in milliseconds: one is enough, and
+    more would take cores from the tests on a small machine."""
+    return 2 if device.startswith("cuda") else 1
+
+
 @dataclass
 class _Lane:
     """One kernel directory and the warm worker factory that judges what is written in it."""
@@ -134,7 +145,8 @@ class Scorer:
     narrows it (``["f32"]``); ``limit_per_op`` caps the tests per operator; ``perf``
     times correct candidates (meaningful on a GPU); ``workers``: lanes, candidates
     judged at once (for the same operator too); ``threads``: torch threads of each
-    worker (default: :func:`_threads`).
+    worker (default: :func:`_threads`); ``spares``: workers each lane keeps starting
+    ahead of need (default: :func:`_spares`).
     """
 
     def __init__(
@@ -151,6 +163,7 @@ class Scorer:
         test_timeout_s: float = 120.0,
         root: str | Path | None = None,
         threads: int | None = None,
+        spares: int | None = None,
     ) -> None:
         from opbench.run.pool import WorkerConfig, WorkerFactory
         from opbench.run.session import RunRequest, check_device, devices_for
@@ -175,7 +188,8 @@ class Scorer:
         self.config = WorkerConfig(
             backend=str(self.kernels), device=device, perf=perf,
             judge_options=asdict(self.judge_options), sandbox=sandbox,
-            hide=[str(self.runs)], threads=threads or _threads(suite, n), spare_workers=1,
+            hide=[str(self.runs)], threads=threads or _threads(suite, n),
+            spare_workers=spares or _spares(device),
             env={"OPBENCH_PRELOAD": "opinfo"} if suite.startswith("opinfo") else {},
         )  # fmt: skip
         self.lanes: list[_Lane] = []

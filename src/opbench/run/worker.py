@@ -377,15 +377,29 @@ def warm_up_steps(device: str) -> list[tuple[str, Any]]:
     return steps
 
 
+#: Modules Triton imports only at a process's first launch of a kernel, found by the
+#: probe ``benchmarks/probes/first_test_profile.py`` on the H100 (Triton 3.6): the
+#: launcher's argument specialisation imports Gluon (0.22 s, its sources compiled anew
+#: in each process where the site-packages hold no bytecode).
+TRITON_FIRST_LAUNCH_IMPORTS = (
+    "triton.experimental.gluon",
+    "triton.experimental.gluon.nvidia.hopper",
+    "triton.backends.nvidia.driver",
+    "triton.compiler.compiler",
+    "triton.runtime.build",
+)
+
+
 def warm_triton_compiler() -> None:
-    """Compute what Triton's first compile in a process computes before it can even look
-    in its cache, so that a worker's first test does not pay it.
+    """Compute and import what Triton's first launch in a process computes and imports
+    before it can even look in its cache, so that a worker's first test does not pay it.
 
     ``triton_key()`` hashes Triton's own sources and its ~500 MB ``libtriton.so`` (0.9 s
     on the 2-core CPU machine), once per process and before every cache lookup: each
     fresh fork paid it inside its first test of a Triton kernel already compiled on disk
     (issue #35). ``get_ptxas_version`` runs ``ptxas --version`` in a subprocess. Neither
-    touches CUDA, so the fork server's template runs this for its GPU workers' forks.
+    touches CUDA (nor do the imports: the driver module loads ``libcuda`` only when first
+    used), so the fork server's template runs this for its GPU workers' forks.
     Names moved between Triton versions: whatever is missing is skipped (an optimisation).
     """
     import importlib
@@ -393,6 +407,9 @@ def warm_triton_compiler() -> None:
 
     if importlib.util.find_spec("triton") is None:
         return
+    for module in TRITON_FIRST_LAUNCH_IMPORTS:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
     for module in ("triton.runtime.cache", "triton.compiler.compiler"):
         try:
             key = getattr(importlib.import_module(module), "triton_key", None)
