@@ -15,7 +15,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import matmul  # noqa: E402
 from opbench.spec.args import parse_args  # noqa: E402
@@ -59,7 +59,7 @@ def test_operands_are_what_the_entry_points_pass(line: int) -> None:
     tm = _script()
     op = {1: "mm.default", 4: "addmm.default", 6: "bmm.default"}[line]
     text = TRACE.splitlines()[line].split(", ", 1)[1]
-    args, kwargs = make_inputs(op, parse_args(text), "cpu", 0)
+    args, kwargs = make_inputs(op, parse_args(text), DEVICE, 0)
     out, a, b, bias, alpha, beta = tm.operands(op, args, kwargs)
     got = matmul.matmul_into(out, a, b, bias, alpha, beta, (16, 32, 16, 4, 4, 1))
     got = got if op.startswith("bmm") else got[0]
@@ -89,7 +89,7 @@ def test_pointwise_convolutions_are_tuned_as_the_products_they_run(tmp_path) -> 
     assert (bwd["batch"], bwd["M"], bwd["N"], bwd["K"]) == (2, 24, 15, 20)
     assert fwd["weight"] == 4 and bwd["weight"] == 2
     for op, row in rows.items():
-        args, kwargs = make_inputs(op, parse_args(row["args"]), "cpu", 0)
+        args, kwargs = make_inputs(op, parse_args(row["args"]), DEVICE, 0)
         out, a, b, bias, alpha, beta = tm.operands(op, args, kwargs)
         got = matmul.matmul_into(out, a, b, bias, alpha, beta, (16, 32, 16, 4, 4, 1))
         want = tm.reference(op, args, kwargs)

@@ -30,6 +30,7 @@ expectations must be of the worker's very inputs (issue #35).
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import secrets
 import shutil
@@ -86,6 +87,24 @@ def _threads(suite: str, lanes: int) -> int:
 
         return cpu_share(lanes)
     return torch.get_num_threads()
+
+
+def _worker_env(suite: str, device: str) -> dict[str, str]:
+    """Variables the scorer's workers get on top of this process's environment.
+
+    OpInfo workers preload op_db in their template. On a GPU, each candidate's fresh
+    worker makes a CUDA context, and the driver makes them one at a time: an H100 gave
+    4.5-4.9 contexts/s however many processes asked at once, 10.5-11.1/s with
+    ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware work queue per context instead of
+    8; ``benchmarks/probes/cuda_context_rate.py``). That cap was the scorer's. One queue
+    serialises work a kernel puts on several streams, for the reference and the
+    candidate alike (the timing protocol synchronises the whole device around each
+    repetition either way), so a candidate gains nothing from side streams here: set
+    the variable in this process's environment to keep CUDA's default."""
+    env = {"OPBENCH_PRELOAD": "opinfo"} if suite.startswith("opinfo") else {}
+    if device.startswith("cuda") and "CUDA_DEVICE_MAX_CONNECTIONS" not in os.environ:
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+    return env
 
 
 def _spares(device: str) -> int:
@@ -190,7 +209,7 @@ class Scorer:
             judge_options=asdict(self.judge_options), sandbox=sandbox,
             hide=[str(self.runs)], threads=threads or _threads(suite, n),
             spare_workers=spares or _spares(device),
-            env={"OPBENCH_PRELOAD": "opinfo"} if suite.startswith("opinfo") else {},
+            env=_worker_env(suite, device),
         )  # fmt: skip
         self.lanes: list[_Lane] = []
         for i, dev in enumerate(devices):
