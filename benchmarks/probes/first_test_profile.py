@@ -12,7 +12,8 @@ computes Triton's own compiler key (``triton_key()``: a SHA-256 of the 500 MB
 ``libtriton.so``), as the fork server's template now does for GPU workers.
 
 Usage: python3 benchmarks/probes/first_test_profile.py [--device cuda] [--warm-key]
-Open finding: the Scorer's first-test cost on a GPU (issue #35's 10 candidates/s).
+Open finding: which modules a first launch imports moves with Triton versions (checked on
+Triton 3.6 on the H100; 3.9 not yet on a GPU): `run/worker.py: TRITON_FIRST_LAUNCH_IMPORTS`.
 """
 
 from __future__ import annotations

@@ -21,9 +21,14 @@ Usage: python benchmarks/reproduce/scorer_throughput.py [--device cpu] [--suite 
 Writes benchmarks/results/scorer-throughput-<device>-<suite>[-triton].json.
 
 Committed results: ``benchmarks/results/scorer-throughput-cuda-opinfo-triton.json`` (one
-H100, 2026-11-27, forked workers: 1.18 candidates/s with one lane, 3.6 with four)::
+H100, 2026-11-27: 4.7 candidates/s with one lane, 12.7 with four, 13.7 with eight)::
     python3 benchmarks/reproduce/scorer_throughput.py --device cuda --suite opinfo \
-        --dtypes f32 --workers 1,4 --batch 16 --n 32 --kernel triton
+        --dtypes f32 --workers 1,4,8 --batch 16 --n 48 --kernel triton
+``scorer-throughput-cuda-opinfo-triton-2gpus.json`` (2 x H200, 8 lanes: 11.0/s; its
+printout, saved by hand)::
+    python3 benchmarks/reproduce/scorer_throughput.py --device cuda --suite opinfo \
+        --dtypes f32 --workers 8 --batch 32 --n 64 --kernel triton --no-write
+(both read in ``scorer-throughput-cuda.md``, with the code before them),
 and ``scorer-throughput-cpu-smoke.json``, ``scorer-throughput-cpu-opinfo.json``:
     python benchmarks/reproduce/scorer_throughput.py --device cpu --suite smoke --n 20
     python benchmarks/reproduce/scorer_throughput.py --device cpu --suite opinfo
@@ -179,6 +184,7 @@ def main() -> None:
             if a.device.startswith("cuda")
             else platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(),
+            "gpus": torch.cuda.device_count() if a.device.startswith("cuda") else 0,
             "torch": torch.__version__,
             "python": platform.python_version(),
         },

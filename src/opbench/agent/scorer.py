@@ -96,7 +96,7 @@ def _worker_env(suite: str, device: str) -> dict[str, str]:
     worker makes a CUDA context, and the driver makes them one at a time: an H100 gave
     4.5-4.9 contexts/s however many processes asked at once, 10.5-11.1/s with
     ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (one hardware work queue per context instead of
-    8; ``benchmarks/probes/cuda_context_rate.py``). That cap was the scorer's. One queue
+    8; ``benchmarks/reproduce/cuda_context_rate.py``). That cap was the scorer's. One queue
     serialises work a kernel puts on several streams, for the reference and the
     candidate alike (the timing protocol synchronises the whole device around each
     repetition either way), so a candidate gains nothing from side streams here: set

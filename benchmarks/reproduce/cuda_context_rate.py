@@ -10,8 +10,14 @@ if contexts are made one after another by the driver, the rate stays flat as ``n
 ``--raw`` does the same through the driver API alone (``cuInit`` and the primary context),
 without PyTorch.
 
-Usage: python3 benchmarks/probes/cuda_context_rate.py [--n 1,2,4,8] [--raw]
-Open finding: what bounds the Scorer's candidates/s on one GPU (issue #35).
+Usage: python3 benchmarks/reproduce/cuda_context_rate.py [--n 1,2,4,8] [--raw]
+
+Committed result: ``benchmarks/results/cuda-context-rate-h100.md`` (one H100, 2026-11-27,
+torch 2.11, driver 580.159.04), from::
+    python3 benchmarks/reproduce/cuda_context_rate.py --n 1,2,4,8,16 [--raw]
+    CUDA_DEVICE_MAX_CONNECTIONS=1 python3 benchmarks/reproduce/cuda_context_rate.py --n 1,8,16
+(the JSON lines it prints, copied into the table by hand). The finding is why
+``opbench.Scorer`` gives its GPU workers ``CUDA_DEVICE_MAX_CONNECTIONS=1``.
 """
 
 from __future__ import annotations
