@@ -60,6 +60,8 @@ def as_policy(policy: ServePolicy | str | Path | None) -> ServePolicy | None:
     return ServePolicy.load(path)
 
 
+# enable's parameters again, kept apart: the context-manager form of the same call, and
+# its signature is what users read in their editor.
 @contextlib.contextmanager
 def backend(
     backend_or_path: Backend | str | Path,

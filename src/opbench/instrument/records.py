@@ -84,6 +84,8 @@ class TrialResult:
     redraw: bool = False
 
 
+# Fields shaped like run/store.TestResult's, kept apart: what a worker reports (no
+# verdict), where that is the harness's stored row (with one).
 @dataclass
 class CandidateReport:
     """The worker's account of a candidate on one case; judged by

@@ -170,6 +170,8 @@ class PairTiming:
 
         return derive(self.to_dict())
 
+    # One read-only property per derived number (the same two lines each): callers name
+    # the number they want rather than index ``derived()`` themselves.
     @property
     def speedup_device(self) -> float | None:
         return self.derived()["speedup_device"]

@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from opbench.spec.trees import map_tensors
 from opbench.suites.materialize import tensors_in
 
 __all__ = ["TimingInputs", "clone_inputs", "draw_key", "draw_mismatch", "schema_writes"]
@@ -52,19 +53,15 @@ def clone_inputs(obj: Any, memo: dict[Any, Any] | None = None) -> Any:
     offset, sizes and strides: stride-0 (expanded) tensors stay expanded, and arguments
     that shared memory still share it. Non-tensor leaves are returned as they are.
     """
-    if memo is None:
-        memo = {}
-    if isinstance(obj, torch.Tensor):
-        return _clone_tensor(obj, memo)
-    if isinstance(obj, list):
-        return [clone_inputs(v, memo) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(clone_inputs(v, memo) for v in obj)
-    if isinstance(obj, dict):
-        return {k: clone_inputs(v, memo) for k, v in obj.items()}
-    return obj
+    seen: dict[Any, Any] = {} if memo is None else memo
+    return map_tensors(obj, lambda t: _clone_tensor(t, seen))
 
 
+# Like opinfo_samples.clone_tree's tensor step, kept apart: this one copies what the
+# timing loop hands a kernel (it keeps requires_grad, declines quantized and meta tensors
+# to a plain clone, keys storages by device, pointer and size), that one an OpInfo
+# sample's inputs (conjugate and negative views rebuilt, subclasses cloned, requires_grad
+# dropped); merging them would change the inputs one of the two judges on.
 def _clone_tensor(t: torch.Tensor, memo: dict[Any, Any]) -> torch.Tensor:
     if t.layout != torch.strided or t.is_quantized or t.device.type == "meta":
         return t.clone()

@@ -67,6 +67,8 @@ class OpCoverage:
     fallback: int
 
 
+# Record fields of the same shape as run/store.TestResult's and instrument/timing's
+# PairTiming, kept apart: one model's check, not a test's result or a timing.
 @dataclass
 class ModelCheck:
     """The verdict for one model on one backend."""

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from opbench.spec.trees import map_tensors, tensors_in
+
 __all__ = ["build_model", "call_sized", "make_inputs", "seed_all", "tensors_of", "to_device"]
 
 
@@ -45,26 +47,12 @@ def seed_all(seed: int) -> None:
 
 def to_device(obj: Any, device: str) -> Any:
     """Tensors moved to ``device`` in nested lists, tuples and dicts; others unchanged."""
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, list):
-        return [to_device(v, device) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(to_device(v, device) for v in obj)
-    if isinstance(obj, dict):
-        return {k: to_device(v, device) for k, v in obj.items()}
-    return obj
+    return map_tensors(obj, lambda t: t.to(device))
 
 
 def tensors_of(obj: Any) -> list[torch.Tensor]:
     """Every tensor in a nested structure, in order."""
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in tensors_of(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in tensors_of(v)]
-    return []
+    return tensors_in(obj)
 
 
 def make_inputs(module: Any, seed: int, size: str | None, device: str) -> list[Any]:

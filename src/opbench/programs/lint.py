@@ -556,6 +556,8 @@ def lint_problems(
     return result
 
 
+# Like run/journal.read_records's loop, kept apart: each line here is also checked
+# against this run's size and device, and that error must name the line too.
 def read_journal(
     journal: Path, size: str, device: str
 ) -> dict[str, tuple[list[Finding], str | None]]:

@@ -70,6 +70,8 @@ def case_fields(case: Any, *, backend: str, device: str, worker: str = "") -> di
     )
 
 
+# Fields shaped like instrument/records.CandidateReport's and models/check.ModelCheck's,
+# kept apart: the stored row of one test, which neither of those is.
 @dataclass
 class TestResult:
     """One finished test, as stored. Times in milliseconds; speedups are ref/candidate."""

@@ -29,6 +29,8 @@ from opbench.suites.input_call import (
     size_along,
 )
 
+# The draw helpers input_rules imports too: the index rules were cut from it, and each
+# module names what it uses.
 __all__ = ["INDEX_RULES"]
 
 

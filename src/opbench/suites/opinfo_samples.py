@@ -23,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opbench.spec.args import TensorSpec, format_args
+from opbench.spec.trees import map_tensors
 
 __all__ = [
     "NOISE",
@@ -170,29 +171,26 @@ def on_device(device: str | torch.device) -> contextlib.AbstractContextManager:
 
 def clone_tree(obj: Any, memo: dict[int, torch.UntypedStorage] | None = None) -> Any:
     """Fresh tensors with the same layout (strides, offsets) and the same aliasing."""
-    memo = {} if memo is None else memo
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach()
-        if t.layout != torch.strided or type(t) is not torch.Tensor:
-            return t.clone()
-        storage = t.untyped_storage()
-        key = storage.data_ptr() if storage.nbytes() else id(storage)
-        if key not in memo:
-            memo[key] = storage.clone()
-        new = torch.empty(0, dtype=t.dtype, device=t.device)
-        new.set_(memo[key], t.storage_offset(), t.shape, t.stride())
-        if t.is_conj():
-            new = new.conj()
-        if t.is_neg():
-            new = new._neg_view()
-        return new
-    if isinstance(obj, list):
-        return [clone_tree(v, memo) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(clone_tree(v, memo) for v in obj)
-    if isinstance(obj, dict):
-        return {k: clone_tree(v, memo) for k, v in obj.items()}
-    return obj
+    seen: dict[int, torch.UntypedStorage] = {} if memo is None else memo
+    return map_tensors(obj, lambda t: _clone_sample_tensor(t, seen))
+
+
+# Like timing_inputs._clone_tensor, kept apart: see there why the two copies differ.
+def _clone_sample_tensor(obj: torch.Tensor, memo: dict[int, torch.UntypedStorage]) -> Any:
+    t = obj.detach()
+    if t.layout != torch.strided or type(t) is not torch.Tensor:
+        return t.clone()
+    storage = t.untyped_storage()
+    key = storage.data_ptr() if storage.nbytes() else id(storage)
+    if key not in memo:
+        memo[key] = storage.clone()
+    new = torch.empty(0, dtype=t.dtype, device=t.device)
+    new.set_(memo[key], t.storage_offset(), t.shape, t.stride())
+    if t.is_conj():
+        new = new.conj()
+    if t.is_neg():
+        new = new._neg_view()
+    return new
 
 
 def call_variant(info: Any, variant: str, inp: Any, args: tuple, kwargs: dict, out: Any) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from opbench.spec.trees import tensors_in
 from opbench.suites.case import Case, derive_seed
 
 __all__ = [
@@ -88,14 +89,3 @@ def inject_specials(
                 t.copy_(torch.where(pick.to(t.device), values.to(t.device, t.dtype), t))
         except RuntimeError:  # overlapping memory (expanded): leave as drawn
             continue
-
-
-def tensors_in(obj: Any) -> list[torch.Tensor]:
-    """Every tensor in an argument tree (lists, tuples, dict values), in order."""
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in tensors_in(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in tensors_in(v)]
-    return []

@@ -98,6 +98,7 @@ def _write_parquet(rows: list[dict[str, Any]], path: str) -> None:
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError("writing parquet needs pyarrow: pip install 'opbench[parquet]'") from None
+    # one column a line, in the order of BackendBench's dataset (same-shape lines)
     schema = pa.schema(
         [
             ("uuid", pa.string()),

@@ -159,6 +159,9 @@ def _softmax_long_kernel(
     tl.store(o_ptr + (o_row + pos), y.to(o_ptr.dtype.element_ty), mask=edge)
 
 
+# Its row set-up (offsets, aligned head and body) is _softmax_long_kernel's for three
+# tensors instead of two, kept apart: Triton inlines no helper that returns this many
+# values as cheaply as it compiles them in place.
 @triton.jit(do_not_specialize=["N", "md1", "gs0", "gs1", "ys0", "ys1", "os0", "os1"])
 def _softmax_bwd_long_kernel(
     g_ptr, y_ptr, o_ptr,
