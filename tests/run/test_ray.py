@@ -94,3 +94,51 @@ def test_ray_resume_runs_only_what_is_missing(local_ray, tmp_path):
     again = run(req, lambda kind, payload: seen.append(payload) if kind == "result" else None)
     assert sorted(r.test_id for r in seen) == sorted(relu_ids[:2])
     assert again["tests"] == first["tests"] and again["ops"] == first["ops"]
+
+
+def _alive_slot_actors() -> int:
+    from ray._private import state
+
+    return sum(
+        1
+        for a in state.actors().values()
+        if a.get("State") == "ALIVE" and "NodeWorkers" in str(a.get("ActorClassName"))
+    )
+
+
+def test_slot_actors_started_ahead_are_taken_by_the_slots_and_none_outlive_the_run(
+    local_ray, tmp_path
+):
+    """A Ray run starts its slots' actors while it builds the suite, and the slots take
+    those (the run notes one actor per slot, no more); every actor is gone when the run
+    returns, also when a resumed run finds nothing left to do and never uses them."""
+    kernels, traces = _setup(tmp_path)
+    out = tmp_path / "run"
+    first = run(_req(kernels, traces, out, "ray"))
+    assert first["ray"]["actors"] == 2  # the test's Ray has 2 CPUs: 2 slots
+    assert _alive_slot_actors() == 0
+    req = _req(kernels, traces, out, "ray")
+    req.resume = True
+    again = run(req)
+    assert again["tests"] == first["tests"]
+    assert _alive_slot_actors() == 0
+
+
+def test_a_slot_waits_for_an_actor_still_starting(local_ray, tmp_path):
+    """take_started waits for an actor announced ahead rather than making another, and
+    says None at once when none is coming."""
+    import threading
+
+    from opbench.run.pool import WorkerConfig
+    from opbench.run.ray_executor import RayWorkerFactory
+
+    factory = RayWorkerFactory(ray, WorkerConfig(backend="aten", device="cpu"), None, cuda=False)
+    factory.expect(1)
+    starter = threading.Thread(target=factory.start_actors, args=(1,))
+    starter.start()
+    actor, info = factory.take_started()  # blocks until the actor is up
+    assert info["pid"] > 0 and actor is not None
+    assert factory.take_started() is None
+    starter.join()
+    factory.close()
+    ray.kill(actor)

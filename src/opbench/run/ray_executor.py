@@ -22,6 +22,11 @@ file system; opbench itself (and torch) must be installed on every node.
 ``HOST:6379``); without it a local Ray is started, or the one already initialised in
 this process is used.
 
+The run connects to Ray and starts every slot's actor (and has it warm its factory)
+while the harness still builds the suite and scans the kernels (:meth:`RayExecutor.start`);
+a slot takes one of those, waiting for it if it is still coming up, and makes its own
+only when none is.
+
 A node (or actor) that dies is a harness error for the chunk it was running, never the
 kernel's fault: its unrecorded tests are noted for the summary (``--resume`` runs them),
 the slot gets a new actor wherever Ray can place one, and the run goes on.
@@ -120,6 +125,15 @@ class NodeWorkers:
             cfg.backend = str(unpack_kernel_dir(kernel_files, self.scratch / "kernels"))
         self.factory = WorkerFactory(cfg, self.scratch / "logs", spares=True)
         self.workers: dict[str, Any] = {}
+
+    def warm(self) -> None:
+        """Start this node's fork server template and a spare now, while the harness
+        still builds and plans (a worker is started and killed for it: the factory
+        starts its spare on the way). A failure here is the first ``get``'s to report."""
+        try:
+            self.factory.get(self.device).kill()
+        except Exception as e:  # noqa: BLE001 - an optimisation
+            log.debug("warming a slot actor: %s", e)
 
     def ready(self) -> dict[str, Any]:
         import ray
@@ -258,6 +272,10 @@ class _Slot:
     def ensure(self) -> None:
         if self.actor is not None:
             return
+        started = self.factory.take_started()
+        if started is not None:  # made while the harness built the suite
+            self.actor, self.info = started
+            return
         ray = self.factory.ray
         actor = self.factory.actor_class.remote(self.factory.config_plain, self.factory.files)
         try:
@@ -335,6 +353,58 @@ class RayWorkerFactory:
         self.nodes: set[str] = set()
         self.actors: list[dict[str, Any]] = []
         self._settings: list[dict[str, Any]] = []
+        self._started: list[tuple[Any, dict[str, Any]]] = []
+        self._pending = 0  # actors still being started ahead
+        self._closed = False
+        self._arrived = threading.Condition(self._lock)
+
+    def expect(self, n: int) -> None:
+        """Say that :meth:`start_actors` will make ``n`` actors (before it runs, so a
+        slot that asks early waits for one instead of making its own)."""
+        with self._lock:
+            self._pending += n
+
+    def stop_expecting(self) -> None:
+        """No more actors will come from :meth:`start_actors` (it failed)."""
+        with self._lock:
+            self._pending = 0
+            self._arrived.notify_all()
+
+    def start_actors(self, n: int) -> None:
+        """Make ``n`` slot actors at once and have each warm its factory; slots take
+        them (:meth:`take_started`) as each comes up instead of making their own one
+        after another. One that does not come up in time is left out: a slot that finds
+        none makes its own as before."""
+        actors = [self.actor_class.remote(self.config_plain, self.files) for _ in range(n)]
+        for actor in actors:
+            actor.warm.remote()  # queued ahead of the slot's first call
+        for actor in actors:
+            try:
+                info = self.ray.get(actor.ready.remote(), timeout=ACTOR_START_S)
+            except Exception as e:  # noqa: BLE001 - the slot will try again itself
+                log.warning("ray: an actor started ahead did not come up (%s)", e)
+                self.ray.kill(actor)
+                with self._lock:
+                    self._pending -= 1
+                    self._arrived.notify_all()
+                continue
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._started.append((actor, info))
+                self._pending -= 1
+                self._arrived.notify_all()
+            if closed:  # the run ended first
+                self.ray.kill(actor)
+            else:
+                self.note_actor(info)
+
+    def take_started(self) -> tuple[Any, dict[str, Any]] | None:
+        """An actor started ahead, waiting for one still coming up; None if none is."""
+        with self._lock:
+            while not self._started and self._pending > 0:
+                self._arrived.wait()
+            return self._started.pop(0) if self._started else None
 
     def _slot(self) -> _Slot:
         slot = getattr(self._local, "slot", None)
@@ -369,7 +439,14 @@ class RayWorkerFactory:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             slots, self._slots = self._slots, []
+            unused, self._started = self._started, []
+        for actor, _ in unused:  # started ahead, never taken by a slot
+            try:
+                self.ray.kill(actor)
+            except Exception as e:  # noqa: BLE001 - it is gone either way
+                log.debug("ray.kill: %s", e)
         for slot in slots:
             settings = slot.close()
             if settings:
@@ -405,6 +482,56 @@ class RayExecutor:
         self.worker_info: dict[str, Any] = {}
         self.nodes: set[str] = set()
         self.slots = 0
+        self._starting: threading.Thread | None = None
+        self._started: tuple[Any, int, WorkerConfig, RayWorkerFactory] | None = None
+        self._start_error: BaseException | None = None
+
+    def start(self) -> None:
+        """Connect to Ray, then start every slot's actor and warm worker factory in the
+        background while the harness builds the suite and scans the kernels: on
+        2 x H200 a traces run's Ray start (``ray.init``, actors importing torch,
+        templates) was most of its 17 s over local workers. :meth:`run` waits for it.
+
+        ``ray.init`` itself stays in the calling thread: a local Ray's processes are
+        started with a parent-death signal, which Linux sends when the *thread* that
+        started them exits (a Ray started from a short-lived thread died mid-run)."""
+        try:
+            self._started = self._prepare()
+        except BaseException as e:  # noqa: BLE001 - run() raises it in the caller
+            self._start_error = e
+            return
+        factory, slots = self._started[3], self._started[1]
+        factory.expect(slots)
+        self._starting = threading.Thread(
+            target=self._start_actors, args=(factory, slots), name="ray-start", daemon=True
+        )
+        self._starting.start()
+
+    def _start_actors(self, factory: RayWorkerFactory, slots: int) -> None:
+        try:
+            factory.start_actors(slots)
+        except BaseException as e:  # noqa: BLE001 - slots then make their own actors
+            log.warning("ray: starting the slot actors ahead failed (%s)", e)
+            factory.stop_expecting()
+
+    def _prepare(self) -> tuple[Any, int, WorkerConfig, RayWorkerFactory]:
+        """Ray, the slot count, the workers' config and the factory of slot actors."""
+        ray = self._connect()
+        slots = self._slots(ray)
+        config = replace(self.config, threads=_threads(slots))
+        kernel_dir = config.backend_path()
+        files = ray.put(pack_kernel_dir(kernel_dir)) if kernel_dir else None
+        factory = RayWorkerFactory(ray, config, files, cuda=self.req.device.startswith("cuda"))
+        return ray, slots, config, factory
+
+    def close(self) -> None:
+        """Release what :meth:`start` made when :meth:`run` is not called (nothing to run)."""
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+        if self._started is not None:
+            self._started[3].close()
+            self._started = None
 
     def _connect(self) -> Any:
         try:
@@ -439,13 +566,15 @@ class RayExecutor:
 
         from opbench.run.setup import devices_for
 
-        ray = self._connect()
-        self.slots = slots = self._slots(ray)
-        threads = _threads(slots)
-        config = replace(self.config, threads=threads)
-        kernel_dir = config.backend_path()
-        files = ray.put(pack_kernel_dir(kernel_dir)) if kernel_dir else None
-        factory = RayWorkerFactory(ray, config, files, cuda=self.req.device.startswith("cuda"))
+        if self._start_error is not None:
+            error, self._start_error = self._start_error, None
+            raise error
+        # the actors may still be coming up: slots wait for them (take_started) while
+        # the harness plans their first tests
+        started, self._started = self._started, None
+        _ray, slots, config, factory = started or self._prepare()
+        self.slots = slots
+        threads = config.threads
         executor = LocalExecutor(
             config,
             ExecutionOptions(

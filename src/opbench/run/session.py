@@ -251,7 +251,44 @@ def run_operators(
         if req.trace_split not in HALVES:
             raise RunError(f"--trace-split must be one of {', '.join(HALVES)}")
     out, store, done = open_run_dir(req)
+    judge_options = JudgeOptions(
+        rtol_scale=req.rtol_scale,
+        atol_scale=req.atol_scale,
+        allow_pytorch=req.allow_pytorch,
+        allow_threads="threads" in (req.allow_rules or []),
+    )
+    config = worker_config(req, judge_options)
+    from opbench.run.isolation import IsolationPlanner
 
+    planner = IsolationPlanner(config.backend, req.kernel_version, frozenset(req.allow_rules or []))
+    ray_executor = None
+    if req.executor == "ray":
+        from opbench.run.ray_executor import RayExecutor
+
+        ray_executor = RayExecutor(config, req, store, judge_options, planner)
+        ray_executor.start()  # Ray and its actors start while the suite is built
+    try:
+        return _run_operators(
+            req, progress, out, store, done, judge_options, config, planner, ray_executor
+        )
+    finally:
+        if ray_executor is not None:
+            ray_executor.close()  # what start made, if the run never used it
+
+
+def _run_operators(
+    req: RunRequest,
+    progress: Callable[[str, Any], None],
+    out: Path,
+    store: Any,
+    done: set[str],
+    judge_options: JudgeOptions,
+    config: Any,
+    planner: Any,
+    ray_executor: Any,
+) -> dict[str, Any]:
+    """:func:`run_operators` once the run directory, the workers' configuration and
+    (for ``--executor ray``) the starting Ray slots exist."""
     t_build = time.perf_counter()
     progress("phase", "building the suite")
     selection = select_cases(req, load_suite_cases(req, lambda line: progress("phase", line)))
@@ -266,16 +303,6 @@ def run_operators(
     todo = [c for c in cases if c.test_id not in done]
     progress("start", {"total": len(cases), "todo": len(todo), "done": len(cases) - len(todo)})
 
-    judge_options = JudgeOptions(
-        rtol_scale=req.rtol_scale,
-        atol_scale=req.atol_scale,
-        allow_pytorch=req.allow_pytorch,
-        allow_threads="threads" in (req.allow_rules or []),
-    )
-    config = worker_config(req, judge_options)
-    from opbench.run.isolation import IsolationPlanner
-
-    planner = IsolationPlanner(config.backend, req.kernel_version, frozenset(req.allow_rules or []))
     for unit in {planner.unit_of(c.op) for c in cases}:
         planner.scan(unit)  # every kernel the run selects, before any is imported
     t_run = time.perf_counter()
@@ -283,10 +310,8 @@ def run_operators(
     sandbox_level = None
     worker_info: dict[str, Any] = {}
     if todo:
-        if req.executor == "ray":
-            from opbench.run.ray_executor import RayExecutor
-
-            executor = RayExecutor(config, req, store, judge_options, planner)
+        if ray_executor is not None:
+            executor = ray_executor
         elif req.executor == "local":
             from opbench.run.executor import ExecutionOptions, LocalExecutor
 
