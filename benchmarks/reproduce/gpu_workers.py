@@ -15,8 +15,7 @@ Committed results: ``benchmarks/results/traces-h200x2.md``/``.json`` (2 x H200),
 ``traces-h200x2-compare.md``/``.json`` (``--no-timing-pass``) and
 ``traces-h100x1-compare-ray.md``/``.json`` (``--ray``, 1 x H100) and
 ``traces-h200x2-compare-ray.md``/``.json`` (2 x H200, 2026-11-27, every included op
-of the suite: ``--no-timing-pass --ray --budget 150``; the one-worker pass ran out of its
-150 s at 159 of 166 tests):
+of the suite: ``--no-timing-pass --skip-one --ray --budget 160``):
     python benchmarks/reproduce/gpu_workers.py --traces .gpu_data/traces [--no-timing-pass] [--ray]
 """
 
