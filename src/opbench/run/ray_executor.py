@@ -6,8 +6,8 @@ chunks of one isolation unit, plan each test's trials and compute its expectatio
 (:func:`opbench.judge.expectations.plan_trials`, one test ahead), send the test, and
 judge what comes back with :func:`~opbench.run.executor.judge_outcome` against those
 same expectations, then store it. What differs is only where the worker process lives:
-each slot owns one long-lived Ray actor (:class:`NodeWorkers`, one GPU or one CPU of a
-node) that keeps an ordinary :class:`~opbench.run.pool.WorkerFactory` warm (its fork
+each slot owns one long-lived Ray actor (:class:`~opbench.run.ray_node.NodeWorkers`,
+one GPU or one CPU of a node) that keeps an ordinary :class:`~opbench.run.pool.WorkerFactory` warm (its fork
 server template and spares) for the whole run, and the slot talks to the actor's
 worker through :class:`RemoteWorker`, which has the interface of a
 :class:`~opbench.run.pool.WorkerProcess`. So isolation, the sandbox, timeouts, the
@@ -43,24 +43,20 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any
 
 from opbench.run.executor import ExecutionOptions, LocalExecutor, with_hidden_run_dir
 from opbench.run.isolation import IsolationPlanner
 from opbench.run.pool import Outcome, WorkerConfig, WorkerStartError
+from opbench.run.ray_node import NodeWorkers, pack_kernel_dir
 from opbench.run.store import ResultStore, TestResult
 from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
 
-#: Largest kernel directory shipped to the nodes (bytes); bigger ones must be on every node.
-MAX_SHIPPED_BYTES = 64 << 20
 #: Seconds a slot waits for Ray to place and start its actor (a node may have to join).
 ACTOR_START_S = float(os.environ.get("OPBENCH_RAY_ACTOR_START_S", "180"))
 #: Seconds beyond a call's own limit (the test timeout, a worker's start) before the
@@ -70,141 +66,6 @@ CALL_MARGIN_S = 60.0
 
 class NodeLostError(RuntimeError):
     """A slot's Ray actor (or its node) died or stopped answering: not the kernel's fault."""
-
-
-def pack_kernel_dir(path: str | Path) -> dict[str, bytes]:
-    """The files of a kernel directory (no caches), to recreate it on another node."""
-    root = Path(path)
-    files: dict[str, bytes] = {}
-    total = 0
-    for p in sorted(root.rglob("*")):
-        if not p.is_file() or "__pycache__" in p.parts or p.suffix == ".pyc":
-            continue
-        data = p.read_bytes()
-        total += len(data)
-        if total > MAX_SHIPPED_BYTES:
-            raise RuntimeError(
-                f"kernel directory {root} is over {MAX_SHIPPED_BYTES >> 20} MB; "
-                "put it on every node at the same path instead"
-            )
-        files[str(p.relative_to(root))] = data
-    return files
-
-
-def unpack_kernel_dir(files: dict[str, bytes], dest: Path) -> Path:
-    for rel, data in files.items():
-        target = (dest / rel).resolve()
-        if not str(target).startswith(str(dest.resolve()) + os.sep):
-            raise ValueError(f"refusing to write {rel!r} outside {dest}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    return dest
-
-
-def _outcome_plain(o: Outcome) -> dict[str, Any]:
-    return {"kind": o.kind, "message": o.message, "detail": o.detail, "stderr_tail": o.stderr_tail}
-
-
-class NodeWorkers:
-    """The body of one slot's Ray actor: a warm worker factory on its node.
-
-    Holds a :class:`~opbench.run.pool.WorkerFactory` (fork server template, spares) for
-    the whole run and the workers it handed out, by name; relays loads and tests to them
-    and returns their answers as plain data. Runs no judge code and imports no
-    candidate code. Start errors come back as ``{"start_error": ...}``.
-    """
-
-    def __init__(self, config: dict[str, Any], kernel_files: dict[str, bytes] | None) -> None:
-        from opbench.run.pool import WorkerFactory
-
-        cfg = WorkerConfig(**config)
-        # Ray gives this actor one GPU through CUDA_VISIBLE_DEVICES: it is cuda:0 here
-        self.device = "cuda:0" if cfg.device.startswith("cuda") else "cpu"
-        self.scratch = Path(tempfile.mkdtemp(prefix="opbench-ray-"))
-        if kernel_files is not None:
-            cfg.backend = str(unpack_kernel_dir(kernel_files, self.scratch / "kernels"))
-        self.factory = WorkerFactory(cfg, self.scratch / "logs", spares=True)
-        self.workers: dict[str, Any] = {}
-
-    def warm(self) -> None:
-        """Start this node's fork server template and a spare now, while the harness
-        still builds and plans (a worker is started and killed for it: the factory
-        starts its spare on the way). A failure here is the first ``get``'s to report."""
-        try:
-            self.factory.get(self.device).kill()
-        except Exception as e:  # noqa: BLE001 - an optimisation
-            log.debug("warming a slot actor: %s", e)
-
-    def ready(self) -> dict[str, Any]:
-        import ray
-
-        return {
-            "node": os.uname().nodename,
-            # two Ray nodes may share a host (the one-host rehearsal): Ray's id tells them apart
-            "ray_node": ray.get_runtime_context().get_node_id(),
-            "pid": os.getpid(),
-            "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        }
-
-    def get(self, unit: tuple[str, ...] | None) -> dict[str, Any]:
-        try:
-            w = self.factory.get(self.device, unit)
-        except WorkerStartError as e:
-            return {"start_error": str(e)}
-        self.workers[w.name] = w
-        return {
-            "name": w.name,
-            "sandbox_level": w.sandbox_level,
-            "preload_unit": w.preload_unit,
-            "preload_result": w.preload_result,
-            "unit": w.unit,
-            "loaded_info": w.loaded_info,
-        }
-
-    def load(self, name: str, unit: tuple[str, ...] | None) -> dict[str, Any]:
-        try:
-            return self.workers[name].load(unit)
-        except WorkerStartError as e:
-            return {"start_error": str(e)}
-        finally:
-            self._forget_dead(name)
-
-    def run_case(
-        self, name: str, case: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        try:
-            return _outcome_plain(self.workers[name].run_case(case, timeout_s, plan))
-        finally:
-            self._forget_dead(name)
-
-    def _forget_dead(self, name: str) -> None:
-        """A worker that crashed, hung or failed to load is gone (the harness drops it)."""
-        w = self.workers.get(name)
-        if w is not None and not w.alive():
-            self.workers.pop(name, None)
-
-    def alive(self, name: str) -> bool:
-        w = self.workers.get(name)
-        return w is not None and w.alive()
-
-    def end(self, name: str, how: str) -> None:
-        """``retire``, ``stop`` or ``kill`` a worker, and forget it."""
-        w = self.workers.pop(name, None)
-        if w is not None:
-            getattr(w, how)()
-
-    def preload(self, unit: tuple[str, ...]) -> None:
-        self.factory.preload(self.device, unit)
-
-    def close(self) -> dict[str, Any] | None:
-        """Stop every worker and the factory; the backend settings its workers read."""
-        for w in list(self.workers.values()):
-            w.kill()
-        self.workers.clear()
-        self.factory.close()
-        settings = self.factory.backend_settings()
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        return settings
 
 
 class RemoteWorker:
