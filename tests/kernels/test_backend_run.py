@@ -60,9 +60,9 @@ def test_static_scan_finds_nothing_in_the_reference_backend() -> None:
 @pytest.mark.skipif(
     os.environ.get("OPBENCH_KERNEL_DEVICE", "cpu") != "cpu",
     reason="the CPU interpreter's route, which CI runs (Triton 3.9); the GPU run is for "
-    "compiled kernels, and on the GPU machine's Triton 3.6 the interpreter fails every "
-    "model with InterpreterError: TypeError('only 0-dimensional arrays can be converted "
-    "to Python scalars') (2026-11-27, not yet traced)",
+    "compiled kernels, and the GPU machine's Triton 3.6 interpreter cannot run a loop over "
+    "a runtime count with NumPy >= 2.4 (its tensors' __index__ is int() of a 1-element "
+    "array, which NumPy 2.4 refuses; Triton 3.9 squeezes it first): docs/triton-backend.md",
 )
 def test_four_models_train_on_the_triton_backend_on_cpu(tmp_path: Path) -> None:
     """BERT, GPT-2, a ResNet and a Transformer encoder: forward, loss, backward and an SGD
