@@ -142,3 +142,27 @@ def test_a_slot_waits_for_an_actor_still_starting(local_ray, tmp_path):
     starter.join()
     factory.close()
     ray.kill(actor)
+
+
+def test_closing_while_an_actor_is_still_starting_waits_for_nothing(local_ray, tmp_path):
+    """A run that ends (or is interrupted) while its actors still come up neither waits
+    for them nor keeps them: a waiting slot is released at once, and the actor is killed
+    when it arrives."""
+    import threading
+    import time
+
+    from opbench.run.pool import WorkerConfig
+    from opbench.run.ray_executor import RayWorkerFactory
+
+    factory = RayWorkerFactory(ray, WorkerConfig(backend="aten", device="cpu"), None, cuda=False)
+    factory.expect(1)
+    starter = threading.Thread(target=factory.start_actors, args=(1,))
+    starter.start()
+    t0 = time.perf_counter()
+    factory.close()
+    assert factory.take_started() is None
+    assert time.perf_counter() - t0 < 5
+    starter.join(timeout=120)
+    assert not starter.is_alive()
+    time.sleep(1)  # ray.kill is asynchronous
+    assert _alive_slot_actors() == 0

@@ -137,6 +137,8 @@ class _Slot:
         if started is not None:  # made while the harness built the suite
             self.actor, self.info = started
             return
+        if self.factory.closed:
+            raise WorkerStartError("the run is ending: no new Ray actor")
         ray = self.factory.ray
         actor = self.factory.actor_class.remote(self.factory.config_plain, self.factory.files)
         try:
@@ -260,6 +262,11 @@ class RayWorkerFactory:
             else:
                 self.note_actor(info)
 
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
     def take_started(self) -> tuple[Any, dict[str, Any]] | None:
         """An actor started ahead, waiting for one still coming up; None if none is."""
         with self._lock:
@@ -301,6 +308,8 @@ class RayWorkerFactory:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._pending = 0  # a slot waiting for an actor stops waiting
+            self._arrived.notify_all()
             slots, self._slots = self._slots, []
             unused, self._started = self._started, []
         for actor, _ in unused:  # started ahead, never taken by a slot
@@ -386,10 +395,11 @@ class RayExecutor:
         return ray, slots, config, factory
 
     def close(self) -> None:
-        """Release what :meth:`start` made when :meth:`run` is not called (nothing to run)."""
-        if self._starting is not None:
-            self._starting.join()
-            self._starting = None
+        """Release what :meth:`start` made when :meth:`run` is not called (nothing to run,
+        or the build failed or was interrupted). Does not wait for actors still coming up
+        (a Ctrl-C must not wait for them): the factory, once closed, kills each as it
+        arrives."""
+        self._starting = None
         if self._started is not None:
             self._started[3].close()
             self._started = None
@@ -432,6 +442,7 @@ class RayExecutor:
             raise error
         # the actors may still be coming up: slots wait for them (take_started) while
         # the harness plans their first tests
+        self._starting = None
         started, self._started = self._started, None
         _ray, slots, config, factory = started or self._prepare()
         self.slots = slots
