@@ -25,7 +25,12 @@ time against the untuned default and against eager.
 1 GFLOP or more): eager, the configuration the kernel picks now, and
 :func:`shape_candidates` (Hopper tiles, split-K where tiles leave SMs idle), compiling in
 ``--jobs`` processes first; ``--write`` puts each product's fastest into
-``matmul_configs.SHAPES``, which the kernel reads before the buckets.
+``matmul_configs.SHAPES``, which the kernel reads before the buckets. Products come from
+the tuning half of the traces only (:mod:`opbench.suites.trace_split`); the report then
+times the held-out half's judged products with what the kernel serves them after this
+tuning (:func:`heldout_products`) and puts them beside the tuning half, so a pick that
+only fits its own rows shows the day it is made. The bucket tuning below does not report
+the held-out half yet.
 
 Usage (on the GPU machine, after ``source benchmarks/common/gpu_env.sh``; traces in
 ``.gpu_data/traces``):
@@ -252,21 +257,25 @@ def shape_candidates(batch: int, M: int, N: int, K: int, sms: int = 132) -> list
     return out
 
 
-def judged_products(traces: str, min_gflop: float, limit: int) -> list[dict[str, Any]]:
+def judged_products(
+    traces: str, min_gflop: float, limit: int, split: str = "tuning"
+) -> list[dict[str, Any]]:
     """The matmul-family cases the judge times (each op's ``limit`` most used traced
     cases, as ``host_profile.traced_cases`` and the traces suite pick them) of at least
     ``min_gflop``, with their product's sizes; with them the judged pointwise
     convolutions' products (a forward, a backward's input gradient), which run on the
     same kernel and were left to buckets tuned on other shapes ([32, 1024, 14, 14] to 512
-    channels: bucket 2:2:2:3's 16x64 tiles, 0.18x eager on the H100)."""
+    channels: bucket 2:2:2:3's 16x64 tiles, 0.18x eager on the H100). ``split``: the half
+    of the traces (:mod:`opbench.suites.trace_split`): ``tuning`` picks configurations,
+    ``heldout`` only ever reports how they do."""
     sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
     from host_profile import traced_cases
 
     from opbench.spec.args import parse_args
 
     rows = []
-    tuning = traced_cases(traces, ",".join(OPS + CONV_OPS), limit, "cuda", split="tuning")
-    for op, cases in sorted(tuning.items()):
+    half = traced_cases(traces, ",".join(OPS + CONV_OPS), limit, "cuda", split=split)
+    for op, cases in sorted(half.items()):
         for c in cases:
             dims = product_dims(op, parse_args(c.args).args)
             if dims is None:  # not a pointwise convolution: not on the matmul kernel
@@ -353,7 +362,82 @@ def tune_shapes(args: argparse.Namespace) -> None:
         print(f"[{time.monotonic() - started:5.0f}s] {r['op']} b{r['batch']} {r['M']}x{r['N']}x"
               f"{r['K']}: eager {times['eager']:.4f} current {list(current)} {ms(current):.4f} "
               f"best {list(best)} {ms(best):.4f}", flush=True)  # fmt: skip
-    shape_report(args, results)
+    chosen = shape_report(args, results)
+    heldout = heldout_products(args, chosen)
+    print(json.dumps({"heldout": heldout["summary"]}), flush=True)
+    if args.out:  # the held-out half beside the tuning half, in the same files
+        out = Path(args.out)
+        data = json.loads(out.with_suffix(".json").read_text())
+        data["heldout"] = heldout
+        out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+        with out.with_suffix(".md").open("a") as f:
+            f.write("\n".join(heldout_lines(heldout)) + "\n")
+
+
+def served_config(
+    itemsize: int,
+    batch: int,
+    M: int,
+    N: int,
+    K: int,
+    chosen: dict[tuple[int, ...], tuple[int, ...]],
+) -> tuple[int, ...]:
+    """The configuration the kernel serves a product with once ``chosen`` is written:
+    the pick for that very product where it was tuned, else what it picks now (the
+    bucket tables and the heuristics: what a shape it was never tuned on gets)."""
+    from opbench.kernels._lib import matmul
+
+    key = (itemsize, batch, M, N, K)
+    return tuple(chosen.get(key) or matmul.config_for(itemsize, M, N, K, batch))  # fmt: skip
+
+
+def heldout_products(
+    args: argparse.Namespace, chosen: dict[tuple[int, ...], tuple[int, ...]]
+) -> dict[str, Any]:
+    """Eager and the served configuration (:func:`served_config`) timed on the judged
+    products of the held-out half: the tuning's effect on rows it never saw, so that
+    overfitting shows in the report of the run that causes it (issue #36). Nothing here
+    is picked."""
+    rows = judged_products(args.traces, args.min_gflop, args.limit, split="heldout")
+    tasks = []
+    for r in rows:
+        r["served"] = list(served_config(r["itemsize"], r["batch"], r["M"], r["N"], r["K"],
+                                         chosen))  # fmt: skip
+        r["tuned_here"] = (r["itemsize"], r["batch"], r["M"], r["N"], r["K"]) in chosen
+        tasks.append((r["op"], r["args"], tuple(r["served"])))
+    warm(tasks, args.jobs)
+    for r in rows:
+        times = measure_shape(r, [tuple(r["served"])])
+        r["eager_ms"], r["served_ms"] = times["eager"], times[json.dumps(r["served"])]
+    ok = [r for r in rows if math.isfinite(r["served_ms"])]
+    return {
+        "summary": {
+            "products": len(rows),
+            "served_vs_eager": _geo([r["eager_ms"] / r["served_ms"] for r in ok]),
+            "tuned_products_among_them": sum(r["tuned_here"] for r in rows),
+            "failed_or_wrong": len(rows) - len(ok),
+        },
+        "products": rows,
+    }
+
+
+def heldout_lines(heldout: dict[str, Any]) -> list[str]:
+    """The held-out section of the ``--shapes`` report."""
+    lines = [
+        "", "## The held-out half (never timed for a pick)", "",
+        f"Summary: `{json.dumps(heldout['summary'])}`; `served`: the configuration the kernel "
+        "serves the product with after this tuning (the pick where this very product was "
+        "tuned, else its current choice).", "",
+        "| op | batch x M x N x K | GFLOP | eager ms | served | ms | vs eager | tuned here |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]  # fmt: skip
+    for r in heldout["products"]:
+        lines.append(
+            f"| {r['op']} | {r['batch']}x{r['M']}x{r['N']}x{r['K']} | {r['gflop']:.2f} | "
+            f"{r['eager_ms']:.4f} | {r['served']} | {r['served_ms']:.4f} | "
+            f"{r['eager_ms'] / r['served_ms']:.3f} | {'yes' if r['tuned_here'] else 'no'} |"
+        )  # fmt: skip
+    return lines
 
 
 def measure_shape(row: dict[str, Any], cands: list[tuple[int, ...]]) -> dict[str, float]:
@@ -385,10 +469,13 @@ def _geo(xs: list[float]) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def shape_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
+def shape_report(
+    args: argparse.Namespace, results: list[dict[str, Any]]
+) -> dict[tuple[int, ...], tuple[int, ...]]:
     """The ``--shapes`` table (``--out``.json/.md), the chosen configuration per product
     (the lowest geomean over the cases of one (itemsize, batch, M, N, K), which may
-    differ in layout) and, with ``--write``, those in ``matmul_configs.SHAPES``."""
+    differ in layout) and, with ``--write``, those in ``matmul_configs.SHAPES``; returns
+    the chosen ones."""
     from opbench.run.machine import environment
 
     env = environment("cuda")
@@ -441,6 +528,7 @@ def shape_report(args: argparse.Namespace, results: list[dict[str, Any]]) -> Non
         shapes = {**read_configs(CONFIGS_PY)["SHAPES"], **chosen}
         write_configs(CONFIGS_PY, shapes=shapes, shapes_on=f"{env.get('gpu')}, torch "
                       f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
+    return chosen
 
 
 def _bench(fn: Any) -> float:

@@ -201,3 +201,41 @@ def test_shape_candidates_split_only_products_that_leave_sms_idle() -> None:
     assert tm._compile_key({"op": "mm", "args": "((T([768, 8192], f16, stride=(1, 768)),))"},
                            (1, 2, 3, 4, 5, 6, 2)) == (
         "mm", "((T([#, #], f16, stride=(1, #)),))", (1, 2, 3, 4, 5, 6), True)  # fmt: skip
+
+
+def test_the_shape_tuner_reports_the_held_out_half_with_what_it_serves(monkeypatch) -> None:
+    """``--shapes`` picks on the tuning half only and times the held-out half's products
+    with the configuration the kernel serves them after the tuning: the pick where that
+    very product was tuned, the kernel's own choice elsewhere; never one picked on them."""
+    tm = _script()
+    calls = []
+
+    def fake_products(traces, min_gflop, limit, split="tuning"):
+        calls.append(split)
+        return [
+            {"op": "mm.default", "args": "x", "itemsize": 2, "batch": 1, "M": 64, "N": 64,
+             "K": 64, "gflop": 1.0},
+            {"op": "mm.default", "args": "y", "itemsize": 2, "batch": 1, "M": 96, "N": 32,
+             "K": 64, "gflop": 1.0},
+        ]  # fmt: skip
+
+    timed = []
+
+    def fake_measure(row, cands):
+        timed.append((row["args"], cands))
+        return {"eager": 1.0, json.dumps(list(cands[0])): 2.0}
+
+    monkeypatch.setattr(tm, "judged_products", fake_products)
+    monkeypatch.setattr(tm, "measure_shape", fake_measure)
+    monkeypatch.setattr(tm, "warm", lambda tasks, jobs: None)
+    picked_here = (128, 64, 32, 4, 4, 1)
+    chosen = {(2, 1, 64, 64, 64): picked_here}
+    args = tm.argparse.Namespace(traces="t", min_gflop=1.0, limit=8, jobs=1)
+    out = tm.heldout_products(args, chosen)
+    assert calls == ["heldout"]
+    assert timed[0] == ("x", [picked_here])  # tuned on this very product: the pick
+    default = tuple(matmul.config_for(2, 96, 32, 64, 1))
+    assert timed[1] == ("y", [default])  # never tuned: what the kernel picks itself
+    assert out["summary"]["products"] == 2 and out["summary"]["tuned_products_among_them"] == 1
+    assert out["summary"]["served_vs_eager"] == pytest.approx(0.5)
+    assert any("held-out" in line for line in tm.heldout_lines(out))
