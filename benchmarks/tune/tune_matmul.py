@@ -29,8 +29,8 @@ time against the untuned default and against eager.
 the tuning half of the traces only (:mod:`opbench.suites.trace_split`); the report then
 times the held-out half's judged products with what the kernel serves them after this
 tuning (:func:`heldout_products`) and puts them beside the tuning half, so a pick that
-only fits its own rows shows the day it is made. The bucket tuning below does not report
-the held-out half yet.
+only fits its own rows shows the day it is made. The bucket tuning's ``--report`` does the
+same for the buckets it covers (``--heldout-per-bucket`` shapes each, 2 by default).
 
 Usage (on the GPU machine, after ``source benchmarks/common/gpu_env.sh``; traces in
 ``.gpu_data/traces``):
@@ -97,9 +97,10 @@ def fits(cfg: tuple[int, ...], M: int, N: int, K: int) -> bool:
     return bm <= max(16, _p2(M)) and bn <= max(16, _p2(N)) and bk <= max(16, _p2(K))
 
 
-def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
+def shapes_from_traces(traces: str, heldout: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Bucket -> distinct traced calls (op, args text, weight, M, N, K), most used first,
-    leaving out the traces' held-out rows (:mod:`opbench.suites.trace_split`).
+    leaving out the traces' held-out rows (:mod:`opbench.suites.trace_split`); with
+    ``heldout``, only those (to report on, never to pick with).
 
     Besides the matmul family, the traced pointwise convolutions (1x1, stride 1, no
     padding, one group), which the backend runs as per-image matrix products
@@ -107,12 +108,13 @@ def shapes_from_traces(traces: str) -> dict[str, list[dict[str, Any]]]:
     backward's input gradient as ``W^T @ grad_output[n]``."""
     from opbench.kernels._lib import matmul
     from opbench.spec.args import parse_args
-    from opbench.suites.trace_split import without_heldout
+    from opbench.suites.trace_split import select, without_heldout
     from opbench.suites.traces import load_traces
 
     # never the held-out half (opbench.suites.trace_split): results are reported on it
     weights: dict[tuple[str, str], int] = defaultdict(int)
-    for e in without_heldout(load_traces(traces)):
+    entries = load_traces(traces)
+    for e in select(entries, "heldout") if heldout else without_heldout(entries):
         if e.op in OPS or e.op in CONV_OPS:
             weights[(e.op, e.args)] += max(e.count, 1)
     buckets: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -364,14 +366,20 @@ def tune_shapes(args: argparse.Namespace) -> None:
               f"best {list(best)} {ms(best):.4f}", flush=True)  # fmt: skip
     chosen = shape_report(args, results)
     heldout = heldout_products(args, chosen)
+    add_heldout(args.out, heldout, heldout_lines(heldout))
+
+
+def add_heldout(out: str | None, heldout: dict[str, Any], lines: list[str]) -> None:
+    """Print the held-out summary and put the held-out half beside the tuning half in the
+    report's ``OUT.json`` (key ``heldout``) and ``OUT.md`` (a section after the table)."""
     print(json.dumps({"heldout": heldout["summary"]}), flush=True)
-    if args.out:  # the held-out half beside the tuning half, in the same files
-        out = Path(args.out)
-        data = json.loads(out.with_suffix(".json").read_text())
+    if out:
+        path = Path(out)
+        data = json.loads(path.with_suffix(".json").read_text())
         data["heldout"] = heldout
-        out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
-        with out.with_suffix(".md").open("a") as f:
-            f.write("\n".join(heldout_lines(heldout)) + "\n")
+        path.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+        with path.with_suffix(".md").open("a") as f:
+            f.write("\n".join(lines) + "\n")
 
 
 def served_config(
@@ -706,6 +714,57 @@ def report(args: argparse.Namespace) -> None:
         write_configs(CONFIGS_PY, tuned=tuned, tuned_on=f"{env.get('gpu')}, torch "
                       f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
     print(json.dumps(summary))
+    if args.heldout_per_bucket > 0:
+        heldout = heldout_buckets(args, [t["bucket"] for t in table], tuned)
+        add_heldout(args.out, heldout, heldout_bucket_lines(heldout))
+
+
+def heldout_buckets(
+    args: argparse.Namespace, buckets: list[str], tuned: dict[str, tuple[int, ...]]
+) -> dict[str, Any]:
+    """The held-out half's most used shapes (``--heldout-per-bucket`` a bucket) of the
+    buckets the report covers, timed with eager, the untuned default and the bucket's
+    pick: what the tuning does on shapes it never saw (issue #36). Nothing is picked."""
+    from opbench.kernels._lib import matmul
+
+    held = shapes_from_traces(args.traces, heldout=True)
+    rows = []
+    for key in buckets:
+        for r in held.get(key, [])[: args.heldout_per_bucket]:
+            itemsize = int(key.split(":")[0])
+            default = tuple(matmul._default(itemsize, r["M"], r["N"]))
+            pick = tuned.get(key, default)
+            times = measure_shape(r, [default] if pick == default else [default, pick])
+            rows.append({**r, "bucket": key, "pick": list(pick), "eager_ms": times["eager"],
+                         "default_ms": times[json.dumps(list(default))],
+                         "pick_ms": times[json.dumps(list(pick))]})  # fmt: skip
+    ok = [r for r in rows if math.isfinite(r["pick_ms"]) and math.isfinite(r["default_ms"])]
+    return {
+        "summary": {
+            "shapes": len(rows),
+            "pick_vs_eager": _geo([r["eager_ms"] / r["pick_ms"] for r in ok]),
+            "default_vs_eager": _geo([r["eager_ms"] / r["default_ms"] for r in ok]),
+            "failed_or_wrong": len(rows) - len(ok),
+        },
+        "shapes": rows,
+    }
+
+
+def heldout_bucket_lines(heldout: dict[str, Any]) -> list[str]:
+    """The held-out section of the bucket report."""
+    lines = [
+        "", "## The held-out half (never timed for a pick)", "",
+        f"Summary: `{json.dumps(heldout['summary'])}`", "",
+        "| bucket | shape | eager ms | default ms | pick | ms | pick vs eager |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]  # fmt: skip
+    for r in heldout["shapes"]:
+        lines.append(
+            f"| {r['bucket']} | {r['op']} {r['M']}x{r['N']}x{r['K']} | {r['eager_ms']:.4f} | "
+            f"{r['default_ms']:.4f} | {r['pick']} | {r['pick_ms']:.4f} | "
+            f"{r['eager_ms'] / r['pick_ms']:.3f} |"
+        )  # fmt: skip
+    return lines
 
 
 CONFIGS_TEMPLATE = '''"""Matmul configurations per shape bucket, tuned ahead of time on the GPU.
@@ -783,6 +842,8 @@ def main() -> None:
         "--write", action="store_true", help="with --report or --shapes: rewrite matmul_configs.py"
     )
     ap.add_argument("--out", default=None, help="with --report or --shapes: OUT.json, OUT.md")
+    ap.add_argument("--heldout-per-bucket", type=int, default=2,
+                    help="with --report: held-out shapes timed per bucket (0: none)")  # fmt: skip
     args = ap.parse_args()
     if args.shapes:
         tune_shapes(args)

@@ -137,7 +137,9 @@ def test_report_chooses_the_weighted_fastest_and_writes_the_table(tmp_path, monk
     monkeypatch.setattr(tm, "CONFIGS_PY", configs)
     monkeypatch.setattr("sys.argv", ["tune_matmul.py", "--report"])
     out = tmp_path / "res"
-    args = tm.argparse.Namespace(journal=str(journal), write=True, out=str(out))
+    args = tm.argparse.Namespace(
+        journal=str(journal), write=True, out=str(out), heldout_per_bucket=0
+    )
     tm.report(args)
     data = json.loads(out.with_suffix(".json").read_text())
     (row,) = data["buckets"]
@@ -239,3 +241,49 @@ def test_the_shape_tuner_reports_the_held_out_half_with_what_it_serves(monkeypat
     assert out["summary"]["products"] == 2 and out["summary"]["tuned_products_among_them"] == 1
     assert out["summary"]["served_vs_eager"] == pytest.approx(0.5)
     assert any("held-out" in line for line in tm.heldout_lines(out))
+
+
+def test_the_bucket_report_times_held_out_shapes_with_the_pick_and_the_default(
+    monkeypatch,
+) -> None:
+    """The bucket tuning's report times the held-out half's shapes of each bucket it
+    covers with eager, the untuned default and the bucket's pick (the default where the
+    default won), reading only the held-out half for them."""
+    tm = _script()
+    asked = []
+
+    def fake_shapes(traces, heldout=False):
+        asked.append(heldout)
+        row = lambda m: {"op": "mm.default", "args": f"a{m}", "weight": 1, "M": m, "N": 64,  # noqa: E731
+                         "K": 64, "batch": 1}  # fmt: skip
+        return {"2:tuned": [row(64), row(80), row(96)], "2:plain": [row(32)]}
+
+    def fake_measure(row, cands):
+        return {"eager": 1.0, **{json.dumps(list(c)): 0.5 + 0.25 * i for i, c in enumerate(cands)}}
+
+    monkeypatch.setattr(tm, "shapes_from_traces", fake_shapes)
+    monkeypatch.setattr(tm, "measure_shape", fake_measure)
+    pick = (128, 64, 32, 4, 4, 1)
+    args = tm.argparse.Namespace(traces="t", heldout_per_bucket=2)
+    out = tm.heldout_buckets(args, ["2:tuned", "2:plain"], {"2:tuned": pick})
+    assert asked == [True]
+    rows = out["shapes"]
+    assert [r["args"] for r in rows] == ["a64", "a80", "a32"]  # two a bucket at most
+    assert [tuple(r["pick"]) for r in rows[:2]] == [pick, pick]
+    assert tuple(rows[2]["pick"]) == tuple(matmul._default(2, 32, 64))
+    assert rows[0]["default_ms"] == 0.5 and rows[0]["pick_ms"] == 0.75
+    assert out["summary"]["shapes"] == 3
+    assert any("held-out" in line for line in tm.heldout_bucket_lines(out))
+
+
+def test_the_held_out_half_lands_beside_the_tuning_half_in_the_report(tmp_path) -> None:
+    tm = _script()
+    out = tmp_path / "report"
+    out.with_suffix(".json").write_text(json.dumps({"summary": {"buckets": 1}}))
+    out.with_suffix(".md").write_text("# table\n")
+    heldout = {"summary": {"shapes": 0}, "shapes": []}
+    tm.add_heldout(str(out), heldout, tm.heldout_bucket_lines(heldout))
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data == {"summary": {"buckets": 1}, "heldout": heldout}
+    md = out.with_suffix(".md").read_text()
+    assert md.startswith("# table\n") and "## The held-out half" in md
