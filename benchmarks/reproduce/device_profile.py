@@ -14,6 +14,13 @@ the GPU ahead of the host, so use its timing. With ``--kernels`` each op's first
 each side launched with their device time (``torch.profiler``), so a slow multi-kernel
 op shows which of its launches is slow.
 
+A sweep (``--set``) picks on the tuning half of the traces (:mod:`opbench.suites.trace_split`)
+and reads the held-out half beside it: ``--split both`` (the default) times each op's
+``--limit-per-op`` cases of each half and gives each half its geomean, so a constant that
+only helps the rows it was chosen on shows at once (issue #36); ``--split tuning`` or
+``heldout`` times one half, ``all`` the traces unsplit (as the committed results of
+2026-11-25/26 were measured).
+
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/reproduce/device_profile.py --traces .gpu_data/traces --out dev.json \
         [--ops native_batch_norm,_softmax] [--kernels]
@@ -107,12 +114,20 @@ def main() -> int:
         help="override a kernel module's constant before any plan is made, e.g. "
         "batch_norm_planes.BNP_TILE=2048 (a sweep without editing the source)",
     )
+    ap.add_argument("--split", choices=["both", "tuning", "heldout", "all"], default="both",
+                    help="which half of the traces (both: each, reported apart)")  # fmt: skip
     opt = ap.parse_args()
     overrides = apply_overrides(opt.set)
     rows: list[dict[str, Any]] = []
     started = time.time()
-    for op, i, case, ref, cand in served_cases(opt.traces, opt.ops, opt.limit_per_op, "cuda"):
-        row: dict[str, Any] = {"op": op, "args": case.args[:200]}
+    halves = {"both": ["tuning", "heldout"], "all": [None]}.get(opt.split, [opt.split])
+    cases = [
+        (half, *served)
+        for half in halves
+        for served in served_cases(opt.traces, opt.ops, opt.limit_per_op, "cuda", half)
+    ]
+    for half, op, i, case, ref, cand in cases:
+        row: dict[str, Any] = {"op": op, "half": half or "all", "args": case.args[:200]}
         try:
             row.update(timed(ref, cand, case, opt.budget_ms))
             if opt.kernels and i == 0:
@@ -131,24 +146,32 @@ def main() -> int:
         for side in ("eager_kernels", "ours_kernels"):
             for name, us in row.get(side, []):
                 print(f"    {side[:5]:5s} {us:8.2f} us  {name}")
-    by_op: dict[str, list[float]] = {}
-    for r in rows:
-        if "ratio" in r:
-            by_op.setdefault(r["op"], []).append(r["ratio"])
-    op_means = {op: _geomean(v) for op, v in by_op.items()}
+    per_half = {half: _op_geomeans([r for r in rows if r["half"] == half])
+                for half in sorted({r["half"] for r in rows})}  # fmt: skip
     result = {
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name(),
         "protocol": f"instrument.timing.time_pair, device phase budget {opt.budget_ms} ms a case",
         "overrides": overrides,
-        "geomean_of_ops": _geomean([v for v in op_means.values() if v]),
-        "per_op": op_means,
+        "split": opt.split,
+        "geomean_of_ops": {h: _geomean([v for v in m.values() if v]) for h, m in per_half.items()},
+        "per_op": per_half,
         "seconds": round(time.time() - started, 1),
         "rows": rows,
     }
     Path(opt.out).write_text(json.dumps(result, indent=1))
-    print(f"geomean over ops of eager/ours device ratio: {result['geomean_of_ops']}")
+    for half, g in result["geomean_of_ops"].items():
+        print(f"geomean over ops of eager/ours device ratio, {half} rows: {g}")
     return 0
+
+
+def _op_geomeans(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Each op's geomean of eager/ours device ratios over its timed rows."""
+    by_op: dict[str, list[float]] = {}
+    for r in rows:
+        if "ratio" in r:
+            by_op.setdefault(r["op"], []).append(r["ratio"])
+    return {op: _geomean(v) for op, v in by_op.items()}
 
 
 if __name__ == "__main__":

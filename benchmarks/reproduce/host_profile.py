@@ -81,12 +81,13 @@ def traced_cases(
 
 
 def served_cases(
-    traces: str, ops_csv: str, limit: int, device: str
+    traces: str, ops_csv: str, limit: int, device: str, split: str | None = None
 ) -> Iterator[tuple[str, int, Any, Any, Any]]:
     """(op, index among its cases, case, eager's OpOverload, our kernel function) for
-    each of :func:`traced_cases`' cases of an op the reference backend serves."""
+    each of :func:`traced_cases`' cases (of one half of the traces with ``split``) of an
+    op the reference backend serves."""
     backend = DirectoryBackend(REPO / "src" / "opbench" / "kernels", device)
-    for op, op_cases in sorted(traced_cases(traces, ops_csv, limit, device).items()):
+    for op, op_cases in sorted(traced_cases(traces, ops_csv, limit, device, split).items()):
         cand = backend.kernel_for(op)
         if cand is None:
             continue
