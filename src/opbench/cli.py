@@ -11,6 +11,7 @@ tests (``judge_error``). Bad input gets one clear line, no traceback unless ``--
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import typer
@@ -60,7 +61,16 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         console.print("interrupted; finished results are in the run directory (use --resume)")
-        sys.exit(130)
+        # Leave without the interpreter's teardown: a harness thread may still be inside a
+        # torch call (planning a test's references) when Ctrl-C ends the main thread, and
+        # tearing the runtime down under it aborted the process now and then ("terminate
+        # called without an active exception", exit -6 instead of 130; seen in CI). Every
+        # finished result is already committed to the run's store; workers, templates and
+        # a local Ray are stopped by the executor or die with this process.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(130)
 
 
 if __name__ == "__main__":
