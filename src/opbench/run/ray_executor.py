@@ -7,7 +7,8 @@ chunks of one isolation unit, plan each test's trials and compute its expectatio
 judge what comes back with :func:`~opbench.run.executor.judge_outcome` against those
 same expectations, then store it. What differs is only where the worker process lives:
 each slot owns one long-lived Ray actor (:class:`~opbench.run.ray_node.NodeWorkers`,
-one GPU or one CPU of a node) that keeps an ordinary :class:`~opbench.run.pool.WorkerFactory` warm (its fork
+one GPU or one CPU of a node) that keeps an ordinary
+:class:`~opbench.run.pool.WorkerFactory` warm (its fork
 server template and spares) for the whole run, and the slot talks to the actor's
 worker through :class:`RemoteWorker`, which has the interface of a
 :class:`~opbench.run.pool.WorkerProcess`. So isolation, the sandbox, timeouts, the
@@ -242,25 +243,21 @@ class RayWorkerFactory:
         for actor in actors:
             actor.warm.remote()  # queued ahead of the slot's first call
         for actor in actors:
+            info: dict[str, Any] | None = None
             try:
                 info = self.ray.get(actor.ready.remote(), timeout=ACTOR_START_S)
             except Exception as e:  # noqa: BLE001 - the slot will try again itself
                 log.warning("ray: an actor started ahead did not come up (%s)", e)
-                self.ray.kill(actor)
-                with self._lock:
-                    self._pending -= 1
-                    self._arrived.notify_all()
-                continue
             with self._lock:
-                closed = self._closed
-                if not closed:
+                keep = info is not None and not self._closed  # else: failed, or run ended
+                if keep:
                     self._started.append((actor, info))
                 self._pending -= 1
                 self._arrived.notify_all()
-            if closed:  # the run ended first
-                self.ray.kill(actor)
-            else:
+            if keep:
                 self.note_actor(info)
+            else:
+                self.ray.kill(actor)
 
     @property
     def closed(self) -> bool:
@@ -352,15 +349,15 @@ class RayExecutor:
         self.worker_info: dict[str, Any] = {}
         self.nodes: set[str] = set()
         self.slots = 0
-        self._starting: threading.Thread | None = None
-        self._started: tuple[Any, int, WorkerConfig, RayWorkerFactory] | None = None
+        self._started: tuple[int, RayWorkerFactory] | None = None
         self._start_error: BaseException | None = None
 
     def start(self) -> None:
         """Connect to Ray, then start every slot's actor and warm worker factory in the
         background while the harness builds the suite and scans the kernels: on
         2 x H200 a traces run's Ray start (``ray.init``, actors importing torch,
-        templates) was most of its 17 s over local workers. :meth:`run` waits for it.
+        templates) was most of its 17 s over local workers. The slots of :meth:`run` take
+        the actors as they come up.
 
         ``ray.init`` itself stays in the calling thread: a local Ray's processes are
         started with a parent-death signal, which Linux sends when the *thread* that
@@ -370,12 +367,11 @@ class RayExecutor:
         except BaseException as e:  # noqa: BLE001 - run() raises it in the caller
             self._start_error = e
             return
-        factory, slots = self._started[3], self._started[1]
+        slots, factory = self._started
         factory.expect(slots)
-        self._starting = threading.Thread(
+        threading.Thread(
             target=self._start_actors, args=(factory, slots), name="ray-start", daemon=True
-        )
-        self._starting.start()
+        ).start()
 
     def _start_actors(self, factory: RayWorkerFactory, slots: int) -> None:
         try:
@@ -384,24 +380,24 @@ class RayExecutor:
             log.warning("ray: starting the slot actors ahead failed (%s)", e)
             factory.stop_expecting()
 
-    def _prepare(self) -> tuple[Any, int, WorkerConfig, RayWorkerFactory]:
-        """Ray, the slot count, the workers' config and the factory of slot actors."""
+    def _prepare(self) -> tuple[int, RayWorkerFactory]:
+        """The slot count and the factory of slot actors (which holds Ray and the
+        workers' config)."""
         ray = self._connect()
         slots = self._slots(ray)
         config = replace(self.config, threads=_threads(slots))
         kernel_dir = config.backend_path()
         files = ray.put(pack_kernel_dir(kernel_dir)) if kernel_dir else None
         factory = RayWorkerFactory(ray, config, files, cuda=self.req.device.startswith("cuda"))
-        return ray, slots, config, factory
+        return slots, factory
 
     def close(self) -> None:
         """Release what :meth:`start` made when :meth:`run` is not called (nothing to run,
         or the build failed or was interrupted). Does not wait for actors still coming up
         (a Ctrl-C must not wait for them): the factory, once closed, kills each as it
         arrives."""
-        self._starting = None
         if self._started is not None:
-            self._started[3].close()
+            self._started[1].close()
             self._started = None
 
     def _connect(self) -> Any:
@@ -442,9 +438,9 @@ class RayExecutor:
             raise error
         # the actors may still be coming up: slots wait for them (take_started) while
         # the harness plans their first tests
-        self._starting = None
         started, self._started = self._started, None
-        _ray, slots, config, factory = started or self._prepare()
+        slots, factory = started or self._prepare()
+        config = factory.config
         self.slots = slots
         threads = config.threads
         executor = LocalExecutor(

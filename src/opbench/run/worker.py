@@ -423,6 +423,8 @@ def warm_triton_compiler() -> None:
     except Exception:
         return
     version = getattr(nvidia, "get_ptxas_version", None)
+    if version is None:
+        return
     for arch in (80, 90):  # Triton picks a ptxas per architecture (Hopper: the newer)
         try:
             version(arch)  # type: ignore[misc]
