@@ -31,6 +31,7 @@ def enable(
     kernel_version: str | None = None,
     ops: Iterable[str] | None = None,
     policy: ServePolicy | str | Path | None = None,
+    native: bool = True,
 ) -> Backend:
     """Register a backend's kernels into PyTorch; returns the loaded :class:`Backend`.
 
@@ -39,7 +40,9 @@ def enable(
     registration to these overloads (the ``aten`` backend registers only those given).
     ``policy``: serve only where a judged run found the kernels faster than eager: a
     :class:`~opbench.backends.serve_policy.ServePolicy`, a ``serve_policy.json``, or a
-    run directory (its results, host-inclusive speedups).
+    run directory (its results, host-inclusive speedups). ``native``: the C++ gate in
+    front of the ops where it pays (:mod:`opbench.backends.native`: launches from C++ on
+    CUDA, policy decisions without Python); False keeps the Python path alone.
     Example: ``opbench.enable("my_kernels/", device="cuda", policy="runs/judged")``.
     """
     device = device or registry.default_device()
@@ -47,7 +50,7 @@ def enable(
         be = backend_or_path
     else:
         be = load_backend(str(backend_or_path), device, kernel_version=kernel_version)
-    return registry.enable(be, device, ops=ops, policy=as_policy(policy))
+    return registry.enable(be, device, ops=ops, policy=as_policy(policy), native=native)
 
 
 def as_policy(policy: ServePolicy | str | Path | None) -> ServePolicy | None:
@@ -70,9 +73,13 @@ def backend(
     kernel_version: str | None = None,
     ops: Iterable[str] | None = None,
     policy: ServePolicy | str | Path | None = None,
+    native: bool = True,
 ) -> Iterator[Backend]:
     """``with opbench.backend("my_kernels/", device="cpu"): model(x)``; removed on exit."""
-    be = enable(backend_or_path, device, kernel_version=kernel_version, ops=ops, policy=policy)
+    be = enable(
+        backend_or_path, device, kernel_version=kernel_version, ops=ops, policy=policy,
+        native=native,
+    )  # fmt: skip
     try:
         yield be
     finally:

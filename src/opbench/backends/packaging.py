@@ -130,11 +130,15 @@ requires-python = ">=3.10"
 dependencies = [{deps}]
 
 [tool.setuptools]
-packages = ["{name}", "{name}._runtime", "{name}._runtime.spec", "{name}._runtime.backends"]
+packages = [
+    "{name}", "{name}._runtime", "{name}._runtime.spec", "{name}._runtime.backends",
+    "{name}._runtime.backends.native",
+]
 package-dir = {{"" = "src"}}
 
 [tool.setuptools.package-data]
 {name} = [{patterns}]
+"{name}._runtime.backends.native" = ["gate.cpp"]
 """
 
 
@@ -150,6 +154,11 @@ RUNTIME_MODULES = (
     "backends/directory.py",
     "backends/registry.py",
     "backends/serve_policy.py",
+    "backends/native/__init__.py",
+    "backends/native/build.py",
+    "backends/native/gates.py",
+    "backends/native/spec.py",
+    "backends/native/gate.cpp",
 )
 _OPBENCH = Path(__file__).resolve().parents[1]
 _OPBENCH_IMPORT = re.compile(r"\bopbench\.(spec|backends)\b")
@@ -158,7 +167,7 @@ _KERNELS_IMPORT = re.compile(r"\bopbench\.kernels\b")
 
 def _copy_runtime(pkg: Path, name: str) -> None:
     runtime = pkg / "_runtime"
-    for sub in ("", "spec", "backends"):
+    for sub in ("", "spec", "backends", "backends/native"):
         (runtime / sub).mkdir(parents=True, exist_ok=True)
         (runtime / sub / "__init__.py").write_text(
             f'"""Registration runtime of {name}, copied from opbench by `opbench package`."""\n'
@@ -166,9 +175,10 @@ def _copy_runtime(pkg: Path, name: str) -> None:
     for rel in RUNTIME_MODULES:
         text = (_OPBENCH / rel).read_text()
         text = _OPBENCH_IMPORT.sub(lambda m: f"{name}._runtime.{m.group(1)}", text)
+        comment = "//" if rel.endswith(".cpp") else "#"
         banner = (
-            f"# Copied from opbench's src/opbench/{rel} by `opbench package`; regenerate the "
-            "package rather than editing this file.\n"
+            f"{comment} Copied from opbench's src/opbench/{rel} by `opbench package`; "
+            "regenerate the package rather than editing this file.\n"
         )
         (runtime / rel).write_text(banner + text)
 

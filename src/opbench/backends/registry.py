@@ -38,6 +38,7 @@ from typing import Any
 import torch
 
 from opbench.backends.base import Backend
+from opbench.backends.native.gates import GateSet
 from opbench.backends.serve_policy import ServePolicy
 from opbench.spec.ops import all_overload_names, canonical_name
 from opbench.spec.variants import functional_of, tensor_arg_positions
@@ -139,9 +140,11 @@ class _Registration:
         device: str,
         ops: Iterable[str] | None,
         policy: ServePolicy | None = None,
+        native: bool = True,
     ) -> None:
         self.backend = backend
         self.policy = policy
+        self.gates = GateSet(dispatch_key_for(device), native=native)
         self.device = device
         self.key = dispatch_key_for(device)
         self.requested = None if ops is None else {canonical_name(o) for o in ops}
@@ -195,14 +198,23 @@ class _Registration:
                         f"{self.key} key, so models reach this kernel only on direct calls"
                     )
                 self.counts[op] = {"served": 0, "fallback": 0, "nested": 0, "declined": 0}
-                wrapper = self._wrapper(op, kernel, original)
+                entry = self.policy.ops.get(op) if self.policy is not None else None
+                gated = self.gates.prepare(op, kernel, entry)
+                # a gated op's shape classes are decided in C++ before the wrapper runs
+                wrapper = self._wrapper(op, kernel, original, classify=not gated)
                 self.lib.impl(_dispatcher_name(op), wrapper, self.key, with_keyset=True)
+                if gated:
+                    self.gates.install(op, _dispatcher_name(op))
                 self.registered.append(op)
+        if self.gates.note:
+            self.notes["(C++ gate)"] = self.gates.note
         log.info(
             "registered %d overloads of %s on %s", len(self.registered), self.backend.name, self.key
         )
 
-    def _wrapper(self, op: str, kernel: Callable[..., Any], original: Any) -> Callable[..., Any]:
+    def _wrapper(
+        self, op: str, kernel: Callable[..., Any], original: Any, *, classify: bool = True
+    ) -> Callable[..., Any]:
         counts = self.counts[op]
         token = (id(self), op)
         # A derived in-place/out= kernel runs the functional kernel: while it does, calls of
@@ -219,7 +231,7 @@ class _Registration:
 
         # shape classes are looked at only where the policy's answer depends on them
         entry = self.policy.ops.get(op) if self.policy is not None else None
-        policy = self.policy if entry is not None and not entry.uniform else None
+        policy = self.policy if classify and entry is not None and not entry.uniform else None
 
         def wrapper(keyset: Any, *args: Any, **kwargs: Any) -> Any:
             active = _in_progress()
@@ -245,7 +257,31 @@ class _Registration:
         wrapper.__name__ = f"opbench_{op.replace('.', '_')}"
         return wrapper
 
+    def call_counts(self) -> dict[str, dict[str, int]]:
+        """The wrappers' counts with the gates' added: a call launched in C++ is
+        ``served`` (and counted in ``native`` too), one the gate sent to eager ``declined``."""
+        out = {}
+        for op, d in self.counts.items():
+            d = dict(d)
+            g = self.gates.counts(op)
+            if g:
+                d["served"] += g["native"]
+                d["declined"] += g["declined"]
+                d["native"] = g["native"]
+            out[op] = d
+        return out
+
+    def reset_counts(self) -> None:
+        for d in self.counts.values():
+            for k in d:
+                d[k] = 0
+        self.gates.reset_counts()
+
     def destroy(self) -> None:
+        # the gates first: each holds the wrapper below it, which the library removes
+        if self.gates.gates:
+            self.counts = self.call_counts()
+            self.gates.close()
         if self.lib is not None:
             lib, self.lib = self.lib, None
             try:
@@ -260,13 +296,16 @@ def enable(
     *,
     ops: Iterable[str] | None = None,
     policy: ServePolicy | None = None,
+    native: bool = True,
 ) -> Backend:
     """Register a loaded backend's kernels into PyTorch; returns ``backend``.
 
     ``device``: ``cpu`` or ``cuda`` (default: :func:`default_device`). ``ops`` limits the
     registration to these overloads (the ``aten`` backend registers only those given).
     ``policy``: serve only where a judged run found the kernels faster
-    (:mod:`opbench.backends.serve_policy`).
+    (:mod:`opbench.backends.serve_policy`). ``native``: put the C++ gate
+    (:mod:`opbench.backends.native`) in front of the ops where it pays (kernels with a
+    native launch on CUDA, shape-class policies); False registers the Python path alone.
     A spec (``"my_kernels/"``, ``module:NAME``, ``aten``) is loaded first by
     :func:`opbench.enable` (:mod:`opbench.backends.api`).
     """
@@ -276,7 +315,7 @@ def enable(
             "for a spec or a path use opbench.enable"
         )
     device = device or default_device()
-    reg = _Registration(backend, device, ops, policy)
+    reg = _Registration(backend, device, ops, policy, native)
     with _lock:
         try:
             reg.register()
@@ -311,9 +350,10 @@ def backend(
     *,
     ops: Iterable[str] | None = None,
     policy: ServePolicy | None = None,
+    native: bool = True,
 ) -> Iterator[Backend]:
     """``with registry.backend(be, device="cpu"): model(x)``; removed on exit."""
-    be = enable(backend, device, ops=ops, policy=policy)
+    be = enable(backend, device, ops=ops, policy=policy, native=native)
     try:
         yield be
     finally:
@@ -335,7 +375,7 @@ def call_counts() -> dict[str, dict[str, int]]:
     registrations, or for the last ones removed when none is active."""
     with _lock:
         if _stack:
-            return _merge(r.counts for r in _stack)
+            return _merge(r.call_counts() for r in _stack)
         return {k: dict(v) for k, v in _last_counts.items()}
 
 
@@ -343,9 +383,7 @@ def reset_counts() -> None:
     global _last_counts
     with _lock:
         for reg in _stack:
-            for d in reg.counts.values():
-                for k in d:
-                    d[k] = 0
+            reg.reset_counts()
         _last_counts = {}
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "OpPolicy",
     "ServePolicy",
     "policy_from_run",
+    "dtype_names",
     "shape_class",
     "shape_class_of_args",
 ]
@@ -59,6 +60,13 @@ _DTYPE_NAMES = {
     torch.complex64: "c64",
     torch.complex128: "c128",
 }
+
+
+def dtype_names() -> dict[torch.dtype, str]:
+    """Every dtype of this torch with the name a shape class spells it by (the C++ gate,
+    :mod:`opbench.backends.native`, is handed the same table)."""
+    every = {v for v in vars(torch).values() if isinstance(v, torch.dtype)}
+    return {d: _DTYPE_NAMES.get(d, str(d)) for d in every}
 
 
 def _bucket(numel: int) -> int:

@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import exp_f, expm1_f, sigmoid_f, tanh_f
+from opbench.kernels._lib.native_launch import declare_flat
 from opbench.kernels._lib.pointwise import backward_op, elementwise, unary
 from opbench.kernels._lib.pointwise_rules import check_number, require_float, result_type
 
@@ -407,3 +408,22 @@ def elu_backward(grad_output: torch.Tensor, alpha: float, scale: float, input_sc
     operands = [grad_output, self_or_result, float(input_scale)]
     return elementwise(fn, operands, dtype, out=grad_input, p0=float(alpha) * float(scale),
                        p1=float(scale))  # fmt: skip
+
+
+# The C++ gate launches these without entering Python (native_launch): the activations and
+# their backward ops the traced models call most.
+declare_flat(relu, ("relu.default",), (_relu,), 1)
+declare_flat(relu_, ("relu_.default",), (_relu,), 1, inplace=True)
+declare_flat(sigmoid, ("sigmoid.default",), (_sigmoid,), 1)
+declare_flat(tanh, ("tanh.default",), (_tanh,), 1)
+declare_flat(silu, ("silu.default",), (_silu,), 1)
+declare_flat(
+    gelu, ("gelu.default",), (_gelu, _gelu_tanh), 1, choice_arg=1, choices=("none", "tanh")
+)
+declare_flat(threshold_backward, ("threshold_backward.default",), (_threshold_backward,), 2,
+             param_args=(2, -1))  # fmt: skip
+declare_flat(tanh_backward, ("tanh_backward.default",), (_tanh_backward,), 2)
+declare_flat(sigmoid_backward, ("sigmoid_backward.default",), (_sigmoid_backward,), 2)
+declare_flat(silu_backward, ("silu_backward.default",), (_silu_backward,), 2)
+declare_flat(gelu_backward, ("gelu_backward.default",), (_gelu_backward, _gelu_tanh_backward), 2,
+             choice_arg=2, choices=("none", "tanh"))  # fmt: skip

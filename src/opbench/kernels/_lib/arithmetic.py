@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import ON_GPU, libdevice
+from opbench.kernels._lib.native_launch import declare_flat
 from opbench.kernels._lib.pointwise import elementwise, unary
 from opbench.kernels._lib.pointwise_rules import check_number, dtype_name, result_type
 
@@ -214,3 +215,22 @@ def _where_into(condition: torch.Tensor, self: Any, other: Any, out: Any) -> tor
 
 
 _CONDITION_DTYPES = frozenset((torch.bool, torch.uint8))
+
+
+# The C++ gate launches these without entering Python (native_launch). self + alpha *
+# other: p0 is alpha (schema position 2), 1 when absent; mul passes p0=1 (unused); true
+# division only: div.Tensor_mode's rounding modes take the Python path.
+for _fn, _inplace, _names, _kernel in (
+    (add, False, ("add.Tensor", "add.Scalar"), _add),
+    (add_, True, ("add_.Tensor", "add_.Scalar"), _add),
+    (sub, False, ("sub.Tensor", "sub.Scalar"), _sub),
+    (sub_, True, ("sub_.Tensor", "sub_.Scalar"), _sub),
+):
+    declare_flat(_fn, _names, (_kernel,), 2, inplace=_inplace, param_args=(2, -1),
+                 param_defaults=(1.0, 0.0))  # fmt: skip
+declare_flat(mul, ("mul.Tensor", "mul.Scalar"), (_mul,), 2, param_defaults=(1.0, 0.0))
+declare_flat(mul_, ("mul_.Tensor", "mul_.Scalar"), (_mul,), 2, inplace=True,
+             param_defaults=(1.0, 0.0))  # fmt: skip
+declare_flat(div, ("div.Tensor", "div.Scalar"), (_divide,), 2)
+declare_flat(div_, ("div_.Tensor", "div_.Scalar"), (_divide,), 2, inplace=True)
+declare_flat(neg, ("neg.default",), (_neg,), 1)

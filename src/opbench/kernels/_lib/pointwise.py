@@ -51,6 +51,7 @@ from opbench.kernels._lib.pointwise_rules import (
 )
 
 __all__ = [
+    "I32_SAFE",
     "IDENTITY",
     "MAX_DIMS",
     "backward_op",
@@ -159,17 +160,17 @@ def _expanded_strides(t: torch.Tensor, shape: Sequence[int]) -> list[int]:
 _BLOCK_NOW = _INTERP_BLOCK if _INTERPRETING else BLOCK
 #: Largest element count (and offset) indexed in int32: the last program's indices run
 #: up to a block past the end before the mask.
-_I32_SAFE = 2**31 - 1 - 16384
+I32_SAFE = 2**31 - 1 - 16384
 
 
 def index_type(n: int, dims: Sequence[int], strides: Sequence[Sequence[int]]) -> Any:
     """``tl.int32`` when ``n`` and every operand's largest offset over ``dims`` fit in it
     (int32 index arithmetic: 0.96-0.99 of copy bandwidth for a 256 MiB add on the H100
     against 0.92 in int64, benchmarks/reproduce/launch_profile.py --sweep), else ``tl.int64``."""
-    if n > _I32_SAFE:
+    if n > I32_SAFE:
         return tl.int64
     for st in strides:
-        if sum((d - 1) * abs(s) for d, s in zip(dims, st)) > _I32_SAFE:
+        if sum((d - 1) * abs(s) for d, s in zip(dims, st)) > I32_SAFE:
             return tl.int64
     return tl.int32
 
@@ -196,7 +197,7 @@ _FLAT_PLANS: dict[int, tuple[tuple[int], int, int, Any]] = {}
 
 def _flat_plan(n: int) -> tuple[tuple[int], int, int, Any]:
     grid, block, warps = tile_plan(n)
-    plan = ((grid,), block, warps, tl.int32 if n <= _I32_SAFE else tl.int64)
+    plan = ((grid,), block, warps, tl.int32 if n <= I32_SAFE else tl.int64)
     return remember(_FLAT_PLANS, n, plan)
 
 

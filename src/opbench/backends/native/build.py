@@ -1,0 +1,107 @@
+"""Building and loading the C++ gate (``gate.cpp``) once per torch and Python version.
+
+Why a build at first use and not a wheel: the gate links against the torch that runs it
+(its C++ ABI changes between releases: 2.11 on the GPU machines, 2.13 here), and it needs
+only a C++ compiler and ninja, which ``torch.utils.cpp_extension`` already requires for any
+C++ kernel. The build takes about a minute on a 2-core machine and is cached under
+``~/.cache/opbench/native/`` (``OPBENCH_NATIVE_DIR`` moves it); a later process loads it
+in well under a second.
+
+Where the gate cannot be built or loaded (no compiler, ``OPBENCH_NATIVE=0``), :func:`gate_module`
+returns None and :func:`unavailable_reason` says why: the registry then registers the
+Python path alone, exactly as before the gate existed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["gate_module", "unavailable_reason", "native_enabled", "build_directory"]
+
+log = logging.getLogger(__name__)
+
+_SOURCE = Path(__file__).with_name("gate.cpp")
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+
+
+def native_enabled() -> bool:
+    """False when ``OPBENCH_NATIVE=0`` (or ``off``/``false``) turns the gate off."""
+    return os.environ.get("OPBENCH_NATIVE", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def build_directory() -> Path:
+    """Where the gate is built: one folder per torch and Python version."""
+    root = os.environ.get("OPBENCH_NATIVE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "opbench" / "native"
+    tag = f"torch{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    return base / tag.replace("+", "_")
+
+
+def gate_module() -> Any | None:
+    """The loaded extension, built on first use; None where it cannot be had (the reason
+    is :func:`unavailable_reason`). Thread-safe; a failed build is not retried in the same
+    process."""
+    if not native_enabled():
+        _state.setdefault("why", "turned off by OPBENCH_NATIVE=0")
+        return None
+    with _lock:
+        if "module" in _state or "why" in _state:
+            return _state.get("module")
+        try:
+            _state["module"] = _build()
+        except Exception as e:  # a compiler error, no ninja, no compiler at all
+            text = str(e).strip().splitlines()
+            _state["why"] = (
+                f"the C++ gate could not be built: {text[-1] if text else type(e).__name__}"
+            )
+            log.warning("%s; the backend registers its Python path only", _state["why"])
+        return _state.get("module")
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`gate_module` returned None (None when the gate is loaded or not tried)."""
+    if not native_enabled():
+        return "turned off by OPBENCH_NATIVE=0"
+    return _state.get("why")
+
+
+def _build() -> Any:
+    from torch.utils import cpp_extension
+
+    folder = build_directory()
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "opbench_native_gate.so").exists():
+        log.info("building opbench's C++ gate in %s (once per torch version)", folder)
+    module = cpp_extension.load(
+        name="opbench_native_gate",
+        sources=[str(_SOURCE)],
+        build_directory=str(folder),
+        extra_cflags=["-O2"],
+        with_cuda=False,
+        verbose=False,
+    )
+    names = []
+    with warnings.catch_warnings():  # complex32 and the quantized dtypes warn on allocation
+        warnings.simplefilter("ignore")
+        for dtype, name in _dtype_names().items():
+            try:
+                names.append((torch.empty(0, dtype=dtype), name))
+            except (RuntimeError, TypeError):  # a dtype this build cannot allocate
+                continue
+    module.set_dtype_names(names)
+    return module
+
+
+def _dtype_names() -> dict[torch.dtype, str]:
+    from opbench.backends.serve_policy import dtype_names
+
+    return dtype_names()

@@ -1,0 +1,516 @@
+// opbench's C++ gate: what a backend's registered operator costs when the call never
+// enters Python.
+//
+// Why: a call through torch.library into a Python kernel costs 30-36 us on the H100 where
+// eager's whole call costs 7-9 (benchmarks/results/triton-launch-bandwidth-h100.md), so a
+// model whose ops take 5-20 us trains slower on a backend whose kernels are faster. This
+// module puts one boxed C++ kernel (a Gate) in front of a registered operator, on the
+// same dispatch key, and decides every call there:
+//
+//   1. the serve policy (opbench.backends.serve_policy): a call whose shape class the
+//      judged run did not find faster goes to eager's own kernel, captured before the
+//      backend registered anything (no Python);
+//   2. the native path, where the operator has one (a NativeSpec from Python): a
+//      same-shape contiguous elementwise call on CUDA is launched here with
+//      cuLaunchKernel on a kernel Triton compiled (the same kernel the Python path
+//      launches for that call); allocation, shape rules and the launch are C++;
+//   3. anything else goes to the backend's Python wrapper, captured when the gate was
+//      installed: the reference and the fallback, unchanged.
+//
+// Built with torch.utils.cpp_extension against PyTorch's headers only: no CUDA headers
+// and no CUDA library at link time. The driver's cuLaunchKernel is opened with dlopen
+// at the first native launch (the process already holds libcuda.so.1 by then: PyTorch
+// and Triton loaded it), and the current stream comes from c10's device-guard interface,
+// so the same source builds on a CPU-only machine, where only steps 1 and 3 run.
+//
+// Threads: counters are atomics; a kernel variant is compiled at most once per key under
+// the GIL (Python compiles it), the variant table is guarded by a mutex that is never held
+// while Python runs. Python objects are dropped only with the GIL held (close()).
+
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <dlfcn.h>
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+// ------------------------------------------------------------------ the CUDA driver
+
+using CUresult = int;
+using CUfunction = void*;
+using CUstream = void*;
+using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, unsigned, unsigned, CUstream, void**, void**);
+using ErrorStringFn = CUresult (*)(CUresult, const char**);
+
+struct Driver {
+  LaunchKernelFn launch = nullptr;
+  ErrorStringFn error_string = nullptr;
+  std::string why;  // empty when usable
+};
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver d;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* e = dlerror();
+      d.why = std::string("cannot open libcuda.so.1: ") + (e ? e : "?");
+      return d;
+    }
+    d.launch = reinterpret_cast<LaunchKernelFn>(dlsym(lib, "cuLaunchKernel"));
+    d.error_string = reinterpret_cast<ErrorStringFn>(dlsym(lib, "cuGetErrorString"));
+    if (d.launch == nullptr) d.why = "libcuda.so.1 has no cuLaunchKernel";
+    return d;
+  }();
+  return d;
+}
+
+// ------------------------------------------------------------------ shape classes
+
+// serve_policy's dtype names, set from Python (set_dtype_names) so both sides spell a
+// class the same way; a dtype without a name never matches a policy class.
+std::array<std::string, 64> g_dtype_names;
+
+// serve_policy._bucket: int(math.log(numel, 4)), the same libm log on both sides.
+int size_bucket(int64_t numel) {
+  if (numel <= 1) return 0;
+  return static_cast<int>(std::log(static_cast<double>(numel)) / std::log(4.0));
+}
+
+// serve_policy.shape_class_of_args: the dtype and size bucket of the call's largest
+// tensor (the first of equal ones), tensors inside list arguments included; "" when the
+// call has no tensor.
+std::string shape_class(const torch::jit::Stack& stack, size_t begin) {
+  int64_t best_n = -1;
+  at::ScalarType best_t = at::ScalarType::Undefined;
+  auto consider = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    int64_t n = t.numel();
+    if (n > best_n) {
+      best_n = n;
+      best_t = t.scalar_type();
+    }
+  };
+  for (size_t i = begin; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      consider(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) consider(t);
+    } else if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) consider(e.toTensor());
+      }
+    }
+  }
+  if (best_n < 0) return std::string();
+  const std::string& name = g_dtype_names[static_cast<size_t>(best_t) % g_dtype_names.size()];
+  if (name.empty()) return std::string("?");
+  return name + ":4^" + std::to_string(size_bucket(best_n));
+}
+
+// ------------------------------------------------------------------ the native path
+
+// operand modes, as opbench.kernels._lib.pointwise names them
+constexpr int kAbsent = 0, kTensor = 1, kElement = 2, kNumber = 3;
+
+struct NativeSpec {
+  int operands = 0;  // 0: the operator has no native path
+  bool inplace = false;
+  std::array<int, 2> param_args{-1, -1};  // argument positions passed as p0 / p1
+  std::array<double, 2> param_defaults{0.0, 0.0};
+  int choice_arg = -1;  // a string argument that picks the kernel (gelu's approximate)
+  std::vector<std::string> choices;
+  int64_t max_numel = 0;
+  int64_t spread = 132, min_block = 128, max_block = 1024;
+  py::object compile;  // (choice, a dtype code, b mode, b dtype code, block, div16) -> tuple|None
+};
+
+struct Variant {
+  CUfunction fn = nullptr;
+  unsigned warps = 0;
+  unsigned shared = 0;
+  int params = 0;
+  bool usable = false;
+};
+
+bool is_native_float(at::ScalarType t) {
+  return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
+}
+
+bool is_real(at::ScalarType t) {
+  return is_native_float(t) || t == at::kLong || t == at::kInt || t == at::kShort ||
+         t == at::kChar || t == at::kByte || t == at::kBool;
+}
+
+// The value of a 0-dim CPU tensor, as the Python path's float(t.item()) reads it.
+bool cpu_number(const at::Tensor& t, double& out) {
+  const void* p = t.const_data_ptr();
+  switch (t.scalar_type()) {
+    case at::kDouble: out = *static_cast<const double*>(p); return true;
+    case at::kFloat: out = *static_cast<const float*>(p); return true;
+    case at::kHalf: out = static_cast<float>(*static_cast<const c10::Half*>(p)); return true;
+    case at::kBFloat16: out = static_cast<float>(*static_cast<const c10::BFloat16*>(p)); return true;
+    case at::kLong: out = static_cast<double>(*static_cast<const int64_t*>(p)); return true;
+    case at::kInt: out = *static_cast<const int32_t*>(p); return true;
+    case at::kShort: out = *static_cast<const int16_t*>(p); return true;
+    case at::kChar: out = *static_cast<const int8_t*>(p); return true;
+    case at::kByte: out = *static_cast<const uint8_t*>(p); return true;
+    case at::kBool: out = *static_cast<const bool*>(p) ? 1.0 : 0.0; return true;
+    default: return false;
+  }
+}
+
+// A Scalar argument (alpha, a threshold) as a double; false for complex or other kinds.
+bool scalar_arg(const c10::IValue& v, double fallback, double& out) {
+  if (v.isNone()) { out = fallback; return true; }
+  if (v.isDouble()) { out = v.toDouble(); return true; }
+  if (v.isInt()) { out = static_cast<double>(v.toInt()); return true; }
+  if (v.isBool()) { out = v.toBool() ? 1.0 : 0.0; return true; }
+  return false;
+}
+
+int64_t next_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// ------------------------------------------------------------------ one gated operator
+
+struct State {
+  std::string name;  // "aten::add.Tensor", for messages
+  c10::OperatorHandle op;
+  c10::DispatchKey key;
+  size_t n_args = 0;
+  std::optional<c10::SafeKernelFunction> eager;   // captured before the backend registered
+  std::optional<c10::SafeKernelFunction> python;  // the backend's wrapper
+  bool classify = false;  // look at shape classes (the policy's answer depends on them)
+  bool default_serve = true;
+  std::unordered_map<std::string, bool> classes;
+  NativeSpec native;
+  std::mutex mu;
+  std::unordered_map<uint64_t, Variant> variants;
+  std::atomic<int64_t> n_native{0}, n_declined{0}, n_python{0}, n_compiled{0};
+
+  State(std::string n, c10::OperatorHandle h, c10::DispatchKey k)
+      : name(std::move(n)), op(std::move(h)), key(k) {}
+};
+
+Variant compile_variant(State& s, uint64_t key, int choice, at::ScalarType a_type, int mode_b,
+                        at::ScalarType b_type, int64_t block, bool div16) {
+  Variant v;
+  {
+    py::gil_scoped_acquire gil;
+    if (!s.native.compile.is_none()) {
+      py::object r = s.native.compile(choice, static_cast<int>(a_type), mode_b,
+                                      static_cast<int>(b_type), block, div16);
+      if (!r.is_none()) {
+        auto t = r.cast<py::tuple>();
+        v.fn = reinterpret_cast<CUfunction>(t[0].cast<uintptr_t>());
+        v.warps = t[1].cast<unsigned>();
+        v.shared = t[2].cast<unsigned>();
+        v.params = t[3].cast<int>();
+        v.usable = v.fn != nullptr && v.params >= 10 && v.params <= 16;
+      }
+    }
+  }
+  s.n_compiled++;
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.variants.emplace(key, v);
+  return v;
+}
+
+// The native path; false (nothing done, the stack untouched) for any call it does not
+// take, which then goes to the Python wrapper.
+bool try_native(State& s, torch::jit::Stack& stack) {
+  const NativeSpec& sp = s.native;
+  const size_t base = stack.size() - s.n_args;
+  const c10::IValue& v0 = stack[base];
+  if (!v0.isTensor()) return false;
+  const at::Tensor& a = v0.toTensor();
+  if (!a.is_cuda() || a.dim() == 0 || !a.is_contiguous()) return false;
+  const at::ScalarType a_type = a.scalar_type();
+  if (!is_native_float(a_type)) return false;
+  const int64_t n = a.numel();
+  if (n == 0 || n > sp.max_numel) return false;
+  const uint64_t pa = reinterpret_cast<uint64_t>(a.data_ptr());
+  if (pa & 15) return false;
+
+  int mode_b = kAbsent;
+  at::ScalarType b_type = a_type;
+  uint64_t pb = pa;
+  double nb = 0.0;
+  if (sp.operands == 2) {
+    const c10::IValue& v1 = stack[base + 1];
+    if (v1.isTensor()) {
+      const at::Tensor& b = v1.toTensor();
+      if (b.dim() == 0) {
+        if (!is_real(b.scalar_type())) return false;
+        if (b.is_cpu()) {
+          if (!cpu_number(b, nb)) return false;
+          mode_b = kNumber;
+        } else if (b.device() == a.device()) {
+          pb = reinterpret_cast<uint64_t>(b.data_ptr());
+          if (pb & 15) return false;
+          mode_b = kElement;
+          b_type = b.scalar_type();
+        } else {
+          return false;
+        }
+      } else if (b.scalar_type() == a_type && b.device() == a.device() &&
+                 b.sizes().equals(a.sizes()) && b.is_contiguous()) {
+        pb = reinterpret_cast<uint64_t>(b.data_ptr());
+        if (pb & 15) return false;
+        if (sp.inplace && pb != pa) {
+          // a partial overlap of self and other: eager refuses it; the Python path decides
+          const uint64_t bytes = static_cast<uint64_t>(n) * a.element_size();
+          if (pb < pa + bytes && pa < pb + bytes) return false;
+        }
+        mode_b = kTensor;
+      } else {
+        return false;
+      }
+    } else if (!scalar_arg(v1, 0.0, nb) || v1.isNone()) {
+      return false;
+    } else {
+      mode_b = kNumber;
+    }
+  }
+  std::array<double, 2> p{0.0, 0.0};
+  for (int k = 0; k < 2; ++k) {
+    p[k] = sp.param_defaults[k];
+    if (sp.param_args[k] >= 0 &&
+        !scalar_arg(stack[base + sp.param_args[k]], sp.param_defaults[k], p[k])) {
+      return false;
+    }
+  }
+  int choice = 0;
+  if (sp.choice_arg >= 0) {
+    const c10::IValue& c = stack[base + sp.choice_arg];
+    if (!c.isString()) return false;
+    const std::string_view want = c.toStringView();
+    choice = -1;
+    for (size_t i = 0; i < sp.choices.size(); ++i) {
+      if (sp.choices[i] == want) choice = static_cast<int>(i);
+    }
+    if (choice < 0) return false;
+  }
+
+  int64_t block = next_pow2((n + sp.spread - 1) / sp.spread);
+  block = std::min(sp.max_block, std::max(sp.min_block, block));
+  int block_log = 0;
+  while ((int64_t{1} << block_log) < block) ++block_log;
+  const bool div16 = n % 16 == 0;
+  const c10::DeviceIndex device = a.device().index();
+  const uint64_t key = static_cast<uint64_t>(choice & 0xff) |
+                       (static_cast<uint64_t>(a_type) << 8) |
+                       (static_cast<uint64_t>(mode_b) << 16) |
+                       (static_cast<uint64_t>(b_type) << 20) |
+                       (static_cast<uint64_t>(block_log) << 28) |
+                       (static_cast<uint64_t>(div16) << 34) |
+                       (static_cast<uint64_t>(static_cast<uint8_t>(device)) << 36);
+
+  c10::DeviceGuard guard(a.device());
+  Variant v;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.variants.find(key);
+    if (it != s.variants.end()) {
+      v = it->second;
+      found = true;
+    }
+  }
+  if (!found) v = compile_variant(s, key, choice, a_type, mode_b, b_type, block, div16);
+  if (!v.usable) return false;
+  const Driver& drv = driver();
+  if (drv.launch == nullptr) return false;
+
+  at::Tensor out = sp.inplace ? a : at::empty(a.sizes(), a.options());
+  const c10::Stream stream =
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(a.device());
+  uint64_t a_ptr = pa, b_ptr = pb, c_ptr = pa;
+  uint64_t out_ptr = reinterpret_cast<uint64_t>(out.data_ptr());
+  int64_t count = n;
+  double na = 0.0, nc = 0.0, p0 = p[0], p1 = p[1];
+  uint64_t scratch = 0;
+  void* params[16] = {&a_ptr, &b_ptr, &c_ptr, &out_ptr, &count, &na, &nb, &nc, &p0, &p1};
+  for (int i = 10; i < v.params; ++i) params[i] = &scratch;
+  const auto grid = static_cast<unsigned>((n + block - 1) / block);
+  const CUresult r = drv.launch(v.fn, grid, 1, 1, 32 * v.warps, 1, 1, v.shared,
+                                stream.native_handle(), params, nullptr);
+  if (r != 0) {
+    const char* msg = nullptr;
+    if (drv.error_string) drv.error_string(r, &msg);
+    TORCH_CHECK(false, "opbench native launch of ", s.name, " failed: CUDA error ", r, " (",
+                msg ? msg : "?", ")");
+  }
+  at::Tensor result = sp.inplace ? a : out;
+  torch::jit::drop(stack, s.n_args);
+  torch::jit::push(stack, std::move(result));
+  return true;
+}
+
+class GateKernel final : public c10::OperatorKernel {
+ public:
+  explicit GateKernel(std::shared_ptr<State> s) : s_(std::move(s)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks,
+                  torch::jit::Stack* stack) {
+    State& s = *s_;
+    if (s.classify) {
+      const std::string cls = shape_class(*stack, stack->size() - s.n_args);
+      auto it = s.classes.find(cls);
+      const bool serve = it != s.classes.end() ? it->second : s.default_serve;
+      if (!serve) {
+        s.n_declined++;
+        s.eager->callBoxed(op, ks, stack);
+        return;
+      }
+    }
+    if (s.native.operands > 0 && try_native(s, *stack)) {
+      s.n_native++;
+      return;
+    }
+    s.n_python++;
+    s.python->callBoxed(op, ks, stack);
+  }
+
+ private:
+  std::shared_ptr<State> s_;
+};
+
+// ------------------------------------------------------------------ the Python face
+
+class Gate {
+ public:
+  Gate(const std::string& name, const std::string& overload, const std::string& key) {
+    auto handle = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str());
+    s_ = std::make_shared<State>(overload.empty() ? name : name + "." + overload, handle,
+                                 c10::parseDispatchKey(key));
+    s_->n_args = handle.schema().arguments().size();
+  }
+
+  void capture_eager() { s_->eager.emplace(s_->op.getComputedKernelForDispatchKey(s_->key)); }
+
+  void set_policy(const std::unordered_map<std::string, bool>& classes, bool default_serve) {
+    s_->classes = classes;
+    s_->default_serve = default_serve;
+    s_->classify = true;
+  }
+
+  void set_native(int operands, bool inplace, std::vector<int> param_args,
+                  std::vector<double> param_defaults, int choice_arg,
+                  std::vector<std::string> choices, int64_t max_numel, int64_t spread,
+                  int64_t min_block, int64_t max_block, py::object compile) {
+    TORCH_CHECK(operands == 1 || operands == 2, "a native path takes 1 or 2 operands");
+    TORCH_CHECK(param_args.size() == 2 && param_defaults.size() == 2, "two parameters");
+    const int n = static_cast<int>(s_->n_args);
+    TORCH_CHECK(operands <= n && param_args[0] < n && param_args[1] < n && choice_arg < n,
+                s_->name, " has ", n, " arguments: a native spec names a position past them");
+    NativeSpec& sp = s_->native;
+    sp.operands = operands;
+    sp.inplace = inplace;
+    sp.param_args = {param_args[0], param_args[1]};
+    sp.param_defaults = {param_defaults[0], param_defaults[1]};
+    sp.choice_arg = choice_arg;
+    sp.choices = std::move(choices);
+    sp.max_numel = max_numel;
+    sp.spread = std::max<int64_t>(1, spread);
+    sp.min_block = min_block;
+    sp.max_block = max_block;
+    sp.compile = std::move(compile);
+  }
+
+  // Registers the gate over whatever serves the operator on its key now (the backend's
+  // wrapper), which it keeps as the Python path.
+  void install(const std::string& dispatcher_name) {
+    TORCH_CHECK(!lib_, "gate for ", s_->name, " is installed already");
+    TORCH_CHECK(s_->eager.has_value(), "capture_eager() before the backend registers ",
+                s_->name);
+    s_->python.emplace(s_->op.getComputedKernelForDispatchKey(s_->key));
+    lib_ = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", s_->key,
+                                            __FILE__, __LINE__);
+    lib_->impl(dispatcher_name.c_str(),
+               torch::CppFunction::makeFromBoxedFunctor(std::make_unique<GateKernel>(s_)));
+  }
+
+  // Removes the registration (the backend's wrapper serves again) and drops the Python
+  // objects while the GIL is held.
+  void close() {
+    lib_.reset();
+    s_->native.compile = py::none();
+  }
+
+  py::dict counts() const {
+    py::dict d;
+    d["native"] = s_->n_native.load();
+    d["declined"] = s_->n_declined.load();
+    d["python"] = s_->n_python.load();
+    d["compiled"] = s_->n_compiled.load();
+    return d;
+  }
+
+  void reset_counts() {
+    s_->n_native = 0;
+    s_->n_declined = 0;
+    s_->n_python = 0;
+  }
+
+  ~Gate() { lib_.reset(); }
+
+ private:
+  std::shared_ptr<State> s_;
+  std::unique_ptr<torch::Library> lib_;
+};
+
+int dtype_code(const at::Tensor& t) { return static_cast<int>(t.scalar_type()); }
+
+void set_dtype_names(const std::vector<std::pair<at::Tensor, std::string>>& names) {
+  for (const auto& [t, name] : names) {
+    g_dtype_names[static_cast<size_t>(t.scalar_type()) % g_dtype_names.size()] = name;
+  }
+}
+
+std::string driver_status() {
+  const Driver& d = driver();
+  return d.launch != nullptr ? std::string() : d.why;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "opbench's C++ gate in front of a backend's registered operators";
+  py::class_<Gate>(m, "Gate")
+      .def(py::init<const std::string&, const std::string&, const std::string&>())
+      .def("capture_eager", &Gate::capture_eager)
+      .def("set_policy", &Gate::set_policy)
+      .def("set_native", &Gate::set_native)
+      .def("install", &Gate::install)
+      .def("close", &Gate::close)
+      .def("counts", &Gate::counts)
+      .def("reset_counts", &Gate::reset_counts);
+  m.def("dtype_code", &dtype_code);
+  m.def("set_dtype_names", &set_dtype_names);
+  m.def("driver_status", &driver_status);
+}

@@ -1,0 +1,123 @@
+"""The C++ gates of one registration: which operators get one, installing them over the
+backend's Python wrappers, their counts, and removing them.
+
+An operator gets a gate where it pays: on CUDA for a kernel that declares a native launch
+(:class:`~opbench.backends.native.spec.NativeSpec`), and on any device where the serve
+policy's answer depends on the call's shape class (the gate then sends the declined calls
+to eager's kernel without entering Python). Every other operator keeps the Python wrapper
+alone. Without the extension (:func:`~opbench.backends.native.build.gate_module` is None)
+nothing here runs and the registry notes why.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+
+from opbench.backends.native.build import gate_module, unavailable_reason
+from opbench.backends.native.spec import NativeSpec
+from opbench.backends.serve_policy import OpPolicy
+
+__all__ = ["GateSet"]
+
+log = logging.getLogger(__name__)
+
+
+class GateSet:
+    """The gates of one ``enable`` call. Use: :meth:`prepare` before the op's Python
+    wrapper is registered, :meth:`install` right after it, :meth:`close` before the
+    wrappers are removed."""
+
+    def __init__(self, key: str, *, native: bool = True) -> None:
+        self.key = key
+        self.native = native
+        self.module: Any = None
+        self.gates: dict[str, Any] = {}
+        self._pending: dict[str, tuple[Any, NativeSpec | None, OpPolicy | None]] = {}
+        self._codes: dict[int, torch.dtype] = {}
+        #: why no gate was installed where one was wanted (once per registration)
+        self.note: str | None = None
+
+    def _spec(self, op: str, kernel: Any) -> NativeSpec | None:
+        if not self.native or self.key != "CUDA":
+            return None
+        return NativeSpec.of(kernel, op)
+
+    def prepare(self, op: str, kernel: Any, entry: OpPolicy | None) -> bool:
+        """Capture eager's kernel for ``op`` if it will be gated (call before the Python
+        wrapper is registered); False when it will not."""
+        spec = self._spec(op, kernel)
+        if spec is None and (entry is None or entry.uniform):
+            return False
+        if self.module is None:
+            self.module = gate_module()
+            if self.module is None:
+                self.note = unavailable_reason()
+                return False
+            self._codes = _dtype_codes(self.module)
+        name, _, overload = op.partition(".")
+        gate = self.module.Gate(
+            f"aten::{name}", "" if overload == "default" else overload, self.key
+        )
+        gate.capture_eager()
+        self._pending[op] = (gate, spec, entry)
+        return True
+
+    def install(self, op: str, dispatcher_name: str) -> None:
+        """Put the prepared gate of ``op`` over the wrapper registered since."""
+        gate, spec, entry = self._pending.pop(op)
+        if entry is not None and not entry.uniform:
+            classes = {c: bool(v["serve"]) for c, v in entry.classes.items()}
+            gate.set_policy(classes, bool(entry.default))
+        if spec is not None:
+            gate.set_native(
+                spec.operands, spec.inplace, list(spec.param_args),
+                [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
+                spec.max_numel, spec.spread, spec.min_block, spec.max_block,
+                self._compiler(op, spec),
+            )  # fmt: skip
+        gate.install(dispatcher_name)
+        self.gates[op] = gate
+
+    def _compiler(self, op: str, spec: NativeSpec) -> Any:
+        codes = self._codes
+
+        def compile_variant(
+            choice: int, a_code: int, b_mode: int, b_code: int, block: int, div16: bool
+        ) -> tuple[int, int, int, int] | None:
+            try:
+                return spec.compile(choice, codes[a_code], b_mode, codes[b_code], block, div16)
+            except Exception as e:  # the call still runs, through Python
+                log.warning("no native kernel for %s (%s); those calls take the Python path", op, e)
+                return None
+
+        return compile_variant
+
+    def counts(self, op: str) -> dict[str, int]:
+        """``native`` (launched in C++), ``declined`` (sent to eager by the policy) and
+        ``python`` (handed to the wrapper) calls of ``op``'s gate; {} without one."""
+        gate = self.gates.get(op)
+        return dict(gate.counts()) if gate is not None else {}
+
+    def reset_counts(self) -> None:
+        for gate in self.gates.values():
+            gate.reset_counts()
+
+    def close(self) -> None:
+        for op, gate in list(self.gates.items()):
+            try:
+                gate.close()
+            except Exception as e:  # never leave a wrapper behind because one gate failed
+                log.warning("closing the gate of %s: %s", op, e)
+        self.gates.clear()
+        self._pending.clear()
+
+
+def _dtype_codes(module: Any) -> dict[int, torch.dtype]:
+    out: dict[int, torch.dtype] = {}
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64,
+                  torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool):  # fmt: skip
+        out[module.dtype_code(torch.empty(0, dtype=dtype))] = dtype
+    return out

@@ -1,0 +1,87 @@
+"""What a kernel declares so that the C++ gate can launch it without entering Python.
+
+A backend's kernel function may carry an ``opbench_native`` attribute: a plain dict of
+:class:`NativeSpec`'s fields (a dict, so a kernel directory declares it without importing
+opbench). The registry (:mod:`opbench.backends.registry`) then puts the C++ gate
+(``gate.cpp``) in front of that operator on CUDA, and the gate launches the kernel itself
+for the calls it can read: the first argument a contiguous f16/bf16/f32/f64 CUDA tensor of
+at most ``max_numel`` elements, 16-byte aligned; for a two-operand op the second a
+contiguous tensor of the same shape and dtype, a 0-dim tensor or a number; every other
+argument a number (``param_args``) or one of ``choices`` (``choice_arg``). Every other
+call goes to the kernel's Python function, unchanged.
+
+The launch is the one the Python path makes for the same call: a flat 1-D kernel over the
+elements with the arguments ``(a, b, c, out, n, na, nb, nc, p0, p1)`` (pointers, an int64
+count, five float64 numbers; ``c`` is ``a``), then whatever scratch pointers Triton
+appends, passed as null. ``compile`` returns that kernel for one variant:
+
+    compile(choice, a_dtype, b_mode, b_dtype, block, div16) -> (function, warps, shared, params)
+
+``function`` is the ``CUfunction`` handle loaded in the current device's context,
+``params`` the kernel's parameter count (10 plus the scratch pointers), or None when the
+variant cannot be launched this way (the gate then sends such calls to Python).
+``b_mode`` is 0 (no second operand), 1 (a tensor), 2 (a 0-dim CUDA tensor read once) or 3
+(a number, passed in ``nb``). Blocks are powers of two from ``min_block`` to
+``max_block``: ``n / spread`` rounded up, as :func:`opbench.kernels._lib.pointwise.tile_plan`
+spreads a small input over the SMs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["ATTRIBUTE", "NativeSpec"]
+
+#: the attribute of a kernel function that holds its :class:`NativeSpec`
+ATTRIBUTE = "opbench_native"
+
+CompileFn = Callable[
+    [int, torch.dtype, int, torch.dtype, int, bool], "tuple[int, int, int, int] | None"
+]
+
+
+@dataclass(frozen=True)
+class NativeSpec:
+    """One operator's native launch (see the module docstring)."""
+
+    #: the overloads this launch is right for (``add.Tensor``, ``add.Scalar``): one Python
+    #: function often serves several, and the argument positions below are theirs
+    overloads: tuple[str, ...]
+    operands: int
+    compile: CompileFn
+    inplace: bool = False
+    #: argument positions (in the schema, keyword-only ones included) passed as p0 / p1
+    param_args: tuple[int, int] = (-1, -1)
+    param_defaults: tuple[float, float] = (0.0, 0.0)
+    #: a string argument's position whose value picks the kernel, and its values
+    choice_arg: int = -1
+    choices: tuple[str, ...] = ()
+    max_numel: int = 2**31 - 1 - 16384
+    spread: int = 132
+    min_block: int = 128
+    max_block: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.operands not in (1, 2):
+            raise ValueError(f"a native path takes 1 or 2 operands, not {self.operands}")
+        if (self.choice_arg >= 0) != bool(self.choices):
+            raise ValueError("choice_arg and choices go together")
+        if not callable(self.compile):
+            raise TypeError("compile must be callable")
+
+    @classmethod
+    def of(cls, kernel: object, op: str) -> NativeSpec | None:
+        """The spec ``kernel`` declares for ``op``, or None (no declaration, or one for
+        other overloads). A malformed declaration raises, naming the kernel."""
+        value = getattr(kernel, ATTRIBUTE, None)
+        if value is None:
+            return None
+        try:
+            spec = value if isinstance(value, cls) else cls(**dict(value))
+        except (TypeError, ValueError) as e:
+            name = getattr(kernel, "__qualname__", repr(kernel))
+            raise ValueError(f"{name}.{ATTRIBUTE} is not a valid native spec: {e}") from e
+        return spec if op in spec.overloads else None
