@@ -19,6 +19,12 @@ from pathlib import Path
 
 import pytest
 
+# The C++ gate (opbench.backends.native) is built on first use, about a minute on this
+# machine: the default run registers backends on their Python path alone, and the gate's
+# own tests (tests/backends/test_native_gate.py, slow; tests/kernels/test_native_launch.py
+# on a GPU) turn it on.
+os.environ.setdefault("OPBENCH_NATIVE", "0")
+
 _KERNELS = Path(__file__).parent / "kernels"
 _KERNELS_ON_GPU = os.environ.get("OPBENCH_KERNEL_DEVICE", "cpu").startswith("cuda")
 

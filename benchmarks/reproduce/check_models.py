@@ -90,6 +90,7 @@ def summary_rows(plain: dict[str, Any], graphs: dict[str, Any] | None) -> list[d
                 "ok": r["ok"],
                 "error": r["error"],
                 "served_call_share": r["served_call_share"],
+                "native_call_share": r.get("native_call_share"),
                 "eager_step_ms": r["eager_step_ms"],
                 "backend_step_ms": r["backend_step_ms"],
                 "step_speedup": r["step_speedup"],
@@ -113,15 +114,16 @@ def markdown(env: dict[str, Any], rows: list[dict[str, Any]], runs: list[dict[st
         "synchronized. Graph: the same step captured whole as a CUDA graph, median replay "
         "(no host launch cost). Speedup: eager over backend (> 1: backend faster).",
         "",
-        "| model | verdict | calls served | eager ms/step | backend ms/step | step speedup "
-        "| eager ms/graph | backend ms/graph | graph speedup |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | verdict | calls served | of them from C++ | eager ms/step | backend ms/step "
+        "| step speedup | eager ms/graph | backend ms/graph | graph speedup |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        share = r["served_call_share"]
+        share, native = r["served_call_share"], r.get("native_call_share")
         md.append(
             f"| {r['model']} | {'ok' if r['ok'] else 'FAIL'} "
             f"| {'-' if share is None else f'{share:.0%}'} "
+            f"| {'-' if native is None else f'{native:.0%}'} "
             f"| {_ms(r['eager_step_ms'])} | {_ms(r['backend_step_ms'])} | {_x(r['step_speedup'])} "
             f"| {_ms(r['eager_graph_ms'])} | {_ms(r['backend_graph_ms'])} "
             f"| {_x(r['graph_speedup'])} |"

@@ -7,7 +7,7 @@ import sys
 
 import triton.language as tl
 
-from opbench.kernels._lib.pointwise import _I32_SAFE, index_type
+from opbench.kernels._lib.pointwise import I32_SAFE, index_type
 
 _SIGNATURES = r"""
 import importlib, json, pkgutil
@@ -46,7 +46,7 @@ def test_every_launcher_finds_exactly_the_pointer_parameters() -> None:
 
 def test_index_type_is_int32_only_while_every_offset_fits() -> None:
     assert index_type(1024, [1, 1, 32, 32], [[0, 0, 32, 1]]) == tl.int32
-    assert index_type(_I32_SAFE + 1, [1, 1, 1, _I32_SAFE + 1], [[0, 0, 0, 1]]) == tl.int64
+    assert index_type(I32_SAFE + 1, [1, 1, 1, I32_SAFE + 1], [[0, 0, 0, 1]]) == tl.int64
     # few elements, but a broadcast operand's stride reaches past 2**31
     assert index_type(4, [1, 1, 2, 2], [[0, 0, 2**31, 1], [0, 0, 2, 1]]) == tl.int64
     # stride 0 (broadcast) adds nothing

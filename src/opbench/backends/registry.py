@@ -166,9 +166,12 @@ class _Registration:
             log.info("the aten backend registers nothing unless ops= is given")
             served = set()
         if self.policy is not None:
-            for op in sorted(served - self.policy.served_ops()):
+            keep = self.policy.served_ops() | {
+                op for op in served if self._native_verdict_serves(op)
+            }
+            for op in sorted(served - keep):
                 self.notes[op] = "not registered: the serve policy's run did not find it faster"
-            served &= self.policy.served_ops()
+            served &= keep
         self.lib = torch.library.Library("aten", "IMPL")
         known = all_overload_names()
         with warnings.catch_warnings():
@@ -198,8 +201,11 @@ class _Registration:
                         f"{self.key} key, so models reach this kernel only on direct calls"
                     )
                 self.counts[op] = {"served": 0, "fallback": 0, "nested": 0, "declined": 0}
-                entry = self.policy.ops.get(op) if self.policy is not None else None
-                gated = self.gates.prepare(op, kernel, entry)
+                entry = native_entry = None
+                if self.policy is not None:
+                    entry = self.policy.ops.get(op)
+                    native_entry = self.policy.native_ops.get(op, entry)
+                gated = self.gates.prepare(op, kernel, entry, native_entry)
                 # a gated op's shape classes are decided in C++ before the wrapper runs
                 wrapper = self._wrapper(op, kernel, original, classify=not gated)
                 self.lib.impl(_dispatcher_name(op), wrapper, self.key, with_keyset=True)
@@ -211,6 +217,16 @@ class _Registration:
         log.info(
             "registered %d overloads of %s on %s", len(self.registered), self.backend.name, self.key
         )
+
+    def _native_verdict_serves(self, op: str) -> bool:
+        """The policy serves ``op``'s native launches (its device verdict), and this
+        registration would launch it natively."""
+        assert self.policy is not None
+        entry = self.policy.native_ops.get(op)
+        if entry is None or not entry.serve:
+            return False
+        kernel = self.backend.kernel_for(op)
+        return kernel is not None and self.gates.native_spec(op, kernel) is not None
 
     def _wrapper(
         self, op: str, kernel: Callable[..., Any], original: Any, *, classify: bool = True

@@ -135,6 +135,11 @@ class ServePolicy:
     min_speedup: float
     source: str
     ops: dict[str, OpPolicy] = field(default_factory=dict)
+    #: the same run's verdicts on device speedups, for the calls the C++ gate launches
+    #: itself (:mod:`opbench.backends.native`): such a call costs the host what eager's
+    #: does (benchmarks/results/native-launch-*.json), so its kernel's device time decides
+    #: it; a call the gate cannot launch is decided by :attr:`ops`
+    native_ops: dict[str, OpPolicy] = field(default_factory=dict)
 
     def served_ops(self) -> set[str]:
         """The operators served in at least one class."""
@@ -155,7 +160,8 @@ class ServePolicy:
     def from_json(cls, text: str) -> ServePolicy:
         data = json.loads(text)
         ops = {op: OpPolicy(**p) for op, p in data.pop("ops").items()}
-        return cls(ops=ops, **data)
+        native = {op: OpPolicy(**p) for op, p in data.pop("native_ops", {}).items()}
+        return cls(ops=ops, native_ops=native, **data)
 
     @classmethod
     def load(cls, path: str | Path) -> ServePolicy:
@@ -179,18 +185,32 @@ def policy_from_run(
     default) or ``device``. An operator is served only if every one of its tests passed
     and at least one was timed; a class is served when the geomean speedup of its timed
     tests exceeds ``min_speedup``; a class with no timed test takes the operator's
-    geomean over all its tests. Ops are named as the run names them (``add.Tensor``)."""
+    geomean over all its tests. Ops are named as the run names them (``add.Tensor``).
+    :attr:`ServePolicy.native_ops` holds the device-time verdicts whatever ``measure``
+    says (for the C++ gate's own launches)."""
     if measure not in ("host", "device"):
         raise ValueError(f"measure must be 'host' or 'device', not {measure!r}")
     db = Path(run_dir) / "results.sqlite"
     if not db.exists():
         raise FileNotFoundError(f"{run_dir} has no results.sqlite: not a run directory")
-    column = "speedup_host" if measure == "host" else "speedup"
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        rows = con.execute(f"SELECT op, args, status, {column}, device FROM results").fetchall()
+        rows = con.execute(
+            "SELECT op, args, status, speedup_host, speedup, device FROM results"
+        ).fetchall()
     finally:
         con.close()
+    host = [(op, args, status, h, dev) for op, args, status, h, _, dev in rows]
+    device = [(op, args, status, d, dev) for op, args, status, _, d, dev in rows]
+    policy = _verdicts(host if measure == "host" else device, measure, min_speedup, run_dir)
+    policy.native_ops = _verdicts(device, "device", min_speedup, run_dir).ops
+    return policy
+
+
+def _verdicts(
+    rows: list[tuple[Any, ...]], measure: str, min_speedup: float, run_dir: str | Path
+) -> ServePolicy:
+    """One measure's policy from ``(op, args, status, speedup, device)`` rows."""
     failed: set[str] = set()
     speedups: dict[str, dict[str | None, list[float]]] = defaultdict(lambda: defaultdict(list))
     devices: set[str] = set()

@@ -65,6 +65,8 @@ class OpCoverage:
     calls: int  # calls the model made with the backend enabled
     served: int
     fallback: int
+    #: of ``served``, the calls the C++ gate launched itself (opbench.backends.native)
+    native: int = 0
 
 
 # Record fields of the same shape as run/store.TestResult's and instrument/timing's
@@ -110,6 +112,12 @@ class ModelCheck:
         return sum(c.served for c in self.coverage) / calls if calls else None
 
     @property
+    def native_call_share(self) -> float | None:
+        """The share of the model's ATen calls launched from C++ without entering Python."""
+        calls = sum(c.calls for c in self.coverage)
+        return sum(c.native for c in self.coverage) / calls if calls else None
+
+    @property
     def step_speedup(self) -> float | None:
         """Eager step time over the backend's (> 1: the model trains faster on it)."""
         if self.eager_step_ms and self.backend_step_ms:
@@ -127,6 +135,7 @@ class ModelCheck:
         d = asdict(self)
         d["served_ops"] = self.served_ops
         d["served_call_share"] = self.served_call_share
+        d["native_call_share"] = self.native_call_share
         d["step_speedup"] = self.step_speedup
         d["graph_speedup"] = self.graph_speedup
         return d
@@ -393,6 +402,7 @@ def _check_model(
             cand.ops.get(op, 0),
             counts.get(op, {}).get("served", 0),
             counts.get(op, {}).get("fallback", 0),
+            counts.get(op, {}).get("native", 0),
         )
         for op in sorted(names)
         if cand.ops.get(op, 0)

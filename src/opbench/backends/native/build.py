@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["gate_module", "unavailable_reason", "native_enabled", "build_directory"]
+__all__ = ["MODULE_NAME", "build_directory", "gate_module", "native_enabled", "unavailable_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,18 @@ def native_enabled() -> bool:
     return os.environ.get("OPBENCH_NATIVE", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
+#: the extension's module name: opbench's own, or a packaged backend's copy of this runtime
+#: (``NAME._runtime.backends.native``): two copies in one process must not share a name,
+#: or the second import would register its pybind11 classes twice
+MODULE_NAME = __name__.split(".", 1)[0] + "_native_gate"
+
+
 def build_directory() -> Path:
-    """Where the gate is built: one folder per torch and Python version."""
+    """Where the gate is built: one folder per torch and Python version and module."""
     root = os.environ.get("OPBENCH_NATIVE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "opbench" / "native"
     tag = f"torch{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
-    return base / tag.replace("+", "_")
+    return base / tag.replace("+", "_") / MODULE_NAME
 
 
 def gate_module() -> Any | None:
@@ -51,7 +57,6 @@ def gate_module() -> Any | None:
     is :func:`unavailable_reason`). Thread-safe; a failed build is not retried in the same
     process."""
     if not native_enabled():
-        _state.setdefault("why", "turned off by OPBENCH_NATIVE=0")
         return None
     with _lock:
         if "module" in _state or "why" in _state:
@@ -79,10 +84,10 @@ def _build() -> Any:
 
     folder = build_directory()
     folder.mkdir(parents=True, exist_ok=True)
-    if not (folder / "opbench_native_gate.so").exists():
+    if not (folder / f"{MODULE_NAME}.so").exists():
         log.info("building opbench's C++ gate in %s (once per torch version)", folder)
     module = cpp_extension.load(
-        name="opbench_native_gate",
+        name=MODULE_NAME,
         sources=[str(_SOURCE)],
         build_directory=str(folder),
         extra_cflags=["-O2"],

@@ -7,15 +7,15 @@
 // module puts one boxed C++ kernel (a Gate) in front of a registered operator, on the
 // same dispatch key, and decides every call there:
 //
-//   1. the serve policy (opbench.backends.serve_policy): a call whose shape class the
-//      judged run did not find faster goes to eager's own kernel, captured before the
-//      backend registered anything (no Python);
-//   2. the native path, where the operator has one (a NativeSpec from Python): a
-//      same-shape contiguous elementwise call on CUDA is launched here with
-//      cuLaunchKernel on a kernel Triton compiled (the same kernel the Python path
-//      launches for that call); allocation, shape rules and the launch are C++;
-//   3. anything else goes to the backend's Python wrapper, captured when the gate was
-//      installed: the reference and the fallback, unchanged.
+//   1. the native path, where the operator has one (a NativeSpec from Python) and the
+//      serve policy's device verdict takes the call's shape class: a same-shape
+//      contiguous elementwise call on CUDA is launched here with cuLaunchKernel on a
+//      kernel Triton compiled (the same kernel the Python path launches for that call);
+//      allocation, shape rules and the launch are C++;
+//   2. the backend's Python wrapper, captured when the gate was installed (the reference
+//      and the fallback, unchanged), where the policy's host verdict takes the class;
+//   3. anything else goes to eager's own kernel, captured before the backend registered
+//      anything (opbench.backends.serve_policy: the judged run did not find it faster).
 //
 // Built with torch.utils.cpp_extension against PyTorch's headers only: no CUDA headers
 // and no CUDA library at link time. The driver's cuLaunchKernel is opened with dlopen
@@ -197,6 +197,20 @@ int64_t next_pow2(int64_t n) {
 
 // ------------------------------------------------------------------ one gated operator
 
+// One side's serve policy: every call, none, or by shape class (a class the run did not
+// time takes the operator's default), as serve_policy.OpPolicy.serves answers.
+struct Verdict {
+  enum Mode { kAll, kNone, kClasses } mode = kAll;
+  std::unordered_map<std::string, bool> classes;
+  bool fallback = true;
+
+  bool serves(const std::string& cls) const {
+    if (mode != kClasses) return mode == kAll;
+    auto it = classes.find(cls);
+    return it != classes.end() ? it->second : fallback;
+  }
+};
+
 struct State {
   std::string name;  // "aten::add.Tensor", for messages
   c10::OperatorHandle op;
@@ -204,9 +218,9 @@ struct State {
   size_t n_args = 0;
   std::optional<c10::SafeKernelFunction> eager;   // captured before the backend registered
   std::optional<c10::SafeKernelFunction> python;  // the backend's wrapper
-  bool classify = false;  // look at shape classes (the policy's answer depends on them)
-  bool default_serve = true;
-  std::unordered_map<std::string, bool> classes;
+  // the serve policy's answers: for the Python path (host-inclusive speedups) and for the
+  // native launch (device speedups: its host cost is eager's)
+  Verdict python_verdict, native_verdict;
   NativeSpec native;
   std::mutex mu;
   std::unordered_map<uint64_t, Variant> variants;
@@ -378,22 +392,22 @@ class GateKernel final : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks,
                   torch::jit::Stack* stack) {
     State& s = *s_;
-    if (s.classify) {
-      const std::string cls = shape_class(*stack, stack->size() - s.n_args);
-      auto it = s.classes.find(cls);
-      const bool serve = it != s.classes.end() ? it->second : s.default_serve;
-      if (!serve) {
-        s.n_declined++;
-        s.eager->callBoxed(op, ks, stack);
-        return;
-      }
+    std::string cls;
+    if (s.python_verdict.mode == Verdict::kClasses ||
+        (s.native.operands > 0 && s.native_verdict.mode == Verdict::kClasses)) {
+      cls = shape_class(*stack, stack->size() - s.n_args);
     }
-    if (s.native.operands > 0 && try_native(s, *stack)) {
+    if (s.native.operands > 0 && s.native_verdict.serves(cls) && try_native(s, *stack)) {
       s.n_native++;
       return;
     }
-    s.n_python++;
-    s.python->callBoxed(op, ks, stack);
+    if (s.python_verdict.serves(cls)) {
+      s.n_python++;
+      s.python->callBoxed(op, ks, stack);
+      return;
+    }
+    s.n_declined++;
+    s.eager->callBoxed(op, ks, stack);
   }
 
  private:
@@ -413,10 +427,22 @@ class Gate {
 
   void capture_eager() { s_->eager.emplace(s_->op.getComputedKernelForDispatchKey(s_->key)); }
 
-  void set_policy(const std::unordered_map<std::string, bool>& classes, bool default_serve) {
-    s_->classes = classes;
-    s_->default_serve = default_serve;
-    s_->classify = true;
+  // side: "python" or "native"; mode: "all", "none" or "classes" (then classes and the
+  // default for a class the run did not time)
+  void set_policy(const std::string& side, const std::string& mode,
+                  const std::unordered_map<std::string, bool>& classes, bool fallback) {
+    TORCH_CHECK(side == "python" || side == "native", "side is python or native, not ", side);
+    Verdict& v = side == "python" ? s_->python_verdict : s_->native_verdict;
+    if (mode == "all") {
+      v.mode = Verdict::kAll;
+    } else if (mode == "none") {
+      v.mode = Verdict::kNone;
+    } else {
+      TORCH_CHECK(mode == "classes", "mode is all, none or classes, not ", mode);
+      v.mode = Verdict::kClasses;
+    }
+    v.classes = classes;
+    v.fallback = fallback;
   }
 
   void set_native(int operands, bool inplace, std::vector<int> param_args,

@@ -45,11 +45,19 @@ class GateSet:
             return None
         return NativeSpec.of(kernel, op)
 
-    def prepare(self, op: str, kernel: Any, entry: OpPolicy | None) -> bool:
+    def native_spec(self, op: str, kernel: Any) -> NativeSpec | None:
+        """The native launch ``kernel`` declares for ``op``, where this registration uses
+        one (CUDA, ``native`` on)."""
+        return self._spec(op, kernel)
+
+    def prepare(
+        self, op: str, kernel: Any, entry: OpPolicy | None, native_entry: OpPolicy | None = None
+    ) -> bool:
         """Capture eager's kernel for ``op`` if it will be gated (call before the Python
-        wrapper is registered); False when it will not."""
+        wrapper is registered); False when it will not. ``entry``: the policy's host
+        verdict on ``op``, ``native_entry`` its device verdict (None: serve every call)."""
         spec = self._spec(op, kernel)
-        if spec is None and (entry is None or entry.uniform):
+        if spec is None and (entry is None or (entry.uniform and entry.serve)):
             return False
         if self.module is None:
             self.module = gate_module()
@@ -62,16 +70,15 @@ class GateSet:
             f"aten::{name}", "" if overload == "default" else overload, self.key
         )
         gate.capture_eager()
-        self._pending[op] = (gate, spec, entry)
+        self._pending[op] = (gate, spec, entry, native_entry)
         return True
 
     def install(self, op: str, dispatcher_name: str) -> None:
         """Put the prepared gate of ``op`` over the wrapper registered since."""
-        gate, spec, entry = self._pending.pop(op)
-        if entry is not None and not entry.uniform:
-            classes = {c: bool(v["serve"]) for c, v in entry.classes.items()}
-            gate.set_policy(classes, bool(entry.default))
+        gate, spec, entry, native_entry = self._pending.pop(op)
+        gate.set_policy("python", *_verdict(entry))
         if spec is not None:
+            gate.set_policy("native", *_verdict(native_entry))
             gate.set_native(
                 spec.operands, spec.inplace, list(spec.param_args),
                 [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
@@ -113,6 +120,17 @@ class GateSet:
                 log.warning("closing the gate of %s: %s", op, e)
         self.gates.clear()
         self._pending.clear()
+
+
+def _verdict(entry: OpPolicy | None) -> tuple[str, dict[str, bool], bool]:
+    """``(mode, classes, default)`` of one side's verdict for the gate."""
+    if entry is None:
+        return "all", {}, True
+    if not entry.serve:
+        return "none", {}, False
+    if entry.uniform:
+        return ("all" if entry.default else "none"), {}, entry.default
+    return "classes", {c: bool(v["serve"]) for c, v in entry.classes.items()}, entry.default
 
 
 def _dtype_codes(module: Any) -> dict[int, torch.dtype]:

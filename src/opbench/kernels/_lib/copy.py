@@ -342,7 +342,7 @@ def _cat_plan(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> li
                      *(st // vec for st in src_st[:3]), src_st[3],
                      *(st // vec for st in out_st[:3]), out_st[3], base // vec]  # fmt: skip
             last = base + sum((d - 1) * abs(o) for d, o in zip(dims, out_st))
-            if pointwise.index_type(n, dims, [src_st]) is tl.int64 or last > pointwise._I32_SAFE:
+            if pointwise.index_type(n, dims, [src_st]) is tl.int64 or last > pointwise.I32_SAFE:
                 wide = True
         ints += [0] * (13 * slots - len(ints))
         grid = (cdiv(max(c[1] for c in chunk), block), len(chunk))

@@ -1,0 +1,155 @@
+"""The C++ gate (opbench.backends.native) on the CPU: it builds, decides a serve policy's
+shape classes exactly as the Python policy does, sends declined calls to eager and the rest
+to the backend's wrapper, counts both, and leaves nothing behind when the backend is
+disabled. Its native launches need CUDA: tests/kernels/test_native_launch.py.
+
+Slow: the first test builds the extension (about a minute on 2 cores, cached after)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import opbench
+from opbench.backends import registry
+from opbench.backends.native import NativeSpec, gate_module, unavailable_reason
+from opbench.backends.native.gates import GateSet
+from opbench.backends.serve_policy import OpPolicy, ServePolicy, shape_class_of_args
+
+pytestmark = pytest.mark.slow
+
+KERNEL = """
+import torch
+
+CALLS = []
+
+
+def add__Tensor_kernel_impl(self, other, alpha=1):
+    CALLS.append(self.numel())
+    return torch.ops.aten.add.Tensor(self.double(), other.double(), alpha=alpha).to(self.dtype)
+"""
+
+
+@pytest.fixture
+def native_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPBENCH_NATIVE", "1")
+    if gate_module() is None:
+        pytest.fail(f"the C++ gate did not build: {unavailable_reason()}")
+
+
+@pytest.fixture
+def kernels(tmp_path: Path) -> Path:
+    d = tmp_path / "kernels" / "add__Tensor"
+    d.mkdir(parents=True)
+    (d / "add__Tensor_implementation.py").write_text(KERNEL)
+    return tmp_path / "kernels"
+
+
+def _policy(classes: dict[str, bool], default: bool) -> ServePolicy:
+    entry = OpPolicy(
+        serve=True,
+        default=default,
+        classes={
+            c: {"serve": v, "speedup": 2.0 if v else 0.5, "tests": 1} for c, v in classes.items()
+        },
+    )
+    return ServePolicy(
+        device="cpu", measure="host", min_speedup=1.0, source="-", ops={"add.Tensor": entry}
+    )
+
+
+CALLS = [
+    (torch.randn(8, 8), torch.randn(8, 8)),  # f32:4^3
+    (torch.randn(1024, 1024), torch.randn(1024, 1024)),  # f32:4^10
+    (torch.randn(64), torch.randn(64)),  # f32:4^2 (64 = 4^3 in exact arithmetic: libm says 2.99..)
+    (torch.randn(3, dtype=torch.float64), torch.randn(3, dtype=torch.float64)),  # f64:4^0
+    (torch.randn(2, 4096), torch.randn(4096)),  # the larger of two shapes decides
+    (torch.randn(()), torch.randn(5000)),
+]
+
+
+def test_the_gate_decides_every_shape_class_as_the_python_policy_does(native_on, kernels):
+    policy = _policy(
+        {"f32:4^3": True, "f32:4^10": False, "f32:4^2": True, "f64:4^0": False}, default=True
+    )
+    expected_served = sum(policy.serves("add.Tensor", args, {}) for args in CALLS)
+    registry.reset_counts()
+    with opbench.backend(kernels, device="cpu", policy=policy):
+        results = [torch.add(a, b) for a, b in CALLS]
+        counts = registry.call_counts()["add.Tensor"]
+        assert "(C++ gate)" not in registry.registration_notes()
+    for (a, b), got in zip(CALLS, results):
+        torch.testing.assert_close(got, torch.add(a.double(), b.double()).to(got.dtype))
+    assert counts["served"] == expected_served, (
+        counts,
+        [shape_class_of_args(c, {}) for c in CALLS],
+    )
+    assert counts["declined"] == len(CALLS) - expected_served
+    assert counts.get("native") == 0
+
+
+def test_a_gate_goes_away_with_its_backend(native_on, kernels):
+    policy = _policy({"f32:4^3": False}, default=True)
+    with opbench.backend(kernels, device="cpu", policy=policy):
+        torch.add(torch.randn(8, 8), torch.randn(8, 8))
+    registry.reset_counts()
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    torch.testing.assert_close(torch.add(a, b), a.double().add(b.double()).float())
+    assert registry.call_counts() == {}
+    # and a second registration stacked on the first comes off in order
+    with opbench.backend(kernels, device="cpu", policy=policy):
+        with opbench.backend(kernels, device="cpu", policy=_policy({}, default=True)):
+            registry.reset_counts()
+            torch.add(a, b)
+            # the inner kernel serves; its own add call goes to what it replaced, the outer gate
+            assert registry.call_counts()["add.Tensor"]["served"] >= 1
+        registry.reset_counts()
+        torch.add(a, b)
+        counts = registry.call_counts()["add.Tensor"]
+        assert (counts["served"], counts["declined"]) == (0, 1), counts
+
+
+def test_without_the_gate_the_python_policy_decides(monkeypatch, kernels):
+    monkeypatch.setenv("OPBENCH_NATIVE", "0")
+    policy = _policy({"f32:4^3": False}, default=True)
+    registry.reset_counts()
+    with opbench.backend(kernels, device="cpu", policy=policy):
+        torch.add(torch.randn(8, 8), torch.randn(8, 8))
+        torch.add(torch.randn(1000), torch.randn(1000))  # f32:4^4
+        counts = registry.call_counts()["add.Tensor"]
+        assert "OPBENCH_NATIVE=0" in registry.registration_notes()["(C++ gate)"]
+    assert (counts["served"], counts["declined"]) == (1, 1)
+    assert "native" not in counts
+
+
+def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
+    def kernel(self, other, alpha=1):
+        return self + other
+
+    kernel.opbench_native = {"overloads": ("add.Tensor",), "operands": 3, "compile": print}
+    with pytest.raises(ValueError, match="kernel.opbench_native is not a valid native spec"):
+        NativeSpec.of(kernel, "add.Tensor")
+    kernel.opbench_native = {"overloads": ("add.Tensor",), "operands": 2, "compile": print}
+    assert NativeSpec.of(kernel, "add.Tensor").operands == 2
+    assert NativeSpec.of(kernel, "sub.Tensor") is None  # declared for other overloads
+    assert GateSet("CPU").native_spec("add.Tensor", kernel) is None  # launches are CUDA's
+    assert GateSet("CUDA", native=False).native_spec("add.Tensor", kernel) is None
+
+
+def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
+    gate = gate_module().Gate("aten::relu", "", "CPU")
+    with pytest.raises(RuntimeError, match="past them"):
+        gate.set_native(1, False, [3, -1], [0.0, 0.0], -1, [], 1 << 30, 132, 128, 1024, print)
+
+
+def test_the_reference_backend_declares_native_launches():
+    from opbench.backends.loader import load_backend, reference_kernels_folder
+
+    be = load_backend(str(reference_kernels_folder()), "cpu")
+    declared = {op for op in be.served_ops() if NativeSpec.of(be.kernel_for(op), op) is not None}
+    for op in ("add.Tensor", "mul.Tensor", "relu.default", "gelu.default", "threshold_backward.default",
+               "add_.Tensor", "gelu_backward.default"):  # fmt: skip
+        assert op in declared, op
+    assert "div.Tensor_mode" not in declared  # its rounding modes stay on the Python path

@@ -1,0 +1,153 @@
+"""The C++ gate's native launches on a GPU (``opbench.backends.native``): every op that
+declares one gives the same bits as the Python path it stands in for, and eager's values
+within tolerance; calls it cannot take go to Python; the launches capture in a CUDA graph.
+
+CUDA only (the native path launches compiled kernels): run with
+``OPBENCH_KERNEL_DEVICE=cuda python3 -m pytest tests/kernels/test_native_launch.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from opbench.backends import registry
+from opbench.backends.loader import load_backend, reference_kernels_folder
+from opbench.backends.native import gate_module, unavailable_reason
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="native launches need CUDA")
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+EAGER_TOLERANCE = {torch.float16: 2e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5}
+SHAPES = [(1,), (17,), (128,), (1000,), (3, 5, 7), (64, 1024), ((1 << 20) + 3,)]
+
+
+def _gelu_backward(g: torch.Tensor, x: torch.Tensor, approximate: str) -> torch.Tensor:
+    return torch.ops.aten.gelu_backward(g, x, approximate=approximate)
+
+
+#: (overload, call, operands): operands 2 draws a second tensor of the same shape
+CASES: list[tuple[str, Callable[..., Any], int]] = [
+    ("add.Tensor", lambda a, b: torch.add(a, b), 2),
+    ("add.Tensor", lambda a, b: torch.add(a, b, alpha=-2.5), 2),
+    ("sub.Tensor", lambda a, b: torch.sub(a, b), 2),
+    ("mul.Tensor", lambda a, b: torch.mul(a, b), 2),
+    ("mul.Tensor", lambda a: a * 0.5, 1),  # a wrapped number: a 0-dim CPU tensor
+    ("div.Tensor", lambda a, b: torch.div(a, b), 2),
+    ("add_.Tensor", lambda a, b: a.add_(b), 2),
+    ("mul_.Tensor", lambda a, b: a.mul_(b), 2),
+    ("relu.default", lambda a: torch.relu(a), 1),
+    ("relu_.default", lambda a: torch.relu_(a), 1),
+    ("gelu.default", lambda a: torch.nn.functional.gelu(a), 1),
+    ("gelu.default", lambda a: torch.nn.functional.gelu(a, approximate="tanh"), 1),
+    ("sigmoid.default", lambda a: torch.sigmoid(a), 1),
+    ("tanh.default", lambda a: torch.tanh(a), 1),
+    ("silu.default", lambda a: torch.nn.functional.silu(a), 1),
+    ("neg.default", lambda a: torch.neg(a), 1),
+    ("threshold_backward.default", lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.1), 2),
+    ("tanh_backward.default", lambda g, y: torch.ops.aten.tanh_backward(g, y), 2),
+    ("sigmoid_backward.default", lambda g, y: torch.ops.aten.sigmoid_backward(g, y), 2),
+    ("silu_backward.default", lambda g, x: torch.ops.aten.silu_backward(g, x), 2),
+    ("gelu_backward.default", lambda g, x: _gelu_backward(g, x, "none"), 2),
+    ("gelu_backward.default", lambda g, x: _gelu_backward(g, x, "tanh"), 2),
+]
+
+
+@pytest.fixture(scope="module")
+def backend() -> Any:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPBENCH_NATIVE", "1")  # tests/conftest.py turns it off for the other tests
+    if gate_module() is None:
+        pytest.fail(f"the C++ gate is not available: {unavailable_reason()}")
+    yield load_backend(str(reference_kernels_folder()), "cuda")
+    mp.undo()
+
+
+def _inputs(shape: tuple[int, ...], dtype: torch.dtype, k: int) -> list[torch.Tensor]:
+    g = torch.Generator(device="cuda").manual_seed(hash((shape, k)) & 0xFFFF)
+    out = []
+    for i in range(k):
+        t = torch.randn(shape, device="cuda", dtype=torch.float32, generator=g) * 3
+        if i == 1:
+            t = t.abs() + 0.25  # a divisor away from 0
+        out.append(t.to(dtype))
+    if out[0].numel() > 4:  # the values every op must carry through
+        flat = out[0].view(-1)
+        flat[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0])
+    return out
+
+
+def _run(backend: Any, op: str, call: Callable[..., Any], args: list[torch.Tensor],
+         native: bool) -> tuple[torch.Tensor, dict[str, int]]:  # fmt: skip
+    args = [a.clone() for a in args]
+    with registry.backend(backend, "cuda", ops=[op], native=native):
+        registry.reset_counts()
+        out = call(*args)
+        torch.cuda.synchronize()
+        counts = registry.call_counts()[op]
+    if op.split(".")[0].endswith("_"):
+        assert out is args[0], "an in-place op returns self"
+    return out, counts
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_native_launch_matches_the_python_path_and_eager(backend, case, shape, dtype):
+    op, call, k = CASES[case]
+    args = _inputs(shape, dtype, k)
+    native, counts = _run(backend, op, call, args, native=True)
+    assert counts.get("native") == 1, f"{op} did not take the native path: {counts}"
+    python, counts = _run(backend, op, call, args, native=False)
+    assert counts["served"] == 1 and "native" not in counts
+    torch.testing.assert_close(native, python, rtol=0, atol=0, equal_nan=True)
+    # eager within the judge's bounds for the dtype: the Python path's own verdicts (a
+    # 16-bit tanh_backward near |y| = 1 differs from eager's by an FMA's rounding)
+    expected = call(*[a.clone() for a in args])
+    tol = EAGER_TOLERANCE[dtype]
+    torch.testing.assert_close(native, expected, equal_nan=True, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize(
+    "name,make",
+    [
+        ("transposed", lambda a, b: (a.t(), b.t())),
+        ("broadcast", lambda a, b: (a, b[:1])),
+        ("misaligned", lambda a, b: (a.view(-1)[1:], b.view(-1)[1:])),
+        ("mixed dtypes", lambda a, b: (a, b.float())),
+    ],
+)
+def test_calls_the_native_path_cannot_take_go_to_python(backend, name, make):
+    a, b = make(*_inputs((64, 32), torch.float16, 2))
+    native, counts = _run(backend, "add.Tensor", torch.add, [a, b], native=True)
+    assert counts.get("native") == 0 and counts["served"] == 1, counts
+    torch.testing.assert_close(native, torch.add(a, b), equal_nan=True)
+
+
+def test_a_0dim_cuda_tensor_and_a_cpu_scalar_tensor(backend):
+    a = _inputs((1000,), torch.bfloat16, 1)[0]
+    for other in (torch.tensor(1.5, device="cuda"), torch.tensor(3, dtype=torch.int64)):
+        native, counts = _run(backend, "mul.Tensor", torch.mul, [a, other], native=True)
+        assert counts.get("native") == 1
+        assert native.dtype == torch.bfloat16
+        python, _ = _run(backend, "mul.Tensor", torch.mul, [a, other], native=False)
+        torch.testing.assert_close(native, python, rtol=0, atol=0, equal_nan=True)
+
+
+def test_native_launches_capture_in_a_cuda_graph(backend):
+    a, b = _inputs((4096,), torch.float16, 2)
+    with registry.backend(backend, "cuda", ops=["add.Tensor", "relu.default"]):
+        f = lambda: torch.relu(torch.add(a, b))  # noqa: E731
+        f()  # compile the variants before capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = f()
+        a.copy_(torch.randn_like(a))
+        graph.replay()
+        torch.cuda.synchronize()
+        counts = registry.call_counts()
+    assert counts["add.Tensor"]["native"] >= 2 and counts["relu.default"]["native"] >= 2
+    torch.testing.assert_close(out, torch.relu(a + b))
