@@ -47,7 +47,8 @@ def check_model(args: argparse.Namespace, cuda_graphs: bool, json_out: Path) -> 
         "--no-ops", "--json", str(json_out),
     ]  # fmt: skip
     if args.policy:
-        cmd += ["--policy", args.policy]
+        # a step captured as a graph pays no host cost: its policy is the run's device times
+        cmd += ["--policy", args.policy, "--policy-measure", "device" if cuda_graphs else "host"]
     if cuda_graphs:
         cmd.append("--cuda-graphs")
     env = dict(os.environ)

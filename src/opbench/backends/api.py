@@ -53,13 +53,15 @@ def enable(
     return registry.enable(be, device, ops=ops, policy=as_policy(policy), native=native)
 
 
-def as_policy(policy: ServePolicy | str | Path | None) -> ServePolicy | None:
-    """A policy from a policy, a ``serve_policy.json`` file, or a run directory."""
+def as_policy(policy: ServePolicy | str | Path | None, measure: str = "host") -> ServePolicy | None:
+    """A policy from a policy, a ``serve_policy.json`` file, or a run directory (its
+    ``measure`` speedups: ``host``, what an eager-mode model pays, or ``device``, what a
+    step captured whole as a CUDA graph pays)."""
     if policy is None or isinstance(policy, ServePolicy):
         return policy
     path = Path(policy)
     if path.is_dir() and (path / "results.sqlite").exists():
-        return policy_from_run(path)
+        return policy_from_run(path, measure=measure)
     return ServePolicy.load(path)
 
 

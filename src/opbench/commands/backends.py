@@ -188,6 +188,13 @@ def register(app: typer.Typer) -> None:
             help="Serve only where a judged run found the kernels faster than eager: a run "
             "directory or a serve_policy.json (opbench package --from-run).",
         ),
+        policy_measure: str = typer.Option(
+            "host",
+            "--policy-measure",
+            help="With --policy RUN_DIR: decide on host-inclusive speedups (host: what an "
+            "eager-mode step pays) or device time (device: what a step captured as a CUDA "
+            "graph pays). The C++ gate's own launches are decided on device time either way.",
+        ),
         cuda_graphs: bool = typer.Option(
             False,
             "--cuda-graphs",
@@ -219,7 +226,7 @@ def register(app: typer.Typer) -> None:
             from opbench.backends.api import as_policy
 
             try:
-                serve = as_policy(policy)
+                serve = as_policy(policy, policy_measure)
             except (OSError, ValueError, KeyError) as e:
                 fail(f"--policy {policy}: {e}")
                 return

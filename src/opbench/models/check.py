@@ -42,6 +42,7 @@ __all__ = [
     "check_models",
     "cuda_graphs_usable",
     "OpCounter",
+    "fastpath_off",
 ]
 
 
@@ -151,7 +152,7 @@ class _RunOut:
 
 
 @contextmanager
-def _fastpath_off() -> Iterator[None]:
+def fastpath_off() -> Iterator[None]:
     mha = getattr(torch.backends, "mha", None)
     if mha is None or not hasattr(mha, "set_fastpath_enabled"):
         yield
@@ -346,7 +347,7 @@ def _check_model(
         }
         eager_model, cand_model = copy.deepcopy(base), copy.deepcopy(base)
         cb = compile_backend if compile else None
-        with _fastpath_off():
+        with fastpath_off():
             ref = _run(spec, eager_model, batch, compile_backend=cb, count_ops=not compile)
             ref64 = _float64_run(spec, base, batch)
             if compile:
@@ -411,7 +412,7 @@ def _check_model(
     ]
     if time_steps > 0 and not compile:
         try:
-            with _fastpath_off():
+            with fastpath_off():
                 result.eager_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
                                                time_steps)  # fmt: skip
                 # copied before registering: deepcopy under the aten backend's detach
@@ -431,7 +432,7 @@ def _check_model(
 def _time_graphs(result: ModelCheck, spec: ModelSpec, base: torch.nn.Module,
                  batch: dict[str, Any], device: str, steps: int, enable_backend: Any) -> None:  # fmt: skip
     """Fill ``result``'s graph fields: a time, or why that side has none."""
-    with _fastpath_off():
+    with fastpath_off():
         eager, cand = model_graph_times(spec, base, batch, device, steps, enable_backend)
     result.eager_graph_ms, result.eager_graph_error = eager.ms, eager.error
     result.backend_graph_ms, result.backend_graph_error = cand.ms, cand.error
