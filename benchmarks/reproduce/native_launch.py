@@ -9,7 +9,8 @@ a 1,024-element op takes ~2 µs on the device, so the number is the host's. Ever
 result is checked against eager first.
 
 Usage (GPU machine): python3 benchmarks/reproduce/native_launch.py [--out FILE.json]
-Writes the JSON (device, versions, command, rows) and prints a markdown table.
+Writes the JSON (device, versions, command, rows) and the same table as FILE.md, and
+prints the table. Committed: ``benchmarks/results/native-launch-<gpu>.json``/``.md``.
 """
 
 from __future__ import annotations
@@ -118,10 +119,19 @@ def main() -> None:
         "seconds": round(time.time() - t0, 1),
         "rows": rows,
     }
+    table = markdown(rows)
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(markdown(rows))
+        head = (
+            f"# Launch cost through the backend: the C++ gate ({result['device']})\n\n"
+            f"{result['date']}, torch {result['torch']}, triton {result['triton']}, "
+            f"`{result['command']}`\n\n{result['what']}. native: the C++ gate launches the "
+            "Triton kernel itself; Python path: the same backend with `native=False`; "
+            "declined: a serve policy sends the call to eager's kernel from the gate.\n\n"
+        )
+        a.out.with_suffix(".md").write_text(head + table + "\n")
+    print(table)
 
 
 if __name__ == "__main__":
