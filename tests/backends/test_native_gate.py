@@ -153,3 +153,71 @@ def test_the_reference_backend_declares_native_launches():
                "add_.Tensor", "gelu_backward.default"):  # fmt: skip
         assert op in declared, op
     assert "div.Tensor_mode" not in declared  # its rounding modes stay on the Python path
+
+
+def test_a_model_trains_on_the_backend_with_and_without_the_gate(native_on, tmp_path, monkeypatch):
+    """check-model's encoder with a policy that serves only its smaller adds: the same verdict,
+    the same served and declined calls through the gate as through the Python policy."""
+    pytest.importorskip("transformers")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from kernel_dirs import NUMPY_KERNELS, write_dir
+
+    from opbench.backends.directory import DirectoryBackend
+    from opbench.models.check import check_model
+
+    # the encoder adds [2, 12, 32] (f32:4^4) and 2,304-element tensors (f32:4^5)
+    policy = _policy({"f32:4^4": True, "f32:4^5": False}, default=False)
+    be = DirectoryBackend(write_dir(tmp_path, NUMPY_KERNELS), "cpu")
+    runs = {}
+    for mode in ("1", "0"):
+        monkeypatch.setenv("OPBENCH_NATIVE", mode)
+        runs[mode] = check_model("encoder", be, "cpu", policy=policy)
+    for r in runs.values():
+        assert r.error is None and r.ok, r.error
+    gated = {c.op: c for c in runs["1"].coverage}["add.Tensor"]
+    python = {c.op: c for c in runs["0"].coverage}["add.Tensor"]
+    assert gated.calls == python.calls and gated.served == python.served
+    assert 0 < gated.served < gated.calls  # the policy declined some of the model's adds
+
+
+def test_a_package_builds_its_own_gate(native_on, kernels, tmp_path):
+    """A package's copy of the runtime builds the gate under its own module name (two
+    copies in one process must not clash) and decides its policy there."""
+    import importlib
+    import sys
+
+    from opbench.backends.packaging import build_package
+    from opbench.run.store import ResultStore, TestResult
+
+    run = tmp_path / "run"
+    run.mkdir()
+    store = ResultStore(run / "results.sqlite")
+    for i, (args, host) in enumerate(
+        [
+            ("((T([8, 8], f32), T([8, 8], f32)), {})", 0.5),
+            ("((T([1024, 1024], f32), T([1024, 1024], f32)), {})", 1.4),
+        ]
+    ):
+        store.add(TestResult(test_id=f"t{i}", op="add.Tensor", args=args, status="passed",
+                             speedup=1.0, speedup_host=host, device="cpu"))  # fmt: skip
+    store.close() if hasattr(store, "close") else None
+    out = build_package(kernels, "add_pkg_gate", tmp_path / "pkg", from_run=run)
+    assert (out / "src" / "add_pkg_gate" / "_runtime" / "backends" / "native" / "gate.cpp").exists()
+    sys.path.insert(0, str(out / "src"))
+    try:
+        pkg = importlib.import_module("add_pkg_gate")
+        with pkg.backend("cpu"):
+            torch.add(torch.randn(8, 8), torch.randn(8, 8))
+            torch.add(torch.randn(1024, 1024), torch.randn(1024, 1024))
+            counts = pkg.call_counts()["add.Tensor"]
+        gate = importlib.import_module("add_pkg_gate._runtime.backends.native.build")
+        assert gate.MODULE_NAME == "add_pkg_gate_native_gate" and gate.gate_module() is not None
+        # declined: the small call, and the kernel's own add of doubles (f64, a class the
+        # run never timed: the op's default, a geomean of 0.84, declines it)
+        assert (counts["served"], counts["declined"], counts["native"]) == (1, 2, 0), counts
+    finally:
+        sys.path.remove(str(out / "src"))
+        for m in [m for m in sys.modules if m.startswith("add_pkg_gate")]:
+            del sys.modules[m]

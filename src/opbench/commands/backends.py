@@ -270,6 +270,7 @@ def register(app: typer.Typer) -> None:
             "ops",
             "served",
             "calls served",
+            "from C++",
             "eager ms/step",
             "backend ms/step",
             *graph_cols,
@@ -291,6 +292,7 @@ def register(app: typer.Typer) -> None:
                 str(len(r.ops_called)) if r.ops_called else "-",
                 str(len(r.served_ops)),
                 "-" if r.served_call_share is None else f"{r.served_call_share:.0%}",
+                "-" if r.native_call_share is None else f"{r.native_call_share:.0%}",
                 "-" if r.eager_step_ms is None else f"{r.eager_step_ms:.2f}",
                 "-" if r.backend_step_ms is None else f"{r.backend_step_ms:.2f}",
                 *(_graph_cells(r) if cuda_graphs else ()),
@@ -312,11 +314,11 @@ def register(app: typer.Typer) -> None:
                 t = Table(
                     title=f"{r.model} ({'compile' if r.compiled else 'eager'}): ATen overloads"
                 )
-                for col in ("op", "model calls", "served", "fell back"):
+                for col in ("op", "model calls", "served", "from C++", "fell back"):
                     t.add_column(col)
                 for c in r.coverage:
                     if c.served or c.fallback or be.name != "aten":
-                        t.add_row(c.op, str(c.calls), str(c.served), str(c.fallback))
+                        t.add_row(c.op, str(c.calls), str(c.served), str(c.native), str(c.fallback))
                 console.print(t)
         console.print(f"total {time.perf_counter() - started:.2f} s")
         if json_out:
