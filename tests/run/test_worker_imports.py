@@ -61,3 +61,61 @@ def test_no_judge_module_in_what_a_worker_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
+def _imported_by_main() -> set[str]:
+    """The modules ``worker.main`` imports before candidate code (its import statements
+    up to the first ``load_backend`` call), read from the source."""
+    import ast
+    import inspect
+
+    from opbench.run import worker
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(worker.main)))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:  # `from opbench.backends import directory` names a module
+                full = f"{node.module}.{a.name}"
+                found.add(full if _is_module(full) else node.module)
+    # the program path and the settings pin are imported where they are used
+    return {m for m in found if m != "opbench.programs.instrument"}
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def test_the_template_preloads_every_module_a_worker_imports() -> None:
+    from opbench.run import worker
+
+    missing = _imported_by_main() - set(worker.WORKER_MODULES) - {"opbench.run"}
+    assert not missing, f"add to worker.WORKER_MODULES (the template preloads them): {missing}"
+
+
+def test_a_fork_of_the_template_imports_nothing_more_before_the_candidate() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        from opbench.run import forkserver
+        for _name, step in forkserver.template_steps():
+            step()
+        before = set(sys.modules)
+        from opbench.run import worker
+        for name in worker.WORKER_MODULES:
+            __import__(name)
+        print(sorted(set(sys.modules) - before))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout

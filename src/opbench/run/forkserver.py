@@ -162,11 +162,7 @@ def template_steps() -> list[tuple[str, Callable[[], Any]]]:
     from opbench.run import worker
 
     def imports() -> None:
-        from opbench.instrument import (
-            candidate,  # noqa: F401
-            timing,  # noqa: F401  (what a worker imports first)
-        )
-        from opbench.spec.judge_options import JudgeOptions  # noqa: F401
+        worker.preload()  # every module a worker imports before candidate code
 
     def warmed() -> None:
         worker.WARMED_BY_TEMPLATE = True

@@ -25,6 +25,34 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
+#: Every module :func:`main` imports before candidate code: the fork server's template
+#: imports them all (:func:`preload`), so a fork pays nothing for them. Each one a fork
+#: had to import itself cost it the import and, where Python writes no bytecode
+#: (``PYTHONDONTWRITEBYTECODE``, as on the CI machines), a compile from source (~30 ms
+#: for the nine modules the template lacked, and a fresh process fingerprint: ~12 ms;
+#: 2026-11-27, the Scorer's CPU benchmark). ``tests/run/test_worker_imports.py`` holds
+#: this list to what :func:`main` imports.
+WORKER_MODULES = (
+    "torch",
+    "opbench.backends.directory",
+    "opbench.backends.loader",
+    "opbench.instrument.candidate",
+    "opbench.instrument.integrity",
+    "opbench.instrument.neighbours",
+    "opbench.instrument.observer",
+    "opbench.instrument.records",
+    "opbench.instrument.settings",
+    "opbench.instrument.tensors",
+    "opbench.instrument.timing",
+    "opbench.run.protocol",
+    "opbench.spec.judge_options",
+    "opbench.spec.ops",
+    "opbench.spec.reference",
+    "opbench.spec.variants",
+    "opbench.suites.case",
+    "opbench.suites.materialize",
+)
+
 #: Set by the fork server's template after its own warm-up, before it forks workers.
 WARMED_BY_TEMPLATE = False
 #: The template's process fingerprint, taken after its warm-up (see Fingerprint.inherited).
@@ -289,6 +317,22 @@ def _scoped_call(fn: Any, window: Any, scope: str) -> Any:
 
     call._schema = getattr(fn, "_schema", None)  # type: ignore[attr-defined]
     return call
+
+
+def preload() -> None:
+    """Import :data:`WORKER_MODULES` and make the first reply's ``torch.save`` once (its
+    first call imports the serialization config): what the fork server's template does
+    so that each worker forked from it starts with them."""
+    import importlib
+    import io
+
+    for name in WORKER_MODULES:
+        importlib.import_module(name)
+    import torch
+
+    from opbench.run import protocol
+
+    protocol.write_plain(io.BytesIO(), {"type": "preload", "tensor": torch.zeros(1)})
 
 
 def _cuda_context_error(device: str) -> str | None:
