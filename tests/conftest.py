@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-# The C++ gate (opbench.backends.native) is built on first use, about a minute on this
+# The C++ gate (opbench.backends.native) is built on first use, about 20 s on this
 # machine: the default run registers backends on their Python path alone, and the gate's
 # own tests (tests/backends/test_native_gate.py, slow; tests/kernels/test_native_launch.py
 # on a GPU) turn it on.

@@ -3,7 +3,7 @@ shape classes exactly as the Python policy does, sends declined calls to eager a
 to the backend's wrapper, counts both, and leaves nothing behind when the backend is
 disabled. Its native launches need CUDA: tests/kernels/test_native_launch.py.
 
-Slow: the first test builds the extension (about a minute on 2 cores, cached after)."""
+Slow: the first test builds the extension (about 20 s on 2 cores, cached after)."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
 Why a build at first use and not a wheel: the gate links against the torch that runs it
 (its C++ ABI changes between releases: 2.11 on the GPU machines, 2.13 here), and it needs
 only a C++ compiler and ninja, which ``torch.utils.cpp_extension`` already requires for any
-C++ kernel. The build takes about a minute on a 2-core machine and is cached under
-``~/.cache/opbench/native/`` (``OPBENCH_NATIVE_DIR`` moves it); a later process loads it
-in well under a second.
+C++ kernel. The build takes 20-30 s (21 s on the 2-core CPU machine, 31 s on the GPU one)
+and is cached under ``~/.cache/opbench/native/`` (``OPBENCH_NATIVE_DIR`` moves it); a later
+process loads it in well under a second.
 
 Where the gate cannot be built or loaded (no compiler, ``OPBENCH_NATIVE=0``), :func:`gate_module`
 returns None and :func:`unavailable_reason` says why: the registry then registers the
