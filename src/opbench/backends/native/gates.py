@@ -35,20 +35,20 @@ class GateSet:
         self.native = native
         self.module: Any = None
         self.gates: dict[str, Any] = {}
-        self._pending: dict[str, tuple[Any, NativeSpec | None, OpPolicy | None]] = {}
+        #: op -> (its gate, its native spec, the policy's host and device verdicts)
+        self._pending: dict[
+            str, tuple[Any, NativeSpec | None, OpPolicy | None, OpPolicy | None]
+        ] = {}
         self._codes: dict[int, torch.dtype] = {}
         #: why no gate was installed where one was wanted (once per registration)
         self.note: str | None = None
 
-    def _spec(self, op: str, kernel: Any) -> NativeSpec | None:
-        if not self.native or self.key != "CUDA":
-            return None
-        return NativeSpec.of(kernel, op)
-
     def native_spec(self, op: str, kernel: Any) -> NativeSpec | None:
         """The native launch ``kernel`` declares for ``op``, where this registration uses
         one (CUDA, ``native`` on)."""
-        return self._spec(op, kernel)
+        if not self.native or self.key != "CUDA":
+            return None
+        return NativeSpec.of(kernel, op)
 
     def prepare(
         self, op: str, kernel: Any, entry: OpPolicy | None, native_entry: OpPolicy | None = None
@@ -56,7 +56,7 @@ class GateSet:
         """Capture eager's kernel for ``op`` if it will be gated (call before the Python
         wrapper is registered); False when it will not. ``entry``: the policy's host
         verdict on ``op``, ``native_entry`` its device verdict (None: serve every call)."""
-        spec = self._spec(op, kernel)
+        spec = self.native_spec(op, kernel)
         if spec is None and (entry is None or (entry.uniform and entry.serve)):
             return False
         if self.module is None:
