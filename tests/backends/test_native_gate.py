@@ -170,10 +170,20 @@ def test_a_model_trains_on_the_backend_with_and_without_the_gate(native_on, tmp_
     # the encoder adds [2, 12, 32] (f32:4^4) and 2,304-element tensors (f32:4^5)
     policy = _policy({"f32:4^4": True, "f32:4^5": False}, default=False)
     be = DirectoryBackend(write_dir(tmp_path, NUMPY_KERNELS), "cpu")
-    runs = {}
-    for mode in ("1", "0"):
-        monkeypatch.setenv("OPBENCH_NATIVE", mode)
-        runs[mode] = check_model("encoder", be, "cpu", policy=policy)
+    installed: list[str] = []
+    install = GateSet.install
+
+    def spy(self: GateSet, op: str, name: str) -> None:
+        installed.append(op)
+        install(self, op, name)
+
+    monkeypatch.setattr(GateSet, "install", spy)
+    runs, gates = {}, {}
+    for mode in ("1", "0"):  # check-model --native / --no-native
+        installed.clear()
+        runs[mode] = check_model("encoder", be, "cpu", policy=policy, native=mode == "1")
+        gates[mode] = set(installed)
+    assert "add.Tensor" in gates["1"] and not gates["0"]
     for r in runs.values():
         assert r.error is None and r.ok, r.error
     gated = {c.op: c for c in runs["1"].coverage}["add.Tensor"]

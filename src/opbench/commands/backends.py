@@ -195,6 +195,13 @@ def register(app: typer.Typer) -> None:
             "eager-mode step pays) or device time (device: what a step captured as a CUDA "
             "graph pays). The C++ gate's own launches are decided on device time either way.",
         ),
+        native: bool = typer.Option(
+            True,
+            "--native/--no-native",
+            help="Put the C++ gate in front of the registered ops (elementwise launches "
+            "from C++ on CUDA, policy decisions without Python); --no-native measures the "
+            "Python path alone.",
+        ),
         cuda_graphs: bool = typer.Option(
             False,
             "--cuda-graphs",
@@ -253,6 +260,7 @@ def register(app: typer.Typer) -> None:
                         allow_tf32=allow_tf32,
                         policy=serve,
                         cuda_graphs=cuda_graphs,
+                        native=native,
                     )
                 except ValueError as e:
                     fail(str(e))

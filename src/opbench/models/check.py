@@ -293,6 +293,7 @@ def check_model(
     allow_tf32: bool = False,
     policy: Any = None,
     cuda_graphs: bool = False,
+    native: bool = True,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
@@ -307,7 +308,8 @@ def check_model(
     (:mod:`opbench.backends.serve_policy`). ``cuda_graphs`` (with ``time_steps``, on
     CUDA) also times the step captured whole as a CUDA graph on both sides
     (:mod:`opbench.models.graph_timing`); a side that cannot be captured gets a
-    ``*_graph_error`` instead of a time.
+    ``*_graph_error`` instead of a time. ``native``: the C++ gate in front of the
+    registered ops (:mod:`opbench.backends.native`); False measures the Python path alone.
     """
     from opbench.instrument.settings import pinned
 
@@ -315,7 +317,7 @@ def check_model(
         cuda_graphs_usable(device, time_steps)
     with pinned(allow_tf32=allow_tf32):
         return _check_model(name, backend, device, compile, compile_backend, seed, scale, rtol,
-                            time_steps, only_ops, policy, cuda_graphs)  # fmt: skip
+                            time_steps, only_ops, policy, cuda_graphs, native)  # fmt: skip
 
 
 def cuda_graphs_usable(device: str, time_steps: int) -> None:
@@ -332,7 +334,7 @@ def cuda_graphs_usable(device: str, time_steps: int) -> None:
 def _check_model(
     name: str, backend: Backend | str, device: str, compile: bool, compile_backend: str,
     seed: int, scale: int, rtol: float, time_steps: int, only_ops: list[str] | None,
-    policy: Any = None, cuda_graphs: bool = False,
+    policy: Any = None, cuda_graphs: bool = False, native: bool = True,
 ) -> ModelCheck:  # fmt: skip
     started = time.perf_counter()
     spec = get_model(name, scale)
@@ -358,7 +360,7 @@ def _check_model(
             if only_ops is not None:
                 ops = set(only_ops) if ops is None else ops & set(only_ops)
             registry.reset_counts()
-            with registry.backend(be, device, ops=ops, policy=policy):
+            with registry.backend(be, device, ops=ops, policy=policy, native=native):
                 cand = _run(spec, cand_model, batch, compile_backend=cb, count_ops=not compile)
                 counts = registry.call_counts()
             if compile:
@@ -418,13 +420,13 @@ def _check_model(
                 # copied before registering: deepcopy under the aten backend's detach
                 # and alias kernels fails ("Creating a new Tensor subclass Parameter")
                 timed = copy.deepcopy(base)
-                with registry.backend(be, device, ops=ops, policy=policy):
+                with registry.backend(be, device, ops=ops, policy=policy, native=native):
                     result.backend_step_ms = step_ms(spec, timed, batch, device, time_steps)
         except Exception as e:  # the comparison stands; say why there is no time
             result.error = f"timing failed: {type(e).__name__}: {e}"
         if cuda_graphs:
             _time_graphs(result, spec, base, batch, device, time_steps,
-                         lambda: registry.backend(be, device, ops=ops, policy=policy))  # fmt: skip
+                         lambda: registry.backend(be, device, ops=ops, policy=policy, native=native))  # fmt: skip
     result.seconds = time.perf_counter() - started
     return result
 

@@ -56,6 +56,8 @@ class GateSet:
         """Capture eager's kernel for ``op`` if it will be gated (call before the Python
         wrapper is registered); False when it will not. ``entry``: the policy's host
         verdict on ``op``, ``native_entry`` its device verdict (None: serve every call)."""
+        if not self.native:  # the Python path alone, on purpose
+            return False
         spec = self.native_spec(op, kernel)
         if spec is None and (entry is None or (entry.uniform and entry.serve)):
             return False
