@@ -144,9 +144,9 @@ class _Registration:
     ) -> None:
         self.backend = backend
         self.policy = policy
-        self.gates = GateSet(dispatch_key_for(device), native=native)
         self.device = device
         self.key = dispatch_key_for(device)
+        self.gates = GateSet(self.key, native=native)
         self.requested = None if ops is None else {canonical_name(o) for o in ops}
         self.lib: torch.library.Library | None = None
         self.counts: dict[str, dict[str, int]] = {}

@@ -202,8 +202,9 @@ def policy_from_run(
         con.close()
     host = [(op, args, status, h, dev) for op, args, status, h, _, dev in rows]
     device = [(op, args, status, d, dev) for op, args, status, _, d, dev in rows]
-    policy = _verdicts(host if measure == "host" else device, measure, min_speedup, run_dir)
-    policy.native_ops = _verdicts(device, "device", min_speedup, run_dir).ops
+    by_device = _verdicts(device, "device", min_speedup, run_dir)
+    policy = by_device if measure == "device" else _verdicts(host, measure, min_speedup, run_dir)
+    policy.native_ops = dict(by_device.ops)
     return policy
 
 

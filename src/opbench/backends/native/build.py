@@ -24,7 +24,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["MODULE_NAME", "build_directory", "gate_module", "native_enabled", "unavailable_reason"]
+from opbench.backends.serve_policy import dtype_names
+
+__all__ = [
+    "MODULE_NAME",
+    "build_directory",
+    "dtype_of_code",
+    "gate_module",
+    "native_enabled",
+    "unavailable_reason",
+]
 
 log = logging.getLogger(__name__)
 
@@ -94,19 +103,24 @@ def _build() -> Any:
         with_cuda=False,
         verbose=False,
     )
-    names = []
+    # one table both ways: the shape classes' dtype names for the gate, and the gate's
+    # dtype codes (c10's ScalarType) for the compile callbacks
+    names, dtypes = [], {}
     with warnings.catch_warnings():  # complex32 and the quantized dtypes warn on allocation
         warnings.simplefilter("ignore")
-        for dtype, name in _dtype_names().items():
+        for dtype, name in dtype_names().items():
             try:
-                names.append((torch.empty(0, dtype=dtype), name))
+                t = torch.empty(0, dtype=dtype)
             except (RuntimeError, TypeError):  # a dtype this build cannot allocate
                 continue
+            names.append((t, name))
+            dtypes[module.dtype_code(t)] = dtype
     module.set_dtype_names(names)
+    _state["dtypes"] = dtypes
     return module
 
 
-def _dtype_names() -> dict[torch.dtype, str]:
-    from opbench.backends.serve_policy import dtype_names
-
-    return dtype_names()
+def dtype_of_code() -> dict[int, torch.dtype]:
+    """The torch dtype of each dtype code the loaded gate passes to a compile callback
+    (empty before :func:`gate_module` has loaded it)."""
+    return dict(_state.get("dtypes", {}))

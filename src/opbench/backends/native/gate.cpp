@@ -304,8 +304,8 @@ bool try_native(State& s, torch::jit::Stack& stack) {
       } else {
         return false;
       }
-    } else if (!scalar_arg(v1, 0.0, nb) || v1.isNone()) {
-      return false;
+    } else if (v1.isNone() || !scalar_arg(v1, 0.0, nb)) {
+      return false;  // no second operand, or a complex number
     } else {
       mode_b = kNumber;
     }

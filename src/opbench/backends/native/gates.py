@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from opbench.backends.native.build import gate_module, unavailable_reason
+from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
 from opbench.backends.native.spec import NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
@@ -66,7 +66,7 @@ class GateSet:
             if self.module is None:
                 self.note = unavailable_reason()
                 return False
-            self._codes = _dtype_codes(self.module)
+            self._codes = dtype_of_code()
         name, _, overload = op.partition(".")
         gate = self.module.Gate(
             f"aten::{name}", "" if overload == "default" else overload, self.key
@@ -133,11 +133,3 @@ def _verdict(entry: OpPolicy | None) -> tuple[str, dict[str, bool], bool]:
     if entry.uniform:
         return ("all" if entry.default else "none"), {}, entry.default
     return "classes", {c: bool(v["serve"]) for c, v in entry.classes.items()}, entry.default
-
-
-def _dtype_codes(module: Any) -> dict[int, torch.dtype]:
-    out: dict[int, torch.dtype] = {}
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64,
-                  torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool):  # fmt: skip
-        out[module.dtype_code(torch.empty(0, dtype=dtype))] = dtype
-    return out
