@@ -10,7 +10,11 @@ if contexts are made one after another by the driver, the rate stays flat as ``n
 ``--raw`` does the same through the driver API alone (``cuInit`` and the primary context),
 without PyTorch.
 
-Usage: python3 benchmarks/reproduce/cuda_context_rate.py [--n 1,2,4,8] [--raw]
+``--gpus K`` spreads the children round-robin over the first K GPUs (each child sets
+``CUDA_VISIBLE_DEVICES`` before CUDA starts): if the driver serialises contexts per GPU,
+K GPUs give K times the rate; if per machine, the rate stays flat.
+
+Usage: python3 benchmarks/reproduce/cuda_context_rate.py [--n 1,2,4,8] [--raw] [--gpus 1,2,4]
 
 Committed result: ``benchmarks/results/cuda-context-rate-h100.md`` (one H100, 2026-11-27,
 torch 2.11, driver 580.159.04), from::
@@ -45,12 +49,14 @@ def _make_context(raw: bool) -> None:
         torch.cuda.synchronize()
 
 
-def _round(n: int, raw: bool) -> dict[str, float]:
+def _round(n: int, raw: bool, gpus: int = 1) -> dict[str, float]:
     pipes, t0 = [], time.perf_counter()
-    for _ in range(n):
+    for i in range(n):
         r, w = os.pipe()
         if os.fork() == 0:
             os.close(r)
+            if gpus > 1:  # before cuInit: the child sees one GPU, its share
+                os.environ["CUDA_VISIBLE_DEVICES"] = str(i % gpus)
             start = time.perf_counter()
             _make_context(raw)
             end = time.perf_counter()
@@ -71,6 +77,7 @@ def _round(n: int, raw: bool) -> dict[str, float]:
     own = sorted(e - s for s, e in spans)
     return {
         "n": n,
+        "gpus": gpus,
         "wall_s": round(wall, 3),
         "contexts_per_s": round(n / wall, 2),
         "own_s_min": round(own[0], 3),
@@ -83,9 +90,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", default="1,2,4,8")
     p.add_argument("--raw", action="store_true", help="the driver API alone, no PyTorch")
+    p.add_argument("--gpus", default="1", help="GPU counts to spread the children over")
     a = p.parse_args()
-    for n in (int(x) for x in a.n.split(",")):
-        print(json.dumps(_round(n, a.raw)), flush=True)
+    for gpus in (int(x) for x in a.gpus.split(",")):
+        for n in (int(x) for x in a.n.split(",")):
+            print(json.dumps(_round(n, a.raw, gpus)), flush=True)
 
 
 if __name__ == "__main__":

@@ -34,11 +34,17 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(args: list[str], out: Path, budget_s: float) -> dict[str, Any]:
+def run(
+    args: list[str], out: Path, budget_s: float, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``opbench run ARGS --out OUT`` within ``budget_s`` (``env``: the variables set on
+    top of this process's); its summary, verdicts and timing coverage."""
     cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget_s)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=budget_s, env={**os.environ, **(env or {})}
+        )
         rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-1500:]
     except subprocess.TimeoutExpired as e:
         rc, tail = "timeout", str(e.stdout or "")[-800:]

@@ -134,9 +134,11 @@ def main() -> int:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
     half = gpus // 2
     head_env, node_env = dict(env), dict(env)
-    if cuda:
-        head_env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, range(half)))
-        node_env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, range(half, gpus)))
+    if cuda:  # the halves of what this process sees (CUDA_VISIBLE_DEVICES may narrow it)
+        seen = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = seen.split(",") if seen else [str(i) for i in range(gpus)]
+        head_env["CUDA_VISIBLE_DEVICES"] = ",".join(ids[:half])
+        node_env["CUDA_VISIBLE_DEVICES"] = ",".join(ids[half:gpus])
     res_args = (["--num-gpus", str(half)] if cuda else ["--num-gpus", "0"]) + ["--num-cpus", "1"]
     tests = ["--suite", ns.suite, "--backend", ns.backend, "--device", ns.device,
              "--ops", ns.ops, "--no-perf"]  # fmt: skip

@@ -163,6 +163,7 @@ def main() -> None:
     p.add_argument("--kernel", choices=sorted(KERNELS), default="numpy")
     p.add_argument("--spares", type=int, help="spare workers per lane (default: the Scorer's)")
     p.add_argument("--no-write", action="store_true", help="print only")
+    p.add_argument("--out", default=None, help="write the JSON here instead of the results")
     a = p.parse_args()
     phases = _phases()
     lanes = [int(x) for x in str(a.workers).split(",")]
@@ -204,6 +205,9 @@ def main() -> None:
     }
     print(json.dumps(out, indent=1))
     if a.no_write:
+        return
+    if a.out:
+        Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
         return
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = f"scorer-throughput-{a.device.split(':')[0]}-{a.suite.split(':')[0]}"
