@@ -11,7 +11,7 @@ if contexts are made one after another by the driver, the rate stays flat as ``n
 without PyTorch.
 
 ``--gpus K`` spreads the children round-robin over the first K GPUs (each child sets
-``CUDA_VISIBLE_DEVICES`` before CUDA starts): if the driver serialises contexts per GPU,
+``CUDA_VISIBLE_DEVICES`` to its one GPU before CUDA starts; K=1: GPU 0): if the driver serialises contexts per GPU,
 K GPUs give K times the rate; if per machine, the rate stays flat.
 
 Usage: python3 benchmarks/reproduce/cuda_context_rate.py [--n 1,2,4,8] [--raw] [--gpus 1,2,4]
@@ -55,8 +55,8 @@ def _round(n: int, raw: bool, gpus: int = 1) -> dict[str, float]:
         r, w = os.pipe()
         if os.fork() == 0:
             os.close(r)
-            if gpus > 1:  # before cuInit: the child sees one GPU, its share
-                os.environ["CUDA_VISIBLE_DEVICES"] = str(i % gpus)
+            # before cuInit: the child sees one GPU, its share (as a scorer's lane does)
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(i % gpus)
             start = time.perf_counter()
             _make_context(raw)
             end = time.perf_counter()

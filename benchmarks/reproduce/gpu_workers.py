@@ -46,8 +46,12 @@ def run(
             cmd, capture_output=True, text=True, timeout=budget_s, env={**os.environ, **(env or {})}
         )
         rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-1500:]
-    except subprocess.TimeoutExpired as e:
-        rc, tail = "timeout", str(e.stdout or "")[-800:]
+    except subprocess.TimeoutExpired as e:  # where it was: the run's progress is on stderr
+
+        def text(b: bytes | str | None) -> str:
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+
+        rc, tail = "timeout", (text(e.stdout) + text(e.stderr))[-1500:]
     wall = time.perf_counter() - t0
     res: dict[str, Any] = {"command": "opbench run " + " ".join(args), "rc": rc, "wall_s": wall}
     summary = out / "summary.json"

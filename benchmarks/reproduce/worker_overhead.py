@@ -60,13 +60,16 @@ def main() -> int:
         passes[name] = r
         print(name, {k: r.get(k) for k in ("rc", "wall_s", "worker_s_total", "outside_tests_s")})
     first = next(iter(passes.values())).get("verdicts") or {}
-    differ = {
+    differ = {  # tests a run judged otherwise (a test it never reached is not one)
         name: {t: [v, (r.get("verdicts") or {}).get(t)] for t, v in first.items()
-               if (r.get("verdicts") or {}).get(t) != v}
+               if (r.get("verdicts") or {}).get(t) not in (v, None)}
         for name, r in passes.items()
     }  # fmt: skip
+    unreached = {
+        name: sorted(set(first) - set(r.get("verdicts") or {})) for name, r in passes.items()
+    }
     result = {"gpu": gpu, "command": "opbench run " + " ".join(args), "passes": passes,
-              "verdicts_differ_from_first": differ}  # fmt: skip
+              "verdicts_differ_from_first": differ, "tests_not_reached": unreached}  # fmt: skip
     lines = [
         f"# Time outside tests, Triton backend, traces suite, 1 worker, {gpu}",
         "",
@@ -83,7 +86,9 @@ def main() -> int:
             f"{r.get('worker_s_total')} | {r['outside_tests_s']} | {share:.2f} |"
         )
     lines += ["", "Verdicts that differ from the first run: "
-              + ", ".join(f"{k}: {len(v)}" for k, v in differ.items())]  # fmt: skip
+              + ", ".join(f"{k}: {len(v)}" for k, v in differ.items())
+              + "; tests a run did not reach (cut short): "
+              + ", ".join(f"{k}: {len(v)}" for k, v in unreached.items())]  # fmt: skip
     write_results(Path(ns.out_dir), f"worker-overhead-{slug}", result, lines)
     return 0
 
