@@ -247,7 +247,8 @@ class RayWorkerFactory:
             try:
                 info = self.ray.get(actor.ready.remote(), timeout=ACTOR_START_S)
             except Exception as e:  # noqa: BLE001 - the slot will try again itself
-                log.warning("ray: an actor started ahead did not come up (%s)", e)
+                if not self.closed:  # else the run ended first (nothing left to run)
+                    log.warning("ray: an actor started ahead did not come up (%s)", e)
             with self._lock:
                 keep = info is not None and not self._closed  # else: failed, or run ended
                 if keep:
@@ -377,7 +378,10 @@ class RayExecutor:
         try:
             factory.start_actors(slots)
         except BaseException as e:  # noqa: BLE001 - slots then make their own actors
-            log.warning("ray: starting the slot actors ahead failed (%s)", e)
+            if factory.closed:  # the run ended first (nothing left to run): Ray is going
+                log.debug("ray: actors started ahead, run over: %r", e)
+            else:
+                log.warning("ray: starting the slot actors ahead failed (%r)", e)
             factory.stop_expecting()
 
     def _prepare(self) -> tuple[int, RayWorkerFactory]:
