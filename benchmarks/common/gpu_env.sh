@@ -20,7 +20,9 @@ python3 -c "from opbench.run import sandbox; print('bwrap usable:', sandbox.bwra
 # serve,train,tune,data}/ (and those RECORD lines): 39 MB; install it on the GPU machine with
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/ray/*.whl
 #   export PYTHONPATH=$PYTHONPATH:/tmp/site
-for d in .whl/ex .whl/fg; do
+# py-spy (stacks of a benchmark run that times out, gpu_workers.run):
+#   pip download --no-deps --only-binary=:all: --platform manylinux2014_x86_64 py-spy -d .whl/pyspy
+for d in .whl/ex .whl/fg .whl/pyspy; do
   if [ -d "$d" ]; then python3 -m pip install -q --no-deps --no-index "$d"/*.whl; fi
 done
 # pack_run RUN_DIR OUT.tgz: a run directory, cut short or not, as one file to bring back

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -41,17 +42,20 @@ def run(
     top of this process's); its summary, verdicts and timing coverage."""
     cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
     t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=budget_s, env={**os.environ, **(env or {})}
-        )
-        rc, tail = proc.returncode, (proc.stdout + proc.stderr)[-1500:]
-    except subprocess.TimeoutExpired as e:  # where it was: the run's progress is on stderr
-
-        def text(b: bytes | str | None) -> str:
-            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-
-        rc, tail = "timeout", (text(e.stdout) + text(e.stderr))[-1500:]
+        text, _ = proc.communicate(timeout=budget_s)
+        rc: Any = proc.returncode
+        stack = None
+    except subprocess.TimeoutExpired:  # where it was: its stack, then its last output
+        stack = _stack_dump(proc.pid)
+        proc.kill()
+        text, _ = proc.communicate()
+        rc = "timeout"
+    tail = (text or "")[-1500:]
     wall = time.perf_counter() - t0
     res: dict[str, Any] = {"command": "opbench run " + " ".join(args), "rc": rc, "wall_s": wall}
     summary = out / "summary.json"
@@ -108,7 +112,21 @@ def run(
         res["flag_counts"] = flags
     if rc != 0:
         res["output_tail"] = tail
+    if stack:
+        res["stack_at_timeout"] = stack
     return res
+
+
+def _stack_dump(pid: int) -> str | None:
+    """The Python stacks of a run that ran out of time (``py-spy dump``, where py-spy is
+    installed: carry its wheel to a GPU machine), so a timed-out run says where it was."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    try:
+        out = subprocess.run([spy, "dump", "--subprocesses", "--pid", str(pid)], capture_output=True, text=True,
+                             timeout=30)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"no stack: {e}"
+    return (out.stdout + out.stderr)[-6000:]
 
 
 def write_results(out_dir: Path, stem: str, result: dict[str, Any], lines: list[str]) -> None:
