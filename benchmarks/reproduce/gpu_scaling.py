@@ -51,12 +51,13 @@ def _suite_args(ns: argparse.Namespace) -> list[str]:
 def _warm(ns: argparse.Namespace) -> float:
     """Build the suite once (untimed by the runs): the OpInfo mapping lands in the cache."""
     code = (
-        "import sys; sys.path.insert(0, 'src')\n"
+        "import sys, time; sys.path.insert(0, 'src'); t0 = time.monotonic()\n"
         "from opbench.run.setup import RunRequest\n"
         "from opbench.run.session import load_suite_cases\n"
         f"req = RunRequest(suite={ns.suite!r}, backend='aten', device='cuda', "
         f"traces={ns.traces!r}, dtypes={ns.dtypes.split(',') if ns.dtypes else None!r})\n"
-        "print(len(load_suite_cases(req)), 'cases')\n"
+        "say = lambda line: print(f'{time.monotonic() - t0:7.1f} s', line, flush=True)\n"
+        "say(f'{len(load_suite_cases(req, say))} cases')\n"
     )
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=ns.budget)
