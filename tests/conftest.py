@@ -15,6 +15,8 @@ The kernel tests' dtype/layout/shape matrix is sampled on the CPU besides, see
 ``tests/kernels/conftest.py``."""
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         gone = {id(item) for item in slow}
         items[:] = [item for item in items if id(item) not in gone]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray with two CPUs for one test module (Ray's tests skip without Ray)."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'opbench[ray]')")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    tmp = tempfile.mkdtemp(prefix="opray", dir="/tmp")  # Ray's socket paths must stay short
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, log_to_driver=False)
+    yield
+    ray.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)

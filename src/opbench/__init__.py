@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "enable", "disable", "backend", "Scorer", "score"]
+__all__ = ["__version__", "enable", "disable", "backend", "Scorer", "HostScorers", "score"]
 
 
 def __getattr__(name: str):
@@ -17,4 +17,8 @@ def __getattr__(name: str):
         from opbench.agent import scorer
 
         return getattr(scorer, name)
+    if name == "HostScorers":  # a Scorer on each Ray node: opbench.agent.scorer_hosts
+        from opbench.agent.scorer_hosts import HostScorers
+
+        return HostScorers
     raise AttributeError(name)
