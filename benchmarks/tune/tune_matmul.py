@@ -42,7 +42,9 @@ Usage (on the GPU machine, after ``source benchmarks/common/gpu_env.sh``; traces
         .gpu_data/runs/tune-mm.jsonl --report --write --out benchmarks/results/matmul-tuning-h100
 
 The traced rows, their operands and PyTorch's answer for them are
-``benchmarks/tune/matmul_rows.py``'s; this file times and keeps.
+``benchmarks/tune/matmul_rows.py``'s; timing one call with a configuration is
+``matmul_timing.py``'s and the held-out half of the reports ``matmul_heldout.py``'s; this
+file picks and keeps.
 
 Writes into ``src/``: ``src/opbench/kernels/_lib/matmul_configs.py`` (``--write``: ``CONFIGS``
 per bucket, ``SHAPES`` per judged product). Committed results beside it:
@@ -63,6 +65,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matmul_heldout import (  # noqa: E402
+    add_heldout,
+    heldout_bucket_lines,
+    heldout_buckets,
+    heldout_lines,
+    heldout_products,
+)
 from matmul_rows import (  # noqa: E402  (the traced rows and their operands)
     REPO,
     judged_products,
@@ -72,6 +81,7 @@ from matmul_rows import (  # noqa: E402  (the traced rows and their operands)
     shapes_from_traces,
     traced_time,
 )
+from matmul_timing import agrees, bench, geo, measure_shape, warm  # noqa: E402
 
 CONFIGS_PY = REPO / "src/opbench/kernels/_lib/matmul_configs.py"
 
@@ -144,35 +154,6 @@ def _compile_key(row: dict[str, Any], cfg: tuple[int, ...]) -> tuple[Any, ...]:
     return row["op"], layout, cfg[:6], len(cfg) > 6 and cfg[6] > 1
 
 
-def _warm_one(task: tuple[str, str, tuple[int, ...]]) -> str:
-    """Compile (into Triton's disk cache) the kernel of one timing: run it once."""
-    op, text, cfg = task
-    try:
-        from opbench.kernels._lib import matmul
-        from opbench.spec.args import parse_args
-        from opbench.suites.inputs import make_inputs
-
-        call, kw = make_inputs(op, parse_args(text), "cuda", 0)
-        out, a, b, bias, alpha, beta = operands(op, call, kw)
-        matmul.matmul_into(out, a, b, bias, alpha, beta, cfg)
-        return ""
-    except Exception as e:  # timed (and reported) again in the parent
-        return f"{op} {cfg}: {type(e).__name__}: {str(e)[:100]}"
-
-
-def warm(tasks: list[tuple[str, str, tuple[int, ...]]], jobs: int) -> None:
-    """Compile the kernels of ``tasks`` in ``jobs`` processes at once (a compile is about
-    2 s and one process does one at a time); the timings then find them in Triton's cache."""
-    import multiprocessing
-
-    if jobs <= 1 or not tasks:
-        return
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        for err in pool.imap_unordered(_warm_one, tasks):
-            if err:
-                print(f"  warm-up: {err}", flush=True)
-
-
 def tune_shapes(args: argparse.Namespace) -> None:
     """``--shapes``: time eager, the configuration the kernel picks now and every
     :func:`shape_candidates` on each judged product of ``--min-gflop`` or more; report
@@ -216,114 +197,6 @@ def tune_shapes(args: argparse.Namespace) -> None:
     add_heldout(args.out, heldout, heldout_lines(heldout))
 
 
-def add_heldout(out: str | None, heldout: dict[str, Any], lines: list[str]) -> None:
-    """Print the held-out summary and put the held-out half beside the tuning half in the
-    report's ``OUT.json`` (key ``heldout``) and ``OUT.md`` (a section after the table)."""
-    print(json.dumps({"heldout": heldout["summary"]}), flush=True)
-    if out:
-        path = Path(out)
-        data = json.loads(path.with_suffix(".json").read_text())
-        data["heldout"] = heldout
-        path.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
-        with path.with_suffix(".md").open("a") as f:
-            f.write("\n".join(lines) + "\n")
-
-
-def served_config(
-    itemsize: int,
-    batch: int,
-    M: int,
-    N: int,
-    K: int,
-    chosen: dict[tuple[int, ...], tuple[int, ...]],
-) -> tuple[int, ...]:
-    """The configuration the kernel serves a product with once ``chosen`` is written:
-    the pick for that very product where it was tuned, else what it picks now (the
-    bucket tables and the heuristics: what a shape it was never tuned on gets)."""
-    from opbench.kernels._lib import matmul
-
-    key = (itemsize, batch, M, N, K)
-    return tuple(chosen.get(key) or matmul.config_for(itemsize, M, N, K, batch))  # fmt: skip
-
-
-def heldout_products(
-    args: argparse.Namespace, chosen: dict[tuple[int, ...], tuple[int, ...]]
-) -> dict[str, Any]:
-    """Eager and the served configuration (:func:`served_config`) timed on the judged
-    products of the held-out half: the tuning's effect on rows it never saw, so that
-    overfitting shows in the report of the run that causes it (issue #36). Nothing here
-    is picked."""
-    rows = judged_products(args.traces, args.min_gflop, args.limit, split="heldout")
-    tasks = []
-    for r in rows:
-        r["served"] = list(served_config(r["itemsize"], r["batch"], r["M"], r["N"], r["K"],
-                                         chosen))  # fmt: skip
-        r["tuned_here"] = (r["itemsize"], r["batch"], r["M"], r["N"], r["K"]) in chosen
-        tasks.append((r["op"], r["args"], tuple(r["served"])))
-    warm(tasks, args.jobs)
-    for r in rows:
-        times = measure_shape(r, [tuple(r["served"])])
-        r["eager_ms"], r["served_ms"] = times["eager"], times[json.dumps(r["served"])]
-    ok = [r for r in rows if math.isfinite(r["served_ms"])]
-    return {
-        "summary": {
-            "products": len(rows),
-            "served_vs_eager": _geo([r["eager_ms"] / r["served_ms"] for r in ok]),
-            "tuned_products_among_them": sum(r["tuned_here"] for r in rows),
-            "failed_or_wrong": len(rows) - len(ok),
-        },
-        "products": rows,
-    }
-
-
-def heldout_lines(heldout: dict[str, Any]) -> list[str]:
-    """The held-out section of the ``--shapes`` report."""
-    lines = [
-        "", "## The held-out half (never timed for a pick)", "",
-        f"Summary: `{json.dumps(heldout['summary'])}`; `served`: the configuration the kernel "
-        "serves the product with after this tuning (the pick where this very product was "
-        "tuned, else its current choice).", "",
-        "| op | batch x M x N x K | GFLOP | eager ms | served | ms | vs eager | tuned here |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]  # fmt: skip
-    for r in heldout["products"]:
-        lines.append(
-            f"| {r['op']} | {r['batch']}x{r['M']}x{r['N']}x{r['K']} | {r['gflop']:.2f} | "
-            f"{r['eager_ms']:.4f} | {r['served']} | {r['served_ms']:.4f} | "
-            f"{r['eager_ms'] / r['served_ms']:.3f} | {'yes' if r['tuned_here'] else 'no'} |"
-        )  # fmt: skip
-    return lines
-
-
-def measure_shape(row: dict[str, Any], cands: list[tuple[int, ...]]) -> dict[str, float]:
-    """ms of eager and of each configuration on one traced call (inf where a result is
-    wrong or a configuration fails)."""
-    from opbench.kernels._lib import matmul
-    from opbench.spec.args import parse_args
-    from opbench.suites.inputs import make_inputs
-
-    op, text = row["op"], row["args"]
-    call, kw = make_inputs(op, parse_args(text), "cuda", 0)
-    out, a, b, bias, alpha, beta = operands(op, call, kw)
-    want = reference(op, call, kw).reshape(out.shape).float()
-    times = {"eager": _bench(lambda: reference(op, call, kw))}
-    for c in cands:
-        try:
-            t = _bench(lambda c=c: matmul.matmul_into(out, a, b, bias, alpha, beta, c))
-            if not _agrees(out, want):
-                print(f"  {op} {c}: WRONG RESULT (not eligible)", flush=True)
-                t = math.inf
-        except Exception as e:  # shared memory, registers
-            print(f"  {op} {c}: {type(e).__name__}: {str(e)[:100]}", flush=True)
-            t = math.inf
-        times[json.dumps(list(c))] = t
-    return times
-
-
-def _geo(xs: list[float]) -> float | None:
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
-
-
 def shape_report(
     args: argparse.Namespace, results: list[dict[str, Any]]
 ) -> dict[tuple[int, ...], tuple[int, ...]]:
@@ -341,16 +214,16 @@ def shape_report(
     chosen = {}
     for key, rs in by_key.items():
         names = set.intersection(*(set(r["times"]) for r in rs)) - {"eager"}
-        scored = {n: _geo([r["times"][n] for r in rs]) for n in names}
+        scored = {n: geo([r["times"][n] for r in rs]) for n in names}
         chosen[key] = tuple(json.loads(min(scored, key=scored.get)))
     for r in results:
         pick = json.dumps(list(chosen[(r["itemsize"], r["batch"], r["M"], r["N"], r["K"])]))
         r["chosen"], r["chosen_ms"] = json.loads(pick), r["times"][pick]
     summary = {
         "products": len(results),
-        "current_vs_eager": _geo([r["eager_ms"] / r["current_ms"] for r in results]),
-        "best_vs_eager": _geo([r["eager_ms"] / r["best_ms"] for r in results]),
-        "chosen_vs_eager": _geo([r["eager_ms"] / r["chosen_ms"] for r in results]),
+        "current_vs_eager": geo([r["eager_ms"] / r["current_ms"] for r in results]),
+        "best_vs_eager": geo([r["eager_ms"] / r["best_ms"] for r in results]),
+        "chosen_vs_eager": geo([r["eager_ms"] / r["chosen_ms"] for r in results]),
     }
     print(json.dumps(summary), flush=True)
     if args.out:
@@ -384,22 +257,6 @@ def shape_report(
         write_configs(CONFIGS_PY, shapes=shapes, shapes_on=f"{env.get('gpu')}, torch "
                       f"{env.get('torch')}, Triton {env.get('triton')}: {command}")  # fmt: skip
     return chosen
-
-
-def _bench(fn: Any) -> float:
-    import triton
-
-    return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
-
-
-def _agrees(got: Any, want: Any) -> bool:
-    """A configuration is eligible only if its result agrees with eager's (fp32
-    accumulation both sides; the bound scales with the output's magnitude): a tile shape
-    that computes something else must never win on time."""
-    import torch
-
-    scale = float(want.abs().max()) if want.numel() else 0.0
-    return bool(torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2 * max(scale, 1.0)))
 
 
 def _journal(path: Path) -> dict[tuple[str, str], float]:
@@ -468,8 +325,8 @@ def measure(key: str, row: dict[str, Any], done: dict[tuple[str, str], float],
         else:
             fn = lambda c=cfg: matmul.matmul_into(out, a, b, bias, alpha, beta, c)  # noqa: E731
         try:
-            ms = _bench(fn)
-            if cfg is not None and not _agrees(out, want):
+            ms = bench(fn)
+            if cfg is not None and not agrees(out, want):
                 print(f"  {key} {name}: WRONG RESULT (not eligible)", flush=True)
                 ms = math.inf
         except Exception as e:  # a configuration that does not compile (shared memory)
@@ -564,54 +421,6 @@ def report(args: argparse.Namespace) -> None:
     if args.heldout_per_bucket > 0:
         heldout = heldout_buckets(args, [t["bucket"] for t in table], tuned)
         add_heldout(args.out, heldout, heldout_bucket_lines(heldout))
-
-
-def heldout_buckets(
-    args: argparse.Namespace, buckets: list[str], tuned: dict[str, tuple[int, ...]]
-) -> dict[str, Any]:
-    """The held-out half's most used shapes (``--heldout-per-bucket`` a bucket) of the
-    buckets the report covers, timed with eager, the untuned default and the bucket's
-    pick: what the tuning does on shapes it never saw (issue #36). Nothing is picked."""
-    from opbench.kernels._lib import matmul
-
-    held = shapes_from_traces(args.traces, heldout=True)
-    rows = []
-    for key in buckets:
-        for r in held.get(key, [])[: args.heldout_per_bucket]:
-            itemsize = int(key.split(":")[0])
-            default = tuple(matmul._default(itemsize, r["M"], r["N"]))
-            pick = tuned.get(key, default)
-            times = measure_shape(r, [default] if pick == default else [default, pick])
-            rows.append({**r, "bucket": key, "pick": list(pick), "eager_ms": times["eager"],
-                         "default_ms": times[json.dumps(list(default))],
-                         "pick_ms": times[json.dumps(list(pick))]})  # fmt: skip
-    ok = [r for r in rows if math.isfinite(r["pick_ms"]) and math.isfinite(r["default_ms"])]
-    return {
-        "summary": {
-            "shapes": len(rows),
-            "pick_vs_eager": _geo([r["eager_ms"] / r["pick_ms"] for r in ok]),
-            "default_vs_eager": _geo([r["eager_ms"] / r["default_ms"] for r in ok]),
-            "failed_or_wrong": len(rows) - len(ok),
-        },
-        "shapes": rows,
-    }
-
-
-def heldout_bucket_lines(heldout: dict[str, Any]) -> list[str]:
-    """The held-out section of the bucket report."""
-    lines = [
-        "", "## The held-out half (never timed for a pick)", "",
-        f"Summary: `{json.dumps(heldout['summary'])}`", "",
-        "| bucket | shape | eager ms | default ms | pick | ms | pick vs eager |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]  # fmt: skip
-    for r in heldout["shapes"]:
-        lines.append(
-            f"| {r['bucket']} | {r['op']} {r['M']}x{r['N']}x{r['K']} | {r['eager_ms']:.4f} | "
-            f"{r['default_ms']:.4f} | {r['pick']} | {r['pick_ms']:.4f} | "
-            f"{r['eager_ms'] / r['pick_ms']:.3f} |"
-        )  # fmt: skip
-    return lines
 
 
 CONFIGS_TEMPLATE = '''"""Matmul configurations per shape bucket, tuned ahead of time on the GPU.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -227,9 +228,10 @@ def test_the_shape_tuner_reports_the_held_out_half_with_what_it_serves(monkeypat
         timed.append((row["args"], cands))
         return {"eager": 1.0, json.dumps(list(cands[0])): 2.0}
 
-    monkeypatch.setattr(tm, "judged_products", fake_products)
-    monkeypatch.setattr(tm, "measure_shape", fake_measure)
-    monkeypatch.setattr(tm, "warm", lambda tasks, jobs: None)
+    hm = sys.modules["matmul_heldout"]  # where the held-out reports live, beside the tuner
+    monkeypatch.setattr(hm, "judged_products", fake_products)
+    monkeypatch.setattr(hm, "measure_shape", fake_measure)
+    monkeypatch.setattr(hm, "warm", lambda tasks, jobs: None)
     picked_here = (128, 64, 32, 4, 4, 1)
     chosen = {(2, 1, 64, 64, 64): picked_here}
     args = tm.argparse.Namespace(traces="t", min_gflop=1.0, limit=8, jobs=1)
@@ -261,8 +263,9 @@ def test_the_bucket_report_times_held_out_shapes_with_the_pick_and_the_default(
     def fake_measure(row, cands):
         return {"eager": 1.0, **{json.dumps(list(c)): 0.5 + 0.25 * i for i, c in enumerate(cands)}}
 
-    monkeypatch.setattr(tm, "shapes_from_traces", fake_shapes)
-    monkeypatch.setattr(tm, "measure_shape", fake_measure)
+    hm = sys.modules["matmul_heldout"]
+    monkeypatch.setattr(hm, "shapes_from_traces", fake_shapes)
+    monkeypatch.setattr(hm, "measure_shape", fake_measure)
     pick = (128, 64, 32, 4, 4, 1)
     args = tm.argparse.Namespace(traces="t", heldout_per_bucket=2)
     out = tm.heldout_buckets(args, ["2:tuned", "2:plain"], {"2:tuned": pick})

@@ -1,0 +1,89 @@
+"""Timing one traced matmul call with a configuration of the reference kernel, for the
+tuners (``tune_matmul.py``) and their held-out reports (``matmul_heldout.py``): eager and
+each configuration on the very operands the kernel gets, a configuration whose result
+disagrees with eager's never eligible; and compiling many configurations at once first.
+Timing: ``triton.testing.do_bench`` (L2 cleared before each repetition, median)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from matmul_rows import operands, reference
+
+__all__ = ["agrees", "bench", "geo", "measure_shape", "warm"]
+
+
+def _warm_one(task: tuple[str, str, tuple[int, ...]]) -> str:
+    """Compile (into Triton's disk cache) the kernel of one timing: run it once."""
+    op, text, cfg = task
+    try:
+        from opbench.kernels._lib import matmul
+        from opbench.spec.args import parse_args
+        from opbench.suites.inputs import make_inputs
+
+        call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+        out, a, b, bias, alpha, beta = operands(op, call, kw)
+        matmul.matmul_into(out, a, b, bias, alpha, beta, cfg)
+        return ""
+    except Exception as e:  # timed (and reported) again in the parent
+        return f"{op} {cfg}: {type(e).__name__}: {str(e)[:100]}"
+
+
+def warm(tasks: list[tuple[str, str, tuple[int, ...]]], jobs: int) -> None:
+    """Compile the kernels of ``tasks`` in ``jobs`` processes at once (a compile is about
+    2 s and one process does one at a time); the timings then find them in Triton's cache."""
+    import multiprocessing
+
+    if jobs <= 1 or not tasks:
+        return
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        for err in pool.imap_unordered(_warm_one, tasks):
+            if err:
+                print(f"  warm-up: {err}", flush=True)
+
+
+def measure_shape(row: dict[str, Any], cands: list[tuple[int, ...]]) -> dict[str, float]:
+    """ms of eager and of each configuration on one traced call (inf where a result is
+    wrong or a configuration fails)."""
+    from opbench.kernels._lib import matmul
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    op, text = row["op"], row["args"]
+    call, kw = make_inputs(op, parse_args(text), "cuda", 0)
+    out, a, b, bias, alpha, beta = operands(op, call, kw)
+    want = reference(op, call, kw).reshape(out.shape).float()
+    times = {"eager": bench(lambda: reference(op, call, kw))}
+    for c in cands:
+        try:
+            t = bench(lambda c=c: matmul.matmul_into(out, a, b, bias, alpha, beta, c))
+            if not agrees(out, want):
+                print(f"  {op} {c}: WRONG RESULT (not eligible)", flush=True)
+                t = math.inf
+        except Exception as e:  # shared memory, registers
+            print(f"  {op} {c}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+            t = math.inf
+        times[json.dumps(list(c))] = t
+    return times
+
+
+def geo(xs: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def bench(fn: Any) -> float:
+    import triton
+
+    return float(triton.testing.dobench(fn, warmup=10, rep=40, return_mode="median"))
+
+
+def agrees(got: Any, want: Any) -> bool:
+    """A configuration is eligible only if its result agrees with eager's (fp32
+    accumulation both sides; the bound scales with the output's magnitude): a tile shape
+    that computes something else must never win on time."""
+    import torch
+
+    scale = float(want.abs().max()) if want.numel() else 0.0
+    return bool(torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2 * max(scale, 1.0)))
