@@ -310,15 +310,21 @@ def mapping_for(
             return json.loads(path.read_text())
         except (OSError, ValueError):
             log.warning("ignoring unreadable OpInfo mapping cache %s", path)
+    from opbench.suites.opinfo_mapping_pool import build_in_processes, map_jobs
+
     t0 = time.perf_counter()
-    entries = _build_mapping(device, kind, dtype, progress=progress)
+    jobs = map_jobs()
+    entries = build_in_processes(device, kind, dtype, jobs, progress) if jobs > 1 else None
+    if entries is None:
+        jobs, entries = 1, _build_mapping(device, kind, dtype, progress=progress)
     log.info(
-        "mapped OpInfo %s inputs for %s on %s in %.1f s (%d variants)",
+        "mapped OpInfo %s inputs for %s on %s in %.1f s (%d variants, %d processes)",
         kind,
         dtype_name(dtype),
         device,
         time.perf_counter() - t0,
         len(entries),
+        jobs,
     )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,93 @@
+"""The OpInfo mapping built in several processes at once.
+
+On CUDA the first build of a machine's mapping takes most of a minute a dtype (an H200:
+45 s of mapping for float32, every sample's variants run and synchronised one by one;
+the CPU maps the same in ~4 s), and the quick profile maps two dtypes: 2.5 minutes of a
+lent GPU machine's first OpInfo run went to it. Each OpInfo's samples are drawn from
+its own seed (:func:`~opbench.suites.opinfo_samples.cached_samples`), so OpInfos map
+independently: this module hands groups of them to ``jobs`` spawned processes (trusted
+harness code: PyTorch's own OpInfo samples, no candidate's) and puts the entries back in
+``op_db``'s order, the very list the serial build gives (``tests/suites/
+test_opinfo_mapping_pool.py`` checks it entry for entry).
+
+``OPBENCH_MAP_JOBS`` sets the processes (default: a quarter of the cores, at most 8; 1
+on a machine of fewer than 8 cores, where each process's ~7 s import of ``op_db`` would
+eat what it saves). A pool that breaks falls back to the serial build.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+__all__ = ["build_in_processes", "map_jobs"]
+
+log = logging.getLogger(__name__)
+
+#: Tasks per process: OpInfos differ a lot in cost (special functions take seconds), so
+#: smaller groups, handed out as processes free up, even the load.
+TASKS_PER_JOB = 4
+
+
+def map_jobs() -> int:
+    """Processes for a mapping build: ``OPBENCH_MAP_JOBS``, else a quarter of the cores
+    (at most 8), 1 below 8 cores."""
+    env = os.environ.get("OPBENCH_MAP_JOBS")
+    if env:
+        return max(1, int(env))
+    cores = os.cpu_count() or 1
+    return 1 if cores < 8 else min(8, cores // 4)
+
+
+def _map_group(device: str, kind: str, dtype: str, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """In a spawned process: the serial build over these OpInfos."""
+    from opbench.suites.opinfo_mapping import _build_mapping
+
+    torch.set_num_threads(1)  # the processes share the cores; samples are small
+    return _build_mapping(device, kind, getattr(torch, dtype), frozenset(names))
+
+
+def build_in_processes(
+    device: str,
+    kind: str,
+    dtype: torch.dtype,
+    jobs: int,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]] | None:
+    """Every mapping entry of one kind and dtype, mapped in ``jobs`` processes, in the
+    serial build's order; None when the pool broke (the caller builds serially)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    from opbench.suites.opinfo_samples import dtype_name, op_db
+
+    infos = op_db()
+    names = list(dict.fromkeys(info.name for info in infos))  # op_db's order, once each
+    tasks = max(1, min(len(names), jobs * TASKS_PER_JOB))
+    groups = [tuple(names[k::tasks]) for k in range(tasks)]  # interleaved: costs even out
+    done_names = 0
+    found: list[dict[str, Any]] = []
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {
+                pool.submit(_map_group, device, kind, dtype_name(dtype), g): g for g in groups
+            }
+            for future in as_completed(futures):
+                found.extend(future.result())
+                done_names += len(futures[future])
+                if progress is not None:
+                    progress(
+                        f"mapping OpInfo {kind} inputs, {dtype_name(dtype)}: {done_names}/"
+                        f"{len(names)} OpInfo names in {jobs} processes"
+                    )
+    except BrokenProcessPool as e:
+        log.warning("the mapping's process pool broke (%s); mapping in this process", e)
+        return None
+    order = {(info.name, info.variant_test_name): n for n, info in enumerate(infos)}
+    found.sort(key=lambda e: order[(e["opinfo"], e["vtn"])])  # stable: samples keep order
+    return found

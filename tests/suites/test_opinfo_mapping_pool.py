@@ -1,0 +1,61 @@
+"""The OpInfo mapping built in several processes gives the serial build's very entries,
+in its order (the cache and every suite built from it depend on both)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+pytest.importorskip("expecttest", reason="the OpInfo suite needs expecttest")
+
+from opbench.suites import opinfo_mapping_pool  # noqa: E402
+from opbench.suites.opinfo_mapping import _build_mapping, mapping_for  # noqa: E402
+
+
+@pytest.mark.slow
+def test_two_processes_map_what_one_does_in_the_same_order() -> None:
+    serial = _build_mapping("cpu", "sample", torch.float32)
+    lines: list[str] = []
+    pooled = opinfo_mapping_pool.build_in_processes(
+        "cpu", "sample", torch.float32, 2, progress=lines.append
+    )
+    assert pooled is not None and len(serial) > 10_000
+    assert [json.dumps(e, sort_keys=True) for e in pooled] == [
+        json.dumps(e, sort_keys=True) for e in serial
+    ]
+    assert lines and lines[-1].endswith("in 2 processes") and "/" in lines[-1]
+
+
+def test_the_process_count_follows_the_variable_and_the_cores(monkeypatch) -> None:
+    monkeypatch.setenv("OPBENCH_MAP_JOBS", "3")
+    assert opinfo_mapping_pool.map_jobs() == 3
+    monkeypatch.delenv("OPBENCH_MAP_JOBS")
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert opinfo_mapping_pool.map_jobs() == 1  # a small machine maps in-process
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert opinfo_mapping_pool.map_jobs() == 8
+
+
+def test_a_broken_pool_falls_back_to_the_serial_build(monkeypatch, tmp_path) -> None:
+    """mapping_for builds in-process when the pool cannot (a process killed, say)."""
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OPBENCH_MAP_JOBS", "2")
+    asked = []
+
+    def broken(device, kind, dtype, jobs, progress=None):
+        asked.append(jobs)
+        return None
+
+    built = []
+
+    def serial(device, kind, dtype, names=None, progress=None):
+        built.append(names)
+        return [{"op": "x", "variant": "functional", "args": "", "opinfo": "x", "vtn": "",
+                 "index": 0}]  # fmt: skip
+
+    monkeypatch.setattr(opinfo_mapping_pool, "build_in_processes", broken)
+    monkeypatch.setattr("opbench.suites.opinfo_mapping._build_mapping", serial)
+    entries = mapping_for("cpu", "sample", torch.float64)
+    assert asked == [2] and built == [None] and entries[0]["op"] == "x"
