@@ -11,15 +11,17 @@ import torch
 pytest.importorskip("expecttest", reason="the OpInfo suite needs expecttest")
 
 from opbench.suites import opinfo_mapping_pool  # noqa: E402
-from opbench.suites.opinfo_mapping import _build_mapping, mapping_for  # noqa: E402
+from opbench.suites.opinfo_mapping import map_group, mapping_for  # noqa: E402
 
 
 @pytest.mark.slow
 def test_two_processes_map_what_one_does_in_the_same_order() -> None:
-    serial = _build_mapping("cpu", "sample", torch.float32)
+    from opbench.suites.opinfo_samples import op_db
+
+    serial = mapping_for("cpu", "sample", torch.float32, frozenset(i.name for i in op_db()))
     lines: list[str] = []
     pooled = opinfo_mapping_pool.build_in_processes(
-        "cpu", "sample", torch.float32, 2, progress=lines.append
+        "cpu", "sample", torch.float32, 2, map_group, progress=lines.append
     )
     assert pooled is not None and len(serial) > 10_000
     assert [json.dumps(e, sort_keys=True) for e in pooled] == [
@@ -44,7 +46,7 @@ def test_a_broken_pool_falls_back_to_the_serial_build(monkeypatch, tmp_path) -> 
     monkeypatch.setenv("OPBENCH_MAP_JOBS", "2")
     asked = []
 
-    def broken(device, kind, dtype, jobs, progress=None):
+    def broken(device, kind, dtype, jobs, map_group, progress=None):
         asked.append(jobs)
         return None
 

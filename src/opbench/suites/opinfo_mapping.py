@@ -44,6 +44,7 @@ __all__ = [
     "Progress",
     "all_dtypes",
     "excluded",
+    "map_group",
     "map_one",
     "mapping_for",
     "opinfos_named_for",
@@ -250,6 +251,13 @@ def _build_mapping_quietly(
     return out
 
 
+def map_group(device: str, kind: str, dtype: str, names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The serial build over the OpInfos called ``names``, in one of the processes of a
+    parallel build (:mod:`opbench.suites.opinfo_mapping_pool`), which share the cores."""
+    torch.set_num_threads(1)
+    return _build_mapping(device, kind, getattr(torch, dtype), frozenset(names))
+
+
 @functools.lru_cache(maxsize=1)
 def _aliases() -> dict[str, list[str]]:
     """ATen op base name -> the OpInfos whose samples reach it, from full mappings
@@ -314,7 +322,9 @@ def mapping_for(
 
     t0 = time.perf_counter()
     jobs = map_jobs()
-    entries = build_in_processes(device, kind, dtype, jobs, progress) if jobs > 1 else None
+    entries = (
+        build_in_processes(device, kind, dtype, jobs, map_group, progress) if jobs > 1 else None
+    )
     if entries is None:
         jobs, entries = 1, _build_mapping(device, kind, dtype, progress=progress)
     log.info(

@@ -43,23 +43,19 @@ def map_jobs() -> int:
     return 1 if cores < 8 else min(8, cores // 4)
 
 
-def _map_group(device: str, kind: str, dtype: str, names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """In a spawned process: the serial build over these OpInfos."""
-    from opbench.suites.opinfo_mapping import _build_mapping
-
-    torch.set_num_threads(1)  # the processes share the cores; samples are small
-    return _build_mapping(device, kind, getattr(torch, dtype), frozenset(names))
-
-
 def build_in_processes(
     device: str,
     kind: str,
     dtype: torch.dtype,
     jobs: int,
+    map_group: Callable[[str, str, str, tuple[str, ...]], list[dict[str, Any]]],
     progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]] | None:
     """Every mapping entry of one kind and dtype, mapped in ``jobs`` processes, in the
-    serial build's order; None when the pool broke (the caller builds serially)."""
+    serial build's order; None when the pool broke (the caller builds serially).
+    ``map_group(device, kind, dtype_name, opinfo_names)`` is the serial build over some
+    OpInfos (:func:`opbench.suites.opinfo_mapping.map_group`, passed in, so this module
+    needs nothing of the one that calls it), run in each spawned process."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -75,7 +71,7 @@ def build_in_processes(
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {
-                pool.submit(_map_group, device, kind, dtype_name(dtype), g): g for g in groups
+                pool.submit(map_group, device, kind, dtype_name(dtype), g): g for g in groups
             }
             for future in as_completed(futures):
                 found.extend(future.result())
