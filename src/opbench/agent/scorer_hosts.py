@@ -108,6 +108,11 @@ class HostScorers:
         self.actors: list[Any] = []
         for node in nodes:
             gpus = int(node["Resources"].get("GPU", 0)) // per_node if cuda else 0
+            if cuda and gpus < 1:
+                raise ValueError(
+                    f"per_node={per_node} scorers on a node of "
+                    f"{int(node['Resources']['GPU'])} GPU(s): each needs a GPU"
+                )
             cls = ray.remote(num_cpus=0, num_gpus=gpus, max_restarts=0)(_HostScorer)
             where = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
             for _ in range(per_node):
