@@ -164,16 +164,27 @@ def main() -> None:
     p.add_argument("--spares", type=int, help="spare workers per lane (default: the Scorer's)")
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--out", default=None, help="write the JSON here instead of the results")
+    p.add_argument(
+        "--hosts",
+        type=int,
+        default=0,
+        help="score through opbench.HostScorers with this many scorers on the local Ray "
+        "node, --workers lanes each (what the Ray hop costs; hosts of their own add rate)",
+    )
     a = p.parse_args()
     phases = _phases()
     lanes = [int(x) for x in str(a.workers).split(",")]
-    runs = [_measure(a, n, phases) for n in lanes]
+    if a.hosts:
+        runs = [_measure_hosts(a, n) for n in lanes]
+    else:
+        runs = [_measure(a, n, phases) for n in lanes]
     command = (
         f"python benchmarks/reproduce/scorer_throughput.py --device {a.device} --suite {a.suite}"
         + (f" --dtypes {a.dtypes}" if a.dtypes else "")
         + f" --workers {a.workers} --batch {a.batch} --n {a.n}"
         + (f" --kernel {a.kernel}" if a.kernel != "numpy" else "")
         + (f" --spares {a.spares}" if a.spares else "")
+        + (f" --hosts {a.hosts}" if a.hosts else "")
     )
     best = max(runs, key=lambda r: r["candidates_per_s"] or 0)
     out = {
@@ -213,6 +224,50 @@ def main() -> None:
     name = f"scorer-throughput-{a.device.split(':')[0]}-{a.suite.split(':')[0]}"
     name += "-triton.json" if a.kernel == "triton" else ".json"
     (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")
+
+
+def _measure_hosts(a: argparse.Namespace, lanes: int) -> dict[str, Any]:
+    """``a.hosts`` scorers of ``lanes`` lanes on the local Ray node through
+    :class:`opbench.HostScorers`, timed as :func:`_measure` times one scorer (its own
+    statistics; the per-phase breakdown is the hosts' business)."""
+    from opbench.agent.scorer_hosts import HostScorers
+
+    source, op = KERNELS[a.kernel]
+    dtypes = a.dtypes.split(",") if a.dtypes else None
+    t0 = time.perf_counter()
+    with HostScorers(device=a.device, suite=a.suite, dtypes=dtypes, lanes=lanes,
+                     per_node=a.hosts, spares=a.spares) as h:  # fmt: skip
+        started = time.perf_counter() - t0
+        warm_s = h.warm()
+        first = h.score(source, op)
+        assert first.passed > 0 and first.failures.keys() <= {"not_implemented"}, first
+        h.score_many([(source, op)] * (lanes * a.hosts))  # every host's lanes judged once
+        h.reset_stats()
+        t1, done = time.perf_counter(), 0
+        while done < a.n:
+            k = min(a.batch, a.n - done)
+            for v in h.score_many([(source, op)] * k):
+                assert (v.passed, v.tests) == (first.passed, first.tests), v
+            done += k
+        wall = time.perf_counter() - t1
+        stats = h.stats()
+    return {
+        "hosts": a.hosts,
+        "lanes": lanes,
+        "lanes_in_all": stats["lanes"],
+        "batch": a.batch,
+        "tests_per_candidate": first.tests,
+        "tests_passed": first.passed,
+        "start_s (actors, their scorers)": round(started, 2),
+        "warm_s": round(warm_s, 2),
+        "candidates": a.n,
+        "wall_s": round(wall, 2),
+        "candidates_per_s": stats["candidates_per_s"],
+        "latency_p50_s": max(s["latency_p50_s"] or 0 for s in stats["per_host"]),
+        "latency_p99_s": max(s["latency_p99_s"] or 0 for s in stats["per_host"]),
+        "outside_tests_share": max(s["outside_tests_share"] or 0 for s in stats["per_host"]),
+        "per_host": stats["per_host"],
+    }
 
 
 def _measure(a: argparse.Namespace, lanes: int, phases: Phases) -> dict[str, Any]:
