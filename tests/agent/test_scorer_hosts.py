@@ -45,3 +45,17 @@ def test_a_lost_host_s_chunk_is_judged_by_the_others_and_none_left_is_an_error(l
         ray.kill(hosts.actors[1])
         with pytest.raises(RuntimeError, match="every host scorer is gone"):
             hosts.score_many(BATCH[:2])
+
+
+def test_a_host_that_takes_too_long_over_a_chunk_counts_as_lost(local_ray) -> None:
+    """A hung node must not hold the batch: past ``chunk_timeout_s`` its actor is killed
+    and the chunk goes to the others (here every host is too slow: the batch fails)."""
+    import time
+
+    with HostScorers(device="cpu", suite="smoke", lanes=1, per_node=2,
+                     chunk_timeout_s=0.01) as hosts:  # fmt: skip
+        t0 = time.perf_counter()
+        with pytest.raises(RuntimeError, match="every host scorer is gone"):
+            hosts.score_many(BATCH[:2])
+        assert time.perf_counter() - t0 < 30
+        assert hosts.stats()["hosts"] == 0

@@ -77,6 +77,9 @@ class HostScorers:
     and each scorer gets all of its node's GPUs. ``hosts`` caps how many nodes are used;
     ``per_node`` puts more than one scorer on a node (they share its context rate: for
     nodes whose one harness process would be short of CPU, and for tests on one machine).
+    ``chunk_timeout_s``: a host that takes longer over one chunk is treated as lost (its
+    actor killed, the chunk handed to the others): a node that hangs rather than dies
+    (its network gone, say) otherwise holds the batch forever.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class HostScorers:
         hosts: int | None = None,
         per_node: int = 1,
         chunk: int | None = None,
+        chunk_timeout_s: float | None = None,
         **scorer_kwargs: Any,
     ) -> None:
         ray = _connect(ray_address)
@@ -104,6 +108,7 @@ class HostScorers:
         nodes = nodes[: hosts or len(nodes)]
         kwargs = dict(scorer_kwargs, device=device, workers=lanes)
         self.chunk = chunk or 2 * lanes  # keeps a host's lanes busy between hand-outs
+        self.chunk_timeout_s = chunk_timeout_s
         self._ray = ray
         self.actors: list[Any] = []
         for node in nodes:
@@ -208,11 +213,14 @@ class HostScorers:
             except queue.Empty:
                 continue
             try:
-                got = self._ray.get(self.actors[host].score_many.remote(chunk))
+                ref = self.actors[host].score_many.remote(chunk)
+                got = self._ray.get(ref, timeout=self.chunk_timeout_s)
             except Exception as e:  # noqa: BLE001 - Ray's errors for a lost actor or node
                 if not _actor_lost(e):
                     run.fail(e)
                     return
+                if _timed_out(e):
+                    self._ray.kill(self.actors[host])
                 log.warning("host scorer %s is gone (%s); its chunk goes to the others",
                             self.hosts[host].get("host"), type(e).__name__)  # fmt: skip
                 with self._lock:
@@ -248,9 +256,17 @@ class _Batch:
 
 
 def _actor_lost(error: BaseException) -> bool:
+    """Whether Ray says the host's actor is gone, or took longer than a chunk may."""
     from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
-    return isinstance(error, (RayActorError, ActorDiedError, ActorUnavailableError))
+    lost = (RayActorError, ActorDiedError, ActorUnavailableError)
+    return isinstance(error, lost) or _timed_out(error)
+
+
+def _timed_out(error: BaseException) -> bool:
+    from ray.exceptions import GetTimeoutError
+
+    return isinstance(error, GetTimeoutError)
 
 
 def _connect(address: str | None) -> Any:
