@@ -226,6 +226,17 @@ def main() -> None:
     (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")
 
 
+def _score_batches(scorer: Any, source: str, op: str, first: Any, n: int, batch: int) -> None:
+    """The timed part: ``n`` candidates through ``scorer.score_many`` in batches of
+    ``batch``, each judged as the first one was (a Scorer or HostScorers alike)."""
+    done = 0
+    while done < n:
+        k = min(batch, n - done)
+        for v in scorer.score_many([(source, op)] * k):
+            assert (v.passed, v.tests) == (first.passed, first.tests), v
+        done += k
+
+
 def _measure_hosts(a: argparse.Namespace, lanes: int) -> dict[str, Any]:
     """``a.hosts`` scorers of ``lanes`` lanes on the local Ray node through
     :class:`opbench.HostScorers`, timed as :func:`_measure` times one scorer (its own
@@ -243,12 +254,8 @@ def _measure_hosts(a: argparse.Namespace, lanes: int) -> dict[str, Any]:
         assert first.passed > 0 and first.failures.keys() <= {"not_implemented"}, first
         h.score_many([(source, op)] * (lanes * a.hosts))  # every host's lanes judged once
         h.reset_stats()
-        t1, done = time.perf_counter(), 0
-        while done < a.n:
-            k = min(a.batch, a.n - done)
-            for v in h.score_many([(source, op)] * k):
-                assert (v.passed, v.tests) == (first.passed, first.tests), v
-            done += k
+        t1 = time.perf_counter()
+        _score_batches(h, source, op, first, a.n, a.batch)
         wall = time.perf_counter() - t1
         stats = h.stats()
     return {
@@ -293,12 +300,7 @@ def _measure(a: argparse.Namespace, lanes: int, phases: Phases) -> dict[str, Any
         phases.reset()
         t2, busy0, own0 = time.perf_counter(), _cpu_busy(), _own_cpu_s()
         rusage0 = resource.getrusage(resource.RUSAGE_SELF)
-        done = 0
-        while done < a.n:
-            k = min(a.batch, a.n - done)
-            for v in s.score_many([(source, op)] * k):
-                assert (v.passed, v.tests) == (first.passed, first.tests), v
-            done += k
+        _score_batches(s, source, op, first, a.n, a.batch)
         wall = time.perf_counter() - t2
         busy1, own1 = _cpu_busy(), _own_cpu_s()
         rusage1 = resource.getrusage(resource.RUSAGE_SELF)

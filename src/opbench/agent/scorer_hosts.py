@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from opbench.agent.scorer import Scorer, Verdict
+from opbench.run.ray_executor import connect_ray
 
 __all__ = ["HostScorers"]
 
@@ -94,7 +95,7 @@ class HostScorers:
         chunk_timeout_s: float | None = None,
         **scorer_kwargs: Any,
     ) -> None:
-        ray = _connect(ray_address)
+        ray = connect_ray(ray_address, "scoring on several hosts")
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         cuda = device.startswith("cuda")
@@ -267,16 +268,3 @@ def _timed_out(error: BaseException) -> bool:
     from ray.exceptions import GetTimeoutError
 
     return isinstance(error, GetTimeoutError)
-
-
-def _connect(address: str | None) -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise RuntimeError(
-            "scoring on several hosts needs Ray: pip install 'opbench[ray]'"
-        ) from None
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    return ray

@@ -321,6 +321,22 @@ class RayWorkerFactory:
                 self._settings.append(settings)
 
 
+def connect_ray(address: str | None, what: str) -> Any:
+    """The ``ray`` module, connected: to ``address``, else to this process's Ray or a new
+    local one (dashboard off, workers' logs not copied here). ``what`` names the feature
+    in the error when Ray is not installed."""
+    try:
+        import ray
+    except ImportError:
+        from opbench.run.setup import RunError
+
+        raise RunError(f"{what} needs Ray: pip install 'opbench[ray]'") from None
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    return ray
+
+
 def _threads(slots: int) -> int:
     """Torch threads for the harness and every worker: the local executor's share."""
     from opbench.run.setup import cpu_share
@@ -405,20 +421,7 @@ class RayExecutor:
             self._started = None
 
     def _connect(self) -> Any:
-        try:
-            import ray
-        except ImportError:
-            from opbench.run.setup import RunError
-
-            raise RunError("--executor ray needs Ray: pip install 'opbench[ray]'") from None
-        if not ray.is_initialized():
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-            if self.req.ray_address:
-                ray.init(address=self.req.ray_address, **kwargs)
-            else:
-                ray.init(**kwargs)
-        return ray
+        return connect_ray(self.req.ray_address, "--executor ray")
 
     def _slots(self, ray: Any) -> int:
         """``--workers`` slots (default: one per GPU or CPU of the cluster), at most as
