@@ -36,7 +36,7 @@ from gpu_workers import REPO, run, write_results
 
 #: What each run's entry keeps of ``gpu_workers.run``'s result.
 KEPT = ("command", "rc", "wall_s", "tests_recorded", "worker_s_total", "judge_s_total",
-        "correctness_score", "timing_s", "not_passed", "output_tail")  # fmt: skip
+        "correctness_score", "timing_s", "not_passed", "output_tail", "stack_at_timeout")  # fmt: skip
 
 
 def _suite_args(ns: argparse.Namespace) -> list[str]:
