@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpu_workers import REPO, run, write_results
+from gpu_workers import REPO, run, stack_dump, write_results
 
 #: What each run's entry keeps of ``gpu_workers.run``'s result.
 KEPT = ("command", "rc", "wall_s", "tests_recorded", "worker_s_total", "judge_s_total",
@@ -60,7 +60,15 @@ def _warm(ns: argparse.Namespace) -> float:
         "say(f'{len(load_suite_cases(req, say))} cases')\n"
     )
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=ns.budget)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    try:
+        rc = proc.wait(timeout=ns.budget)
+    except subprocess.TimeoutExpired:  # where the build sat, then give up
+        print(stack_dump(proc.pid), flush=True)
+        proc.kill()
+        raise SystemExit(f"the suite's build took over {ns.budget:.0f} s") from None
+    if rc != 0:
+        raise SystemExit(f"the suite's build failed (exit {rc})")
     return round(time.perf_counter() - t0, 1)
 
 

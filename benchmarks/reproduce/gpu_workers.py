@@ -51,7 +51,7 @@ def run(
         rc: Any = proc.returncode
         stack = None
     except subprocess.TimeoutExpired:  # where it was: its stack, then its last output
-        stack = _stack_dump(proc.pid)
+        stack = stack_dump(proc.pid)
         proc.kill()
         text, _ = proc.communicate()
         rc = "timeout"
@@ -117,7 +117,7 @@ def run(
     return res
 
 
-def _stack_dump(pid: int) -> str | None:
+def stack_dump(pid: int) -> str | None:
     """The Python stacks of a run that ran out of time (``py-spy dump``, where py-spy is
     installed: carry its wheel to a GPU machine), so a timed-out run says where it was."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))

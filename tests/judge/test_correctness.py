@@ -270,3 +270,25 @@ def test_work_device_cpu_is_the_default():
         corr.compare_outputs(bad, eager, ref).message
     )
     assert not corr.compare_outputs(bad, eager, ref, work_device="cpu").ok
+
+
+def test_trivial_answers_of_large_outputs_agree_with_the_full_comparison():
+    """Outputs over SAMPLE_ABOVE elements are first tried on a sample that is built at the
+    sampled positions only; a trivial answer that passes must still be found, and one that
+    fails must not be."""
+    n = corr.SAMPLE_ABOVE + 5
+    x = torch.randn(n, generator=torch.Generator().manual_seed(0))
+    relu = torch.relu(x.abs())  # equal to its input: a copy passes, zeros do not
+    assert corr.trivial_answers(relu, relu.double(), x.abs()) == ["input_copy"]
+    const = torch.full((n,), 2.5)  # a constant output: the constant answer passes
+    assert "constant" in corr.trivial_answers(const, const.double(), x)
+    assert corr.trivial_answers(torch.sin(x), torch.sin(x.double()), x) == []
+
+
+def test_constant_answer_is_the_mean_of_finite_values():
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(1))
+    x[::7] = float("nan")
+    x[3::11] = float("inf")
+    finite = x[torch.isfinite(x)].double()
+    assert corr._finite_mean(x) == pytest.approx(float(finite.mean()), rel=1e-12)
+    assert corr._finite_mean(torch.full((4,), float("nan"))) == 0.0

@@ -357,3 +357,89 @@ def test_not_runnable_is_raised_with_a_reason(op: str, text: str) -> None:
     with pytest.raises(NotRunnable) as info:
         build(op, text)
     assert info.value.reason
+
+
+def test_copy_inputs_is_a_second_set_of_the_same_inputs():
+    """The harness's float64 reference runs on a copy made before eager writes into its
+    inputs: same values, strides and offsets, storages shared where the originals shared
+    them, and none shared with the originals."""
+    from opbench.suites.inputs import copy_inputs
+
+    base = torch.arange(12.0)
+    view = base.as_strided((2, 3), (1, 4), 2)
+    idx = torch.tensor([0, 2])
+    args, kwargs = copy_inputs([base, [view, idx], 3], {"out": base[:4]})
+    c_base, (c_view, c_idx), scalar = args
+    assert scalar == 3
+    for orig, copy in ((base, c_base), (view, c_view), (idx, c_idx), (base[:4], kwargs["out"])):
+        assert torch.equal(orig, copy) and orig.stride() == copy.stride()
+        assert orig.storage_offset() == copy.storage_offset()
+        assert orig.untyped_storage().data_ptr() != copy.untyped_storage().data_ptr()
+    assert c_view.untyped_storage().data_ptr() == c_base.untyped_storage().data_ptr()
+    assert kwargs["out"].untyped_storage().data_ptr() == c_base.untyped_storage().data_ptr()
+    base.add_(1)  # what an in-place eager call does to its own inputs
+    assert torch.equal(c_base, torch.arange(12.0))
+
+
+def test_reference_on_copied_inputs_matches_redrawn_ones():
+    """expect() builds the reference's inputs by copying eager's, not by drawing them
+    again: an in-place op's reference must still see the values before eager wrote."""
+    from opbench.judge.expectations import expect
+    from opbench.suites.case import Case
+
+    case = Case(op="add_.Tensor", args="((T([64, 33], f32), T([33], f32)), {})", seed=7)
+    exp = expect(case, get_overload(case.op), "cpu", case.seed)
+    args, _ = build(case.op, case.args, seed=case.seed)
+    want = args[0].double() + args[1].double()
+    assert torch.equal(exp.ref, want)
+    assert torch.equal(exp.eager, (args[0] + args[1]))
+
+
+def test_large_draws_do_not_depend_on_the_thread_count(monkeypatch):
+    """A draw over DRAW_CHUNK elements is cut into chunks drawn on several threads: the
+    values must be the chunking's alone (the harness and a worker with other core counts
+    must build the same inputs), each chunk its own stream, and small draws unchanged."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from opbench.suites import input_call as ic
+
+    n = 2 * ic.DRAW_CHUNK + 17
+    many = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
+    monkeypatch.setattr(ic, "_draw_pool", (__import__("os").getpid(), ThreadPoolExecutor(1)))
+    one = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
+    assert torch.equal(many.view(torch.int16), one.view(torch.int16))
+    first = ic.draw(ic.DRAW_CHUNK, torch.float16, ic.DEFAULT, torch.Generator().manual_seed(
+        ic.mix_seed(11, ("chunk", 0))))  # fmt: skip
+    assert torch.equal(one[: ic.DRAW_CHUNK].view(torch.int16), first.view(torch.int16))
+    assert not torch.equal(one[: ic.DRAW_CHUNK], one[ic.DRAW_CHUNK : 2 * ic.DRAW_CHUNK])
+    small = ic.draw_seeded(100, torch.float32, ic.DEFAULT, seed=3)
+    assert torch.equal(
+        small, ic.draw(100, torch.float32, ic.DEFAULT, torch.Generator().manual_seed(3))
+    )
+
+
+def test_a_forked_process_draws_on_threads_of_its_own():
+    """The pool is per process: a fork inherits the parent's pool object without its
+    threads, and a draw on it would wait forever."""
+    import os
+
+    from opbench.suites import input_call as ic
+
+    n = 2 * ic.DRAW_CHUNK
+    want = ic.draw_seeded(n, torch.float32, ic.DEFAULT, seed=5)  # the parent's pool is up
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: same values, then exit at once
+        # compared in numpy: a torch op on the main thread of a fork of pytest can wait
+        # on OpenMP threads that did not survive the fork (the draw's own threads are new)
+        got = ic.draw_seeded(n, torch.float32, ic.DEFAULT, seed=5)
+        same = got.numpy().tobytes() == want.numpy().tobytes()
+        os.write(write, b"1" if same else b"0")
+        os._exit(0)
+    os.close(write)
+    import select
+
+    ready, _, _ = select.select([read], [], [], 60)
+    got = os.read(read, 1) if ready else b""
+    os.waitpid(pid, 0) if ready else os.kill(pid, 9)
+    assert got == b"1", "the forked child's draw hung or gave other values"

@@ -2,7 +2,7 @@
 
 Owns :class:`NotRunnable` (valid inputs cannot be made), the value kinds (:class:`Kind`
 and its constants), :class:`Call` (the parsed call bound to the overload's schema, which
-the operator rules read and annotate), the seeded draws (:func:`draw`, :func:`mix_seed`)
+the operator rules read and annotate), the seeded draws (:func:`draw`, :func:`draw_seeded`, :func:`mix_seed`)
 and the small argument helpers the rules use. The builder is
 :mod:`opbench.suites.inputs`; the rules are :mod:`opbench.suites.input_rules` and
 :mod:`opbench.suites.input_index_rules`.
@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,7 @@ __all__ = [
     "NotRunnable",
     "Path",
     "draw",
+    "draw_seeded",
     "has_overlap",
     "index_kind",
     "int_arg",
@@ -183,6 +187,46 @@ def draw(n: int, dtype: torch.dtype, kind: Kind, g: torch.Generator) -> torch.Te
     return _draw_int(n, dtype, kind, g)
 
 
+#: Elements one generator draws: a larger tensor is drawn in chunks of this many, each
+#: from its own seed (:func:`draw_seeded`), on several threads at once.
+DRAW_CHUNK = 1 << 20
+
+_draw_pool: tuple[int, ThreadPoolExecutor] | None = None
+_draw_pool_lock = threading.Lock()
+
+
+def _threads() -> ThreadPoolExecutor:
+    """This process's drawing threads (made anew after a fork: a forked worker inherits
+    the pool object but not its threads, and would wait on it forever)."""
+    global _draw_pool
+    with _draw_pool_lock:
+        if _draw_pool is None or _draw_pool[0] != os.getpid():
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+            _draw_pool = (os.getpid(), ThreadPoolExecutor(max(1, min(8, cores)), "opbench-draw"))
+        return _draw_pool[1]
+
+
+def draw_seeded(n: int, dtype: torch.dtype, kind: Kind, seed: int) -> torch.Tensor:
+    """:func:`draw` from ``seed``: one generator up to :data:`DRAW_CHUNK` elements, else
+    one generator a chunk (seeded from ``seed`` and the chunk's index) on several threads.
+
+    A CPU generator draws on one thread, and the traces' activations run to 10^8
+    elements: drawing them took over half of the harness's planning on a 4-GPU run, so
+    the harness could not keep the GPUs busy. The values depend on the chunking alone,
+    never on how many threads draw them, so the harness and every worker agree."""
+    if n <= DRAW_CHUNK:
+        return draw(n, dtype, kind, torch.Generator().manual_seed(seed))
+    out = torch.empty(n, dtype=dtype)
+
+    def chunk(i: int) -> None:
+        start = i * DRAW_CHUNK
+        g = torch.Generator().manual_seed(mix_seed(seed, ("chunk", i)))
+        out[start : start + DRAW_CHUNK] = draw(min(DRAW_CHUNK, n - start), dtype, kind, g)
+
+    list(_threads().map(chunk, range((n + DRAW_CHUNK - 1) // DRAW_CHUNK)))
+    return out
+
+
 #: PyTorch's intra-op grain: a pointwise op on more elements is cut into one chunk per
 #: thread. See :func:`_exp2`.
 _GRAIN = 32768
@@ -208,11 +252,13 @@ def _exp2(x: torch.Tensor) -> torch.Tensor:
 def _draw_float(
     n: int, work: torch.dtype, kind: Kind, g: torch.Generator, target: torch.dtype | None = None
 ) -> torch.Tensor:
+    # in place: the same bits as ``rand * (hi - lo) + lo``, without two more tensors of
+    # the input's size (inputs of traced models run to 10^8 elements)
     def uniform(lo: float, hi: float) -> torch.Tensor:
-        return torch.rand(n, generator=g, dtype=work) * (hi - lo) + lo
+        return torch.rand(n, generator=g, dtype=work).mul_(hi - lo).add_(lo)
 
     def default() -> torch.Tensor:
-        return torch.randn(n, generator=g, dtype=work) * _exp2(uniform(-2.0, 2.0))
+        return torch.randn(n, generator=g, dtype=work).mul_(_exp2(uniform(-2.0, 2.0)))
 
     k = kind.name
     if k == "default":

@@ -34,10 +34,10 @@ import torch
 
 from opbench.spec.args import ParsedArgs, TensorSpec, TorchName
 from opbench.spec.ops import OVERLOAD_ALIASES, base_name, canonical_name, get_overload
-from opbench.suites.input_call import DEFAULT, Call, Kind, NotRunnable, Path, draw, mix_seed
+from opbench.suites.input_call import DEFAULT, Call, Kind, NotRunnable, Path, draw_seeded, mix_seed
 from opbench.suites.input_rules import RULES
 
-__all__ = ["NotRunnable", "make_inputs", "resolve_op_name"]
+__all__ = ["NotRunnable", "copy_inputs", "make_inputs", "resolve_op_name"]
 
 
 def _schema_names(overload: torch._ops.OpOverload) -> list[str]:
@@ -160,14 +160,19 @@ def _make_tensor(spec: TensorSpec, kind: Kind, seed: int, meta: bool) -> torch.T
     if meta:
         buf = torch.empty(n, dtype=spec.dtype, device="meta")
     else:
-        g = torch.Generator().manual_seed(seed)
-        buf = draw(n, spec.dtype, kind, g)
+        buf = draw_seeded(n, spec.dtype, kind, seed)
     return buf.as_strided(spec.shape, stride)
 
 
-def _move(value: Any, device: torch.device, memo: dict[tuple, torch.Tensor]) -> Any:
-    """Move to ``device`` keeping each tensor's storage, offset and strides."""
+def _move(
+    value: Any, device: torch.device | None, memo: dict[tuple, torch.Tensor], *, copy: bool = False
+) -> Any:
+    """Move to ``device`` (None: each tensor's own) keeping each tensor's storage, offset
+    and strides: tensors that shared a storage share one on ``device`` too. ``copy``: a
+    new storage even where the tensor is on ``device`` already."""
     if isinstance(value, torch.Tensor):
+        if device is None:
+            return _move(value, value.device, memo, copy=copy)
         nbytes = value.untyped_storage().nbytes()
         if nbytes == 0:
             return torch.empty_strided(
@@ -176,15 +181,27 @@ def _move(value: Any, device: torch.device, memo: dict[tuple, torch.Tensor]) -> 
         n = nbytes // value.element_size()
         key = (value.untyped_storage().data_ptr(), nbytes, value.dtype)
         if key not in memo:
-            memo[key] = value.as_strided((n,), (1,), 0).to(device)
+            memo[key] = value.as_strided((n,), (1,), 0).to(device, copy=copy)
         return memo[key].as_strided(value.shape, value.stride(), value.storage_offset())
     if isinstance(value, tuple):
-        return tuple(_move(v, device, memo) for v in value)
+        return tuple(_move(v, device, memo, copy=copy) for v in value)
     if isinstance(value, list):
-        return [_move(v, device, memo) for v in value]
+        return [_move(v, device, memo, copy=copy) for v in value]
     if isinstance(value, dict):
-        return {k: _move(v, device, memo) for k, v in value.items()}
+        return {k: _move(v, device, memo, copy=copy) for k, v in value.items()}
     return value
+
+
+def copy_inputs(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """A copy of built inputs with the same values, strides, offsets and shared storages,
+    on their own device: a second set of the same inputs for the price of a copy rather
+    than of drawing them again (the harness runs eager and its float64 reference on the
+    same inputs, and eager may write into its own)."""
+    memo: dict[tuple, torch.Tensor] = {}
+    return (
+        [_move(v, None, memo, copy=True) for v in args],
+        {k: _move(v, None, memo, copy=True) for k, v in kwargs.items()},
+    )
 
 
 # --------------------------------------------------------------------------- the safety net
