@@ -395,51 +395,26 @@ def test_reference_on_copied_inputs_matches_redrawn_ones():
     assert torch.equal(exp.eager, (args[0] + args[1]))
 
 
-def test_large_draws_do_not_depend_on_the_thread_count(monkeypatch):
-    """A draw over DRAW_CHUNK elements is cut into chunks drawn on several threads: the
-    values must be the chunking's alone (the harness and a worker with other core counts
-    must build the same inputs), each chunk its own stream, and small draws unchanged."""
-    from concurrent.futures import ThreadPoolExecutor
+def test_large_draws_do_not_depend_on_the_thread_count():
+    """A draw over DRAW_CHUNK elements is cut into chunks, each its own stream: the harness
+    draws them on threads, a worker on its one thread, and both must get the same values;
+    draws up to one chunk are those of one generator, as before chunking."""
+    import threading
 
     from opbench.suites import input_call as ic
 
-    n = 2 * ic.DRAW_CHUNK + 17
-    many = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
-    monkeypatch.setattr(ic, "_draw_pool", (__import__("os").getpid(), ThreadPoolExecutor(1)))
-    one = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
-    assert torch.equal(many.view(torch.int16), one.view(torch.int16))
-    first = ic.draw(ic.DRAW_CHUNK, torch.float16, ic.DEFAULT, torch.Generator().manual_seed(
-        ic.mix_seed(11, ("chunk", 0))))  # fmt: skip
-    assert torch.equal(one[: ic.DRAW_CHUNK].view(torch.int16), first.view(torch.int16))
-    assert not torch.equal(one[: ic.DRAW_CHUNK], one[ic.DRAW_CHUNK : 2 * ic.DRAW_CHUNK])
+    n = 5 * ic.DRAW_CHUNK + 17
+    before = threading.active_count()
+    serial = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
+    assert threading.active_count() == before  # a worker's draw starts no thread
+    with ic.drawing_on_threads(4):
+        threaded = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
+    assert torch.equal(serial.view(torch.int16), threaded.view(torch.int16))
+    g = torch.Generator().manual_seed(ic.mix_seed(11, ("chunk", 1)))
+    second = ic.draw(ic.DRAW_CHUNK, torch.float16, ic.DEFAULT, g)
+    chunk1 = serial[ic.DRAW_CHUNK : 2 * ic.DRAW_CHUNK]
+    assert torch.equal(chunk1.view(torch.int16), second.view(torch.int16))
+    assert not torch.equal(serial[: ic.DRAW_CHUNK], chunk1)
     small = ic.draw_seeded(100, torch.float32, ic.DEFAULT, seed=3)
-    assert torch.equal(
-        small, ic.draw(100, torch.float32, ic.DEFAULT, torch.Generator().manual_seed(3))
-    )
-
-
-def test_a_forked_process_draws_on_threads_of_its_own():
-    """The pool is per process: a fork inherits the parent's pool object without its
-    threads, and a draw on it would wait forever."""
-    import os
-
-    from opbench.suites import input_call as ic
-
-    n = 2 * ic.DRAW_CHUNK
-    want = ic.draw_seeded(n, torch.float32, ic.DEFAULT, seed=5)  # the parent's pool is up
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: same values, then exit at once
-        # compared in numpy: a torch op on the main thread of a fork of pytest can wait
-        # on OpenMP threads that did not survive the fork (the draw's own threads are new)
-        got = ic.draw_seeded(n, torch.float32, ic.DEFAULT, seed=5)
-        same = got.numpy().tobytes() == want.numpy().tobytes()
-        os.write(write, b"1" if same else b"0")
-        os._exit(0)
-    os.close(write)
-    import select
-
-    ready, _, _ = select.select([read], [], [], 60)
-    got = os.read(read, 1) if ready else b""
-    os.waitpid(pid, 0) if ready else os.kill(pid, 9)
-    assert got == b"1", "the forked child's draw hung or gave other values"
+    g = torch.Generator().manual_seed(3)
+    assert torch.equal(small, ic.draw(100, torch.float32, ic.DEFAULT, g))

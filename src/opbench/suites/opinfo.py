@@ -95,6 +95,7 @@ from opbench.suites.opinfo_samples import (
     dtype_from_name,
     dtype_name,
     enumerate_samples,
+    nonfinite_in,
     not_runnable,
     on_device,
     op_db,
@@ -252,6 +253,8 @@ def build_opinfo_cases(
             entries = [e for g in groups.values() for e in _pick_quick(g, QUICK_MAX_PER_GROUP)]
         entries = [e for e in entries if excluded(e["op"]) is None]
         dtype_cases: list[Case] = []
+        # what the mapping saw of each case's inputs (drawn from seed 0, as the mapping's)
+        nonfinite: dict[int, bool] = {}
         for e in entries:
             params: dict[str, Any] = {
                 "opinfo": e["opinfo"],
@@ -263,20 +266,21 @@ def build_opinfo_cases(
             }
             if e.get("out") is not None:
                 params["out"] = e["out"]
-            dtype_cases.append(
-                Case(
-                    op=e["op"],
-                    args=e["args"],
-                    seed=seed,
-                    suite="opinfo",
-                    source="opinfo",
-                    params=params,
-                    is_synthetic=False,
-                )
+            case = Case(
+                op=e["op"],
+                args=e["args"],
+                seed=seed,
+                suite="opinfo",
+                source="opinfo",
+                params=params,
+                is_synthetic=False,
             )
+            if seed == 0 and "nonfinite" in e:
+                nonfinite[id(case)] = e["nonfinite"]
+            dtype_cases.append(case)
         cases += dtype_cases
         if profile == "quick":
-            cases += _elementwise_extras(dtype_cases, device)
+            cases += _elementwise_extras(dtype_cases, device, nonfinite)
     cases.sort(
         key=lambda c: (
             c.op,
@@ -339,17 +343,27 @@ def _nonfinite_input(case: Case, device: str) -> bool:
         args, kwargs = opinfo_inputs(case, device)
     except NotRunnable:
         return False
-    return any(
-        t.is_floating_point() and not bool(torch.isfinite(t).all())
-        for t in _input_tensors(args, kwargs)
-    )
+    return nonfinite_in(args, kwargs)
 
 
-def _elementwise_extras(cases: list[Case], device: str) -> list[Case]:
+def _elementwise_extras(
+    cases: list[Case], device: str, nonfinite: dict[int, bool] | None = None
+) -> list[Case]:
     """One dtype's quick cases of elementwise OpInfos: for each (overload, variant)
     whose cases lack a non-contiguous input, a ``layout`` case; for each floating one
     whose inputs hold no NaN or Inf, a ``values`` case; both derived from the group's
-    largest elementwise sample and kept only where eager PyTorch runs them."""
+    largest elementwise sample and kept only where eager PyTorch runs them.
+
+    ``nonfinite``: by ``id`` of a case, whether its inputs hold NaN or Inf, as the
+    mapping recorded it; the others are built to find out. Building every case of the
+    suite once more took minutes on CUDA (a 4 x H100 host: over 150 s past the mapping,
+    2026-11-27), where the mapping had already seen each input."""
+    known = nonfinite or {}
+
+    def holds_nonfinite(c: Case) -> bool:
+        seen = known.get(id(c))
+        return _nonfinite_input(c, device) if seen is None else seen
+
     groups: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         groups.setdefault((c.op, c.params["variant"]), []).append(c)
@@ -369,7 +383,7 @@ def _elementwise_extras(cases: list[Case], device: str) -> list[Case]:
             if not any(_noncontiguous_input(c.args) for c in group):
                 wanted.append({"layout": LAYOUT_STRIDED})
             if dtype_from_name(base.params["dtype"]).is_floating_point and not any(
-                _nonfinite_input(c, device) for c in group
+                holds_nonfinite(c) for c in group
             ):
                 info = opinfos_by_key()[(base.params["opinfo"], base.params["variant_test_name"])]
                 large = getattr(info, "handles_large_floats", True)

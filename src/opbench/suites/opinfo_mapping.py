@@ -4,7 +4,8 @@ the ATen-level arguments it received, cached on disk.
 Each sample (and its in-place and ``out=`` variants) is run once under the recording
 dispatch mode of :mod:`opbench.suites.opinfo_samples`; a variant that reaches exactly one
 compute overload becomes a mapping entry (``op``, ``variant``, ``args`` described in the
-trace format, the OpInfo, its sample index, the ``out`` layout). :func:`mapping_for`
+trace format, the OpInfo, its sample index, the ``out`` layout, whether its inputs hold
+NaN or Inf). :func:`mapping_for`
 builds or reads the full mapping of one device type, sample kind and dtype (cached under
 ``OPBENCH_CACHE_DIR`` keyed by torch version and :data:`MAPPING_VERSION`), or maps only
 the OpInfos named (:func:`opinfos_named_for`, from ``opinfo_aliases.json``). Which
@@ -53,8 +54,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Bumped when the mapping format or rules change (invalidates disk caches).
-MAPPING_VERSION = 5
+#: Bumped when the mapping format or rules change (invalidates disk caches). 6: entries
+#: say whether their inputs hold NaN or Inf (``nonfinite``).
+MAPPING_VERSION = 6
 
 
 def excluded(name: str) -> str | None:
@@ -143,26 +145,33 @@ def self_overlapping(t: torch.Tensor) -> bool:
     return False
 
 
-def _recorded(info: Any, sample: Any, variant: str, out: Any = None) -> tuple[Any, str | None, str]:
+def _recorded(
+    info: Any, sample: Any, variant: str, out: Any = None
+) -> tuple[Any, str | None, str, bool]:
     """Run one variant of a sample on fresh copies of its inputs under the recorder:
-    ``(result, the one overload it reached or None, that call's arguments described)``."""
+    ``(result, the one overload it reached or None, that call's arguments described,
+    whether its floating inputs (not ``out``) hold NaN or Inf)``."""
     inp, args, kwargs = clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
-    rec = Recorder()
+    rec = Recorder(see_values=True)
     with rec:
         result = call_variant(info, variant, inp, args, kwargs, out)
     op = compute_op(rec.names)
-    return result, op, (describe(*rec.calls[op]) if op is not None else "")
+    if op is None:
+        return result, None, "", False
+    return result, op, describe(*rec.calls[op]), rec.nonfinite[op]
 
 
 def map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
     """Run a sample's variants under the recorder; one entry per variant that maps."""
     entries: list[dict[str, Any]] = []
     try:
-        result, op, described = _recorded(info, sample, "functional")
+        result, op, described, nonfinite = _recorded(info, sample, "functional")
     except Exception:
         return entries
     if op is not None:
-        entries.append({"variant": "functional", "op": op, "args": described})
+        entries.append(
+            {"variant": "functional", "op": op, "args": described, "nonfinite": nonfinite}
+        )
     more: list[tuple[str, Any]] = []
     if (
         info.inplace_variant is not None
@@ -176,12 +185,12 @@ def map_one(info: Any, sample: Any, device: str) -> list[dict[str, Any]]:
         more.append(("out", out))
     for variant, out_arg in more:
         try:
-            _, op, described = _recorded(info, sample, variant, out_arg)
+            _, op, described, nonfinite = _recorded(info, sample, variant, out_arg)
         except Exception:
             continue
         if op is None:
             continue
-        entry = {"variant": variant, "op": op, "args": described}
+        entry = {"variant": variant, "op": op, "args": described, "nonfinite": nonfinite}
         if out_arg is not None:
             entry["out"] = _out_spec(out_arg)
         entries.append(entry)

@@ -23,9 +23,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opbench.spec.args import TensorSpec, format_args
-from opbench.spec.trees import map_tensors
+from opbench.spec.trees import map_tensors, tensors_in
 
 __all__ = [
+    "nonfinite_in",
     "NOISE",
     "RNG_LOCK",
     "OpInfoUnavailable",
@@ -216,16 +217,26 @@ def _opname(func: Any) -> str:
     return f"{schema.name.removeprefix('aten::')}.{func._overloadname}"
 
 
+def nonfinite_in(args: Any, kwargs: dict[str, Any]) -> bool:
+    """Whether a call's floating tensor inputs (not ``out``) hold NaN or Inf."""
+    inputs = tensors_in((args, {k: v for k, v in kwargs.items() if k != "out"}))
+    return any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in inputs)
+
+
 class Recorder(TorchDispatchMode):
     """Records every ATen call; with ``stop_at`` it captures that call's arguments and
-    stops (raising :class:`StopCapture`) before it runs."""
+    stops (raising :class:`StopCapture`) before it runs. With ``see_values``, also
+    whether each recorded call's inputs held NaN or Inf as it was called (an in-place
+    call overwrites them: the recorded tensors show its result)."""
 
-    def __init__(self, stop_at: str | None = None) -> None:
+    def __init__(self, stop_at: str | None = None, *, see_values: bool = False) -> None:
         super().__init__()
         self.names: list[str] = []
         self.stop_at = stop_at
         self.captured: tuple[list[Any], dict[str, Any]] | None = None
         self.calls: dict[str, tuple[list[Any], dict[str, Any]]] = {}
+        self.see_values = see_values
+        self.nonfinite: dict[str, bool] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         kwargs = kwargs or {}
@@ -239,6 +250,8 @@ class Recorder(TorchDispatchMode):
             raise StopCapture()
         if name not in self.calls:
             self.calls[name] = (list(args), dict(kwargs))
+            if self.see_values:
+                self.nonfinite[name] = nonfinite_in(args, kwargs)
         return func(*args, **kwargs)
 
 

@@ -1,0 +1,51 @@
+"""The quick profile's ``values`` cases are derived where a group's inputs hold no NaN or
+Inf; the mapping records that per entry (as each call saw its inputs), so the build need
+not make every input again. Both ways must give the same answers and the same suite."""
+
+from __future__ import annotations
+
+import torch
+
+from opbench.suites import opinfo
+from opbench.suites.case import Case
+from opbench.suites.opinfo_mapping import _build_mapping
+from opbench.suites.opinfo_samples import nonfinite_in
+
+# nansum's and addr's float32 samples hold NaN or Inf; igamma's in-place call writes NaN
+# into its own input (the recorded tensors then show it); the others hold none
+NAMES = ["sin", "igamma", "nn.functional.relu", "add", "nansum", "addr"]
+
+
+def _case(e: dict) -> Case:
+    params = {"opinfo": e["opinfo"], "variant_test_name": e["vtn"], "variant": e["variant"],
+              "dtype": "float32", "kind": "sample", "index": e["index"]}  # fmt: skip
+    if e.get("out") is not None:
+        params["out"] = e["out"]
+    return Case(op=e["op"], args=e["args"], seed=0, suite="opinfo", source="opinfo", params=params)
+
+
+def test_the_mapping_records_what_building_each_input_finds():
+    entries = _build_mapping("cpu", "sample", torch.float32, frozenset(NAMES))
+    recorded = [e["nonfinite"] for e in entries]
+    built = [opinfo._nonfinite_input(_case(e), "cpu") for e in entries]
+    assert recorded == built
+    assert any(recorded) and not all(recorded)  # neither answer is vacuous
+    assert any(e["variant"] == "inplace" and e["opinfo"] == "igamma" for e in entries)
+
+
+def test_recorded_nonfinite_gives_the_suite_that_building_every_input_gives(monkeypatch):
+    fast = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
+    real = opinfo._elementwise_extras
+    monkeypatch.setattr(
+        opinfo, "_elementwise_extras", lambda cases, device, known=None: real(cases, device)
+    )
+    slow = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
+    assert sorted(c.test_id for c in fast) == sorted(c.test_id for c in slow)
+    assert any(c.params.get("values") for c in fast)
+
+
+def test_nonfinite_in_reads_floating_inputs_but_not_out():
+    x = torch.tensor([1.0, float("nan")])
+    assert nonfinite_in((x,), {})
+    assert not nonfinite_in((torch.ones(2),), {"out": x})
+    assert not nonfinite_in((torch.tensor([1, 2]),), {})
