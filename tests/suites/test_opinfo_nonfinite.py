@@ -4,6 +4,7 @@ not make every input again. Both ways must give the same answers and the same su
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from opbench.suites import opinfo
@@ -33,15 +34,41 @@ def test_the_mapping_records_what_building_each_input_finds():
     assert any(e["variant"] == "inplace" and e["opinfo"] == "igamma" for e in entries)
 
 
-def test_recorded_nonfinite_gives_the_suite_that_building_every_input_gives(monkeypatch):
-    fast = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
+def test_recorded_nonfinite_gives_the_suite_that_building_every_input_gives(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
     real = opinfo._elementwise_extras
-    monkeypatch.setattr(
-        opinfo, "_elementwise_extras", lambda cases, device, known=None: real(cases, device)
-    )
-    slow = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
-    assert sorted(c.test_id for c in fast) == sorted(c.test_id for c in slow)
-    assert any(c.params.get("values") for c in fast)
+
+    def build(**how):
+        monkeypatch.setattr(
+            opinfo,
+            "_elementwise_extras",
+            lambda cases, device, known=None: real(
+                cases, device, {} if how.get("slow") else known, use_cache=how.get("cache", False)
+            ),
+        )
+        cases = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
+        assert any(c.params.get("values") for c in cases)  # the groups do derive cases
+        return sorted(c.test_id for c in cases)
+
+    fast, slow = build(), build(slow=True)
+    assert fast == slow
+    # the derived cases kept on disk give the same suite, without building a group again
+    assert build(cache=True) == fast
+    monkeypatch.setattr(opinfo, "_derived_case", lambda *a: pytest.fail("built again"))
+    assert build(cache=True) == fast
+
+
+def test_an_unreadable_extras_cache_is_rebuilt(monkeypatch, tmp_path):
+    from opbench.suites.opinfo_extras_cache import ExtrasCache
+
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
+    cache = ExtrasCache("cpu", "float32", 0)
+    cache.path.write_text("{not json")
+    again = ExtrasCache("cpu", "float32", 0)
+    assert again.get("any") is None
+    again.put("any", [])
+    again.save()
+    assert ExtrasCache("cpu", "float32", 0).get("any") == []
 
 
 def test_nonfinite_in_reads_floating_inputs_but_not_out():

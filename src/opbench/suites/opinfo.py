@@ -64,13 +64,14 @@ import logging
 import math
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 
 from opbench.spec.args import TensorSpec
 from opbench.suites.case import Case
+from opbench.suites.opinfo_extras_cache import ExtrasCache, group_key
 from opbench.suites.opinfo_mapping import (
     MAPPING_VERSION,
     Progress,
@@ -347,7 +348,11 @@ def _nonfinite_input(case: Case, device: str) -> bool:
 
 
 def _elementwise_extras(
-    cases: list[Case], device: str, nonfinite: dict[int, bool] | None = None
+    cases: list[Case],
+    device: str,
+    nonfinite: dict[int, bool] | None = None,
+    *,
+    use_cache: bool = True,
 ) -> list[Case]:
     """One dtype's quick cases of elementwise OpInfos: for each (overload, variant)
     whose cases lack a non-contiguous input, a ``layout`` case; for each floating one
@@ -357,7 +362,9 @@ def _elementwise_extras(
     ``nonfinite``: by ``id`` of a case, whether its inputs hold NaN or Inf, as the
     mapping recorded it; the others are built to find out. Building every case of the
     suite once more took minutes on CUDA (a 4 x H100 host: over 150 s past the mapping,
-    2026-11-27), where the mapping had already seen each input."""
+    2026-11-27), where the mapping had already seen each input. What each group derives
+    is kept on disk (:mod:`opbench.suites.opinfo_extras_cache`; ``use_cache=False``
+    builds every group), so a machine builds it once."""
     known = nonfinite or {}
 
     def holds_nonfinite(c: Case) -> bool:
@@ -367,32 +374,50 @@ def _elementwise_extras(
     groups: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         groups.setdefault((c.op, c.params["variant"]), []).append(c)
+    cache = (
+        ExtrasCache(torch.device(device).type, cases[0].params["dtype"], MAPPING_VERSION)
+        if cases and use_cache
+        else None
+    )
     extras: list[Case] = []
     with warnings.catch_warnings(), on_device(device):
         warnings.simplefilter("ignore")
         for group in groups.values():
-            elementwise = [c for c in group if _is_elementwise(c.params)]
-            if not elementwise:
-                continue
-            base = _largest(elementwise)
-            if not any(s.numel >= 2 for s in _input_specs(base.args)):
-                # only 0-dim samples of the ufunc (``bool`` reaching ``_to_copy``): derive
-                # from another OpInfo's sample of the same group
-                base = _largest(group)
-            wanted: list[dict[str, Any]] = []
-            if not any(_noncontiguous_input(c.args) for c in group):
-                wanted.append({"layout": LAYOUT_STRIDED})
-            if dtype_from_name(base.params["dtype"]).is_floating_point and not any(
-                holds_nonfinite(c) for c in group
-            ):
-                info = opinfos_by_key()[(base.params["opinfo"], base.params["variant_test_name"])]
-                large = getattr(info, "handles_large_floats", True)
-                wanted.append({"values": "special" if large else "nonfinite"})
-            for extra in wanted:
-                derived = _derived_case(base, extra, device)
-                if derived is not None:
-                    extras.append(derived)
+            key = group_key(group)
+            kept = cache.get(key) if cache is not None else None
+            if kept is None:
+                kept = _group_extras(group, device, holds_nonfinite)
+                if cache is not None:
+                    cache.put(key, kept)
+            extras += kept
+    if cache is not None:
+        cache.save()
     return extras
+
+
+def _group_extras(
+    group: list[Case], device: str, holds_nonfinite: Callable[[Case], bool]
+) -> list[Case]:
+    """The derived cases of one (overload, variant) group (see :func:`_elementwise_extras`)."""
+    elementwise = [c for c in group if _is_elementwise(c.params)]
+    if not elementwise:
+        return []
+    base = _largest(elementwise)
+    if not any(s.numel >= 2 for s in _input_specs(base.args)):
+        # only 0-dim samples of the ufunc (``bool`` reaching ``_to_copy``): derive
+        # from another OpInfo's sample of the same group
+        base = _largest(group)
+    wanted: list[dict[str, Any]] = []
+    if not any(_noncontiguous_input(c.args) for c in group):
+        wanted.append({"layout": LAYOUT_STRIDED})
+    if dtype_from_name(base.params["dtype"]).is_floating_point and not any(
+        holds_nonfinite(c) for c in group
+    ):
+        info = opinfos_by_key()[(base.params["opinfo"], base.params["variant_test_name"])]
+        large = getattr(info, "handles_large_floats", True)
+        wanted.append({"values": "special" if large else "nonfinite"})
+    derived = [_derived_case(base, extra, device) for extra in wanted]
+    return [d for d in derived if d is not None]
 
 
 def _derived_case(base: Case, extra: dict[str, Any], device: str) -> Case | None:
