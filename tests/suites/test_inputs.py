@@ -395,10 +395,10 @@ def test_reference_on_copied_inputs_matches_redrawn_ones():
     assert torch.equal(exp.eager, (args[0] + args[1]))
 
 
-def test_large_draws_do_not_depend_on_the_thread_count():
-    """A draw over DRAW_CHUNK elements is cut into chunks, each its own stream: the harness
-    draws them on threads, a worker on its one thread, and both must get the same values;
-    draws up to one chunk are those of one generator, as before chunking."""
+def test_large_draws_are_chunks_of_their_own_streams():
+    """A draw over DRAW_CHUNK elements is cut into chunks, each from its own seed, the
+    same in every process; draws up to one chunk are those of one generator, as before
+    chunking; a draw starts no thread (a worker's judge counts those it did not start)."""
     import threading
 
     from opbench.suites import input_call as ic
@@ -406,10 +406,8 @@ def test_large_draws_do_not_depend_on_the_thread_count():
     n = 5 * ic.DRAW_CHUNK + 17
     before = threading.active_count()
     serial = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
-    assert threading.active_count() == before  # a worker's draw starts no thread
-    with ic.drawing_on_threads(4):
-        threaded = ic.draw_seeded(n, torch.float16, ic.DEFAULT, seed=11)
-    assert torch.equal(serial.view(torch.int16), threaded.view(torch.int16))
+    assert threading.active_count() == before
+    assert serial.shape == (n,)
     g = torch.Generator().manual_seed(ic.mix_seed(11, ("chunk", 1)))
     second = ic.draw(ic.DRAW_CHUNK, torch.float16, ic.DEFAULT, g)
     chunk1 = serial[ic.DRAW_CHUNK : 2 * ic.DRAW_CHUNK]

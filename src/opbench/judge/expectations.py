@@ -225,13 +225,11 @@ def storages_of(metas: dict[str, dict[str, Any]]) -> dict[int, str]:
 
 def expect(case: Case, overload: torch._ops.OpOverload, device: str, seed: int) -> Expected:
     from opbench.instrument.candidate import MAX_INPUT_ELEMENTS_SENT
-    from opbench.suites.input_call import drawing_on_threads
     from opbench.suites.inputs import NotRunnable, copy_inputs
     from opbench.suites.materialize import materialize
 
     try:
-        with drawing_on_threads():  # the harness draws every test's inputs: on threads
-            args, kwargs = materialize(case, device, seed)
+        args, kwargs = materialize(case, device, seed)
     except NotRunnable as e:
         raise NotRunnableHere(f"inputs not runnable: {e.reason}") from None
     inputs = walk_inputs(args, kwargs)
