@@ -76,3 +76,21 @@ def test_nonfinite_in_reads_floating_inputs_but_not_out():
     assert nonfinite_in((x,), {})
     assert not nonfinite_in((torch.ones(2),), {"out": x})
     assert not nonfinite_in((torch.tensor([1, 2]),), {})
+
+
+@pytest.mark.slow
+def test_groups_derived_in_processes_are_the_ones_derived_here(monkeypatch, tmp_path):
+    """A big machine derives the groups' cases in spawned processes: the same cases, in
+    the same order, as one process derives."""
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
+    cases = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
+    base = [c for c in cases if not (c.params.get("values") or c.params.get("layout"))]
+    here = opinfo._elementwise_extras(base, "cpu", use_cache=False)
+    monkeypatch.setenv("OPBENCH_MAP_JOBS", "2")
+    monkeypatch.setattr(opinfo, "EXTRAS_PER_PROCESS", 1)
+    spawned = []
+    real = opinfo._extras_in_processes
+    monkeypatch.setattr(opinfo, "_extras_in_processes", lambda *a: spawned.append(1) or real(*a))
+    there = opinfo._elementwise_extras(base, "cpu", use_cache=False)
+    assert spawned and [c.test_id for c in there] == [c.test_id for c in here]
+    assert len(here) >= 4

@@ -379,20 +379,69 @@ def _elementwise_extras(
         if cases and use_cache
         else None
     )
-    extras: list[Case] = []
-    with warnings.catch_warnings(), on_device(device):
-        warnings.simplefilter("ignore")
-        for group in groups.values():
-            key = group_key(group)
-            kept = cache.get(key) if cache is not None else None
-            if kept is None:
-                kept = _group_extras(group, device, holds_nonfinite)
-                if cache is not None:
-                    cache.put(key, kept)
-            extras += kept
+    keys = {k: group_key(g) for k, g in groups.items()}
+    kept = {k: cache.get(keys[k]) if cache is not None else None for k in groups}
+    missing = [k for k in groups if kept[k] is None]
+    built = _extras_in_processes([groups[k] for k in missing], device, known)
+    if built is None:  # one process: this one
+        with warnings.catch_warnings(), on_device(device):
+            warnings.simplefilter("ignore")
+            built = [_group_extras(groups[k], device, holds_nonfinite) for k in missing]
+    for k, derived in zip(missing, built):
+        kept[k] = derived
+        if cache is not None:
+            cache.put(keys[k], derived)
     if cache is not None:
         cache.save()
-    return extras
+    return [c for k in groups for c in kept[k] or []]
+
+
+#: Groups to derive before more processes pay for their start (each imports ``op_db``).
+EXTRAS_PER_PROCESS = 40
+
+
+def _extras_in_processes(
+    groups: list[list[Case]], device: str, known: dict[int, bool]
+) -> list[list[Case]] | None:
+    """Each group's derived cases, worked out in spawned processes (as many as the
+    mapping uses, :func:`~opbench.suites.opinfo_mapping_pool.map_jobs`); None where one
+    process should do it (a small machine, few groups) or the pool broke."""
+    from opbench.suites.opinfo_mapping_pool import map_jobs, run_in_processes
+
+    jobs = min(map_jobs(), len(groups) // EXTRAS_PER_PROCESS)
+    if jobs < 2:
+        return None
+    payload = [[(c.to_dict(), known.get(id(c))) for c in g] for g in groups]
+    tasks = [(device, payload[k :: jobs * 4]) for k in range(jobs * 4)]  # interleaved
+    results = run_in_processes(derive_extras, tasks, jobs)
+    if results is None:
+        return None
+    out: list[list[Case]] = [[] for _ in groups]
+    for k, result in enumerate(results):
+        for j, derived in enumerate(result):
+            out[k + j * jobs * 4] = [Case.from_dict(d) for d in derived]
+    return out
+
+
+def derive_extras(
+    device: str, groups: list[list[tuple[dict[str, Any], bool | None]]]
+) -> list[list[dict[str, Any]]]:
+    """The derived cases of some groups (cases as dicts, each with the mapping's NaN/Inf
+    flag or None), in one spawned process of :func:`_extras_in_processes`."""
+    torch.set_num_threads(1)
+    out = []
+    with warnings.catch_warnings(), on_device(device):
+        warnings.simplefilter("ignore")
+        for group in groups:
+            cases = [Case.from_dict(d) for d, _ in group]
+            flags = {id(c): flag for c, (_, flag) in zip(cases, group) if flag is not None}
+
+            def holds(c: Case, flags: dict[int, bool] = flags) -> bool:
+                seen = flags.get(id(c))
+                return _nonfinite_input(c, device) if seen is None else seen
+
+            out.append([d.to_dict() for d in _group_extras(cases, device, holds)])
+    return out
 
 
 def _group_extras(

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["build_in_processes", "map_jobs"]
+__all__ = ["build_in_processes", "map_jobs", "run_in_processes"]
 
 log = logging.getLogger(__name__)
 
@@ -56,37 +56,67 @@ def build_in_processes(
     ``map_group(device, kind, dtype_name, opinfo_names)`` is the serial build over some
     OpInfos (:func:`opbench.suites.opinfo_mapping.map_group`, passed in, so this module
     needs nothing of the one that calls it), run in each spawned process."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
     from opbench.suites.opinfo_samples import dtype_name, op_db
 
     infos = op_db()
     names = list(dict.fromkeys(info.name for info in infos))  # op_db's order, once each
     tasks = max(1, min(len(names), jobs * TASKS_PER_JOB))
     groups = [tuple(names[k::tasks]) for k in range(tasks)]  # interleaved: costs even out
-    done_names = 0
-    found: list[dict[str, Any]] = []
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        futures = {pool.submit(map_group, device, kind, dtype_name(dtype), g): g for g in groups}
-        for future in as_completed(futures):
-            found.extend(future.result())
-            done_names += len(futures[future])
-            if progress is not None:
-                progress(
-                    f"mapping OpInfo {kind} inputs, {dtype_name(dtype)}: {done_names}/"
-                    f"{len(names)} OpInfo names in {jobs} processes"
-                )
-    except BrokenProcessPool as e:
-        log.warning("the mapping's process pool broke (%s); mapping in this process", e)
+    what = f"mapping OpInfo {kind} inputs, {dtype_name(dtype)}"
+    results = run_in_processes(
+        map_group,
+        [(device, kind, dtype_name(dtype), g) for g in groups],
+        jobs,
+        None if progress is None else (lambda line: progress(f"{what}: {line}")),
+        weights=[len(g) for g in groups],
+        total=len(names),
+        unit="OpInfo names",
+    )
+    if results is None:
         return None
-    finally:
-        _stop(pool)
+    found = [e for r in results for e in r]
     order = {(info.name, info.variant_test_name): n for n, info in enumerate(infos)}
     found.sort(key=lambda e: order[(e["opinfo"], e["vtn"])])  # stable: samples keep order
     return found
+
+
+def run_in_processes(
+    fn: Callable[..., Any],
+    tasks: list[tuple[Any, ...]],
+    jobs: int,
+    progress: Callable[[str], None] | None = None,
+    *,
+    weights: list[int] | None = None,
+    total: int | None = None,
+    unit: str = "tasks",
+) -> list[Any] | None:
+    """``fn(*task)`` for every task in ``jobs`` spawned processes, the results in the
+    tasks' order; None when the pool broke. ``fn`` must be importable by name (spawn).
+    ``progress`` hears ``done/total UNIT in N processes`` as tasks finish (each task
+    counting its ``weights`` entry, 1 by default)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    weights = weights or [1] * len(tasks)
+    total = sum(weights) if total is None else total
+    results: list[Any] = [None] * len(tasks)
+    done = 0
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
+        for future in as_completed(futures):
+            i = futures[future]
+            results[i] = future.result()
+            done += weights[i]
+            if progress is not None:
+                progress(f"{done}/{total} {unit} in {jobs} processes")
+    except BrokenProcessPool as e:
+        log.warning("a process pool broke (%s); working in this process", e)
+        return None
+    finally:
+        _stop(pool)
+    return results
 
 
 def _stop(pool: Any) -> None:
