@@ -211,3 +211,18 @@ def test_random_ops_judge_the_outputs_that_do_not_depend_on_the_generator():
     assert generator_dependent_outputs(reserve, reserve + 1) is None  # nothing left to judge
     assert generator_dependent_outputs(same, None) is None
     assert generator_dependent_outputs(same, (out, states)) is None
+
+
+def test_host_copy_shares_nothing_with_its_source():
+    """The harness keeps eager's outputs as host copies: a CPU tensor must be cloned (its
+    .cpu() is itself), and the copy must not follow later writes or hold autograd."""
+    from opbench.judge.expectations import host_copy
+
+    x = torch.arange(6.0, requires_grad=True)
+    y = x * 2
+    kept = host_copy(y)
+    assert kept.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
+    assert not kept.requires_grad
+    with torch.no_grad():
+        y.add_(1)
+    assert torch.equal(kept, torch.arange(6.0) * 2)

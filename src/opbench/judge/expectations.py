@@ -145,12 +145,19 @@ def _upcast(v: Any) -> Any:
     return v
 
 
+def host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor of ``t``'s values that shares nothing with it: a GPU tensor's copy to
+    the host is new already (cloning it again cost a second host copy of every output)."""
+    t = t.detach()
+    return t.cpu() if t.device.type != "cpu" else t.clone()
+
+
 def cpu_copy(obj: Any) -> Any:
     if isinstance(obj, (tuple, list)):
         seq = [cpu_copy(v) for v in obj]
         return seq if isinstance(obj, list) else tuple(seq)
     if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu().clone()
+        return host_copy(obj)
     return obj
 
 
@@ -199,7 +206,7 @@ def _written_values(
     written = written_args(overload)
     target_ids = {id(t) for t in targets(overload, args, kwargs)}
     return {
-        p: t.detach().cpu().clone()
+        p: host_copy(t)
         for p, top, t in walk_inputs(args, kwargs)
         if id(t) not in target_ids and is_written(top, overload, written)
     }
@@ -244,7 +251,7 @@ def expect(case: Case, overload: torch._ops.OpOverload, device: str, seed: int) 
         elements[p] = tensors.elements_digest(t)
         if snap.numel() <= MAX_INPUT_ELEMENTS_SENT:
             spans[p] = snap
-    first = inputs[0][2].detach().cpu().clone() if inputs else None
+    first = host_copy(inputs[0][2]) if inputs else None
     max_in = max((t.numel() for _, _, t in inputs), default=0)
     # The reference's inputs are copied before eager runs (eager may write into its own):
     # the same values as drawing them again, which took over a third of the harness's
