@@ -42,7 +42,7 @@ def test_recorded_nonfinite_gives_the_suite_that_building_every_input_gives(monk
         monkeypatch.setattr(
             opinfo,
             "_elementwise_extras",
-            lambda cases, device, known=None: real(
+            lambda cases, device, known=None, **_: real(
                 cases, device, {} if how.get("slow") else known, use_cache=how.get("cache", False)
             ),
         )
@@ -94,3 +94,15 @@ def test_groups_derived_in_processes_are_the_ones_derived_here(monkeypatch, tmp_
     there = opinfo._elementwise_extras(base, "cpu", use_cache=False)
     assert spawned and [c.test_id for c in there] == [c.test_id for c in here]
     assert len(here) >= 4
+
+
+def test_deriving_the_cases_tells_how_far_it_is(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
+    lines: list[str] = []
+    opinfo.build_opinfo_cases(
+        "cpu", "quick", [torch.float32], opinfo_names=NAMES, progress=lines.append
+    )
+    told = [line for line in lines if line.startswith("deriving strided and special-value")]
+    assert told and told[-1].endswith(" groups")
+    done, total = told[-1].rsplit(": ", 1)[1].split()[0].split("/")
+    assert done == total and int(total) > 0

@@ -281,7 +281,7 @@ def build_opinfo_cases(
             dtype_cases.append(case)
         cases += dtype_cases
         if profile == "quick":
-            cases += _elementwise_extras(dtype_cases, device, nonfinite)
+            cases += _elementwise_extras(dtype_cases, device, nonfinite, progress=progress)
     cases.sort(
         key=lambda c: (
             c.op,
@@ -353,6 +353,7 @@ def _elementwise_extras(
     nonfinite: dict[int, bool] | None = None,
     *,
     use_cache: bool = True,
+    progress: Progress | None = None,
 ) -> list[Case]:
     """One dtype's quick cases of elementwise OpInfos: for each (overload, variant)
     whose cases lack a non-contiguous input, a ``layout`` case; for each floating one
@@ -382,11 +383,17 @@ def _elementwise_extras(
     keys = {k: group_key(g) for k, g in groups.items()}
     kept = {k: cache.get(keys[k]) if cache is not None else None for k in groups}
     missing = [k for k in groups if kept[k] is None]
-    built = _extras_in_processes([groups[k] for k in missing], device, known)
+    what = f"deriving strided and special-value cases, {cases[0].params['dtype']}" if cases else ""
+    tell = None if progress is None or not missing else (lambda line: progress(f"{what}: {line}"))
+    built = _extras_in_processes([groups[k] for k in missing], device, known, tell)
     if built is None:  # one process: this one
+        built = []
         with warnings.catch_warnings(), on_device(device):
             warnings.simplefilter("ignore")
-            built = [_group_extras(groups[k], device, holds_nonfinite) for k in missing]
+            for n, k in enumerate(missing, 1):
+                built.append(_group_extras(groups[k], device, holds_nonfinite))
+                if tell is not None and (n % 25 == 0 or n == len(missing)):
+                    tell(f"{n}/{len(missing)} groups")
     for k, derived in zip(missing, built):
         kept[k] = derived
         if cache is not None:
@@ -401,7 +408,10 @@ EXTRAS_PER_PROCESS = 40
 
 
 def _extras_in_processes(
-    groups: list[list[Case]], device: str, known: dict[int, bool]
+    groups: list[list[Case]],
+    device: str,
+    known: dict[int, bool],
+    progress: Progress | None = None,
 ) -> list[list[Case]] | None:
     """Each group's derived cases, worked out in spawned processes (as many as the
     mapping uses, :func:`~opbench.suites.opinfo_mapping_pool.map_jobs`); None where one
@@ -413,7 +423,9 @@ def _extras_in_processes(
         return None
     payload = [[(c.to_dict(), known.get(id(c))) for c in g] for g in groups]
     tasks = [(device, payload[k :: jobs * 4]) for k in range(jobs * 4)]  # interleaved
-    results = run_in_processes(derive_extras, tasks, jobs)
+    results = run_in_processes(
+        derive_extras, tasks, jobs, progress, weights=[len(t[1]) for t in tasks], unit="groups"
+    )
     if results is None:
         return None
     out: list[list[Case]] = [[] for _ in groups]
