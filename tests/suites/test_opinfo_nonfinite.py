@@ -106,3 +106,26 @@ def test_deriving_the_cases_tells_how_far_it_is(monkeypatch, tmp_path):
     assert told and told[-1].endswith(" groups")
     done, total = told[-1].rsplit(": ", 1)[1].split()[0].split("/")
     assert done == total and int(total) > 0
+
+
+def test_out_buffers_are_never_read_for_nan():
+    """``sort.values`` takes its out buffers as ``values`` and ``indices``: uninitialised,
+    so reading them made the mapping's answer differ between processes."""
+    from opbench.suites.opinfo_samples import Recorder, out_names
+
+    op = torch.ops.aten.sort.values
+    assert out_names(op) == {"values", "indices"}
+    x, garbage, index = torch.arange(5.0), torch.full((5,), float("nan")), torch.empty(5).long()
+    rec = Recorder(see_values=True)
+    with rec:
+        torch.sort(x, out=(garbage, index))
+    assert rec.nonfinite == {"sort.values": False}
+
+
+def test_an_out_variant_never_reads_the_buffer_it_writes():
+    """``diff(out=...)`` reaches ``copy_`` with the out buffer as ``self``: in the out
+    variant the written argument is garbage, in an in-place call it is a real input."""
+    copy_ = torch.ops.aten.copy_.default
+    garbage, src = torch.full((3,), float("inf")), torch.ones(3)
+    assert not nonfinite_in((garbage, src), {}, copy_, "out")
+    assert nonfinite_in((garbage, src), {}, copy_, "inplace")

@@ -338,13 +338,14 @@ def _input_tensors(args: list[Any], kwargs: dict[str, Any]) -> list[torch.Tensor
 
 def _nonfinite_input(case: Case, device: str) -> bool:
     """Whether a case's inputs (as built from its seed) hold NaN or Inf."""
+    from opbench.spec.ops import get_overload
     from opbench.suites.inputs import NotRunnable
 
     try:
         args, kwargs = opinfo_inputs(case, device)
     except NotRunnable:
         return False
-    return nonfinite_in(args, kwargs)
+    return nonfinite_in(args, kwargs, get_overload(case.op), case.params.get("variant", ""))
 
 
 def _elementwise_extras(

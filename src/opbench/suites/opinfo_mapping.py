@@ -55,8 +55,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Bumped when the mapping format or rules change (invalidates disk caches). 6: entries
-#: say whether their inputs hold NaN or Inf (``nonfinite``).
-MAPPING_VERSION = 6
+#: say whether their inputs hold NaN or Inf (``nonfinite``); 7: not reading out buffers.
+MAPPING_VERSION = 7
 
 
 def excluded(name: str) -> str | None:
@@ -152,7 +152,7 @@ def _recorded(
     ``(result, the one overload it reached or None, that call's arguments described,
     whether its floating inputs (not ``out``) hold NaN or Inf)``."""
     inp, args, kwargs = clone_tree((sample.input, tuple(sample.args), dict(sample.kwargs)))
-    rec = Recorder(see_values=True)
+    rec = Recorder(see_values=True, variant=variant)
     with rec:
         result = call_variant(info, variant, inp, args, kwargs, out)
     op = compute_op(rec.names)

@@ -27,6 +27,7 @@ from opbench.spec.trees import map_tensors, tensors_in
 
 __all__ = [
     "nonfinite_in",
+    "out_names",
     "NOISE",
     "RNG_LOCK",
     "OpInfoUnavailable",
@@ -217,9 +218,30 @@ def _opname(func: Any) -> str:
     return f"{schema.name.removeprefix('aten::')}.{func._overloadname}"
 
 
-def nonfinite_in(args: Any, kwargs: dict[str, Any]) -> bool:
-    """Whether a call's floating tensor inputs (not ``out``) hold NaN or Inf."""
-    inputs = tensors_in((args, {k: v for k, v in kwargs.items() if k != "out"}))
+def out_names(overload: Any) -> frozenset[str]:
+    """The names of an overload's ``out=`` arguments (``out``; ``values`` and ``indices``
+    of ``sort.values``): buffers the call writes, whose values before it are garbage."""
+    return frozenset(a.name for a in overload._schema.arguments if a.is_out)
+
+
+def nonfinite_in(
+    args: Any, kwargs: dict[str, Any], overload: Any = None, variant: str = "functional"
+) -> bool:
+    """Whether a call's floating tensor inputs hold NaN or Inf. Never its ``out=``
+    buffers, nor, in an OpInfo's ``out`` variant, any argument the call writes (``diff``
+    with ``out=`` reaches ``copy_`` with the buffer as ``self``): those are uninitialised,
+    and reading them made the answer change from one process to the next (2026-11-27)."""
+    skip = {"out"}
+    names: list[str | None] = []
+    if overload is not None:
+        skip |= out_names(overload)
+        schema_args = overload._schema.arguments
+        names = [a.name for a in schema_args]
+        if variant == "out":
+            skip |= {a.name for a in schema_args if a.alias_info and a.alias_info.is_write}
+    positional = [v for i, v in enumerate(args) if i >= len(names) or names[i] not in skip]
+    keyword = {k: v for k, v in kwargs.items() if k not in skip}
+    inputs = tensors_in((positional, keyword))
     return any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in inputs)
 
 
@@ -227,10 +249,14 @@ class Recorder(TorchDispatchMode):
     """Records every ATen call; with ``stop_at`` it captures that call's arguments and
     stops (raising :class:`StopCapture`) before it runs. With ``see_values``, also
     whether each recorded call's inputs held NaN or Inf as it was called (an in-place
-    call overwrites them: the recorded tensors show its result)."""
+    call overwrites them: the recorded tensors show its result), ``variant`` being the
+    OpInfo variant that runs (:func:`nonfinite_in`)."""
 
-    def __init__(self, stop_at: str | None = None, *, see_values: bool = False) -> None:
+    def __init__(
+        self, stop_at: str | None = None, *, see_values: bool = False, variant: str = ""
+    ) -> None:
         super().__init__()
+        self.variant = variant
         self.names: list[str] = []
         self.stop_at = stop_at
         self.captured: tuple[list[Any], dict[str, Any]] | None = None
@@ -251,7 +277,7 @@ class Recorder(TorchDispatchMode):
         if name not in self.calls:
             self.calls[name] = (list(args), dict(kwargs))
             if self.see_values:
-                self.nonfinite[name] = nonfinite_in(args, kwargs)
+                self.nonfinite[name] = nonfinite_in(args, kwargs, func, self.variant)
         return func(*args, **kwargs)
 
 
