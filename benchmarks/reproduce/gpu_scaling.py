@@ -17,7 +17,8 @@ two calls on the same warm machine). The JSON and markdown are written after eve
 so a call cut short still brings back the runs it finished.
 
 Usage: python3 benchmarks/reproduce/gpu_scaling.py --suite opinfo --warm \\
-    --runs local:4,ray:4,local:2,ray:2,local:1 [--budget 400] [--merge PREV.json]
+    --runs local:4,ray:4,local:2,ray:2,local:1 [--budget 400] [--merge PREV.json] \\
+    [--env OPBENCH_PLAN_AHEAD=2]
     python3 benchmarks/reproduce/gpu_scaling.py --suite traces --traces .gpu_data/traces ...
 Writes benchmarks/results/scaling-<suite>-<gpu>x<max N>.json and .md (and under $OUT).
 """
@@ -79,7 +80,7 @@ def _one(ns: argparse.Namespace, name: str, first_gpu: int = 0) -> dict[str, Any
         ["--workers", str(gpus)] if kind == "local" else ["--executor", "ray"]
     )
     visible = ",".join(str(first_gpu + i) for i in range(gpus))
-    env = {"CUDA_VISIBLE_DEVICES": visible}
+    env = {**ns.env_vars, "CUDA_VISIBLE_DEVICES": visible}
     res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env)
     entry = {k: res.get(k) for k in KEPT if res.get(k) is not None}
     entry.update(gpus=gpus, executor=kind, cuda_visible_devices=visible)
@@ -169,7 +170,12 @@ def main() -> int:
     p.add_argument("--merge", default=None, help="an earlier call's JSON to add to")
     p.add_argument("--workdir", default="/tmp/opbench-scaling")
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="set for every run (OPBENCH_PLAN_AHEAD=2); named in the files' stem")  # fmt: skip
     ns = p.parse_args()
+    ns.env_vars = dict(kv.split("=", 1) for kv in ns.env if "=" in kv)
+    if len(ns.env_vars) != len(ns.env):
+        p.error("--env takes KEY=VALUE")
     if ns.suite == "traces" and not ns.traces:
         p.error("--suite traces needs --traces")
     import datetime
@@ -193,7 +199,10 @@ def main() -> int:
     if not names:  # --warm alone: the cache for later calls
         return 0
     most = max(int(n.partition(":")[2]) for n in [*names, *result["runs"]])
-    stem = f"scaling-{ns.suite}-{slug}x{most}"
+    stem = f"scaling-{ns.suite}-{slug}x{most}" + "".join(
+        f"-{k.lower()}-{v}" for k, v in sorted(ns.env_vars.items())
+    )
+    result["env"] = ns.env_vars
     for step in steps:
         print(f"== {step}", flush=True)
         result["runs"].update(_step(ns, step))

@@ -11,6 +11,7 @@ it in the store before the next case, so a slow test only ever holds up its own 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -256,35 +257,65 @@ def with_hidden_run_dir(config: WorkerConfig, store: ResultStore, *dirs: Path) -
     return replace(config, hide=hide)
 
 
+def plan_depth() -> int:
+    """How many tests a slot plans ahead of its worker: ``OPBENCH_PLAN_AHEAD`` (default 1).
+
+    On a 4-GPU run of the traces suite each slot's one planning thread was busy as long as
+    its worker (2026-11-27, ``results/scaling-traces-h100x4.md``), and planning is mostly
+    torch ops that release the GIL; more threads a slot may then keep the GPUs fed. Not
+    measured yet, so the default stays 1; the run's ``env`` records the variable."""
+    try:
+        return max(1, int(os.environ.get("OPBENCH_PLAN_AHEAD", "1")))
+    except ValueError:
+        raise ValueError("OPBENCH_PLAN_AHEAD must be a whole number of tests") from None
+
+
 class _Plans:
     """A test's trial plan and expectations (the harness's own inputs and references,
-    :func:`opbench.judge.evaluate.plan_trials`), computed one test ahead on a thread of
-    the harness while the worker runs the current test: on 2 cores the two processes
-    then work at the same time instead of in turn. Only without timing (``ahead``
-    False under ``--perf``), where the harness's work would share the CPU or GPU with
-    the measured calls."""
+    :func:`opbench.judge.evaluate.plan_trials`), computed ahead on threads of the harness
+    while the worker runs the current test: on 2 cores the two processes then work at
+    the same time instead of in turn. Only without timing (``ahead`` False under
+    ``--perf``), where the harness's work would share the CPU or GPU with the measured
+    calls. ``depth`` tests ahead, on as many threads (:func:`plan_depth`)."""
 
-    def __init__(self, compute: Callable[[Case], Any], device: str, *, ahead: bool) -> None:
+    def __init__(
+        self,
+        compute: Callable[[Case], Any],
+        device: str,
+        *,
+        ahead: bool,
+        depth: int | None = None,
+    ) -> None:
         self._compute = compute
         self._pool: Any = None
-        self._pending: tuple[str, Any] | None = None
+        self.depth = depth or plan_depth()
+        self._pending: dict[str, Any] = {}
         if ahead:
             from concurrent.futures import ThreadPoolExecutor
 
             from opbench.instrument.tensors import bind_device
 
             self._pool = ThreadPoolExecutor(
-                1, "opbench-plan", initializer=bind_device, initargs=(device,)
+                self.depth, "opbench-plan", initializer=bind_device, initargs=(device,)
             )
 
-    def ahead(self, case: Case) -> None:
-        if self._pool is not None:
-            self._pending = (case.test_id, self._pool.submit(self._compute, case))
+    def ahead(self, cases: Case | list[Case]) -> None:
+        """Start planning the next tests (up to ``depth`` of them)."""
+        if self._pool is None:
+            return
+        for case in ([cases] if isinstance(cases, Case) else cases)[: self.depth]:
+            if case.test_id not in self._pending:
+                self._pending[case.test_id] = self._pool.submit(self._compute, case)
 
     def get(self, case: Case) -> Any:
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[0] == case.test_id:
-            return pending[1].result()
+        """``case``'s plan: the one planned ahead, else computed now (and what was planned
+        for other tests is dropped: the run went another way)."""
+        future = self._pending.pop(case.test_id, None)
+        if future is not None:
+            return future.result()
+        for stale in self._pending.values():
+            stale.cancel()
+        self._pending.clear()
         return self._compute(case)
 
     def close(self) -> None:
@@ -481,7 +512,7 @@ class LocalExecutor:
                     result = judge_error_result(case, e, "plan", backend=backend, device=device)
                     result.duration_s = time.perf_counter() - started
                 if i + 1 < len(group):
-                    plans.ahead(group[i + 1])
+                    plans.ahead(group[i + 1 : i + 1 + plans.depth])
             if result is None:
                 got = self._worker_for(device, unit, slot.worker)
                 if isinstance(got, dict):  # importing the unit killed the worker
