@@ -18,7 +18,7 @@ so a call cut short still brings back the runs it finished.
 
 Usage: python3 benchmarks/reproduce/gpu_scaling.py --suite opinfo --warm \\
     --runs local:4,ray:4,local:2,ray:2,local:1 [--budget 400] [--merge PREV.json] \\
-    [--env OPBENCH_PLAN_AHEAD=2]
+    [--env OPBENCH_PLAN_AHEAD=2] [--profile]
     python3 benchmarks/reproduce/gpu_scaling.py --suite traces --traces .gpu_data/traces ...
 Writes benchmarks/results/scaling-<suite>-<gpu>x<max N>.json and .md (and under $OUT).
 """
@@ -81,8 +81,14 @@ def _one(ns: argparse.Namespace, name: str, first_gpu: int = 0) -> dict[str, Any
     )
     visible = ",".join(str(first_gpu + i) for i in range(gpus))
     env = {**ns.env_vars, "CUDA_VISIBLE_DEVICES": visible}
-    res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env)
+    profile = Path(ns.out_dir) / f"harness-{name.replace(':', '-')}.raw" if ns.profile else None
+    res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env, profile)
     entry = {k: res.get(k) for k in KEPT if res.get(k) is not None}
+    if profile is not None and profile.exists():  # where the harness's time went
+        sys.path.insert(0, str(REPO / "benchmarks" / "probes"))
+        from pyspy_summary import summarize
+
+        entry["harness_profile"] = summarize(str(profile), 25, None)
     entry.update(gpus=gpus, executor=kind, cuda_visible_devices=visible)
     entry["verdicts"] = res.get("verdicts") or {}
     return entry
@@ -170,6 +176,8 @@ def main() -> int:
     p.add_argument("--merge", default=None, help="an earlier call's JSON to add to")
     p.add_argument("--workdir", default="/tmp/opbench-scaling")
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    p.add_argument("--profile", action="store_true",
+                   help="each run under py-spy (the harness's time, summed in the JSON)")  # fmt: skip
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="set for every run (OPBENCH_PLAN_AHEAD=2); named in the files' stem")  # fmt: skip
     ns = p.parse_args()

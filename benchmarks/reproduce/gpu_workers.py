@@ -36,11 +36,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run(
-    args: list[str], out: Path, budget_s: float, env: dict[str, str] | None = None
+    args: list[str],
+    out: Path,
+    budget_s: float,
+    env: dict[str, str] | None = None,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """``opbench run ARGS --out OUT`` within ``budget_s`` (``env``: the variables set on
-    top of this process's); its summary, verdicts and timing coverage."""
+    top of this process's); its summary, verdicts and timing coverage. ``profile``: run it
+    under ``py-spy record --threads`` (25 samples a second, the harness only), its raw
+    stacks written there (``benchmarks/probes/pyspy_summary.py`` reads them)."""
     cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
+    if profile is not None:
+        cmd = [_py_spy(), "record", "-r", "25", "--threads", "-f", "raw", "-o", str(profile),
+               "--", *cmd]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -117,12 +126,16 @@ def run(
     return res
 
 
+def _py_spy() -> str:
+    """py-spy, where it is installed (carry its wheel to a GPU machine: gpu_env.sh)."""
+    return shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+
+
 def stack_dump(pid: int) -> str | None:
     """The Python stacks of a run that ran out of time (``py-spy dump``, where py-spy is
     installed: carry its wheel to a GPU machine), so a timed-out run says where it was."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     try:
-        out = subprocess.run([spy, "dump", "--subprocesses", "--pid", str(pid)], capture_output=True, text=True,
+        out = subprocess.run([_py_spy(), "dump", "--subprocesses", "--pid", str(pid)], capture_output=True, text=True,
                              timeout=30)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"no stack: {e}"
