@@ -120,13 +120,12 @@ def run_in_processes(
 
 
 def _stop(pool: Any) -> None:
-    """End the pool without waiting for its processes to exit on their own.
-
-    Every result is in by then, and a spawned process that made a CUDA context can hang
-    in its own exit: on a 4 x H100 host (2026-11-27) the float32 mapping finished in 46 s
-    and the build then sat for the rest of its 200 s, where leaving the pool's ``with``
-    block (``shutdown(wait=True)``) waits on every process. So the processes are killed.
-    ``_processes`` is the executor's own map of them (no public accessor exists)."""
+    """End the pool without waiting for its processes to exit on their own: every result
+    is in by then, and a process that does not exit (a CUDA teardown that hangs, say)
+    must not hold the build, as ``shutdown(wait=True)`` would. (Suspected when a 4 x H100
+    build sat after its mapping, 2026-11-27; the stack dump showed the harness's own
+    serial step instead, but nothing here needs the processes any more.) ``_processes``
+    is the executor's own map of them (no public accessor exists)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
