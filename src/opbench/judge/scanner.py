@@ -39,6 +39,7 @@ from opbench.judge.scan_rules import (
     reroot,
     store_rule,
 )
+from opbench.spec import safe_ast
 
 __all__ = ["Scanner"]
 
@@ -215,7 +216,7 @@ class Scanner:
                 return [mod if whole else mod.split(".")[0]]
             if "builtins.eval" in funcs and (src := _const_str(first)):
                 try:
-                    return self._resolve(ast.parse(src.strip(), mode="eval").body, depth)
+                    return self._resolve(safe_ast.parse(src.strip(), mode="eval").body, depth)
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     return []
             if "builtins.vars" in funcs:
@@ -462,7 +463,7 @@ class Scanner:
             self._emit("dynamic-code", node, f"{fname}() of a computed string")
             return
         try:
-            tree = ast.parse(payload)
+            tree = safe_ast.parse(payload)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return  # it fails when run, too
         for f in Scanner(payload, self.filename, parent=self).scan(tree):

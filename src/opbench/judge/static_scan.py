@@ -41,7 +41,6 @@ points (:func:`scan_source`, :func:`scan_files`, :func:`tampering`,
 
 from __future__ import annotations
 
-import ast
 import tokenize
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,6 +56,7 @@ from opbench.judge.scan_rules import (
     rules_markdown,
 )
 from opbench.judge.scanner import Scanner
+from opbench.spec import safe_ast
 
 __all__ = [
     "ALLOWED",
@@ -88,7 +88,7 @@ def scan_source(
     if unknown:
         raise ValueError(f"unknown rule id(s) in allow: {', '.join(sorted(unknown))}")
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = safe_ast.parse(source, filename=filename)
     except (RecursionError, MemoryError):
         found = [Finding("unscannable", TAMPERING, filename, 0, 0, "nested too deeply to parse")]
     except (SyntaxError, ValueError) as e:

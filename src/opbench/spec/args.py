@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from opbench.spec import safe_ast
+
 __all__ = [
     "ArgsParseError",
     "ParsedArgs",
@@ -162,7 +164,7 @@ def parse_args(text: str, *, file: str | None = None, line: int | None = None) -
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. SyntaxWarning for odd escapes in garbage
-            tree = ast.parse(text.strip(), mode="eval")
+            tree = safe_ast.parse(text.strip(), mode="eval")
     except SyntaxError as e:
         raise ArgsParseError(
             f"syntax error: {e.msg}", text=text, column=e.offset, file=file, line=line
