@@ -366,28 +366,34 @@ def trivial_answers(
         if picks is not None:
             # Most trivial answers fail somewhere in any sample; only a sample that passes
             # is worth the full comparison (seconds per large output on a small CPU).
-            try:
-                sample = _trivial_like(source, kind, first_input, picks)
-            except (RuntimeError, TypeError, ValueError):
+            sample = _answer(source, kind, first_input, eager, picks)
+            if (
+                sample is None
+                or not compare_outputs(sample, eager_sample, ref_sample, **compare_kwargs).ok
+            ):
                 continue
-            if not _usable(sample, eager):
-                continue
-            if kind == "constant":
-                sample = _cast_like(sample, eager)
-            if not compare_outputs(sample, eager_sample, ref_sample, **compare_kwargs).ok:
-                continue
-        try:
-            answer = _trivial_like(source, kind, first_input)
-        except (RuntimeError, TypeError, ValueError):
-            continue
-        if not _usable(answer, eager):
-            continue
-        if kind == "constant":
-            answer = _cast_like(answer, eager)
-        res = compare_outputs(answer, eager, ref, **compare_kwargs)
-        if res.ok:
+        answer = _answer(source, kind, first_input, eager)
+        if answer is not None and compare_outputs(answer, eager, ref, **compare_kwargs).ok:
             passing.append(kind)
     return passing
+
+
+def _answer(
+    source: Any,
+    kind: str,
+    first_input: torch.Tensor | None,
+    eager: Any,
+    picks: dict[str, torch.Tensor] | None = None,
+) -> Any:
+    """The trivial answer ``kind`` built from ``source`` (at ``picks`` only, when given)
+    in eager's dtypes, or None when it cannot be built for every output eager gave."""
+    try:
+        answer = _trivial_like(source, kind, first_input, picks)
+    except (RuntimeError, TypeError, ValueError):
+        return None
+    if not _usable(answer, eager):
+        return None
+    return _cast_like(answer, eager) if kind == "constant" else answer
 
 
 #: Outputs with more elements than this are first checked for weakness on a sample.

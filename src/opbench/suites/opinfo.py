@@ -368,11 +368,7 @@ def _elementwise_extras(
     is kept on disk (:mod:`opbench.suites.opinfo_extras_cache`; ``use_cache=False``
     builds every group), so a machine builds it once."""
     known = nonfinite or {}
-
-    def holds_nonfinite(c: Case) -> bool:
-        seen = known.get(id(c))
-        return _nonfinite_input(c, device) if seen is None else seen
-
+    holds_nonfinite = _nonfinite_check(known, device)
     groups: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         groups.setdefault((c.op, c.params["variant"]), []).append(c)
@@ -448,13 +444,20 @@ def derive_extras(
         for group in groups:
             cases = [Case.from_dict(d) for d, _ in group]
             flags = {id(c): flag for c, (_, flag) in zip(cases, group) if flag is not None}
-
-            def holds(c: Case, flags: dict[int, bool] = flags) -> bool:
-                seen = flags.get(id(c))
-                return _nonfinite_input(c, device) if seen is None else seen
-
-            out.append([d.to_dict() for d in _group_extras(cases, device, holds)])
+            derived = _group_extras(cases, device, _nonfinite_check(flags, device))
+            out.append([d.to_dict() for d in derived])
     return out
+
+
+def _nonfinite_check(known: dict[int, bool], device: str) -> Callable[[Case], bool]:
+    """Whether a case's inputs hold NaN or Inf: the mapping's answer in ``known`` (by
+    ``id`` of the case), else the case's inputs built to find out."""
+
+    def holds_nonfinite(c: Case) -> bool:
+        seen = known.get(id(c))
+        return _nonfinite_input(c, device) if seen is None else seen
+
+    return holds_nonfinite
 
 
 def _group_extras(

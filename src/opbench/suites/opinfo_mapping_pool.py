@@ -68,8 +68,7 @@ def build_in_processes(
         [(device, kind, dtype_name(dtype), g) for g in groups],
         jobs,
         None if progress is None else (lambda line: progress(f"{what}: {line}")),
-        weights=[len(g) for g in groups],
-        total=len(names),
+        weights=[len(g) for g in groups],  # the groups hold every name once
         unit="OpInfo names",
     )
     if results is None:
@@ -87,19 +86,18 @@ def run_in_processes(
     progress: Callable[[str], None] | None = None,
     *,
     weights: list[int] | None = None,
-    total: int | None = None,
     unit: str = "tasks",
 ) -> list[Any] | None:
     """``fn(*task)`` for every task in ``jobs`` spawned processes, the results in the
     tasks' order; None when the pool broke. ``fn`` must be importable by name (spawn).
     ``progress`` hears ``done/total UNIT in N processes`` as tasks finish (each task
-    counting its ``weights`` entry, 1 by default)."""
+    counting its ``weights`` entry, 1 by default; ``total`` their sum)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
     weights = weights or [1] * len(tasks)
-    total = sum(weights) if total is None else total
+    total = sum(weights)
     results: list[Any] = [None] * len(tasks)
     done = 0
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))

@@ -26,8 +26,6 @@ from opbench.spec.args import TensorSpec, format_args
 from opbench.spec.trees import map_tensors, tensors_in
 
 __all__ = [
-    "nonfinite_in",
-    "out_names",
     "NOISE",
     "RNG_LOCK",
     "OpInfoUnavailable",
@@ -41,10 +39,12 @@ __all__ = [
     "dtype_from_name",
     "dtype_name",
     "enumerate_samples",
+    "nonfinite_in",
     "not_runnable",
     "on_device",
     "op_db",
     "opinfos_by_key",
+    "out_names",
     "seed_all",
     "seed_generators",
 ]
