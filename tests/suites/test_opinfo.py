@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -151,6 +153,29 @@ def test_special_injection_is_reproducible_and_spares_expanded_tensors():
     inject_specials([b], 7)
     assert torch.equal(torch.isnan(a), torch.isnan(b)) and bool(torch.isnan(a).any())
     assert bool(torch.isinf(a).any()) and torch.equal(expanded, before)
+
+
+def test_loop_bound_arguments_get_no_special_values():
+    # the polynomials' kernels loop n times; CUDA casts an injected +Inf or 1e30 n to
+    # 2**63 - 1 (a kernel that never ends), so only x gets the special values
+    names = ["special.chebyshev_polynomial_t", "special.hermite_polynomial_h"]
+    cases = [
+        c
+        for c in opinfo.build_opinfo_cases("cpu", "quick", opinfo_names=names)
+        if c.params["dtype"] == "float32" and c.op.endswith(".default")
+    ]
+    derived = [c for c in cases if c.params.get("values") == "special"]
+    assert {c.op for c in derived} == {
+        "special_chebyshev_polynomial_t.default",
+        "special_hermite_polynomial_h.default",
+    }
+    from opbench.suites.special_values import special_seeds
+
+    for c in derived + [dataclasses.replace(c, seed=special_seeds(c)[0]) for c in cases]:
+        (x, n), _ = opinfo.opinfo_inputs(c, "cpu")
+        assert bool(torch.isfinite(n).all()) and bool((n.abs() < 100).all()), c.op
+    (x, n), _ = opinfo.opinfo_inputs(derived[0], "cpu")
+    assert not bool(torch.isfinite(x).all())
 
 
 def test_ops_hint_maps_only_the_opinfos_named_like_the_asked_ops():

@@ -61,3 +61,19 @@ def test_a_broken_pool_falls_back_to_the_serial_build(monkeypatch, tmp_path) -> 
     monkeypatch.setattr("opbench.suites.opinfo_mapping._build_mapping", serial)
     entries = mapping_for("cpu", "sample", torch.float64)
     assert asked == [2] and built == [None] and entries[0]["op"] == "x"
+
+
+def test_tasks_that_never_answer_are_given_up_and_the_rest_kept() -> None:
+    """A process in a GPU kernel that never ends cannot be stopped from inside; the pool
+    gives its task up once no task has finished for ``stall_s`` and keeps what finished."""
+    import os
+    import time
+
+    lines: list[str] = []
+    start = time.monotonic()
+    results = opinfo_mapping_pool.run_in_processes(
+        os.system, [("exit 3",), ("sleep 20",), ("true",)], 2, lines.append, stall_s=3
+    )
+    assert results == [3 << 8, None, 0]
+    assert time.monotonic() - start < 15
+    assert "gave no answer in 3 s" in lines[-1] and lines[-1].startswith("2/3 tasks")

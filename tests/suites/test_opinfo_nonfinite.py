@@ -129,3 +129,39 @@ def test_an_out_variant_never_reads_the_buffer_it_writes():
     garbage, src = torch.full((3,), float("inf")), torch.ones(3)
     assert not nonfinite_in((garbage, src), {}, copy_, "out")
     assert nonfinite_in((garbage, src), {}, copy_, "inplace")
+
+
+def test_a_group_whose_derivation_never_answers_loses_only_its_own_cases(
+    monkeypatch, tmp_path, caplog
+):
+    """A task that gives no answer is run again a group a task: only the group that hangs
+    goes without derived cases, it is named, and nothing of it is kept on disk."""
+    from opbench.suites import opinfo_mapping_pool
+
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
+    cases = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
+    base = [c for c in cases if not (c.params.get("values") or c.params.get("layout"))]
+    here = opinfo._elementwise_extras(base, "cpu", use_cache=False)
+    hangs = "sin.default"
+    calls = []
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path / "extras"))  # none derived yet
+
+    def pool(fn, tasks, jobs, progress=None, *, stall_s=None, **_):
+        calls.append(len(tasks))
+        return [
+            None if any(d["op"] == hangs for g in groups for d, _ in g) else fn(device, groups)
+            for device, groups in tasks
+        ]
+
+    monkeypatch.setattr(opinfo_mapping_pool, "run_in_processes", pool)
+    monkeypatch.setattr(opinfo_mapping_pool, "map_jobs", lambda: 2)
+    monkeypatch.setattr(opinfo, "EXTRAS_PER_PROCESS", 1)
+    with caplog.at_level("WARNING"):
+        there = opinfo._elementwise_extras(base, "cpu")
+    assert len(calls) == 2 and calls[1] < calls[0] * 8  # a second round, one group a task
+    assert [c.test_id for c in there] == [c.test_id for c in here if c.op != hangs]
+    assert any(c.op == hangs for c in here) and hangs in caplog.text
+    # a later build tries the lost group again, and keeps what the others derived
+    monkeypatch.setattr(opinfo_mapping_pool, "run_in_processes", lambda *a, **k: None)
+    again = opinfo._elementwise_extras(base, "cpu")
+    assert [c.test_id for c in again] == [c.test_id for c in here]

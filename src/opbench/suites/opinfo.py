@@ -107,6 +107,7 @@ from opbench.suites.opinfo_samples import (
 from opbench.suites.special_values import (
     SPECIAL_VALUES,
     inject_specials,
+    loop_bound_argument,
     special_seeds,
     tensors_in,
 )
@@ -393,7 +394,7 @@ def _elementwise_extras(
                     tell(f"{n}/{len(missing)} groups")
     for k, derived in zip(missing, built):
         kept[k] = derived
-        if cache is not None:
+        if cache is not None and derived is not None:
             cache.put(keys[k], derived)
     if cache is not None:
         cache.save()
@@ -402,6 +403,10 @@ def _elementwise_extras(
 
 #: Groups to derive before more processes pay for their start (each imports ``op_db``).
 EXTRAS_PER_PROCESS = 40
+#: Seconds without a finished task after which a derivation pool's tasks still out are
+#: given up (:func:`~opbench.suites.opinfo_mapping_pool.run_in_processes`); a task of
+#: ~25 groups takes about a second on a GPU host, after a ~15 s process start.
+EXTRAS_STALL_S = 90.0
 
 
 def _extras_in_processes(
@@ -409,26 +414,62 @@ def _extras_in_processes(
     device: str,
     known: dict[int, bool],
     progress: Progress | None = None,
-) -> list[list[Case]] | None:
+    *,
+    stall_s: float = EXTRAS_STALL_S,
+) -> list[list[Case] | None] | None:
     """Each group's derived cases, worked out in spawned processes (as many as the
     mapping uses, :func:`~opbench.suites.opinfo_mapping_pool.map_jobs`); None where one
-    process should do it (a small machine, few groups) or the pool broke."""
+    process should do it (a small machine, few groups) or the pool broke.
+
+    A task that gives no answer (a kernel that never ends, which no thread can stop) is
+    run again one group a task, so that only the group that hangs goes without derived
+    cases (None in its place: not kept on disk, so a later build tries again); it is
+    named in a warning."""
     from opbench.suites.opinfo_mapping_pool import map_jobs, run_in_processes
 
     jobs = min(map_jobs(), len(groups) // EXTRAS_PER_PROCESS)
     if jobs < 2:
         return None
     payload = [[(c.to_dict(), known.get(id(c))) for c in g] for g in groups]
-    tasks = [(device, payload[k :: jobs * 4]) for k in range(jobs * 4)]  # interleaved
+    spread = jobs * 4
+    shares = [list(range(k, len(groups), spread)) for k in range(spread)]  # interleaved
     results = run_in_processes(
-        derive_extras, tasks, jobs, progress, weights=[len(t[1]) for t in tasks], unit="groups"
+        derive_extras,
+        [(device, [payload[j] for j in share]) for share in shares],
+        jobs,
+        progress,
+        weights=[len(share) for share in shares],
+        unit="groups",
+        stall_s=stall_s,
     )
     if results is None:
         return None
-    out: list[list[Case]] = [[] for _ in groups]
-    for k, result in enumerate(results):
-        for j, derived in enumerate(result):
-            out[k + j * jobs * 4] = [Case.from_dict(d) for d in derived]
+    out: list[list[Case] | None] = [None] * len(groups)
+    for share, result in zip(shares, results):
+        for j, derived in zip(share, result or []):
+            out[j] = [Case.from_dict(d) for d in derived]
+    again = [j for j in range(len(groups)) if out[j] is None]
+    if again:
+        retried = run_in_processes(
+            derive_extras,
+            [(device, [payload[j]]) for j in again],
+            min(jobs, len(again)),
+            progress,
+            unit="groups given no answer, one a task",
+            stall_s=stall_s,
+        )
+        for j, result in zip(again, retried or [None] * len(again)):
+            if result is not None:
+                out[j] = [Case.from_dict(d) for d in result[0]]
+        lost = sorted({groups[j][0].op for j in again if out[j] is None})
+        if lost:
+            log.warning(
+                "no strided or special-value cases for %d group(s) whose derivation gave no"
+                " answer in %.0f s: %s",
+                len(lost),
+                stall_s,
+                ", ".join(lost),
+            )
     return out
 
 
@@ -643,8 +684,25 @@ def opinfo_inputs(
     if values is not None:
         if values not in SPECIAL_VALUES:
             raise not_runnable(f"unknown values {values!r} in an OpInfo case")
-        inputs = (args, {k: v for k, v in kwargs.items() if k != "out"})
+        inputs = _special_targets(case, args, {k: v for k, v in kwargs.items() if k != "out"})
         inject_specials(inputs, seed, large=values == "special", at_least_one=True)
     if seed in special_seeds(case):
-        inject_specials((args, kwargs), seed)
+        inject_specials(_special_targets(case, args, kwargs), seed)
     return args, kwargs
+
+
+def _special_targets(
+    case: Case, args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments that may get special values: all but one that bounds a loop in the
+    op's kernel (:func:`~opbench.suites.special_values.loop_bound_argument`)."""
+    from opbench.spec.ops import get_overload
+
+    bound = loop_bound_argument(get_overload(case.op))
+    if bound is None:
+        return args, kwargs
+    position, name = bound
+    return (
+        [a for i, a in enumerate(args) if i != position],
+        {k: v for k, v in kwargs.items() if k != name},
+    )

@@ -87,13 +87,19 @@ def run_in_processes(
     *,
     weights: list[int] | None = None,
     unit: str = "tasks",
+    stall_s: float | None = None,
 ) -> list[Any] | None:
     """``fn(*task)`` for every task in ``jobs`` spawned processes, the results in the
     tasks' order; None when the pool broke. ``fn`` must be importable by name (spawn).
     ``progress`` hears ``done/total UNIT in N processes`` as tasks finish (each task
-    counting its ``weights`` entry, 1 by default; ``total`` their sum)."""
+    counting its ``weights`` entry, 1 by default; ``total`` their sum).
+
+    ``stall_s``: when no task finishes for that long, the tasks still out are given up
+    (their results are None; ``fn`` must not return None itself) and their processes
+    killed. A process can sit forever in a GPU kernel that never ends (a loop bounded by
+    an input's value), and a build must not sit with it."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     weights = weights or [1] * len(tasks)
@@ -103,12 +109,25 @@ def run_in_processes(
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
         futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
-        for future in as_completed(futures):
-            i = futures[future]
-            results[i] = future.result()
-            done += weights[i]
-            if progress is not None:
-                progress(f"{done}/{total} {unit} in {jobs} processes")
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=stall_s, return_when=FIRST_COMPLETED)
+            if not finished:
+                log.warning(
+                    "no task finished in %.0f s: giving up %d of %d",
+                    stall_s,
+                    len(pending),
+                    len(tasks),
+                )
+                if progress is not None:
+                    progress(f"{done}/{total} {unit}; the rest gave no answer in {stall_s:.0f} s")
+                break
+            for future in finished:
+                i = futures[future]
+                results[i] = future.result()
+                done += weights[i]
+                if progress is not None:
+                    progress(f"{done}/{total} {unit} in {jobs} processes")
     except BrokenProcessPool as e:
         log.warning("a process pool broke (%s); working in this process", e)
         return None

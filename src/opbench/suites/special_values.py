@@ -15,10 +15,12 @@ from opbench.spec.trees import tensors_in
 from opbench.suites.case import Case, derive_seed
 
 __all__ = [
+    "LOOP_BOUND_ARGUMENTS",
     "SPECIAL_FRACTION",
     "SPECIAL_REDRAWS",
     "SPECIAL_VALUES",
     "inject_specials",
+    "loop_bound_argument",
     "large_magnitude",
     "special_seeds",
     "tensors_in",
@@ -33,6 +35,44 @@ SPECIAL_FRACTION = 0.125
 #: (:func:`large_magnitude`); ``"nonfinite"`` the same without the large magnitudes, for
 #: ops PyTorch does not test on large floats (``handles_large_floats=False``: ``sin``).
 SPECIAL_VALUES = ("special", "nonfinite")
+
+#: Ops whose kernels loop as many times as an argument's value says (the polynomials'
+#: degree ``n``), by aten base name. That argument gets no special values: the kernels
+#: cast ``n`` to int64, which CUDA saturates (+Inf or 1e30 -> 2**63 - 1, a loop that never
+#: ends for ``|x| > 1``) and x86 wraps to -2**63 (returning 0 at once, so the CPU never
+#: shows it). A quick OpInfo build on a 4 x H100 host sat for minutes in the derivation of
+#: these ops' special-value cases, 2026-11-27; PyTorch's own OpInfos mark their CPU and CUDA
+#: results as differing (``test_compare_cpu``).
+LOOP_BOUND_ARGUMENTS: dict[str, str] = {
+    f"special_{name}": "n"
+    for name in (
+        "chebyshev_polynomial_t",
+        "chebyshev_polynomial_u",
+        "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w",
+        "shifted_chebyshev_polynomial_t",
+        "shifted_chebyshev_polynomial_u",
+        "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w",
+        "hermite_polynomial_h",
+        "hermite_polynomial_he",
+        "laguerre_polynomial_l",
+        "legendre_polynomial_p",
+    )
+}
+
+
+def loop_bound_argument(overload: Any) -> tuple[int, str] | None:
+    """The position and name of ``overload``'s argument that bounds a loop in its kernel
+    (:data:`LOOP_BOUND_ARGUMENTS`), or None."""
+    base = overload._schema.name.removeprefix("aten::")
+    wanted = LOOP_BOUND_ARGUMENTS.get(base)
+    if wanted is None:
+        return None
+    for i, arg in enumerate(overload._schema.arguments):
+        if arg.name == wanted:
+            return i, wanted
+    return None
 
 
 def special_seeds(case: Case) -> list[int]:
