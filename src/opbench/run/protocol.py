@@ -58,11 +58,24 @@ def read_trusted(stream: BinaryIO) -> Any:
     return pickle.loads(_read_frame(stream))
 
 
-def write_plain(stream: BinaryIO, obj: Any) -> None:
-    """Worker -> harness: plain data through ``torch.save``."""
+def _saved(obj: Any) -> io.BytesIO:
     buf = io.BytesIO()
     torch.save(to_plain(obj), buf)
-    data = buf.getbuffer()  # no copy: a program's outputs can be gigabytes
+    return buf
+
+
+def encode_plain(obj: Any) -> bytes:
+    """Plain data as the bytes :func:`decode_plain` reads, for a relay that passes a
+    worker's answer on (the Ray actor, :mod:`opbench.run.ray_node`). Pickle, Ray's own
+    transport, cannot carry every tensor: a complex32 one unpickles with ``AttributeError:
+    type object 'torch.storage.UntypedStorage' has no attribute 'dtype'`` (torch 2.11 and
+    2.13), which lost an actor's 113 OpInfo tests on 4 x H100, 2026-11-27."""
+    return _saved(obj).getvalue()
+
+
+def write_plain(stream: BinaryIO, obj: Any) -> None:
+    """Worker -> harness: plain data through ``torch.save``."""
+    data = _saved(obj).getbuffer()  # no copy: a program's outputs can be gigabytes
     _write_all(stream, _HEADER.pack(len(data)))
     _write_all(stream, data)
     stream.flush()

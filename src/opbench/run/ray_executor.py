@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from opbench.run import protocol
 from opbench.run.executor import ExecutionOptions, LocalExecutor, with_hidden_run_dir
 from opbench.run.isolation import IsolationPlanner
 from opbench.run.pool import Outcome, WorkerConfig, WorkerStartError
@@ -98,7 +99,13 @@ class RemoteWorker:
     ) -> Outcome:
         o = self._slot.call("run_case", self.name, case_dict, timeout_s, plan,
                             timeout=timeout_s + CALL_MARGIN_S)  # fmt: skip
-        return Outcome(o["kind"], o.get("message"), o.get("detail", ""), o.get("stderr_tail", ""))
+        message = None
+        if o.get("message") is not None:
+            try:
+                message = protocol.decode_plain(o["message"])
+            except protocol.ProtocolError as e:  # as a local worker's unreadable answer
+                return Outcome("crash", detail=str(e), stderr_tail=o.get("stderr_tail", ""))
+        return Outcome(o["kind"], message, o.get("detail", ""), o.get("stderr_tail", ""))
 
     def alive(self) -> bool:
         return not self._ended and bool(self._slot.call("alive", self.name, timeout=CALL_MARGIN_S))

@@ -56,7 +56,12 @@ def unpack_kernel_dir(files: dict[str, bytes], dest: Path) -> Path:
 
 
 def _outcome_plain(o: Outcome) -> dict[str, Any]:
-    return {"kind": o.kind, "message": o.message, "detail": o.detail, "stderr_tail": o.stderr_tail}
+    """An outcome as Ray may carry it: the worker's message (tensors of any dtype) as
+    ``torch.save`` bytes, which the harness reads as it reads a local worker's."""
+    from opbench.run.protocol import encode_plain
+
+    message = None if o.message is None else encode_plain(o.message)
+    return {"kind": o.kind, "message": message, "detail": o.detail, "stderr_tail": o.stderr_tail}
 
 
 class NodeWorkers:
