@@ -38,11 +38,12 @@ SPECIAL_VALUES = ("special", "nonfinite")
 
 #: Ops whose kernels loop as many times as an argument's value says (the polynomials'
 #: degree ``n``), by aten base name. That argument gets no special values: the kernels
-#: cast ``n`` to int64, which CUDA saturates (+Inf or 1e30 -> 2**63 - 1, a loop that never
-#: ends for ``|x| > 1``) and x86 wraps to -2**63 (returning 0 at once, so the CPU never
-#: shows it). A quick OpInfo build on a 4 x H100 host sat for minutes in the derivation of
-#: these ops' special-value cases, 2026-11-27; PyTorch's own OpInfos mark their CPU and CUDA
-#: results as differing (``test_compare_cpu``).
+#: cast ``n`` to int64, which CUDA saturates (+Inf or 1e30 -> 2**63 - 1) and x86 wraps to
+#: -2**63 (so the CPU returns 0 at once and never shows it). On CUDA the loop then ends
+#: only if the recurrence overflows to NaN (``chebyshev_polynomial_t`` at x = 2, n = 1e30:
+#: 0.6 s on an H100); where it stays bounded (Legendre's for |x| < 1, say) it runs ~2**63
+#: steps. A quick OpInfo build on a 4 x H100 host sat for minutes deriving these ops'
+#: special-value cases, and built in 132 s once ``n`` was spared (2026-11-27).
 LOOP_BOUND_ARGUMENTS: dict[str, str] = {
     f"special_{name}": "n"
     for name in (
