@@ -58,6 +58,17 @@ CUDA_NONDETERMINISTIC: frozenset[str] = frozenset(
     kthvalue median nanmedian grid_sampler_2d_backward grid_sampler_3d_backward cumsum
     _segment_reduce_backward segment_reduce
     """.split()
+) | frozenset(
+    # cuDNN's convolutions: PyTorch makes them deterministic only under
+    # ``torch.backends.cudnn.deterministic`` (set by ``use_deterministic_algorithms``), which
+    # no worker sets. Measured: aten's own convolution.default, run twice on identical
+    # inputs in one worker, differed by up to 1.2e-04 in the quick OpInfo profile on a
+    # 4 x H100 and a 4 x H200 host (2026-11-27), while the harness's two eager runs agreed,
+    # so the judge failed PyTorch itself as ``nondeterministic``.
+    """
+    convolution _convolution convolution_backward cudnn_convolution
+    cudnn_convolution_transpose cudnn_convolution_relu cudnn_convolution_add_relu
+    """.split()
 )
 
 
