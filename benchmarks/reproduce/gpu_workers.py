@@ -45,7 +45,14 @@ def run(
     """``opbench run ARGS --out OUT`` within ``budget_s`` (``env``: the variables set on
     top of this process's); its summary, verdicts and timing coverage. ``profile``: run it
     under ``py-spy record --threads`` (25 samples a second, the harness only), its raw
-    stacks written there (``benchmarks/probes/pyspy_summary.py`` reads them)."""
+    stacks written there (``benchmarks/probes/pyspy_summary.py`` reads them).
+
+    ``out`` is this benchmark's scratch directory, emptied first unless ``args`` resume
+    it: a run left there by an earlier call (the same name under another ``--env``) made
+    opbench refuse in 4 s ("already holds 166 results"), and that refusal was reported as
+    the run (a 4 x H100 host, 2026-11-27)."""
+    if "--resume" not in args:
+        shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
     if profile is not None:
         cmd = [_py_spy(), "record", "-r", "25", "--threads", "-f", "raw", "-o", str(profile),

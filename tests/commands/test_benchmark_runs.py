@@ -1,0 +1,34 @@
+"""The GPU benchmarks' runner (``benchmarks/reproduce/gpu_workers.run``), on the CPU: a
+second run into the same scratch directory is a run, not opbench's refusal of a directory
+that holds results (which a 4 x H100 call reported as a 4 s run, 2026-11-27)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_a_run_into_an_earlier_runs_directory_runs_again(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "reproduce"))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
+    )
+    import gpu_workers
+
+    args = ["--suite", "opinfo", "--backend", "aten", "--device", "cpu", "--ops", "add.Tensor",
+            "--dtypes", "f32", "--limit-per-op", "2", "--no-perf"]  # fmt: skip
+    out = tmp_path / "local-1"
+    first = gpu_workers.run(args, out, 300)
+    second = gpu_workers.run(args, out, 300)
+    assert first["rc"] == 0 and second["rc"] == 0, (
+        first.get("output_tail"),
+        second.get("output_tail"),
+    )
+    assert second["tests_recorded"] == first["tests_recorded"] > 0
+    sys.modules.pop("gpu_workers", None)
