@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from opbench.run.executor import _Plans
+from opbench.run.plan_ahead import PlansAhead
 from opbench.suites.case import Case
 
 A = Case(op="relu.default", args="((T([4], f32),), {})", suite="t", seed=1)
@@ -25,7 +25,7 @@ def _recording() -> tuple[list[tuple[str, str]], object]:
 
 def test_the_next_plan_is_computed_ahead_on_another_thread_and_matched_by_test() -> None:
     calls, compute = _recording()
-    plans = _Plans(compute, "cpu", ahead=True)
+    plans = PlansAhead(compute, "cpu", ahead=True)
     try:
         assert plans.get(A) == f"plan of {A.test_id}"
         plans.ahead(B)
@@ -41,7 +41,7 @@ def test_the_next_plan_is_computed_ahead_on_another_thread_and_matched_by_test()
 
 def test_without_ahead_everything_is_planned_in_the_calling_thread() -> None:
     calls, compute = _recording()
-    plans = _Plans(compute, "cpu", ahead=False)
+    plans = PlansAhead(compute, "cpu", ahead=False)
     plans.ahead(B)
     assert plans.get(B) == f"plan of {B.test_id}"
     plans.close()
@@ -61,7 +61,7 @@ def test_deeper_planning_plans_the_next_tests_at_once_and_drops_a_window_left(mo
             both.wait()
         return f"plan of {case.test_id}"
 
-    plans = _Plans(compute, "cpu", ahead=True)
+    plans = PlansAhead(compute, "cpu", ahead=True)
     try:
         assert plans.depth == 2
         plans.ahead([A, B, C])  # C is beyond the window
@@ -80,4 +80,4 @@ def test_a_bad_plan_depth_is_a_clear_error(monkeypatch):
 
     monkeypatch.setenv("OPBENCH_PLAN_AHEAD", "two")
     with pytest.raises(ValueError, match="OPBENCH_PLAN_AHEAD"):
-        _Plans(lambda c: None, "cpu", ahead=True)
+        PlansAhead(lambda c: None, "cpu", ahead=True)

@@ -11,7 +11,6 @@ it in the store before the next case, so a slow test only ever holds up its own 
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.judge_errors import judge_error_result
+from opbench.run.plan_ahead import PlansAhead
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess
 from opbench.run.store import ResultStore, TestResult, case_fields
 from opbench.suites.case import Case
@@ -257,72 +257,6 @@ def with_hidden_run_dir(config: WorkerConfig, store: ResultStore, *dirs: Path) -
     return replace(config, hide=hide)
 
 
-def plan_depth() -> int:
-    """How many tests a slot plans ahead of its worker: ``OPBENCH_PLAN_AHEAD`` (default 1).
-
-    On a 4-GPU run of the traces suite each slot's one planning thread was busy as long as
-    its worker (2026-11-27, ``results/scaling-traces-h100x4.md``), and planning is mostly
-    torch ops that release the GIL; more threads a slot may then keep the GPUs fed. Not
-    measured yet, so the default stays 1; the run's ``env`` records the variable."""
-    try:
-        return max(1, int(os.environ.get("OPBENCH_PLAN_AHEAD", "1")))
-    except ValueError:
-        raise ValueError("OPBENCH_PLAN_AHEAD must be a whole number of tests") from None
-
-
-class _Plans:
-    """A test's trial plan and expectations (the harness's own inputs and references,
-    :func:`opbench.judge.evaluate.plan_trials`), computed ahead on threads of the harness
-    while the worker runs the current test: on 2 cores the two processes then work at
-    the same time instead of in turn. Only without timing (``ahead`` False under
-    ``--perf``), where the harness's work would share the CPU or GPU with the measured
-    calls. ``depth`` tests ahead, on as many threads (:func:`plan_depth`)."""
-
-    def __init__(
-        self,
-        compute: Callable[[Case], Any],
-        device: str,
-        *,
-        ahead: bool,
-        depth: int | None = None,
-    ) -> None:
-        self._compute = compute
-        self._pool: Any = None
-        self.depth = depth or plan_depth()
-        self._pending: dict[str, Any] = {}
-        if ahead:
-            from concurrent.futures import ThreadPoolExecutor
-
-            from opbench.instrument.tensors import bind_device
-
-            self._pool = ThreadPoolExecutor(
-                self.depth, "opbench-plan", initializer=bind_device, initargs=(device,)
-            )
-
-    def ahead(self, cases: Case | list[Case]) -> None:
-        """Start planning the next tests (up to ``depth`` of them)."""
-        if self._pool is None:
-            return
-        for case in ([cases] if isinstance(cases, Case) else cases)[: self.depth]:
-            if case.test_id not in self._pending:
-                self._pending[case.test_id] = self._pool.submit(self._compute, case)
-
-    def get(self, case: Case) -> Any:
-        """``case``'s plan: the one planned ahead, else computed now (and what was planned
-        for other tests is dropped: the run went another way)."""
-        future = self._pending.pop(case.test_id, None)
-        if future is not None:
-            return future.result()
-        for stale in self._pending.values():
-            stale.cancel()
-        self._pending.clear()
-        return self._compute(case)
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 class LocalExecutor:
     """Runs cases on local worker processes and stores each result as it finishes.
 
@@ -451,14 +385,14 @@ class LocalExecutor:
         from opbench.judge.evaluate import plan_trials
 
         slot = _SlotState()
-        plans: _Plans | None = None
+        plans: PlansAhead | None = None
         in_a_row = 0
         try:
             from opbench.instrument.tensors import bind_device
 
             bind_device(device)  # the judge's references land on this slot's GPU
             plan_for = self.plan_for or (lambda c, d: plan_trials(c, d, self.judge_options))
-            plans = _Plans(
+            plans = PlansAhead(
                 lambda case: plan_for(case, device),
                 device,
                 ahead=not self.config.perf,
@@ -494,7 +428,7 @@ class LocalExecutor:
         unit: Unit,
         group: list[Case],
         slot: _SlotState,
-        plans: _Plans,
+        plans: PlansAhead,
         todo: queue.Queue,
         on_result: Callable[[TestResult], None],
     ) -> None:
