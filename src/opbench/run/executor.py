@@ -305,7 +305,7 @@ class LocalExecutor:
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
         todo: queue.Queue[tuple[Unit, list[Case]]] = queue.Queue()
-        for item in chunks(cases, self.planner):
+        for item in chunks(cases, self.planner, max(1, self.options.workers)):
             todo.put(item)
         devices = list(self.options.devices) or ["cpu"]
         n = max(1, self.options.workers)

@@ -11,6 +11,7 @@ tests without running them; warnings travel with each test's result.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +19,19 @@ from typing import Any
 
 from opbench.backends.units import WHOLE_BACKEND, DirectoryLayout, layout_of
 from opbench.run.store import TestResult, case_fields
+from opbench.spec.args import described_numel
 from opbench.suites.case import Case
 
-__all__ = ["CHUNK", "IsolationPlanner", "Unit", "chunks", "tampering_result"]
+__all__ = [
+    "CHUNK",
+    "CHUNKS_PER_SLOT",
+    "IsolationPlanner",
+    "Unit",
+    "case_cost",
+    "chunk_size",
+    "chunks",
+    "tampering_result",
+]
 
 #: Cases per chunk handed to a worker slot: one unit's tests stay together; a backend
 #: that is one unit (aten) is cut into chunks so several slots share it.
@@ -135,11 +146,54 @@ def tampering_result(
     )
 
 
-def chunks(cases: Sequence[Case], planner: IsolationPlanner) -> Iterator[tuple[Unit, list[Case]]]:
-    """Cases grouped by unit (in order of first appearance), cut into :data:`CHUNK`s."""
+#: Chunks a slot gets at least, where the suite is small for its slots: the last chunks
+#: then even the slots out. The traces suite at one test per op (166 tests, one unit for
+#: aten) in chunks of 32 gave 4 slots 64, 32, 32 and 38 tests: the run lasted as long as
+#: the slot with 64 (4 x H100, 2026-11-27: 2.25x over 1 GPU in the tests phase).
+CHUNKS_PER_SLOT = 4
+#: Input elements that cost about as much as a test's fixed cost (a fresh trial plan, the
+#: worker's round trip): on a 4 x H100 traces run a test took 1.35 s on average, and its
+#: largest inputs (10^8 elements) several seconds. A ranking, not a timing model.
+ELEMENTS_PER_TEST_COST = 2**24
+
+
+def case_cost(case: Case) -> float:
+    """A rough cost of judging ``case``: one for the test, plus its input elements in
+    units of :data:`ELEMENTS_PER_TEST_COST`. Only the order of costs matters."""
+    return 1.0 + described_numel(case.args or "") / ELEMENTS_PER_TEST_COST
+
+
+def chunk_size(n_cases: int, slots: int) -> int:
+    """Cases per chunk: :data:`CHUNK`, or fewer so that ``slots`` get
+    :data:`CHUNKS_PER_SLOT` chunks each."""
+    return max(1, min(CHUNK, math.ceil(n_cases / (max(1, slots) * CHUNKS_PER_SLOT))))
+
+
+def chunks(
+    cases: Sequence[Case], planner: IsolationPlanner, slots: int = 1
+) -> Iterator[tuple[Unit, list[Case]]]:
+    """Cases grouped by unit, cut into chunks of at most :func:`chunk_size`, which the
+    slots take in this order. A unit's tests are dealt out largest first (:func:`case_cost`)
+    over its chunks, back and forth, so its chunks cost about the same and each starts
+    with its largest tests; its chunks go out together (a slot keeps its worker while its
+    next chunk has the same unit), the costliest unit first. Cutting the sorted tests in
+    runs instead put a unit's largest tests all in its first chunk, which then set the
+    run's length; and a slot plans ahead only within its chunk, so a chunk of one test
+    would lose that."""
+    size = chunk_size(len(cases), slots)
     groups: dict[Unit, list[Case]] = {}
     for c in cases:
         groups.setdefault(planner.unit_of(c.op), []).append(c)
+    dealt: list[tuple[float, Unit, list[list[Case]]]] = []
     for unit, group in groups.items():
-        for i in range(0, len(group), CHUNK):
-            yield unit, group[i : i + CHUNK]
+        ranked = sorted(group, key=case_cost, reverse=True)  # stable: ties keep suite order
+        n = math.ceil(len(ranked) / size)
+        cut: list[list[Case]] = [[] for _ in range(n)]
+        for i, case in enumerate(ranked):
+            j = i % n
+            cut[j if (i // n) % 2 == 0 else n - 1 - j].append(case)
+        cut.sort(key=lambda chunk: sum(map(case_cost, chunk)), reverse=True)
+        dealt.append((sum(map(case_cost, cut[0])), unit, cut))
+    for _, unit, cut in sorted(dealt, key=lambda d: d[0], reverse=True):
+        for chunk in cut:
+            yield unit, chunk

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "ArgsParseError",
     "ParsedArgs",
     "TensorSpec",
+    "described_numel",
     "TorchName",
     "DTYPE_BY_NAME",
     "NAME_BY_DTYPE",
@@ -382,3 +384,15 @@ def iter_tensor_specs(value: Any):
     elif isinstance(value, dict):
         for v in value.values():
             yield from iter_tensor_specs(v)
+
+
+_TENSOR_SHAPE = re.compile(r"T\(\[([0-9, ]*)\]")
+
+
+def described_numel(args_text: str) -> int:
+    """Total elements of the tensors in a trace-format description: a regex over the
+    text, no parse (fast enough to rank thousands of cases)."""
+    total = 0
+    for m in _TENSOR_SHAPE.finditer(args_text):
+        total += math.prod(int(d) for d in m.group(1).replace(" ", "").split(",") if d)
+    return total
