@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("expecttest")
 
-from opbench.suites import opinfo  # noqa: E402
+from opbench.suites import opinfo, opinfo_extras, opinfo_inputs  # noqa: E402
 from opbench.suites.materialize import materialize, tensors_in  # noqa: E402
 
 #: Unary and binary ufuncs, each a UnaryUfuncInfo or BinaryUfuncInfo in op_db.
@@ -40,7 +40,7 @@ def test_every_ufunc_group_gets_a_strided_and_a_nonfinite_input(f32_cases):
             assert isinstance(info, (UnaryUfuncInfo, BinaryUfuncInfo)), (name, vtn)
     groups: dict = {}
     for c in f32_cases:
-        if opinfo._is_elementwise(c.params):
+        if opinfo_extras._is_elementwise(c.params):
             groups.setdefault((c.op, c.params["variant"]), []).append(c)
     assert len(groups) >= 3 * len(UFUNCS) - 4, sorted(groups)  # functional, in-place, out=
     assert {"div.Tensor_mode", "pow.Tensor_Tensor_out", "pow_.Tensor", "atan2.out"} <= {
@@ -202,14 +202,14 @@ def test_aten_passes_the_derived_cases(f32_cases):
 
 def test_layout_copies():
     t = torch.arange(6.0).reshape(2, 3)
-    swapped = opinfo._strided_copy(t, swap_last=True)
+    swapped = opinfo_inputs._strided_copy(t, swap_last=True)
     assert torch.equal(swapped, t) and swapped.stride() == (2, 4)
-    plain = opinfo._strided_copy(t, swap_last=False)
+    plain = opinfo_inputs._strided_copy(t, swap_last=False)
     assert torch.equal(plain, t) and plain.stride() == (6, 2)
     gaps = plain.untyped_storage()
     assert torch.equal(torch.tensor([], dtype=t.dtype).set_(gaps)[1::2], torch.zeros(6))
     x, scalar = torch.rand(4), torch.tensor(2.0)
-    out = opinfo._with_layout([x, scalar, x, 3])
+    out = opinfo_inputs._with_layout([x, scalar, x, 3])
     assert out[0] is out[2] and out[1] is scalar and out[3] == 3 and out[0].stride() == (2,)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from opbench.suites import opinfo
+from opbench.suites import opinfo, opinfo_extras
 from opbench.suites.case import Case
 from opbench.suites.opinfo_mapping import _build_mapping
 from opbench.suites.opinfo_samples import nonfinite_in
@@ -28,7 +28,7 @@ def _case(e: dict) -> Case:
 def test_the_mapping_records_what_building_each_input_finds():
     entries = _build_mapping("cpu", "sample", torch.float32, frozenset(NAMES))
     recorded = [e["nonfinite"] for e in entries]
-    built = [opinfo._nonfinite_input(_case(e), "cpu") for e in entries]
+    built = [opinfo_extras._nonfinite_input(_case(e), "cpu") for e in entries]
     assert recorded == built
     assert any(recorded) and not all(recorded)  # neither answer is vacuous
     assert any(e["variant"] == "inplace" and e["opinfo"] == "igamma" for e in entries)
@@ -36,12 +36,12 @@ def test_the_mapping_records_what_building_each_input_finds():
 
 def test_recorded_nonfinite_gives_the_suite_that_building_every_input_gives(monkeypatch, tmp_path):
     monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
-    real = opinfo._elementwise_extras
+    real = opinfo_extras.elementwise_extras
 
     def build(**how):
         monkeypatch.setattr(
-            opinfo,
-            "_elementwise_extras",
+            opinfo_extras,
+            "elementwise_extras",
             lambda cases, device, known=None, **_: real(
                 cases, device, {} if how.get("slow") else known, use_cache=how.get("cache", False)
             ),
@@ -54,7 +54,7 @@ def test_recorded_nonfinite_gives_the_suite_that_building_every_input_gives(monk
     assert fast == slow
     # the derived cases kept on disk give the same suite, without building a group again
     assert build(cache=True) == fast
-    monkeypatch.setattr(opinfo, "_derived_case", lambda *a: pytest.fail("built again"))
+    monkeypatch.setattr(opinfo_extras, "_derived_case", lambda *a: pytest.fail("built again"))
     assert build(cache=True) == fast
 
 
@@ -85,13 +85,15 @@ def test_groups_derived_in_processes_are_the_ones_derived_here(monkeypatch, tmp_
     monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
     cases = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
     base = [c for c in cases if not (c.params.get("values") or c.params.get("layout"))]
-    here = opinfo._elementwise_extras(base, "cpu", use_cache=False)
+    here = opinfo_extras.elementwise_extras(base, "cpu", use_cache=False)
     monkeypatch.setenv("OPBENCH_MAP_JOBS", "2")
-    monkeypatch.setattr(opinfo, "EXTRAS_PER_PROCESS", 1)
+    monkeypatch.setattr(opinfo_extras, "EXTRAS_PER_PROCESS", 1)
     spawned = []
-    real = opinfo._extras_in_processes
-    monkeypatch.setattr(opinfo, "_extras_in_processes", lambda *a: spawned.append(1) or real(*a))
-    there = opinfo._elementwise_extras(base, "cpu", use_cache=False)
+    real = opinfo_extras._extras_in_processes
+    monkeypatch.setattr(
+        opinfo_extras, "_extras_in_processes", lambda *a: spawned.append(1) or real(*a)
+    )
+    there = opinfo_extras.elementwise_extras(base, "cpu", use_cache=False)
     assert spawned and [c.test_id for c in there] == [c.test_id for c in here]
     assert len(here) >= 4
 
@@ -141,7 +143,7 @@ def test_a_group_whose_derivation_never_answers_loses_only_its_own_cases(
     monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
     cases = opinfo.build_opinfo_cases("cpu", "quick", [torch.float32], opinfo_names=NAMES)
     base = [c for c in cases if not (c.params.get("values") or c.params.get("layout"))]
-    here = opinfo._elementwise_extras(base, "cpu", use_cache=False)
+    here = opinfo_extras.elementwise_extras(base, "cpu", use_cache=False)
     hangs = "sin.default"
     calls = []
     monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path / "extras"))  # none derived yet
@@ -155,13 +157,13 @@ def test_a_group_whose_derivation_never_answers_loses_only_its_own_cases(
 
     monkeypatch.setattr(opinfo_mapping_pool, "run_in_processes", pool)
     monkeypatch.setattr(opinfo_mapping_pool, "map_jobs", lambda: 2)
-    monkeypatch.setattr(opinfo, "EXTRAS_PER_PROCESS", 1)
+    monkeypatch.setattr(opinfo_extras, "EXTRAS_PER_PROCESS", 1)
     with caplog.at_level("WARNING"):
-        there = opinfo._elementwise_extras(base, "cpu")
+        there = opinfo_extras.elementwise_extras(base, "cpu")
     assert len(calls) == 2 and calls[1] < calls[0] * 8  # a second round, one group a task
     assert [c.test_id for c in there] == [c.test_id for c in here if c.op != hangs]
     assert any(c.op == hangs for c in here) and hangs in caplog.text
     # a later build tries the lost group again, and keeps what the others derived
     monkeypatch.setattr(opinfo_mapping_pool, "run_in_processes", lambda *a, **k: None)
-    again = opinfo._elementwise_extras(base, "cpu")
+    again = opinfo_extras.elementwise_extras(base, "cpu")
     assert [c.test_id for c in again] == [c.test_id for c in here]

@@ -2,8 +2,9 @@
 
 One entry point for the worker and the judge, so both build bit-identical inputs
 from the same case and seed, whatever suite the case came from. Trace cases are built by
-:mod:`opbench.suites.inputs`, OpInfo cases by :func:`opbench.suites.opinfo.opinfo_inputs`
-(with the special values of :mod:`opbench.suites.special_values`).
+:mod:`opbench.suites.inputs`, OpInfo cases by
+:func:`opbench.suites.opinfo_inputs.opinfo_inputs` (with the special values of
+:mod:`opbench.suites.special_values`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def materialize(
 
         return make_inputs(case.op, parse_args(case.args), device, seed)
     if case.source == "opinfo":
-        from opbench.suites.opinfo import opinfo_inputs
+        from opbench.suites.opinfo_inputs import opinfo_inputs
 
         return opinfo_inputs(case, device, seed)
     raise ValueError(f"unknown case source {case.source!r} for {case.op}")

@@ -1,7 +1,7 @@
 """The quick OpInfo profile's derived cases, kept on disk per machine.
 
 The quick profile adds to each elementwise (overload, variant) group a ``layout`` case
-and a ``values`` case (:func:`opbench.suites.opinfo._elementwise_extras`), made by
+and a ``values`` case (:func:`opbench.suites.opinfo_extras.elementwise_extras`), made by
 building the group's largest sample and running eager PyTorch on it. On CUDA that is the
 OpInfo's sample enumeration over again, serially in the harness, after the mapping built
 them in other processes: on a 4 x H100 host (2026-11-27) the float32 build sat past

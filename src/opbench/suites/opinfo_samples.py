@@ -1,6 +1,6 @@
 """PyTorch's OpInfos, their samples, and the dispatch mode that sees which ATen overload a
 sample reaches: the pieces both the OpInfo mapping (:mod:`opbench.suites.opinfo_mapping`)
-and case materialisation (:mod:`opbench.suites.opinfo`) are built on.
+and case materialisation (:mod:`opbench.suites.opinfo_inputs`) are built on.
 
 Owns access to ``op_db`` (:func:`op_db`, :func:`opinfos_by_key`; needs ``expecttest``),
 seeding of the global generators (:func:`seed_generators`, :func:`seed_all`, under

@@ -1,8 +1,9 @@
 """Special values in an OpInfo case's inputs: NaN, +-Inf, 0 and large magnitudes,
 injected so that a test whose answer zeros or a constant would match gets inputs that
 tell the kernel apart (see :func:`special_seeds`). A leaf of the suites: the generic
-:func:`opbench.suites.materialize.materialize` and the OpInfo suite
-(:mod:`opbench.suites.opinfo`) both build on it, and it imports neither.
+:func:`opbench.suites.materialize.materialize` and the OpInfo suite's inputs
+(:mod:`opbench.suites.opinfo_inputs`, and its derived cases,
+:mod:`opbench.suites.opinfo_extras`) build on it, and it imports none of them.
 """
 
 from __future__ import annotations
