@@ -57,13 +57,12 @@ from here are re-exported.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import torch
 
+from opbench.spec.args import described_numel
 from opbench.suites import opinfo_extras
 from opbench.suites.case import Case
 from opbench.suites.opinfo_inputs import LAYOUT_STRIDED, materialize_opinfo, opinfo_inputs
@@ -134,25 +133,13 @@ def _kind_for(profile: str) -> str:
     return "sample" if profile == "quick" else "reference"
 
 
-_TENSOR_SHAPE = re.compile(r"T\(\[([0-9, ]*)\]")
-
-
-def _numel(args_text: str) -> int:
-    """Total elements of the tensors in a trace-format description (regex: fast)."""
-    total = 0
-    for m in _TENSOR_SHAPE.finditer(args_text):
-        dims = [int(d) for d in m.group(1).replace(" ", "").split(",") if d]
-        total += math.prod(dims)
-    return total
-
-
 def _pick_quick(entries: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """Keep up to ``limit`` samples of one group: the largest one first (large inputs
     make the strongest tests: a trivial answer rarely passes them), then edge cases,
     strided inputs before empty ones before 0-dim ones, larger before smaller."""
     if len(entries) <= limit:
         return entries
-    sizes = {id(e): _numel(e["args"]) for e in entries}
+    sizes = {id(e): described_numel(e["args"]) for e in entries}
 
     def edge(e: dict[str, Any]) -> tuple[int, int]:
         a = e["args"]
