@@ -147,9 +147,10 @@ def tampering_result(
 
 
 #: Chunks a slot gets at least, where the suite is small for its slots: the last chunks
-#: then even the slots out. The traces suite at one test per op (166 tests, one unit for
-#: aten) in chunks of 32 gave 4 slots 64, 32, 32 and 38 tests: the run lasted as long as
-#: the slot with 64 (4 x H100, 2026-11-27: 2.25x over 1 GPU in the tests phase).
+#: then even the slots out. The traces suite at one test per op is 166 tests and one unit
+#: for aten: in chunks of 32 (five, and one of 6) 4 slots ran 64, 38, 32 and 32 of them,
+#: and the run lasted as long as the slot with 64 (its tests phase on 4 x H100 was 2.25x
+#: the one on 1, 2026-11-27).
 CHUNKS_PER_SLOT = 4
 #: Input elements that cost about as much as a test's fixed cost (a fresh trial plan, the
 #: worker's round trip): on a 4 x H100 traces run a test took 1.35 s on average, and its
