@@ -13,7 +13,7 @@ kept only if eager PyTorch runs it. The ``reference_inputs`` hold such samples t
 re-enumerating them for every trial costs 50-100 ms per OpInfo (tensors of a million
 elements); a derived case re-uses the samples already enumerated.
 
-Apart from the suite build (:mod:`opbench.suites.opinfo`, which calls
+Kept apart from the suite build (:mod:`opbench.suites.opinfo`, which calls
 :func:`elementwise_extras` once per dtype) because deriving is a job of its own: it
 builds each group's inputs (:mod:`opbench.suites.opinfo_inputs`) and runs eager
 PyTorch on them, in spawned processes on a big machine (:func:`derive_extras`, looked up

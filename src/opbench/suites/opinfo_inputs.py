@@ -1,6 +1,6 @@
 """An OpInfo case's inputs, re-created from its seed: what a worker and the judge build.
 
-Apart from the suite build (:mod:`opbench.suites.opinfo`) because it runs somewhere
+Kept apart from the suite build (:mod:`opbench.suites.opinfo`) because it runs somewhere
 else: the build runs once in the harness, while every worker and the judge re-create
 each case's inputs many times (:func:`opbench.suites.materialize.materialize`), and need
 neither the mapping nor the profiles to do it. The derived cases of the quick profile
