@@ -37,7 +37,8 @@ from gpu_workers import REPO, run, stack_dump, write_results
 
 #: What each run's entry keeps of ``gpu_workers.run``'s result.
 KEPT = ("command", "rc", "wall_s", "tests_recorded", "worker_s_total", "judge_s_total",
-        "correctness_score", "timing_s", "not_passed", "output_tail", "stack_at_timeout")  # fmt: skip
+        "correctness_score", "timing_s", "not_passed", "output_tail", "stack_at_timeout",
+        "by_device")  # fmt: skip
 
 
 def _suite_args(ns: argparse.Namespace) -> list[str]:
@@ -129,6 +130,12 @@ def _analyse(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _loads(run: dict[str, Any], key: str) -> str:
+    """One figure of each GPU's share of a run (``by_device``), as ``a / b / ...``."""
+    loads = run.get("by_device") or {}
+    return " / ".join(str(d[key]) for d in loads.values()) or "-"
+
+
 def _markdown(result: dict[str, Any]) -> list[str]:
     a = result["analysis"]
     lines = [
@@ -138,8 +145,8 @@ def _markdown(result: dict[str, Any]) -> list[str]:
         f"{result['torch']}; suite built once before the runs ({result.get('warm_s')} s). "
         "One worker (or Ray actor) a GPU, `--no-perf`.",
         "",
-        "| run | rc | wall s | tests | passed share | build s | tests s | over 1 GPU | Ray / local wall | same verdicts |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | rc | wall s | tests | passed share | build s | tests s | over 1 GPU | Ray / local wall | same verdicts | tests a GPU | GPUs' last results s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in result["runs"].items():
         t = r.get("timing_s") or {}
@@ -148,7 +155,8 @@ def _markdown(result: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {name}{' (at once with ' + ', '.join(r['concurrent_with']) + ')' if r.get('concurrent_with') else ''} | {r.get('rc')} | {r.get('wall_s', 0):.1f} | {r.get('tests_recorded')} | "
             f"{r.get('correctness_score')} | {t.get('build_suite')} | {t.get('run')} | "
-            f"{a['scaling'].get(name, '-')} | {rv['wall_ratio'] if rv else '-'} | {same} |"
+            f"{a['scaling'].get(name, '-')} | {rv['wall_ratio'] if rv else '-'} | {same} | "
+            f"{_loads(r, 'tests')} | {_loads(r, 'last_result_s')} |"
         )
     for name, rv in a["ray_vs_local"].items():
         if rv["differ"]:

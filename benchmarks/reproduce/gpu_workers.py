@@ -35,6 +35,24 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
+def device_loads(con: sqlite3.Connection) -> dict[str, dict[str, float]]:
+    """Per device (one slot a GPU): its tests, its workers' seconds, and when its last
+    result landed, in seconds after the run's first. Slots whose last results land far
+    apart show work cut unevenly (chunks of 32 gave one of 4 slots 64 of 166 tests,
+    2026-11-27)."""
+    rows = con.execute("select device, duration_s, finished_at from results").fetchall()
+    if not rows:
+        return {}
+    start = min(r[2] or 0.0 for r in rows)
+    out: dict[str, dict[str, float]] = {}
+    for device, duration, finished in rows:
+        d = out.setdefault(device or "?", {"tests": 0, "worker_s": 0.0, "last_result_s": 0.0})
+        d["tests"] += 1
+        d["worker_s"] = round(d["worker_s"] + (duration or 0.0), 1)
+        d["last_result_s"] = round(max(d["last_result_s"], (finished or start) - start), 1)
+    return dict(sorted(out.items()))
+
+
 def run(
     args: list[str],
     out: Path,
@@ -102,6 +120,7 @@ def run(
         res["judge_s_total"] = round(
             sum(json.loads(r[1] or "{}").get("judge_s", 0.0) for r in spent), 1
         )
+        res["by_device"] = device_loads(con)
         res["verdicts"] = {
             t: f"{st}/{cat or '-'}"
             for t, st, cat in con.execute("select test_id, status, category from results")

@@ -31,4 +31,29 @@ def test_a_run_into_an_earlier_runs_directory_runs_again(tmp_path: Path, monkeyp
         second.get("output_tail"),
     )
     assert second["tests_recorded"] == first["tests_recorded"] > 0
+    assert second["by_device"]["cpu"]["tests"] == second["tests_recorded"]
     sys.modules.pop("gpu_workers", None)
+
+
+def test_each_gpus_share_of_a_run_is_counted(monkeypatch) -> None:
+    import sqlite3
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "reproduce"))
+    import gpu_scaling
+    import gpu_workers
+
+    con = sqlite3.connect(":memory:")
+    con.execute("create table results (device text, duration_s real, finished_at real)")
+    con.executemany(
+        "insert into results values (?, ?, ?)",
+        [("cuda:0", 1.0, 100.0), ("cuda:1", 2.5, 101.0), ("cuda:0", 0.5, 130.0)],
+    )
+    loads = gpu_workers.device_loads(con)
+    assert loads == {
+        "cuda:0": {"tests": 2, "worker_s": 1.5, "last_result_s": 30.0},
+        "cuda:1": {"tests": 1, "worker_s": 2.5, "last_result_s": 1.0},
+    }
+    assert gpu_scaling._loads({"by_device": loads}, "tests") == "2 / 1"
+    assert gpu_scaling._loads({}, "tests") == "-"
+    for name in ("gpu_workers", "gpu_scaling"):
+        sys.modules.pop(name, None)
