@@ -24,6 +24,8 @@ def test_two_processes_map_what_one_does_in_the_same_order() -> None:
         "cpu", "sample", torch.float32, 2, map_group, progress=lines.append
     )
     assert pooled is not None and len(serial) > 10_000
+    pooled, lost = pooled
+    assert lost == []
     assert [json.dumps(e, sort_keys=True) for e in pooled] == [
         json.dumps(e, sort_keys=True) for e in serial
     ]
@@ -77,3 +79,52 @@ def test_tasks_that_never_answer_are_given_up_and_the_rest_kept() -> None:
     assert results == [3 << 8, None, 0]
     assert time.monotonic() - start < 15
     assert "gave no answer in 3 s" in lines[-1] and lines[-1].startswith("2/3 tasks")
+
+
+def test_an_opinfo_whose_mapping_never_answers_is_left_out_and_not_cached(
+    monkeypatch, tmp_path, caplog
+) -> None:
+    """A mapping task that gives no answer is mapped again one OpInfo a task: only the
+    OpInfo that hangs is left out, it is named, and the mapping is kept off disk so that
+    a later build tries it again."""
+    monkeypatch.setenv("OPBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OPBENCH_MAP_JOBS", "2")
+    from opbench.suites.opinfo_samples import op_db
+
+    vtn = {}
+    for info in op_db():
+        vtn.setdefault(info.name, info.variant_test_name)
+    hangs = "sin"
+    rounds: list[int] = []
+
+    def pool(fn, tasks, jobs, progress=None, *, stall_s=None, **_):
+        rounds.append(len(tasks))
+        return [
+            None
+            if hangs in names
+            else [
+                {
+                    "op": f"{n}.x",
+                    "variant": "functional",
+                    "args": "",
+                    "opinfo": n,
+                    "vtn": vtn[n],
+                    "index": 0,
+                }
+                for n in names
+            ]
+            for device, kind, dtype, names in tasks
+        ]
+
+    monkeypatch.setattr(opinfo_mapping_pool, "run_in_processes", pool)
+    with caplog.at_level("WARNING"):
+        entries = mapping_for("cpu", "sample", torch.float64)
+    names = {e["opinfo"] for e in entries}
+    assert hangs not in names and "cos" in names and "add" in names
+    assert len(rounds) == 2 and rounds[1] < rounds[0] * 40  # one OpInfo a task, again
+    assert "lacks 1 OpInfo(s)" in caplog.text and f": {hangs};" in caplog.text
+    assert not list(tmp_path.glob("opinfo-*.json"))
+    # a later build that gets every answer keeps it
+    hangs = "no such OpInfo"
+    again = mapping_for("cpu", "sample", torch.float64)
+    assert "sin" in {e["opinfo"] for e in again} and list(tmp_path.glob("opinfo-*.json"))

@@ -331,11 +331,12 @@ def mapping_for(
 
     t0 = time.perf_counter()
     jobs = map_jobs()
-    entries = (
-        build_in_processes(device, kind, dtype, jobs, map_group, progress) if jobs > 1 else None
-    )
-    if entries is None:
+    built = build_in_processes(device, kind, dtype, jobs, map_group, progress) if jobs > 1 else None
+    lost: list[str] = []
+    if built is None:
         jobs, entries = 1, _build_mapping(device, kind, dtype, progress=progress)
+    else:
+        entries, lost = built
     log.info(
         "mapped OpInfo %s inputs for %s on %s in %.1f s (%d variants, %d processes)",
         kind,
@@ -345,6 +346,16 @@ def mapping_for(
         len(entries),
         jobs,
     )
+    if lost:
+        log.warning(
+            "the OpInfo mapping for %s on %s lacks %d OpInfo(s) whose samples gave no answer"
+            " (a kernel that never ends?): %s; not cached, so a later build tries them again",
+            dtype_name(dtype),
+            device,
+            len(lost),
+            ", ".join(lost),
+        )
+        return entries
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

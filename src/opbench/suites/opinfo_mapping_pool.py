@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["build_in_processes", "map_jobs", "run_in_processes"]
+__all__ = ["MAP_STALL_S", "build_in_processes", "map_jobs", "run_in_processes"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,12 @@ def map_jobs() -> int:
     return 1 if cores < 8 else min(8, cores // 4)
 
 
+#: Seconds without a finished mapping task after which the tasks still out are given up
+#: (:func:`run_in_processes`): a task maps ~20 OpInfos in seconds, after a process start
+#: of ~15 s (a 4 x H100 host maps float32 in 40 s in 8 processes).
+MAP_STALL_S = 180.0
+
+
 def build_in_processes(
     device: str,
     kind: str,
@@ -50,12 +56,19 @@ def build_in_processes(
     jobs: int,
     map_group: Callable[[str, str, str, tuple[str, ...]], list[dict[str, Any]]],
     progress: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]] | None:
+    *,
+    stall_s: float = MAP_STALL_S,
+) -> tuple[list[dict[str, Any]], list[str]] | None:
     """Every mapping entry of one kind and dtype, mapped in ``jobs`` processes, in the
-    serial build's order; None when the pool broke (the caller builds serially).
-    ``map_group(device, kind, dtype_name, opinfo_names)`` is the serial build over some
-    OpInfos (:func:`opbench.suites.opinfo_mapping.map_group`, passed in, so this module
-    needs nothing of the one that calls it), run in each spawned process."""
+    serial build's order, and the OpInfos whose mapping gave no answer; None when the
+    pool broke (the caller builds serially). ``map_group(device, kind, dtype_name,
+    opinfo_names)`` is the serial build over some OpInfos
+    (:func:`opbench.suites.opinfo_mapping.map_group`, passed in, so this module needs
+    nothing of the one that calls it), run in each spawned process.
+
+    A task that gives no answer in ``stall_s`` (a sample whose kernel never ends on this
+    device) is mapped again one OpInfo a task, so that only the OpInfo that hangs is
+    left out; its name comes back second, and the caller keeps such a mapping off disk."""
     from opbench.suites.opinfo_samples import dtype_name, op_db
 
     infos = op_db()
@@ -63,20 +76,35 @@ def build_in_processes(
     tasks = max(1, min(len(names), jobs * TASKS_PER_JOB))
     groups = [tuple(names[k::tasks]) for k in range(tasks)]  # interleaved: costs even out
     what = f"mapping OpInfo {kind} inputs, {dtype_name(dtype)}"
+    tell = None if progress is None else (lambda line: progress(f"{what}: {line}"))
     results = run_in_processes(
         map_group,
         [(device, kind, dtype_name(dtype), g) for g in groups],
         jobs,
-        None if progress is None else (lambda line: progress(f"{what}: {line}")),
+        tell,
         weights=[len(g) for g in groups],  # the groups hold every name once
         unit="OpInfo names",
+        stall_s=stall_s,
     )
     if results is None:
         return None
-    found = [e for r in results for e in r]
+    again = [name for g, r in zip(groups, results) if r is None for name in g]
+    lost: list[str] = []
+    if again:
+        retried = run_in_processes(
+            map_group,
+            [(device, kind, dtype_name(dtype), (name,)) for name in again],
+            min(jobs, len(again)),
+            tell,
+            unit="OpInfo names given no answer, one a task",
+            stall_s=stall_s,
+        ) or [None] * len(again)
+        results += retried
+        lost = [name for name, r in zip(again, retried) if r is None]
+    found = [e for r in results if r is not None for e in r]
     order = {(info.name, info.variant_test_name): n for n, info in enumerate(infos)}
     found.sort(key=lambda e: order[(e["opinfo"], e["vtn"])])  # stable: samples keep order
-    return found
+    return found, lost
 
 
 def run_in_processes(
