@@ -27,6 +27,7 @@ __all__ = [
     "CHUNKS_PER_SLOT",
     "IsolationPlanner",
     "Unit",
+    "balanced",
     "case_cost",
     "chunk_size",
     "chunks",
@@ -174,27 +175,51 @@ def chunks(
     cases: Sequence[Case], planner: IsolationPlanner, slots: int = 1
 ) -> Iterator[tuple[Unit, list[Case]]]:
     """Cases grouped by unit, cut into chunks of at most :func:`chunk_size`, which the
-    slots take in this order. A unit's tests are dealt out largest first (:func:`case_cost`)
-    over its chunks, back and forth, so its chunks cost about the same and each starts
-    with its largest tests; its chunks go out together (a slot keeps its worker while its
-    next chunk has the same unit), the costliest unit first. Cutting the sorted tests in
-    runs instead put a unit's largest tests all in its first chunk, which then set the
-    run's length; and a slot plans ahead only within its chunk, so a chunk of one test
-    would lose that."""
+    slots take in this order.
+
+    A suite big for its slots goes out as before: each unit's tests in suite order, in
+    runs of :data:`CHUNK`. A small one is also balanced (:func:`balanced`): its ops
+    costliest first, each to the unit's chunk that costs least so far. Either way an
+    op's tests stay together, cut only past :data:`CHUNK`: the crash budget counts an
+    op's crashes in turn, and an op's tests on two workers at once made how many were
+    left not run a race (Ray and local disagreed on a kernel folder's crashing op, CPU
+    CI, 2026-11-27). A unit's chunks go out together (a slot keeps its worker while its
+    next chunk has the same unit)."""
     size = chunk_size(len(cases), slots)
-    groups: dict[Unit, list[Case]] = {}
+    units: dict[Unit, list[Case]] = {}
     for c in cases:
-        groups.setdefault(planner.unit_of(c.op), []).append(c)
-    dealt: list[tuple[float, Unit, list[list[Case]]]] = []
-    for unit, group in groups.items():
-        ranked = sorted(group, key=case_cost, reverse=True)  # stable: ties keep suite order
-        n = math.ceil(len(ranked) / size)
-        cut: list[list[Case]] = [[] for _ in range(n)]
-        for i, case in enumerate(ranked):
-            j = i % n
-            cut[j if (i // n) % 2 == 0 else n - 1 - j].append(case)
-        cut.sort(key=lambda chunk: sum(map(case_cost, chunk)), reverse=True)
-        dealt.append((sum(map(case_cost, cut[0])), unit, cut))
-    for _, unit, cut in sorted(dealt, key=lambda d: d[0], reverse=True):
-        for chunk in cut:
+        units.setdefault(planner.unit_of(c.op), []).append(c)
+    if size == CHUNK:
+        for unit, group in units.items():
+            for i in range(0, len(group), CHUNK):
+                yield unit, group[i : i + CHUNK]
+        return
+    cut = {unit: balanced(group, size) for unit, group in units.items()}
+    first = {unit: sum(map(case_cost, chunks_[0])) for unit, chunks_ in cut.items()}
+    for unit in sorted(cut, key=lambda u: first[u], reverse=True):  # the costliest first
+        for chunk in cut[unit]:
             yield unit, chunk
+
+
+def balanced(group: Sequence[Case], size: int) -> list[list[Case]]:
+    """One unit's tests in chunks of about ``size`` that cost about the same
+    (:func:`case_cost`), the costliest chunk first: each op's tests (in runs of
+    :data:`CHUNK`, as a big suite's; an op with more than ``size`` is a chunk of its own)
+    go, costliest first, to the chunk that costs least so far and has room (longest
+    processing time first). A slot plans ahead only within its chunk, so chunks of one
+    test would lose that overlap: this is for suites small for their slots."""
+    ops: dict[str, list[Case]] = {}
+    for c in group:
+        ops.setdefault(c.op, []).append(c)
+    pieces = [tests[i : i + CHUNK] for tests in ops.values() for i in range(0, len(tests), CHUNK)]
+    pieces.sort(key=lambda p: sum(map(case_cost, p)), reverse=True)  # stable
+    bins: list[list[Any]] = [[0.0, k, []] for k in range(math.ceil(len(group) / size))]
+    for piece in pieces:
+        roomy = [b for b in bins if len(b[2]) + len(piece) <= size]
+        if not roomy:
+            bins.append([0.0, len(bins), []])
+            roomy = bins[-1:]
+        b = min(roomy, key=lambda b: (b[0], b[1]))
+        b[0] += sum(map(case_cost, piece))
+        b[2] += piece
+    return [b[2] for b in sorted(bins, key=lambda b: (-b[0], b[1])) if b[2]]
