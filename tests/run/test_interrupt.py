@@ -30,6 +30,14 @@ OPS = {"relu__default": "relu.default", "sigmoid__default": "sigmoid.default",
        "mul__Tensor": "mul.Tensor", "add__Tensor": "add.Tensor"}  # fmt: skip
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """SIGINT back to its default in the run's process, so Python turns it into
+    KeyboardInterrupt: a shell without job control starts a background command with
+    SIGINT ignored, its children inherit that, and this test then failed as a run that
+    ignored Ctrl-C (CI started with ``nohup ... &``, 2026-11-27)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _recorded(run: Path) -> int:
     con = sqlite3.connect(run / "results.sqlite")
     try:
@@ -49,7 +57,8 @@ def test_ctrl_c_ends_the_run_promptly_and_resume_finishes_it(tmp_path: Path) -> 
     cmd = [sys.executable, "-m", "opbench.cli", "run", "--suite", "smoke", "--backend",
            str(kernels), "--device", "cpu", "--no-perf", "--workers", "2", "--quiet",
            "--ops", ",".join(OPS.values()), "--out", str(run)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_ctrl_c_as_at_a_terminal)  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (
         (run / "results.sqlite").exists() and _recorded(run) >= 1
