@@ -176,7 +176,7 @@ def _extras_in_processes(
     run again one group a task, so that only the group that hangs goes without derived
     cases (None in its place: not kept on disk, so a later build tries again); it is
     named in a warning."""
-    from opbench.suites.opinfo_mapping_pool import map_jobs, run_in_processes
+    from opbench.suites.opinfo_mapping_pool import map_jobs, rerun_alone, run_in_processes
 
     jobs = min(map_jobs(), len(groups) // EXTRAS_PER_PROCESS)
     if jobs < 2:
@@ -200,27 +200,26 @@ def _extras_in_processes(
         for j, derived in zip(share, result or []):
             out[j] = [Case.from_dict(d) for d in derived]
     again = [j for j in range(len(groups)) if out[j] is None]
-    if again:
-        retried = run_in_processes(
-            derive_extras,
-            [(device, [payload[j]]) for j in again],
-            min(jobs, len(again)),
-            progress,
-            unit="groups given no answer, one a task",
-            stall_s=stall_s,
+    retried = rerun_alone(
+        derive_extras,
+        [(device, [payload[j]]) for j in again],
+        jobs,
+        progress,
+        unit="groups",
+        stall_s=stall_s,
+    )
+    for j, result in zip(again, retried):
+        if result is not None:
+            out[j] = [Case.from_dict(d) for d in result[0]]
+    lost = sorted({groups[j][0].op for j in again if out[j] is None})
+    if lost:
+        log.warning(
+            "no strided or special-value cases for %d group(s) whose derivation gave no"
+            " answer in %.0f s: %s",
+            len(lost),
+            stall_s,
+            ", ".join(lost),
         )
-        for j, result in zip(again, retried or [None] * len(again)):
-            if result is not None:
-                out[j] = [Case.from_dict(d) for d in result[0]]
-        lost = sorted({groups[j][0].op for j in again if out[j] is None})
-        if lost:
-            log.warning(
-                "no strided or special-value cases for %d group(s) whose derivation gave no"
-                " answer in %.0f s: %s",
-                len(lost),
-                stall_s,
-                ", ".join(lost),
-            )
     return out
 
 

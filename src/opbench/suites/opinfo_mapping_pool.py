@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["MAP_STALL_S", "build_in_processes", "map_jobs", "run_in_processes"]
+__all__ = ["MAP_STALL_S", "build_in_processes", "map_jobs", "rerun_alone", "run_in_processes"]
 
 log = logging.getLogger(__name__)
 
@@ -89,18 +89,16 @@ def build_in_processes(
     if results is None:
         return None
     again = [name for g, r in zip(groups, results) if r is None for name in g]
-    lost: list[str] = []
-    if again:
-        retried = run_in_processes(
-            map_group,
-            [(device, kind, dtype_name(dtype), (name,)) for name in again],
-            min(jobs, len(again)),
-            tell,
-            unit="OpInfo names given no answer, one a task",
-            stall_s=stall_s,
-        ) or [None] * len(again)
-        results += retried
-        lost = [name for name, r in zip(again, retried) if r is None]
+    retried = rerun_alone(
+        map_group,
+        [(device, kind, dtype_name(dtype), (name,)) for name in again],
+        jobs,
+        tell,
+        unit="OpInfo names",
+        stall_s=stall_s,
+    )
+    results += retried
+    lost = [name for name, r in zip(again, retried) if r is None]
     found = [e for r in results if r is not None for e in r]
     order = {(info.name, info.variant_test_name): n for n, info in enumerate(infos)}
     found.sort(key=lambda e: order[(e["opinfo"], e["vtn"])])  # stable: samples keep order
@@ -162,6 +160,27 @@ def run_in_processes(
     finally:
         _stop(pool)
     return results
+
+
+def rerun_alone(
+    fn: Callable[..., Any],
+    tasks: list[tuple[Any, ...]],
+    jobs: int,
+    progress: Callable[[str], None] | None = None,
+    *,
+    unit: str,
+    stall_s: float,
+) -> list[Any]:
+    """The parts of tasks a pool gave up (:func:`run_in_processes`'s ``stall_s``), one
+    part a task, each run again: so only a part that hangs again stays without an
+    answer (None in its place; every one None where the pool broke)."""
+    if not tasks:
+        return []
+    got = run_in_processes(
+        fn, tasks, min(jobs, len(tasks)), progress,
+        unit=f"{unit} given no answer, one a task", stall_s=stall_s,
+    )  # fmt: skip
+    return got if got is not None else [None] * len(tasks)
 
 
 def _stop(pool: Any) -> None:
