@@ -1,6 +1,8 @@
 """Where a profiled process spent its active time: a ``py-spy record -f raw --threads``
 file summed by thread kind and by function (each function counted once per sample, so a
-caller holds its callees' time).
+caller holds its callees' time). A file recorded with ``--subprocesses`` is summed by
+process as well: ``harness`` (the process py-spy started) and each kind of process under
+it (``worker``, named by the command that started it), thread kinds prefixed with it.
 
 Usage: python benchmarks/probes/pyspy_summary.py harness4.raw --rate 25 \\
     [--functions plan_trials,_draw_float,cpu_copy] [--out summary.json]
@@ -16,9 +18,29 @@ import re
 import sys
 
 
+def _process_role(processes: list[str]) -> str:
+    """``process 12:"python -m opbench.cli run ..."`` frames, outermost first, as a role:
+    empty without ``--subprocesses``, ``harness`` for the first, else the innermost
+    process's program (``python -m MODULE`` as MODULE, ``python -c`` as ``python -c``)."""
+    if not processes:
+        return ""
+    if len(processes) == 1:
+        return "harness"
+    command = processes[-1].split(":", 1)[-1].strip('"').split()
+    if "-m" in command[:-1]:
+        return command[command.index("-m") + 1]
+    if "-c" in command:
+        return "python -c"
+    return command[0].rsplit("/", 1)[-1] if command else "?"
+
+
 def summarize(path: str, rate: float, functions: list[str] | None) -> dict:
     by_function: collections.Counter[str] = collections.Counter()
     by_thread: collections.Counter[str] = collections.Counter()
+    by_process: collections.Counter[str] = collections.Counter()
+    by_role_function: collections.defaultdict[str, collections.Counter[str]] = (
+        collections.defaultdict(collections.Counter)
+    )
     samples = 0
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -27,18 +49,35 @@ def summarize(path: str, rate: float, functions: list[str] | None) -> dict:
                 raise SystemExit(f"{path}:{n}: not a py-spy raw line (stack;stack COUNT)")
             frames = stack.split(";")
             samples += int(count)
+            processes = [fr for fr in frames if fr.startswith("process ")]
+            frames = frames[len(processes) :]
+            role = _process_role(processes)
+            if role:
+                by_process[role] += int(count)
             # "thread (123): opbench-plan_0" -> "opbench-plan"
             name = frames[0].split(":", 1)[-1].strip()
-            by_thread[re.sub(r"[_\d]+$|-\d+ \(.*$", "", name)] += int(count)
+            kind = re.sub(r"[_\d]+$|-\d+ \(.*$", "", name)
+            by_thread[f"{role}/{kind}" if role else kind] += int(count)
             for fn in {fr.split(" (")[0] for fr in frames[1:]}:
                 by_function[fn] += int(count)
+                if role:
+                    by_role_function[role][fn] += int(count)
     wanted = functions or [fn for fn, _ in by_function.most_common(40)]
+    per_process = {
+        role: {
+            fn: round(counts[fn] / rate, 1)
+            for fn in functions or [fn for fn, _ in counts.most_common(30)]
+        }
+        for role, counts in by_role_function.items()
+    }
     return {
         "file": path,
         "samples_per_s": rate,
         "active_s_total": round(samples / rate, 1),
+        "active_s_by_process_kind": {p: round(c / rate, 1) for p, c in by_process.most_common()},
         "active_s_by_thread_kind": {t: round(c / rate, 1) for t, c in by_thread.most_common(12)},
         "active_s_in": {fn: round(by_function[fn] / rate, 1) for fn in wanted},
+        **({"active_s_in_by_process_kind": per_process} if per_process else {}),
     }
 
 

@@ -83,7 +83,8 @@ def _one(ns: argparse.Namespace, name: str, first_gpu: int = 0) -> dict[str, Any
     visible = ",".join(str(first_gpu + i) for i in range(gpus))
     env = {**ns.env_vars, "CUDA_VISIBLE_DEVICES": visible}
     profile = Path(ns.out_dir) / f"harness-{name.replace(':', '-')}.raw" if ns.profile else None
-    res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env, profile)
+    res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env, profile,
+              ns.profile_mode)  # fmt: skip
     entry = {k: res.get(k) for k in KEPT if res.get(k) is not None}
     if profile is not None and profile.exists():  # where the harness's time went
         sys.path.insert(0, str(REPO / "benchmarks" / "probes"))
@@ -186,6 +187,8 @@ def main() -> int:
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     p.add_argument("--profile", action="store_true",
                    help="each run under py-spy (the harness's time, summed in the JSON)")  # fmt: skip
+    p.add_argument("--profile-mode", choices=["threads", "gil", "processes"], default="threads",
+                   help="what --profile samples (gpu_workers.run)")  # fmt: skip
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="set for every run (OPBENCH_PLAN_AHEAD=2); named in the files' stem")  # fmt: skip
     ns = p.parse_args()

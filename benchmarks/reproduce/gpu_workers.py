@@ -59,11 +59,15 @@ def run(
     budget_s: float,
     env: dict[str, str] | None = None,
     profile: Path | None = None,
+    profile_mode: str = "threads",
 ) -> dict[str, Any]:
     """``opbench run ARGS --out OUT`` within ``budget_s`` (``env``: the variables set on
     top of this process's); its summary, verdicts and timing coverage. ``profile``: run it
-    under ``py-spy record --threads`` (25 samples a second, the harness only), its raw
-    stacks written there (``benchmarks/probes/pyspy_summary.py`` reads them).
+    under ``py-spy record --threads`` (25 samples a second), its raw stacks written there
+    (``benchmarks/probes/pyspy_summary.py`` reads them); ``profile_mode`` ``threads``: the
+    harness's threads while on a CPU, ``gil``: only the thread holding the harness's GIL
+    (its sum against the wall says whether one interpreter sets the pace), ``processes``:
+    the harness and every process under it (workers and their fork servers).
 
     ``out`` is this benchmark's scratch directory, emptied first unless ``args`` resume
     it: a run left there by an earlier call (the same name under another ``--env``) made
@@ -73,8 +77,9 @@ def run(
         shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
     if profile is not None:
-        cmd = [_py_spy(), "record", "-r", "25", "--threads", "-f", "raw", "-o", str(profile),
-               "--", *cmd]  # fmt: skip
+        mode = {"threads": [], "gil": ["--gil"], "processes": ["--subprocesses"]}[profile_mode]
+        cmd = [_py_spy(), "record", "-r", "25", "--threads", *mode, "-f", "raw",
+               "-o", str(profile), "--", *cmd]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

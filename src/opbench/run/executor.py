@@ -10,6 +10,7 @@ it in the store before the next case, so a slow test only ever holds up its own 
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -22,7 +23,7 @@ from typing import Any
 
 from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.judge_errors import judge_error_result
-from opbench.run.plan_ahead import PlansAhead
+from opbench.run.plan_ahead import PlansAhead, plan_where
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess
 from opbench.run.store import ResultStore, TestResult, case_fields
 from opbench.suites.case import Case
@@ -382,8 +383,6 @@ class LocalExecutor:
         (``--resume`` runs them) and the slot goes on with a fresh worker, so one error
         never ends a run the other slots can finish. A slot that meets
         :data:`HARNESS_ERRORS_IN_A_ROW` in a row stops (the fault is not passing)."""
-        from opbench.judge.evaluate import plan_trials
-
         slot = _SlotState()
         plans: PlansAhead | None = None
         in_a_row = 0
@@ -391,12 +390,7 @@ class LocalExecutor:
             from opbench.instrument.tensors import bind_device
 
             bind_device(device)  # the judge's references land on this slot's GPU
-            plan_for = self.plan_for or (lambda c, d: plan_trials(c, d, self.judge_options))
-            plans = PlansAhead(
-                lambda case: plan_for(case, device),
-                device,
-                ahead=not self.config.perf,
-            )
+            plans = self._plans(device)
             while not self._stopping.is_set():
                 try:
                     unit, group = todo.get_nowait()
@@ -421,6 +415,23 @@ class LocalExecutor:
                 plans.close()
             if slot.worker is not None:
                 slot.worker.stop()
+
+    def _plans(self, device: str) -> PlansAhead:
+        """The slot's planning: :func:`~opbench.judge.evaluate.plan_trials` on harness
+        threads, or in a process of the slot's own (``OPBENCH_PLAN_IN=process``, with a
+        worker's share of the CPU's threads for torch); a ``plans`` function given to the
+        executor (the Scorer's) always runs on threads."""
+        from opbench.judge.evaluate import plan_trials
+
+        ahead = not self.config.perf
+        if self.plan_for is None and plan_where() == "process":
+            from opbench.run.setup import cpu_share
+
+            threads = cpu_share(max(1, self.options.workers))
+            compute = functools.partial(plan_trials, device=device, options=self.judge_options)
+            return PlansAhead(compute, device, ahead=ahead, processes=True, threads=threads)
+        plan_for = self.plan_for or (lambda c, d: plan_trials(c, d, self.judge_options))
+        return PlansAhead(lambda case: plan_for(case, device), device, ahead=ahead)
 
     def _run_group(
         self,
