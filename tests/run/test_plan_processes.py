@@ -72,7 +72,8 @@ def test_plans_made_in_a_process_equal_those_made_here_and_come_from_another_pro
     for case in (RELU, ADD):
         plan, expectations = got[case.test_id]
         here_plan, here = compute(case)
-        assert plan.to_dict() == here_plan.to_dict()
+        drawn = {k: v for k, v in plan.to_dict().items() if k != "repeat_after"}  # random
+        assert drawn == {k: v for k, v in here_plan.to_dict().items() if k != "repeat_after"}
         assert expectations.keys() == here.keys()
         for seed, exp in expectations.items():
             assert _same(exp.eager, here[seed].eager) and _same(exp.ref, here[seed].ref)

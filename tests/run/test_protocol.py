@@ -71,3 +71,59 @@ def test_a_message_is_written_whole_through_short_writes() -> None:
     assert len(frame) == protocol.HEADER_SIZE + n
     got = protocol.decode_plain(frame[protocol.HEADER_SIZE :])
     assert torch.equal(got["outputs"][0], t) and got["n"] == 3
+
+
+def _round_trip(obj):
+    return protocol.decode_plain(protocol.encode_plain(obj))
+
+
+def test_every_kind_of_plain_data_comes_back_as_it_was_sent():
+    """The JSON skeleton keeps what JSON alone would lose: tuples, int and bool keys,
+    keys that look like its own markers, complex numbers, NaN and infinities, -0.0."""
+    base = torch.arange(12.0).reshape(3, 4)
+    obj = {
+        "tuple": (1, (2, [3, (4,)]), ()),
+        "int_keys": {0: "a", 7: [1.5]},
+        "bool_key": {True: 1},
+        "marker_keys": {"__t__": 0, "__tuple__": [1], "__pairs__": {"__complex__": 2}},
+        "floats": [float("nan"), float("inf"), -float("inf"), -0.0, 1e308, 5e-324],
+        "complex": 1.5 - 2j,
+        "empty": [{}, [], ""],
+        "text": '{"__t__": 0} \u00e9 \ud800',
+        "big": 2**80,
+        "tensors": [base.t(), base[1:, ::2], torch.tensor([1 + 2j], dtype=torch.complex32)],
+    }
+    back = _round_trip(obj)
+    assert back["tuple"] == (1, (2, [3, (4,)]), ())
+    assert back["int_keys"] == {0: "a", 7: [1.5]} and back["bool_key"] == {True: 1}
+    assert back["marker_keys"] == obj["marker_keys"]
+    nan, *rest = back["floats"]
+    assert nan != nan and rest == obj["floats"][1:] and str(rest[2]) == "-0.0"
+    assert back["complex"] == 1.5 - 2j and back["empty"] == [{}, [], ""]
+    assert back["text"] == obj["text"] and back["big"] == 2**80
+    for sent, got in zip(obj["tensors"], back["tensors"]):
+        assert got.dtype == sent.dtype and got.stride() == sent.stride()
+        assert torch.equal(got.to(torch.complex64), sent.to(torch.complex64))
+    t, sl = back["tensors"][:2]
+    assert t.untyped_storage().data_ptr() == sl.untyped_storage().data_ptr()  # one storage
+
+
+@pytest.mark.parametrize(
+    "skeleton",
+    ['{"__t__": 5}', '{"__t__": -1}', '{"__t__": "0"}', '{"__tuple__": 3}',
+     '{"__pairs__": [[[1], 2]]}', '{"__complex__": ["1", 2]}', '[' * 100000],
+)  # fmt: skip
+def test_a_crafted_skeleton_is_an_unreadable_message(skeleton):
+    buf = io.BytesIO()
+    torch.save({"skeleton": skeleton, "tensors": [torch.zeros(1)]}, buf)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_plain(buf.getvalue())
+
+
+@pytest.mark.parametrize("saved", [[1, 2], {"skeleton": 1, "tensors": []},
+                                   {"skeleton": "1", "tensors": ["x"]}])  # fmt: skip
+def test_a_message_not_in_the_skeleton_form_is_unreadable(saved):
+    buf = io.BytesIO()
+    torch.save(saved, buf)
+    with pytest.raises(protocol.ProtocolError, match="skeleton"):
+        protocol.decode_plain(buf.getvalue())
