@@ -28,7 +28,8 @@ from opbench.run.pool import WorkerConfig, WorkerFactory, WorkerStartError
 
 SLOTS = 8
 ROUNDS = 300
-UNITS = [("relu__default",), ("neg__default",), ("add__Tensor",)]
+#: None: the whole backend, aten's one unit
+UNITS = [("relu__default",), ("neg__default",), ("add__Tensor",), None]
 
 
 class _Problems:
@@ -58,6 +59,7 @@ class FakeWorker:
         self.loaded_info = None
         self.unit = None
         self.warm_thread = None
+        self.preload_asked = False
         self.preload_unit = None
         self.preload_result = None
         self.sandbox_level = "off"
@@ -124,9 +126,43 @@ def slow_thread_start(monkeypatch) -> None:
     monkeypatch.setattr(threading.Thread, "start", start)
 
 
+@pytest.fixture
+def thread_errors(monkeypatch) -> None:
+    """An exception that ends any thread (a spare's preload thread) is a problem too."""
+    monkeypatch.setattr(
+        threading,
+        "excepthook",
+        lambda args: PROBLEMS.add(
+            f"thread {args.thread.name if args.thread else '?'}: "
+            f"{args.exc_type.__name__}: {args.exc_value}"
+        ),
+    )
+
+
+def test_a_spare_is_preloaded_once_even_with_the_whole_backend_as_its_unit(
+    tmp_path: Path, monkeypatch, thread_errors
+) -> None:
+    """aten's one unit is None, which also meant "not asked to preload": a second
+    preload of the same spare started a second loader, whose load raised "already judges
+    another unit" in its thread (every CPU run with two workers on 2026-11-28)."""
+    PROBLEMS.seen.clear()
+    monkeypatch.setattr(pool, "WorkerProcess", FakeWorker)
+    cfg = WorkerConfig(backend="aten", device="cpu", fork_server=False, spare_workers=1)
+    factory = WorkerFactory(cfg, tmp_path / "logs")
+    try:
+        factory.get("cpu", None)  # starts the spare
+        factory.preload("cpu", None)
+        factory.preload("cpu", None)  # another slot asks the same spare: already asked
+        w = factory.get("cpu", None)
+    finally:
+        factory.close()
+    assert not PROBLEMS.seen, PROBLEMS.seen
+    assert w.preload_asked and w.preload_result == {"type": "loaded", "unit": None}
+
+
 @pytest.mark.slow
 def test_many_slots_take_preload_and_retire_spares_at_once(
-    tmp_path: Path, monkeypatch, slow_thread_start
+    tmp_path: Path, monkeypatch, slow_thread_start, thread_errors
 ) -> None:
     PROBLEMS.seen.clear()
     monkeypatch.setattr(pool, "WorkerProcess", FakeWorker)

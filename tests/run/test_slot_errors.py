@@ -30,6 +30,7 @@ class _Worker:
     """Loads any unit and answers every test with a worker error (a recorded result)."""
 
     sandbox_level = "off"
+    preload_asked = False
     preload_unit = None
     preload_result = None
 

@@ -136,9 +136,7 @@ class WorkerFactory:
             warm = w.warm_thread
             if warm is not None:
                 warm.join()
-            stale = w.preload_unit is not None and (
-                w.preload_unit != unit or w.preload_result is None
-            )
+            stale = w.preload_asked and (w.preload_unit != unit or w.preload_result is None)
             if w.ready_info is None or not w.alive() or stale:
                 w.kill()
                 w = None
@@ -215,9 +213,9 @@ class WorkerFactory:
         with self._lock:
             queue = self._spares.get(device)
             spare = queue[0] if queue else None
-            if spare is None or spare.preload_unit is not None:
+            if spare is None or spare.preload_asked:
                 return
-            spare.preload_unit = unit
+            spare.preload_asked, spare.preload_unit = True, unit
             loader = threading.Thread(
                 target=_preload,
                 args=(spare, unit, spare.warm_thread),

@@ -87,8 +87,11 @@ class WorkerProcess:
         self.loaded_info: dict[str, Any] | None = None
         self.unit: tuple[str, ...] | None = None
         self.warm_thread: threading.Thread | None = None
-        #: the unit a spare was asked to import ahead of need (WorkerFactory.preload),
-        #: and what its load answered (None while unknown, or if it could not load)
+        #: whether a spare was asked to import a unit ahead of need (WorkerFactory.preload),
+        #: that unit, and what its load answered (None while unknown, or if it could not
+        #: load). The flag, not the unit, says "asked": the whole backend's unit is None
+        #: (aten), and a second preload of that spare raced the first to load it.
+        self.preload_asked = False
         self.preload_unit: tuple[str, ...] | None = None
         self.preload_result: dict[str, Any] | None = None
         self.forked = forkserver is not None
