@@ -21,7 +21,9 @@ clock starts, behind a barrier.
 Usage: python3 benchmarks/probes/planning_scaling.py --suite opinfo --device cuda \\
     --devices 2 --mode threads,processes [--passes 2] [--dtypes f32] [--limit 800] \\
     [--traces DIR] [--out planning.json]
-Set ``CUDA_MODULE_LOADING=EAGER`` on the command to load every kernel at context creation.
+Set ``CUDA_MODULE_LOADING=EAGER`` on the command to load every kernel at context creation;
+``--switch-interval 0.0005`` shortens how long a thread that released the GIL (every torch
+op does) may wait to take it back while another runs Python (default 0.005 s).
 """
 
 from __future__ import annotations
@@ -143,13 +145,17 @@ def main() -> int:
     p.add_argument("--limit-per-op", type=int, default=None)
     p.add_argument("--limit", type=int, default=None, help="at most this many tests")
     p.add_argument("--out", default=None)
+    p.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval")
     ns = p.parse_args()
+    if ns.switch_interval:
+        sys.setswitchinterval(ns.switch_interval)
     if ns.suite == "traces" and not ns.traces:
         p.error("--suite traces needs --traces")
     warnings.filterwarnings("ignore")
     result: dict[str, Any] = {
         "command": "python3 benchmarks/probes/planning_scaling.py " + " ".join(sys.argv[1:]),
         "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING", "(default: lazy)"),
+        "switch_interval_s": sys.getswitchinterval(),
         "runs": {},
     }
     modes = ns.mode.split(",")

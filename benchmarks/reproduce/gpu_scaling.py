@@ -9,6 +9,10 @@ directory of its own, limited to the first N GPUs with ``CUDA_VISIBLE_DEVICES``:
 any run is timed (``--warm``: the OpInfo mapping is cached on disk per device), so every
 run's wall time holds the same build from the cache, its workers and its tests.
 
+``raycluster:N`` is ``ray:N`` against a Ray head started before the timed run
+(``--ray-address``), as on a real cluster: its wall time holds no cluster start, which
+``cluster_start_s`` reports beside it.
+
 ``--runs`` lists the runs in order; ``a+b`` runs two at once on disjoint GPUs (the first
 on GPUs 0.., the second on the GPUs after it: a comparison of Ray with local workers made
 under the same load, for half the machine time); ``--merge FILE`` adds the runs of an earlier
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -74,18 +79,43 @@ def _warm(ns: argparse.Namespace) -> float:
     return round(time.perf_counter() - t0, 1)
 
 
+def _start_cluster(gpus: int, first_gpu: int, env: dict[str, str]) -> tuple[str, float]:
+    """A Ray head on these GPUs, started before the timed run (``raycluster:N``), as a
+    real cluster is running before anyone points opbench at it; its address and how
+    long it took to start."""
+    from ray_two_nodes import _ray_bin, _start_node
+
+    port = 6400 + first_gpu  # runs at once on disjoint GPUs get heads of their own
+    subprocess.run([_ray_bin(), "stop", "--force"], capture_output=True, env={**os.environ, **env})
+    t0 = time.perf_counter()
+    _start_node([f"--port={port}", "--head", "--include-dashboard=false",
+                 f"--num-gpus={gpus}"], {**os.environ, **env})  # fmt: skip
+    return f"127.0.0.1:{port}", round(time.perf_counter() - t0, 1)
+
+
 def _one(ns: argparse.Namespace, name: str, first_gpu: int = 0) -> dict[str, Any]:
     kind, _, n = name.partition(":")
     gpus = int(n)
+    visible = ",".join(str(first_gpu + i) for i in range(gpus))
+    env = {**ns.env_vars, "CUDA_VISIBLE_DEVICES": visible}
     args = _suite_args(ns) + (
         ["--workers", str(gpus)] if kind == "local" else ["--executor", "ray"]
     )
-    visible = ",".join(str(first_gpu + i) for i in range(gpus))
-    env = {**ns.env_vars, "CUDA_VISIBLE_DEVICES": visible}
+    cluster: dict[str, Any] = {}
+    if kind == "raycluster":
+        address, cluster["cluster_start_s"] = _start_cluster(gpus, first_gpu, env)
+        args += ["--ray-address", address, "--workers", str(gpus)]
     profile = Path(ns.out_dir) / f"harness-{name.replace(':', '-')}.raw" if ns.profile else None
-    res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env, profile,
-              ns.profile_mode)  # fmt: skip
-    entry = {k: res.get(k) for k in KEPT if res.get(k) is not None}
+    try:
+        res = run(args, Path(ns.workdir) / name.replace(":", "-"), ns.budget, env, profile,
+                  ns.profile_mode)  # fmt: skip
+    finally:
+        if kind == "raycluster":
+            from ray_two_nodes import _ray_bin
+
+            subprocess.run([_ray_bin(), "stop", "--force"], capture_output=True,
+                           env={**os.environ, **env})  # fmt: skip
+    entry = {k: res.get(k) for k in KEPT if res.get(k) is not None} | cluster
     if profile is not None and profile.exists():  # where the harness's time went
         sys.path.insert(0, str(REPO / "benchmarks" / "probes"))
         from pyspy_summary import summarize
@@ -117,7 +147,7 @@ def _analyse(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if r["executor"] == "local" and one and one.get("rc") == 0 and r.get("rc") == 0:
             out["scaling"][name] = round(one["wall_s"] / r["wall_s"], 2)
         local = runs.get(f"local:{r['gpus']}")
-        if r["executor"] == "ray" and local:
+        if r["executor"] in ("ray", "raycluster") and local:
             lv, rv = local["verdicts"], r["verdicts"]
             out["ray_vs_local"][name] = {
                 "tests_local": len(lv),
