@@ -136,3 +136,25 @@ def test_widen_pipe_grows_the_answer_pipe_within_the_kernel_cap():
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_raw_answer_is_the_bytes_the_worker_wrote(kernels, tmp_path):
+    """``run_case(raw=True)`` (the Ray actor's relay) hands back the worker's message
+    unread, and reading it gives what the harness reads itself; the crash of a worker is
+    an outcome either way."""
+    from opbench.run import protocol
+
+    cfg = WorkerConfig(backend=str(kernels), device="cpu", sandbox="auto")
+    factory = WorkerFactory(cfg, tmp_path / "logs", spares=False)
+    try:
+        w = factory.get("cpu")
+        w.load(None)
+        read = w.run_case(RELU.to_dict(), 30)
+        raw = w.run_case(RELU.to_dict(), 30, raw=True)
+        assert raw.kind == "result" and raw.message is None and isinstance(raw.raw, bytes)
+        again = protocol.decode_plain(raw.raw)
+        assert again["report"]["error"] is None
+        assert again["report"]["op"] == read.message["report"]["op"] == "relu.default"
+        assert w.run_case(NEG.to_dict(), 30, raw=True).kind == "crash"
+    finally:
+        factory.close()

@@ -29,9 +29,13 @@ class _Slot:
     def __init__(self, answer: dict) -> None:
         self.answer = answer
         self.start_s = 1.0
+        self.told: list[tuple] = []
 
     def call(self, method: str, *args, timeout: float) -> dict:
         return pickle.loads(pickle.dumps(self.answer, protocol=5))
+
+    def tell(self, method: str, *args) -> None:
+        self.told.append((method, *args))
 
 
 def test_pickle_cannot_carry_a_complex32_tensor():
@@ -55,8 +59,34 @@ def test_an_answer_of_any_dtype_crosses_the_ray_hop():
 
 def test_an_unreadable_relayed_answer_is_the_workers_crash():
     answer = {"kind": "result", "message": b"not a torch.save", "detail": "", "stderr_tail": "t"}
-    got = RemoteWorker(_Slot(answer), {"name": "vm/w1"}).run_case({}, 1.0)
+    slot = _Slot(answer)
+    got = RemoteWorker(slot, {"name": "vm/w1"}).run_case({}, 1.0)
     assert got.kind == "crash" and "unreadable message" in got.detail
+    assert slot.told == [("end", "vm/w1", "kill")]  # as a local worker is killed
+
+
+def test_the_actor_relays_the_workers_bytes_unread():
+    """The actor no longer reads a worker's answer and writes it again: the bytes the
+    worker wrote reach the harness as they are."""
+    from opbench.run import protocol
+
+    written = protocol.encode_plain({"outputs": [torch.arange(4)], "note": "as written"})
+    relayed = _outcome_plain(Outcome("result", raw=written))
+    assert relayed["message"] is written
+    got = RemoteWorker(_Slot(relayed), {"name": "vm/w1"}).run_case({}, 1.0)
+    assert got.message["note"] == "as written"
+
+
+def test_a_relayed_answer_that_says_the_context_is_broken_kills_the_worker():
+    """A local worker's poisoned answer is checked where it is read; the actor relays it
+    unread, so the harness checks it and has the actor kill the worker."""
+    from opbench.run import protocol
+
+    written = protocol.encode_plain({"poisoned": "cudaErrorIllegalAddress"})
+    slot = _Slot(_outcome_plain(Outcome("result", raw=written)))
+    got = RemoteWorker(slot, {"name": "vm/w1"}).run_case({}, 1.0)
+    assert got.kind == "crash" and "cudaErrorIllegalAddress" in got.detail
+    assert slot.told == [("end", "vm/w1", "kill")]
 
 
 def test_an_answer_without_a_message_stays_without_one():

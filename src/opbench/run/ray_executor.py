@@ -55,6 +55,7 @@ from opbench.run.isolation import IsolationPlanner
 from opbench.run.pool import Outcome, WorkerConfig, WorkerStartError
 from opbench.run.ray_node import NodeWorkers, pack_kernel_dir
 from opbench.run.store import ResultStore, TestResult
+from opbench.run.worker_process import POISONED, poisoned
 from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,12 @@ class RemoteWorker:
             try:
                 message = protocol.decode_plain(o["message"])
             except protocol.ProtocolError as e:  # as a local worker's unreadable answer
+                self.kill()
                 return Outcome("crash", detail=str(e), stderr_tail=o.get("stderr_tail", ""))
+        broken = poisoned(message) if o["kind"] == "result" else None
+        if broken:  # the actor relays the answer unread: its worker is killed from here
+            self.kill()
+            return Outcome("crash", detail=POISONED.format(broken))
         return Outcome(o["kind"], message, o.get("detail", ""), o.get("stderr_tail", ""))
 
     def alive(self) -> bool:

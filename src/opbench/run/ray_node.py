@@ -56,11 +56,13 @@ def unpack_kernel_dir(files: dict[str, bytes], dest: Path) -> Path:
 
 
 def _outcome_plain(o: Outcome) -> dict[str, Any]:
-    """An outcome as Ray may carry it: the worker's message (tensors of any dtype) as
-    ``torch.save`` bytes, which the harness reads as it reads a local worker's."""
+    """An outcome as Ray may carry it: the worker's message (tensors of any dtype) as the
+    bytes it wrote (``Outcome.raw``), which the harness reads as it reads a local
+    worker's. Ray's pickle cannot carry every tensor (complex32); reading the message
+    here and writing it again cost the actor a decode and an encode of every output."""
     from opbench.run.protocol import encode_plain
 
-    message = None if o.message is None else encode_plain(o.message)
+    message = o.raw if o.raw is not None else None if o.message is None else encode_plain(o.message)
     return {"kind": o.kind, "message": message, "detail": o.detail, "stderr_tail": o.stderr_tail}
 
 
@@ -132,7 +134,7 @@ class NodeWorkers:
         self, name: str, case: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None
     ) -> dict[str, Any]:
         try:
-            return _outcome_plain(self.workers[name].run_case(case, timeout_s, plan))
+            return _outcome_plain(self.workers[name].run_case(case, timeout_s, plan, raw=True))
         finally:
             self._forget_dead(name)
 

@@ -55,6 +55,19 @@ class Outcome:
     message: dict[str, Any] | None = None
     detail: str = ""
     stderr_tail: str = ""
+    #: a result's message as the worker wrote it, unread (``run_case(raw=True)``: a relay
+    #: passes it on and the harness reads it once)
+    raw: bytes | None = None
+
+
+#: How a result that says the kernel broke the worker's CUDA context is reported.
+POISONED = "the kernel left the CUDA context unusable ({}); worker replaced"
+
+
+def poisoned(message: dict[str, Any] | None) -> str | None:
+    """What broke the CUDA context, where a worker's answer says so (then the worker is
+    killed and the test is its crash); None for a usable worker."""
+    return (message or {}).get("poisoned") if isinstance(message, dict) else None
 
 
 class WorkerStartError(RuntimeError):
@@ -264,12 +277,17 @@ class WorkerProcess:
 
     # -- one case --------------------------------------------------------------------
     def run_case(
-        self, case_dict: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None = None
+        self,
+        case_dict: dict[str, Any],
+        timeout_s: float,
+        plan: dict[str, Any] | None = None,
+        *,
+        raw: bool = False,
     ) -> Outcome:
-        return self._exchange(
-            {"type": "case", "case": case_dict, "plan": plan}, timeout_s, "the test",
-            "the kernel left the CUDA context unusable ({}); worker replaced",
-        )  # fmt: skip
+        """Run one test. ``raw``: a result comes back unread in ``Outcome.raw`` (the Ray
+        actor relays it; the harness that reads it must check :func:`poisoned`)."""
+        message = {"type": "case", "case": case_dict, "plan": plan}
+        return self._exchange(message, timeout_s, "the test", POISONED, raw=raw)
 
     def run_program(self, request: dict[str, Any], timeout_s: float) -> Outcome:
         """Send one whole-program request (:mod:`opbench.programs.instrument`) and wait
@@ -280,24 +298,25 @@ class WorkerProcess:
         )  # fmt: skip
 
     def _exchange(self, message: dict[str, Any], timeout_s: float, what: str,
-                  poisoned_detail: str) -> Outcome:  # fmt: skip
+                  poisoned_detail: str, *, raw: bool = False) -> Outcome:  # fmt: skip
         """Send one request and wait for its answer; a worker whose CUDA context the
         candidate broke is killed and its answer reported as a crash."""
         try:
             protocol.write_trusted(self.proc.stdin, message)
         except (BrokenPipeError, OSError, ValueError):
             return self._death(f"worker died before {what} was sent")
-        outcome = self._receive(timeout_s)
-        poisoned = (outcome.message or {}).get("poisoned") if outcome.kind == "result" else None
-        if poisoned:
+        outcome = self._receive(timeout_s, raw=raw)
+        broken = poisoned(outcome.message) if outcome.kind == "result" else None
+        if broken:
             self.kill()
             return Outcome(
-                "crash", detail=poisoned_detail.format(poisoned), stderr_tail=self.stderr_tail()
+                "crash", detail=poisoned_detail.format(broken), stderr_tail=self.stderr_tail()
             )
         return outcome
 
-    def _receive(self, timeout_s: float) -> Outcome:
-        """Read one framed message, watching the deadline and resident memory."""
+    def _receive(self, timeout_s: float, *, raw: bool = False) -> Outcome:
+        """Read one framed message, watching the deadline and resident memory; ``raw``:
+        a whole message comes back unread (``Outcome.raw``)."""
         deadline = time.monotonic() + timeout_s
         next_rss_check = 0.0
         fd = self.proc.stdout.fileno()
@@ -310,6 +329,10 @@ class WorkerProcess:
                     self.kill()
                     return Outcome("crash", detail=str(e), stderr_tail=self.stderr_tail())
             if need is not None and len(self._buf) >= protocol.HEADER_SIZE + need:
+                if raw:
+                    data = bytes(self._buf[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need])
+                    del self._buf[: protocol.HEADER_SIZE + need]
+                    return Outcome("result", raw=data)
                 data = memoryview(self._buf)[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need]
                 try:
                     message = protocol.decode_plain(data)
