@@ -1,107 +1,121 @@
-"""Planning in a process of the slot's own (``OPBENCH_PLAN_IN=process``): the same plans
-and verdicts as planning on harness threads, made in another process, and a planning
-process that dies costs one test's plan, never the slot."""
+"""Planning and judging in a process of the slot's own (``OPBENCH_PLAN_IN=process``,
+:class:`~opbench.run.slot_judge.SlotJudge`): the same plans and verdicts as on harness
+threads, made in another process; a worker's answer read there (a crafted or poisoned one
+is the worker's crash); a process that dies costs one test, never the slot."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-import torch
 
 from opbench.judge.evaluate import plan_trials
-from opbench.run.plan_ahead import PlanningProcessDied, PlansAhead, plan_where
+from opbench.run import protocol, slot_judge
+from opbench.run.outcome_verdict import judge_outcome
+from opbench.run.slot_judge import JudgingProcessDied, SlotJudge, plan_where
+from opbench.run.worker_process import Outcome
 from opbench.spec.judge_options import JudgeOptions
 from opbench.suites.case import Case
 
 RELU = Case(op="relu.default", args="((T([4, 3], f32),), {})", suite="t", seed=1)
 ADD = Case(op="add.Tensor", args="((T([5], f32), T([5], f32)), {})", suite="t", seed=2)
 REPO = Path(__file__).resolve().parents[2]
+FIELDS = {"backend": "aten", "worker": "w", "unit_info": None, "scan": []}
 
 
-@pytest.fixture
-def helpers(tmp_path, monkeypatch):
-    """Planning functions a spawned process can import (it gets the parent's sys.path)."""
-    (tmp_path / "planning_helpers.py").write_text(
-        textwrap.dedent(f"""
-        import os
-        from pathlib import Path
-
-        def pid(case):
-            return os.getpid()
-
-        def die(case):
-            os._exit(7)
-
-        def die_on_relu_once(case):
-            marker = Path({str(tmp_path)!r}) / "died"
-            if case.op == "relu.default" and not marker.exists():
-                marker.write_text("")
-                os._exit(7)
-            return case.test_id
-    """)
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import planning_helpers
-
-    return planning_helpers
+def _no_repeat(plan) -> dict:
+    return {k: v for k, v in plan.to_dict().items() if k != "repeat_after"}  # random
 
 
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and torch.equal(a, b) and a.dtype == b.dtype
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
-    return a == b
+def _answer(case: Case, plan, corrupt: bool = False) -> bytes:
+    """What a worker answers for ``plan``: eager PyTorch run as the kernel (doubled when
+    ``corrupt``), through the worker's own report (``instrument.candidate``)."""
+    from opbench.instrument.candidate import run_candidate
+    from opbench.spec.ops import get_overload
+
+    op = get_overload(case.op)
+
+    def kernel(*args, **kwargs):
+        out = op(*args, **kwargs)
+        return out * 2 if corrupt else out
+
+    report = run_candidate(case, kernel, "cpu", JudgeOptions(), plan, guard=False)
+    return protocol.encode_plain({"type": "result", "test_id": case.test_id, "report": report})
 
 
-def test_plans_made_in_a_process_equal_those_made_here_and_come_from_another_process(helpers):
-    compute = functools.partial(plan_trials, device="cpu", options=JudgeOptions())
-    plans = PlansAhead(compute, "cpu", ahead=True, processes=True)
+def test_plans_and_verdicts_made_in_the_process_equal_those_made_here():
+    options = JudgeOptions()
+    judge = SlotJudge("cpu", options, ahead=True)
     try:
-        plans.ahead(ADD)
-        got = {c.test_id: plans.get(c) for c in (RELU, ADD)}
+        judge.ahead(ADD)  # planned while "the worker runs": served in order
+        for case in (RELU, ADD):
+            plan, kept = judge.get(case)
+            here_plan, here = plan_trials(case, "cpu", options)
+            assert kept is None and _no_repeat(plan) == _no_repeat(here_plan)
+            for corrupt in (False, True):
+                if corrupt:  # planned again: a judged test's expectations are gone
+                    judge.get(case)
+                raw = _answer(case, plan, corrupt)
+                result, kind = judge.judge(case, Outcome("result", raw=raw), **FIELDS)
+                local = judge_outcome(
+                    case, Outcome("result", protocol.decode_plain(raw)), device="cpu",
+                    judge_options=options, expectations=here, **FIELDS,
+                )  # fmt: skip
+                assert kind == "result"
+                assert (result.status, result.category) == (local.status, local.category)
+                assert result.status == ("failed" if corrupt else "passed"), result.message
     finally:
-        plans.close()
-    for case in (RELU, ADD):
-        plan, expectations = got[case.test_id]
-        here_plan, here = compute(case)
-        drawn = {k: v for k, v in plan.to_dict().items() if k != "repeat_after"}  # random
-        assert drawn == {k: v for k, v in here_plan.to_dict().items() if k != "repeat_after"}
-        assert expectations.keys() == here.keys()
-        for seed, exp in expectations.items():
-            assert _same(exp.eager, here[seed].eager) and _same(exp.ref, here[seed].ref)
-            assert exp.input_digests == here[seed].input_digests
-    pids = PlansAhead(helpers.pid, "cpu", ahead=False, processes=True)
+        judge.close()
+
+
+@pytest.mark.parametrize(
+    "raw, says",
+    [(b"crafted", "unreadable message"),
+     (protocol.encode_plain({"poisoned": "cudaErrorIllegalAddress"}), "IllegalAddress")],
+)  # fmt: skip
+def test_an_unreadable_or_poisoned_answer_is_the_workers_crash(raw, says):
+    judge = SlotJudge("cpu", JudgeOptions(), ahead=False)
     try:
-        assert pids.get(RELU) != os.getpid()
+        judge.get(RELU)
+        result, kind = judge.judge(RELU, Outcome("result", raw=raw), **FIELDS)
     finally:
-        pids.close()
+        judge.close()
+    assert kind == "crash" and result.category == "crash" and says in result.message
 
 
-def test_a_process_that_dies_once_is_replaced_and_the_test_planned_again(helpers):
-    plans = PlansAhead(helpers.die_on_relu_once, "cpu", ahead=True, processes=True)
+def test_a_worker_that_died_is_judged_as_it_died():
+    judge = SlotJudge("cpu", JudgeOptions(), ahead=False)
     try:
-        plans.ahead(RELU)  # dies in the background; the test is planned again, alone
-        assert plans.get(RELU) == RELU.test_id
-        assert plans.get(ADD) == ADD.test_id
+        judge.get(RELU)
+        result, kind = judge.judge(RELU, Outcome("timeout", detail="no answer"), **FIELDS)
     finally:
-        plans.close()
+        judge.close()
+    assert kind == "timeout" and result.category == "timeout"
 
 
-def test_a_test_whose_planning_always_kills_the_process_is_its_own_error(helpers):
-    plans = PlansAhead(helpers.die, "cpu", ahead=True, processes=True)
+def _die(case):
+    os._exit(7)
+
+
+def test_a_process_that_dies_is_replaced_and_a_test_that_kills_it_twice_is_its_error(
+    monkeypatch,
+):
+    """The child unpickles ``_plan`` by name from this module: pointing it at a function
+    that kills the process (the spawned child imports this test module to find it)."""
+    judge = SlotJudge("cpu", JudgeOptions(), ahead=True)
     try:
-        with pytest.raises(PlanningProcessDied, match=RELU.test_id):
-            plans.get(RELU)
+        plan, _ = judge.get(RELU)  # a working process first
+        monkeypatch.setattr(slot_judge, "_plan", _die)
+        with pytest.raises(JudgingProcessDied, match=ADD.test_id):
+            judge.get(ADD)
+        monkeypatch.undo()
+        assert judge.get(ADD)[0].seeds  # a new process plans on
     finally:
-        plans.close()
+        judge.close()
 
 
 def test_a_bad_plan_place_is_a_clear_error(monkeypatch):
@@ -112,7 +126,7 @@ def test_a_bad_plan_place_is_a_clear_error(monkeypatch):
 
 def _verdicts(out: Path, where: str) -> dict[str, str]:
     cmd = [sys.executable, "-m", "opbench.cli", "run", "--suite", "opinfo", "--dtypes", "f32",
-           "--ops", "add,sort,cumsum,where", "--no-perf", "--workers", "2", "--out", str(out)]  # fmt: skip
+           "--ops", "add,sort,cumsum,where,abs_", "--no-perf", "--workers", "2", "--out", str(out)]  # fmt: skip
     env = {**os.environ, "OPBENCH_PLAN_IN": where, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -122,7 +136,7 @@ def _verdicts(out: Path, where: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_a_run_planned_in_processes_gives_every_verdict_a_run_planned_on_threads_gives(
+def test_a_run_judged_in_processes_gives_every_verdict_a_run_judged_on_threads_gives(
     tmp_path,
 ):
     threads = _verdicts(tmp_path / "threads", "thread")

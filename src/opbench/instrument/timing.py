@@ -451,7 +451,7 @@ def _time_pair(
     look()
     inputs_changed = not inputs.mutating and inputs.became_dirty()
 
-    # Like run.executor.judge_outcome's TestResult(...), kept apart: another record, same shape
+    # Like run.outcome_verdict.judge_outcome's TestResult(...), kept apart: another record, same shape
     return PairTiming(
         timer="cuda-event" if timer.cuda else "cpu-wall",
         device=str(dev),

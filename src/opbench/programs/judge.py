@@ -89,7 +89,7 @@ def judge_program(
             details={"tampering": tamper},
             duration_s=elapsed,
         )
-    # Like run.executor.judge_outcome's no_kernel result, kept apart: a program's own decline
+    # Like run.outcome_verdict.judge_outcome's no_kernel result, kept apart: a program's own decline
     if m.get("not_implemented"):
         return TestResult(
             status="not_implemented",

@@ -10,7 +10,6 @@ it in the store before the next case, so a slow test only ever holds up its own 
 
 from __future__ import annotations
 
-import functools
 import logging
 import queue
 import threading
@@ -23,8 +22,10 @@ from typing import Any
 
 from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.judge_errors import judge_error_result
-from opbench.run.plan_ahead import PlansAhead, plan_where
+from opbench.run.outcome_verdict import judge_outcome
+from opbench.run.plan_ahead import PlansAhead
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess
+from opbench.run.slot_judge import SlotJudge, plan_where
 from opbench.run.store import ResultStore, TestResult, case_fields
 from opbench.suites.case import Case
 
@@ -116,136 +117,6 @@ def not_run_result(case: Case, kind: str, limit: int, *, backend: str, device: s
         ),
         **case_fields(case, backend=backend, device=device),
     )
-
-
-def judge_outcome(
-    case: Case,
-    outcome: Outcome,
-    *,
-    device: str,
-    judge_options: Any,
-    backend: str,
-    worker: str,
-    expectations: Any = None,
-    unit_info: dict[str, Any] | None = None,
-    scan: list[Any] | None = None,
-) -> TestResult:
-    """Turn what a worker sent (or how it died) into a :class:`TestResult`.
-
-    ``expectations``: the references :func:`opbench.judge.evaluate.plan_trials`
-    computed for this case (recomputed when missing); ``unit_info``: what the worker
-    reported when it imported the case's unit (import-time tampering and calls);
-    ``scan``: the static scan's findings for the unit (warnings, shown with the result).
-    """
-    base = case_fields(case, backend=backend, device=device, worker=worker)
-    scan_details = {"static_scan": [f.to_dict() for f in scan]} if scan else {}
-    if outcome.kind != "result":
-        msg = outcome.detail
-        if outcome.stderr_tail:
-            msg += "\n--- last stderr lines ---\n" + outcome.stderr_tail
-        return TestResult(
-            status="failed", category=outcome.kind, message=msg, details=scan_details, **base
-        )
-    m = outcome.message or {}
-    elapsed = m.get("elapsed_s")
-    if m.get("worker_error"):
-        return TestResult(
-            status="failed",
-            category="error",
-            message=f"worker error: {m['worker_error']}",
-            details={"traceback": m.get("tb", "")},
-            duration_s=elapsed,
-            **base,
-        )
-    # Like programs.judge.judge_program's not_implemented, kept apart: an op with no kernel
-    if m.get("no_kernel"):
-        return TestResult(
-            status="not_implemented",
-            category="not_implemented",
-            message=f"the backend has no kernel for {case.op}",
-            duration_s=elapsed,
-            **base,
-        )
-    from opbench.judge.evaluate import CandidateReport, judge_report
-
-    try:
-        report = CandidateReport.from_plain(m["report"])
-    except Exception as e:  # malformed report from an untrusted worker
-        return TestResult(
-            status="failed", category="error", message=f"unreadable report: {e}", **base
-        )
-    from opbench.judge.verdicts import import_verdict, timing_guard_verdict
-
-    t_judge = time.perf_counter()
-    from opbench.judge.neighbour_verdict import neighbour_verdict
-    from opbench.spec.reference import is_reference_backend
-
-    verdict = (
-        import_verdict(case.op, unit_info, judge_options)
-        or neighbour_verdict(
-            m.get("neighbours"),
-            allow_threads=bool(getattr(judge_options, "allow_threads", False)),
-            when="test",
-        )
-        or judge_report(
-            case,
-            report,
-            device,
-            judge_options,
-            expectations,
-            guard=not is_reference_backend(backend),
-        )
-    )
-    judge_s = time.perf_counter() - t_judge
-    # Like instrument.timing._time_pair's PairTiming(...), kept apart: another record, same shape
-    result = TestResult(
-        status=verdict.status,
-        category=verdict.category,
-        message=verdict.message,
-        weak=verdict.weak,
-        max_abs_err=verdict.max_abs_err,
-        max_rel_err=verdict.max_rel_err,
-        details={**(verdict.details or {}), **scan_details, "judge_s": round(judge_s, 4)},
-        duration_s=elapsed,
-        **base,
-    )
-    if verdict.status != "passed":
-        return result
-    timed = timing_guard_verdict(case.op, m, judge_options)
-    if timed is not None and timed.status != "passed":
-        result.status, result.category, result.message = timed.status, timed.category, timed.message
-        result.details.update(timed.details)
-        return result
-    if timed is not None and timed.details:
-        result.details.update(timed.details)
-    from opbench.judge.timed_output import (
-        final_draw,
-        judge_timed_output,
-        kept_outputs,
-        kept_outputs_problem,
-    )
-
-    gone = kept_outputs_problem(m)
-    if gone:
-        result.status, result.category, result.message = "failed", "cheat", gone
-        return result
-    for what, outputs, meta, draw in kept_outputs(m):
-        late = judge_timed_output(
-            case, outputs, meta, device, judge_options, expectations, what, draw, final_draw(m)
-        )
-        if late is not None:
-            result.status, result.category, result.message = (
-                late.status,
-                late.category,
-                late.message,
-            )
-            return result
-    timing = m.get("timing")
-    if timing:
-        from opbench.judge.perf_verdict import apply_timing, work_for
-
-        apply_timing(result, case, timing, device, work_for(case, device))
-    return result
 
 
 def with_hidden_run_dir(config: WorkerConfig, store: ResultStore, *dirs: Path) -> WorkerConfig:
@@ -384,7 +255,7 @@ class LocalExecutor:
         never ends a run the other slots can finish. A slot that meets
         :data:`HARNESS_ERRORS_IN_A_ROW` in a row stops (the fault is not passing)."""
         slot = _SlotState()
-        plans: PlansAhead | None = None
+        plans: PlansAhead | SlotJudge | None = None
         in_a_row = 0
         try:
             from opbench.instrument.tensors import bind_device
@@ -416,11 +287,12 @@ class LocalExecutor:
             if slot.worker is not None:
                 slot.worker.stop()
 
-    def _plans(self, device: str) -> PlansAhead:
+    def _plans(self, device: str) -> PlansAhead | SlotJudge:
         """The slot's planning: :func:`~opbench.judge.evaluate.plan_trials` on harness
-        threads, or in a process of the slot's own (``OPBENCH_PLAN_IN=process``, with a
-        worker's share of the CPU's threads for torch); a ``plans`` function given to the
-        executor (the Scorer's) always runs on threads."""
+        threads (and judging on the slot's thread), or both in a process of the slot's
+        own (``OPBENCH_PLAN_IN=process``, :class:`~opbench.run.slot_judge.SlotJudge`,
+        with a worker's share of the CPU's threads for torch); a ``plans`` function given
+        to the executor (the Scorer's) always runs on threads."""
         from opbench.judge.evaluate import plan_trials
 
         ahead = not self.config.perf
@@ -428,8 +300,7 @@ class LocalExecutor:
             from opbench.run.setup import cpu_share
 
             threads = cpu_share(max(1, self.options.workers))
-            compute = functools.partial(plan_trials, device=device, options=self.judge_options)
-            return PlansAhead(compute, device, ahead=ahead, processes=True, threads=threads)
+            return SlotJudge(device, self.judge_options, ahead=ahead, threads=threads)
         plan_for = self.plan_for or (lambda c, d: plan_trials(c, d, self.judge_options))
         return PlansAhead(lambda case: plan_for(case, device), device, ahead=ahead)
 
@@ -439,7 +310,7 @@ class LocalExecutor:
         unit: Unit,
         group: list[Case],
         slot: _SlotState,
-        plans: PlansAhead,
+        plans: PlansAhead | SlotJudge,
         todo: queue.Queue,
         on_result: Callable[[TestResult], None],
     ) -> None:
@@ -472,31 +343,40 @@ class LocalExecutor:
                     if got is not slot.worker and not self.config.perf:
                         self._preload_next(device, todo)
                     slot.worker = got
+                    raw = {"raw": True} if isinstance(plans, SlotJudge) else {}
                     outcome = got.run_case(
-                        case.to_dict(), self.options.test_timeout_s, plan.to_dict()
+                        case.to_dict(), self.options.test_timeout_s, plan.to_dict(), **raw
                     )
                 worker = slot.worker
                 name = worker.name if worker else ""
-                unit_info = worker.loaded_info if worker else None
-                if outcome.kind in ("crash", "timeout", "oom"):
-                    self.budget.record(case.op, outcome.kind)
-                    slot.worker = None
+                fields = {
+                    "backend": backend,
+                    "worker": name,
+                    "unit_info": worker.loaded_info if worker else None,
+                    "scan": self.planner.scan(unit),
+                }
+                kind = outcome.kind
                 try:
-                    result = judge_outcome(
-                        case,
-                        outcome,
-                        device=device,
-                        judge_options=self.judge_options,
-                        backend=backend,
-                        worker=name,
-                        expectations=expectations,
-                        unit_info=unit_info,
-                        scan=self.planner.scan(unit),
-                    )
+                    if isinstance(plans, SlotJudge):  # the answer is read over there
+                        result, kind = plans.judge(case, outcome, **fields)
+                        if kind != outcome.kind and worker is not None:
+                            worker.kill()  # unreadable, or its CUDA context is broken
+                    else:
+                        result = judge_outcome(
+                            case,
+                            outcome,
+                            device=device,
+                            judge_options=self.judge_options,
+                            expectations=expectations,
+                            **fields,
+                        )
                 except Exception as e:  # opbench's own failure: this test's judge_error
                     result = judge_error_result(
                         case, e, "judge", backend=backend, device=device, worker=name
                     )
+                if kind in ("crash", "timeout", "oom"):
+                    self.budget.record(case.op, kind)
+                    slot.worker = None
                 if result.duration_s is None:
                     result.duration_s = time.perf_counter() - started
             self.store.add(result)

@@ -4,7 +4,7 @@
 factory. Its slots run here, in the harness, exactly as in a local run: they take
 chunks of one isolation unit, plan each test's trials and compute its expectations
 (:func:`opbench.judge.expectations.plan_trials`, one test ahead), send the test, and
-judge what comes back with :func:`~opbench.run.executor.judge_outcome` against those
+judge what comes back with :func:`~opbench.run.outcome_verdict.judge_outcome` against those
 same expectations, then store it. What differs is only where the worker process lives:
 each slot owns one long-lived Ray actor (:class:`~opbench.run.ray_node.NodeWorkers`,
 one GPU or one CPU of a node) that keeps an ordinary
@@ -96,10 +96,21 @@ class RemoteWorker:
         return info
 
     def run_case(
-        self, case_dict: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None = None
+        self,
+        case_dict: dict[str, Any],
+        timeout_s: float,
+        plan: dict[str, Any] | None = None,
+        *,
+        raw: bool = False,
     ) -> Outcome:
+        """As a local worker's; ``raw``: a result unread in ``Outcome.raw`` (a slot's
+        judging process reads it, :class:`~opbench.run.slot_judge.SlotJudge`)."""
         o = self._slot.call("run_case", self.name, case_dict, timeout_s, plan,
                             timeout=timeout_s + CALL_MARGIN_S)  # fmt: skip
+        if raw:
+            raw_kind = o["kind"]
+            return Outcome(raw_kind, None, o.get("detail", ""), o.get("stderr_tail", ""),
+                           raw=o.get("message") if raw_kind == "result" else None)  # fmt: skip
         message = None
         if o.get("message") is not None:
             try:

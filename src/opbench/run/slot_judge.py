@@ -1,0 +1,191 @@
+"""A slot's planning and judging in a process of its own (``OPBENCH_PLAN_IN=process``).
+
+With threads, every slot plans (draws inputs, runs eager and the float64 reference) and
+judges (reads the worker's answer, compares) in the harness's one interpreter. On 2 x H100
+the OpInfo suite then took longer on 2 GPUs than on 1 (147.5 s of tests against 124.8 s,
+``results/scaling-opinfo-h100x2.md``), with the planning thread on each slot's critical
+path (``results/harness-profile-opinfo-h200.md``). Here a slot's tests are planned and
+judged in one spawned process (a fresh CUDA state; it imports opbench and torch, never a
+kernel, so it is as trusted as the harness): it keeps each test's expectations, which can
+be hundreds of megabytes, and receives the worker's answer as the bytes the worker wrote.
+What crosses to the harness is a plan (seeds) and a verdict.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+from opbench.run.worker_process import POISONED, Outcome, poisoned
+from opbench.suites.case import Case
+
+__all__ = ["JudgingProcessDied", "SlotJudge", "plan_where"]
+
+#: Expectations a judging process keeps for tests planned but not yet judged: the test
+#: in hand and those planned ahead. One evicted (the run went another way) is computed
+#: again when its answer comes, as a thread-planned test's missing expectations are.
+KEPT_EXPECTATIONS = 8
+
+
+class JudgingProcessDied(RuntimeError):
+    """A slot's judging process died on one test twice (the second time alone, on a new
+    process): that test's own ``judge_error``; the slot goes on with a new process."""
+
+
+def plan_where() -> str:
+    """Where a slot plans and judges: ``OPBENCH_PLAN_IN`` ``thread`` (default: the
+    harness's own threads) or ``process`` (:class:`SlotJudge`). Not yet timed on GPUs, so
+    not the default: ``benchmarks/probes/planning_scaling.py`` and ``gpu_scaling.py --env
+    OPBENCH_PLAN_IN=process`` measure it."""
+    where = os.environ.get("OPBENCH_PLAN_IN", "thread")
+    if where not in ("thread", "process"):
+        raise ValueError(f"OPBENCH_PLAN_IN must be 'thread' or 'process', not {where!r}")
+    return where
+
+
+class SlotJudge:
+    """One slot's judging process. :meth:`ahead` and :meth:`get` as
+    :class:`~opbench.run.plan_ahead.PlansAhead`'s (``get`` gives ``(plan, None)``: the
+    expectations stay in the process), and :meth:`judge` for the worker's answer.
+
+    Requests are served in order by one process: the next test's plan, asked for while
+    the worker runs this one, is made while the worker runs. Where the process dies, it
+    is replaced and the request made again alone; a second death raises
+    :class:`JudgingProcessDied` for that test."""
+
+    def __init__(self, device: str, options: Any, *, ahead: bool, threads: int = 1) -> None:
+        self.device, self._options, self._threads = device, options, threads
+        self._ahead = ahead
+        self.depth = 1
+        self._pending: dict[str, Any] = {}
+        self._pool = self._start()
+
+    def _start(self) -> Any:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(
+            1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_judge,
+            initargs=(self.device, self._threads, self._options),
+        )
+        pool.submit(_ready)  # start it now, beside the worker's start, not at the first plan
+        return pool
+
+    def _call(self, what: str, case: Case, future: Any, fn: Any, *args: Any) -> Any:
+        """``future``'s answer; if the process died, a new one and ``fn(*args)`` alone."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            pass
+        self._restart()  # which request killed it is unknown: this one again, alone
+        try:
+            return self._pool.submit(fn, *args).result()
+        except BrokenProcessPool:
+            self._restart()
+            raise JudgingProcessDied(
+                f"the judging process on {self.device} died {what} {case.test_id}, twice "
+                "(the second time alone on a new process)"
+            ) from None
+
+    def _restart(self) -> None:
+        self._pending.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._start()
+
+    def ahead(self, cases: Case | list[Case]) -> None:
+        """Start planning the next test (only without timing: planning beside measured
+        calls would share the CPU or GPU with them)."""
+        if not self._ahead:
+            return
+        for case in ([cases] if isinstance(cases, Case) else cases)[: self.depth]:
+            if case.test_id not in self._pending:
+                self._pending[case.test_id] = self._pool.submit(_plan, case)
+
+    def get(self, case: Case) -> tuple[Any, None]:
+        """``case``'s trial plan (its expectations stay in the process)."""
+        future = self._pending.pop(case.test_id, None)
+        if future is None:
+            for stale in self._pending.values():
+                stale.cancel()
+            self._pending.clear()
+            future = self._pool.submit(_plan, case)
+        return self._call("planning", case, future, _plan, case), None
+
+    def judge(self, case: Case, outcome: Outcome, **fields: Any) -> tuple[Any, str]:
+        """The test's result from the worker's ``outcome`` (a result as the bytes it
+        wrote, ``run_case(raw=True)``), and the outcome's kind as judged: ``crash`` where
+        the answer could not be read or says the CUDA context is broken (the caller then
+        kills that worker). ``fields``: :func:`~opbench.run.outcome_verdict.judge_outcome`'s
+        ``backend``, ``worker``, ``unit_info`` and ``scan``."""
+        args = (case, outcome.kind, outcome.raw, outcome.detail, outcome.stderr_tail, fields)
+        return self._call("judging", case, self._pool.submit(_judge, *args), _judge, *args)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# -- in the judging process ------------------------------------------------------------
+_STATE: dict[str, Any] = {}
+
+
+def _start_judge(device: str, threads: int, options: Any) -> None:
+    """The process's start: its torch threads, its GPU, the imports of planning and
+    judging, so the first test waits for none of them."""
+    import torch
+
+    from opbench.instrument.tensors import bind_device
+
+    torch.set_num_threads(max(1, threads))
+    bind_device(device)
+    import opbench.judge.evaluate  # noqa: F401
+    import opbench.run.outcome_verdict  # noqa: F401
+
+    _STATE.update(device=device, options=options, kept=OrderedDict())
+
+
+def _ready() -> None:
+    """Nothing: submitted first, so the process starts with the slot."""
+
+
+def _plan(case: Case) -> Any:
+    from opbench.judge.evaluate import plan_trials
+
+    plan, expectations = plan_trials(case, _STATE["device"], _STATE["options"])
+    kept: OrderedDict[str, Any] = _STATE["kept"]
+    kept[case.test_id] = expectations
+    while len(kept) > KEPT_EXPECTATIONS:
+        kept.popitem(last=False)
+    return plan
+
+
+def _judge(
+    case: Case, kind: str, raw: bytes | None, detail: str, stderr_tail: str, fields: Any
+) -> tuple[Any, str]:
+    from opbench.run import protocol
+    from opbench.run.outcome_verdict import judge_outcome
+
+    message = None
+    if kind == "result":
+        try:
+            message = protocol.decode_plain(raw or b"")
+        except protocol.ProtocolError as e:  # as a local worker's unreadable answer
+            kind, detail = "crash", str(e)
+        else:
+            broken = poisoned(message)
+            if broken:
+                kind, message, detail = "crash", None, POISONED.format(broken)
+    expectations = _STATE["kept"].pop(case.test_id, None)
+    result = judge_outcome(
+        case,
+        Outcome(kind, message, detail, stderr_tail),
+        device=_STATE["device"],
+        judge_options=_STATE["options"],
+        expectations=expectations,
+        **fields,
+    )
+    return result, kind
