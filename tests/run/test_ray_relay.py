@@ -11,6 +11,7 @@ import warnings
 import pytest
 import torch
 
+from opbench.run import protocol
 from opbench.run.pool import Outcome
 from opbench.run.ray_executor import RemoteWorker
 from opbench.run.ray_node import _outcome_plain
@@ -47,7 +48,8 @@ def test_pickle_cannot_carry_a_complex32_tensor():
 
 def test_an_answer_of_any_dtype_crosses_the_ray_hop():
     out = _chalf()
-    answer = Outcome("result", message={"outputs": [out, torch.arange(3)], "note": "n"})
+    written = protocol.encode_plain({"outputs": [out, torch.arange(3)], "note": "n"})
+    answer = Outcome("result", raw=written)
     worker = RemoteWorker(_Slot(_outcome_plain(answer)), {"name": "vm/w1"})
     got = worker.run_case({}, 1.0)
     assert got.kind == "result" and got.message["note"] == "n"
@@ -68,8 +70,6 @@ def test_an_unreadable_relayed_answer_is_the_workers_crash():
 def test_the_actor_relays_the_workers_bytes_unread():
     """The actor no longer reads a worker's answer and writes it again: the bytes the
     worker wrote reach the harness as they are."""
-    from opbench.run import protocol
-
     written = protocol.encode_plain({"outputs": [torch.arange(4)], "note": "as written"})
     relayed = _outcome_plain(Outcome("result", raw=written))
     assert relayed["message"] is written
@@ -80,8 +80,6 @@ def test_the_actor_relays_the_workers_bytes_unread():
 def test_a_relayed_answer_that_says_the_context_is_broken_kills_the_worker():
     """A local worker's poisoned answer is checked where it is read; the actor relays it
     unread, so the harness checks it and has the actor kill the worker."""
-    from opbench.run import protocol
-
     written = protocol.encode_plain({"poisoned": "cudaErrorIllegalAddress"})
     slot = _Slot(_outcome_plain(Outcome("result", raw=written)))
     got = RemoteWorker(slot, {"name": "vm/w1"}).run_case({}, 1.0)

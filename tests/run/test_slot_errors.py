@@ -47,7 +47,7 @@ class _Worker:
     def alive(self) -> bool:
         return True
 
-    def run_case(self, case, timeout_s, plan=None) -> Outcome:
+    def run_case(self, case, timeout_s, plan=None, *, raw=False) -> Outcome:
         return Outcome("result", message={"worker_error": "fake worker", "elapsed_s": 0.0})
 
     def kill(self) -> None:

@@ -343,9 +343,11 @@ class LocalExecutor:
                     if got is not slot.worker and not self.config.perf:
                         self._preload_next(device, todo)
                     slot.worker = got
-                    raw = {"raw": True} if isinstance(plans, SlotJudge) else {}
                     outcome = got.run_case(
-                        case.to_dict(), self.options.test_timeout_s, plan.to_dict(), **raw
+                        case.to_dict(),
+                        self.options.test_timeout_s,
+                        plan.to_dict(),
+                        raw=isinstance(plans, SlotJudge),  # read in the judging process
                     )
                 worker = slot.worker
                 name = worker.name if worker else ""

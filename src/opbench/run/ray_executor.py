@@ -49,13 +49,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
-from opbench.run import protocol
 from opbench.run.executor import ExecutionOptions, LocalExecutor, with_hidden_run_dir
 from opbench.run.isolation import IsolationPlanner
 from opbench.run.pool import Outcome, WorkerConfig, WorkerStartError
 from opbench.run.ray_node import NodeWorkers, pack_kernel_dir
 from opbench.run.store import ResultStore, TestResult
-from opbench.run.worker_process import POISONED, poisoned
+from opbench.run.worker_process import read_result
 from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
@@ -107,22 +106,15 @@ class RemoteWorker:
         judging process reads it, :class:`~opbench.run.slot_judge.SlotJudge`)."""
         o = self._slot.call("run_case", self.name, case_dict, timeout_s, plan,
                             timeout=timeout_s + CALL_MARGIN_S)  # fmt: skip
+        tail = o.get("stderr_tail", "")
+        if o["kind"] != "result":
+            return Outcome(o["kind"], None, o.get("detail", ""), tail)
         if raw:
-            raw_kind = o["kind"]
-            return Outcome(raw_kind, None, o.get("detail", ""), o.get("stderr_tail", ""),
-                           raw=o.get("message") if raw_kind == "result" else None)  # fmt: skip
-        message = None
-        if o.get("message") is not None:
-            try:
-                message = protocol.decode_plain(o["message"])
-            except protocol.ProtocolError as e:  # as a local worker's unreadable answer
-                self.kill()
-                return Outcome("crash", detail=str(e), stderr_tail=o.get("stderr_tail", ""))
-        broken = poisoned(message) if o["kind"] == "result" else None
-        if broken:  # the actor relays the answer unread: its worker is killed from here
+            return Outcome("result", stderr_tail=tail, raw=o["message"])
+        out = read_result(o["message"], tail)
+        if out.kind == "crash":  # the actor relays the answer unread: killed from here
             self.kill()
-            return Outcome("crash", detail=POISONED.format(broken))
-        return Outcome(o["kind"], message, o.get("detail", ""), o.get("stderr_tail", ""))
+        return out
 
     def alive(self) -> bool:
         return not self._ended and bool(self._slot.call("alive", self.name, timeout=CALL_MARGIN_S))

@@ -58,12 +58,10 @@ def unpack_kernel_dir(files: dict[str, bytes], dest: Path) -> Path:
 def _outcome_plain(o: Outcome) -> dict[str, Any]:
     """An outcome as Ray may carry it: the worker's message (tensors of any dtype) as the
     bytes it wrote (``Outcome.raw``), which the harness reads as it reads a local
-    worker's. Ray's pickle cannot carry every tensor (complex32); reading the message
-    here and writing it again cost the actor a decode and an encode of every output."""
-    from opbench.run.protocol import encode_plain
-
-    message = o.raw if o.raw is not None else None if o.message is None else encode_plain(o.message)
-    return {"kind": o.kind, "message": message, "detail": o.detail, "stderr_tail": o.stderr_tail}
+    worker's (the actor asks its workers for ``run_case(raw=True)``). Ray's pickle cannot
+    carry every tensor (complex32); reading the message here and writing it again cost
+    the actor a decode and an encode of every output."""
+    return {"kind": o.kind, "message": o.raw, "detail": o.detail, "stderr_tail": o.stderr_tail}
 
 
 class NodeWorkers:

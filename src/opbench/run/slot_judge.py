@@ -17,7 +17,7 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-from opbench.run.worker_process import POISONED, Outcome, poisoned
+from opbench.run.worker_process import Outcome, read_result
 from opbench.suites.case import Case
 
 __all__ = ["JudgingProcessDied", "SlotJudge", "plan_where"]
@@ -166,26 +166,16 @@ def _plan(case: Case) -> Any:
 def _judge(
     case: Case, kind: str, raw: bytes | None, detail: str, stderr_tail: str, fields: Any
 ) -> tuple[Any, str]:
-    from opbench.run import protocol
     from opbench.run.outcome_verdict import judge_outcome
 
-    message = None
-    if kind == "result":
-        try:
-            message = protocol.decode_plain(raw or b"")
-        except protocol.ProtocolError as e:  # as a local worker's unreadable answer
-            kind, detail = "crash", str(e)
-        else:
-            broken = poisoned(message)
-            if broken:
-                kind, message, detail = "crash", None, POISONED.format(broken)
+    outcome = read_result(raw or b"", stderr_tail) if kind == "result" else None
     expectations = _STATE["kept"].pop(case.test_id, None)
     result = judge_outcome(
         case,
-        Outcome(kind, message, detail, stderr_tail),
+        outcome or Outcome(kind, None, detail, stderr_tail),
         device=_STATE["device"],
         judge_options=_STATE["options"],
         expectations=expectations,
         **fields,
     )
-    return result, kind
+    return result, outcome.kind if outcome else kind

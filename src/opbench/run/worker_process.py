@@ -70,6 +70,21 @@ def poisoned(message: dict[str, Any] | None) -> str | None:
     return (message or {}).get("poisoned") if isinstance(message, dict) else None
 
 
+def read_result(data: bytes, stderr_tail: str = "") -> Outcome:
+    """A result that crossed unread (``Outcome.raw``: relayed by a Ray actor, or sent to a
+    slot's judging process), read as :meth:`WorkerProcess.run_case` reads its own: an
+    answer that cannot be read, or says the CUDA context is broken, is the worker's
+    ``crash`` (whoever reads it then has that worker killed)."""
+    try:
+        message = protocol.decode_plain(data)
+    except protocol.ProtocolError as e:
+        return Outcome("crash", detail=str(e), stderr_tail=stderr_tail)
+    broken = poisoned(message)
+    if broken:
+        return Outcome("crash", detail=POISONED.format(broken), stderr_tail=stderr_tail)
+    return Outcome("result", message, stderr_tail=stderr_tail)
+
+
 class WorkerStartError(RuntimeError):
     """A worker could not start (the backend failed to load, the sandbox failed, ...)."""
 
@@ -330,7 +345,8 @@ class WorkerProcess:
                     return Outcome("crash", detail=str(e), stderr_tail=self.stderr_tail())
             if need is not None and len(self._buf) >= protocol.HEADER_SIZE + need:
                 if raw:
-                    data = bytes(self._buf[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need])
+                    with memoryview(self._buf) as view:  # one copy, not a slice's and then bytes'
+                        data = bytes(view[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need])
                     del self._buf[: protocol.HEADER_SIZE + need]
                     return Outcome("result", raw=data)
                 data = memoryview(self._buf)[protocol.HEADER_SIZE : protocol.HEADER_SIZE + need]
