@@ -167,6 +167,13 @@ def _loads(run: dict[str, Any], key: str) -> str:
     return " / ".join(str(d[key]) for d in loads.values()) or "-"
 
 
+def _first_results(timing: dict[str, Any]) -> str:
+    """Each slot's first result, in seconds from the tests' start (the run's own
+    ``timing_s.slots_start``: the judging process and the first worker both started)."""
+    slots = timing.get("slots_start") or []
+    return " / ".join(str(s.get("result_s", "-")) for s in slots) or "-"
+
+
 def _markdown(result: dict[str, Any]) -> list[str]:
     a = result["analysis"]
     lines = [
@@ -176,8 +183,8 @@ def _markdown(result: dict[str, Any]) -> list[str]:
         f"{result['torch']}; suite built once before the runs ({result.get('warm_s')} s). "
         "One worker (or Ray actor) a GPU, `--no-perf`.",
         "",
-        "| run | rc | wall s | tests | passed share | build s | tests s | over 1 GPU | Ray / local wall | same verdicts | tests a GPU | GPUs' last results s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | rc | wall s | tests | passed share | build s | tests s | over 1 GPU | Ray / local wall | same verdicts | tests a GPU | slots' first results s | GPUs' last results s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in result["runs"].items():
         t = r.get("timing_s") or {}
@@ -187,7 +194,7 @@ def _markdown(result: dict[str, Any]) -> list[str]:
             f"| {name}{' (at once with ' + ', '.join(r['concurrent_with']) + ')' if r.get('concurrent_with') else ''} | {r.get('rc')} | {r.get('wall_s', 0):.1f} | {r.get('tests_recorded')} | "
             f"{r.get('correctness_score')} | {t.get('build_suite')} | {t.get('run')} | "
             f"{a['scaling'].get(name, '-')} | {rv['wall_ratio'] if rv else '-'} | {same} | "
-            f"{_loads(r, 'tests')} | {_loads(r, 'last_result_s')} |"
+            f"{_loads(r, 'tests')} | {_first_results(t)} | {_loads(r, 'last_result_s')} |"
         )
     for name, rv in a["ray_vs_local"].items():
         if rv["differ"]:

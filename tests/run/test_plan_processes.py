@@ -121,7 +121,22 @@ def test_a_process_that_dies_is_replaced_and_a_test_that_kills_it_twice_is_its_e
 def test_a_bad_plan_place_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("OPBENCH_PLAN_IN", "gpu")
     with pytest.raises(ValueError, match="OPBENCH_PLAN_IN"):
-        plan_where()
+        plan_where("cpu")
+
+
+@pytest.mark.parametrize(
+    ("setting", "device", "where"),
+    [(None, "cuda:1", "process"), (None, "cpu", "thread"), ("auto", "cuda", "process"),
+     ("thread", "cuda:0", "thread"), ("process", "cpu", "process")],
+)  # fmt: skip
+def test_slots_judge_in_processes_on_gpus_and_on_threads_on_the_cpu_unless_told(
+    monkeypatch, setting, device, where
+):
+    if setting is None:
+        monkeypatch.delenv("OPBENCH_PLAN_IN", raising=False)
+    else:
+        monkeypatch.setenv("OPBENCH_PLAN_IN", setting)
+    assert plan_where(device) == where
 
 
 def _verdicts(out: Path, where: str) -> dict[str, str]:

@@ -160,6 +160,50 @@ def test_a_spare_is_preloaded_once_even_with_the_whole_backend_as_its_unit(
     assert w.preload_asked and w.preload_result == {"type": "loaded", "unit": None}
 
 
+class SlowStartWorker(FakeWorker):
+    """A fake whose process takes 50 ms to launch (a fork server's template starting)."""
+
+    created: list[str] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        time.sleep(0.05)
+        super().__init__(*args, **kwargs)
+        SlowStartWorker.created.append(self.name)
+
+
+def test_slots_that_ask_while_warm_workers_start_take_them_and_start_none_of_their_own(
+    tmp_path: Path, monkeypatch, thread_errors
+) -> None:
+    """A run warms one worker a slot before its first plan (``WorkerFactory.warm``); a
+    slot that asks while they still start waits for one of them, rather than start a
+    worker of its own behind them on the one spawner thread (which would make the first
+    test wait for two starts)."""
+    PROBLEMS.seen.clear()
+    SlowStartWorker.created.clear()
+    monkeypatch.setattr(pool, "WorkerProcess", SlowStartWorker)
+    cfg = WorkerConfig(backend="aten", device="cpu", fork_server=False, spare_workers=1)
+    factory = WorkerFactory(cfg, tmp_path / "logs")
+    got: list[str] = []
+    try:
+        factory.warm("cpu", 3)
+        time.sleep(0.01)  # the warm threads have counted their starts; none has finished
+        takers = [
+            threading.Thread(target=lambda: got.append(factory.get("cpu", None).name))
+            for _ in range(3)
+        ]
+        for t in takers:
+            t.start()
+        for t in takers:
+            t.join(timeout=10)
+        started_for_slots = factory.started
+    finally:
+        factory.close()
+    assert not PROBLEMS.seen, PROBLEMS.seen
+    assert sorted(got) == sorted(SlowStartWorker.created[:3])  # the warmed ones
+    # the three warmed workers, then at most one spare for the next chunk
+    assert started_for_slots <= 4, started_for_slots
+
+
 @pytest.mark.slow
 def test_many_slots_take_preload_and_retire_spares_at_once(
     tmp_path: Path, monkeypatch, slow_thread_start, thread_errors
@@ -203,6 +247,7 @@ def test_many_slots_take_preload_and_retire_spares_at_once(
 
     threads = [threading.Thread(target=slot, args=(k,)) for k in range(SLOTS)]
     t0 = time.perf_counter()
+    factory.warm("cpu", SLOTS)  # as a run starts: its slots' workers, warmed ahead
     try:
         for t in threads:
             t.start()

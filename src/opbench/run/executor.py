@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,12 @@ class _SlotState:
 
     worker: WorkerProcess | None = None
     recorded: int = 0
+    #: seconds from the run's start to the slot's first plan, worker and result
+    start: dict[str, Any] = field(default_factory=dict)
+
+    def mark(self, what: str, t0: float) -> None:
+        """Note when ``what`` first happened (the run's start at ``t0``)."""
+        self.start.setdefault(what, round(time.perf_counter() - t0, 2))
 
     def drop_worker(self) -> None:
         """Kill the worker after a harness error: its pipe may hold a half-read answer."""
@@ -174,6 +180,10 @@ class LocalExecutor:
         self.unfinished: list[dict[str, Any]] = []
         self._first_harness_error: Exception | None = None
         self._stopping = threading.Event()
+        self._t0 = time.perf_counter()
+        #: per slot, seconds from the run's start to its first plan, its first worker
+        #: ready with the unit loaded, and its first result (where a run's start goes)
+        self.slots_start: list[dict[str, Any]] = []
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
         todo: queue.Queue[tuple[Unit, list[Case]]] = queue.Queue()
@@ -181,11 +191,13 @@ class LocalExecutor:
             todo.put(item)
         devices = list(self.options.devices) or ["cpu"]
         n = max(1, self.options.workers)
+        slot_devices = [devices[i % len(devices)] for i in range(n)]
+        self._t0 = time.perf_counter()
+        for device, slots in Counter(slot_devices).items():
+            self.factory.warm(device, slots)  # workers start beside the first plans
         threads = [
-            threading.Thread(
-                target=self._slot, args=(devices[i % len(devices)], todo, on_result), daemon=True
-            )
-            for i in range(n)
+            threading.Thread(target=self._slot, args=(device, todo, on_result), daemon=True)
+            for device in slot_devices
         ]
         for t in threads:
             t.start()
@@ -200,6 +212,7 @@ class LocalExecutor:
             if self._own_factory:
                 self.factory.close()
             self.worker_info = {"load_errors": dict(self.planner.load_errors)}
+            self.worker_info["slots_start_s"] = list(self.slots_start)
             found = self.factory.backend_settings()
             if found is not None:
                 self.worker_info["backend_settings"] = found
@@ -254,7 +267,9 @@ class LocalExecutor:
         (``--resume`` runs them) and the slot goes on with a fresh worker, so one error
         never ends a run the other slots can finish. A slot that meets
         :data:`HARNESS_ERRORS_IN_A_ROW` in a row stops (the fault is not passing)."""
-        slot = _SlotState()
+        slot = _SlotState(start={"device": device})
+        with self._lock:
+            self.slots_start.append(slot.start)
         plans: PlansAhead | SlotJudge | None = None
         in_a_row = 0
         try:
@@ -290,13 +305,14 @@ class LocalExecutor:
     def _plans(self, device: str) -> PlansAhead | SlotJudge:
         """The slot's planning: :func:`~opbench.judge.evaluate.plan_trials` on harness
         threads (and judging on the slot's thread), or both in a process of the slot's
-        own (``OPBENCH_PLAN_IN=process``, :class:`~opbench.run.slot_judge.SlotJudge`,
+        own (by default on a GPU, :func:`~opbench.run.slot_judge.plan_where`;
+        :class:`~opbench.run.slot_judge.SlotJudge`,
         with a worker's share of the CPU's threads for torch); a ``plans`` function given
         to the executor (the Scorer's) always runs on threads."""
         from opbench.judge.evaluate import plan_trials
 
         ahead = not self.config.perf
-        if self.plan_for is None and plan_where() == "process":
+        if self.plan_for is None and plan_where(device) == "process":
             from opbench.run.setup import cpu_share
 
             threads = cpu_share(max(1, self.options.workers))
@@ -324,6 +340,7 @@ class LocalExecutor:
             if result is None:
                 try:
                     plan, expectations = plans.get(case)
+                    slot.mark("plan_s", self._t0)
                 except Exception as e:  # opbench's own failure: this test's judge_error
                     result = judge_error_result(case, e, "plan", backend=backend, device=device)
                     result.duration_s = time.perf_counter() - started
@@ -340,6 +357,7 @@ class LocalExecutor:
                         stderr_tail=got.get("stderr_tail", ""),
                     )
                 else:
+                    slot.mark("worker_s", self._t0)
                     if got is not slot.worker and not self.config.perf:
                         self._preload_next(device, todo)
                     slot.worker = got
@@ -382,6 +400,7 @@ class LocalExecutor:
                 if result.duration_s is None:
                     result.duration_s = time.perf_counter() - started
             self.store.add(result)
+            slot.mark("result_s", self._t0)
             slot.recorded += 1
             with self._lock:
                 self.recorded += 1

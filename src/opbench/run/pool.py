@@ -61,6 +61,10 @@ class WorkerFactory:
         #: Spares being made (not yet in ``_spares``), per device, so that slots asking at
         #: once do not start more than ``spare_workers``.
         self._starting: dict[str, int] = {}
+        #: Told when a spare is published or its start ends (``get`` waits for a spare
+        #: being started rather than start a worker of its own behind it).
+        self._spare_moved = threading.Condition(self._lock)
+        self._waiting: dict[str, int] = {}
         self._closed = False
         self.settings_start: dict[str, Any] | None = None
         self.settings_end: dict[str, Any] | None = None
@@ -129,6 +133,18 @@ class WorkerFactory:
         unit only); one that imported ``unit`` comes back loaded."""
         with self._lock:
             queue = self._spares.get(device)
+            # a spare on its way that no other slot waits for yet (warm): take it
+            while (
+                not queue
+                and not self._closed
+                and self._starting.get(device, 0) > self._waiting.get(device, 0)
+            ):
+                self._waiting[device] = self._waiting.get(device, 0) + 1
+                try:
+                    self._spare_moved.wait()
+                finally:
+                    self._waiting[device] -= 1
+                queue = self._spares.get(device)
             w = queue.popleft() if queue else None
         if w is not None:
             # A published spare's warm-up (or preload) thread has started: wait for it
@@ -170,11 +186,13 @@ class WorkerFactory:
             return None
         return {"start": self.settings_start, "end": self.settings_end}
 
-    def _start_spare(self, device: str) -> None:
+    def _start_spare(self, device: str, limit: int | None = None) -> None:
         """Start a spare and its warm-up, and only then publish it to other slots: a
         slot that takes it joins its warm-up thread, which must exist and have started
-        (issue #35: publishing first let a slot join a thread not yet started)."""
-        limit = max(1, self.config.spare_workers)
+        (issue #35: publishing first let a slot join a thread not yet started).
+        ``limit``: spares of ``device`` kept or starting, at most (the config's
+        ``spare_workers`` if None)."""
+        limit = max(1, limit if limit is not None else self.config.spare_workers)
         with self._lock:
             if self._closed:
                 return
@@ -191,15 +209,39 @@ class WorkerFactory:
             except BaseException:
                 spare.kill()
                 raise
-        finally:
+        except BaseException:
             with self._lock:
                 self._starting[device] -= 1
+                self._spare_moved.notify_all()
+            raise
         with self._lock:
+            self._starting[device] -= 1
             closed = self._closed
             if not closed:
                 self._spares.setdefault(device, deque()).append(spare)
+            self._spare_moved.notify_all()
         if closed:  # the run ended while this spare started
             spare.kill()
+
+    def warm(self, device: str, slots: int = 1) -> None:
+        """Start a spare for each of ``device``'s ``slots`` now, in the background: the
+        fork server's template (imports, the OpInfo database) and the workers' start then
+        overlap the judging process's start and the first plan instead of following them
+        (on 4 x H100 the first result came 27 s after the run's start, 2026-11-28). A
+        slot's first :meth:`get` waits for one of them. One that cannot start is the
+        first get's to report (it starts a worker of its own)."""
+        if not self.spares_enabled:
+            return
+        limit = max(slots, self.config.spare_workers)
+
+        def start() -> None:
+            try:
+                self._start_spare(device, limit)
+            except (WorkerStartError, OSError, RuntimeError) as e:
+                log.warning("could not warm a worker on %s: %s", device, e)
+
+        for i in range(slots):  # each counts as starting at once; the spawner orders them
+            threading.Thread(target=start, name=f"opbench-warm-{device}-{i}", daemon=True).start()
 
     def preload(self, device: str, unit: tuple[str, ...]) -> None:
         """Have the next spare import ``unit`` now, while the current unit's tests run
@@ -228,6 +270,7 @@ class WorkerFactory:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._spare_moved.notify_all()
             spares = [w for q in self._spares.values() for w in q]
             self._spares.clear()
         for w in spares:

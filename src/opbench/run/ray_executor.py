@@ -311,6 +311,9 @@ class RayWorkerFactory:
     def preload(self, device: str, unit: tuple[str, ...]) -> None:
         self._slot().tell("preload", unit)
 
+    def warm(self, device: str, slots: int = 1) -> None:
+        """Nothing: :meth:`start_actors` already has each actor warm its factory."""
+
     def backend_settings(self) -> dict[str, Any] | None:
         """The settings the first actor's workers read at start, and the last one's at
         the end (the run's record, ``env.backend_settings``)."""

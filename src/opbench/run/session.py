@@ -342,6 +342,8 @@ def _run_operators(
     summary = summarize(req, selection, results, out)
     summary["coverage"] = selection.coverage
     summary["timing_s"] = {"build_suite": round(build_s, 3), "run": round(run_s, 3)}
+    if worker_info.get("slots_start_s"):
+        summary["timing_s"]["slots_start"] = worker_info["slots_start_s"]
     summary["resumed"] = bool(done) and req.resume
     unfinished = unfinished_summary(cases, results, worker_info.get("unfinished") or [])
     if unfinished:

@@ -33,14 +33,21 @@ class JudgingProcessDied(RuntimeError):
     process): that test's own ``judge_error``; the slot goes on with a new process."""
 
 
-def plan_where() -> str:
-    """Where a slot plans and judges: ``OPBENCH_PLAN_IN`` ``thread`` (default: the
-    harness's own threads) or ``process`` (:class:`SlotJudge`). Not yet timed on GPUs, so
-    not the default: ``benchmarks/probes/planning_scaling.py`` and ``gpu_scaling.py --env
-    OPBENCH_PLAN_IN=process`` measure it."""
-    where = os.environ.get("OPBENCH_PLAN_IN", "thread")
-    if where not in ("thread", "process"):
-        raise ValueError(f"OPBENCH_PLAN_IN must be 'thread' or 'process', not {where!r}")
+def plan_where(device: str) -> str:
+    """Where a slot on ``device`` plans and judges: ``OPBENCH_PLAN_IN`` ``thread`` (the
+    harness's own threads), ``process`` (:class:`SlotJudge`) or ``auto`` (the default:
+    a process on a GPU, threads on the CPU).
+
+    On 4 x H100 (2026-11-28, quick OpInfo profile, f32, 2,907 tests,
+    ``results/scaling-opinfo-h100x4.md``) threads took 106.7 s on 4 GPUs and processes
+    48.9 s; on 1 GPU processes took 102.2 s where threads had not finished in 120 s. On the
+    2-core CPU a judging process only competes with the workers for the same two cores
+    (traces 101.9 s against 94.0 s on threads), so the CPU keeps threads."""
+    where = os.environ.get("OPBENCH_PLAN_IN", "auto")
+    if where not in ("thread", "process", "auto"):
+        raise ValueError(f"OPBENCH_PLAN_IN must be 'thread', 'process' or 'auto', not {where!r}")
+    if where == "auto":
+        return "process" if device.startswith("cuda") else "thread"
     return where
 
 
