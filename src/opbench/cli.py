@@ -57,6 +57,9 @@ for _module in COMMAND_MODULES:
 
 
 def main() -> None:
+    from opbench.run.bytecode_cache import use_bytecode_cache
+
+    use_bytecode_cache()  # before torch: where Python writes no bytecode, every process
     try:
         app()
     except KeyboardInterrupt:

@@ -71,6 +71,9 @@ class _Factory:
         self.n += 1
         return _Worker(f"fake-{self.n}")
 
+    def warm(self, device: str, slots: int = 1) -> None:
+        """No spares to start ahead (``spares_enabled`` is False)."""
+
     def backend_settings(self):
         return None
 

@@ -21,9 +21,11 @@ import io
 import json
 import pickle
 import struct
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a tensor is handled: a Ray actor that only
+    import torch  # relays a worker's bytes starts without it (seconds where Python
+    # compiles from source)
 
 _HEADER = struct.Struct("!Q")
 MAX_MESSAGE_BYTES = 8 << 30
@@ -35,17 +37,25 @@ class ProtocolError(RuntimeError):
 
 def to_plain(obj: Any) -> Any:
     """Reduce dataclasses and unknown objects to plain data that ``weights_only`` loads."""
+    import torch
+
+    return _plain(obj, torch)
+
+
+def _plain(obj: Any, torch: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: _plain(getattr(obj, f.name), torch) for f in dataclasses.fields(obj)}
     if isinstance(obj, torch.Tensor):
         t = obj.detach()
         if type(t) is not torch.Tensor:
             t = t.as_subclass(torch.Tensor)
         return t
     if isinstance(obj, dict):
-        return {str(k) if not isinstance(k, (int, str)) else k: to_plain(v) for k, v in obj.items()}
+        return {
+            str(k) if not isinstance(k, (int, str)) else k: _plain(v, torch) for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
-        seq = [to_plain(v) for v in obj]
+        seq = [_plain(v, torch) for v in obj]
         return seq if isinstance(obj, list) else tuple(seq)
     if obj is None or isinstance(obj, (bool, int, float, str, complex)):
         return obj
@@ -73,20 +83,20 @@ _TENSOR, _TUPLE, _COMPLEX, _PAIRS = "__t__", "__tuple__", "__complex__", "__pair
 _MARKERS = frozenset((_TENSOR, _TUPLE, _COMPLEX, _PAIRS))
 
 
-def _skeleton(obj: Any, tensors: list[torch.Tensor]) -> Any:
-    """``obj`` (plain data, :func:`to_plain`) as JSON data, its tensors moved to
-    ``tensors`` and replaced by their index."""
-    if isinstance(obj, torch.Tensor):
+def _skeleton(obj: Any, tensors: list[torch.Tensor], tensor_type: type) -> Any:
+    """``obj`` (plain data, :func:`to_plain`) as JSON data, its tensors (of
+    ``tensor_type``) moved to ``tensors`` and replaced by their index."""
+    if isinstance(obj, tensor_type):
         tensors.append(obj)
         return {_TENSOR: len(tensors) - 1}
     if isinstance(obj, dict):
         if all(isinstance(k, str) for k in obj) and not _MARKERS.intersection(obj):
-            return {k: _skeleton(v, tensors) for k, v in obj.items()}
-        return {_PAIRS: [[k, _skeleton(v, tensors)] for k, v in obj.items()]}
+            return {k: _skeleton(v, tensors, tensor_type) for k, v in obj.items()}
+        return {_PAIRS: [[k, _skeleton(v, tensors, tensor_type)] for k, v in obj.items()]}
     if isinstance(obj, list):
-        return [_skeleton(v, tensors) for v in obj]
+        return [_skeleton(v, tensors, tensor_type) for v in obj]
     if isinstance(obj, tuple):
-        return {_TUPLE: [_skeleton(v, tensors) for v in obj]}
+        return {_TUPLE: [_skeleton(v, tensors, tensor_type) for v in obj]}
     if isinstance(obj, complex):
         return {_COMPLEX: [obj.real, obj.imag]}
     return obj
@@ -116,8 +126,11 @@ def _rebuilt(skeleton: str, tensors: list[Any]) -> Any:
 
 
 def _saved(obj: Any) -> io.BytesIO:
+    import torch
+
     tensors: list[torch.Tensor] = []
-    skeleton = json.dumps(_skeleton(to_plain(obj), tensors), separators=(",", ":"))
+    plain = _plain(obj, torch)
+    skeleton = json.dumps(_skeleton(plain, tensors, torch.Tensor), separators=(",", ":"))
     buf = io.BytesIO()
     torch.save({"skeleton": skeleton, "tensors": tensors}, buf)
     return buf
@@ -157,6 +170,8 @@ def _write_all(stream: BinaryIO, data: Any) -> None:
 
 def decode_plain(data: bytes) -> Any:
     """Harness side: load a worker message without executing anything from it."""
+    import torch
+
     try:
         saved = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
         if not (

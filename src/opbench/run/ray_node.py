@@ -74,8 +74,10 @@ class NodeWorkers:
     """
 
     def __init__(self, config: dict[str, Any], kernel_files: dict[str, bytes] | None) -> None:
+        from opbench.run.bytecode_cache import use_bytecode_cache
         from opbench.run.pool import WorkerFactory
 
+        use_bytecode_cache()  # a node's Ray processes do not inherit the harness's setting
         cfg = WorkerConfig(**config)
         # Ray gives this actor one GPU through CUDA_VISIBLE_DEVICES: it is cuda:0 here
         self.device = "cuda:0" if cfg.device.startswith("cuda") else "cpu"
@@ -86,13 +88,10 @@ class NodeWorkers:
         self.workers: dict[str, Any] = {}
 
     def warm(self) -> None:
-        """Start this node's fork server template and a spare now, while the harness
-        still builds and plans (a worker is started and killed for it: the factory
-        starts its spare on the way). A failure here is the first ``get``'s to report."""
-        try:
-            self.factory.get(self.device).kill()
-        except Exception as e:  # noqa: BLE001 - an optimisation
-            log.debug("warming a slot actor: %s", e)
+        """Start this node's fork server template and a spare now, in the background,
+        while the harness still builds and plans (``WorkerFactory.warm``; the slot's
+        first ``get`` waits for that spare). A failure is the first ``get``'s to report."""
+        self.factory.warm(self.device)
 
     def ready(self) -> dict[str, Any]:
         import ray

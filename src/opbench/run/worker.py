@@ -44,6 +44,7 @@ WORKER_MODULES = (
     "opbench.instrument.settings",
     "opbench.instrument.tensors",
     "opbench.instrument.timing",
+    "opbench.run.bytecode_cache",
     "opbench.run.protocol",
     "opbench.spec.judge_options",
     "opbench.spec.ops",
@@ -70,6 +71,9 @@ def _private_streams():
 
 
 def main() -> int:
+    from opbench.run.bytecode_cache import stop_writing
+
+    stop_writing()  # read the harness's compiled bytecode; a worker writes none
     proto_in, proto_out = _private_streams()
     from opbench.run import protocol
 
