@@ -98,6 +98,20 @@ def test_off_leaves_python_alone(tmp_path):
     assert not (tmp_path / "cache" / "bytecode").exists()
 
 
+def test_always_uses_the_cache_where_it_is_not_needed_and_a_bad_setting_is_an_error(
+    tmp_path, monkeypatch
+):
+    _package(tmp_path / "lib")
+    env = {"PATH_EXTRA": str(tmp_path / "lib"), "OPBENCH_CACHE_DIR": str(tmp_path / "cache"),
+           "OPBENCH_BYTECODE_CACHE": "always"}  # fmt: skip
+    p = _python(USE.format(pkg=PKG), env)  # Python could write beside the source here
+    assert p.returncode == 0, p.stderr
+    assert _pycs(tmp_path / "cache" / "bytecode", PKG)
+    monkeypatch.setenv("OPBENCH_BYTECODE_CACHE", "sometimes")
+    with pytest.raises(ValueError, match="OPBENCH_BYTECODE_CACHE"):
+        bytecode_cache.use_bytecode_cache(PKG)
+
+
 def test_a_worker_reads_the_cache_and_writes_nothing_to_it(tmp_path):
     """What ``worker.main`` does first (``stop_writing``): a module a candidate brings is
     compiled from source and leaves nothing in the cache the harness reads."""

@@ -15,7 +15,10 @@ before any candidate code is imported).
 Trust: a sandboxed worker sees that folder read-only (bubblewrap binds ``/`` read-only).
 Without a sandbox a worker runs as the harness's user and could as well rewrite opbench's
 own source files; the cache adds no way in that the source files do not already give.
-``OPBENCH_BYTECODE_CACHE=off`` leaves Python's own behaviour alone.
+``OPBENCH_BYTECODE_CACHE``: ``auto`` (the default: where :func:`needs_bytecode_cache`),
+``off`` (Python's own behaviour), ``always`` (even where bytecode sits beside the sources,
+which Python then no longer reads: ``benchmarks/probes/bytecode_start.py`` uses it to time
+a machine without bytecode on one with it).
 """
 
 from __future__ import annotations
@@ -66,10 +69,13 @@ def use_bytecode_cache(package: str = _PROBE_PACKAGE) -> Path | None:
     PyTorch: the bulk of every start), in this process
     and (through the environment) in the processes it starts. Returns the folder, or None
     where nothing changed (not needed, ``OPBENCH_BYTECODE_CACHE=off``, or the folder
-    cannot be made)."""
-    if os.environ.get("OPBENCH_BYTECODE_CACHE", "on").lower() in ("off", "0", "no"):
-        return None
-    if not needs_bytecode_cache(package):
+    cannot be made); a setting it does not know is a ``ValueError``."""
+    setting = os.environ.get("OPBENCH_BYTECODE_CACHE", "auto").lower()
+    if setting not in ("auto", "off", "always"):
+        raise ValueError(
+            f"OPBENCH_BYTECODE_CACHE must be 'auto', 'off' or 'always', not {setting!r}"
+        )
+    if setting == "off" or (setting == "auto" and not needs_bytecode_cache(package)):
         return None
     folder = bytecode_cache_dir()
     try:
