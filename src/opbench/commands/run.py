@@ -62,7 +62,11 @@ def register(app: typer.Typer) -> None:
             True, "--perf/--no-perf", help="Time reference against candidate."
         ),
         out: Path = typer.Option(None, help="Run directory (default runs/run-<time>)."),
-        workers: int = typer.Option(1, help="Worker processes (one per GPU, round-robin)."),
+        workers: int = typer.Option(
+            None,
+            help="Worker processes (one per GPU, round-robin); default 1, and with "
+            "--executor ray one per GPU (CPU) of the cluster.",
+        ),
         executor: str = typer.Option("local", help="local | ray"),
         ray_address: str = typer.Option(None, help="Ray cluster address for --executor ray."),
         resume: bool = typer.Option(False, help="Continue an interrupted run in --out."),
@@ -166,7 +170,7 @@ def register(app: typer.Typer) -> None:
                 profile=profile,
                 perf=perf,
                 out=out,
-                workers=workers,
+                workers=_workers(workers, executor),
                 executor=executor,
                 ray_address=ray_address,
                 resume=resume,
@@ -245,6 +249,17 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(INCOMPLETE)
         if failed:
             raise typer.Exit(1)
+
+
+def _workers(given: int | None, executor: str) -> int:
+    """``--workers`` as the run takes it: as given, else 1 locally and 0 for Ray (one
+    slot per GPU or CPU of the cluster: ``RayExecutor``). A ``--workers 1`` given to
+    Ray used to mean the whole cluster as well, since 1 was the default."""
+    if given is not None:
+        if given < 1:
+            fail(f"--workers must be at least 1, not {given}")
+        return given
+    return 0 if executor == "ray" else 1
 
 
 def _write_junit(path: Path, summary: dict[str, Any]) -> None:

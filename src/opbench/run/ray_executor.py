@@ -443,11 +443,11 @@ class RayExecutor:
         return connect_ray(self.req.ray_address, "--executor ray")
 
     def _slots(self, ray: Any) -> int:
-        """``--workers`` slots (default: one per GPU or CPU of the cluster), at most as
-        many as the cluster can hold actors for."""
+        """``--workers`` slots (0, the default for Ray: one per GPU or CPU of the
+        cluster), at most as many as the cluster can hold actors for."""
         key = "GPU" if self.req.device.startswith("cuda") else "CPU"
         have = max(1, int(ray.cluster_resources().get(key, 1)))
-        if self.req.workers and self.req.workers > 1:
+        if self.req.workers and self.req.workers >= 1:
             if self.req.workers > have:
                 log.warning("ray: --workers %d but the cluster has %d %s; using %d",
                             self.req.workers, have, key, have)  # fmt: skip
