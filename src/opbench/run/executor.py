@@ -27,6 +27,7 @@ from opbench.run.plan_ahead import PlansAhead
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess
 from opbench.run.slot_judge import SlotJudge, plan_where
 from opbench.run.store import ResultStore, TestResult, case_fields
+from opbench.run.worker_process import GONE_DETAIL
 from opbench.suites.case import Case
 
 log = logging.getLogger(__name__)
@@ -347,26 +348,8 @@ class LocalExecutor:
                 if i + 1 < len(group):
                     plans.ahead(group[i + 1 : i + 1 + plans.depth])
             if result is None:
-                got = self._worker_for(device, unit, slot.worker)
-                if isinstance(got, dict):  # importing the unit killed the worker
-                    slot.worker = None
-                    self.budget.record(case.op, got["kind"])
-                    outcome = Outcome(
-                        got["kind"],
-                        detail=f"the worker died importing the kernel: {got['detail']}",
-                        stderr_tail=got.get("stderr_tail", ""),
-                    )
-                else:
-                    slot.mark("worker_s", self._t0)
-                    if got is not slot.worker and not self.config.perf:
-                        self._preload_next(device, todo)
-                    slot.worker = got
-                    outcome = got.run_case(
-                        case.to_dict(),
-                        self.options.test_timeout_s,
-                        plan.to_dict(),
-                        raw=isinstance(plans, SlotJudge),  # read in the judging process
-                    )
+                outcome = self._outcome(device, unit, case, plan, slot, todo,
+                                        raw=isinstance(plans, SlotJudge))  # fmt: skip
                 worker = slot.worker
                 name = worker.name if worker else ""
                 fields = {
@@ -405,6 +388,46 @@ class LocalExecutor:
             with self._lock:
                 self.recorded += 1
             on_result(result)
+
+    def _outcome(
+        self,
+        device: str,
+        unit: Unit,
+        case: Case,
+        plan: Any,
+        slot: _SlotState,
+        todo: queue.Queue,
+        *,
+        raw: bool,
+    ) -> Outcome:
+        """The worker's outcome of ``case`` on the slot's worker (a new one where it has
+        none for ``unit``). ``raw``: a result unread, for the judging process. A worker
+        that exited after its last answer answers ``gone``: it is replaced and the test
+        sent to the new one, as a worker found dead before the test is (through Ray,
+        asking whether it lives cost a round trip a test). Twice gone is a crash."""
+        for _ in range(2):
+            got = self._worker_for(device, unit, slot.worker)
+            if isinstance(got, dict):  # importing the unit killed the worker
+                slot.worker = None
+                self.budget.record(case.op, got["kind"])
+                return Outcome(
+                    got["kind"],
+                    detail=f"the worker died importing the kernel: {got['detail']}",
+                    stderr_tail=got.get("stderr_tail", ""),
+                )
+            slot.mark("worker_s", self._t0)
+            if got is not slot.worker and not self.config.perf:
+                self._preload_next(device, todo)
+            slot.worker = got
+            outcome = got.run_case(
+                case.to_dict(), self.options.test_timeout_s, plan.to_dict(), raw=raw
+            )
+            if outcome.kind != "gone":
+                return outcome
+            got.kill()  # already exited: forget it
+            slot.worker = None
+        return Outcome("crash", detail=f"{GONE_DETAIL}, twice in a row",
+                       stderr_tail=outcome.stderr_tail)  # fmt: skip
 
     def _note_unfinished(
         self, unit: Unit, cases: Sequence[Case], e: Exception, device: str

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from opbench.run.pool import Outcome, WorkerConfig, WorkerStartError
+from opbench.run.worker_process import GONE_DETAIL
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +131,11 @@ class NodeWorkers:
     def run_case(
         self, name: str, case: dict[str, Any], timeout_s: float, plan: dict[str, Any] | None
     ) -> dict[str, Any]:
+        w = self.workers.get(name)
+        if w is None:  # it died after its last answer and was forgotten
+            return {"kind": "gone", "message": None, "detail": GONE_DETAIL, "stderr_tail": ""}
         try:
-            return _outcome_plain(self.workers[name].run_case(case, timeout_s, plan, raw=True))
+            return _outcome_plain(w.run_case(case, timeout_s, plan, raw=True))
         finally:
             self._forget_dead(name)
 

@@ -49,7 +49,8 @@ class RunRequest:
     profile: str = "quick"
     perf: bool = False
     out: Path | None = None
-    workers: int = 1
+    #: worker slots; 0 (the default): one locally, one per GPU (CPU) of a Ray cluster
+    workers: int = 0
     executor: str = "local"
     ray_address: str | None = None
     resume: bool = False

@@ -46,12 +46,16 @@ PIPE_BYTES = 1 << 20
 
 log = logging.getLogger(__name__)
 
+#: An outcome's detail where the worker had exited before a test was sent to it (after
+#: its last answer): not that test's verdict, the executor sends it to a new worker.
+GONE_DETAIL = "the worker had exited before the test was sent"
+
 
 @dataclass
 class Outcome:
     """What came back for one case: a worker message, or how the worker died."""
 
-    kind: str  # result | crash | timeout | oom
+    kind: str  # result | crash | timeout | oom | gone (exited before the test was sent)
     message: dict[str, Any] | None = None
     detail: str = ""
     stderr_tail: str = ""
@@ -300,7 +304,11 @@ class WorkerProcess:
         raw: bool = False,
     ) -> Outcome:
         """Run one test. ``raw``: a result comes back unread in ``Outcome.raw`` (the Ray
-        actor relays it; the harness that reads it must check :func:`poisoned`)."""
+        actor relays it; the harness that reads it must check :func:`poisoned`). A worker
+        that has already exited answers ``gone`` and is sent nothing: the executor
+        replaces it and sends the test again, as it replaces a worker it finds dead."""
+        if not self.alive():
+            return Outcome("gone", detail=GONE_DETAIL, stderr_tail=self.stderr_tail())
         message = {"type": "case", "case": case_dict, "plan": plan}
         return self._exchange(message, timeout_s, "the test", POISONED, raw=raw)
 
