@@ -24,9 +24,10 @@ from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.judge_errors import judge_error_result
 from opbench.run.outcome_verdict import judge_outcome
 from opbench.run.plan_ahead import PlansAhead
-from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory, WorkerProcess
+from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory
 from opbench.run.slot_judge import SlotJudge, plan_where
 from opbench.run.store import ResultStore, TestResult, case_fields
+from opbench.run.worker_api import WorkerHandle, WorkerSource
 from opbench.run.worker_process import GONE_DETAIL
 from opbench.suites.case import Case
 
@@ -42,7 +43,7 @@ HARNESS_ERRORS_IN_A_ROW = 2
 class _SlotState:
     """One slot's worker and how many tests of its current chunk it recorded."""
 
-    worker: WorkerProcess | None = None
+    worker: WorkerHandle | None = None
     recorded: int = 0
     #: seconds from the run's start to the slot's first plan, worker and result
     start: dict[str, Any] = field(default_factory=dict)
@@ -152,7 +153,7 @@ class LocalExecutor:
         log_dir: Path,
         judge_options: Any,
         planner: IsolationPlanner | None = None,
-        factory: WorkerFactory | None = None,
+        factory: WorkerSource | None = None,
         plans: Callable[[Case, str], Any] | None = None,
     ) -> None:
         """``factory``: a worker factory that outlives this executor (its warm template
@@ -168,7 +169,9 @@ class LocalExecutor:
         self.judge_options = judge_options
         self._own_factory = factory is None
         self.plan_for = plans
-        self.factory = factory if factory is not None else WorkerFactory(config, log_dir)
+        self.factory: WorkerSource = (
+            factory if factory is not None else WorkerFactory(config, log_dir)
+        )
         self.budget = CrashBudget(options.max_crashes_per_op)
         self.planner = planner or IsolationPlanner(config.backend, config.kernel_version)
         self.worker_info: dict[str, Any] = {}
@@ -240,7 +243,7 @@ class LocalExecutor:
                 }
             )
 
-    def _worker_for(self, device: str, unit: Unit, current: WorkerProcess | None) -> Any:
+    def _worker_for(self, device: str, unit: Unit, current: WorkerHandle | None) -> Any:
         """A live worker that has loaded ``unit``: ``current`` if it has, else a fresh one
         (``current`` is stopped). Returns the worker, or the load failure's dict."""
         if current is not None and current.alive() and current.loaded_info is not None:
@@ -408,12 +411,13 @@ class LocalExecutor:
         for _ in range(2):
             got = self._worker_for(device, unit, slot.worker)
             if isinstance(got, dict):  # importing the unit killed the worker
+                failed: dict[str, Any] = got
                 slot.worker = None
-                self.budget.record(case.op, got["kind"])
+                self.budget.record(case.op, failed["kind"])
                 return Outcome(
-                    got["kind"],
-                    detail=f"the worker died importing the kernel: {got['detail']}",
-                    stderr_tail=got.get("stderr_tail", ""),
+                    failed["kind"],
+                    detail=f"the worker died importing the kernel: {failed['detail']}",
+                    stderr_tail=failed.get("stderr_tail", ""),
                 )
             slot.mark("worker_s", self._t0)
             if got is not slot.worker and not self.config.perf:
