@@ -76,7 +76,7 @@ def geo(xs: list[float]) -> float | None:
 def bench(fn: Any) -> float:
     import triton
 
-    return float(triton.testing.dobench(fn, warmup=10, rep=40, return_mode="median"))
+    return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
 
 
 def agrees(got: Any, want: Any) -> bool:

@@ -57,3 +57,20 @@ def test_each_gpus_share_of_a_run_is_counted(monkeypatch) -> None:
     assert gpu_scaling._loads({}, "tests") == "-"
     for name in ("gpu_workers", "gpu_scaling"):
         sys.modules.pop(name, None)
+
+
+def test_the_gpu_scripts_call_timers_that_exist() -> None:
+    """The GPU-only scripts cannot run here, so a misspelt timer waits for a lent GPU to
+    fail: ``matmul_timing.bench`` called ``triton.testing.dobench`` (not ``do_bench``)
+    from 2026-11-27 until a review found it on 2026-11-28."""
+    import re
+
+    import triton.testing
+
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        for name in re.findall(r"\btriton\.testing\.([A-Za-z_]\w*)", path.read_text()):
+            names.setdefault(name, []).append(path.name)
+    assert names, "no script names a timer: the check reads nothing"
+    missing = {n: files for n, files in names.items() if not hasattr(triton.testing, n)}
+    assert not missing, missing
