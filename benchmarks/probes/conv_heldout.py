@@ -1,0 +1,248 @@
+"""Where the reference backend's convolutions stand on each half of the traces, by the
+path that serves each row: the tuning half beside the held-out half (issue #36), so a
+rule or tile that only fits the rows it was picked on shows, and which path loses on
+shapes it was never tuned on.
+
+On an H100 the backend read 1.10x eager on the part-2 rows it was tuned on and 0.32x
+(forward) / 0.43x (backward) on the TorchBench models' own rows (2026-11-27); the partial
+held-out run: forward 0.844, backward 0.284 (``results/triton-heldout-h100-partial.md``).
+That says *that* it loses, not *where*: the backend chooses among a pointwise path (the
+matmul kernel), a direct depthwise kernel, a flattened small-reduction kernel, the implicit
+GEMM and, for the weight gradient, its own implicit GEMM. This script runs each traced row
+once to record which launchers served it (:func:`served_by`), checks the result against
+eager, then times eager (cuDNN) and the backend's kernel; it reports per half, operator and
+path. Nothing here is picked or written.
+
+Rows: ``convolution.default`` and ``convolution_backward.default`` of the traces, the
+tuning half through :func:`opbench.suites.trace_split.without_heldout` and the held-out
+half through ``select(..., "heldout")``, distinct argument lists weighted by their counts,
+the ``--limit`` most used of each half and operator.
+
+Timing: ``triton.testing.do_bench`` (L2 cleared before each repetition, median) on CUDA;
+on the CPU (``TRITON_INTERPRET=1``, a correctness smoke test) nothing is timed.
+
+Usage (on the GPU machine, after ``source benchmarks/common/gpu_env.sh``):
+    python3 benchmarks/probes/conv_heldout.py --traces .gpu_data/traces --limit 40 \\
+        --out benchmarks/results/conv-heldout-h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "src"))
+
+OPS = ("convolution.default", "convolution_backward.default")
+HALVES = ("tuning", "heldout")
+#: The launchers a convolution can end in, by the name ``conv`` (or ``conv_pointwise``)
+#: calls them under, and the path each stands for.
+PATHS = {
+    ("conv", "_pointwise_forward"): "pointwise (matmul kernel)",
+    ("conv", "_pointwise_weight_grad"): "pointwise weight grad (matmul kernel)",
+    ("conv", "_depthwise"): "depthwise (direct)",
+    ("conv", "_smallk"): "small reduction (flattened)",
+    ("conv", "_conv"): "implicit GEMM",
+    ("conv", "_wgrad"): "weight grad (implicit GEMM)",
+}
+
+
+def rows(traces: str, half: str, limit: int | None) -> list[dict[str, Any]]:
+    """The ``limit`` most used distinct convolution rows of ``half`` per operator."""
+    from opbench.suites.trace_files import load_traces
+    from opbench.suites.trace_split import select, without_heldout
+
+    entries = load_traces(traces)
+    chosen = without_heldout(entries) if half == "tuning" else select(entries, "heldout")
+    weights: dict[tuple[str, str], int] = defaultdict(int)
+    for e in chosen:
+        if e.op in OPS:
+            weights[(e.op, e.args)] += max(e.count, 1)
+    out: list[dict[str, Any]] = []
+    for op in OPS:
+        mine = sorted(((w, a) for (o, a), w in weights.items() if o == op), reverse=True)
+        out += [{"half": half, "op": op, "args": a, "weight": w} for w, a in mine[:limit]]
+    return out
+
+
+@contextlib.contextmanager
+def served_by(paths: list[str]) -> Iterator[None]:
+    """Inside the block, every launcher of :data:`PATHS` that serves a call appends its
+    path to ``paths`` (and runs as before). The pointwise helpers return whether they
+    served it (False: the call goes on to another path), so they count only when True."""
+    import importlib
+
+    saved: list[tuple[Any, str, Any]] = []
+    for (module, name), label in PATHS.items():
+        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
+        real = getattr(mod, name)
+        saved.append((mod, name, real))
+        setattr(mod, name, _Recorder(real, label, paths, name.startswith("_pointwise")))
+    try:
+        yield
+    finally:
+        for mod, name, real in saved:
+            setattr(mod, name, real)
+
+
+class _Recorder:
+    """A launcher (called, or indexed by its grid and then called) that notes its path."""
+
+    def __init__(self, real: Any, label: str, paths: list[str], if_true: bool) -> None:
+        self._real, self._label, self._paths, self._if_true = real, label, paths, if_true
+
+    def __call__(self, *a: Any, **kw: Any) -> Any:
+        got = self._real(*a, **kw)
+        if got or not self._if_true:
+            self._paths.append(self._label)
+        return got
+
+    def __getitem__(self, grid: Any) -> Any:
+        self._paths.append(self._label)
+        return self._real[grid]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _close(got: Any, want: Any) -> bool:
+    """The same bound as the matmul tuner's (fp32 accumulation on both sides; scaled by
+    the output's magnitude)."""
+    import torch
+
+    if got is None or want is None:
+        return got is None and want is None
+    want = want.float()
+    scale = float(want.abs().max()) if want.numel() else 0.0
+    return bool(torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2 * max(scale, 1.0)))
+
+
+def _agrees(got: Any, want: Any) -> bool:
+    if isinstance(want, (tuple, list)):
+        return len(got) == len(want) and all(_close(g, w) for g, w in zip(got, want))
+    return _close(got, want)
+
+
+def measure(row: dict[str, Any], device: str) -> dict[str, Any]:
+    """The row's path, whether it agrees with eager, and (on CUDA) both sides' ms."""
+    import torch
+
+    from opbench.kernels._lib import conv
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    op = row["op"]
+    call, kw = make_inputs(op, parse_args(row["args"]), device, 0)
+    eager = getattr(torch.ops.aten, op.split(".")[0]).default
+    mine = conv.convolution if op == "convolution.default" else conv.convolution_backward
+    out = dict(row)
+    paths: list[str] = []
+    try:
+        with served_by(paths):
+            got = mine(*call, **kw)
+    except NotImplementedError as e:  # the backend declines it: PyTorch serves it
+        out.update(path="declined", detail=str(e)[:200])
+        return out
+    out["path"] = " + ".join(dict.fromkeys(paths)) or "none"
+    out["correct"] = _agrees(got, eager(*call, **kw))
+    if device.startswith("cuda") and out["correct"]:
+        import triton.testing
+
+        def bench(fn: Any) -> float:
+            return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+
+        out["eager_ms"] = bench(lambda: eager(*call, **kw))
+        out["backend_ms"] = bench(lambda: mine(*call, **kw))
+        out["speedup"] = out["eager_ms"] / out["backend_ms"]
+    return out
+
+
+def _geo(xs: list[float]) -> float | None:
+    return round(math.exp(sum(map(math.log, xs)) / len(xs)), 3) if xs else None
+
+
+def summarize(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per half, operator and path: rows, wrong ones, declined ones, geomean and lowest
+    speed-up over eager (rows of one path together; "all" over every path)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in measured:
+        groups[(r["half"], r["op"], r["path"])].append(r)
+        groups[(r["half"], r["op"], "all")].append(r)
+    table = []
+    for (half, op, path), rs in sorted(groups.items()):
+        speed = [r["speedup"] for r in rs if r.get("speedup")]
+        table.append({
+            "half": half, "op": op, "path": path, "rows": len(rs),
+            "wrong": sum(r.get("correct") is False for r in rs),
+            "declined": sum(r["path"] == "declined" for r in rs),
+            "geomean": _geo(speed), "lowest": round(min(speed), 3) if speed else None,
+        })  # fmt: skip
+    return table
+
+
+def markdown(result: dict[str, Any]) -> list[str]:
+    lines = [
+        "# The reference backend's convolutions on each half of the traces, by path",
+        "",
+        f"{result['date']}, {result['device']}, torch {result['torch']}. The "
+        f"{result['limit']} most used distinct rows of each half and operator; speed-up is "
+        "eager's time over the backend's (`triton.testing.do_bench`, median), rows checked "
+        "against eager first. Split: `src/opbench/suites/trace_split.json`.",
+        "",
+        "| half | op | path | rows | wrong | declined | geomean | lowest |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in result["table"]:
+        lines.append(
+            f"| {t['half']} | {t['op']} | {t['path']} | {t['rows']} | {t['wrong']} | "
+            f"{t['declined']} | {t['geomean']} | {t['lowest']} |"
+        )
+    return lines + ["", f"Command: `{result['command']}`"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", required=True)
+    ap.add_argument("--limit", type=int, default=40, help="rows a half and operator")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--out", help="write OUT.json and OUT.md")
+    ns = ap.parse_args()
+    import torch
+
+    todo = [r for half in HALVES for r in rows(ns.traces, half, ns.limit)]
+    measured = []
+    for i, r in enumerate(todo):
+        t0 = time.perf_counter()
+        try:
+            m = measure(r, ns.device)
+        except Exception as e:  # noqa: BLE001 - a row that fails is reported, not fatal
+            m = dict(r, path="failed", detail=f"{type(e).__name__}: {str(e)[:200]}")
+        measured.append(m)
+        print(json.dumps({k: m.get(k) for k in ("half", "op", "path", "correct", "speedup")}
+                         | {"row": f"{i + 1}/{len(todo)}",
+                            "s": round(time.perf_counter() - t0, 1)}), flush=True)  # fmt: skip
+        if ns.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    gpu = torch.cuda.get_device_name() if ns.device.startswith("cuda") else "CPU (interpreter)"
+    result = {
+        "date": time.strftime("%Y-%m-%d"), "device": gpu, "torch": torch.__version__,
+        "limit": ns.limit, "command": "python3 " + " ".join(sys.argv),
+        "table": summarize(measured), "rows": measured,
+    }  # fmt: skip
+    print("\n".join(markdown(result)))
+    if ns.out:
+        Path(ns.out).with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+        Path(ns.out).with_suffix(".md").write_text("\n".join(markdown(result)) + "\n")
+
+
+if __name__ == "__main__":
+    main()

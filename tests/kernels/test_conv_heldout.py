@@ -1,0 +1,85 @@
+"""``benchmarks/probes/conv_heldout.py`` on the CPU (Triton's interpreter): the rows of each
+half of the traces, and the path each row is served by, read from the launchers that ran
+(the report groups its speed-ups by these), each result checked against eager."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: a tuning model and a held-out one (src/opbench/suites/trace_split.json)
+TUNING, HELDOUT = "adv_inception_v3_training", "beit_base_patch16_224_training"
+SHARED = "((T([2, 3, 9, 9], f32), T([8, 3, 3, 3], f32), None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
+DEPTHWISE = "((T([2, 4, 8, 8], f32), T([4, 1, 3, 3], f32), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4), {})"  # fmt: skip
+POINTWISE = "((T([2, 8, 6, 6], f32), T([16, 8, 1, 1], f32), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
+#: 160 channels x 3 x 3 = 1,440 pairs a output: past the flattened kernel's 1,024
+GEMM = "((T([1, 160, 4, 4], f32), T([8, 160, 3, 3], f32), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
+DOUBLE = "((T([2, 4, 6, 6], f64), T([4, 4, 3, 3], f64), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
+BACKWARD = "((T([2, 8, 6, 6], f32), T([2, 64, 6, 6], f32), T([8, 64, 3, 3], f32), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), {})"  # fmt: skip
+
+
+@pytest.fixture
+def conv_heldout(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "probes"))
+    import conv_heldout
+
+    yield conv_heldout
+    sys.modules.pop("conv_heldout", None)
+
+
+def _traces(root: Path) -> Path:
+    folder = root / "timm_train"
+    folder.mkdir(parents=True)
+    (folder / f"{TUNING}.txt").write_text(
+        "Operator: aten.convolution.default\n"
+        f"cnt: 3, {DEPTHWISE}\ncnt: 2, {POINTWISE}\ncnt: 1, {SHARED}\n"
+        f"Operator: aten.convolution_backward.default\ncnt: 1, {BACKWARD}\n"
+    )
+    (folder / f"{HELDOUT}.txt").write_text(
+        f"Operator: aten.convolution.default\ncnt: 5, {GEMM}\ncnt: 4, {DOUBLE}\ncnt: 1, {SHARED}\n"
+    )
+    return root
+
+
+def test_each_half_holds_its_own_rows_most_used_first(conv_heldout, tmp_path):
+    traces = str(_traces(tmp_path))
+    tuning = conv_heldout.rows(traces, "tuning", None)
+    assert [r["args"] for r in tuning] == [DEPTHWISE, POINTWISE, SHARED, BACKWARD]
+    heldout = conv_heldout.rows(traces, "heldout", None)
+    # a row a tuning model uses is never held out
+    assert [r["args"] for r in heldout] == [GEMM, DOUBLE]
+    assert [r["args"] for r in conv_heldout.rows(traces, "tuning", 1)] == [DEPTHWISE, BACKWARD]
+
+
+def test_the_path_is_the_launchers_that_ran_and_every_result_agrees(conv_heldout, tmp_path):
+    traces = str(_traces(tmp_path))
+    got = {
+        r["args"]: conv_heldout.measure(r, "cpu")
+        for half in conv_heldout.HALVES
+        for r in conv_heldout.rows(traces, half, None)
+    }
+    assert got[DEPTHWISE]["path"] == "depthwise (direct)"
+    assert got[POINTWISE]["path"] == "pointwise (matmul kernel)"
+    assert got[SHARED]["path"] == "small reduction (flattened)"
+    assert got[GEMM]["path"] == "implicit GEMM"
+    assert got[BACKWARD]["path"] == "small reduction (flattened) + weight grad (implicit GEMM)"
+    assert got[DOUBLE]["path"] == "declined"  # PyTorch serves float64
+    assert all(m["correct"] for a, m in got.items() if a != DOUBLE)
+    assert not any("speedup" in m for m in got.values())  # nothing timed on the CPU
+    table = conv_heldout.summarize(list(got.values()))
+    heldout_all = next(t for t in table if (t["half"], t["path"]) == ("heldout", "all"))
+    assert heldout_all["rows"] == 2 and heldout_all["declined"] == 1 and heldout_all["wrong"] == 0
+
+
+def test_a_wrong_result_is_reported_and_never_timed(conv_heldout, tmp_path, monkeypatch):
+    from opbench.kernels._lib import conv
+
+    real = conv.convolution
+    monkeypatch.setattr(conv, "convolution", lambda *a, **k: real(*a, **k) * 1.5)
+    row = {"half": "tuning", "op": "convolution.default", "args": POINTWISE, "weight": 1}
+    m = conv_heldout.measure(row, "cpu")
+    assert m["correct"] is False and "speedup" not in m
