@@ -59,7 +59,11 @@ for _module in COMMAND_MODULES:
 def main() -> None:
     from opbench.run.bytecode_cache import use_bytecode_cache
 
-    use_bytecode_cache()  # before torch: where Python writes no bytecode, every process
+    try:
+        use_bytecode_cache()  # before torch: where Python writes no bytecode, each process
+    except ValueError as e:  # compiles what it imports from source (seconds a process)
+        console.print(f"error: {e}", markup=False)
+        sys.exit(2)
     try:
         app()
     except KeyboardInterrupt:

@@ -177,3 +177,12 @@ def test_a_sandboxed_worker_cannot_write_the_harness_cache():
         for p in sorted(folder.rglob("*"), reverse=True):
             p.unlink() if p.is_file() else p.rmdir()
         folder.rmdir()
+
+
+def test_the_command_refuses_a_setting_it_does_not_know_in_one_line(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OPBENCH_BYTECODE_CACHE": "maybe"}
+    p = subprocess.run([sys.executable, "-m", "opbench.cli", "run", "--suite", "smoke"],
+                       env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 2
+    assert "OPBENCH_BYTECODE_CACHE must be 'auto', 'off' or 'always'" in p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
