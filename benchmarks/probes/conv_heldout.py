@@ -194,7 +194,8 @@ def markdown(result: dict[str, Any]) -> list[str]:
         "# The reference backend's convolutions on each half of the traces, by path",
         "",
         f"{result['date']}, {result['device']}, torch {result['torch']}. The "
-        f"{result['limit']} most used distinct rows of each half and operator; speed-up is "
+        f"{result['limit']} most used distinct rows of each half and operator "
+        f"({result['rows_measured']} measured); speed-up is "
         "eager's time over the backend's (`triton.testing.do_bench`, median), rows checked "
         "against eager first. Split: `src/opbench/suites/trace_split.json`.",
         "",
@@ -232,16 +233,23 @@ def main() -> None:
                             "s": round(time.perf_counter() - t0, 1)}), flush=True)  # fmt: skip
         if ns.device.startswith("cuda"):
             torch.cuda.empty_cache()
+        result = _result(ns, measured, len(todo))
+        if ns.out:  # after every row: a run cut short by a time limit keeps what it has
+            Path(ns.out).with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+            Path(ns.out).with_suffix(".md").write_text("\n".join(markdown(result)) + "\n")
+    print("\n".join(markdown(_result(ns, measured, len(todo)))))
+
+
+def _result(ns: argparse.Namespace, measured: list[dict[str, Any]], planned: int) -> dict[str, Any]:
+    import torch
+
     gpu = torch.cuda.get_device_name() if ns.device.startswith("cuda") else "CPU (interpreter)"
-    result = {
+    return {
         "date": time.strftime("%Y-%m-%d"), "device": gpu, "torch": torch.__version__,
         "limit": ns.limit, "command": "python3 " + " ".join(sys.argv),
+        "rows_measured": f"{len(measured)} of {planned}",
         "table": summarize(measured), "rows": measured,
     }  # fmt: skip
-    print("\n".join(markdown(result)))
-    if ns.out:
-        Path(ns.out).with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-        Path(ns.out).with_suffix(".md").write_text("\n".join(markdown(result)) + "\n")
 
 
 if __name__ == "__main__":
