@@ -158,3 +158,34 @@ def test_a_run_judged_in_processes_gives_every_verdict_a_run_judged_on_threads_g
     processes = _verdicts(tmp_path / "processes", "process")
     assert len(threads) > 20
     assert processes == threads
+
+
+def _kept_here() -> list[str]:
+    """Run in a judging process: the tests whose expectations it keeps."""
+    from opbench.run import slot_judge
+
+    return list(slot_judge._STATE["kept"])
+
+
+def test_with_two_processes_a_slot_plans_in_turn_and_judges_where_it_planned(monkeypatch):
+    """``OPBENCH_PLAN_AHEAD=2``: two processes take the slot's tests in turn (two tests
+    planned while the worker runs one), and each test is judged by the process that keeps
+    its expectations, with the verdicts of one process."""
+    monkeypatch.setenv("OPBENCH_PLAN_AHEAD", "2")
+    options = JudgeOptions()
+    judge = SlotJudge("cpu", options, ahead=True)
+    cases = [RELU, ADD, Case(op="relu.default", args=RELU.args, seed=9, suite="t")]
+    try:
+        assert judge.depth == 2 and len(judge._pools) == 2
+        judge.ahead(cases[:2])
+        plans = [judge.get(c)[0] for c in cases]
+        kept = [judge._pools[i].submit(_kept_here).result() for i in range(2)]
+        assert cases[0].test_id in kept[0] and cases[1].test_id in kept[1]
+        assert cases[2].test_id in kept[0]  # its turn came round again
+        for case, plan in zip(cases, plans):
+            result, kind = judge.judge(case, Outcome("result", raw=_answer(case, plan)), **FIELDS)
+            assert kind == "result" and result.status == "passed", result.message
+        kept = [judge._pools[i].submit(_kept_here).result() for i in range(2)]
+        assert kept == [[], []]  # each judged where its expectations were: none left over
+    finally:
+        judge.close()

@@ -52,21 +52,32 @@ def plan_where(device: str) -> str:
 
 
 class SlotJudge:
-    """One slot's judging process. :meth:`ahead` and :meth:`get` as
+    """One slot's judging processes. :meth:`ahead` and :meth:`get` as
     :class:`~opbench.run.plan_ahead.PlansAhead`'s (``get`` gives ``(plan, None)``: the
-    expectations stay in the process), and :meth:`judge` for the worker's answer.
+    expectations stay in the process that planned the test), and :meth:`judge` for the
+    worker's answer, sent to that same process.
 
-    Requests are served in order by one process: the next test's plan, asked for while
-    the worker runs this one, is made while the worker runs. Where the process dies, it
-    is replaced and the request made again alone; a second death raises
-    :class:`JudgingProcessDied` for that test."""
+    ``depth`` processes (:func:`~opbench.run.plan_ahead.plan_depth`,
+    ``OPBENCH_PLAN_AHEAD``, default 1) take the slot's tests in turn, so up to ``depth``
+    tests are planned while the worker runs one: where one process's planning and judging
+    take longer than the worker's test (the OpInfo suite on 4 x H100: about 20 ms a test
+    against the worker's 8, 2026-11-28), more processes keep the worker fed. Each
+    process serves its requests in order. Where a process dies, it is replaced and the
+    request made again alone; a second death raises :class:`JudgingProcessDied` for that
+    test."""
 
     def __init__(self, device: str, options: Any, *, ahead: bool, threads: int = 1) -> None:
+        from opbench.run.plan_ahead import plan_depth
+
         self.device, self._options, self._threads = device, options, threads
         self._ahead = ahead
-        self.depth = 1
-        self._pending: dict[str, Any] = {}
-        self._pool = self._start()
+        self.depth = plan_depth()
+        #: tests planned ahead: their process and its answer to come
+        self._pending: dict[str, tuple[int, Any]] = {}
+        #: tests planned and not yet judged: the process that keeps their expectations
+        self._where: dict[str, int] = {}
+        self._turn = 0
+        self._pools = [self._start() for _ in range(self.depth)]
 
     def _start(self) -> Any:
         import multiprocessing
@@ -81,59 +92,77 @@ class SlotJudge:
         pool.submit(_ready)  # start it now, beside the worker's start, not at the first plan
         return pool
 
-    def _call(self, what: str, case: Case, future: Any, fn: Any, *args: Any) -> Any:
-        """``future``'s answer; if the process died, a new one and ``fn(*args)`` alone."""
+    def _next(self) -> int:
+        """The process whose turn it is to plan a test."""
+        i = self._turn % self.depth
+        self._turn += 1
+        return i
+
+    def _call(self, what: str, case: Case, i: int, future: Any, fn: Any, *args: Any) -> Any:
+        """``future``'s answer from process ``i``; if it died, a new one and ``fn(*args)``
+        alone."""
         from concurrent.futures.process import BrokenProcessPool
 
         try:
             return future.result()
         except BrokenProcessPool:
             pass
-        self._restart()  # which request killed it is unknown: this one again, alone
+        self._restart(i)  # which request killed it is unknown: this one again, alone
         try:
-            return self._pool.submit(fn, *args).result()
+            return self._pools[i].submit(fn, *args).result()
         except BrokenProcessPool:
-            self._restart()
+            self._restart(i)
             raise JudgingProcessDied(
                 f"the judging process on {self.device} died {what} {case.test_id}, twice "
                 "(the second time alone on a new process)"
             ) from None
 
-    def _restart(self) -> None:
-        self._pending.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = self._start()
+    def _restart(self, i: int) -> None:
+        for test_id in [t for t, (j, _) in self._pending.items() if j == i]:
+            del self._pending[test_id]
+        self._pools[i].shutdown(wait=False, cancel_futures=True)
+        self._pools[i] = self._start()
 
     def ahead(self, cases: Case | list[Case]) -> None:
-        """Start planning the next test (only without timing: planning beside measured
+        """Start planning the next tests (only without timing: planning beside measured
         calls would share the CPU or GPU with them)."""
         if not self._ahead:
             return
         for case in ([cases] if isinstance(cases, Case) else cases)[: self.depth]:
             if case.test_id not in self._pending:
-                self._pending[case.test_id] = self._pool.submit(_plan, case)
+                i = self._next()
+                self._pending[case.test_id] = (i, self._pools[i].submit(_plan, case))
 
     def get(self, case: Case) -> tuple[Any, None]:
-        """``case``'s trial plan (its expectations stay in the process)."""
-        future = self._pending.pop(case.test_id, None)
-        if future is None:
-            for stale in self._pending.values():
+        """``case``'s trial plan (its expectations stay in the process that made it)."""
+        found = self._pending.pop(case.test_id, None)
+        if found is None:
+            for _, stale in self._pending.values():
                 stale.cancel()
             self._pending.clear()
-            future = self._pool.submit(_plan, case)
-        return self._call("planning", case, future, _plan, case), None
+            i = self._next()
+            found = (i, self._pools[i].submit(_plan, case))
+        i, future = found
+        plan = self._call("planning", case, i, future, _plan, case)
+        self._where[case.test_id] = i
+        return plan, None
 
     def judge(self, case: Case, outcome: Outcome, **fields: Any) -> tuple[Any, str]:
         """The test's result from the worker's ``outcome`` (a result as the bytes it
         wrote, ``run_case(raw=True)``), and the outcome's kind as judged: ``crash`` where
         the answer could not be read or says the CUDA context is broken (the caller then
-        kills that worker). ``fields``: :func:`~opbench.run.outcome_verdict.judge_outcome`'s
-        ``backend``, ``worker``, ``unit_info`` and ``scan``."""
+        kills that worker). Judged in the process that planned the test (one that lost
+        its expectations computes them again). ``fields``:
+        :func:`~opbench.run.outcome_verdict.judge_outcome`'s ``backend``, ``worker``,
+        ``unit_info`` and ``scan``."""
+        i = self._where.pop(case.test_id, 0)
         args = (case, outcome.kind, outcome.raw, outcome.detail, outcome.stderr_tail, fields)
-        return self._call("judging", case, self._pool.submit(_judge, *args), _judge, *args)
+        return self._call("judging", case, i, self._pools[i].submit(_judge, *args), _judge,
+                          *args)  # fmt: skip
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- in the judging process ------------------------------------------------------------
