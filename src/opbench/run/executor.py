@@ -277,10 +277,13 @@ class LocalExecutor:
         plans: PlansAhead | SlotJudge | None = None
         in_a_row = 0
         try:
-            from opbench.instrument.tensors import bind_device
-
-            bind_device(device)  # the judge's references land on this slot's GPU
             plans = self._plans(device)
+            if not isinstance(plans, SlotJudge):  # judged here: on this slot's GPU
+                from opbench.instrument.tensors import bind_device
+
+                # (in a judging process of its own the harness needs no CUDA context:
+                # one a slot cost the start a context each, which a host makes in turn)
+                bind_device(device)
             while not self._stopping.is_set():
                 try:
                     unit, group = todo.get_nowait()
