@@ -96,7 +96,7 @@ def served_by(paths: list[str]) -> Iterator[None]:
 
 
 class _Recorder:
-    """A launcher (called, or indexed by its grid and then called) that notes its path."""
+    """A launcher (``conv``'s are called with their grid first) that notes its path."""
 
     def __init__(self, real: Any, label: str, paths: list[str], if_true: bool) -> None:
         self._real, self._label, self._paths, self._if_true = real, label, paths, if_true
@@ -106,10 +106,6 @@ class _Recorder:
         if got or not self._if_true:
             self._paths.append(self._label)
         return got
-
-    def __getitem__(self, grid: Any) -> Any:
-        self._paths.append(self._label)
-        return self._real[grid]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

@@ -450,7 +450,7 @@ class RayExecutor:
         cluster), at most as many as the cluster can hold actors for."""
         key = "GPU" if self.req.device.startswith("cuda") else "CPU"
         have = max(1, int(ray.cluster_resources().get(key, 1)))
-        if self.req.workers and self.req.workers >= 1:
+        if self.req.workers:
             if self.req.workers > have:
                 log.warning("ray: --workers %d but the cluster has %d %s; using %d",
                             self.req.workers, have, key, have)  # fmt: skip

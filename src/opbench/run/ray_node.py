@@ -145,10 +145,6 @@ class NodeWorkers:
         if w is not None and not w.alive():
             self.workers.pop(name, None)
 
-    def alive(self, name: str) -> bool:
-        w = self.workers.get(name)
-        return w is not None and w.alive()
-
     def end(self, name: str, how: str) -> None:
         """``retire``, ``stop`` or ``kill`` a worker, and forget it."""
         w = self.workers.pop(name, None)

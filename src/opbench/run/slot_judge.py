@@ -1,13 +1,15 @@
-"""A slot's planning and judging in a process of its own (``OPBENCH_PLAN_IN=process``).
+"""A slot's planning and judging in processes of its own (on GPUs by default:
+:func:`plan_where`).
 
 With threads, every slot plans (draws inputs, runs eager and the float64 reference) and
 judges (reads the worker's answer, compares) in the harness's one interpreter. On 2 x H100
 the OpInfo suite then took longer on 2 GPUs than on 1 (147.5 s of tests against 124.8 s,
 ``results/scaling-opinfo-h100x2.md``), with the planning thread on each slot's critical
 path (``results/harness-profile-opinfo-h200.md``). Here a slot's tests are planned and
-judged in one spawned process (a fresh CUDA state; it imports opbench and torch, never a
-kernel, so it is as trusted as the harness): it keeps each test's expectations, which can
-be hundreds of megabytes, and receives the worker's answer as the bytes the worker wrote.
+judged in spawned processes (a fresh CUDA state; they import opbench and torch, never a
+kernel, so they are as trusted as the harness): the process that planned a test keeps its
+expectations, which can be hundreds of megabytes, and receives the worker's answer as the
+bytes the worker wrote.
 What crosses to the harness is a plan (seeds) and a verdict.
 """
 
@@ -39,7 +41,7 @@ def plan_where(device: str) -> str:
     a process on a GPU, threads on the CPU).
 
     On 4 x H100 (2026-11-28, quick OpInfo profile, f32, 2,907 tests,
-    ``results/scaling-opinfo-h100x4.md``) threads took 106.7 s on 4 GPUs and processes
+    ``results/scaling-opinfo-h100x4-2026-11-28.md``) threads took 106.7 s on 4 GPUs and processes
     48.9 s; on 1 GPU processes took 102.2 s where threads had not finished in 120 s. On the
     2-core CPU a judging process only competes with the workers for the same two cores
     (traces 101.9 s against 94.0 s on threads), so the CPU keeps threads."""
