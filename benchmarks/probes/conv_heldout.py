@@ -54,11 +54,19 @@ PATHS = {
     ("conv", "_smallk"): "small reduction (flattened)",
     ("conv", "_conv"): "implicit GEMM",
     ("conv", "_wgrad"): "weight grad (implicit GEMM)",
+    ("conv_depthwise_wgrad", "_dwg"): "depthwise weight grad (direct)",
 }
 
 
-def rows(traces: str, half: str, limit: int | None) -> list[dict[str, Any]]:
-    """The ``limit`` most used distinct convolution rows of ``half`` per operator."""
+def rows(
+    traces: str, half: str, limit: int | None, ops: tuple[str, ...] = OPS, match: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``limit`` most used distinct convolution rows of ``half`` per operator of
+    ``ops``, those whose argument text matches the regular expression ``match`` if given
+    (``'T\\(\\[\\d+, 1, \\d+'``: a weight or input of one channel a group, the
+    depthwise rows)."""
+    import re
+
     from opbench.suites.trace_files import load_traces
     from opbench.suites.trace_split import select, without_heldout
 
@@ -66,10 +74,10 @@ def rows(traces: str, half: str, limit: int | None) -> list[dict[str, Any]]:
     chosen = without_heldout(entries) if half == "tuning" else select(entries, "heldout")
     weights: dict[tuple[str, str], int] = defaultdict(int)
     for e in chosen:
-        if e.op in OPS:
+        if e.op in ops and (match is None or re.search(match, e.args)):
             weights[(e.op, e.args)] += max(e.count, 1)
     out: list[dict[str, Any]] = []
-    for op in OPS:
+    for op in ops:
         mine = sorted(((w, a) for (o, a), w in weights.items() if o == op), reverse=True)
         out += [{"half": half, "op": op, "args": a, "weight": w} for w, a in mine[:limit]]
     return out
@@ -212,12 +220,18 @@ def main() -> None:
     ap.add_argument("--traces", required=True)
     ap.add_argument("--limit", type=int, default=40, help="rows a half and operator")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, of " + ", ".join(OPS))
+    ap.add_argument("--match", default=None,
+                    help="only rows whose argument text matches this regular expression")  # fmt: skip
     ap.add_argument("--out", help="write OUT.json and OUT.md")
     ns = ap.parse_args()
+    ops = tuple(o for o in ns.ops.split(",") if o)
+    if not ops or set(ops) - set(OPS):
+        ap.error(f"--ops takes {', '.join(OPS)}")
     import torch
 
     # the halves in turn, most used first: a run cut short keeps both halves alike
-    halves = [rows(ns.traces, half, ns.limit) for half in HALVES]
+    halves = [rows(ns.traces, half, ns.limit, ops, ns.match) for half in HALVES]
     todo = [r for pair in itertools.zip_longest(*halves) for r in pair if r is not None]
     measured = []
     for i, r in enumerate(todo):

@@ -12,7 +12,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_pointwise  # noqa: E402
+from opbench.kernels._lib import conv, conv_depthwise_wgrad, conv_pointwise  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -328,6 +328,79 @@ def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypa
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
     assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
     assert calls[0] == 2
+
+
+def _count_dwg(monkeypatch) -> list[tuple[int, ...]]:
+    """The grids of the direct depthwise weight-gradient kernel's launches."""
+    grids: list[tuple[int, ...]] = []
+    launch = conv_depthwise_wgrad._dwg
+
+    def counted(grid, *a, **k):
+        grids.append(tuple(grid))
+        return launch(grid, *a, **k)
+
+    monkeypatch.setattr(conv_depthwise_wgrad, "_dwg", counted)
+    return grids
+
+
+def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
+    """convolution_backward's arguments for the weight and bias gradients of a
+    ``DW_CASES`` case, ``grad_output`` in the layout eager's forward gives it."""
+    x, w, b, *rest = _dw_args(case, dtype, layout)
+    y = aten.convolution(x, w, b, *rest)
+    gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 14))
+    return [gy, x, w, [b.numel()], *rest, [False, True, True]]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_weight_gradient(case: str, layout: str, dtype: torch.dtype,
+                                   monkeypatch) -> None:  # fmt: skip
+    """The weight gradient of a depthwise convolution (one gathered channel a weight
+    row) goes through the direct kernel; a transposed one whose rows read several
+    channels stays on the implicit GEMM. Against eager and float64."""
+    grids = _count_dwg(monkeypatch)
+    args = _dw_weight_grad_args(case, dtype, layout)
+    got = conv.convolution_backward(*args)
+    assert len(grids) == (0 if args[2].shape[1] > 1 else 1)
+    assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkeypatch) -> None:
+    """Many positions over few channels: the positions are split over programs (small
+    tiles make several splits and channel tiles, with masked edges) and the partials
+    summed in a fixed order: two calls give the same bits."""
+    monkeypatch.setattr(conv_depthwise_wgrad, "DWG_TILE", 64)
+    plan = conv_depthwise_wgrad.split_plan  # the CPU's SM count asks for no split
+    monkeypatch.setattr(conv_depthwise_wgrad, "split_plan",
+                        lambda tiles, iters, device: plan(tiles, iters, device, splits=3))  # fmt: skip
+    grids = _count_dwg(monkeypatch)
+    x, w = _r((2, 5, 9, 7), dtype, 21), _r((5, 1, 3, 3), dtype, 22)
+    if layout == "channels_last":
+        x = x.to(memory_format=torch.channels_last)
+    rest = [[1, 1], [1, 1], [1, 1], False, [0, 0], 5]
+    y = aten.convolution(x, w, None, *rest)
+    gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 23))
+    args = [gy, x, w, None, *rest, [False, True, False]]
+    got = conv.convolution_backward(*args)
+    assert grids and grids[0][1] == 3, grids  # split over positions
+    assert grids[0][0] > 1 or layout == "channels_last", grids  # channel tiles (NCHW)
+    assert_matches(got, aten.convolution_backward, *args)
+    assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_weight_gradient_int64(case: str, layout: str, monkeypatch) -> None:
+    """The direct weight-gradient kernel with 64-bit offsets forced."""
+    monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    args = _dw_weight_grad_args(case, torch.float32, layout)
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
 
 
 def test_depthwise_routing() -> None:

@@ -19,6 +19,7 @@ POINTWISE = "((T([2, 8, 6, 6], f32), T([16, 8, 1, 1], f32), None, [1, 1], [0, 0]
 #: 160 channels x 3 x 3 = 1,440 pairs a output: past the flattened kernel's 1,024
 GEMM = "((T([1, 160, 4, 4], f32), T([8, 160, 3, 3], f32), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
 DOUBLE = "((T([2, 4, 6, 6], f64), T([4, 4, 3, 3], f64), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
+DW_BACKWARD = "((T([2, 4, 8, 8], f32), T([2, 4, 8, 8], f32), T([4, 1, 3, 3], f32), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 4, [True, True, False]), {})"  # fmt: skip
 BACKWARD = "((T([2, 8, 6, 6], f32), T([2, 64, 6, 6], f32), T([8, 64, 3, 3], f32), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), {})"  # fmt: skip
 
 
@@ -37,7 +38,7 @@ def _traces(root: Path) -> Path:
     (folder / f"{TUNING}.txt").write_text(
         "Operator: aten.convolution.default\n"
         f"cnt: 3, {DEPTHWISE}\ncnt: 2, {POINTWISE}\ncnt: 1, {SHARED}\n"
-        f"Operator: aten.convolution_backward.default\ncnt: 1, {BACKWARD}\n"
+        f"Operator: aten.convolution_backward.default\ncnt: 2, {DW_BACKWARD}\ncnt: 1, {BACKWARD}\n"
     )
     (folder / f"{HELDOUT}.txt").write_text(
         f"Operator: aten.convolution.default\ncnt: 5, {GEMM}\ncnt: 4, {DOUBLE}\ncnt: 1, {SHARED}\n"
@@ -48,11 +49,20 @@ def _traces(root: Path) -> Path:
 def test_each_half_holds_its_own_rows_most_used_first(conv_heldout, tmp_path):
     traces = str(_traces(tmp_path))
     tuning = conv_heldout.rows(traces, "tuning", None)
-    assert [r["args"] for r in tuning] == [DEPTHWISE, POINTWISE, SHARED, BACKWARD]
+    assert [r["args"] for r in tuning] == [DEPTHWISE, POINTWISE, SHARED, DW_BACKWARD, BACKWARD]
     heldout = conv_heldout.rows(traces, "heldout", None)
     # a row a tuning model uses is never held out
     assert [r["args"] for r in heldout] == [GEMM, DOUBLE]
-    assert [r["args"] for r in conv_heldout.rows(traces, "tuning", 1)] == [DEPTHWISE, BACKWARD]
+    assert [r["args"] for r in conv_heldout.rows(traces, "tuning", 1)] == [DEPTHWISE, DW_BACKWARD]
+
+
+def test_rows_of_some_ops_and_argument_texts(conv_heldout, tmp_path):
+    """``--ops`` and ``--match``: the depthwise backward rows alone."""
+    traces = str(_traces(tmp_path))
+    picked = conv_heldout.rows(traces, "tuning", None, ("convolution_backward.default",),
+                               r"T\(\[\d+, 1, \d+")  # fmt: skip
+    assert [r["args"] for r in picked] == [DW_BACKWARD]
+    assert conv_heldout.rows(traces, "heldout", None, match=r"T\(\[\d+, 1, \d+") == []
 
 
 def test_the_path_is_the_launchers_that_ran_and_every_result_agrees(conv_heldout, tmp_path):
@@ -67,6 +77,7 @@ def test_the_path_is_the_launchers_that_ran_and_every_result_agrees(conv_heldout
     assert got[SHARED]["path"] == "small reduction (flattened)"
     assert got[GEMM]["path"] == "implicit GEMM"
     assert got[BACKWARD]["path"] == "small reduction (flattened) + weight grad (implicit GEMM)"
+    assert got[DW_BACKWARD]["path"] == "depthwise (direct) + depthwise weight grad (direct)"
     assert got[DOUBLE]["path"] == "declined"  # PyTorch serves float64
     assert all(m["correct"] for a, m in got.items() if a != DOUBLE)
     assert not any("speedup" in m for m in got.values())  # nothing timed on the CPU

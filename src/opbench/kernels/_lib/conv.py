@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import torch
 
 from opbench.kernels._lib.conv_depthwise import _depthwise
+from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_pointwise import (
     _pointwise,
@@ -457,6 +458,11 @@ def _weight_grad(
     KD, KH, KW = w5.shape[2:]
     R_G, C_G = weight.shape[0] // groups, weight.shape[1]
     P = a5.shape[0] * QD * QH * QW
+    if C_G == 1:  # every weight row reads one gathered channel: depthwise, any multiplier
+        # positions run to under 2P past the last split; the partials to splits (<= P) weights
+        big = not _fits_i32(a5, b5, counts=(2 * P + DWG_TILE, dw.numel() * (max(P, 1) + 1)))
+        depthwise_weight_grad(a5, b5, dw, w5, R_G, stride, padding, dilation, spatial, big)
+        return dw
     kvol = KD * KH * KW
     bm, bn, bk = _wgrad_blocks(R_G, C_G, a.dtype == torch.float32)
     # The weights are few and the positions summed over many (a ResNet stem: 32 x 27
