@@ -34,11 +34,14 @@ from opbench.kernels._lib.matmul import split_plan, sum_split_partials
 
 __all__ = ["DWG_TILE", "DWG_WARPS", "depthwise_weight_grad", "dwg_blocks"]
 
-#: Elements of a program's fp32 accumulator (taps x channels x positions): 4096 over 4
-#: warps is 32 registers a thread for it and as many for the gathered tile (half as many
-#: elements in float32, whose compensation takes as many registers again).
-DWG_TILE = 4096
-DWG_WARPS = 4
+#: Elements of a program's fp32 accumulator (taps x channels x positions; half as many in
+#: float32, whose compensation takes as many registers again) and its warps. Picked on the
+#: tuning half's 30 most used depthwise backward rows on the H100 (2026-11-28,
+#: ``benchmarks/results/dwg-sweep-h100-2026-11-28.md``): 2048 x 8 warps 0.190x eager's
+#: whole backward (4096 x 4, the first guess: 0.170; 8192 x 4: 0.096); on the held-out
+#: half's 30, 0.228x. Still far behind cuDNN: see that file.
+DWG_TILE = 2048
+DWG_WARPS = 8
 
 
 @jit_unspecialized
