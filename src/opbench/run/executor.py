@@ -416,7 +416,8 @@ class LocalExecutor:
             if isinstance(got, dict):  # importing the unit killed the worker
                 failed: dict[str, Any] = got
                 slot.worker = None
-                self.budget.record(case.op, failed["kind"])
+                # the crash budget counts it once, where the test's crash is recorded
+                # (_run_group); counting it here too stopped an op after half its budget
                 return Outcome(
                     failed["kind"],
                     detail=f"the worker died importing the kernel: {failed['detail']}",
