@@ -19,8 +19,8 @@ matmul's split-K) where the channels alone give too few programs, and the fp32 p
 summed in a fixed order by :func:`~opbench.kernels._lib.matmul_shared.sum_split_partials`,
 so the same inputs give the same bits.
 
-Only triton.language builtins inside the kernel (``tl.full``, no ``tl.zeros``):
-``conv_kernels``' docstring says why.
+Only triton.language builtins inside the kernel (``tl.full``, no ``tl.zeros``; ``tl.reduce``
+with the standard sum, no ``tl.sum``): ``conv_kernels``' docstring says why.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
-from opbench.kernels._lib.conv_kernels import _idx, _unflatten
+from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan, sum_split_partials
+from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = ["DWG_TILE", "DWG_WARPS", "depthwise_weight_grad", "dwg_blocks"]
 
@@ -73,20 +74,8 @@ def _dwg_kernel(
     P, C, R_G = _idx(P, BIG), _idx(C, BIG), _idx(R_G, BIG)
     PD, PH, PW = _idx(PD, BIG), _idx(PH, BIG), _idx(PW, BIG)
     QD, QH, QW = _idx(QD, BIG), _idx(QH, BIG), _idx(QW, BIG)
-    as0, as1, as2, as3, as4 = (
-        _idx(as0, BIG),
-        _idx(as1, BIG),
-        _idx(as2, BIG),
-        _idx(as3, BIG),
-        _idx(as4, BIG),
-    )
-    bs0, bs1, bs2, bs3, bs4 = (
-        _idx(bs0, BIG),
-        _idx(bs1, BIG),
-        _idx(bs2, BIG),
-        _idx(bs3, BIG),
-        _idx(bs4, BIG),
-    )
+    as0, as1, as2, as3, as4 = _idx5(as0, as1, as2, as3, as4, BIG)
+    bs0, bs1, bs2, bs3, bs4 = _idx5(bs0, bs1, bs2, bs3, bs4, BIG)
     rc = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
     c_ok = rc < C
     rt = tl.arange(0, BLOCK_T)
@@ -142,9 +131,9 @@ def _dwg_kernel(
         else:
             acc += b * a[None, :, :]
     if POS_INNER:
-        part = tl.sum(acc, axis=2)  # [T, C]
+        part = tl.reduce(acc, 2, _SUM_COMBINE)  # [T, C]
     else:
-        part = tl.sum(acc, axis=1)  # [T, C]
+        part = tl.reduce(acc, 1, _SUM_COMBINE)  # [T, C]
     offs = (rc * _idx(ws0, BIG))[None, :] + (
         _idx(kd, BIG) * _idx(ws2, BIG)
         + _idx(kh, BIG) * _idx(ws3, BIG)
