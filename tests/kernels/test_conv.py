@@ -375,9 +375,7 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     tiles make several splits and channel tiles, with masked edges) and the partials
     summed in a fixed order: two calls give the same bits."""
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_TILE", 64)
-    plan = conv_depthwise_wgrad.split_plan  # the CPU's SM count asks for no split
-    monkeypatch.setattr(conv_depthwise_wgrad, "split_plan",
-                        lambda tiles, iters, device: plan(tiles, iters, device, splits=3))  # fmt: skip
+    monkeypatch.setattr(conv_depthwise_wgrad, "dwg_splits", lambda tiles, iters, sms: 3)
     grids = _count_dwg(monkeypatch)
     x, w = _r((2, 5, 9, 7), dtype, 21), _r((5, 1, 3, 3), dtype, 22)
     if layout == "channels_last":
@@ -391,6 +389,18 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     assert grids[0][0] > 1 or layout == "channels_last", grids  # channel tiles (NCHW)
     assert_matches(got, aten.convolution_backward, *args)
     assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+
+
+def test_depthwise_weight_gradient_splits_fill_the_gpu() -> None:
+    """Few channels over many positions are split until the GPU holds about
+    ``DWG_PROGRAMS_PER_SM`` programs a multiprocessor (each at least 8 position blocks);
+    channels enough to fill it alone are not split."""
+    splits = conv_depthwise_wgrad.dwg_splits
+    per_sm = conv_depthwise_wgrad.DWG_PROGRAMS_PER_SM
+    assert 72 * splits(72, 3136, 132) >= per_sm * 132  # [128, 72, 56, 56]: was 1 split
+    assert splits(728, 91, 132) == 1  # [32, 728, 19, 19]: 728 programs already
+    assert splits(4, 20, 132) == 2  # at least 8 blocks a program
+    assert splits(1, 10**6, 132) == 256 and splits(8, 10, 132) == 1
 
 
 @pytest.mark.slow
