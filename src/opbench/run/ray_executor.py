@@ -202,17 +202,28 @@ class _Slot:
                 log.debug("ray.kill: %s", e)
         self.actor = None
 
-    def close(self) -> dict[str, Any] | None:
-        if self.actor is None:
+    def begin_close(self) -> Any:
+        """Ask the actor to stop its workers and factory; :meth:`end_close` takes the
+        answer (the factory asks every slot's actor first, then waits: they close at
+        once, not one after another)."""
+        return None if self.actor is None else self.actor.close.remote()
+
+    def end_close(self, closing: Any) -> dict[str, Any] | None:
+        """The backend settings the actor's workers read (:meth:`begin_close`'s answer);
+        the actor is killed either way."""
+        if self.actor is None or closing is None:
             return None
         try:
-            return self.factory.ray.get(self.actor.close.remote(), timeout=CALL_MARGIN_S)
+            return self.factory.ray.get(closing, timeout=CALL_MARGIN_S)
         except Exception as e:  # noqa: BLE001 - closing: keep going
             log.debug("closing a slot actor: %s", e)
             return None
         finally:
             self.factory.ray.kill(self.actor)
             self.actor = None
+
+    def close(self) -> dict[str, Any] | None:
+        return self.end_close(self.begin_close())
 
 
 class RayWorkerFactory:
@@ -337,8 +348,9 @@ class RayWorkerFactory:
                 self.ray.kill(actor)
             except Exception as e:  # noqa: BLE001 - it is gone either way
                 log.debug("ray.kill: %s", e)
-        for slot in slots:
-            settings = slot.close()
+        closing = [(slot, slot.begin_close()) for slot in slots]
+        for slot, answer in closing:
+            settings = slot.end_close(answer)
             if settings:
                 self._settings.append(settings)
 
