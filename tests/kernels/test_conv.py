@@ -264,17 +264,22 @@ def _dw_args(case: str, dtype: torch.dtype, layout: str) -> list:
     return [x, w, b, stride, padding, dilation, transposed, out_pad, groups]
 
 
-def _count_direct(monkeypatch) -> list[int]:
-    """Counts launches of the direct depthwise kernel."""
-    calls = [0]
-    launch = conv._depthwise
+def _launch_grids(monkeypatch, module, name: str) -> list[tuple[int, ...]]:
+    """The grids of ``module.name``'s launches (a launcher takes its grid first)."""
+    grids: list[tuple[int, ...]] = []
+    launch = getattr(module, name)
 
-    def counted(*a, **k):
-        calls[0] += 1
-        return launch(*a, **k)
+    def counted(grid, *a, **k):
+        grids.append(tuple(grid))
+        return launch(grid, *a, **k)
 
-    monkeypatch.setattr(conv, "_depthwise", counted)
-    return calls
+    monkeypatch.setattr(module, name, counted)
+    return grids
+
+
+def _count_direct(monkeypatch) -> list[tuple[int, ...]]:
+    """The launches of the direct depthwise kernel (forward and input gradient)."""
+    return _launch_grids(monkeypatch, conv, "_depthwise")
 
 
 def _dw_tiles(monkeypatch, tiles: str) -> None:
@@ -300,7 +305,7 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, monkeypatc
     calls = _count_direct(monkeypatch)
     args = _dw_args(case, dtype, layout)
     got = conv.convolution(*args)
-    assert calls[0] == 1
+    assert len(calls) == 1
     eager = aten.convolution(*args)
     if args[0].dim() == 4:
         assert got.stride() == eager.stride()
@@ -309,7 +314,7 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, monkeypatc
     gy = _r(tuple(eager.shape), dtype, 14)
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
     gi = conv.convolution_backward(*bargs)
-    assert calls[0] == 2
+    assert len(calls) == 2
     assert_matches(gi, aten.convolution_backward, *bargs)
 
 
@@ -328,20 +333,12 @@ def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypa
     gy = _r(tuple(aten.convolution(*args).shape), torch.float32, 14)
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
     assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
-    assert calls[0] == 2
+    assert len(calls) == 2
 
 
 def _count_dwg(monkeypatch) -> list[tuple[int, ...]]:
-    """The grids of the direct depthwise weight-gradient kernel's launches."""
-    grids: list[tuple[int, ...]] = []
-    launch = conv_depthwise_wgrad._dwg
-
-    def counted(grid, *a, **k):
-        grids.append(tuple(grid))
-        return launch(grid, *a, **k)
-
-    monkeypatch.setattr(conv_depthwise_wgrad, "_dwg", counted)
-    return grids
+    """The launches of the direct depthwise weight-gradient kernel."""
+    return _launch_grids(monkeypatch, conv_depthwise_wgrad, "_dwg")
 
 
 def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
@@ -426,4 +423,4 @@ def test_grouped_convolution_stays_on_the_gemm(monkeypatch) -> None:
     calls = _count_direct(monkeypatch)
     args = _args("2d_groups", torch.float32, True)
     assert_matches(conv.convolution(*args), aten.convolution, *args)
-    assert calls[0] == 0
+    assert len(calls) == 0

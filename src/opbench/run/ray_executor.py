@@ -222,9 +222,6 @@ class _Slot:
             self.factory.ray.kill(self.actor)
             self.actor = None
 
-    def close(self) -> dict[str, Any] | None:
-        return self.end_close(self.begin_close())
-
 
 class RayWorkerFactory:
     """The :class:`~opbench.run.pool.WorkerFactory` interface over Ray actors: each

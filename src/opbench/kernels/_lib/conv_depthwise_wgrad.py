@@ -192,7 +192,6 @@ def dwg_splits(tiles: int, iters: int, sms: int) -> int:
 def depthwise_weight_grad(
     a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
     stride: list[int], padding: list[int], dilation: list[int], spatial: int, big: bool,
-    tile: int | None = None,
 ) -> None:  # fmt: skip
     """``dw`` (``w5`` its 5-D view, ``[C, 1, KD, KH, KW]``) from ``a5`` (the summed
     tensor, 5-D) and ``b5`` (the gathered one): the direct kernel above, split over the
@@ -211,8 +210,7 @@ def depthwise_weight_grad(
     P = a5.shape[0] * QD * QH * QW
     pos_inner = a5.stride(4) == 1 and a5.stride(1) != 1
     kahan = a5.dtype == torch.float32
-    tile = DWG_TILE if tile is None else tile
-    bt, bc, bp = dwg_blocks(KD * KH * KW, C, pos_inner, tile // 2 if kahan else tile)
+    bt, bc, bp = dwg_blocks(KD * KH * KW, C, pos_inner, DWG_TILE // 2 if kahan else DWG_TILE)
     tiles = cdiv(C, bc)
     iters = cdiv(P, bp)
     splits, per = split_plan(tiles, iters, dw.device, dwg_splits(tiles, iters, sm_count(dw.device)))
