@@ -42,6 +42,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
 
 OPS = ("convolution.default", "convolution_backward.default")
 HALVES = ("tuning", "heldout")
@@ -53,6 +54,7 @@ PATHS = {
     ("conv", "_depthwise"): "depthwise (direct)",
     ("conv", "_smallk"): "small reduction (flattened)",
     ("conv", "_conv"): "implicit GEMM",
+    ("conv_nhwc", "_nhwc"): "implicit GEMM (channels-last)",
     ("conv", "_wgrad"): "weight grad (implicit GEMM)",
     ("conv_depthwise_wgrad", "_dwg"): "depthwise weight grad (direct)",
 }
@@ -137,8 +139,17 @@ def _agrees(got: Any, want: Any) -> bool:
     return _close(got, want)
 
 
-def measure(row: dict[str, Any], device: str) -> dict[str, Any]:
-    """The row's path, whether it agrees with eager, and (on CUDA) both sides' ms."""
+def measure(
+    row: dict[str, Any], device: str, variants: dict[str, list[str]] | None = None,
+    paths: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The row's path, whether it agrees with eager, and (on CUDA) both sides' ms; under
+    each of ``variants`` (name -> ``MODULE.NAME=VALUE`` settings, restored after) the
+    backend's path, agreement and ms again, beside the same eager time. A row whose
+    path does not match the regular expression ``paths`` is returned with
+    ``skipped`` set, untimed."""
+    import re
+
     import torch
 
     from opbench.kernels._lib import conv
@@ -148,27 +159,63 @@ def measure(row: dict[str, Any], device: str) -> dict[str, Any]:
     op = row["op"]
     call, kw = make_inputs(op, parse_args(row["args"]), device, 0)
     eager = getattr(torch.ops.aten, op.split(".")[0]).default
-    mine = conv.convolution if op == "convolution.default" else conv.convolution_backward
-    out = dict(row)
-    paths: list[str] = []
-    try:
-        with served_by(paths):
-            got = mine(*call, **kw)
-    except NotImplementedError as e:  # the backend declines it: PyTorch serves it
-        out.update(path="declined", detail=str(e)[:200])
-        return out
-    out["path"] = " + ".join(dict.fromkeys(paths)) or "none"
-    out["correct"] = _agrees(got, eager(*call, **kw))
-    if device.startswith("cuda") and out["correct"]:
+    want = eager(*call, **kw)
+    timed = device.startswith("cuda")
+
+    def bench(fn: Any) -> float:
         import triton.testing
 
-        def bench(fn: Any) -> float:
-            return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+        return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
 
+    def backend() -> dict[str, Any]:
+        mine = conv.convolution if op == "convolution.default" else conv.convolution_backward
+        used: list[str] = []
+        try:
+            with served_by(used):
+                got = mine(*call, **kw)
+        except NotImplementedError as e:  # the backend declines it: PyTorch serves it
+            return {"path": "declined", "detail": str(e)[:200]}
+        got_row = {"path": " + ".join(dict.fromkeys(used)) or "none",
+                   "correct": _agrees(got, want)}  # fmt: skip
+        if timed and got_row["correct"]:
+            got_row["backend_ms"] = bench(lambda: mine(*call, **kw))
+        return got_row
+
+    out = dict(row)
+    first = backend()
+    if paths is not None and not re.search(paths, first["path"]):
+        return dict(out, path=first["path"], skipped=True)
+    out.update(first)
+    if timed and "backend_ms" in out:
         out["eager_ms"] = bench(lambda: eager(*call, **kw))
-        out["backend_ms"] = bench(lambda: mine(*call, **kw))
         out["speedup"] = out["eager_ms"] / out["backend_ms"]
+    for name, settings in (variants or {}).items():
+        with _overridden(settings):
+            v = backend()
+        if "backend_ms" in v and "eager_ms" in out:
+            v["speedup"] = out["eager_ms"] / v["backend_ms"]
+        out.setdefault("variants", {})[name] = v
     return out
+
+
+@contextlib.contextmanager
+def _overridden(settings: list[str]) -> Iterator[None]:
+    """``MODULE.NAME=VALUE`` settings of the backend's modules inside the block only."""
+    import importlib
+
+    from kernel_overrides import apply_overrides
+
+    saved = []
+    for item in settings:
+        module, _, name = item.partition("=")[0].rpartition(".")
+        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
+        saved.append((mod, name, getattr(mod, name)))
+    apply_overrides(settings)
+    try:
+        yield
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)
 
 
 def _geo(xs: list[float]) -> float | None:
@@ -180,8 +227,13 @@ def summarize(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
     speed-up over eager (rows of one path together; "all" over every path)."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in measured:
+        if r.get("skipped"):
+            continue
         groups[(r["half"], r["op"], r["path"])].append(r)
         groups[(r["half"], r["op"], "all")].append(r)
+        for name, v in r.get("variants", {}).items():  # a variant's rows, by its own paths
+            groups[(r["half"], r["op"], f"[{name}] all")].append(v)
+            groups[(r["half"], r["op"], f"[{name}] {v['path']}")].append(v)
     table = []
     for (half, op, path), rs in sorted(groups.items()):
         speed = [r["speedup"] for r in rs if r.get("speedup")]
@@ -224,7 +276,26 @@ def main() -> None:
     ap.add_argument("--match", default=None,
                     help="only rows whose argument text matches this regular expression")  # fmt: skip
     ap.add_argument("--out", help="write OUT.json and OUT.md")
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="a kernel module's constant for the whole run")  # fmt: skip
+    ap.add_argument("--variant", action="append", default=[],
+                    metavar="NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]",
+                    help="also time each row under these settings, beside the same eager "
+                    "time (repeatable); reported as [NAME] rows")  # fmt: skip
+    ap.add_argument(
+        "--paths",
+        default=None,
+        metavar="REGEX",
+        help="time only rows whose path (as the defaults serve them) matches",
+    )
     ns = ap.parse_args()
+    from kernel_overrides import apply_overrides
+
+    ns.overrides = apply_overrides(ns.set)
+    variants = {}
+    for item in ns.variant:
+        name, _, settings = item.partition("=")
+        variants[name] = [x for x in settings.split(",") if x]
     ops = tuple(o for o in ns.ops.split(",") if o)
     if not ops or set(ops) - set(OPS):
         ap.error(f"--ops takes {', '.join(OPS)}")
@@ -237,11 +308,12 @@ def main() -> None:
     for i, r in enumerate(todo):
         t0 = time.perf_counter()
         try:
-            m = measure(r, ns.device)
+            m = measure(r, ns.device, variants, ns.paths)
         except Exception as e:  # noqa: BLE001 - a row that fails is reported, not fatal
             m = dict(r, path="failed", detail=f"{type(e).__name__}: {str(e)[:200]}")
         measured.append(m)
         print(json.dumps({k: m.get(k) for k in ("half", "op", "path", "correct", "speedup")}
+                         | {n: v.get("speedup") for n, v in m.get("variants", {}).items()}
                          | {"row": f"{i + 1}/{len(todo)}",
                             "s": round(time.perf_counter() - t0, 1)}), flush=True)  # fmt: skip
         if ns.device.startswith("cuda"):
@@ -260,6 +332,7 @@ def _result(ns: argparse.Namespace, measured: list[dict[str, Any]], planned: int
     return {
         "date": time.strftime("%Y-%m-%d"), "device": gpu, "torch": torch.__version__,
         "limit": ns.limit, "command": "python3 " + " ".join(sys.argv),
+        "overrides": getattr(ns, "overrides", {}),
         "rows_measured": f"{len(measured)} of {planned}",
         "table": summarize(measured), "rows": measured,
     }  # fmt: skip

@@ -75,7 +75,7 @@ def test_the_path_is_the_launchers_that_ran_and_every_result_agrees(conv_heldout
     assert got[DEPTHWISE]["path"] == "depthwise (direct)"
     assert got[POINTWISE]["path"] == "pointwise (matmul kernel)"
     assert got[SHARED]["path"] == "small reduction (flattened)"
-    assert got[GEMM]["path"] == "implicit GEMM"
+    assert got[GEMM]["path"] == "implicit GEMM (channels-last)"
     assert got[BACKWARD]["path"] == "small reduction (flattened) + weight grad (implicit GEMM)"
     assert got[DW_BACKWARD]["path"] == "depthwise (direct) + depthwise weight grad (direct)"
     assert got[DOUBLE]["path"] == "declined"  # PyTorch serves float64
@@ -94,3 +94,22 @@ def test_a_wrong_result_is_reported_and_never_timed(conv_heldout, tmp_path, monk
     row = {"half": "tuning", "op": "convolution.default", "args": POINTWISE, "weight": 1}
     m = conv_heldout.measure(row, "cpu")
     assert m["correct"] is False and "speedup" not in m
+
+
+def test_variants_are_served_and_checked_apart(conv_heldout, tmp_path):
+    """``--variant``: the row again under other settings (here the channels-last kernel
+    turned off), its own path and check; ``--paths``: rows of other paths left untimed."""
+    row = {"half": "heldout", "op": "convolution.default", "args": GEMM, "weight": 1}
+    m = conv_heldout.measure(row, "cpu", {"general": ["conv_nhwc.NHWC_MIN_CIN=100000"]})
+    assert m["path"] == "implicit GEMM (channels-last)" and m["correct"]
+    assert (
+        m["variants"]["general"]["path"] == "implicit GEMM" and m["variants"]["general"]["correct"]
+    )
+    from opbench.kernels._lib import conv_nhwc
+
+    assert conv_nhwc.NHWC_MIN_CIN < 100000  # restored
+    skipped = conv_heldout.measure(dict(row, args=POINTWISE), "cpu", paths="implicit GEMM")
+    assert skipped["skipped"] and "variants" not in skipped
+    table = conv_heldout.summarize([m, skipped])
+    assert {t["path"] for t in table} >= {"[general] all", "[general] implicit GEMM"}
+    assert next(t for t in table if t["path"] == "all")["rows"] == 1

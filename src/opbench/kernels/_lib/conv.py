@@ -45,6 +45,7 @@ import torch
 from opbench.kernels._lib.conv_depthwise import _depthwise
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
+from opbench.kernels._lib.conv_nhwc import nhwc_convolution
 from opbench.kernels._lib.conv_pointwise import (
     _pointwise,
     _pointwise_forward,
@@ -410,6 +411,9 @@ def convolution(
             BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
             BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
         )  # fmt: skip
+        return out
+    if nhwc_convolution(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
+                        [dd, dh, dw], bool(transposed), spatial == 3, _fits_i32):  # fmt: skip
         return out
     if _smallk_forward(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
                        [dd, dh, dw], bool(transposed), spatial == 3):  # fmt: skip

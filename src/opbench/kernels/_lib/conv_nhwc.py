@@ -1,0 +1,265 @@
+"""Dense convolutions as a pipelined implicit GEMM over channels-last data.
+
+:mod:`opbench.kernels._lib.conv_kernels`' implicit GEMM reads any strides, so over NCHW
+inputs each step gathers ``[channels, positions]`` tiles whose positions are shifted by
+the kernel position: 2-byte loads that neither vectorize nor go through ``cp.async``,
+one synchronous gather a step (``CONV_STAGES = 1``). On the H100 it ran the traced 3x3
+convolutions at 0.09-0.30x cuDNN on both halves of the traces (23 TFLOP/s on
+``[64, 256, 14, 14]`` x ``[256, 256, 3, 3]``, cuDNN 264;
+``benchmarks/results/conv-heldout-h100-2026-11-28.md``).
+
+Here the input is read channels-last (``[N, D, H, W, C]``, copied once if it is not:
+one pass over the input, small beside a GEMM that reads every element once per kernel
+position) and the weight packed once per call as ``[groups, taps, C_in/g, C_out/g]``
+with its columns padded to the tile, so both operands of every step are rows of
+contiguous 16-byte-aligned elements: the A tile ``[BLOCK_M positions, BLOCK_K channels]``
+is one row gather per position, the B tile a dense block, and the loop over
+(kernel position, channel block) is a single loop Triton software-pipelines
+(``NHWC_STAGES``). Rows whose position falls in the padding are masked to zero; the
+output is written through its strides in the memory format eager picks (NCHW outputs
+with a position-contiguity hint so the stores coalesce).
+
+A unit-stride transposed convolution (every input gradient of a stride-1 convolution)
+is the forward convolution of the flipped, transposed weight with padding
+``dilation * (k - 1) - padding``; packing the weight does the flip and transposition
+for free. Strided transposed convolutions stay on ``conv_kernels``.
+
+Few output tiles (a small batch) split the reduction over programs as matmul's split-K
+(:func:`~opbench.kernels._lib.matmul.split_plan`), fp32 partials summed in a fixed order.
+
+Only triton.language builtins inside the kernel: ``conv_kernels``' docstring says why.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton.language as tl
+
+from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
+from opbench.kernels._lib.matmul import split_plan, sum_split_partials
+from opbench.kernels._lib.matmul_shared import dot_acc
+
+__all__ = ["NHWC_MIN_CIN", "nhwc_blocks", "nhwc_convolution"]
+
+_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+#: Fewest input channels a group needs for this path: below it ``conv_smallk`` (NCHW,
+#: the reduction flattened over channels and taps) serves, which ran 3x3 convolutions of
+#: 18-36 channels at 1.1-2.3x eager on the H100 and of 56-104 at 0.1-0.4x
+#: (``conv-heldout-h100-2026-11-28.md``); between them the two are timed side by side by
+#: ``benchmarks/probes/conv_heldout.py --set conv_nhwc.NHWC_MIN_CIN=...``.
+NHWC_MIN_CIN = 48
+#: Tiles: ``BLOCK_M`` output positions x ``BLOCK_N`` of a group's output channels (at
+#: most ``NHWC_BLOCK_N``, at least 16) x ``BLOCK_K`` input channels a step (the largest
+#: of 64, 32, 16 dividing the group's channels, so no step needs a channel mask).
+#: Untimed first choices: Triton's Hopper matmul tutorial's 128x128x64, 8 warps, 3
+#: stages; swept by ``conv_heldout.py --set``.
+NHWC_BLOCK_M = 128
+NHWC_BLOCK_N = 128
+NHWC_BLOCK_K = 64
+NHWC_WARPS = 8
+NHWC_STAGES = 3
+
+
+@jit_unspecialized
+def _nhwc_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    M: tl.int64, CIN_G: tl.int64, COUT_G: tl.int64, W_ROW: tl.int64, GROUPS: tl.int64,
+    D: tl.int64, H: tl.int64, W: tl.int64, OD: tl.int64, OH: tl.int64, OW: tl.int64,
+    pd: tl.int64, ph: tl.int64, pw: tl.int64, dd: tl.int64, dh: tl.int64, dw: tl.int64,
+    xs0: tl.int64, xs2: tl.int64, xs3: tl.int64, xs4: tl.int64,
+    ys0: tl.int64, ys1: tl.int64, ys2: tl.int64, ys3: tl.int64, ys4: tl.int64,
+    steps_per_split: tl.int64, s_split: tl.int64,
+    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+    SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+    HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr,
+    BIG: tl.constexpr, X_ALIGN: tl.constexpr, EVEN_K: tl.constexpr, Y_VEC: tl.constexpr,
+    SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """``y[m, g*COUT_G + n] = sum over taps t and channels c of
+    x[m moved by t, g*CIN_G + c] * w[g, t, c, n]``, ``x`` channels-last (channel stride
+    1), ``w`` packed ``[GROUPS, taps, CIN_G, W_ROW]`` (columns past ``COUT_G`` zero).
+
+    One program per (row tile, group, column tile), the column tiles of a row tile
+    adjacent in launch order (they share the gathered input in L2); grid axis 1 splits
+    the ``taps x channel blocks`` steps (``SPLIT``: fp32 partials at ``s_split`` apart,
+    in ``y``'s memory order, the bias added by the first). ``X_ALIGN``: every row's
+    channel offset is a multiple of 8 (16-byte loads); ``EVEN_K``: ``BLOCK_K`` divides
+    ``CIN_G`` (no channel mask, which would stop the loads vectorizing); ``Y_VEC``: runs
+    of that many rows are neighbours in ``y`` (an NCHW output)."""
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    M, CIN_G, COUT_G = _idx(M, BIG), _idx(CIN_G, BIG), _idx(COUT_G, BIG)
+    W_ROW = _idx(W_ROW, BIG)
+    D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
+    OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
+    xs0, xs2, xs3, xs4 = _idx(xs0, BIG), _idx(xs2, BIG), _idx(xs3, BIG), _idx(xs4, BIG)
+    tiles_n = (COUT_G + BLOCK_N - 1) // BLOCK_N
+    per_m = tiles_n * _idx(GROUPS, BIG)
+    pid_m = pid // per_m
+    rest = pid - pid_m * per_m
+    g = rest // tiles_n
+    pid_n = rest - g * tiles_n
+
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    m_ok = rm < M
+    nb, od, oh, ow = _unflatten(rm, OD, OH, OW)
+    bd = od * SD - _idx(pd, BIG)
+    bh = oh * SH - _idx(ph, BIG)
+    bw = ow * SW - _idx(pw, BIG)
+    row0 = nb * xs0 + g * CIN_G
+    c_blocks = (CIN_G + BLOCK_K - 1) // BLOCK_K
+    # the packed weight's rows are W_ROW apart, a multiple of BLOCK_N (>= 16): stated,
+    # since Triton cannot know it of a runtime size and would not vectorize the loads
+    w_col = tl.multiple_of(g * (KD * KH * KW) * CIN_G * W_ROW + pid_n * BLOCK_N, 16)
+    w_col = w_col + tl.arange(0, BLOCK_N)
+    first = split * _idx(steps_per_split, BIG)
+    last = tl.minimum(first + _idx(steps_per_split, BIG), (KD * KH * KW) * c_blocks)
+
+    acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    for step in range(first, last):
+        kpos = step // c_blocks
+        c0 = (step - kpos * c_blocks) * BLOCK_K
+        kd, kh, kw = _kpos(kpos, KH, KW)
+        ih = bh + kh * _idx(dh, BIG)
+        iw = bw + kw * _idx(dw, BIG)
+        ok = m_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        row = row0 + ih * xs3 + iw * xs4
+        if HAS_D:
+            i_d = bd + kd * _idx(dd, BIG)
+            ok = ok & (i_d >= 0) & (i_d < D)
+            row += i_d * xs2
+        row = tl.multiple_of(row, X_ALIGN)
+        c = c0 + rk
+        k_row = tl.multiple_of((kpos * CIN_G + c) * W_ROW, 16)
+        if EVEN_K:
+            a = tl.load(x_ptr + row[:, None] + c[None, :], mask=ok[:, None], other=0.0)
+            b = tl.load(w_ptr + w_col[None, :] + k_row[:, None])
+        else:
+            c_ok = c < CIN_G
+            a = tl.load(x_ptr + row[:, None] + c[None, :], mask=ok[:, None] & c_ok[None, :],
+                        other=0.0)  # fmt: skip
+            b = tl.load(w_ptr + w_col[None, :] + k_row[:, None], mask=c_ok[:, None], other=0.0)
+        acc, comp = dot_acc(a, b, acc, comp, IEEE, TO_F32)
+
+    n_ok = rn < COUT_G
+    co = g * COUT_G + rn
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + co, mask=n_ok, other=0.0).to(tl.float32)
+        acc += tl.where(split == 0, bias, 0.0)[None, :]
+    y_row = nb * ys0 + od * ys2 + oh * ys3 + ow * ys4
+    y_row = tl.max_contiguous(tl.multiple_of(y_row, Y_VEC), Y_VEC)
+    offs = y_row[:, None] + (co * ys1)[None, :]
+    mask = m_ok[:, None] & n_ok[None, :]
+    if SPLIT:
+        tl.store(y_ptr + split * _idx(s_split, BIG) + offs, acc, mask=mask)
+    else:
+        tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+_nhwc = Launcher(_nhwc_kernel)
+
+
+def nhwc_blocks(cout_g: int, cin_g: int) -> tuple[int, int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for a group's ``cout_g`` output
+    and ``cin_g`` input channels."""
+    bn = min(NHWC_BLOCK_N, max(16, next_pow2(cout_g)))
+    bk = next((k for k in (NHWC_BLOCK_K, 32, 16) if k <= NHWC_BLOCK_K and cin_g % k == 0),
+              min(NHWC_BLOCK_K, max(16, next_pow2(cin_g))))  # fmt: skip
+    if _INTERPRETING:  # few, tall programs: the interpreter pays per program and per step
+        return 256, bn, bk, 4, 1
+    bm = NHWC_BLOCK_M
+    warps = NHWC_WARPS if bm * bn >= 128 * 128 else 4
+    return bm, bn, bk, warps, NHWC_STAGES
+
+
+def _packed_weight(w5: torch.Tensor, groups: int, transposed: bool, bn: int) -> torch.Tensor:
+    """``[groups, taps, C_in/g, C_out/g rounded up to bn]`` from a 5-D weight: a forward
+    weight ``[C_out, C_in/g, k...]`` as it is, a transposed one ``[C_in, C_out/g, k...]``
+    flipped over its taps (the forward convolution it equals)."""
+    kvol = w5.shape[2] * w5.shape[3] * w5.shape[4]
+    if transposed:
+        cin_g, cout_g = w5.shape[0] // groups, w5.shape[1]
+        src = w5.flip((2, 3, 4)).reshape(groups, cin_g, cout_g, kvol).permute(0, 3, 1, 2)
+    else:
+        cout_g, cin_g = w5.shape[0] // groups, w5.shape[1]
+        src = w5.reshape(groups, cout_g, cin_g, kvol).permute(0, 3, 2, 1)
+    cols = cdiv(cout_g, bn) * bn
+    if cols == cout_g:
+        return src.contiguous()
+    out = torch.zeros((groups, kvol, cin_g, cols), dtype=w5.dtype, device=w5.device)
+    out[..., :cout_g] = src
+    return out
+
+
+def _channels_last(x5: torch.Tensor) -> torch.Tensor:
+    """``x5`` (``[N, C, D, H, W]``) with its channels contiguous: itself if they are and
+    the rest of its strides are whole rows of channels, else a channels-last copy."""
+    if x5.stride(1) == 1 and all(x5.stride(i) % x5.shape[1] == 0 or x5.shape[i] == 1
+                                 for i in (0, 2, 3, 4)):  # fmt: skip
+        return x5
+    return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+
+
+def _y_run(y5: torch.Tensor, bm: int) -> int:
+    """Rows of a tile that are neighbours in ``y5`` in aligned runs (8, 4, 2 or 1): an
+    output whose positions are dense and contiguous (NCHW), its volume split into runs."""
+    _, _, od, oh, ow = y5.shape
+    s = y5.stride()
+    if s[4] != 1 or (oh > 1 and s[3] != ow) or (od > 1 and s[2] != oh * ow):
+        return 1
+    vol = od * oh * ow
+    for v in (8, 4, 2):
+        if vol % v == 0 and bm % v == 0 and s[0] % v == 0 and s[1] % v == 0:
+            return v
+    return 1
+
+
+def nhwc_convolution(
+    x5: torch.Tensor, w5: torch.Tensor, bias: torch.Tensor | None, y5: torch.Tensor,
+    cin_g: int, cout_g: int, groups: int, stride: list[int], padding: list[int],
+    dilation: list[int], transposed: bool, has_d: bool, fits_i32,
+) -> bool:  # fmt: skip
+    """The convolution of 5-D views ``x5 * w5 -> y5`` through this module's kernel, or
+    False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group,
+    or a strided transposed convolution. ``fits_i32(*tensors,
+    counts=...)`` is :func:`~opbench.kernels._lib.conv._fits_i32`."""
+    if cin_g < NHWC_MIN_CIN or (transposed and any(s != 1 for s in stride)):
+        return False
+    KD, KH, KW = w5.shape[2:]
+    if transposed:  # o + pad - k * dilation == o - pad' + k' * dilation, k' = K - 1 - k
+        padding = [d * (k - 1) - p for d, k, p in zip(dilation, (KD, KH, KW), padding)]
+    bm, bn, bk, warps, stages = nhwc_blocks(cout_g, cin_g)
+    xc = _channels_last(x5)
+    wp = _packed_weight(w5, groups, transposed, bn)
+    N = x5.shape[0]
+    D, H, W = x5.shape[2:]
+    OD, OH, OW = y5.shape[2:]
+    M = N * OD * OH * OW
+    tiles = cdiv(M, bm) * cdiv(cout_g, bn) * groups
+    steps = KD * KH * KW * cdiv(cin_g, bk)
+    splits, per = split_plan(tiles, steps, y5.device)
+    target = y5 if splits == 1 else torch.empty((splits, y5.numel()), dtype=torch.float32,
+                                                device=y5.device)  # fmt: skip
+    xs = xc.stride()
+    align = 8 if all(s % 8 == 0 for s in (xs[0], xs[2], xs[3], xs[4], cin_g)) else 1
+    _nhwc(
+        (tiles, splits),
+        (xc, wp, bias if bias is not None else y5, target, M, cin_g, cout_g, wp.shape[3],
+         groups, D, H, W, OD, OH, OW, *padding, *dilation, xs[0], xs[2], xs[3], xs[4],
+         *y5.stride(), per, y5.numel()),
+        KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
+        HAS_BIAS=bias is not None, IEEE=x5.dtype == torch.float32,
+        TO_F32=_INTERPRETING, BIG=not fits_i32(xc, wp, y5, counts=(M + bm, splits * y5.numel())),
+        X_ALIGN=align, EVEN_K=cin_g % bk == 0, Y_VEC=_y_run(y5, bm), SPLIT=splits > 1,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    if splits > 1:  # y is dense (contiguous or channels-last): its memory order is flat
+        sum_split_partials(target, y5.as_strided((y5.numel(),), (1,)))
+    return True

@@ -1,0 +1,150 @@
+"""The channels-last implicit GEMM (:mod:`opbench.kernels._lib.conv_nhwc`) against eager
+PyTorch and a float64 reference: forward and unit-stride transposed convolutions (input
+gradients), groups, strides, padding, dilation, 1-3-D, bias, contiguous and
+channels-last inputs, channel counts that are and are not a multiple of the tile, the
+reduction split over programs, and 64-bit offsets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
+
+from opbench.kernels._lib import conv, conv_nhwc  # noqa: E402
+
+aten = torch.ops.aten
+
+# name: (input shape, weight shape, stride, padding, dilation, transposed, output_padding,
+# groups); 64 channels: 16-byte rows and no channel mask; 20 and 24: neither
+CASES = {
+    "2d_64": ((2, 64, 6, 5), (32, 64, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+    "2d_strided_dilated": ((1, 24, 9, 8), (20, 24, 3, 2), [2, 1], [2, 0], [2, 1], False,
+                           [0, 0], 1),
+    "2d_groups": ((2, 40, 5, 6), (36, 20, 3, 3), [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
+    "1d": ((2, 32, 11), (24, 32, 3), [1], [1], [1], False, [0], 1),
+    "3d": ((1, 16, 3, 4, 5), (16, 16, 2, 3, 3), [1, 2, 1], [1, 0, 1], [1, 1, 2], False,
+           [0, 0, 0], 1),
+    "2d_transposed": ((2, 32, 5, 4), (32, 24, 3, 2), [1, 1], [1, 0], [1, 2], True, [0, 0], 1),
+    "2d_transposed_groups": ((1, 32, 4, 5), (32, 8, 3, 3), [1, 1], [2, 1], [1, 1], True,
+                             [0, 0], 2),
+}  # fmt: skip
+
+
+def _r(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(DEVICE, dtype)
+
+
+def _args(case: str, dtype: torch.dtype, channels_last: bool) -> list:
+    shape, wshape, stride, padding, dilation, transposed, out_pad, groups = CASES[case]
+    x, w = _r(shape, dtype, 1), _r(wshape, dtype, 2)
+    if channels_last and x.dim() in (4, 5):
+        x = x.to(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    c_out = wshape[1] * groups if transposed else wshape[0]
+    return [x, w, _r((c_out,), dtype, 3), stride, padding, dilation, transposed, out_pad, groups]
+
+
+def _served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ...]]:
+    """Route every dense convolution here and record the kernel's grids. ``small``: the
+    GPU's tile choice at 16-wide tiles (several row, column and channel tiles, a split
+    reduction); ``int64``: that and 64-bit offsets."""
+    monkeypatch.setattr(conv_nhwc, "NHWC_MIN_CIN", 1)
+    if tiles != "interpreter":
+        monkeypatch.setattr(conv_nhwc, "_INTERPRETING", False)
+        for name in ("NHWC_BLOCK_M", "NHWC_BLOCK_N", "NHWC_BLOCK_K"):
+            monkeypatch.setattr(conv_nhwc, name, 16)
+    if tiles == "int64":
+        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    grids: list[tuple[int, ...]] = []
+    launch = conv_nhwc._nhwc
+
+    def counted(grid, *a, **k):
+        grids.append(tuple(grid))
+        return launch(grid, *a, **k)
+
+    monkeypatch.setattr(conv_nhwc, "_nhwc", counted)
+    return grids
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_forward(case: str, layout: str, dtype: torch.dtype, monkeypatch) -> None:
+    grids = _served(monkeypatch)
+    args = _args(case, dtype, layout == "channels_last")
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert grids, "the convolution did not reach the channels-last kernel"
+
+
+@pytest.mark.parametrize("tiles", ["small", "int64"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_gpu_tiles(case: str, tiles: str, monkeypatch) -> None:
+    """Forward under 16-wide tiles: several steps a kernel position, column tiles, the
+    reduction split over programs where the tiles are few (the partials summed after)."""
+    grids = _served(monkeypatch, tiles)
+    args = _args(case, torch.float32, channels_last=False)
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert grids
+
+
+def test_the_reduction_splits_where_tiles_are_few(monkeypatch) -> None:
+    """One 3x3 image at 16-wide tiles gives two output tiles, too few for the CPU's
+    stand-in of 4 SMs, so the 36 steps split (the bias added once); the result matches."""
+    grids = _served(monkeypatch, "small")
+    x, w = _r((1, 64, 3, 3), torch.float16, 11), _r((32, 64, 3, 3), torch.float16, 12)
+    args = [x, w, _r((32,), torch.float16, 13), [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert grids and grids[0][1] > 1, grids
+
+
+@pytest.mark.parametrize("case", ["2d_64", "2d_groups", "1d"])
+def test_input_gradient_of_a_unit_stride_convolution(case: str, monkeypatch) -> None:
+    """The backward's input gradient (a unit-stride transposed convolution) runs here."""
+    grids = _served(monkeypatch)
+    shape, wshape, stride, padding, dilation, _, out_pad, groups = CASES[case]
+    x, w = _r(shape, torch.float32, 4), _r(wshape, torch.float32, 5)
+    y = aten.convolution(x, w, None, stride, padding, dilation, False, out_pad, groups)
+    args = [_r(tuple(y.shape), torch.float32, 6), x, w, None, stride, padding, dilation,
+            False, out_pad, groups, [True, True, False]]  # fmt: skip
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert grids
+
+
+def test_strided_transposed_convolutions_stay_on_the_general_kernel(monkeypatch) -> None:
+    grids = _served(monkeypatch)
+    x, w = _r((1, 32, 4, 4), torch.float32, 7), _r((32, 16, 3, 3), torch.float32, 8)
+    args = [x, w, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1]
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert not grids
+
+
+def test_few_channels_stay_on_the_small_reduction_kernel(monkeypatch) -> None:
+    """Below ``NHWC_MIN_CIN`` channels a group the flattened-reduction kernel serves."""
+    monkeypatch.setattr(conv_nhwc, "NHWC_MIN_CIN", 48)
+    x, w = _r((1, 16, 6, 6), torch.float32, 9), _r((16, 16, 3, 3), torch.float32, 10)
+    calls: list[int] = []
+    real = conv._smallk
+    monkeypatch.setattr(conv, "_smallk", lambda *a, **k: (calls.append(1), real(*a, **k)))
+    args = [x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert calls
+
+
+def test_packed_weight_is_the_flipped_transpose() -> None:
+    """The transposed weight packs as the forward weight of the same convolution: the
+    forward path on the packed layout gives eager's transposed result (checked above);
+    here the packing itself, against an explicit loop."""
+    w = torch.randn(6, 4, 2, 3, 1)
+    p = conv_nhwc._packed_weight(w, 2, True, 16)
+    assert p.shape == (2, 6, 3, 16)
+    for g in range(2):
+        for ci in range(3):
+            for co in range(4):
+                for kh in range(2):
+                    for kw in range(3):
+                        tap = (1 - kh) * 3 + (2 - kw)
+                        assert p[g, tap, ci, co] == w[g * 3 + ci, co, kh, kw, 0]
+    assert (p[..., 4:] == 0).all()
