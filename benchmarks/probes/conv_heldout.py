@@ -55,6 +55,7 @@ PATHS = {
     ("conv", "_smallk"): "small reduction (flattened)",
     ("conv", "_conv"): "implicit GEMM",
     ("conv_nhwc", "_nhwc"): "implicit GEMM (channels-last)",
+    ("conv_nhwc_wgrad", "_nhwc_wgrad"): "weight grad (channels-last)",
     ("conv", "_wgrad"): "weight grad (implicit GEMM)",
     ("conv_depthwise_wgrad", "_dwg"): "depthwise weight grad (direct)",
 }
@@ -141,13 +142,14 @@ def _agrees(got: Any, want: Any) -> bool:
 
 def measure(
     row: dict[str, Any], device: str, variants: dict[str, list[str]] | None = None,
-    paths: str | None = None,
+    paths: str | None = None, profile: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """The row's path, whether it agrees with eager, and (on CUDA) both sides' ms; under
     each of ``variants`` (name -> ``MODULE.NAME=VALUE`` settings, restored after) the
     backend's path, agreement and ms again, beside the same eager time. A row whose
     path does not match the regular expression ``paths`` is returned with
-    ``skipped`` set, untimed."""
+    ``skipped`` set, untimed. ``profile``: the backend's kernels and their mean device
+    microseconds a call (``kernels_us``), where the copies and packing show."""
     import re
 
     import torch
@@ -183,6 +185,10 @@ def measure(
 
     out = dict(row)
     first = backend()
+    if profile and timed and first.get("correct"):
+        first["kernels_us"] = _kernel_times(lambda: conv.convolution(*call, **kw)
+                                            if op == "convolution.default"
+                                            else conv.convolution_backward(*call, **kw))  # fmt: skip
     if paths is not None and not re.search(paths, first["path"]):
         return dict(out, path=first["path"], skipped=True)
     out.update(first)
@@ -196,6 +202,24 @@ def measure(
             v["speedup"] = out["eager_ms"] / v["backend_ms"]
         out.setdefault("variants", {})[name] = v
     return out
+
+
+def _kernel_times(fn: Any, calls: int = 20) -> dict[str, float]:
+    """Mean device microseconds a call of each kernel ``fn`` launches (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    times: dict[str, float] = defaultdict(float)
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            times[e.name[:60]] += e.device_time / calls
+    return {k: round(v, 1) for k, v in sorted(times.items(), key=lambda kv: -kv[1])}
 
 
 @contextlib.contextmanager
@@ -308,7 +332,7 @@ def main() -> None:
     for i, r in enumerate(todo):
         t0 = time.perf_counter()
         try:
-            m = measure(r, ns.device, variants, ns.paths)
+            m = measure(r, ns.device, variants, ns.paths, ns.profile)
         except Exception as e:  # noqa: BLE001 - a row that fails is reported, not fatal
             m = dict(r, path="failed", detail=f"{type(e).__name__}: {str(e)[:200]}")
         measured.append(m)

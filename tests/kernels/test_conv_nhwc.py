@@ -1,8 +1,9 @@
-"""The channels-last implicit GEMM (:mod:`opbench.kernels._lib.conv_nhwc`) against eager
-PyTorch and a float64 reference: forward and unit-stride transposed convolutions (input
-gradients), groups, strides, padding, dilation, 1-3-D, bias, contiguous and
-channels-last inputs, channel counts that are and are not a multiple of the tile, the
-reduction split over programs, and 64-bit offsets."""
+"""The channels-last implicit GEMMs (:mod:`opbench.kernels._lib.conv_nhwc` and
+``conv_nhwc_wgrad``) against eager PyTorch and a float64 reference: forward and
+unit-stride transposed convolutions (input gradients) and weight gradients; groups,
+strides, padding, dilation, 1-3-D, bias, contiguous and channels-last inputs, channel
+counts that are and are not a multiple of the tile, the reduction split over programs,
+and 64-bit offsets."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_nhwc  # noqa: E402
+from opbench.kernels._lib import conv, conv_nhwc, conv_nhwc_wgrad  # noqa: E402
 
 aten = torch.ops.aten
 
@@ -148,3 +149,79 @@ def test_packed_weight_is_the_flipped_transpose() -> None:
                         tap = (1 - kh) * 3 + (2 - kw)
                         assert p[g, tap, ci, co] == w[g * 3 + ci, co, kh, kw, 0]
     assert (p[..., 4:] == 0).all()
+
+
+def _wgrad_served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ...]]:
+    """Route every weight gradient here and record the kernel's grids (``small``: 16-wide
+    GPU tiles, so channel tiles split unevenly and the positions over programs;
+    ``int64``: that and 64-bit offsets)."""
+    monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_MIN_CHANNELS", 1)
+    if tiles != "interpreter":
+        monkeypatch.setattr(conv_nhwc_wgrad, "_INTERPRETING", False)
+        for name in ("NHWC_WGRAD_BLOCK_M", "NHWC_WGRAD_BLOCK_N", "NHWC_WGRAD_BLOCK_K"):
+            monkeypatch.setattr(conv_nhwc_wgrad, name, 16)
+    if tiles == "int64":
+        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    grids: list[tuple[int, ...]] = []
+    launch = conv_nhwc_wgrad._nhwc_wgrad
+
+    def counted(grid, *a, **k):
+        grids.append(tuple(grid))
+        return launch(grid, *a, **k)
+
+    monkeypatch.setattr(conv_nhwc_wgrad, "_nhwc_wgrad", counted)
+    return grids
+
+
+def _backward_args(case: str, dtype: torch.dtype, channels_last: bool, mask: list[bool]) -> list:
+    x, w, _, stride, padding, dilation, transposed, out_pad, groups = _args(
+        case, dtype, channels_last
+    )
+    y = aten.convolution(x, w, None, stride, padding, dilation, transposed, out_pad, groups)
+    gy = _r(tuple(y.shape), dtype, 14)
+    if channels_last and gy.dim() in (4, 5):
+        gy = gy.to(memory_format=torch.channels_last if gy.dim() == 4 else torch.channels_last_3d)
+    return [gy, x, w, [w.shape[0] if not transposed else w.shape[1] * groups], stride, padding,
+            dilation, transposed, out_pad, groups, mask]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_weight_gradient(case: str, layout: str, dtype: torch.dtype, monkeypatch) -> None:
+    grids = _wgrad_served(monkeypatch)
+    args = _backward_args(case, dtype, layout == "channels_last", [False, True, True])
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert grids, "the weight gradient did not reach the channels-last kernel"
+
+
+@pytest.mark.parametrize("tiles", ["small", "int64"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_weight_gradient_gpu_tiles(case: str, tiles: str, monkeypatch) -> None:
+    """16-wide tiles: channel tiles that split 20, 24 and 36 channels unevenly (masked),
+    several position steps, the positions split over programs where tiles are few."""
+    grids = _wgrad_served(monkeypatch, tiles)
+    args = _backward_args(case, torch.float32, False, [True, True, False])
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert grids
+
+
+def test_weight_gradient_splits_the_positions(monkeypatch) -> None:
+    """Two tiles (one per kernel position) over 598 positions: fewer than the CPU's
+    stand-in of 4 SMs can keep busy, so the positions split over programs."""
+    grids = _wgrad_served(monkeypatch, "small")
+    x, w = _r((2, 16, 300), torch.float16, 15), _r((16, 16, 2), torch.float16, 16)
+    gy = _r((2, 16, 299), torch.float16, 17)
+    args = [gy, x, w, [16], [1], [0], [1], False, [0], 1, [False, True, False]]
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert grids and grids[0][2] > 2, grids  # 2 kernel positions, each split
+
+
+def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
+    """Below ``NHWC_WGRAD_MIN_CHANNELS`` channels on either side the general kernel serves
+    (its narrow-group step was timed on 8- and 18-channel groups)."""
+    grids = _wgrad_served(monkeypatch)
+    monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_MIN_CHANNELS", 32)
+    args = _backward_args("2d_strided_dilated", torch.float32, False, [False, True, False])
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert not grids

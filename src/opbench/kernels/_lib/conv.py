@@ -46,6 +46,7 @@ from opbench.kernels._lib.conv_depthwise import _depthwise
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
+from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
 from opbench.kernels._lib.conv_pointwise import (
     _pointwise,
     _pointwise_forward,
@@ -466,6 +467,9 @@ def _weight_grad(
         # positions run to under 2P past the last split; the partials to splits (<= P) weights
         big = not _fits_i32(a5, b5, counts=(2 * P + DWG_TILE, dw.numel() * (max(P, 1) + 1)))
         depthwise_weight_grad(a5, b5, dw, w5, R_G, stride, padding, dilation, spatial, big)
+        return dw
+    if nhwc_weight_grad(a5, b5, w5, R_G, C_G, groups, [sd, sh, sw], [pd, ph, pw],
+                        [dd, dh, dw_], spatial == 3, _fits_i32):  # fmt: skip
         return dw
     kvol = KD * KH * KW
     bm, bn, bk = _wgrad_blocks(R_G, C_G, a.dtype == torch.float32)

@@ -42,7 +42,7 @@ from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_
 from opbench.kernels._lib.matmul import split_plan, sum_split_partials
 from opbench.kernels._lib.matmul_shared import dot_acc
 
-__all__ = ["NHWC_MIN_CIN", "nhwc_blocks", "nhwc_convolution"]
+__all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -198,7 +198,7 @@ def _packed_weight(w5: torch.Tensor, groups: int, transposed: bool, bn: int) -> 
     return out
 
 
-def _channels_last(x5: torch.Tensor) -> torch.Tensor:
+def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     """``x5`` (``[N, C, D, H, W]``) with its channels contiguous: itself if they are and
     the rest of its strides are whole rows of channels, else a channels-last copy."""
     if x5.stride(1) == 1 and all(x5.stride(i) % x5.shape[1] == 0 or x5.shape[i] == 1
@@ -236,7 +236,7 @@ def nhwc_convolution(
     if transposed:  # o + pad - k * dilation == o - pad' + k' * dilation, k' = K - 1 - k
         padding = [d * (k - 1) - p for d, k, p in zip(dilation, (KD, KH, KW), padding)]
     bm, bn, bk, warps, stages = nhwc_blocks(cout_g, cin_g)
-    xc = _channels_last(x5)
+    xc = channels_last_5d(x5)
     wp = _packed_weight(w5, groups, transposed, bn)
     N = x5.shape[0]
     D, H, W = x5.shape[2:]
