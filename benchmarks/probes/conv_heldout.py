@@ -148,8 +148,11 @@ def measure(
     each of ``variants`` (name -> ``MODULE.NAME=VALUE`` settings, restored after) the
     backend's path, agreement and ms again, beside the same eager time. A row whose
     path does not match the regular expression ``paths`` is returned with
-    ``skipped`` set, untimed. ``profile``: the backend's kernels and their mean device
-    microseconds a call (``kernels_us``), where the copies and packing show."""
+    ``skipped`` set, untimed. ``profile``: each side's kernels and their mean device
+    microseconds a call (``kernels_us``, ``eager_kernels_us``), where copies and packing
+    show, and ``device_speedup``, eager's kernel time over the backend's: the device
+    alone, where ``speedup`` (``do_bench`` around each call) also holds the gaps a
+    slow host leaves between kernels."""
     import re
 
     import torch
@@ -181,31 +184,47 @@ def measure(
                    "correct": _agrees(got, want)}  # fmt: skip
         if timed and got_row["correct"]:
             got_row["backend_ms"] = bench(lambda: mine(*call, **kw))
+            if profile:
+                got_row["kernels_us"] = _kernel_times(lambda: mine(*call, **kw))
         return got_row
+
+    def device_speedup(got_row: dict[str, Any]) -> None:
+        ours = sum(got_row.get("kernels_us", {}).values())
+        if ours and "eager_kernels_us" in out:
+            got_row["device_speedup"] = sum(out["eager_kernels_us"].values()) / ours
 
     out = dict(row)
     first = backend()
-    if profile and timed and first.get("correct"):
-        first["kernels_us"] = _kernel_times(lambda: conv.convolution(*call, **kw)
-                                            if op == "convolution.default"
-                                            else conv.convolution_backward(*call, **kw))  # fmt: skip
     if paths is not None and not re.search(paths, first["path"]):
         return dict(out, path=first["path"], skipped=True)
     out.update(first)
     if timed and "backend_ms" in out:
         out["eager_ms"] = bench(lambda: eager(*call, **kw))
         out["speedup"] = out["eager_ms"] / out["backend_ms"]
+        if profile:  # device time alone: the kernels' sums, host gaps left out
+            out["eager_kernels_us"] = _kernel_times(lambda: eager(*call, **kw))
+            device_speedup(out)
     for name, settings in (variants or {}).items():
         with _overridden(settings):
             v = backend()
         if "backend_ms" in v and "eager_ms" in out:
             v["speedup"] = out["eager_ms"] / v["backend_ms"]
+            device_speedup(v)
         out.setdefault("variants", {})[name] = v
     return out
 
 
 def _kernel_times(fn: Any, calls: int = 20) -> dict[str, float]:
-    """Mean device microseconds a call of each kernel ``fn`` launches (torch.profiler)."""
+    """Mean device microseconds a call of each kernel ``fn`` launches (torch.profiler);
+    empty where the profiler fails (the row keeps its ``do_bench`` times)."""
+    try:
+        return _profiled(fn, calls)
+    except Exception as e:  # noqa: BLE001 - a probe's extra column, never the row
+        print(f"profiler failed: {type(e).__name__}: {e}", flush=True)
+        return {}
+
+
+def _profiled(fn: Any, calls: int) -> dict[str, float]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -261,11 +280,13 @@ def summarize(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
     table = []
     for (half, op, path), rs in sorted(groups.items()):
         speed = [r["speedup"] for r in rs if r.get("speedup")]
+        device = [r["device_speedup"] for r in rs if r.get("device_speedup")]
         table.append({
             "half": half, "op": op, "path": path, "rows": len(rs),
             "wrong": sum(r.get("correct") is False for r in rs),
             "declined": sum(r["path"] == "declined" for r in rs),
             "geomean": _geo(speed), "lowest": round(min(speed), 3) if speed else None,
+            "device_geomean": _geo(device),
         })  # fmt: skip
     return table
 
@@ -277,16 +298,18 @@ def markdown(result: dict[str, Any]) -> list[str]:
         f"{result['date']}, {result['device']}, torch {result['torch']}. The "
         f"{result['limit']} most used distinct rows of each half and operator "
         f"({result['rows_measured']} measured); speed-up is "
-        "eager's time over the backend's (`triton.testing.do_bench`, median), rows checked "
+        "eager's time over the backend's (`triton.testing.do_bench`, median: host gaps "
+        "between kernels included), device geomean the same over the sums of each side's "
+        "kernel times (torch.profiler, 20 calls; with `--profile`); rows checked "
         "against eager first. Split: `src/opbench/suites/trace_split.json`.",
         "",
-        "| half | op | path | rows | wrong | declined | geomean | lowest |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| half | op | path | rows | wrong | declined | geomean | lowest | device geomean |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in result["table"]:
         lines.append(
             f"| {t['half']} | {t['op']} | {t['path']} | {t['rows']} | {t['wrong']} | "
-            f"{t['declined']} | {t['geomean']} | {t['lowest']} |"
+            f"{t['declined']} | {t['geomean']} | {t['lowest']} | {t.get('device_geomean')} |"
         )
     return lines + ["", f"Command: `{result['command']}`"]
 
@@ -306,12 +329,10 @@ def main() -> None:
                     metavar="NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]",
                     help="also time each row under these settings, beside the same eager "
                     "time (repeatable); reported as [NAME] rows")  # fmt: skip
-    ap.add_argument(
-        "--paths",
-        default=None,
-        metavar="REGEX",
-        help="time only rows whose path (as the defaults serve them) matches",
-    )
+    ap.add_argument("--paths", default=None, metavar="REGEX",
+                    help="time only rows whose path (as the defaults serve them) matches")  # fmt: skip
+    ap.add_argument("--profile", action="store_true",
+                    help="record each row's backend kernels and their device time (CUDA)")  # fmt: skip
     ns = ap.parse_args()
     from kernel_overrides import apply_overrides
 

@@ -225,3 +225,35 @@ def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
     args = _backward_args("2d_strided_dilated", torch.float32, False, [False, True, False])
     assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
     assert not grids
+
+
+@pytest.mark.parametrize("tiles", ["interpreter", "gpu"])
+@pytest.mark.parametrize(
+    "view", ["contiguous", "channel_slice", "batch_slice", "3d", "1d", "odd", "strided"]
+)
+def test_channels_last_copy(view: str, tiles: str, monkeypatch) -> None:
+    """The copy into channels-last equals PyTorch's, element for element, for inputs
+    whose positions are dense (the kernel) and others (PyTorch's copy); ``gpu``: the
+    GPU's 64 x 64 tiles over several tiles and a partial one."""
+    if tiles == "gpu":
+        monkeypatch.setattr(conv_nhwc, "_INTERPRETING", False)
+    base = _r((3, 72, 9, 10), torch.float16, 20)
+    x = {
+        "contiguous": base,
+        "channel_slice": base[:, 5:70],
+        "batch_slice": base[1:],
+        "3d": _r((2, 24, 3, 4, 5), torch.float16, 21),
+        "1d": _r((2, 40, 70), torch.float16, 22),
+        "odd": _r((1, 3, 7, 5), torch.float32, 23),
+        "strided": base[:, :, ::2],
+    }[view]
+    x5 = x
+    while x5.dim() < 5:
+        x5 = x5.unsqueeze(2)
+    launches: list[int] = []
+    real = conv_nhwc._to_channels_last
+    monkeypatch.setattr(conv_nhwc, "_to_channels_last",
+                        lambda *a, **k: (launches.append(1), real(*a, **k)))  # fmt: skip
+    got = conv_nhwc.channels_last_5d(x5)
+    assert got.stride(1) == 1 and torch.equal(got, x5)
+    assert bool(launches) == (view != "strided")  # rows of positions apart: PyTorch copies

@@ -198,13 +198,57 @@ def _packed_weight(w5: torch.Tensor, groups: int, transposed: bool, bn: int) -> 
     return out
 
 
+@jit_unspecialized
+def _to_channels_last_kernel(
+    x_ptr, y_ptr, C: tl.int64, S: tl.int64, xs0: tl.int64, xs1: tl.int64,
+    BIG: tl.constexpr, X_ALIGN: tl.constexpr, Y_ALIGN: tl.constexpr,
+    BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
+):  # fmt: skip
+    """``y[n, s, c] = x[n, c, s]``: a ``[BLOCK_C, BLOCK_S]`` tile read along the positions
+    (contiguous in ``x``) and written along the channels (contiguous in ``y``), Triton
+    turning the tile through shared memory between the two. ``X_ALIGN``/``Y_ALIGN``:
+    the rows of ``x`` (``n * xs0 + c * xs1``) and of ``y`` (``s * C``) start at multiples
+    of that many elements."""
+    pid_s = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    n = _idx(tl.program_id(2), BIG)
+    C, S = _idx(C, BIG), _idx(S, BIG)
+    c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    sp = _idx(pid_s, BIG) * BLOCK_S + tl.arange(0, BLOCK_S)
+    mask = (c < C)[:, None] & (sp < S)[None, :]
+    x_row = tl.multiple_of(n * _idx(xs0, BIG) + c * _idx(xs1, BIG), X_ALIGN)
+    v = tl.load(x_ptr + x_row[:, None] + sp[None, :], mask=mask)
+    y_col = tl.multiple_of((n * S + sp) * C, Y_ALIGN)
+    tl.store(y_ptr + y_col[None, :] + c[:, None], v, mask=mask)
+
+
+_to_channels_last = Launcher(_to_channels_last_kernel)
+
+
 def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     """``x5`` (``[N, C, D, H, W]``) with its channels contiguous: itself if they are and
-    the rest of its strides are whole rows of channels, else a channels-last copy."""
-    if x5.stride(1) == 1 and all(x5.stride(i) % x5.shape[1] == 0 or x5.shape[i] == 1
-                                 for i in (0, 2, 3, 4)):  # fmt: skip
+    the rest of its strides are whole rows of channels, else a channels-last copy. An
+    input whose positions are dense (NCHW, a batch or channel slice of one) is copied by
+    :func:`_to_channels_last_kernel`: PyTorch's permuted copy took 27.8 us of the H100
+    for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7."""
+    N, C, D, H, W = x5.shape
+    st = x5.stride()
+    if st[1] == 1 and all(st[i] % C == 0 or x5.shape[i] == 1 for i in (0, 2, 3, 4)):
         return x5
-    return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+    dense = (W == 1 or st[4] == 1) and (H == 1 or st[3] == W) and (D == 1 or st[2] == H * W)
+    if not dense or x5.numel() == 0:
+        return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+    S = D * H * W
+    y = torch.empty((N, D, H, W, C), dtype=x5.dtype, device=x5.device)
+    bc, bs = (64, 64) if not _INTERPRETING else (max(16, next_pow2(C)), max(16, next_pow2(S)))
+    last = max((N - 1) * st[0] + (C - 1) * st[1] + S + bs, N * S * C + bs * C)
+    big = last >= 2**31 - 2**17  # conv._I32_LIMIT: a last tile's rows past the end included
+    _to_channels_last(
+        (cdiv(S, bs), cdiv(C, bc), N), (x5, y, C, S, st[0], st[1]), BIG=big,
+        X_ALIGN=8 if st[0] % 8 == 0 and st[1] % 8 == 0 else 1, Y_ALIGN=8 if C % 8 == 0 else 1,
+        BLOCK_C=bc, BLOCK_S=bs, num_warps=4,
+    )  # fmt: skip
+    return y.permute(0, 4, 1, 2, 3)
 
 
 def _y_run(y5: torch.Tensor, bm: int) -> int:

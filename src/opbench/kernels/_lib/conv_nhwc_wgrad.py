@@ -37,10 +37,15 @@ __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-#: Fewest channels a group needs on both sides (``a``'s and ``b``'s) for this path;
-#: narrower groups stay on ``conv_kernels._wgrad_kernel``, whose narrow-group step
-#: (``conv.WGRAD_BLOCK_K_NARROW``) was timed on 8- and 18-channel groups.
-NHWC_WGRAD_MIN_CHANNELS = 32
+#: Fewest channels a group needs on both sides (``a``'s and ``b``'s) for this path. Off
+#: (``2**30``) until it is fast: its first H100 run (2026-11-28,
+#: ``benchmarks/results/conv-nhwc-h100-2026-11-28-sweep.md``, torch.profiler's kernel
+#: times) ran ``[64, 256, 14, 14]``'s 3x3 weight gradient in 529 us (28 TFLOP/s) where
+#: the general kernel's whole backward took ~100 us beyond its input gradient; the cause
+#: is not found (the tiles' channel masks are gone where the tiles divide the groups,
+#: both operands are 16-byte rows). The tests route every weight gradient here by
+#: setting it to 1.
+NHWC_WGRAD_MIN_CHANNELS = 2**30
 #: Tiles: ``BLOCK_M`` of ``a``'s channels x ``BLOCK_N`` of ``b``'s x ``BLOCK_K`` positions
 #: a step; warps and pipeline stages. Untimed first choices (swept by
 #: ``benchmarks/probes/conv_heldout.py --variant``).
