@@ -229,7 +229,8 @@ def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
 
 @pytest.mark.parametrize("tiles", ["interpreter", "gpu"])
 @pytest.mark.parametrize(
-    "view", ["contiguous", "channel_slice", "batch_slice", "3d", "1d", "odd", "strided"]
+    "view",
+    ["contiguous", "channel_slice", "batch_slice", "3d", "1d", "odd", "aligned8", "strided"],
 )
 def test_channels_last_copy(view: str, tiles: str, monkeypatch) -> None:
     """The copy into channels-last equals PyTorch's, element for element, for inputs
@@ -244,7 +245,8 @@ def test_channels_last_copy(view: str, tiles: str, monkeypatch) -> None:
         "batch_slice": base[1:],
         "3d": _r((2, 24, 3, 4, 5), torch.float16, 21),
         "1d": _r((2, 40, 70), torch.float16, 22),
-        "odd": _r((1, 3, 7, 5), torch.float32, 23),
+        "odd": _r((1, 3, 7, 5), torch.float32, 23),  # rows 35 apart: 1-element alignment
+        "aligned8": _r((2, 16, 4, 8), torch.bfloat16, 24),  # 32 apart, 16 channels: 8
         "strided": base[:, :, ::2],
     }[view]
     x5 = x

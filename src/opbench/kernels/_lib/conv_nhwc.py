@@ -233,12 +233,20 @@ def _to_channels_last_kernel(
 _to_channels_last = Launcher(_to_channels_last_kernel)
 
 
+def _common_power_of_two(*values: int) -> int:
+    """The largest of 8, 4, 2 and 1 that divides every value: the widest vector (in
+    elements) whose alignment rows starting at multiples of ``values`` keep."""
+    return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in values))
+
+
 def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     """``x5`` (``[N, C, D, H, W]``) with its channels contiguous: itself if they are and
     the rest of its strides are whole rows of channels, else a channels-last copy. An
     input whose positions are dense (NCHW, a batch or channel slice of one) is copied by
     :func:`_to_channels_last_kernel`: PyTorch's permuted copy took 27.8 us of the H100
-    for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7."""
+    for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7; this kernel
+    18.4 us with 2-byte loads (196 positions a channel are not a multiple of 8), so rows
+    that allow it are read 4 or 8 bytes at a time (untimed)."""
     N, C, D, H, W = x5.shape
     st = x5.stride()
     if st[1] == 1 and all(st[i] % C == 0 or x5.shape[i] == 1 for i in (0, 2, 3, 4)):
@@ -253,7 +261,7 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     big = last >= 2**31 - 2**17  # conv._I32_LIMIT: a last tile's rows past the end included
     _to_channels_last(
         (cdiv(S, bs), cdiv(C, bc), N), (x5, y, C, S, st[0], st[1]), BIG=big,
-        X_ALIGN=8 if st[0] % 8 == 0 and st[1] % 8 == 0 else 1, Y_ALIGN=8 if C % 8 == 0 else 1,
+        X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=_common_power_of_two(C),
         BLOCK_C=bc, BLOCK_S=bs, num_warps=4,
     )  # fmt: skip
     return y.permute(0, 4, 1, 2, 3)
