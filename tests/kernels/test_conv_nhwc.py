@@ -80,6 +80,7 @@ def test_forward(case: str, layout: str, dtype: torch.dtype, monkeypatch) -> Non
     assert grids, "the convolution did not reach the channels-last kernel"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tiles", ["small", "int64"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_gpu_tiles(case: str, tiles: str, monkeypatch) -> None:
@@ -195,6 +196,7 @@ def test_weight_gradient(case: str, layout: str, dtype: torch.dtype, monkeypatch
     assert grids, "the weight gradient did not reach the channels-last kernel"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tiles", ["small", "int64"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_weight_gradient_gpu_tiles(case: str, tiles: str, monkeypatch) -> None:

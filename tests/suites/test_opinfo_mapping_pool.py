@@ -65,6 +65,7 @@ def test_a_broken_pool_falls_back_to_the_serial_build(monkeypatch, tmp_path) -> 
     assert asked == [2] and built == [None] and entries[0]["op"] == "x"
 
 
+@pytest.mark.slow  # waits out a 3 s stall and a process's end: ~8 s on 2 cores
 def test_tasks_that_never_answer_are_given_up_and_the_rest_kept() -> None:
     """A process in a GPU kernel that never ends cannot be stopped from inside; the pool
     gives its task up once no task has finished for ``stall_s`` and keeps what finished."""

@@ -163,8 +163,12 @@ def _nhwc_kernel(
         acc += tl.where(split == 0, bias, 0.0)[None, :]
     y_row = nb * ys0 + od * ys2 + oh * ys3 + ow * ys4
     y_row = tl.max_contiguous(tl.multiple_of(y_row, Y_VEC), Y_VEC)
-    offs = y_row[:, None] + (co * ys1)[None, :]
-    mask = m_ok[:, None] & n_ok[None, :]
+    # Y_VEC divides every channel's offset too (the caller's proof: ys1 is a multiple)
+    offs = y_row[:, None] + tl.multiple_of(co * ys1, Y_VEC)[None, :]
+    # rows in whole runs of Y_VEC (M is a multiple of it): the same mask as rm < M, in a
+    # form whose runs Triton sees are constant, so the stores can be vectors
+    m_run_ok = (rm // Y_VEC) * Y_VEC < M
+    mask = m_run_ok[:, None] & n_ok[None, :]
     if SPLIT:
         tl.store(y_ptr + split * _idx(s_split, BIG) + offs, acc, mask=mask)
     else:

@@ -38,13 +38,16 @@ __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Fewest channels a group needs on both sides (``a``'s and ``b``'s) for this path. Off
-#: (``2**30``) until it is fast: its first H100 run (2026-11-28,
+#: (``2**30``) until it is timed: its first H100 run (2026-11-28,
 #: ``benchmarks/results/conv-nhwc-h100-2026-11-28-sweep.md``, torch.profiler's kernel
-#: times) ran ``[64, 256, 14, 14]``'s 3x3 weight gradient in 529 us (28 TFLOP/s) where
-#: the general kernel's whole backward took ~100 us beyond its input gradient; the cause
-#: is not found (the tiles' channel masks are gone where the tiles divide the groups,
-#: both operands are 16-byte rows). The tests route every weight gradient here by
-#: setting it to 1.
+#: times) ran ``[64, 256, 14, 14]``'s 3x3 weight gradient in 529 us (28 TFLOP/s). The
+#: cause, read afterwards from the sm_90 PTX Triton 3.9 writes on the CPU machine: the
+#: group's first channel sat in the column offsets, whose divisibility Triton cannot know
+#: (``R_G`` is a runtime size), so every load was 2-byte and none went through
+#: ``cp.async`` (32 ``ld.global.b16`` a step). It now sits in the rows under their
+#: alignment hint: 12 ``cp.async.cg`` 16-byte copies a step, pipelined, into ``wgmma``,
+#: as the forward kernel (which ran at 336 TFLOP/s). Untimed since; the tests route every
+#: weight gradient here by setting it to 1.
 NHWC_WGRAD_MIN_CHANNELS = 2**30
 #: Tiles: ``BLOCK_M`` of ``a``'s channels x ``BLOCK_N`` of ``b``'s x ``BLOCK_K`` positions
 #: a step; warps and pipeline stages. Untimed first choices (swept by
@@ -99,8 +102,11 @@ def _nhwc_wgrad_kernel(
     ed = kd * _idx(dd, BIG) - _idx(pd, BIG)
     eh = kh * _idx(dh, BIG) - _idx(ph, BIG)
     ew = kw * _idx(dw, BIG) - _idx(pw, BIG)
-    a_col = g * R_G + rm
-    b_col = g * C_G + rn
+    # the group's first channel goes into each row's offset, under the row's alignment
+    # hint: kept in the columns, its unknown divisibility (R_G is a runtime size) made
+    # every load 2-byte and unpipelined (sm_90 PTX: 32 ld.global.b16 a step, no cp.async)
+    a_chan0 = g * R_G
+    b_chan0 = g * C_G
     first = split * _idx(steps_per_split, BIG)
     last = tl.minimum(first + _idx(steps_per_split, BIG), (P + BLOCK_K - 1) // BLOCK_K)
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
@@ -109,11 +115,11 @@ def _nhwc_wgrad_kernel(
         p = step * BLOCK_K + rk
         p_ok = p < P
         nb, qd, qh, qw = _unflatten(p, QD, QH, QW)
-        a_row = nb * as0 + qh * as3 + qw * as4
+        a_row = nb * as0 + qh * as3 + qw * as4 + a_chan0
         ih = qh * SH + eh
         iw = qw * SW + ew
         ok = p_ok & (ih >= 0) & (ih < PH) & (iw >= 0) & (iw < PW)
-        b_row = nb * bs0 + ih * bs3 + iw * bs4
+        b_row = nb * bs0 + ih * bs3 + iw * bs4 + b_chan0
         if HAS_D:
             a_row += qd * as2
             i_d = qd * SD + ed
@@ -124,8 +130,8 @@ def _nhwc_wgrad_kernel(
         # [positions, channels] tiles, channels contiguous; a's is used transposed
         a_mask = p_ok[:, None] if EVEN_M else p_ok[:, None] & m_ok[None, :]
         b_mask = ok[:, None] if EVEN_N else ok[:, None] & n_ok[None, :]
-        at = tl.load(a_ptr + a_row[:, None] + a_col[None, :], mask=a_mask, other=0.0)
-        b = tl.load(b_ptr + b_row[:, None] + b_col[None, :], mask=b_mask, other=0.0)
+        at = tl.load(a_ptr + a_row[:, None] + rm[None, :], mask=a_mask, other=0.0)
+        b = tl.load(b_ptr + b_row[:, None] + rn[None, :], mask=b_mask, other=0.0)
         acc, comp = dot_acc(tl.trans(at), b, acc, comp, IEEE, TO_F32)
     offs = ((g * R_G + rm) * _idx(ws0, BIG))[:, None] + (
         rn * _idx(ws1, BIG) + kd * _idx(ws2, BIG) + kh * _idx(ws3, BIG) + kw * _idx(ws4, BIG)
