@@ -1,0 +1,53 @@
+"""The channels-last convolution kernels' sm_90 code, compiled on the CPU machine by
+``benchmarks/probes/kernel_ptx.py`` (in a process of its own: these tests' kernels are
+defined under Triton's interpreter): their operands must reach the tensor cores through
+pipelined 16-byte copies. The weight gradient's first version passed every correctness
+test and ran at 28 TFLOP/s on the H100 with 2-byte, unpipelined loads; this is the check
+that would have said so without a GPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+COMMON = ["KD=1", "KH=3", "KW=3", "SD=1", "SH=1", "SW=1", "HAS_D=False", "IEEE=False",
+          "TO_F32=False", "BIG=False", "BLOCK_M=128", "BLOCK_N=128"]  # fmt: skip
+
+
+def _counts(kernel: str, *constexprs: str) -> dict[str, int]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "probes" / "kernel_ptx.py"), kernel,
+         "--warps", "8", "--stages", "3", "--const", *COMMON, *constexprs],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = {}
+    for line in done.stdout.splitlines():
+        n, _, family = line.strip().partition("  ")
+        got[family.strip()] = int(n)
+    return got
+
+
+@pytest.mark.slow
+def test_the_weight_gradient_copies_16_byte_rows_into_wgmma():
+    got = _counts("conv_nhwc_wgrad._nhwc_wgrad_kernel", "ALIGN=8", "EVEN_M=True",
+                  "EVEN_N=True", "BLOCK_K=32")  # fmt: skip
+    assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
+    assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
+
+
+@pytest.mark.slow
+def test_the_forward_copies_16_byte_rows_and_stores_vectors():
+    got = _counts("conv_nhwc._nhwc_kernel", "X_ALIGN=8", "EVEN_K=True", "Y_VEC=4",
+                  "SPLIT=False", "HAS_BIAS=False", "BLOCK_K=64")  # fmt: skip
+    assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
+    assert got.get("st.global.b16", 0) == 0 and got.get("st.global.v2.b32", 0) > 0, got
