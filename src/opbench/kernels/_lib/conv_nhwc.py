@@ -26,7 +26,7 @@ for free. Strided transposed convolutions stay on ``conv_kernels``.
 
 Measured (H100, 2026-11-28, ``conv-heldout-nhwc-h100-2026-11-28.md``, device time): the
 rows it serves at 0.646x eager on the held-out half of the traces and 0.844x on the tuning
-half (the general kernel: 0.126x, 0.114x); ``[64, 256, 14, 14]`` x ``[256, 256, 3, 3]``
+half (the same rows before: 0.172x, 0.329x); ``[64, 256, 14, 14]`` x ``[256, 256, 3, 3]``
 in 44 us of GEMM (336 TFLOP/s) + 18 us of transpose against cuDNN's 45 us.
 
 Few output tiles (a small batch) split the reduction over programs as matmul's split-K
