@@ -261,3 +261,20 @@ def test_channels_last_copy(view: str, tiles: str, monkeypatch) -> None:
     got = conv_nhwc.channels_last_5d(x5)
     assert got.stride(1) == 1 and torch.equal(got, x5)
     assert bool(launches) == (view != "strided")  # rows of positions apart: PyTorch copies
+
+
+def test_a_launch_plan_is_kept_per_call_shape_and_setting(monkeypatch) -> None:
+    """The plan of a call is kept (the same shapes twice: one plan), and a changed setting
+    or 32-bit limit is a new plan, not the kept one (a sweep's ``--set``, a test's tiles)."""
+    grids = _served(monkeypatch, "small")
+    args = _args("2d_64", torch.float32, channels_last=False)
+    conv.convolution(*args)
+    conv.convolution(*args)
+    assert grids[0] == grids[1]
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_M", 32)
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert grids[2][0] < grids[0][0], grids  # 32-row tiles: fewer programs than 16-row
+    plan = conv_nhwc._gemm_plan.cache_info().currsize
+    monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    conv.convolution(*args)
+    assert conv_nhwc._gemm_plan.cache_info().currsize == plan + 1

@@ -421,7 +421,7 @@ def convolution(
         )  # fmt: skip
         return out
     if nhwc_convolution(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
-                        [dd, dh, dw], bool(transposed), spatial == 3, _fits_i32):  # fmt: skip
+                        [dd, dh, dw], bool(transposed), spatial == 3, _I32_LIMIT):  # fmt: skip
         return out
     if _smallk_forward(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
                        [dd, dh, dw], bool(transposed), spatial == 3):  # fmt: skip

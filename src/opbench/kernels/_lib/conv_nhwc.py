@@ -37,7 +37,9 @@ Only triton.language builtins inside the kernel: ``conv_kernels``' docstring say
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import Any
 
 import torch
 import triton.language as tl
@@ -251,31 +253,47 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7; this kernel
     18.4 us with 2-byte loads (196 positions a channel are not a multiple of 8), so rows
     that allow it are read 4 or 8 bytes at a time (untimed)."""
-    N, C, D, H, W = x5.shape
-    st = x5.stride()
-    if st[1] == 1 and all(st[i] % C == 0 or x5.shape[i] == 1 for i in (0, 2, 3, 4)):
+    plan = _transpose_plan(tuple(x5.shape), x5.stride(), _INTERPRETING)
+    if plan is None:
         return x5
-    dense = (W == 1 or st[4] == 1) and (H == 1 or st[3] == W) and (D == 1 or st[2] == H * W)
-    if not dense or x5.numel() == 0:
+    if plan == "torch":
         return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
-    S = D * H * W
+    grid, ints, consts = plan
+    N, C, D, H, W = x5.shape
     y = torch.empty((N, D, H, W, C), dtype=x5.dtype, device=x5.device)
-    bc, bs = (64, 64) if not _INTERPRETING else (max(16, next_pow2(C)), max(16, next_pow2(S)))
-    last = max((N - 1) * st[0] + (C - 1) * st[1] + S + bs, N * S * C + bs * C)
-    big = last >= 2**31 - 2**17  # conv._I32_LIMIT: a last tile's rows past the end included
-    _to_channels_last(
-        (cdiv(S, bs), cdiv(C, bc), N), (x5, y, C, S, st[0], st[1]), BIG=big,
-        X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=_common_power_of_two(C),
-        BLOCK_C=bc, BLOCK_S=bs, num_warps=4,
-    )  # fmt: skip
+    _to_channels_last(grid, (x5, y, *ints), **consts)
     return y.permute(0, 4, 1, 2, 3)
 
 
-def _y_run(y5: torch.Tensor, bm: int) -> int:
-    """Rows of a tile that are neighbours in ``y5`` in aligned runs (8, 4, 2 or 1): an
-    output whose positions are dense and contiguous (NCHW), its volume split into runs."""
-    _, _, od, oh, ow = y5.shape
-    s = y5.stride()
+@functools.lru_cache(maxsize=4096)
+def _transpose_plan(
+    shape: tuple[int, ...], st: tuple[int, ...], interpreting: bool
+) -> None | str | tuple[tuple[int, int, int], tuple[int, ...], dict[str, Any]]:
+    """How :func:`channels_last_5d` turns a tensor of ``shape`` and strides ``st``: None
+    (it is channels-last already), ``"torch"`` (PyTorch's copy: positions not dense, or
+    empty), or the transpose kernel's ``(grid, integer arguments, constexprs)``."""
+    N, C, D, H, W = shape
+    if st[1] == 1 and all(st[i] % C == 0 or shape[i] == 1 for i in (0, 2, 3, 4)):
+        return None
+    dense = (W == 1 or st[4] == 1) and (H == 1 or st[3] == W) and (D == 1 or st[2] == H * W)
+    if not dense or N * C * D * H * W == 0:
+        return "torch"
+    S = D * H * W
+    bc, bs = (64, 64) if not interpreting else (max(16, next_pow2(C)), max(16, next_pow2(S)))
+    last = max((N - 1) * st[0] + (C - 1) * st[1] + S + bs, N * S * C + bs * C)
+    consts = dict(
+        BIG=last >= 2**31 - 2**17,  # conv._I32_LIMIT: a last tile's rows past the end
+        X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=_common_power_of_two(C),
+        BLOCK_C=bc, BLOCK_S=bs, num_warps=4,
+    )  # fmt: skip
+    return (cdiv(S, bs), cdiv(C, bc), N), (C, S, st[0], st[1]), consts
+
+
+def _y_run(y_shape: tuple[int, ...], s: tuple[int, ...], bm: int) -> int:
+    """Rows of a tile that are neighbours in the output (shape ``y_shape``, strides ``s``)
+    in aligned runs (8, 4, 2 or 1): an output whose positions are dense and contiguous
+    (NCHW), its volume split into runs."""
+    _, _, od, oh, ow = y_shape
     if s[4] != 1 or (oh > 1 and s[3] != ow) or (od > 1 and s[2] != oh * ow):
         return 1
     vol = od * oh * ow
@@ -285,45 +303,83 @@ def _y_run(y5: torch.Tensor, bm: int) -> int:
     return 1
 
 
-def nhwc_convolution(
-    x5: torch.Tensor, w5: torch.Tensor, bias: torch.Tensor | None, y5: torch.Tensor,
-    cin_g: int, cout_g: int, groups: int, stride: list[int], padding: list[int],
-    dilation: list[int], transposed: bool, has_d: bool, fits_i32,
-) -> bool:  # fmt: skip
-    """The convolution of 5-D views ``x5 * w5 -> y5`` through this module's kernel, or
-    False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group,
-    or a strided transposed convolution. ``fits_i32(*tensors,
-    counts=...)`` is :func:`~opbench.kernels._lib.conv._fits_i32`."""
-    if cin_g < NHWC_MIN_CIN or (transposed and any(s != 1 for s in stride)):
-        return False
-    KD, KH, KW = w5.shape[2:]
+def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    """The largest element offset of a tensor of ``shape`` and ``stride``."""
+    return sum((n - 1) * abs(st) for n, st in zip(shape, stride))
+
+
+def _channels_last_strides(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides :func:`channels_last_5d` gives a ``[N, C, D, H, W]`` tensor: its own
+    where it keeps it, a dense channels-last copy's otherwise."""
+    N, C, D, H, W = shape
+    if stride[1] == 1 and all(stride[i] % C == 0 or shape[i] == 1 for i in (0, 2, 3, 4)):
+        return stride
+    return (D * H * W * C, 1, H * W * C, W * C, C)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gemm_plan(
+    x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_shape: tuple[int, ...],
+    y_shape: tuple[int, ...], y_stride: tuple[int, ...], cin_g: int, cout_g: int,
+    groups: int, stride: tuple[int, ...], padding: tuple[int, ...],
+    dilation: tuple[int, ...], transposed: bool, has_d: bool, has_bias: bool, ieee: bool,
+    device: torch.device, i32_limit: int, tunables: tuple[Any, ...],
+) -> tuple[int, int, tuple[int, int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
+    """``(BLOCK_N, splits, grid, integer arguments, constexprs)`` of a launch: everything
+    of :func:`nhwc_convolution` that follows from sizes, strides and settings alone,
+    kept per distinct call (a model calls few shapes many times; this is ~15 us of
+    Python a call on the 2-core CPU). ``tunables`` holds the module settings read, so a
+    change of them (a sweep's ``--set``, a test's) is a new plan."""
+    KD, KH, KW = w_shape[2:]
     if transposed:  # o + pad - k * dilation == o - pad' + k' * dilation, k' = K - 1 - k
-        padding = [d * (k - 1) - p for d, k, p in zip(dilation, (KD, KH, KW), padding)]
+        padding = tuple(d * (k - 1) - p for d, k, p in zip(dilation, (KD, KH, KW), padding))
     bm, bn, bk, warps, stages = nhwc_blocks(cout_g, cin_g)
-    xc = channels_last_5d(x5)
-    wp = _packed_weight(w5, groups, transposed, bn)
-    N = x5.shape[0]
-    D, H, W = x5.shape[2:]
-    OD, OH, OW = y5.shape[2:]
+    N = x_shape[0]
+    D, H, W = x_shape[2:]
+    OD, OH, OW = y_shape[2:]
     M = N * OD * OH * OW
     tiles = cdiv(M, bm) * cdiv(cout_g, bn) * groups
     steps = KD * KH * KW * cdiv(cin_g, bk)
-    splits, per = split_plan(tiles, steps, y5.device)
-    target = y5 if splits == 1 else torch.empty((splits, y5.numel()), dtype=torch.float32,
-                                                device=y5.device)  # fmt: skip
-    xs = xc.stride()
-    align = 8 if all(s % 8 == 0 for s in (xs[0], xs[2], xs[3], xs[4], cin_g)) else 1
-    _nhwc(
-        (tiles, splits),
-        (xc, wp, bias if bias is not None else y5, target, M, cin_g, cout_g, wp.shape[3],
-         groups, D, H, W, OD, OH, OW, *padding, *dilation, xs[0], xs[2], xs[3], xs[4],
-         *y5.stride(), per, y5.numel()),
+    splits, per = split_plan(tiles, steps, device)
+    xs = _channels_last_strides(x_shape, x_stride)
+    cols = cdiv(cout_g, bn) * bn
+    y_numel = M * cout_g * groups
+    spans = (_span(x_shape, xs), groups * KD * KH * KW * cin_g * cols, _span(y_shape, y_stride))
+    big = max(*spans, M + bm, splits * y_numel) >= i32_limit
+    ints = (M, cin_g, cout_g, cols, groups, D, H, W, OD, OH, OW, *padding, *dilation,
+            xs[0], xs[2], xs[3], xs[4], *y_stride, per, y_numel)  # fmt: skip
+    consts = dict(
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
-        HAS_BIAS=bias is not None, IEEE=x5.dtype == torch.float32,
-        TO_F32=_INTERPRETING, BIG=not fits_i32(xc, wp, y5, counts=(M + bm, splits * y5.numel())),
-        X_ALIGN=align, EVEN_K=cin_g % bk == 0, Y_VEC=_y_run(y5, bm), SPLIT=splits > 1,
+        HAS_BIAS=has_bias, IEEE=ieee, TO_F32=_INTERPRETING, BIG=big,
+        X_ALIGN=8 if all(s % 8 == 0 for s in (xs[0], xs[2], xs[3], xs[4], cin_g)) else 1,
+        EVEN_K=cin_g % bk == 0, Y_VEC=_y_run(y_shape, y_stride, bm), SPLIT=splits > 1,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
+    return bn, splits, (tiles, splits), ints, consts
+
+
+def nhwc_convolution(
+    x5: torch.Tensor, w5: torch.Tensor, bias: torch.Tensor | None, y5: torch.Tensor,
+    cin_g: int, cout_g: int, groups: int, stride: list[int], padding: list[int],
+    dilation: list[int], transposed: bool, has_d: bool, i32_limit: int,
+) -> bool:  # fmt: skip
+    """The convolution of 5-D views ``x5 * w5 -> y5`` through this module's kernel, or
+    False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group,
+    or a strided transposed convolution. ``i32_limit``: offsets from it on need 64-bit
+    indexing (``conv._I32_LIMIT``)."""
+    if cin_g < NHWC_MIN_CIN or (transposed and any(s != 1 for s in stride)):
+        return False
+    bn, splits, grid, ints, consts = _gemm_plan(
+        tuple(x5.shape), x5.stride(), tuple(w5.shape), tuple(y5.shape), y5.stride(), cin_g,
+        cout_g, groups, tuple(stride), tuple(padding), tuple(dilation), transposed, has_d,
+        bias is not None, x5.dtype == torch.float32, y5.device, i32_limit,
+        (NHWC_BLOCK_M, NHWC_BLOCK_N, NHWC_BLOCK_K, NHWC_WARPS, NHWC_STAGES, _INTERPRETING),
+    )  # fmt: skip
+    xc = channels_last_5d(x5)
+    wp = _packed_weight(w5, groups, transposed, bn)
+    target = y5 if splits == 1 else torch.empty((splits, y5.numel()), dtype=torch.float32,
+                                                device=y5.device)  # fmt: skip
+    _nhwc(grid, (xc, wp, bias if bias is not None else y5, target, *ints), **consts)
     if splits > 1:  # y is dense (contiguous or channels-last): its memory order is flat
         sum_split_partials(target, y5.as_strided((y5.numel(),), (1,)))
     return True
