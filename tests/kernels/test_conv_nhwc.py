@@ -31,6 +31,15 @@ CASES = {
     "2d_transposed": ((2, 32, 5, 4), (32, 24, 3, 2), [1, 1], [1, 0], [1, 2], True, [0, 0], 1),
     "2d_transposed_groups": ((1, 32, 4, 5), (32, 8, 3, 3), [1, 1], [2, 1], [1, 1], True,
                              [0, 0], 2),
+    # strided transposed (PHASED): 3x3 stride 2, groups, a 1-D stride of 3 over a 2-tap
+    # kernel (one phase has no tap: bias alone), 3-D with strides 2, 1, 2
+    "2d_transposed_s2": ((2, 32, 4, 5), (32, 24, 3, 3), [2, 2], [1, 1], [1, 1], True,
+                         [1, 0], 1),
+    "2d_transposed_s2_groups": ((1, 32, 3, 4), (32, 8, 3, 2), [2, 3], [1, 0], [1, 1], True,
+                                [0, 2], 2),
+    "1d_transposed_s3": ((2, 16, 5), (16, 16, 2), [3], [0], [1], True, [2], 1),
+    "3d_transposed_s2": ((1, 16, 2, 3, 3), (16, 8, 3, 2, 3), [2, 1, 2], [1, 0, 1], [1, 1, 1],
+                         True, [1, 0, 0], 1),
 }  # fmt: skip
 
 
@@ -53,6 +62,7 @@ def _served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ...]]:
     GPU's tile choice at 16-wide tiles (several row, column and channel tiles, a split
     reduction); ``int64``: that and 64-bit offsets."""
     monkeypatch.setattr(conv_nhwc, "NHWC_MIN_CIN", 1)
+    monkeypatch.setattr(conv_nhwc, "NHWC_STRIDED_TRANSPOSED", True)
     if tiles != "interpreter":
         monkeypatch.setattr(conv_nhwc, "_INTERPRETING", False)
         for name in ("NHWC_BLOCK_M", "NHWC_BLOCK_N", "NHWC_BLOCK_K"):
@@ -115,12 +125,29 @@ def test_input_gradient_of_a_unit_stride_convolution(case: str, monkeypatch) -> 
     assert grids
 
 
-def test_strided_transposed_convolutions_stay_on_the_general_kernel(monkeypatch) -> None:
+@pytest.mark.parametrize("phased", [False, True])
+def test_strided_transposed_convolutions_are_phased_only_when_asked(phased, monkeypatch):
+    """Off (the default until timed) the general kernel serves them; on, a phase of the
+    output a program (grid axis 2: 4 phases of stride 2 x 2). Dilated ones stay general."""
     grids = _served(monkeypatch)
+    monkeypatch.setattr(conv_nhwc, "NHWC_STRIDED_TRANSPOSED", phased)
     x, w = _r((1, 32, 4, 4), torch.float32, 7), _r((32, 16, 3, 3), torch.float32, 8)
     args = [x, w, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1]
     assert_matches(conv.convolution(*args), aten.convolution, *args)
-    assert not grids
+    assert [g[2] for g in grids] == ([4] if phased else [])
+    dilated = [x, w, None, [2, 2], [1, 1], [2, 2], True, [1, 1], 1]
+    assert_matches(conv.convolution(*dilated), aten.convolution, *dilated)
+    assert len(grids) == (1 if phased else 0)
+
+
+def test_the_input_gradient_of_a_strided_convolution_is_phased(monkeypatch):
+    grids = _served(monkeypatch)
+    x, w = _r((2, 32, 9, 8), torch.float32, 30), _r((24, 32, 3, 3), torch.float32, 31)
+    y = aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    args = [_r(tuple(y.shape), torch.float32, 32), x, w, None, [2, 2], [1, 1], [1, 1], False,
+            [0, 0], 1, [True, False, False]]  # fmt: skip
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert grids and grids[0][2] == 4
 
 
 def test_few_channels_stay_on_the_small_reduction_kernel(monkeypatch) -> None:

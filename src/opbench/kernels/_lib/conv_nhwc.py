@@ -22,7 +22,10 @@ with a position-contiguity hint so the stores coalesce).
 A unit-stride transposed convolution (every input gradient of a stride-1 convolution)
 is the forward convolution of the flipped, transposed weight with padding
 ``dilation * (k - 1) - padding``; packing the weight does the flip and transposition
-for free. Strided transposed convolutions stay on ``conv_kernels``.
+for free. A strided one (unit dilation) splits its output into phases (``o mod stride``
+in each dim): the rows of one phase read the same taps, so a program of one phase runs
+a dense product over just those (``PHASED``; off until timed,
+``NHWC_STRIDED_TRANSPOSED``); otherwise it stays on ``conv_kernels``.
 
 Measured (H100, 2026-11-28, ``conv-heldout-nhwc-h100-2026-11-28.md``, device time): the
 rows it serves at 0.646x eager on the held-out half of the traces and 0.844x on the tuning
@@ -72,6 +75,11 @@ NHWC_BLOCK_N = 128
 NHWC_BLOCK_K = 64
 NHWC_WARPS = 8
 NHWC_STAGES = 3
+#: Strided transposed convolutions of unit dilation (the input gradients of strided
+#: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program.
+#: Off until timed on a GPU: the general kernel serves them (it took 285 us of
+#: ``[32, 320, 14, 14]``'s 2x2 stride-2 backward on the H100, eager's whole backward 50).
+NHWC_STRIDED_TRANSPOSED = False
 
 
 @jit_unspecialized
@@ -82,12 +90,13 @@ def _nhwc_kernel(
     pd: tl.int64, ph: tl.int64, pw: tl.int64, dd: tl.int64, dh: tl.int64, dw: tl.int64,
     xs0: tl.int64, xs2: tl.int64, xs3: tl.int64, xs4: tl.int64,
     ys0: tl.int64, ys1: tl.int64, ys2: tl.int64, ys3: tl.int64, ys4: tl.int64,
-    steps_per_split: tl.int64, s_split: tl.int64,
+    steps_per_split: tl.int64, s_split: tl.int64, ROD: tl.int64, ROH: tl.int64, ROW: tl.int64,
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr,
     BIG: tl.constexpr, X_ALIGN: tl.constexpr, EVEN_K: tl.constexpr, Y_VEC: tl.constexpr,
-    SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SPLIT: tl.constexpr, PHASED: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """``y[m, g*COUT_G + n] = sum over taps t and channels c of
     x[m moved by t, g*CIN_G + c] * w[g, t, c, n]``, ``x`` channels-last (channel stride
@@ -99,7 +108,14 @@ def _nhwc_kernel(
     in ``y``'s memory order, the bias added by the first). ``X_ALIGN``: every row's
     channel offset is a multiple of 8 (16-byte loads); ``EVEN_K``: ``BLOCK_K`` divides
     ``CIN_G`` (no channel mask, which would stop the loads vectorizing); ``Y_VEC``: runs
-    of that many rows are neighbours in ``y`` (an NCHW output)."""
+    of that many rows are neighbours in ``y`` (an NCHW output).
+
+    ``PHASED``: a strided transposed convolution (unit dilation), ``y[o]`` summing
+    ``x[(o + pad - k) / stride] * w[k]`` over the taps where the division is exact, ``w``
+    packed unflipped. Grid axis 2 is the output's phase (``o mod stride`` in each dim):
+    a phase's rows (``OD x OH x OW`` is its grid, ``ROD x ROH x ROW`` the output) take the
+    same taps, ``k = k0 + j * stride``, at ``x`` position ``q + base - j``, so each step is
+    a dense product as above and no tap is multiplied to be masked."""
     pid = tl.program_id(0)
     split = tl.program_id(1)
     M, CIN_G, COUT_G = _idx(M, BIG), _idx(CIN_G, BIG), _idx(COUT_G, BIG)
@@ -119,30 +135,61 @@ def _nhwc_kernel(
     rk = tl.arange(0, BLOCK_K)
     m_ok = rm < M
     nb, od, oh, ow = _unflatten(rm, OD, OH, OW)
-    bd = od * SD - _idx(pd, BIG)
-    bh = oh * SH - _idx(ph, BIG)
-    bw = ow * SW - _idx(pw, BIG)
-    row0 = nb * xs0 + g * CIN_G
     c_blocks = (CIN_G + BLOCK_K - 1) // BLOCK_K
+    taps = KD * KH * KW
+    if PHASED:  # this program's phase: its first tap and tap count a dim, rows' offsets
+        phase = tl.program_id(2)
+        r_w = phase % SW
+        r_h = (phase // SW) % SH
+        r_d = phase // (SW * SH)
+        kd0 = (r_d + _idx(pd, BIG)) % SD
+        kh0 = (r_h + _idx(ph, BIG)) % SH
+        kw0 = (r_w + _idx(pw, BIG)) % SW
+        nkd = tl.maximum((KD - kd0 + SD - 1) // SD, 0)
+        nkh = tl.maximum((KH - kh0 + SH - 1) // SH, 0)
+        nkw = tl.maximum((KW - kw0 + SW - 1) // SW, 0)
+        taps = nkd * nkh * nkw
+        bd = od + (r_d + _idx(pd, BIG) - kd0) // SD  # x position of the phase's first tap
+        bh = oh + (r_h + _idx(ph, BIG) - kh0) // SH
+        bw = ow + (r_w + _idx(pw, BIG) - kw0) // SW
+        od = od * SD + r_d
+        oh = oh * SH + r_h
+        ow = ow * SW + r_w
+        m_ok = m_ok & (od < _idx(ROD, BIG)) & (oh < _idx(ROH, BIG)) & (ow < _idx(ROW, BIG))
+    else:
+        bd = od * SD - _idx(pd, BIG)
+        bh = oh * SH - _idx(ph, BIG)
+        bw = ow * SW - _idx(pw, BIG)
+    row0 = nb * xs0 + g * CIN_G
     # the packed weight's rows are W_ROW apart, a multiple of BLOCK_N (>= 16): stated,
     # since Triton cannot know it of a runtime size and would not vectorize the loads
     w_col = tl.multiple_of(g * (KD * KH * KW) * CIN_G * W_ROW + pid_n * BLOCK_N, 16)
     w_col = w_col + tl.arange(0, BLOCK_N)
     first = split * _idx(steps_per_split, BIG)
-    last = tl.minimum(first + _idx(steps_per_split, BIG), (KD * KH * KW) * c_blocks)
+    last = tl.minimum(first + _idx(steps_per_split, BIG), taps * c_blocks)
 
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     for step in range(first, last):
-        kpos = step // c_blocks
-        c0 = (step - kpos * c_blocks) * BLOCK_K
-        kd, kh, kw = _kpos(kpos, KH, KW)
-        ih = bh + kh * _idx(dh, BIG)
-        iw = bw + kw * _idx(dw, BIG)
+        t = step // c_blocks
+        c0 = (step - t * c_blocks) * BLOCK_K
+        if PHASED:  # the phase's t-th tap: k = k0 + j * stride, read at q + base - j
+            jw = t % nkw
+            jh = (t // nkw) % nkh
+            jd = t // (nkw * nkh)
+            kpos = ((kd0 + jd * SD) * KH + kh0 + jh * SH) * KW + kw0 + jw * SW
+            ih = bh - jh
+            iw = bw - jw
+            i_d = bd - jd
+        else:
+            kpos = t
+            kd, kh, kw = _kpos(kpos, KH, KW)
+            ih = bh + kh * _idx(dh, BIG)
+            iw = bw + kw * _idx(dw, BIG)
+            i_d = bd + kd * _idx(dd, BIG)
         ok = m_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         row = row0 + ih * xs3 + iw * xs4
         if HAS_D:
-            i_d = bd + kd * _idx(dd, BIG)
             ok = ok & (i_d >= 0) & (i_d < D)
             row += i_d * xs2
         row = tl.multiple_of(row, X_ALIGN)
@@ -169,8 +216,11 @@ def _nhwc_kernel(
     offs = y_row[:, None] + tl.multiple_of(co * ys1, Y_VEC)[None, :]
     # rows in whole runs of Y_VEC (M is a multiple of it): the same mask as rm < M, in a
     # form whose runs Triton sees are constant, so the stores can be vectors
-    m_run_ok = (rm // Y_VEC) * Y_VEC < M
-    mask = m_run_ok[:, None] & n_ok[None, :]
+    if PHASED:  # a phase's rows are strides apart in y (Y_VEC is 1) and some past its end
+        m_store = m_ok
+    else:
+        m_store = (rm // Y_VEC) * Y_VEC < M
+    mask = m_store[:, None] & n_ok[None, :]
     if SPLIT:
         tl.store(y_ptr + split * _idx(s_split, BIG) + offs, acc, mask=mask)
     else:
@@ -193,14 +243,18 @@ def nhwc_blocks(cout_g: int, cin_g: int) -> tuple[int, int, int, int, int]:
     return bm, bn, bk, warps, NHWC_STAGES
 
 
-def _packed_weight(w5: torch.Tensor, groups: int, transposed: bool, bn: int) -> torch.Tensor:
+def _packed_weight(
+    w5: torch.Tensor, groups: int, transposed: bool, bn: int, flip: bool = True
+) -> torch.Tensor:
     """``[groups, taps, C_in/g, C_out/g rounded up to bn]`` from a 5-D weight: a forward
     weight ``[C_out, C_in/g, k...]`` as it is, a transposed one ``[C_in, C_out/g, k...]``
-    flipped over its taps (the forward convolution it equals)."""
+    flipped over its taps (the forward convolution it equals) unless ``flip`` is False
+    (the phased kernel reads a transposed weight's taps as they are)."""
     kvol = w5.shape[2] * w5.shape[3] * w5.shape[4]
     if transposed:
         cin_g, cout_g = w5.shape[0] // groups, w5.shape[1]
-        src = w5.flip((2, 3, 4)).reshape(groups, cin_g, cout_g, kvol).permute(0, 3, 1, 2)
+        src = w5.flip((2, 3, 4)) if flip else w5
+        src = src.reshape(groups, cin_g, cout_g, kvol).permute(0, 3, 1, 2)
     else:
         cout_g, cin_g = w5.shape[0] // groups, w5.shape[1]
         src = w5.reshape(groups, cout_g, cin_g, kvol).permute(0, 3, 2, 1)
@@ -324,38 +378,45 @@ def _gemm_plan(
     groups: int, stride: tuple[int, ...], padding: tuple[int, ...],
     dilation: tuple[int, ...], transposed: bool, has_d: bool, has_bias: bool, ieee: bool,
     device: torch.device, i32_limit: int, tunables: tuple[Any, ...],
-) -> tuple[int, int, tuple[int, int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
+) -> tuple[int, int, tuple[int, int, int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
     """``(BLOCK_N, splits, grid, integer arguments, constexprs)`` of a launch: everything
     of :func:`nhwc_convolution` that follows from sizes, strides and settings alone,
     kept per distinct call (a model calls few shapes many times; this is ~15 us of
     Python a call on the 2-core CPU). ``tunables`` holds the module settings read, so a
     change of them (a sweep's ``--set``, a test's) is a new plan."""
     KD, KH, KW = w_shape[2:]
-    if transposed:  # o + pad - k * dilation == o - pad' + k' * dilation, k' = K - 1 - k
+    phased = transposed and any(s != 1 for s in stride)
+    if transposed and not phased:  # o + pad - k * dil == o - pad' + k' * dil, k' = K - 1 - k
         padding = tuple(d * (k - 1) - p for d, k, p in zip(dilation, (KD, KH, KW), padding))
     bm, bn, bk, warps, stages = nhwc_blocks(cout_g, cin_g)
     N = x_shape[0]
     D, H, W = x_shape[2:]
-    OD, OH, OW = y_shape[2:]
+    real = y_shape[2:]
+    # the rows' grid: the output, or for a phased convolution one phase's share of it
+    OD, OH, OW = (cdiv(o, s) for o, s in zip(real, stride)) if phased else real
     M = N * OD * OH * OW
     tiles = cdiv(M, bm) * cdiv(cout_g, bn) * groups
-    steps = KD * KH * KW * cdiv(cin_g, bk)
+    taps = (cdiv(KD, stride[0]) * cdiv(KH, stride[1]) * cdiv(KW, stride[2]) if phased
+            else KD * KH * KW)  # fmt: skip
+    steps = taps * cdiv(cin_g, bk)
     splits, per = split_plan(tiles, steps, device)
     xs = _channels_last_strides(x_shape, x_stride)
     cols = cdiv(cout_g, bn) * bn
-    y_numel = M * cout_g * groups
+    y_numel = N * real[0] * real[1] * real[2] * cout_g * groups
     spans = (_span(x_shape, xs), groups * KD * KH * KW * cin_g * cols, _span(y_shape, y_stride))
     big = max(*spans, M + bm, splits * y_numel) >= i32_limit
     ints = (M, cin_g, cout_g, cols, groups, D, H, W, OD, OH, OW, *padding, *dilation,
-            xs[0], xs[2], xs[3], xs[4], *y_stride, per, y_numel)  # fmt: skip
+            xs[0], xs[2], xs[3], xs[4], *y_stride, per, y_numel, *real)  # fmt: skip
     consts = dict(
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
         HAS_BIAS=has_bias, IEEE=ieee, TO_F32=_INTERPRETING, BIG=big,
         X_ALIGN=8 if all(s % 8 == 0 for s in (xs[0], xs[2], xs[3], xs[4], cin_g)) else 1,
-        EVEN_K=cin_g % bk == 0, Y_VEC=_y_run(y_shape, y_stride, bm), SPLIT=splits > 1,
+        EVEN_K=cin_g % bk == 0, Y_VEC=1 if phased else _y_run(y_shape, y_stride, bm),
+        SPLIT=splits > 1, PHASED=phased,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
-    return bn, splits, (tiles, splits), ints, consts
+    phases = stride[0] * stride[1] * stride[2] if phased else 1
+    return bn, splits, (tiles, splits, phases), ints, consts
 
 
 def nhwc_convolution(
@@ -365,9 +426,13 @@ def nhwc_convolution(
 ) -> bool:  # fmt: skip
     """The convolution of 5-D views ``x5 * w5 -> y5`` through this module's kernel, or
     False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group,
-    or a strided transposed convolution. ``i32_limit``: offsets from it on need 64-bit
+    or a strided transposed convolution unless ``NHWC_STRIDED_TRANSPOSED`` (and of unit
+    dilation). ``i32_limit``: offsets from it on need 64-bit
     indexing (``conv._I32_LIMIT``)."""
-    if cin_g < NHWC_MIN_CIN or (transposed and any(s != 1 for s in stride)):
+    phased = transposed and any(s != 1 for s in stride)
+    if cin_g < NHWC_MIN_CIN or (
+        phased and (not NHWC_STRIDED_TRANSPOSED or any(d != 1 for d in dilation))
+    ):
         return False
     bn, splits, grid, ints, consts = _gemm_plan(
         tuple(x5.shape), x5.stride(), tuple(w5.shape), tuple(y5.shape), y5.stride(), cin_g,
@@ -376,7 +441,7 @@ def nhwc_convolution(
         (NHWC_BLOCK_M, NHWC_BLOCK_N, NHWC_BLOCK_K, NHWC_WARPS, NHWC_STAGES, _INTERPRETING),
     )  # fmt: skip
     xc = channels_last_5d(x5)
-    wp = _packed_weight(w5, groups, transposed, bn)
+    wp = _packed_weight(w5, groups, transposed, bn, flip=transposed and not phased)
     target = y5 if splits == 1 else torch.empty((splits, y5.numel()), dtype=torch.float32,
                                                 device=y5.device)  # fmt: skip
     _nhwc(grid, (xc, wp, bias if bias is not None else y5, target, *ints), **consts)
