@@ -59,8 +59,10 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: Fewest input channels a group needs for this path: below it ``conv_smallk`` (NCHW,
 #: the reduction flattened over channels and taps) serves, which ran 3x3 convolutions of
 #: 18-36 channels at 1.1-2.3x eager on the H100 and of 56-104 at 0.1-0.4x
-#: (``conv-heldout-h100-2026-11-28.md``); between them the two are timed side by side by
-#: ``benchmarks/probes/conv_heldout.py --set conv_nhwc.NHWC_MIN_CIN=...``.
+#: (``conv-heldout-h100-2026-11-28.md``). 48 lies between them, untuned: the first H100
+#: run's ``NHWC_MIN_CIN=16`` variant was read through ``do_bench``, which host time
+#: dominated; time it on device time with ``benchmarks/probes/conv_heldout.py --profile
+#: --variant low=conv_nhwc.NHWC_MIN_CIN=16``.
 NHWC_MIN_CIN = 48
 #: Tiles: ``BLOCK_M`` output positions x ``BLOCK_N`` of a group's output channels (at
 #: most ``NHWC_BLOCK_N``, at least 16) x ``BLOCK_K`` input channels a step (the largest
@@ -381,8 +383,8 @@ def _gemm_plan(
 ) -> tuple[int, int, tuple[int, int, int], tuple[int, ...], dict[str, Any]]:  # fmt: skip
     """``(BLOCK_N, splits, grid, integer arguments, constexprs)`` of a launch: everything
     of :func:`nhwc_convolution` that follows from sizes, strides and settings alone,
-    kept per distinct call (a model calls few shapes many times; this is ~15 us of
-    Python a call on the 2-core CPU). ``tunables`` holds the module settings read, so a
+    kept per distinct call (a model calls few shapes many times; with the plans kept the
+    path's Python took 12.7 us a call on the 2-core CPU, 23.4 without). ``tunables`` holds the module settings read, so a
     change of them (a sweep's ``--set``, a test's) is a new plan."""
     KD, KH, KW = w_shape[2:]
     phased = transposed and any(s != 1 for s in stride)

@@ -2,11 +2,11 @@
 
 ``conv_kernels._wgrad_kernel`` reads any strides: over NCHW tensors its steps gather
 ``[channels, positions]`` tiles with 2-byte loads that neither vectorize nor go through
-``cp.async``, one synchronous step at a time. On the H100 the backward of the traced 3x3
-convolutions ran at 0.10-0.30x cuDNN, most of it in the weight gradient once the input
-gradient took :mod:`~opbench.kernels._lib.conv_nhwc` (``[64, 256, 14, 14]`` x
-``[256, 256, 3, 3]``: backward 480 us against eager's 115, the input gradient ~130 of
-it; ``benchmarks/results/conv-nhwc-h100-2026-11-28-first.md``).
+``cp.async``, one synchronous step at a time. On the H100, once the input gradient took
+:mod:`~opbench.kernels._lib.conv_nhwc`, the backward of the traced 3x3 convolutions
+spent most of its device time there: ``[64, 256, 14, 14]`` x ``[256, 256, 3, 3]``'s
+weight gradient 372 us of a 440 us backward, eager's whole backward 96 us
+(``benchmarks/results/conv-heldout-nhwc-h100-2026-11-28.json``, ``kernels_us``).
 
 Here both operands are read channels-last (copied once where they are not): the summed
 tensor ``a`` (the gradient of the output; the input, for a transposed convolution) as
