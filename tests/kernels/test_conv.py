@@ -144,6 +144,7 @@ def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
         conv.convolution_backward(*args)
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool) -> None:

@@ -58,6 +58,7 @@ def test_wrong_kernels_are_caught(tmp_path: Path) -> None:
     assert not r.ok and "mismatch" in (r.error or "")
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_compile_with_aot_eager_reaches_the_backend(tmp_path: Path) -> None:
     pytest.importorskip("torch._dynamo")
     be = DirectoryBackend(write_dir(tmp_path, NUMPY_KERNELS), "cpu")

@@ -68,6 +68,7 @@ def test_the_template_warms_up_without_asking_cuda_anything(preload: str) -> Non
     assert r.stdout.strip().endswith("warm")
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_without_the_template_env_the_opinfo_preload_asks_cuda() -> None:
     """The probe above can fail: with the GPU visible, importing op_db asks CUDA."""
     env = {**os.environ, "OPBENCH_PRELOAD": "opinfo", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}

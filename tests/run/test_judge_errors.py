@@ -177,6 +177,7 @@ def test_an_opinfo_full_run_on_cpu_runs_to_its_end(tmp_path):
     assert summary["tests"]["total"] > 50
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_a_run_with_unfinished_tests_exits_incomplete(tmp_path, monkeypatch):
     """Tests a harness error left unrecorded (``unfinished``, for --resume) make the run
     incomplete, like judge errors: exit 3, whatever the scores."""

@@ -47,6 +47,7 @@ def _answer(case: Case, plan, corrupt: bool = False) -> bytes:
     return protocol.encode_plain({"type": "result", "test_id": case.test_id, "report": report})
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_plans_and_verdicts_made_in_the_process_equal_those_made_here():
     options = JudgeOptions()
     judge = SlotJudge("cpu", options, ahead=True)
@@ -77,6 +78,7 @@ def test_plans_and_verdicts_made_in_the_process_equal_those_made_here():
     [(b"crafted", "unreadable message"),
      (protocol.encode_plain({"poisoned": "cudaErrorIllegalAddress"}), "IllegalAddress")],
 )  # fmt: skip
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_an_unreadable_or_poisoned_answer_is_the_workers_crash(raw, says):
     judge = SlotJudge("cpu", JudgeOptions(), ahead=False)
     try:
@@ -87,6 +89,7 @@ def test_an_unreadable_or_poisoned_answer_is_the_workers_crash(raw, says):
     assert kind == "crash" and result.category == "crash" and says in result.message
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_a_worker_that_died_is_judged_as_it_died():
     judge = SlotJudge("cpu", JudgeOptions(), ahead=False)
     try:
@@ -101,6 +104,7 @@ def _die(case):
     os._exit(7)
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_a_process_that_dies_is_replaced_and_a_test_that_kills_it_twice_is_its_error(
     monkeypatch,
 ):
@@ -167,6 +171,7 @@ def _kept_here() -> list[str]:
     return list(slot_judge._STATE["kept"])
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_with_two_processes_a_slot_plans_in_turn_and_judges_where_it_planned(monkeypatch):
     """``OPBENCH_PLAN_AHEAD=2``: two processes take the slot's tests in turn (two tests
     planned while the worker runs one), and each test is judged by the process that keeps

@@ -111,6 +111,7 @@ def test_the_harness_built_driver_module_is_seeded_and_never_harvested(tmp_path:
     assert (driver / key / "cuda_utils.so").read_bytes() == b"trusted"
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_without_a_gpu_driver_no_driver_folder_is_claimed() -> None:
     import torch
 

@@ -100,6 +100,7 @@ def test_the_template_preloads_every_module_a_worker_imports() -> None:
     assert not missing, f"add to worker.WORKER_MODULES (the template preloads them): {missing}"
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_a_fork_of_the_template_imports_nothing_more_before_the_candidate() -> None:
     script = textwrap.dedent(
         """

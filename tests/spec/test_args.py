@@ -46,6 +46,7 @@ def _trace_lines() -> list[tuple[str, int, str]]:
     return out
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 def test_round_trip_every_trace_line() -> None:
     """parse -> format gives back the exact text of every real argument line."""
     if not traces_dir().is_dir():
@@ -162,6 +163,7 @@ _kwargs = st.dictionaries(
 )
 
 
+@pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_values, max_size=5).map(tuple), _kwargs)
 def test_format_then_parse_is_identity(args: tuple, kwargs: dict) -> None:
