@@ -69,14 +69,19 @@ def _served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ...]]:
             monkeypatch.setattr(conv_nhwc, name, 16)
     if tiles == "int64":
         monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    return _launch_grids(monkeypatch, conv_nhwc, "_nhwc")
+
+
+def _launch_grids(monkeypatch, module, name: str) -> list[tuple[int, ...]]:
+    """The grids of ``module.name``'s launches (a launcher takes its grid first)."""
     grids: list[tuple[int, ...]] = []
-    launch = conv_nhwc._nhwc
+    launch = getattr(module, name)
 
     def counted(grid, *a, **k):
         grids.append(tuple(grid))
         return launch(grid, *a, **k)
 
-    monkeypatch.setattr(conv_nhwc, "_nhwc", counted)
+    monkeypatch.setattr(module, name, counted)
     return grids
 
 
@@ -190,15 +195,7 @@ def _wgrad_served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ..
             monkeypatch.setattr(conv_nhwc_wgrad, name, 16)
     if tiles == "int64":
         monkeypatch.setattr(conv, "_I32_LIMIT", 0)
-    grids: list[tuple[int, ...]] = []
-    launch = conv_nhwc_wgrad._nhwc_wgrad
-
-    def counted(grid, *a, **k):
-        grids.append(tuple(grid))
-        return launch(grid, *a, **k)
-
-    monkeypatch.setattr(conv_nhwc_wgrad, "_nhwc_wgrad", counted)
-    return grids
+    return _launch_grids(monkeypatch, conv_nhwc_wgrad, "_nhwc_wgrad")
 
 
 def _backward_args(case: str, dtype: torch.dtype, channels_last: bool, mask: list[bool]) -> list:

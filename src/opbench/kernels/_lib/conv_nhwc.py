@@ -367,9 +367,9 @@ def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 def _channels_last_strides(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
     """The strides :func:`channels_last_5d` gives a ``[N, C, D, H, W]`` tensor: its own
     where it keeps it, a dense channels-last copy's otherwise."""
-    N, C, D, H, W = shape
-    if stride[1] == 1 and all(stride[i] % C == 0 or shape[i] == 1 for i in (0, 2, 3, 4)):
+    if _transpose_plan(shape, stride, _INTERPRETING) is None:
         return stride
+    N, C, D, H, W = shape
     return (D * H * W * C, 1, H * W * C, W * C, C)
 
 
