@@ -338,8 +338,13 @@ def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypa
 
 
 def _count_dwg(monkeypatch) -> list[tuple[int, ...]]:
-    """The launches of the direct depthwise weight-gradient kernel."""
+    """The launches of the flattened-position depthwise weight-gradient kernel."""
     return _launch_grids(monkeypatch, conv_depthwise_wgrad, "_dwg")
+
+
+def _count_dwg_plane(monkeypatch) -> list[tuple[int, ...]]:
+    """The launches of the plane depthwise weight-gradient kernel (NCHW-like inputs)."""
+    return _launch_grids(monkeypatch, conv_depthwise_wgrad, "_dwg_plane")
 
 
 def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
@@ -351,18 +356,26 @@ def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
     return [gy, x, w, [b.numel()], *rest, [False, True, True]]
 
 
+@pytest.mark.parametrize("plane", [True, False], ids=["plane", "flat"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("case", list(DW_CASES))
-def test_depthwise_weight_gradient(case: str, layout: str, dtype: torch.dtype,
+def test_depthwise_weight_gradient(case: str, layout: str, dtype: torch.dtype, plane: bool,
                                    monkeypatch) -> None:  # fmt: skip
     """The weight gradient of a depthwise convolution (one gathered channel a weight
-    row) goes through the direct kernel; a transposed one whose rows read several
-    channels stays on the implicit GEMM. Against eager and float64."""
-    grids = _count_dwg(monkeypatch)
+    row) goes through a direct kernel: the plane kernel where the summed tensor's
+    positions are contiguous and ``DWG_PLANE`` is on, else the flattened-position one; a
+    transposed one whose rows read several channels stays on the implicit GEMM. Against
+    eager and float64."""
+    monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", plane)
+    flat, planes = _count_dwg(monkeypatch), _count_dwg_plane(monkeypatch)
     args = _dw_weight_grad_args(case, dtype, layout)
     got = conv.convolution_backward(*args)
-    assert len(grids) == (0 if args[2].shape[1] > 1 else 1)
+    direct = 0 if args[2].shape[1] > 1 else 1
+    a = args[0]
+    pos_inner = a.stride(-1) == 1 and a.stride(1) != 1
+    assert len(planes) == (direct if plane and pos_inner else 0)
+    assert len(flat) == direct - len(planes)
     assert_matches(got, aten.convolution_backward, *args)
 
 
@@ -373,6 +386,7 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     """Many positions over few channels: the positions are split over programs (small
     tiles make several splits and channel tiles, with masked edges) and the partials
     summed in a fixed order: two calls give the same bits."""
+    monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", False)
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_TILE", 64)
     monkeypatch.setattr(conv_depthwise_wgrad, "dwg_splits", lambda tiles, iters, sms: 3)
     grids = _count_dwg(monkeypatch)
@@ -388,6 +402,43 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     assert grids[0][0] > 1 or layout == "channels_last", grids  # channel tiles (NCHW)
     assert_matches(got, aten.convolution_backward, *args)
     assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_depthwise_weight_gradient_plane_split(dtype: torch.dtype, monkeypatch) -> None:
+    """The plane kernel over several blocks of a plane and several splits of the images
+    (a small tile: 4 blocks of 16 positions of a 9 x 7 plane, 3 splits of 7 images): every
+    partial lands in its own workspace row, summed in a fixed order (two calls give the
+    same bits), against eager and float64; a plane of one block, 5 images in splits of
+    2, 2 and 1."""
+    monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE_TILE", 256)
+    monkeypatch.setattr(conv_depthwise_wgrad, "dwg_plane_splits", lambda p, n, sms: 3)
+    grids = _count_dwg_plane(monkeypatch)
+    for shape in [(7, 5, 9, 7), (5, 5, 3, 2)]:
+        x, w = _r(shape, dtype, 31), _r((5, 1, 3, 3), dtype, 32)
+        rest = [[1, 1], [1, 1], [1, 1], False, [0, 0], 5]
+        y = aten.convolution(x, w, None, *rest)
+        gy = _r(tuple(y.shape), dtype, 33)
+        args = [gy, x, w, None, *rest, [False, True, False]]
+        got = conv.convolution_backward(*args)
+        assert_matches(got, aten.convolution_backward, *args)
+        assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+    # 256 / 16 taps = 16 positions a block: 63 positions are 4 blocks; 7 images in 3 splits
+    assert grids == [(5, 4, 3)] * 2 + [(5, 1, 3)] * 2, grids
+
+
+def test_depthwise_weight_gradient_plane_splits_fill_the_gpu() -> None:
+    """The plane kernel splits the images only where the weight rows and plane blocks
+    leave the GPU short of ``DWG_PROGRAMS_PER_SM`` programs a multiprocessor, and keeps at
+    least 4 images a split."""
+    splits = conv_depthwise_wgrad.dwg_plane_splits
+    per_sm = conv_depthwise_wgrad.DWG_PROGRAMS_PER_SM
+    assert splits(728, 32, 132) == 1  # [32, 728, 19, 19]: 728 programs already
+    assert 72 * splits(72, 128, 132) >= per_sm * 132  # few rows, many images
+    assert splits(4, 12, 132) == 3 and splits(1, 10**6, 132) == 256
+    blocks = conv_depthwise_wgrad.dwg_plane_blocks
+    assert blocks(9, 361) == (16, 256) and blocks(49, 196, 4096) == (64, 64)
+    assert blocks(9, 1) == (16, 16)  # at least a warp's half-row
 
 
 def test_depthwise_weight_gradient_splits_fill_the_gpu() -> None:

@@ -77,7 +77,7 @@ def test_the_path_is_the_launchers_that_ran_and_every_result_agrees(conv_heldout
     assert got[SHARED]["path"] == "small reduction (flattened)"
     assert got[GEMM]["path"] == "implicit GEMM (channels-last)"
     assert got[BACKWARD]["path"] == "small reduction (flattened) + weight grad (implicit GEMM)"
-    assert got[DW_BACKWARD]["path"] == "depthwise (direct) + depthwise weight grad (direct)"
+    assert got[DW_BACKWARD]["path"] == "depthwise (direct) + depthwise weight grad (plane)"
     assert got[DOUBLE]["path"] == "declined"  # PyTorch serves float64
     assert all(m["correct"] for a, m in got.items() if a != DOUBLE)
     assert not any("speedup" in m for m in got.values())  # nothing timed on the CPU

@@ -35,11 +35,15 @@ from opbench.kernels._lib.matmul_shared import sm_count
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = [
+    "DWG_PLANE",
+    "DWG_PLANE_TILE",
     "DWG_PROGRAMS_PER_SM",
     "DWG_TILE",
     "DWG_WARPS",
     "depthwise_weight_grad",
     "dwg_blocks",
+    "dwg_plane_blocks",
+    "dwg_plane_splits",
     "dwg_splits",
 ]
 
@@ -161,6 +165,119 @@ def _dwg_kernel(
 _dwg = Launcher(_dwg_kernel)
 
 
+#: The plane kernel (:func:`_dwg_plane_kernel`) for inputs whose positions are contiguous
+#: (NCHW-like); the position-flattening kernel above keeps channels-last ones. The first
+#: kernel ran the held-out half's ``[32, 728, 19, 19]`` 3x3 weight gradient in 540 us on the
+#: H100 (cuDNN: 40 us; ``conv-heldout-nhwc-h100-2026-11-28.json``, ``kernels_us``): 728
+#: programs of one channel, each 91 serial steps of 128 flattened positions, every step
+#: dividing its positions back into (image, row, column) and gathering 16 padded taps.
+#: Untimed (2026-11-28): ``conv_heldout.py --profile --variant
+#: flat=conv_depthwise_wgrad.DWG_PLANE=False`` compares them.
+DWG_PLANE = True
+#: The plane kernel's tile (taps rounded up to a power of two x positions of one image's
+#: plane; half of it in float32, whose compensation doubles the registers), warps and
+#: pipeline stages. First choices, untimed.
+DWG_PLANE_TILE = 4096
+DWG_PLANE_WARPS = 4
+DWG_PLANE_STAGES = 2
+
+
+@jit_unspecialized
+def _dwg_plane_kernel(
+    a_ptr, b_ptr, dw_ptr,
+    N: tl.int64, R_G: tl.int64, n_per_split: tl.int64, splits: tl.int64, s_split: tl.int64,
+    PD: tl.int64, PH: tl.int64, PW: tl.int64, QD: tl.int64, QH: tl.int64, QW: tl.int64,
+    pd: tl.int64, ph: tl.int64, pw: tl.int64, dd: tl.int64, dh: tl.int64, dw: tl.int64,
+    as0: tl.int64, as1: tl.int64, as2: tl.int64, as3: tl.int64, as4: tl.int64,
+    bs0: tl.int64, bs1: tl.int64, bs2: tl.int64, bs3: tl.int64, bs4: tl.int64,
+    ws0: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
+    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
+    SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+    HAS_D: tl.constexpr, BIG: tl.constexpr, KAHAN: tl.constexpr,
+    BLOCK_T: tl.constexpr, BLOCK_Q: tl.constexpr,
+):  # fmt: skip
+    """The same sum as :func:`_dwg_kernel`, a program a (weight row ``c``, block of
+    ``BLOCK_Q`` positions of one image's output plane, split of the images).
+
+    Every image has the same plane, so a program divides its positions into (depth, row,
+    column) and forms its ``[taps, positions]`` gather offsets and bounds once; a step is
+    then one image: A's ``[BLOCK_Q]`` row and B's gather, both at the image's offset, one
+    FMA an element into a ``[BLOCK_T, BLOCK_Q]`` fp32 accumulator, summed over positions at
+    the end. Partials (fp32) go to a workspace row ``pid_q * splits + split`` (``s_split``
+    apart) where there are several."""
+    c = tl.program_id(0)
+    pid_q = tl.program_id(1)
+    split = tl.program_id(2)
+    N, R_G = _idx(N, BIG), _idx(R_G, BIG)
+    PD, PH, PW = _idx(PD, BIG), _idx(PH, BIG), _idx(PW, BIG)
+    QD, QH, QW = _idx(QD, BIG), _idx(QH, BIG), _idx(QW, BIG)
+    as0, as1, as2, as3, as4 = _idx5(as0, as1, as2, as3, as4, BIG)
+    bs0, bs1, bs2, bs3, bs4 = _idx5(bs0, bs1, bs2, bs3, bs4, BIG)
+    q = _idx(pid_q, BIG) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    q_ok = q < QD * QH * QW
+    qw = q % QW
+    qh = (q // QW) % QH
+    qd = q // (QW * QH)
+    rt = tl.arange(0, BLOCK_T)
+    t_ok = rt < KD * KH * KW
+    kd = rt // (KH * KW)
+    kh = (rt // KW) % KH
+    kw = rt % KW
+    ih = (qh * SH)[None, :] + (_idx(kh, BIG) * _idx(dh, BIG) - _idx(ph, BIG))[:, None]
+    iw = (qw * SW)[None, :] + (_idx(kw, BIG) * _idx(dw, BIG) - _idx(pw, BIG))[:, None]
+    ok = t_ok[:, None] & q_ok[None, :] & (ih >= 0) & (ih < PH) & (iw >= 0) & (iw < PW)
+    b_off = ih * bs3 + iw * bs4  # [T, Q]
+    a_off = qh * as3 + qw * as4  # [Q]
+    if HAS_D:
+        i_d = (qd * SD)[None, :] + (_idx(kd, BIG) * _idx(dd, BIG) - _idx(pd, BIG))[:, None]
+        ok = ok & (i_d >= 0) & (i_d < PD)
+        b_off += i_d * bs2
+        a_off += qd * as2
+    n0 = split * _idx(n_per_split, BIG)
+    a_p = a_ptr + _idx(c, BIG) * as1 + n0 * as0 + a_off
+    b_p = b_ptr + (_idx(c, BIG) // R_G) * bs1 + n0 * bs0 + b_off
+    acc = tl.full([BLOCK_T, BLOCK_Q], 0, tl.float32)
+    comp = acc
+    for _ in range(0, tl.minimum(_idx(n_per_split, BIG), N - n0)):  # images: a count
+        a = tl.load(a_p, mask=q_ok, other=0.0).to(tl.float32)
+        b = tl.load(b_p, mask=ok, other=0.0).to(tl.float32)
+        if KAHAN:
+            y = b * a[None, :] - comp
+            t = acc + y
+            # no compensation once the sum is Inf (Inf - Inf would make it NaN)
+            comp = tl.where((t - t) == 0, (t - acc) - y, 0.0)
+            acc = t
+        else:
+            acc += b * a[None, :]
+        a_p += as0
+        b_p += bs0
+    part = tl.reduce(acc, 1, _SUM_COMBINE)  # [T]
+    offs = _idx(c, BIG) * _idx(ws0, BIG) + (
+        _idx(kd, BIG) * _idx(ws2, BIG) + _idx(kh, BIG) * _idx(ws3, BIG)
+        + _idx(kw, BIG) * _idx(ws4, BIG)
+    )  # fmt: skip
+    row = _idx(pid_q, BIG) * _idx(splits, BIG) + split
+    tl.store(dw_ptr + row * _idx(s_split, BIG) + offs, part.to(dw_ptr.dtype.element_ty),
+             mask=t_ok)  # fmt: skip
+
+
+_dwg_plane = Launcher(_dwg_plane_kernel)
+
+
+def dwg_plane_blocks(kvol: int, plane: int, tile: int = DWG_PLANE_TILE) -> tuple[int, int]:
+    """(BLOCK_T, BLOCK_Q): the kernel volume rounded up to a power of two, and as many of
+    a plane's ``plane`` positions as the ``tile`` leaves (at least 16: a warp's half-row)."""
+    bt = next_pow2(kvol)
+    return bt, max(16, min(next_pow2(plane), tile // bt))
+
+
+def dwg_plane_splits(programs: int, images: int, sms: int) -> int:
+    """Splits of the ``images`` for ``programs`` (weight rows x plane blocks) on ``sms``
+    multiprocessors: :data:`DWG_PROGRAMS_PER_SM` programs a multiprocessor in all, each at
+    least 4 images, at most 256 splits; 1 where the rows and blocks alone fill the GPU."""
+    return max(1, min(images // 4, cdiv(DWG_PROGRAMS_PER_SM * sms, programs), 256))
+
+
 def dwg_blocks(
     kvol: int, channels: int, pos_inner: bool, tile: int = DWG_TILE
 ) -> tuple[int, int, int]:
@@ -210,6 +327,10 @@ def depthwise_weight_grad(
     P = a5.shape[0] * QD * QH * QW
     pos_inner = a5.stride(4) == 1 and a5.stride(1) != 1
     kahan = a5.dtype == torch.float32
+    if DWG_PLANE and pos_inner:
+        _plane_weight_grad(a5, b5, dw, w5, r_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw_),
+                           spatial == 3, big, kahan)  # fmt: skip
+        return
     bt, bc, bp = dwg_blocks(KD * KH * KW, C, pos_inner, DWG_TILE // 2 if kahan else DWG_TILE)
     tiles = cdiv(C, bc)
     iters = cdiv(P, bp)
@@ -225,4 +346,36 @@ def depthwise_weight_grad(
         POS_INNER=pos_inner, KAHAN=kahan, BLOCK_T=bt, BLOCK_C=bc, BLOCK_P=bp, num_warps=DWG_WARPS,
     )  # fmt: skip
     if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
+        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+
+
+def _plane_weight_grad(
+    a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
+    stride: tuple[int, int, int], padding: tuple[int, int, int],
+    dilation: tuple[int, int, int], has_d: bool, big: bool, kahan: bool,
+) -> None:  # fmt: skip
+    """:func:`depthwise_weight_grad` through :func:`_dwg_plane_kernel` (3-D ``stride``,
+    ``padding``, ``dilation``)."""
+    QD, QH, QW = a5.shape[2:]
+    KD, KH, KW = w5.shape[2:]
+    N, C = a5.shape[0], w5.shape[0]
+    tile = DWG_PLANE_TILE // 2 if kahan else DWG_PLANE_TILE
+    bt, bq = dwg_plane_blocks(KD * KH * KW, QD * QH * QW, tile)
+    q_blocks = cdiv(QD * QH * QW, bq)
+    splits = dwg_plane_splits(C * q_blocks, N, sm_count(dw.device))
+    per = cdiv(N, splits)
+    splits = cdiv(N, per) if per else 1
+    rows = q_blocks * splits
+    target = dw if rows == 1 else torch.empty((rows, dw.numel()), dtype=torch.float32,
+                                              device=dw.device)  # fmt: skip
+    _dwg_plane(
+        (C, q_blocks, splits),
+        (a5, b5, target, N, r_g, per, splits, dw.numel() if rows > 1 else 0,
+         *b5.shape[2:], QD, QH, QW, *padding, *dilation,
+         *a5.stride(), *b5.stride(), w5.stride(0), *w5.stride()[2:]),
+        KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d, BIG=big,
+        KAHAN=kahan, BLOCK_T=bt, BLOCK_Q=bq, num_warps=DWG_PLANE_WARPS,
+        num_stages=DWG_PLANE_STAGES,
+    )  # fmt: skip
+    if rows > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
         sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))

@@ -59,10 +59,10 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: Fewest input channels a group needs for this path: below it ``conv_smallk`` (NCHW,
 #: the reduction flattened over channels and taps) serves, which ran 3x3 convolutions of
 #: 18-36 channels at 1.1-2.3x eager on the H100 and of 56-104 at 0.1-0.4x
-#: (``conv-heldout-h100-2026-11-28.md``). 48 lies between them, untuned: the first H100
-#: run's ``NHWC_MIN_CIN=16`` variant was read through ``do_bench``, which host time
-#: dominated; time it on device time with ``benchmarks/probes/conv_heldout.py --profile
-#: --variant low=conv_nhwc.NHWC_MIN_CIN=16``.
+#: (``conv-heldout-h100-2026-11-28.md``). 48, timed on device time on an H200
+#: (``conv-heldout-fwd-mincin-h200-2026-11-28.md``, the tuning half): 32 took
+#: ``[128, 36, 28, 28]`` from 1.17x to 0.38x eager, 16 took ``[128, 18, 56, 56]`` from 1.86x
+#: to 0.48x too; the held-out half has no row between 16 and 48 channels (0.755 against 0.756).
 NHWC_MIN_CIN = 48
 #: Tiles: ``BLOCK_M`` output positions x ``BLOCK_N`` of a group's output channels (at
 #: most ``NHWC_BLOCK_N``, at least 16) x ``BLOCK_K`` input channels a step (the largest
@@ -79,8 +79,12 @@ NHWC_WARPS = 8
 NHWC_STAGES = 3
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program.
-#: Off until timed on a GPU: the general kernel serves them (it took 285 us of
-#: ``[32, 320, 14, 14]``'s 2x2 stride-2 backward on the H100, eager's whole backward 50).
+#: Off: the general kernel serves them (it took 285 us of ``[32, 320, 14, 14]``'s 2x2
+#: stride-2 backward on the H100, eager's whole backward 50). Timed on an H200 on the 20
+#: most used backward rows of each half (``conv-heldout-bwd-variants-h200-2026-11-28.md``,
+#: ``[phased]``): no row of either half reached it (no strided dense convolution of >= 48
+#: channels among them), so it changed nothing and stays off, compiled and tested, until a
+#: row it serves is timed.
 NHWC_STRIDED_TRANSPOSED = False
 
 

@@ -37,18 +37,19 @@ __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-#: Fewest channels a group needs on both sides (``a``'s and ``b``'s) for this path. Off
-#: (``2**30``) until it is timed: its first H100 run (2026-11-28,
-#: ``benchmarks/results/conv-nhwc-h100-2026-11-28-sweep.md``, torch.profiler's kernel
-#: times) ran ``[64, 256, 14, 14]``'s 3x3 weight gradient in 529 us (28 TFLOP/s). The
-#: cause, read afterwards from the sm_90 PTX Triton 3.9 writes on the CPU machine: the
-#: group's first channel sat in the column offsets, whose divisibility Triton cannot know
-#: (``R_G`` is a runtime size), so every load was 2-byte and none went through
-#: ``cp.async`` (32 ``ld.global.b16`` a step). It now sits in the rows under their
-#: alignment hint: 12 ``cp.async.cg`` 16-byte copies a step, pipelined, into ``wgmma``,
-#: as the forward kernel (which ran at 336 TFLOP/s). Untimed since; the tests route every
+#: Fewest channels a group needs on both sides (``a``'s and ``b``'s) for this path; below
+#: it the general ``conv._wgrad_kernel`` serves. 64, chosen on the tuning half's 20 most
+#: used backward rows on an H200 (``conv-heldout-bwd-variants-h200-2026-11-28.md``,
+#: ``[wgrad]`` with 32; torch.profiler's kernel times): the rows of 64-256 channels went
+#: from 0.08-0.38x eager to 0.30-0.59x (``[128, 144, 7, 7]`` 0.076 -> 0.295,
+#: ``[3, 256, 128, 128]`` 0.17 -> 0.46), those of 36 and 56 lost (0.58 -> 0.23,
+#: 0.65 -> 0.48). Held out, the rule's rows: ``[64, 256, 14, 14]`` 0.23 -> 0.39,
+#: ``[64, 104, 14, 14]`` 0.43 -> 0.45; the 32-channel row it leaves out lost with it
+#: (0.92 -> 0.66). Its first H100 run (529 us for ``[64, 256, 14, 14]``) was 2-byte,
+#: unpipelined loads, read from the PTX: the group's first channel now sits in the rows
+#: under their alignment hint, 16-byte ``cp.async`` into ``wgmma``. The tests route every
 #: weight gradient here by setting it to 1.
-NHWC_WGRAD_MIN_CHANNELS = 2**30
+NHWC_WGRAD_MIN_CHANNELS = 64
 #: Tiles: ``BLOCK_M`` of ``a``'s channels x ``BLOCK_N`` of ``b``'s x ``BLOCK_K`` positions
 #: a step; warps and pipeline stages. Untimed first choices (swept by
 #: ``benchmarks/probes/conv_heldout.py --variant``).
