@@ -404,14 +404,17 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     assert torch.equal(got[1], conv.convolution_backward(*args)[1])
 
 
+@pytest.mark.parametrize("images", [1, 2])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
-def test_depthwise_weight_gradient_plane_split(dtype: torch.dtype, monkeypatch) -> None:
+def test_depthwise_weight_gradient_plane_split(dtype: torch.dtype, images: int,
+                                               monkeypatch) -> None:  # fmt: skip
     """The plane kernel over several blocks of a plane and several splits of the images
     (a small tile: 4 blocks of 16 positions of a 9 x 7 plane, 3 splits of 7 images): every
     partial lands in its own workspace row, summed in a fixed order (two calls give the
     same bits), against eager and float64; a plane of one block, 5 images in splits of
-    2, 2 and 1."""
+    2, 2 and 1; one image a step and two (the second masked off past a split's end)."""
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE_TILE", 256)
+    monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE_IMAGES", images)
     monkeypatch.setattr(conv_depthwise_wgrad, "dwg_plane_splits", lambda p, n, sms: 3)
     grids = _count_dwg_plane(monkeypatch)
     for shape in [(7, 5, 9, 7), (5, 5, 3, 2)]:

@@ -180,6 +180,9 @@ DWG_PLANE = True
 DWG_PLANE_TILE = 4096
 DWG_PLANE_WARPS = 4
 DWG_PLANE_STAGES = 2
+#: Images a step of the plane kernel: their loads issued together, so more of them are in
+#: flight a program.
+DWG_PLANE_IMAGES = 1
 
 
 @jit_unspecialized
@@ -193,7 +196,7 @@ def _dwg_plane_kernel(
     ws0: tl.int64, ws2: tl.int64, ws3: tl.int64, ws4: tl.int64,
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
-    HAS_D: tl.constexpr, BIG: tl.constexpr, KAHAN: tl.constexpr,
+    HAS_D: tl.constexpr, BIG: tl.constexpr, KAHAN: tl.constexpr, IMAGES: tl.constexpr,
     BLOCK_T: tl.constexpr, BLOCK_Q: tl.constexpr,
 ):  # fmt: skip
     """The same sum as :func:`_dwg_kernel`, a program a (weight row ``c``, block of
@@ -201,8 +204,8 @@ def _dwg_plane_kernel(
 
     Every image has the same plane, so a program divides its positions into (depth, row,
     column) and forms its ``[taps, positions]`` gather offsets and bounds once; a step is
-    then one image: A's ``[BLOCK_Q]`` row and B's gather, both at the image's offset, one
-    FMA an element into a ``[BLOCK_T, BLOCK_Q]`` fp32 accumulator, summed over positions at
+    then ``IMAGES`` images: A's ``[BLOCK_Q]`` row and B's gather, both at the image's
+    offset (an image past the split's count masked off), one FMA an element into a ``[BLOCK_T, BLOCK_Q]`` fp32 accumulator, summed over positions at
     the end. Partials (fp32) go to a workspace row ``pid_q * splits + split`` (``s_split``
     apart) where there are several."""
     c = tl.program_id(0)
@@ -238,19 +241,22 @@ def _dwg_plane_kernel(
     b_p = b_ptr + (_idx(c, BIG) // R_G) * bs1 + n0 * bs0 + b_off
     acc = tl.full([BLOCK_T, BLOCK_Q], 0, tl.float32)
     comp = acc
-    for _ in range(0, tl.minimum(_idx(n_per_split, BIG), N - n0)):  # images: a count
-        a = tl.load(a_p, mask=q_ok, other=0.0).to(tl.float32)
-        b = tl.load(b_p, mask=ok, other=0.0).to(tl.float32)
-        if KAHAN:
-            y = b * a[None, :] - comp
-            t = acc + y
-            # no compensation once the sum is Inf (Inf - Inf would make it NaN)
-            comp = tl.where((t - t) == 0, (t - acc) - y, 0.0)
-            acc = t
-        else:
-            acc += b * a[None, :]
-        a_p += as0
-        b_p += bs0
+    count = tl.minimum(_idx(n_per_split, BIG), N - n0)
+    for i in range(0, (count + IMAGES - 1) // IMAGES):  # a count of steps
+        for j in tl.static_range(IMAGES):  # IMAGES images' loads issued together
+            there = (q * 0 + (i * IMAGES + j)) < count  # [Q]: a scalar mask is refused
+            a = tl.load(a_p + j * as0, mask=q_ok & there, other=0.0).to(tl.float32)
+            b = tl.load(b_p + j * bs0, mask=ok & there[None, :], other=0.0).to(tl.float32)
+            if KAHAN:
+                y = b * a[None, :] - comp
+                t = acc + y
+                # no compensation once the sum is Inf (Inf - Inf would make it NaN)
+                comp = tl.where((t - t) == 0, (t - acc) - y, 0.0)
+                acc = t
+            else:
+                acc += b * a[None, :]
+        a_p += IMAGES * as0
+        b_p += IMAGES * bs0
     part = tl.reduce(acc, 1, _SUM_COMBINE)  # [T]
     offs = _idx(c, BIG) * _idx(ws0, BIG) + (
         _idx(kd, BIG) * _idx(ws2, BIG) + _idx(kh, BIG) * _idx(ws3, BIG)
@@ -374,7 +380,7 @@ def _plane_weight_grad(
          *b5.shape[2:], QD, QH, QW, *padding, *dilation,
          *a5.stride(), *b5.stride(), w5.stride(0), *w5.stride()[2:]),
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d, BIG=big,
-        KAHAN=kahan, BLOCK_T=bt, BLOCK_Q=bq, num_warps=DWG_PLANE_WARPS,
+        KAHAN=kahan, IMAGES=DWG_PLANE_IMAGES, BLOCK_T=bt, BLOCK_Q=bq, num_warps=DWG_PLANE_WARPS,
         num_stages=DWG_PLANE_STAGES,
     )  # fmt: skip
     if rows > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
