@@ -440,7 +440,7 @@ def test_depthwise_weight_gradient_plane_splits_fill_the_gpu() -> None:
     assert 72 * splits(72, 128, 132) >= per_sm * 132  # few rows, many images
     assert splits(4, 12, 132) == 3 and splits(1, 10**6, 132) == 256
     blocks = conv_depthwise_wgrad.dwg_plane_blocks
-    assert blocks(9, 361) == (16, 256) and blocks(49, 196, 4096) == (64, 64)
+    assert blocks(9, 361, 4096) == (16, 256) and blocks(49, 196, 4096) == (64, 64)
     assert blocks(9, 1) == (16, 16)  # at least a warp's half-row
 
 

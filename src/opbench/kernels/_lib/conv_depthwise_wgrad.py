@@ -171,13 +171,17 @@ _dwg = Launcher(_dwg_kernel)
 #: H100 (cuDNN: 40 us; ``conv-heldout-nhwc-h100-2026-11-28.json``, ``kernels_us``): 728
 #: programs of one channel, each 91 serial steps of 128 flattened positions, every step
 #: dividing its positions back into (image, row, column) and gathering 16 padded taps.
-#: Untimed (2026-11-28): ``conv_heldout.py --profile --variant
-#: flat=conv_depthwise_wgrad.DWG_PLANE=False`` compares them.
+#: On an H200 (``dwg-plane-h200-2026-11-28.md``, the 8 most used depthwise backward rows of
+#: each half, device time): whole backward 0.179x -> 0.422x eager on the tuning half,
+#: 0.162x -> 0.379x held out; that row's weight gradient 186 us (cuDNN 40): still the
+#: slower half of every depthwise backward.
 DWG_PLANE = True
 #: The plane kernel's tile (taps rounded up to a power of two x positions of one image's
 #: plane; half of it in float32, whose compensation doubles the registers), warps and
-#: pipeline stages. First choices, untimed.
-DWG_PLANE_TILE = 4096
+#: pipeline stages. 2048 chosen on the tuning half (same file: 0.436x against 0.422x at
+#: 4096, 0.394x at 8192; held out 0.416x against 0.379x); 8 warps, 3 stages and two images
+#: a step (:data:`DWG_PLANE_IMAGES`) did not help there (0.421x, 0.421x, 0.400x).
+DWG_PLANE_TILE = 2048
 DWG_PLANE_WARPS = 4
 DWG_PLANE_STAGES = 2
 #: Images a step of the plane kernel: their loads issued together, so more of them are in
