@@ -12,7 +12,12 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_depthwise_wgrad, conv_pointwise  # noqa: E402
+from opbench.kernels._lib import (  # noqa: E402
+    conv,
+    conv_depthwise,
+    conv_depthwise_wgrad,
+    conv_pointwise,
+)
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -297,12 +302,17 @@ def _dw_tiles(monkeypatch, tiles: str) -> None:
         monkeypatch.setattr(conv, "_I32_LIMIT", 0)
 
 
+@pytest.mark.parametrize("padded", [True, False], ids=["padded", "bounded"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("case", list(DW_CASES))
-def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, monkeypatch) -> None:
+def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bool,
+                          monkeypatch) -> None:  # fmt: skip
     """Forward and input gradient through the direct kernel (counted: both launch it),
-    against eager and float64, with eager's output strides."""
+    against eager and float64, with eager's output strides; with ``DW_PADDED`` the NCHW
+    2-D and 1-D cases of uniform taps go through zero-padded planes (counted too)."""
+    monkeypatch.setattr(conv, "DW_PADDED", padded)
+    pads = _launch_grids(monkeypatch, conv_depthwise, "_pad")
     calls = _count_direct(monkeypatch)
     args = _dw_args(case, dtype, layout)
     got = conv.convolution(*args)
@@ -317,6 +327,11 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, monkeypatc
     gi = conv.convolution_backward(*bargs)
     assert len(calls) == 2
     assert_matches(gi, aten.convolution_backward, *bargs)
+    # NCHW planes of 1-D and 2-D, uniform taps: the forward's input, and the input
+    # gradient's (gy, made contiguous here whatever the layout)
+    unit, planes = list(args[3]) == [1] * len(args[3]), padded and x.dim() < 5
+    forward = planes and layout == "contiguous" and (not args[6] or unit)
+    assert len(pads) == forward + (planes and (args[6] or unit)), pads
 
 
 @pytest.mark.slow
@@ -335,6 +350,52 @@ def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypa
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
     assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
     assert len(calls) == 2
+
+
+def _tap_reads(transposed: bool, o: int, k: int, s: int, p: int, d: int) -> list[int]:
+    """The input positions the direct kernel reads along one axis: ``o * s - p + k * d``
+    forward, ``o + p - k * d`` transposed (unit stride), every output and tap."""
+    if transposed:
+        return [oo + p - kk * d for oo in range(o) for kk in range(k)]
+    return [oo * s - p + kk * d for oo in range(o) for kk in range(k)]
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["forward", "transposed"])
+def test_depthwise_pads_hold_every_tap(transposed: bool) -> None:
+    """``_dw_pads``: over many geometries, every tap of every output position, moved by
+    the padding it returns, reads inside the padded plane, and the padding is the least
+    that does (its first and last rows and columns are read)."""
+    import itertools
+
+    for n, k, s, p, d in itertools.product([1, 4, 7], [1, 2, 3, 5], [1, 2], [0, 1, 3],
+                                           [1, 2]):  # fmt: skip
+        if transposed and s != 1:
+            continue
+        if transposed:
+            o = n - 1 - 2 * p + d * (k - 1) + 1
+        else:
+            o = (n + 2 * p - d * (k - 1) - 1) // s + 1
+        if o <= 0:
+            continue
+        read = _tap_reads(transposed, o, k, s, p, d)
+        before, after = max(0, -min(read)), max(0, max(read) - (n - 1))  # the least padding
+        got = conv._dw_pads(transposed, [n, 1], [o, 1], [k, 1], [s, 1], [p, 0], [d, 1])
+        if got is None:  # grown past the limit: the bounded kernel serves it
+            assert n + before + after > conv.DW_PAD_MAX_GROWTH * n
+            continue
+        assert got[0] == (before, after, 0, 0)
+        # the kernel's padding over the padded plane moves every read by ``before``
+        assert _tap_reads(transposed, o, k, s, got[1][0], d) == [r + before for r in read]
+
+
+def test_padded_planes_match_torch_pad() -> None:
+    """The padding kernel against ``torch.nn.functional.pad`` over a strided input (a
+    channel slice of a channels-last tensor) and a plane wider than a column block."""
+    x = _r((2, 6, 5, 300), torch.float32, 41).to(memory_format=torch.channels_last)[:, 1:5]
+    x5 = x.unsqueeze(2)
+    got = conv_depthwise.padded_planes(x5, 2, 1, 3, 0, big=False)
+    want = torch.nn.functional.pad(x, (3, 0, 2, 1)).unsqueeze(2)
+    assert got.is_contiguous() and torch.equal(got, want)
 
 
 def _count_dwg(monkeypatch) -> list[tuple[int, ...]]:

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 
 import torch
 
-from opbench.kernels._lib.conv_depthwise import _depthwise
+from opbench.kernels._lib.conv_depthwise import _depthwise, padded_planes
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
@@ -138,6 +138,16 @@ DW_WARPS = 4
 DW_BLOCK_P_CL = 16
 DW_BLOCK_C_CL = 128
 DW_WARPS_CL = 4
+#: NCHW planes (2-D, uniform taps) zero-padded first (:func:`~opbench.kernels._lib.
+#: conv_depthwise.padded_planes`: one read and one write of the input) so the direct
+#: kernel runs without bounds (``NO_BOUNDS``: a tap is one load at an immediate offset,
+#: a conversion and an FMA). sm_90 SASS of the bounded kernel (Triton 3.9, f16, 3x3, 4x256
+#: tiles) spends about 10 instructions a tap and element, most of them the bounds; eager's
+#: cuDNN kernels ran the held-out ``[32, 728, 19, 19]`` input gradient in 20 us against
+#: its 61 (H200, ``dwg-plane-h200-2026-11-28.json``). Untimed (2026-11-28).
+DW_PADDED = True
+#: Largest growth of a plane's area that padding may cost (the rest stay bounded).
+DW_PAD_MAX_GROWTH = 4
 #: Largest channel multiplier (output channels per input channel, or for the transposed
 #: kernel of an input gradient input channels per output channel) the direct kernel
 #: takes; its taps are unrolled and its channels summed one by one.
@@ -255,6 +265,30 @@ def _is_depthwise(cin_g: int, cout_g: int) -> bool:
     depthwise convolution's input gradient, run transposed): the direct kernel's cases.
     The implicit GEMM would pad both sides of ``tl.dot`` to 16 channels."""
     return min(cin_g, cout_g) == 1 and max(cin_g, cout_g) <= DW_MAX_MULT
+
+
+def _dw_pads(
+    transposed: bool, size: list[int], size_out: list[int], ksize: list[int],
+    stride: list[int], padding: list[int], dilation: list[int],
+) -> tuple[tuple[int, int, int, int], tuple[int, int]] | None:  # fmt: skip
+    """For the direct depthwise kernel's ``NO_BOUNDS`` mode over 2-D planes (uniform
+    taps): ``(top, bottom, left, right)`` zeros around the input so that every tap of
+    every output position reads inside it, and the padding to give the kernel then; None
+    where the planes would grow past 4x (:data:`DW_PAD_MAX_GROWTH`). Forward: input
+    position ``o * s - p + k * d``; transposed (unit stride): ``o + p - k * d``."""
+    sides, new_pad = [], []
+    for n, o, k, s, p, d in zip(size, size_out, ksize, stride, padding, dilation):
+        lo, hi = (
+            ((o - 1) * s - p + (k - 1) * d, -p) if not transposed else (o - 1 + p, p - (k - 1) * d)
+        )
+        lo, hi = min(lo, hi), max(lo, hi)  # the first and last input positions read
+        before, after = max(0, -lo), max(0, hi - (n - 1))
+        sides += [before, after]
+        new_pad.append(p - before if not transposed else p + before)
+    grown = (size[0] + sides[0] + sides[1]) * (size[1] + sides[2] + sides[3])
+    if grown > DW_PAD_MAX_GROWTH * size[0] * size[1]:
+        return None
+    return (sides[0], sides[1], sides[2], sides[3]), (new_pad[0], new_pad[1])
 
 
 def _dw_blocks(M: int, C_out: int, channels_inner: bool) -> tuple[int, int, int]:
@@ -407,6 +441,16 @@ def convolution(
         bp, bc, warps = _dw_blocks(M, C_out, inner)
         if w.stride()[2:] != (KH * KW, KW, 1) and w.numel() > 0:
             w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
+        uniform = not transposed or stride3 == [1, 1, 1]
+        pads = None
+        if DW_PADDED and uniform and not inner and spatial < 3:
+            pads = _dw_pads(bool(transposed), [H, W], [OH, OW], [KH, KW], [sh, sw], [ph, pw],
+                            [dh, dw])  # fmt: skip
+        if pads is not None:  # zero-padded planes: the kernel checks no bounds
+            (top, bottom, left, right), (ph, pw) = pads
+            padded = N * C_in * (H + top + bottom) * (W + left + right)
+            x = padded_planes(x, top, bottom, left, right, not _fits_i32(x, counts=(padded,)))
+            H, W = x.shape[3:]
         _depthwise(
             (cdiv(M, bp), cdiv(C_out, bc)),
             (x, w, bias if bias is not None else y, y, M, C_out,
@@ -414,10 +458,9 @@ def convolution(
             CIN_G=cin_g, COUT_G=cout_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw,
             DD=dd, DH=dh, DW=dw,
             TRANSPOSED=bool(transposed), SGN=-1 if transposed else 1,
-            UNIFORM=not transposed or stride3 == [1, 1, 1],
-            HAS_D=spatial == 3, HAS_BIAS=bias is not None,
+            UNIFORM=uniform, HAS_D=spatial == 3, HAS_BIAS=bias is not None,
             BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
-            BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
+            NO_BOUNDS=pads is not None, BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
         )  # fmt: skip
         return out
     if nhwc_convolution(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],

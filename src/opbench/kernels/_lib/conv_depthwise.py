@@ -22,13 +22,14 @@ Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
 
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
-from opbench.kernels._lib.launch import Launcher, jit_unspecialized
+from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 
-__all__ = ["SPECIALIZED", "_depthwise"]
+__all__ = ["SPECIALIZED", "_depthwise", "padded_planes"]
 
 #: Integers Triton specializes (``== 1``, divisible by 16): the output channel count
 #: (the channel mask's constancy) and every input and output stride, so a channels-last
@@ -112,7 +113,8 @@ def _depthwise_kernel(
     DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
     TRANSPOSED: tl.constexpr, SGN: tl.constexpr, UNIFORM: tl.constexpr,
     HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, BIG: tl.constexpr,
-    CHANNELS_INNER: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+    CHANNELS_INNER: tl.constexpr, NO_BOUNDS: tl.constexpr,
+    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """``y[m, co] = sum over j < CIN_G and kernel positions k of x[m moved by k,
     g*CIN_G + j] * w(co, j, k)`` with ``g = co // COUT_G`` (a group's ``CIN_G`` input and
@@ -128,7 +130,12 @@ def _depthwise_kernel(
     load's immediate offset); a strided transposed tap divides per position. ``SGN``: 1
     forward, -1 transposed; ``UNIFORM``: forward, or transposed with unit strides (both
     set by the launcher, Triton 3.6's frontend being less sure of in-kernel constexprs). Bounds are
-    per position and tap; a channel's weight is one ``[BLOCK_C]`` load a tap."""
+    per position and tap; a channel's weight is one ``[BLOCK_C]`` load a tap.
+
+    ``NO_BOUNDS`` (NCHW, uniform taps, the input zero-padded by :func:`padded_planes` so
+    every tap of every position lands inside it): no bounds at all, the positions past
+    ``M`` clamped to the last one (their loads read it; only the store is masked), so a
+    tap is one unmasked load at an immediate offset, a conversion and an FMA."""
     pid_p = tl.program_id(0)
     pid_c = tl.program_id(1)
     M, C_OUT = _idx(M, BIG), _sidx(C_OUT, BIG)
@@ -141,7 +148,10 @@ def _depthwise_kernel(
     co = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
     p_ok = rp < M
     c_ok = co < C_OUT
-    nb, od, oh, ow = _unflatten(rp, OD, OH, OW)
+    if NO_BOUNDS:
+        nb, od, oh, ow = _unflatten(tl.minimum(rp, M - 1), OD, OH, OW)
+    else:
+        nb, od, oh, ow = _unflatten(rp, OD, OH, OW)
     # a tile's channels past C_OUT read the last one's weights (and over NCHW its input):
     # their loads need no channel mask, only the store does. Channels-last loads keep the
     # mask instead, which the specialized C_OUT proves constant over 16 channels (a
@@ -194,7 +204,8 @@ def _depthwise_kernel(
                 if not UNIFORM and SH != 1:
                     h_ok = h_ok & (ih % SH == 0)
                     ih = tl.where(h_ok, ih, 0) // SH
-                h_ok = h_ok & (ih >= 0) & (ih < H)
+                if not NO_BOUNDS:
+                    h_ok = h_ok & (ih >= 0) & (ih < H)
                 for kw in tl.static_range(KW):
                     # Like the ih rows above, kept apart: the W axis, inside the static loop over KW
                     iw = bw + (SGN * kw * DW)
@@ -202,7 +213,8 @@ def _depthwise_kernel(
                     if not UNIFORM and SW != 1:
                         ok = ok & (iw % SW == 0)
                         iw = tl.where(ok, iw, 0) // SW
-                    ok = ok & (iw >= 0) & (iw < W)
+                    if not NO_BOUNDS:
+                        ok = ok & (iw >= 0) & (iw < W)
                     if UNIFORM:  # one scalar for the whole tile
                         ptrs = row + (SGN * kw * DW) * xs4
                     else:
@@ -212,6 +224,8 @@ def _depthwise_kernel(
                         ptrs = xp + _per_position(pos, CHANNELS_INNER)
                     if CHANNELS_INNER:
                         xt = tl.load(ptrs, mask=_both(c_ok, ok, CHANNELS_INNER), other=0.0)
+                    elif NO_BOUNDS:
+                        xt = tl.load(ptrs)
                     else:
                         xt = tl.load(ptrs, mask=_per_position(ok, CHANNELS_INNER), other=0.0)
                     # the taps are dense (conv.py sees to it): kw is an immediate offset
@@ -231,3 +245,48 @@ def _depthwise_kernel(
 
 
 _depthwise = Launcher(_depthwise_kernel, specialize=SPECIALIZED)
+
+
+@jit_unspecialized
+def _pad_kernel(
+    x_ptr, y_ptr,
+    H: tl.int64, W: tl.int64, HP: tl.int64, WP: tl.int64, top: tl.int64, left: tl.int64,
+    row_blocks: tl.int64, xs0: tl.int64, xs1: tl.int64, xs3: tl.int64, xs4: tl.int64,
+    C: tl.int64, BIG: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr,
+):  # fmt: skip
+    """``y[n, c, r, q] = x[n, c, r - top, q - left]`` inside ``x``, else 0: a 2-D plane
+    (``[N, C, 1, H, W]``, any strides) into a dense ``[N, C, 1, HP, WP]`` one. Grid:
+    (planes x ``row_blocks`` blocks of ``BLOCK_R`` rows, blocks of ``BLOCK_W`` columns)."""
+    pid = _idx(tl.program_id(0), BIG)
+    plane = pid // row_blocks
+    r = (pid % row_blocks) * BLOCK_R + tl.arange(0, BLOCK_R)
+    q = _idx(tl.program_id(1), BIG) * BLOCK_W + tl.arange(0, BLOCK_W)
+    H, W, HP, WP = _idx(H, BIG), _idx(W, BIG), _idx(HP, BIG), _idx(WP, BIG)
+    xr, xq = r - _idx(top, BIG), q - _idx(left, BIG)
+    inside = ((xr >= 0) & (xr < H))[:, None] & ((xq >= 0) & (xq < W))[None, :]
+    src = (plane // _idx(C, BIG)) * _idx(xs0, BIG) + (plane % _idx(C, BIG)) * _idx(xs1, BIG)
+    v = tl.load(x_ptr + src + (xr * _idx(xs3, BIG))[:, None] + (xq * _idx(xs4, BIG))[None, :],
+                mask=inside, other=0.0)  # fmt: skip
+    out = plane * HP * WP + (r * WP)[:, None] + q[None, :]
+    tl.store(y_ptr + out, v, mask=((r < HP)[:, None] & (q < WP)[None, :]))
+
+
+_pad = Launcher(_pad_kernel)
+
+
+def padded_planes(x5: torch.Tensor, top: int, bottom: int, left: int, right: int,
+                  big: bool) -> torch.Tensor:  # fmt: skip
+    """``x5`` (``[N, C, 1, H, W]``) zero-padded by ``top``/``bottom`` rows and
+    ``left``/``right`` columns, dense: one read and one write of the planes, so that
+    :func:`_depthwise_kernel` can run with ``NO_BOUNDS``."""
+    N, C, _, H, W = x5.shape
+    HP, WP = H + top + bottom, W + left + right
+    y = torch.empty((N, C, 1, HP, WP), dtype=x5.dtype, device=x5.device)
+    bw = min(256, next_pow2(WP))
+    br = max(1, min(next_pow2(HP), 2048 // bw))
+    row_blocks = cdiv(HP, br)
+    xs0, xs1, _, xs3, xs4 = x5.stride()
+    _pad((N * C * row_blocks, cdiv(WP, bw)),
+         (x5, y, H, W, HP, WP, top, left, row_blocks, xs0, xs1, xs3, xs4, C),
+         BIG=big, BLOCK_R=br, BLOCK_W=bw, num_warps=4)  # fmt: skip
+    return y
