@@ -388,14 +388,18 @@ def test_depthwise_pads_hold_every_tap(transposed: bool) -> None:
         assert _tap_reads(transposed, o, k, s, got[1][0], d) == [r + before for r in read]
 
 
-def test_padded_planes_match_torch_pad() -> None:
+def test_padded_planes_match_torch_pad(monkeypatch) -> None:
     """The padding kernel against ``torch.nn.functional.pad`` over a strided input (a
-    channel slice of a channels-last tensor) and a plane wider than a column block."""
+    channel slice of a channels-last tensor), a padded plane of three position blocks
+    and 8 planes in runs of 3 (the last one short)."""
+    monkeypatch.setattr(conv_depthwise, "PAD_PLANES_PER_PROGRAM", 3)
+    grids = _launch_grids(monkeypatch, conv_depthwise, "_pad")
     x = _r((2, 6, 5, 300), torch.float32, 41).to(memory_format=torch.channels_last)[:, 1:5]
     x5 = x.unsqueeze(2)
     got = conv_depthwise.padded_planes(x5, 2, 1, 3, 0, big=False)
     want = torch.nn.functional.pad(x, (3, 0, 2, 1)).unsqueeze(2)
     assert got.is_contiguous() and torch.equal(got, want)
+    assert grids == [(3, 3)], grids  # 8 x 303 positions: 3 blocks of 1024; 8 planes by 3
 
 
 def _count_dwg(monkeypatch) -> list[tuple[int, ...]]:

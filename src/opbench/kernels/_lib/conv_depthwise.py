@@ -251,27 +251,35 @@ _depthwise = Launcher(_depthwise_kernel, specialize=SPECIALIZED)
 def _pad_kernel(
     x_ptr, y_ptr,
     H: tl.int64, W: tl.int64, HP: tl.int64, WP: tl.int64, top: tl.int64, left: tl.int64,
-    row_blocks: tl.int64, xs0: tl.int64, xs1: tl.int64, xs3: tl.int64, xs4: tl.int64,
-    C: tl.int64, BIG: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_W: tl.constexpr,
+    C: tl.int64, planes: tl.int64, per_program: tl.int64,
+    xs0: tl.int64, xs1: tl.int64, xs3: tl.int64, xs4: tl.int64,
+    BIG: tl.constexpr, BLOCK_Q: tl.constexpr,
 ):  # fmt: skip
-    """``y[n, c, r, q] = x[n, c, r - top, q - left]`` inside ``x``, else 0: a 2-D plane
-    (``[N, C, 1, H, W]``, any strides) into a dense ``[N, C, 1, HP, WP]`` one. Grid:
-    (planes x ``row_blocks`` blocks of ``BLOCK_R`` rows, blocks of ``BLOCK_W`` columns)."""
-    pid = _idx(tl.program_id(0), BIG)
-    plane = pid // row_blocks
-    r = (pid % row_blocks) * BLOCK_R + tl.arange(0, BLOCK_R)
-    q = _idx(tl.program_id(1), BIG) * BLOCK_W + tl.arange(0, BLOCK_W)
+    """``y[n, c, r, q] = x[n, c, r - top, q - left]`` inside ``x``, else 0: 2-D planes
+    (``[N, C, 1, H, W]``, any strides) into dense ``[N, C, 1, HP, WP]`` ones. Grid:
+    (blocks of ``BLOCK_Q`` positions of a padded plane, runs of ``per_program`` planes):
+    a program divides its positions into (row, column) once and copies them for each of
+    its planes, one masked load and one store an element (every plane has the same
+    shape: a first version dividing per element and tile ran at 0.9 TB/s on an H200)."""
+    q = _idx(tl.program_id(0), BIG) * BLOCK_Q + tl.arange(0, BLOCK_Q)
     H, W, HP, WP = _idx(H, BIG), _idx(W, BIG), _idx(HP, BIG), _idx(WP, BIG)
-    xr, xq = r - _idx(top, BIG), q - _idx(left, BIG)
-    inside = ((xr >= 0) & (xr < H))[:, None] & ((xq >= 0) & (xq < W))[None, :]
-    src = (plane // _idx(C, BIG)) * _idx(xs0, BIG) + (plane % _idx(C, BIG)) * _idx(xs1, BIG)
-    v = tl.load(x_ptr + src + (xr * _idx(xs3, BIG))[:, None] + (xq * _idx(xs4, BIG))[None, :],
-                mask=inside, other=0.0)  # fmt: skip
-    out = plane * HP * WP + (r * WP)[:, None] + q[None, :]
-    tl.store(y_ptr + out, v, mask=((r < HP)[:, None] & (q < WP)[None, :]))
+    q_ok = q < HP * WP
+    xr, xq = q // WP - _idx(top, BIG), q % WP - _idx(left, BIG)
+    inside = q_ok & (xr >= 0) & (xr < H) & (xq >= 0) & (xq < W)
+    src = xr * _idx(xs3, BIG) + xq * _idx(xs4, BIG)
+    C, planes = _idx(C, BIG), _idx(planes, BIG)
+    first = _idx(tl.program_id(1), BIG) * _idx(per_program, BIG)
+    for i in range(0, tl.minimum(_idx(per_program, BIG), planes - first)):  # a count
+        plane = first + i
+        base = (plane // C) * _idx(xs0, BIG) + (plane % C) * _idx(xs1, BIG)
+        v = tl.load(x_ptr + base + src, mask=inside, other=0.0)
+        tl.store(y_ptr + plane * (HP * WP) + q, v, mask=q_ok)
 
 
 _pad = Launcher(_pad_kernel)
+
+#: Planes a program of :func:`_pad_kernel` copies.
+PAD_PLANES_PER_PROGRAM = 16
 
 
 def padded_planes(x5: torch.Tensor, top: int, bottom: int, left: int, right: int,
@@ -282,11 +290,10 @@ def padded_planes(x5: torch.Tensor, top: int, bottom: int, left: int, right: int
     N, C, _, H, W = x5.shape
     HP, WP = H + top + bottom, W + left + right
     y = torch.empty((N, C, 1, HP, WP), dtype=x5.dtype, device=x5.device)
-    bw = min(256, next_pow2(WP))
-    br = max(1, min(next_pow2(HP), 2048 // bw))
-    row_blocks = cdiv(HP, br)
+    bq = min(1024, max(16, next_pow2(HP * WP)))
+    per = PAD_PLANES_PER_PROGRAM
     xs0, xs1, _, xs3, xs4 = x5.stride()
-    _pad((N * C * row_blocks, cdiv(WP, bw)),
-         (x5, y, H, W, HP, WP, top, left, row_blocks, xs0, xs1, xs3, xs4, C),
-         BIG=big, BLOCK_R=br, BLOCK_W=bw, num_warps=4)  # fmt: skip
+    _pad((cdiv(HP * WP, bq), cdiv(N * C, per)),
+         (x5, y, H, W, HP, WP, top, left, C, N * C, per, xs0, xs1, xs3, xs4),
+         BIG=big, BLOCK_Q=bq, num_warps=4)  # fmt: skip
     return y
