@@ -312,6 +312,8 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     against eager and float64, with eager's output strides; with ``DW_PADDED`` the NCHW
     2-D and 1-D cases of uniform taps go through zero-padded planes (counted too)."""
     monkeypatch.setattr(conv, "DW_PADDED", padded)
+    monkeypatch.setattr(conv, "DW_PAD_MIN_TAPS", 1)  # every case's kernel, whatever its size
+    monkeypatch.setattr(conv, "DW_PAD_MAX_GROWTH", 100)
     pads = _launch_grids(monkeypatch, conv_depthwise, "_pad")
     calls = _count_direct(monkeypatch)
     args = _dw_args(case, dtype, layout)
@@ -361,11 +363,13 @@ def _tap_reads(transposed: bool, o: int, k: int, s: int, p: int, d: int) -> list
 
 
 @pytest.mark.parametrize("transposed", [False, True], ids=["forward", "transposed"])
-def test_depthwise_pads_hold_every_tap(transposed: bool) -> None:
+def test_depthwise_pads_hold_every_tap(transposed: bool, monkeypatch) -> None:
     """``_dw_pads``: over many geometries, every tap of every output position, moved by
     the padding it returns, reads inside the padded plane, and the padding is the least
     that does (its first and last rows and columns are read)."""
     import itertools
+
+    monkeypatch.setattr(conv, "DW_PAD_MIN_TAPS", 1)
 
     for n, k, s, p, d in itertools.product([1, 4, 7], [1, 2, 3, 5], [1, 2], [0, 1, 3],
                                            [1, 2]):  # fmt: skip
@@ -386,6 +390,17 @@ def test_depthwise_pads_hold_every_tap(transposed: bool) -> None:
         assert got[0] == (before, after, 0, 0)
         # the kernel's padding over the padded plane moves every read by ``before``
         assert _tap_reads(transposed, o, k, s, got[1][0], d) == [r + before for r in read]
+
+
+def test_depthwise_padding_only_where_it_paid() -> None:
+    """The rule read from the H200's tuning rows: 5x5 kernels and up, planes grown at most
+    ``DW_PAD_MAX_GROWTH`` times; 3x3 kernels and a 7 x 7 plane padded to 11 x 11 stay
+    bounded."""
+    pads = conv._dw_pads
+    assert pads(False, [21, 21], [21, 21], [5, 5], [1, 1], [2, 2], [1, 1]) is not None
+    assert pads(False, [32, 32], [32, 32], [7, 7], [1, 1], [3, 3], [1, 1]) is not None
+    assert pads(False, [42, 42], [42, 42], [3, 3], [1, 1], [1, 1], [1, 1]) is None
+    assert pads(False, [7, 7], [7, 7], [5, 5], [1, 1], [2, 2], [1, 1]) is None  # 2.5x area
 
 
 def test_padded_planes_match_torch_pad(monkeypatch) -> None:

@@ -123,7 +123,9 @@ SMALLK_WARPS = 4
 #: Tiles of the direct depthwise kernel (:mod:`~opbench.kernels._lib.conv_depthwise`) over
 #: NCHW inputs: ``DW_BLOCK_C`` channels x ``DW_BLOCK_P`` flattened output positions (a
 #: warp's threads along the positions, where the input is contiguous), ``DW_WARPS`` warps.
-#: Untimed on a GPU: ``benchmarks/probes/conv_probe.py --cases 4,5`` sweeps them. sm_90 SASS
+#: Timed on an H200 on the tuning half's 8 most used depthwise forward rows (2026-11-28,
+#: ``dw-fwd-tiles-h200-2026-11-28.md``, device time): 0.684x eager against 0.683 (1x1024),
+#: 0.686 (2x512), 0.658 (8 warps), 0.654 (8x128): kept. sm_90 SASS
 #: (Triton 3.9, f16, 3x3 stride 1, [32, 728, 19, 19]): 4x256 tiles 76 registers, no
 #: spills, 7.1 instructions a tap and element in the row loop (2-byte loads: NCHW taps
 #: are misaligned; each row's taps at immediate offsets), 8x128 8.0, 2x512 7.2.
@@ -138,16 +140,24 @@ DW_WARPS = 4
 DW_BLOCK_P_CL = 16
 DW_BLOCK_C_CL = 128
 DW_WARPS_CL = 4
-#: NCHW planes (2-D, uniform taps) zero-padded first (:func:`~opbench.kernels._lib.
+#: NCHW planes (1-D, 2-D, uniform taps) zero-padded first (:func:`~opbench.kernels._lib.
 #: conv_depthwise.padded_planes`: one read and one write of the input) so the direct
-#: kernel runs without bounds (``NO_BOUNDS``: a tap is one load at an immediate offset,
-#: a conversion and an FMA). sm_90 SASS of the bounded kernel (Triton 3.9, f16, 3x3, 4x256
-#: tiles) spends about 10 instructions a tap and element, most of them the bounds; eager's
-#: cuDNN kernels ran the held-out ``[32, 728, 19, 19]`` input gradient in 20 us against
-#: its 61 (H200, ``dwg-plane-h200-2026-11-28.json``). Untimed (2026-11-28).
+#: kernel runs without bounds (``NO_BOUNDS``: unmasked loads), where the kernel has at
+#: least :data:`DW_PAD_MIN_TAPS` taps and the padded plane is at most
+#: :data:`DW_PAD_MAX_GROWTH` times the plane. On an H200 (2026-11-28,
+#: ``dw-padded-h200-2026-11-28.md``, device time, the 8 most used depthwise rows of each
+#: half) the kernel itself ran 1.3-1.9x faster without bounds (``[32, 728, 19, 19]`` 3x3
+#: 62 -> 45 us, ``[32, 768, 32, 32]`` 7x7 842 -> 433), but the padding costs its own pass
+#: (17 us there): on the tuning half padding won on the forward 5x5 rows (0.68 -> 0.77,
+#: 0.92 -> 0.95, 0.81 -> 0.93x eager) and lost on the 3x3 ones of small planes (11 x 11:
+#: 0.75 -> 0.65) and on a 7 x 7 plane grown 2.5x (0.55 -> 0.51); the rule below was
+#: read from those rows; held out it picks the 5x5 and 7x7 rows (0.81 -> 0.89, 1.08 ->
+#: 1.89, the 11 x 11 one even).
 DW_PADDED = True
-#: Largest growth of a plane's area that padding may cost (the rest stay bounded).
-DW_PAD_MAX_GROWTH = 4
+#: Fewest kernel taps for which the padding pays (5 x 5 and up).
+DW_PAD_MIN_TAPS = 25
+#: Largest growth of a plane's area the padding may cost.
+DW_PAD_MAX_GROWTH = 2
 #: Largest channel multiplier (output channels per input channel, or for the transposed
 #: kernel of an input gradient input channels per output channel) the direct kernel
 #: takes; its taps are unrolled and its channels summed one by one.
@@ -274,7 +284,8 @@ def _dw_pads(
     """For the direct depthwise kernel's ``NO_BOUNDS`` mode over 2-D planes (uniform
     taps): ``(top, bottom, left, right)`` zeros around the input so that every tap of
     every output position reads inside it, and the padding to give the kernel then; None
-    where the planes would grow past 4x (:data:`DW_PAD_MAX_GROWTH`). Forward: input
+    where the kernel has fewer than :data:`DW_PAD_MIN_TAPS` taps or the planes would grow
+    past :data:`DW_PAD_MAX_GROWTH` times their area. Forward: input
     position ``o * s - p + k * d``; transposed (unit stride): ``o + p - k * d``."""
     sides, new_pad = [], []
     for n, o, k, s, p, d in zip(size, size_out, ksize, stride, padding, dilation):
@@ -286,7 +297,7 @@ def _dw_pads(
         sides += [before, after]
         new_pad.append(p - before if not transposed else p + before)
     grown = (size[0] + sides[0] + sides[1]) * (size[1] + sides[2] + sides[3])
-    if grown > DW_PAD_MAX_GROWTH * size[0] * size[1]:
+    if grown > DW_PAD_MAX_GROWTH * size[0] * size[1] or ksize[0] * ksize[1] < DW_PAD_MIN_TAPS:
         return None
     return (sides[0], sides[1], sides[2], sides[3]), (new_pad[0], new_pad[1])
 
