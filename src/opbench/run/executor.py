@@ -188,17 +188,54 @@ class LocalExecutor:
         #: per slot, seconds from the run's start to its first plan, its first worker
         #: ready with the unit loaded, and its first result (where a run's start goes)
         self.slots_start: list[dict[str, Any]] = []
+        #: judging processes started ahead of the run (:meth:`prestart`), per device
+        self._ready_judges: dict[str, list[SlotJudge]] = {}
+        self._warmed = False
+
+    def _slot_devices(self) -> list[str]:
+        """Each slot's device, slots spread over the devices in turn."""
+        devices = list(self.options.devices) or ["cpu"]
+        return [devices[i % len(devices)] for i in range(max(1, self.options.workers))]
+
+    def prestart(self, warm: tuple[str, ...] = ()) -> None:
+        """Start the slots' workers and judging processes now, while the caller builds
+        the suite, instead of at :meth:`run`: on a GPU a judging process takes torch, a
+        CUDA context and (``warm``: modules it imports as it starts) the OpInfo database
+        before its first plan, 7.3-9.6 s of every run on 4 x H200 (2026-11-28,
+        ``scaling-opinfo-h200x4-alldtypes-2026-11-28.md``), which no number of GPUs
+        divides. :meth:`release` ends what a run never used."""
+        slot_devices = self._slot_devices()
+        for device, slots in Counter(slot_devices).items():
+            self.factory.warm(device, slots)
+        self._warmed = True
+        if self.plan_for is not None:
+            return
+        for device in slot_devices:
+            if plan_where(device) == "process":
+                judge = self._new_judge(device, warm)
+                self._ready_judges.setdefault(device, []).append(judge)
+
+    def release(self) -> None:
+        """Close the judging processes :meth:`prestart` started that no slot took, and
+        this run's own worker factory if :meth:`run` never ran (it closes it itself)."""
+        for judges in self._ready_judges.values():
+            for judge in judges:
+                judge.close()
+        self._ready_judges.clear()
+        if self._warmed and self._own_factory:
+            self.factory.close()
+            self._warmed = False
 
     def run(self, cases: Sequence[Case], on_result: Callable[[TestResult], None]) -> None:
         todo: queue.Queue[tuple[Unit, list[Case]]] = queue.Queue()
         for item in chunks(cases, self.planner, max(1, self.options.workers)):
             todo.put(item)
-        devices = list(self.options.devices) or ["cpu"]
-        n = max(1, self.options.workers)
-        slot_devices = [devices[i % len(devices)] for i in range(n)]
+        slot_devices = self._slot_devices()
         self._t0 = time.perf_counter()
-        for device, slots in Counter(slot_devices).items():
-            self.factory.warm(device, slots)  # workers start beside the first plans
+        if not self._warmed:  # workers start beside the first plans
+            for device, slots in Counter(slot_devices).items():
+                self.factory.warm(device, slots)
+        self._warmed = False  # the run's end closes the factory
         threads = [
             threading.Thread(target=self._slot, args=(device, todo, on_result), daemon=True)
             for device in slot_devices
@@ -215,6 +252,7 @@ class LocalExecutor:
         finally:
             if self._own_factory:
                 self.factory.close()
+            self.release()  # judging processes started ahead that no slot took
             self.worker_info = {"load_errors": dict(self.planner.load_errors)}
             self.worker_info["slots_start_s"] = list(self.slots_start)
             found = self.factory.backend_settings()
@@ -320,12 +358,21 @@ class LocalExecutor:
 
         ahead = not self.config.perf
         if self.plan_for is None and plan_where(device) == "process":
-            from opbench.run.setup import cpu_share
-
-            threads = cpu_share(max(1, self.options.workers))
-            return SlotJudge(device, self.judge_options, ahead=ahead, threads=threads)
+            with self._lock:
+                ready = self._ready_judges.get(device)
+                if ready:
+                    return ready.pop()
+            return self._new_judge(device)
         plan_for = self.plan_for or (lambda c, d: plan_trials(c, d, self.judge_options))
         return PlansAhead(lambda case: plan_for(case, device), device, ahead=ahead)
+
+    def _new_judge(self, device: str, warm: tuple[str, ...] = ()) -> SlotJudge:
+        """A slot's judging processes on ``device``, with a worker's share of the cores."""
+        from opbench.run.setup import cpu_share
+
+        threads = cpu_share(max(1, self.options.workers))
+        return SlotJudge(device, self.judge_options, ahead=not self.config.perf,
+                         threads=threads, warm=warm)  # fmt: skip
 
     def _run_group(
         self,

@@ -289,6 +289,44 @@ def _run_operators(
 ) -> dict[str, Any]:
     """:func:`run_operators` once the run directory, the workers' configuration and
     (for ``--executor ray``) the starting Ray slots exist."""
+    executor: Any = None
+    if ray_executor is None and req.executor == "local":
+        from opbench.run.executor import ExecutionOptions, LocalExecutor
+        from opbench.run.slot_judge import WARM_BY_SUITE
+
+        executor = LocalExecutor(
+            config,
+            ExecutionOptions(
+                workers=req.workers,
+                devices=devices_for(req.device, req.workers),
+                test_timeout_s=req.test_timeout_s,
+                max_crashes_per_op=req.max_crashes_per_op,
+            ),
+            store,
+            out / "logs",
+            judge_options,
+            planner,
+        )
+        # workers and judging processes start while the suite is built
+        executor.prestart(warm=WARM_BY_SUITE.get(req.suite.partition(":")[0], ()))
+    try:
+        return _build_and_run(req, progress, out, store, done, planner, ray_executor, executor)
+    finally:
+        if executor is not None:
+            executor.release()
+
+
+def _build_and_run(
+    req: RunRequest,
+    progress: Callable[[str, Any], None],
+    out: Path,
+    store: Any,
+    done: set[str],
+    planner: Any,
+    ray_executor: Any,
+    local_executor: Any,
+) -> dict[str, Any]:
+    """:func:`_run_operators` once its executor exists (started, local or Ray)."""
     t_build = time.perf_counter()
     progress("phase", "building the suite")
     selection = select_cases(req, load_suite_cases(req, lambda line: progress("phase", line)))
@@ -310,25 +348,8 @@ def _run_operators(
     sandbox_level = None
     worker_info: dict[str, Any] = {}
     if todo:
-        if ray_executor is not None:
-            executor = ray_executor
-        elif req.executor == "local":
-            from opbench.run.executor import ExecutionOptions, LocalExecutor
-
-            executor = LocalExecutor(
-                config,
-                ExecutionOptions(
-                    workers=req.workers,
-                    devices=devices_for(req.device, req.workers),
-                    test_timeout_s=req.test_timeout_s,
-                    max_crashes_per_op=req.max_crashes_per_op,
-                ),
-                store,
-                out / "logs",
-                judge_options,
-                planner,
-            )
-        else:
+        executor = ray_executor if ray_executor is not None else local_executor
+        if executor is None:
             raise RunError(f"unknown --executor {req.executor!r}; choose local or ray")
         # The judging process gets its share of the cores too, for this run only.
         with judging_threads(req.workers if req.executor == "local" else None):

@@ -53,6 +53,12 @@ def plan_where(device: str) -> str:
     return where
 
 
+#: Modules a suite's judging processes import as they start (:class:`SlotJudge`'s
+#: ``warm``): the OpInfo suite's first plan imported about 1,200 modules (the OpInfo
+#: database through ``opinfo_samples``), 2.5-2.8 s on the 2-core CPU.
+WARM_BY_SUITE: dict[str, tuple[str, ...]] = {"opinfo": ("opbench.suites.opinfo_samples",)}
+
+
 class SlotJudge:
     """One slot's judging processes. :meth:`ahead` and :meth:`get` as
     :class:`~opbench.run.plan_ahead.PlansAhead`'s (``get`` gives ``(plan, None)``: the
@@ -68,10 +74,17 @@ class SlotJudge:
     request made again alone; a second death raises :class:`JudgingProcessDied` for that
     test."""
 
-    def __init__(self, device: str, options: Any, *, ahead: bool, threads: int = 1) -> None:
+    def __init__(
+        self, device: str, options: Any, *, ahead: bool, threads: int = 1,
+        warm: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        """``warm``: modules each process imports as it starts, before any test (the
+        OpInfo database for the OpInfo suite: 2.5-2.8 s of the first plan on the 2-core
+        CPU, ~1,200 modules)."""
         from opbench.run.plan_ahead import plan_depth
 
         self.device, self._options, self._threads = device, options, threads
+        self._warm = tuple(warm)
         self._ahead = ahead
         self.depth = plan_depth()
         #: tests planned ahead: their process and its answer to come
@@ -89,7 +102,7 @@ class SlotJudge:
             1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_judge,
-            initargs=(self.device, self._threads, self._options),
+            initargs=(self.device, self._threads, self._options, self._warm),
         )
         pool.submit(_ready)  # start it now, beside the worker's start, not at the first plan
         return pool
@@ -171,9 +184,11 @@ class SlotJudge:
 _STATE: dict[str, Any] = {}
 
 
-def _start_judge(device: str, threads: int, options: Any) -> None:
+def _start_judge(device: str, threads: int, options: Any, warm: tuple[str, ...] = ()) -> None:
     """The process's start: its torch threads, its GPU, the imports of planning and
-    judging, so the first test waits for none of them."""
+    judging and the ``warm`` modules, so the first test waits for none of them."""
+    import importlib
+
     import torch
 
     from opbench.instrument.tensors import bind_device
@@ -182,6 +197,9 @@ def _start_judge(device: str, threads: int, options: Any) -> None:
     bind_device(device)
     import opbench.judge.evaluate  # noqa: F401
     import opbench.run.outcome_verdict  # noqa: F401
+
+    for name in warm:
+        importlib.import_module(name)
 
     _STATE.update(device=device, options=options, kept=OrderedDict())
 
