@@ -98,3 +98,23 @@ def test_a_judging_process_imports_its_suites_modules_as_it_starts(warm):
         assert judge._pools[0].submit(_imported, module).result() is warm
     finally:
         judge.close()
+
+
+class _WarmNoted(_ClosedFactory):
+    warmed: list[str] = []
+
+    def warm(self, device: str, slots: int = 1) -> None:
+        _WarmNoted.warmed.append(device)
+
+
+def test_slots_that_judge_on_threads_start_nothing_ahead(tmp_path, counted, monkeypatch):
+    """The CPU's default: workers and judging start at the run, as before (on 2 cores
+    they only slowed the suite's build)."""
+    monkeypatch.setenv("OPBENCH_PLAN_IN", "thread")
+    ex = _executor(tmp_path, workers=2)
+    ex.factory = _WarmNoted(set())  # type: ignore[assignment]
+    _WarmNoted.warmed = []
+    ex.prestart()
+    assert _Counted.started == [] and _WarmNoted.warmed == []
+    ex.release()
+    assert _ClosedFactory.closed == 0  # nothing was started, nothing to close

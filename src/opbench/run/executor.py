@@ -203,13 +203,19 @@ class LocalExecutor:
         CUDA context and (``warm``: modules it imports as it starts) the OpInfo database
         before its first plan, 7.3-9.6 s of every run on 4 x H200 (2026-11-28,
         ``scaling-opinfo-h200x4-alldtypes-2026-11-28.md``), which no number of GPUs
-        divides. :meth:`release` ends what a run never used."""
+        divides. :meth:`release` ends what a run never used.
+
+        Only where the slots judge in processes (:func:`plan_where`: a GPU's default): on
+        the 2-core CPU, the workers' and a judging process's start beside the suite's build
+        slowed the build from 2.8 to 8.7 s and the run's wall time from 13.1 to 16.3 s
+        (``benchmarks/probes/first_plan.py``, 2026-11-28, CI running beside it), so the CPU
+        starts them at :meth:`run`, as before."""
         slot_devices = self._slot_devices()
+        if self.plan_for is not None or all(plan_where(d) != "process" for d in slot_devices):
+            return
         for device, slots in Counter(slot_devices).items():
             self.factory.warm(device, slots)
         self._warmed = True
-        if self.plan_for is not None:
-            return
         for device in slot_devices:
             if plan_where(device) == "process":
                 judge = self._new_judge(device, warm)
