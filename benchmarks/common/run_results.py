@@ -8,11 +8,26 @@ import json
 import os
 import platform
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["device_env", "device_slug", "stored_rows", "write_result"]
+__all__ = ["device_env", "device_slug", "stored_rows", "timed_run", "write_result"]
+
+
+def timed_run(env: dict[str, str], args: list[str], out: Path) -> tuple[float, dict[str, Any]]:
+    """``opbench run ARGS --out OUT`` in a process of its own under ``env``: its wall time
+    (seconds) and its summary's ``timing_s``; a failed run ends the script with its
+    stderr's tail."""
+    cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return wall, json.loads((Path(out) / "summary.json").read_text())["timing_s"]
 
 
 def stored_rows(run_dir: Path, fields: tuple[str, ...]) -> list[dict[str, Any]]:

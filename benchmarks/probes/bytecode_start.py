@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,16 +26,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from run_results import timed_run  # noqa: E402
 
 
 def _run(env: dict[str, str], args: list[str], out: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    timing = json.loads((out / "summary.json").read_text())["timing_s"]
+    wall, timing = timed_run(env, args, out)
     starts = timing.get("slots_start") or [{}]
     return {
         "wall_s": round(wall, 2),

@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,17 +25,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from run_results import timed_run  # noqa: E402
 
 
 def _run(src: Path, args: list[str], out: Path) -> dict[str, Any]:
     env = {**os.environ, "OPBENCH_PLAN_IN": "process", "PYTHONPATH": str(src.resolve())}
-    cmd = [sys.executable, "-m", "opbench.cli", "run", *args, "--out", str(out)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    timing = json.loads((out / "summary.json").read_text())["timing_s"]
+    wall, timing = timed_run(env, args, out)
     first = (timing.get("slots_start") or [{}])[0]
     return {"wall_s": round(wall, 2), "build_s": timing.get("build_suite"),
             "run_s": timing.get("run"), "plan_s": first.get("plan_s"),
