@@ -15,8 +15,9 @@ import pytest
 
 from opbench.judge.evaluate import plan_trials
 from opbench.run import protocol, slot_judge
+from opbench.run.judge_template import plan_where
 from opbench.run.outcome_verdict import judge_outcome
-from opbench.run.slot_judge import JudgingProcessDied, SlotJudge, plan_where
+from opbench.run.slot_judge import JudgingProcessDied, SlotJudge
 from opbench.run.worker_process import Outcome
 from opbench.spec.judge_options import JudgeOptions
 from opbench.suites.case import Case
@@ -181,16 +182,16 @@ def test_with_two_processes_a_slot_plans_in_turn_and_judges_where_it_planned(mon
     judge = SlotJudge("cpu", options, ahead=True)
     cases = [RELU, ADD, Case(op="relu.default", args=RELU.args, seed=9, suite="t")]
     try:
-        assert judge.depth == 2 and len(judge._pools) == 2
+        assert judge.depth == 2 and len(judge._processes) == 2
         judge.ahead(cases[:2])
         plans = [judge.get(c)[0] for c in cases]
-        kept = [judge._pools[i].submit(_kept_here).result() for i in range(2)]
+        kept = [judge._processes[i].pool.submit(_kept_here).result() for i in range(2)]
         assert cases[0].test_id in kept[0] and cases[1].test_id in kept[1]
         assert cases[2].test_id in kept[0]  # its turn came round again
         for case, plan in zip(cases, plans):
             result, kind = judge.judge(case, Outcome("result", raw=_answer(case, plan)), **FIELDS)
             assert kind == "result" and result.status == "passed", result.message
-        kept = [judge._pools[i].submit(_kept_here).result() for i in range(2)]
+        kept = [judge._processes[i].pool.submit(_kept_here).result() for i in range(2)]
         assert kept == [[], []]  # each judged where its expectations were: none left over
     finally:
         judge.close()

@@ -5,8 +5,6 @@ slot's first plan came 7.3-9.6 s after a run's start on 4 x H200)."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from test_slot_errors import _cases, _Factory, _PerOpPlanner
 
@@ -14,7 +12,7 @@ from opbench.judge.evaluate import JudgeOptions
 from opbench.run import executor as executor_mod
 from opbench.run.executor import ExecutionOptions, LocalExecutor
 from opbench.run.pool import WorkerConfig
-from opbench.run.slot_judge import WARM_BY_SUITE, SlotJudge
+from opbench.run.slot_judge import SlotJudge
 from opbench.run.store import ResultStore
 
 
@@ -64,6 +62,7 @@ def test_the_slots_take_the_judging_processes_started_ahead(tmp_path, counted):
     ex = _executor(tmp_path, workers=2)
     ex.factory = _ClosedFactory(set())  # type: ignore[assignment]
     ex.prestart()
+    ex._judges_started()  # they start on a thread of their own, beside the build
     assert len(_Counted.started) == 2  # before the run: one a slot
     ex.run(_cases(), lambda r: None)
     assert len(_Counted.started) == 2  # the run started none of its own
@@ -77,27 +76,11 @@ def test_what_a_run_never_used_ends_with_release(tmp_path, counted):
     ex = _executor(tmp_path, workers=2)
     ex.factory = _ClosedFactory(set())  # type: ignore[assignment]
     ex.prestart()
+    ex._judges_started()
     ex.release()  # the suite had nothing to run (a finished run resumed, a build error)
     assert len(_Counted.closed) == 2 and _ClosedFactory.closed == 1
     ex.release()  # twice is harmless
     assert len(_Counted.closed) == 2 and _ClosedFactory.closed == 1
-
-
-def _imported(name: str) -> bool:
-    return name in sys.modules
-
-
-@pytest.mark.slow  # processes of their own
-@pytest.mark.parametrize("warm", [True, False])
-def test_a_judging_process_imports_its_suites_modules_as_it_starts(warm):
-    """The OpInfo suite's: imported before any plan asks for them (the first plan's
-    2.5-2.8 s on the 2-core CPU), and only when asked."""
-    (module,) = WARM_BY_SUITE["opinfo"]
-    judge = SlotJudge("cpu", JudgeOptions(), ahead=False, warm=(module,) if warm else ())
-    try:
-        assert judge._pools[0].submit(_imported, module).result() is warm
-    finally:
-        judge.close()
 
 
 class _WarmNoted(_ClosedFactory):

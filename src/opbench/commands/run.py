@@ -153,6 +153,11 @@ def register(app: typer.Typer) -> None:
 
         Exit status: 0 done (and above --fail-under / --fail-under-perf if given); 1 below the bar; 2 bad usage or input; 3 incomplete: the harness could not plan or judge some tests (judge_error in summary.json, left out of every score) or left some unrecorded (unfinished: --resume runs them), whatever the scores.
         """
+        if problem is None and not suite.startswith("programs"):
+            from opbench.run.judge_template import start_for_run
+
+            # the judging processes' template imports torch beside this process's imports
+            start_for_run(device, suite)
         from opbench.run.session import RunError, RunRequest, parse_dtypes
         from opbench.spec.ops import UnknownOpError
 

@@ -22,10 +22,11 @@ from typing import Any
 
 from opbench.run.isolation import IsolationPlanner, Unit, chunks
 from opbench.run.judge_errors import judge_error_result
+from opbench.run.judge_template import plan_where
 from opbench.run.outcome_verdict import judge_outcome
 from opbench.run.plan_ahead import PlansAhead
 from opbench.run.pool import Outcome, WorkerConfig, WorkerFactory
-from opbench.run.slot_judge import SlotJudge, plan_where
+from opbench.run.slot_judge import SlotJudge
 from opbench.run.store import ResultStore, TestResult, case_fields
 from opbench.run.worker_api import WorkerHandle, WorkerSource
 from opbench.run.worker_process import GONE_DETAIL
@@ -190,6 +191,7 @@ class LocalExecutor:
         self.slots_start: list[dict[str, Any]] = []
         #: judging processes started ahead of the run (:meth:`prestart`), per device
         self._ready_judges: dict[str, list[SlotJudge]] = {}
+        self._judges_starting: threading.Thread | None = None
         self._warmed = False
 
     def _slot_devices(self) -> list[str]:
@@ -203,7 +205,9 @@ class LocalExecutor:
         CUDA context and (``warm``: modules it imports as it starts) the OpInfo database
         before its first plan, 7.3-9.6 s of every run on 4 x H200 (2026-11-28,
         ``scaling-opinfo-h200x4-alldtypes-2026-11-28.md``), which no number of GPUs
-        divides. :meth:`release` ends what a run never used.
+        divides (now forks of :mod:`~opbench.run.judge_template`'s template, which
+        ``opbench run`` starts before its own imports). :meth:`release` ends what a run
+        never used.
 
         Only where the slots judge in processes (:func:`plan_where`: a GPU's default): on
         the 2-core CPU, the workers' and a judging process's start beside the suite's build
@@ -216,14 +220,29 @@ class LocalExecutor:
         for device, slots in Counter(slot_devices).items():
             self.factory.warm(device, slots)
         self._warmed = True
-        for device in slot_devices:
-            if plan_where(device) == "process":
-                judge = self._new_judge(device, warm)
-                self._ready_judges.setdefault(device, []).append(judge)
+
+        def start_judges() -> None:
+            for device in slot_devices:
+                if plan_where(device) == "process":
+                    judge = self._new_judge(device, warm)
+                    with self._lock:
+                        self._ready_judges.setdefault(device, []).append(judge)
+
+        # on a thread: a fork of the judging template waits for the template's imports,
+        # which the suite's build need not
+        self._judges_starting = threading.Thread(target=start_judges, daemon=True)
+        self._judges_starting.start()
+
+    def _judges_started(self) -> None:
+        """Wait for :meth:`prestart`'s judging processes (their starts, not their imports)."""
+        starting = self._judges_starting
+        if starting is not None:
+            starting.join()
 
     def release(self) -> None:
         """Close the judging processes :meth:`prestart` started that no slot took, and
         this run's own worker factory if :meth:`run` never ran (it closes it itself)."""
+        self._judges_started()
         for judges in self._ready_judges.values():
             for judge in judges:
                 judge.close()
@@ -356,7 +375,7 @@ class LocalExecutor:
     def _plans(self, device: str) -> PlansAhead | SlotJudge:
         """The slot's planning: :func:`~opbench.judge.evaluate.plan_trials` on harness
         threads (and judging on the slot's thread), or both in a process of the slot's
-        own (by default on a GPU, :func:`~opbench.run.slot_judge.plan_where`;
+        own (by default on a GPU, :func:`~opbench.run.judge_template.plan_where`;
         :class:`~opbench.run.slot_judge.SlotJudge`,
         with a worker's share of the CPU's threads for torch); a ``plans`` function given
         to the executor (the Scorer's) always runs on threads."""
@@ -364,6 +383,7 @@ class LocalExecutor:
 
         ahead = not self.config.perf
         if self.plan_for is None and plan_where(device) == "process":
+            self._judges_started()
             with self._lock:
                 ready = self._ready_judges.get(device)
                 if ready:

@@ -292,7 +292,7 @@ def _run_operators(
     executor: Any = None
     if ray_executor is None and req.executor == "local":
         from opbench.run.executor import ExecutionOptions, LocalExecutor
-        from opbench.run.slot_judge import WARM_BY_SUITE
+        from opbench.run.warm_up import WARM_BY_SUITE
 
         executor = LocalExecutor(
             config,

@@ -1,13 +1,14 @@
 """A slot's planning and judging in processes of its own (on GPUs by default:
-:func:`plan_where`).
+:func:`~opbench.run.judge_template.plan_where`).
 
 With threads, every slot plans (draws inputs, runs eager and the float64 reference) and
 judges (reads the worker's answer, compares) in the harness's one interpreter. On 2 x H100
 the OpInfo suite then took longer on 2 GPUs than on 1 (147.5 s of tests against 124.8 s,
 ``results/scaling-opinfo-h100x2.md``), with the planning thread on each slot's critical
 path (``results/harness-profile-opinfo-h200.md``). Here a slot's tests are planned and
-judged in spawned processes (a fresh CUDA state; they import opbench and torch, never a
-kernel, so they are as trusted as the harness): the process that planned a test keeps its
+judged in processes of its own, forks of a template that imported opbench and torch
+once (:mod:`opbench.run.judge_template`; never a kernel, so they are as trusted as the
+harness), each with a fresh CUDA state: the process that planned a test keeps its
 expectations, which can be hundreds of megabytes, and receives the worker's answer as the
 bytes the worker wrote.
 What crosses to the harness is a plan (seeds) and a verdict.
@@ -15,14 +16,16 @@ What crosses to the harness is a plan (seeds) and a verdict.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
+from opbench.run import judge_template
+from opbench.run.warm_up import warm_up
 from opbench.run.worker_process import Outcome, read_result
 from opbench.suites.case import Case
 
-__all__ = ["JudgingProcessDied", "SlotJudge", "plan_where"]
+__all__ = ["JudgingProcessDied", "SlotJudge"]
 
 #: Expectations a judging process keeps for tests planned but not yet judged: the test
 #: in hand and those planned ahead. One evicted (the run went another way) is computed
@@ -33,30 +36,6 @@ KEPT_EXPECTATIONS = 8
 class JudgingProcessDied(RuntimeError):
     """A slot's judging process died on one test twice (the second time alone, on a new
     process): that test's own ``judge_error``; the slot goes on with a new process."""
-
-
-def plan_where(device: str) -> str:
-    """Where a slot on ``device`` plans and judges: ``OPBENCH_PLAN_IN`` ``thread`` (the
-    harness's own threads), ``process`` (:class:`SlotJudge`) or ``auto`` (the default:
-    a process on a GPU, threads on the CPU).
-
-    On 4 x H100 (2026-11-28, quick OpInfo profile, f32, 2,907 tests,
-    ``results/scaling-opinfo-h100x4-2026-11-28.md``) threads took 106.7 s on 4 GPUs and processes
-    48.9 s; on 1 GPU processes took 102.2 s where threads had not finished in 120 s. On the
-    2-core CPU a judging process only competes with the workers for the same two cores
-    (traces 101.9 s against 94.0 s on threads), so the CPU keeps threads."""
-    where = os.environ.get("OPBENCH_PLAN_IN", "auto")
-    if where not in ("thread", "process", "auto"):
-        raise ValueError(f"OPBENCH_PLAN_IN must be 'thread', 'process' or 'auto', not {where!r}")
-    if where == "auto":
-        return "process" if device.startswith("cuda") else "thread"
-    return where
-
-
-#: Modules a suite's judging processes import as they start (:class:`SlotJudge`'s
-#: ``warm``): the OpInfo suite's first plan imported about 1,200 modules (the OpInfo
-#: database through ``opinfo_samples``), 2.5-2.8 s on the 2-core CPU.
-WARM_BY_SUITE: dict[str, tuple[str, ...]] = {"opinfo": ("opbench.suites.opinfo_samples",)}
 
 
 class SlotJudge:
@@ -78,9 +57,8 @@ class SlotJudge:
         self, device: str, options: Any, *, ahead: bool, threads: int = 1,
         warm: tuple[str, ...] = (),
     ) -> None:  # fmt: skip
-        """``warm``: modules each process imports as it starts, before any test (the
-        OpInfo database for the OpInfo suite: 2.5-2.8 s of the first plan on the 2-core
-        CPU, ~1,200 modules)."""
+        """``warm``: what each process loads as it starts, before any test
+        (:data:`~opbench.run.warm_up.WARM_BY_SUITE`)."""
         from opbench.run.plan_ahead import plan_depth
 
         self.device, self._options, self._threads = device, options, threads
@@ -92,20 +70,30 @@ class SlotJudge:
         #: tests planned and not yet judged: the process that keeps their expectations
         self._where: dict[str, int] = {}
         self._turn = 0
-        self._pools = [self._start() for _ in range(self.depth)]
+        self._processes = [self._start() for _ in range(self.depth)]
 
-    def _start(self) -> Any:
-        import multiprocessing
+    def _start(self) -> _Process:
+        """A new judging process (a fork of the template, or spawned once the template
+        was given up: :mod:`~opbench.run.judge_template`), asked to start at once,
+        beside the worker's start rather than at the first plan."""
         from concurrent.futures import ProcessPoolExecutor
 
+        ctx = judge_template.context(self.device, self._warm)
+        forked = judge_template.forked(ctx)
         pool = ProcessPoolExecutor(
             1,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=ctx,
             initializer=_start_judge,
-            initargs=(self.device, self._threads, self._options, self._warm),
+            initargs=(self.device, self._threads, self._options, self._warm, forked),
         )
-        pool.submit(_ready)  # start it now, beside the worker's start, not at the first plan
-        return pool
+        try:
+            return _Process(pool, forked, pool.submit(_ready))
+        except Exception as e:  # noqa: BLE001 - the template could not fork: spawn
+            pool.shutdown(wait=False, cancel_futures=True)
+            if not forked:
+                raise
+            judge_template.give_up(f"forking a judging process failed: {e}")
+            return self._start()
 
     def _next(self) -> int:
         """The process whose turn it is to plan a test."""
@@ -113,18 +101,24 @@ class SlotJudge:
         self._turn += 1
         return i
 
-    def _call(self, what: str, case: Case, i: int, future: Any, fn: Any, *args: Any) -> Any:
-        """``future``'s answer from process ``i``; if it died, a new one and ``fn(*args)``
-        alone."""
+    def _call(self, what: str, case: Case, i: int, submit: Any) -> Any:
+        """The answer of ``submit(pool)`` (a request to process ``i``); if that process
+        died (or its pool broke before the request), a new one and the request again,
+        alone. A fork of the template that died before it could start (its CUDA unusable)
+        is the template's last: processes are spawned from then on
+        (:func:`~opbench.run.judge_template.give_up`)."""
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            return future.result()
+            return submit(self._processes[i].pool).result()
         except BrokenProcessPool:
             pass
+        if self._processes[i].never_started():
+            judge_template.give_up(f"a forked judging process on {self.device} could not "
+                                   f"start: {self._processes[i].ready.exception()}")  # fmt: skip
         self._restart(i)  # which request killed it is unknown: this one again, alone
         try:
-            return self._pools[i].submit(fn, *args).result()
+            return submit(self._processes[i].pool).result()
         except BrokenProcessPool:
             self._restart(i)
             raise JudgingProcessDied(
@@ -135,18 +129,23 @@ class SlotJudge:
     def _restart(self, i: int) -> None:
         for test_id in [t for t, (j, _) in self._pending.items() if j == i]:
             del self._pending[test_id]
-        self._pools[i].shutdown(wait=False, cancel_futures=True)
-        self._pools[i] = self._start()
+        self._processes[i].pool.shutdown(wait=False, cancel_futures=True)
+        self._processes[i] = self._start()
 
     def ahead(self, cases: Case | list[Case]) -> None:
         """Start planning the next tests (only without timing: planning beside measured
         calls would share the CPU or GPU with them)."""
         if not self._ahead:
             return
+        from concurrent.futures.process import BrokenProcessPool
+
         for case in ([cases] if isinstance(cases, Case) else cases)[: self.depth]:
             if case.test_id not in self._pending:
                 i = self._next()
-                self._pending[case.test_id] = (i, self._pools[i].submit(_plan, case))
+                try:
+                    self._pending[case.test_id] = (i, self._processes[i].pool.submit(_plan, case))
+                except BrokenProcessPool:  # planned when asked for, on a new process
+                    return
 
     def get(self, case: Case) -> tuple[Any, None]:
         """``case``'s trial plan (its expectations stay in the process that made it)."""
@@ -156,9 +155,10 @@ class SlotJudge:
                 stale.cancel()
             self._pending.clear()
             i = self._next()
-            found = (i, self._pools[i].submit(_plan, case))
-        i, future = found
-        plan = self._call("planning", case, i, future, _plan, case)
+        else:
+            i = found[0]
+        plan = self._call("planning", case, i,
+                          _Once(found[1] if found else None, _plan, case))  # fmt: skip
         self._where[case.test_id] = i
         return plan, None
 
@@ -172,23 +172,53 @@ class SlotJudge:
         ``unit_info`` and ``scan``."""
         i = self._where.pop(case.test_id, 0)
         args = (case, outcome.kind, outcome.raw, outcome.detail, outcome.stderr_tail, fields)
-        return self._call("judging", case, i, self._pools[i].submit(_judge, *args), _judge,
-                          *args)  # fmt: skip
+        return self._call("judging", case, i, _Once(None, _judge, *args))
 
     def close(self) -> None:
-        for pool in self._pools:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for process in self._processes:
+            process.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class _Process:
+    """One judging process: its pool of one, whether it is a fork of the template, and
+    the answer to its start (:func:`_ready`)."""
+
+    pool: Any
+    forked: bool
+    ready: Any
+
+    def never_started(self) -> bool:
+        """A fork whose start failed (it never answered :func:`_ready`)."""
+        return self.forked and self.ready.done() and self.ready.exception() is not None
+
+
+class _Once:
+    """A request for :meth:`SlotJudge._call`: the future already submitted (a plan made
+    ahead), else ``fn(*args)`` submitted to the pool it is given; a second call always
+    submits anew (the first pool died)."""
+
+    def __init__(self, future: Any, fn: Any, *args: Any) -> None:
+        self._future, self._fn, self._args = future, fn, args
+
+    def __call__(self, pool: Any) -> Any:
+        future, self._future = self._future, None
+        return future if future is not None else pool.submit(self._fn, *self._args)
 
 
 # -- in the judging process ------------------------------------------------------------
 _STATE: dict[str, Any] = {}
 
 
-def _start_judge(device: str, threads: int, options: Any, warm: tuple[str, ...] = ()) -> None:
-    """The process's start: its torch threads, its GPU, the imports of planning and
-    judging and the ``warm`` modules, so the first test waits for none of them."""
-    import importlib
-
+def _start_judge(
+    device: str, threads: int, options: Any, warm: tuple[str, ...] = (), forked: bool = False
+) -> None:
+    """The process's start: the GPUs the template hid (``forked``), its torch threads,
+    its GPU, the imports of planning and judging and the ``warm`` entries
+    (:func:`~opbench.run.warm_up.warm_up`; a fork has them from the template
+    where they are the template's), so the first test waits for none of them."""
+    if forked:
+        judge_template.child_start()
     import torch
 
     from opbench.instrument.tensors import bind_device
@@ -198,8 +228,7 @@ def _start_judge(device: str, threads: int, options: Any, warm: tuple[str, ...] 
     import opbench.judge.evaluate  # noqa: F401
     import opbench.run.outcome_verdict  # noqa: F401
 
-    for name in warm:
-        importlib.import_module(name)
+    warm_up(warm)  # a fork's are loaded (lru_cache): nothing to do
 
     _STATE.update(device=device, options=options, kept=OrderedDict())
 
