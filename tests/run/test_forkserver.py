@@ -135,10 +135,10 @@ def test_op_db_is_imported_as_if_numba_were_absent() -> None:
     initialises the driver behind torch's back: hidden while op_db imports, and only then."""
     import importlib.util
 
-    from opbench.run.worker import _numba_hidden
+    from opbench.run.warm_up import numba_hidden
 
     had = sys.modules.get("numba", 0)
-    with _numba_hidden():
+    with numba_hidden():
         assert importlib.util.find_spec("numba") is None
     assert sys.modules.get("numba", 0) is had
 

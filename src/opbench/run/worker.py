@@ -22,8 +22,9 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterator
 from typing import Any
+
+from opbench.run.warm_up import opinfo_database as warm_opinfo_database
 
 #: Every module :func:`main` imports before candidate code: the fork server's template
 #: imports them all (:func:`preload`), so a fork pays nothing for them. Each one a fork
@@ -392,10 +393,7 @@ def warm_up_steps(device: str) -> list[tuple[str, Any]]:
         if "opinfo" not in os.environ.get("OPBENCH_PRELOAD", "").split(","):
             return
         try:
-            from opbench.suites.opinfo import opinfos_by_key
-
-            with _numba_hidden():
-                opinfos_by_key()
+            warm_opinfo_database()
         except Exception as e:  # the first OpInfo case will report the real problem
             print(
                 f"opbench worker: OpInfo preload failed: {type(e).__name__}: {e}", file=sys.stderr
@@ -480,27 +478,6 @@ def warm_triton_compiler() -> None:
             with contextlib.suppress(Exception):
                 version()  # type: ignore[misc]
             break
-
-
-@contextlib.contextmanager
-def _numba_hidden() -> Iterator[None]:
-    """Import op_db as if numba were not installed.
-
-    Where numba is installed, PyTorch's test helpers ask ``numba.cuda.is_available()``
-    at import, which initialises the CUDA driver through numba's own bindings (torch
-    never learns of it): every fork of a template that imported op_db then died with
-    SIGSEGV at its first CUDA call (H100, 2026-11-27: a probe forked after each template
-    step and only the op_db step spoiled the forks). A ``None`` in ``sys.modules`` makes
-    ``find_spec`` say "not installed"; it is removed afterwards, so a kernel can still
-    import numba itself."""
-    had = "numba" in sys.modules
-    if not had:
-        sys.modules["numba"] = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        if not had and sys.modules.get("numba", 0) is None:
-            del sys.modules["numba"]
 
 
 def _start_intraop_pool() -> None:
