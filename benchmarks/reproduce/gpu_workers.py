@@ -22,9 +22,11 @@ of the suite: ``--no-timing-pass --skip-one --ray --budget 160``):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -81,9 +83,11 @@ def run(
         cmd = [_py_spy(), "record", "-r", "25", "--threads", *mode, "-f", "raw",
                "-o", str(profile), "--", *cmd]  # fmt: skip
     t0 = time.perf_counter()
+    # a session of its own: a run out of time is killed with every process under it,
+    # whose inherited stdout would otherwise keep communicate() waiting (2026-11-28)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, **(env or {})}, start_new_session=True,
     )  # fmt: skip
     try:
         text, _ = proc.communicate(timeout=budget_s)
@@ -91,8 +95,12 @@ def run(
         stack = None
     except subprocess.TimeoutExpired:  # where it was: its stack, then its last output
         stack = stack_dump(proc.pid)
-        proc.kill()
-        text, _ = proc.communicate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            text, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            text = ""
         rc = "timeout"
     tail = (text or "")[-1500:]
     wall = time.perf_counter() - t0

@@ -30,7 +30,7 @@ def _run(script: str, env: dict[str, str] | None = None) -> dict:
                 **(env or {})}  # fmt: skip
     full_env.pop("OPBENCH_JUDGE_TEMPLATE", None)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=full_env, timeout=300, cwd=HERE)  # fmt: skip
+                          env=full_env, timeout=120, cwd=HERE)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -90,6 +90,32 @@ def test_judging_processes_are_forks_of_one_template_with_the_suite_loaded():
     assert first["pid"] != second["pid"]
     assert first["parent"] == second["parent"] != got["main"]  # one template, not main
     assert first["opinfos_loaded"] == 1 and second["opinfos_loaded"] == 1  # before a plan
+
+
+def run_parallel(threads: int = 0) -> float:
+    """An OpenMP parallel region (2^22 float64 values: past ATen's grain size), on
+    ``threads`` threads (0: as many as the process has)."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    return float((torch.ones(1 << 22, dtype=torch.float64) * 2).sum())
+
+
+@pytest.mark.slow  # a fresh interpreter and a template: ~5 s on 2 cores
+def test_a_fork_runs_parallel_regions_after_the_template_ran_one():
+    """An OpenMP team started in the template is dead in its forks: their first parallel
+    region waited for its threads forever, until the template ran on one thread."""
+    got = _run("""
+        from concurrent.futures import ProcessPoolExecutor
+        from opbench.run import judge_template
+        from test_judge_template import run_parallel
+
+        judge_template.start("cpu", ("test_judge_template:run_parallel",))
+        with ProcessPoolExecutor(1, mp_context=judge_template.context("cpu")) as pool:
+            print(json.dumps({"sum": pool.submit(run_parallel, 2).result(timeout=60)}))
+    """)  # fmt: skip
+    assert got["sum"] == 2.0 * (1 << 22)
 
 
 @pytest.mark.slow  # a fresh interpreter and a template: ~6 s on 2 cores

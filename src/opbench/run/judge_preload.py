@@ -29,7 +29,14 @@ def _warm_up() -> None:
     if not settings:
         return
     os.environ.update(template_env(dict(os.environ), settings.get("device", "cpu")))
-    names = ["torch", "opbench.judge.evaluate", "opbench.run.outcome_verdict",
+    import torch
+
+    # one thread: an OpenMP parallel region run here (by a warm entry's tensors) would
+    # leave its threads' team behind in every fork, whose first parallel region then
+    # waits for threads that do not exist (a fork summing 2^24 float64 values hung on the
+    # 2-core CPU, 2026-11-28); each fork sets its own threads (slot_judge._start_judge)
+    torch.set_num_threads(1)
+    names = ["opbench.judge.evaluate", "opbench.run.outcome_verdict",
              *settings.get("warm", ())]  # fmt: skip
     for name in names:
         try:
