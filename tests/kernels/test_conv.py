@@ -311,9 +311,11 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     """Forward and input gradient through the direct kernel (counted: both launch it),
     against eager and float64, with eager's output strides; with ``DW_PADDED`` the NCHW
     2-D and 1-D cases of uniform taps go through zero-padded planes (counted too)."""
-    monkeypatch.setattr(conv, "DW_PADDED", padded)
-    monkeypatch.setattr(conv, "DW_PAD_MIN_TAPS", 1)  # every case's kernel, whatever its size
-    monkeypatch.setattr(conv, "DW_PAD_MAX_GROWTH", 100)
+    monkeypatch.setattr(conv_depthwise, "DW_PADDED", padded)
+    monkeypatch.setattr(
+        conv_depthwise, "DW_PAD_MIN_TAPS", 1
+    )  # every case's kernel, whatever its size
+    monkeypatch.setattr(conv_depthwise, "DW_PAD_MAX_GROWTH", 100)
     pads = _launch_grids(monkeypatch, conv_depthwise, "_pad")
     calls = _count_direct(monkeypatch)
     args = _dw_args(case, dtype, layout)
@@ -364,12 +366,12 @@ def _tap_reads(transposed: bool, o: int, k: int, s: int, p: int, d: int) -> list
 
 @pytest.mark.parametrize("transposed", [False, True], ids=["forward", "transposed"])
 def test_depthwise_pads_hold_every_tap(transposed: bool, monkeypatch) -> None:
-    """``_dw_pads``: over many geometries, every tap of every output position, moved by
+    """``no_bounds_pads``: over many geometries, every tap of every output position, moved by
     the padding it returns, reads inside the padded plane, and the padding is the least
     that does (its first and last rows and columns are read)."""
     import itertools
 
-    monkeypatch.setattr(conv, "DW_PAD_MIN_TAPS", 1)
+    monkeypatch.setattr(conv_depthwise, "DW_PAD_MIN_TAPS", 1)
 
     for n, k, s, p, d in itertools.product([1, 4, 7], [1, 2, 3, 5], [1, 2], [0, 1, 3],
                                            [1, 2]):  # fmt: skip
@@ -383,9 +385,11 @@ def test_depthwise_pads_hold_every_tap(transposed: bool, monkeypatch) -> None:
             continue
         read = _tap_reads(transposed, o, k, s, p, d)
         before, after = max(0, -min(read)), max(0, max(read) - (n - 1))  # the least padding
-        got = conv._dw_pads(transposed, [n, 1], [o, 1], [k, 1], [s, 1], [p, 0], [d, 1])
+        got = conv_depthwise.no_bounds_pads(
+            transposed, [n, 1], [o, 1], [k, 1], [s, 1], [p, 0], [d, 1]
+        )
         if got is None:  # grown past the limit: the bounded kernel serves it
-            assert n + before + after > conv.DW_PAD_MAX_GROWTH * n
+            assert n + before + after > conv_depthwise.DW_PAD_MAX_GROWTH * n
             continue
         assert got[0] == (before, after, 0, 0)
         # the kernel's padding over the padded plane moves every read by ``before``
@@ -396,7 +400,7 @@ def test_depthwise_padding_only_where_it_paid() -> None:
     """The rule read from the H200's tuning rows: 5x5 kernels and up, planes grown at most
     ``DW_PAD_MAX_GROWTH`` times; 3x3 kernels and a 7 x 7 plane padded to 11 x 11 stay
     bounded."""
-    pads = conv._dw_pads
+    pads = conv_depthwise.no_bounds_pads
     assert pads(False, [21, 21], [21, 21], [5, 5], [1, 1], [2, 2], [1, 1]) is not None
     assert pads(False, [32, 32], [32, 32], [7, 7], [1, 1], [3, 3], [1, 1]) is not None
     assert pads(False, [42, 42], [42, 42], [3, 3], [1, 1], [1, 1], [1, 1]) is None

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 
 import torch
 
-from opbench.kernels._lib.conv_depthwise import _depthwise, padded_planes
+from opbench.kernels._lib.conv_depthwise import _depthwise, no_bounds_pads, padded_planes
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
@@ -140,24 +140,6 @@ DW_WARPS = 4
 DW_BLOCK_P_CL = 16
 DW_BLOCK_C_CL = 128
 DW_WARPS_CL = 4
-#: NCHW planes (1-D, 2-D, uniform taps) zero-padded first (:func:`~opbench.kernels._lib.
-#: conv_depthwise.padded_planes`: one read and one write of the input) so the direct
-#: kernel runs without bounds (``NO_BOUNDS``: unmasked loads), where the kernel has at
-#: least :data:`DW_PAD_MIN_TAPS` taps and the padded plane is at most
-#: :data:`DW_PAD_MAX_GROWTH` times the plane. On an H200 (2026-11-28,
-#: ``dw-padded-h200-2026-11-28.md``, device time, the 8 most used depthwise rows of each
-#: half) the kernel itself ran 1.3-1.9x faster without bounds (``[32, 728, 19, 19]`` 3x3
-#: 62 -> 45 us, ``[32, 768, 32, 32]`` 7x7 842 -> 433), but the padding costs its own pass
-#: (17 us there): on the tuning half padding won on the forward 5x5 rows (0.68 -> 0.77,
-#: 0.92 -> 0.95, 0.81 -> 0.93x eager) and lost on the 3x3 ones of small planes (11 x 11:
-#: 0.75 -> 0.65) and on a 7 x 7 plane grown 2.5x (0.55 -> 0.51); the rule below was
-#: read from those rows; held out it picks the 5x5 and 7x7 rows (0.81 -> 0.89, 1.08 ->
-#: 1.89, the 11 x 11 one even).
-DW_PADDED = True
-#: Fewest kernel taps for which the padding pays (5 x 5 and up).
-DW_PAD_MIN_TAPS = 25
-#: Largest growth of a plane's area the padding may cost.
-DW_PAD_MAX_GROWTH = 2
 #: Largest channel multiplier (output channels per input channel, or for the transposed
 #: kernel of an input gradient input channels per output channel) the direct kernel
 #: takes; its taps are unrolled and its channels summed one by one.
@@ -275,31 +257,6 @@ def _is_depthwise(cin_g: int, cout_g: int) -> bool:
     depthwise convolution's input gradient, run transposed): the direct kernel's cases.
     The implicit GEMM would pad both sides of ``tl.dot`` to 16 channels."""
     return min(cin_g, cout_g) == 1 and max(cin_g, cout_g) <= DW_MAX_MULT
-
-
-def _dw_pads(
-    transposed: bool, size: list[int], size_out: list[int], ksize: list[int],
-    stride: list[int], padding: list[int], dilation: list[int],
-) -> tuple[tuple[int, int, int, int], tuple[int, int]] | None:  # fmt: skip
-    """For the direct depthwise kernel's ``NO_BOUNDS`` mode over 2-D planes (uniform
-    taps): ``(top, bottom, left, right)`` zeros around the input so that every tap of
-    every output position reads inside it, and the padding to give the kernel then; None
-    where the kernel has fewer than :data:`DW_PAD_MIN_TAPS` taps or the planes would grow
-    past :data:`DW_PAD_MAX_GROWTH` times their area. Forward: input
-    position ``o * s - p + k * d``; transposed (unit stride): ``o + p - k * d``."""
-    sides, new_pad = [], []
-    for n, o, k, s, p, d in zip(size, size_out, ksize, stride, padding, dilation):
-        lo, hi = (
-            ((o - 1) * s - p + (k - 1) * d, -p) if not transposed else (o - 1 + p, p - (k - 1) * d)
-        )
-        lo, hi = min(lo, hi), max(lo, hi)  # the first and last input positions read
-        before, after = max(0, -lo), max(0, hi - (n - 1))
-        sides += [before, after]
-        new_pad.append(p - before if not transposed else p + before)
-    grown = (size[0] + sides[0] + sides[1]) * (size[1] + sides[2] + sides[3])
-    if grown > DW_PAD_MAX_GROWTH * size[0] * size[1] or ksize[0] * ksize[1] < DW_PAD_MIN_TAPS:
-        return None
-    return (sides[0], sides[1], sides[2], sides[3]), (new_pad[0], new_pad[1])
 
 
 def _dw_blocks(M: int, C_out: int, channels_inner: bool) -> tuple[int, int, int]:
@@ -454,9 +411,9 @@ def convolution(
             w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
         uniform = not transposed or stride3 == [1, 1, 1]
         pads = None
-        if DW_PADDED and uniform and not inner and spatial < 3:
-            pads = _dw_pads(bool(transposed), [H, W], [OH, OW], [KH, KW], [sh, sw], [ph, pw],
-                            [dh, dw])  # fmt: skip
+        if uniform and not inner and spatial < 3:
+            pads = no_bounds_pads(bool(transposed), [H, W], [OH, OW], [KH, KW], [sh, sw],
+                                  [ph, pw], [dh, dw])  # fmt: skip
         if pads is not None:  # zero-padded planes: the kernel checks no bounds
             (top, bottom, left, right), (ph, pw) = pads
             padded = N * C_in * (H + top + bottom) * (W + left + right)

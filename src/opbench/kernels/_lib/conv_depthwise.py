@@ -29,7 +29,10 @@ import triton.language as tl
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 
-__all__ = ["SPECIALIZED", "_depthwise", "padded_planes"]
+__all__ = [
+    "DW_PADDED", "DW_PAD_MAX_GROWTH", "DW_PAD_MIN_TAPS", "SPECIALIZED", "_depthwise",
+    "no_bounds_pads", "padded_planes",
+]  # fmt: skip
 
 #: Integers Triton specializes (``== 1``, divisible by 16): the output channel count
 #: (the channel mask's constancy) and every input and output stride, so a channels-last
@@ -297,3 +300,52 @@ def padded_planes(x5: torch.Tensor, top: int, bottom: int, left: int, right: int
          (x5, y, H, W, HP, WP, top, left, C, N * C, per, xs0, xs1, xs3, xs4),
          BIG=big, BLOCK_Q=bq, num_warps=4)  # fmt: skip
     return y
+
+
+#: NCHW planes (1-D, 2-D, uniform taps) zero-padded first (:func:`padded_planes`: one
+#: read and one write of the input) so the direct
+#: kernel runs without bounds (``NO_BOUNDS``: unmasked loads), where the kernel has at
+#: least :data:`DW_PAD_MIN_TAPS` taps and the padded plane is at most
+#: :data:`DW_PAD_MAX_GROWTH` times the plane. On an H200 (2026-11-28,
+#: ``dw-padded-h200-2026-11-28.md``, device time, the 8 most used depthwise rows of each
+#: half) the kernel itself ran 1.3-1.9x faster without bounds (``[32, 728, 19, 19]`` 3x3
+#: 62 -> 45 us, ``[32, 768, 32, 32]`` 7x7 842 -> 433), but the padding costs its own pass
+#: (17 us there): on the tuning half padding won on the forward 5x5 rows (0.68 -> 0.77,
+#: 0.92 -> 0.95, 0.81 -> 0.93x eager) and lost on the 3x3 ones of small planes (11 x 11:
+#: 0.75 -> 0.65) and on a 7 x 7 plane grown 2.5x (0.55 -> 0.51); the rule below was
+#: read from those rows; held out it picks the 5x5 and 7x7 rows (0.81 -> 0.89, 1.08 ->
+#: 1.89, the 11 x 11 one even).
+DW_PADDED = True
+#: Fewest kernel taps for which the padding pays (5 x 5 and up).
+DW_PAD_MIN_TAPS = 25
+#: Largest growth of a plane's area the padding may cost.
+DW_PAD_MAX_GROWTH = 2
+
+
+def no_bounds_pads(
+    transposed: bool, size: list[int], size_out: list[int], ksize: list[int],
+    stride: list[int], padding: list[int], dilation: list[int],
+) -> tuple[tuple[int, int, int, int], tuple[int, int]] | None:  # fmt: skip
+    """For the direct depthwise kernel's ``NO_BOUNDS`` mode over 2-D planes (uniform
+    taps): ``(top, bottom, left, right)`` zeros around the input so that every tap of
+    every output position reads inside it, and the padding to give the kernel then; None
+    where the kernel has fewer than :data:`DW_PAD_MIN_TAPS` taps or the planes would grow
+    past :data:`DW_PAD_MAX_GROWTH` times their area. Forward: input
+    position ``o * s - p + k * d``; transposed (unit stride): ``o + p - k * d``. None
+    as well where :data:`DW_PADDED` is off. ``conv.convolution`` asks it of every
+    NCHW depthwise convolution with uniform taps over 1-D or 2-D planes."""
+    if not DW_PADDED:
+        return None
+    sides, new_pad = [], []
+    for n, o, k, s, p, d in zip(size, size_out, ksize, stride, padding, dilation):
+        lo, hi = (
+            ((o - 1) * s - p + (k - 1) * d, -p) if not transposed else (o - 1 + p, p - (k - 1) * d)
+        )
+        lo, hi = min(lo, hi), max(lo, hi)  # the first and last input positions read
+        before, after = max(0, -lo), max(0, hi - (n - 1))
+        sides += [before, after]
+        new_pad.append(p - before if not transposed else p + before)
+    grown = (size[0] + sides[0] + sides[1]) * (size[1] + sides[2] + sides[3])
+    if grown > DW_PAD_MAX_GROWTH * size[0] * size[1] or ksize[0] * ksize[1] < DW_PAD_MIN_TAPS:
+        return None
+    return (sides[0], sides[1], sides[2], sides[3]), (new_pad[0], new_pad[1])
