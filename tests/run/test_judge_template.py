@@ -70,6 +70,8 @@ def poison_forks() -> None:
 
 @pytest.mark.slow  # a fresh interpreter and a template: ~6 s on 2 cores
 def test_judging_processes_are_forks_of_one_template_with_the_suite_loaded():
+    from opbench.run.warm_up import WARM_BY_SUITE
+
     got = _run("""
         from opbench.judge.evaluate import JudgeOptions
         from opbench.run import judge_template
@@ -81,15 +83,23 @@ def test_judging_processes_are_forks_of_one_template_with_the_suite_loaded():
         judges = [SlotJudge("cpu", JudgeOptions(), ahead=False) for _ in range(2)]
         seen = [j._processes[0].pool.submit(where_am_i).result() for j in judges]
         forked = [j._processes[0].forked for j in judges]
+        report = judges[0].start_report(judge_template.started_at())
         for j in judges:
             j.close()
-        print(json.dumps({"main": os.getpid(), "seen": seen, "forked": forked}))
+        print(json.dumps({"main": os.getpid(), "seen": seen, "forked": forked,
+                          "report": report}))
     """)
     first, second = got["seen"]
     assert got["forked"] == [True, True]
     assert first["pid"] != second["pid"]
     assert first["parent"] == second["parent"] != got["main"]  # one template, not main
     assert first["opinfos_loaded"] == 1 and second["opinfos_loaded"] == 1  # before a plan
+    # how it started, from the template's launch (t = 0 here): the warm-up's steps, then
+    # the fork's first answer
+    report = got["report"]
+    assert report["forked"] and report["template_launched_s"] == 0
+    assert set(report["template_steps_s"]) >= {"torch", *WARM_BY_SUITE["opinfo"]}
+    assert 0 < report["template_done_s"] <= report["ready_s"]
 
 
 def run_parallel(threads: int = 0) -> float:

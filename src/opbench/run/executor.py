@@ -186,6 +186,7 @@ class LocalExecutor:
         self._first_harness_error: Exception | None = None
         self._stopping = threading.Event()
         self._t0 = time.perf_counter()
+        self._t0_unix = time.time()
         #: per slot, seconds from the run's start to its first plan, its first worker
         #: ready with the unit loaded, and its first result (where a run's start goes)
         self.slots_start: list[dict[str, Any]] = []
@@ -257,6 +258,7 @@ class LocalExecutor:
             todo.put(item)
         slot_devices = self._slot_devices()
         self._t0 = time.perf_counter()
+        self._t0_unix = time.time()
         if not self._warmed:  # workers start beside the first plans
             for device, slots in Counter(slot_devices).items():
                 self.factory.warm(device, slots)
@@ -367,6 +369,10 @@ class LocalExecutor:
         except BaseException as e:  # noqa: BLE001 - surface in the main thread
             self._error = e
         finally:
+            if isinstance(plans, SlotJudge):
+                report = plans.start_report(self._t0_unix)
+                if report is not None:
+                    slot.start["judge"] = report
             if plans is not None:
                 plans.close()
             if slot.worker is not None:

@@ -14,6 +14,12 @@ spawned judging process would); the template must still fork.
 from __future__ import annotations
 
 import os
+import time
+
+#: What the template's warm-up took: seconds a step (``torch``, each module and warm
+#: entry) and ``done_at`` (Unix time), which its forks report with their first answer
+#: (``timing_s.slots_start``'s ``judge`` in a run's summary).
+TIMES: dict[str, float] = {}
 
 
 def _warm_up() -> None:
@@ -29,7 +35,11 @@ def _warm_up() -> None:
     if not settings:
         return
     os.environ.update(template_env(dict(os.environ), settings.get("device", "cpu")))
+    TIMES["started_at"] = time.time()
+    t0 = time.perf_counter()
     import torch
+
+    TIMES["torch"] = round(time.perf_counter() - t0, 3)
 
     # one thread: an OpenMP parallel region run here (by a warm entry's tensors) would
     # leave its threads' team behind in every fork, whose first parallel region then
@@ -39,10 +49,12 @@ def _warm_up() -> None:
     names = ["opbench.judge.evaluate", "opbench.run.outcome_verdict",
              *settings.get("warm", ())]  # fmt: skip
     for name in names:
+        t0 = time.perf_counter()
         try:
             warm_up([name])
         except Exception:  # noqa: BLE001 - the forks load it again and say why
             traceback.print_exc()
+        TIMES[name] = round(time.perf_counter() - t0, 3)
     # imported objects are shared with the forks copy-on-write; a collection in a fork
     # would touch (and so copy) every page of them (the workers' template does the same)
     gc.collect()
@@ -51,6 +63,7 @@ def _warm_up() -> None:
     # collectable: frozen Triton objects outlived their library, which then listed each
     # as leaked on stderr
     atexit.register(gc.unfreeze)
+    TIMES["done_at"] = time.time()
 
 
 _warm_up()

@@ -27,6 +27,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from typing import Any
 
 from opbench.run.warm_up import WARM_BY_SUITE
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "child_start", "context", "forked", "give_up", "plan_where", "start", "start_for_run",
-    "template_settings",
+    "started_at", "template_settings",
 ]  # fmt: skip
 
 #: The template's settings, as the environment passes them to it (JSON: ``device``, the
@@ -59,6 +60,12 @@ def start(device: str, warm: tuple[str, ...] = ()) -> None:
         forkserver.set_forkserver_preload(["opbench.run.judge_preload"])
         forkserver.ensure_running()
         _state["started"] = True
+        _state["started_at"] = time.time()
+
+
+def started_at() -> float | None:
+    """When :func:`start` launched the template (Unix time), if it did."""
+    return _state.get("started_at")
 
 
 def plan_where(device: str) -> str:

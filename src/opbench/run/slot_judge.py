@@ -174,6 +174,28 @@ class SlotJudge:
         args = (case, outcome.kind, outcome.raw, outcome.detail, outcome.stderr_tail, fields)
         return self._call("judging", case, i, _Once(None, _judge, *args))
 
+    def start_report(self, t0_unix: float) -> dict[str, Any] | None:
+        """How the slot's first judging process started, in seconds from ``t0_unix`` (the
+        run phase's start; negative: before it): the template's launch and the end of
+        its warm-up (with each warm-up step's seconds), the fork's own start steps and
+        its first answer. None while it has not answered (never waits)."""
+        ready = self._processes[0].ready
+        if not ready.done() or ready.exception() is not None:
+            return None
+        got = ready.result()
+        report: dict[str, Any] = {"forked": self._processes[0].forked,
+                                  "ready_s": round(got["ready_at"] - t0_unix, 2),
+                                  "start_s": got["start_s"]}  # fmt: skip
+        template = got.get("template")
+        launched = judge_template.started_at()
+        if template and "done_at" in template:
+            report["template_done_s"] = round(template.pop("done_at") - t0_unix, 2)
+            template.pop("started_at", None)
+            report["template_steps_s"] = template
+        if launched is not None and report["forked"]:
+            report["template_launched_s"] = round(launched - t0_unix, 2)
+        return report
+
     def close(self) -> None:
         for process in self._processes:
             process.pool.shutdown(wait=True, cancel_futures=True)
@@ -216,25 +238,46 @@ def _start_judge(
     """The process's start: the GPUs the template hid (``forked``), its torch threads,
     its GPU, the imports of planning and judging and the ``warm`` entries
     (:func:`~opbench.run.warm_up.warm_up`; a fork has them from the template
-    where they are the template's), so the first test waits for none of them."""
+    where they are the template's), so the first test waits for none of them. Each
+    step's seconds are kept for :func:`_ready`'s report."""
+    import time
+
+    steps: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal t0
+        steps[name] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+
     if forked:
         judge_template.child_start()
+        step("child_start")
     import torch
 
     from opbench.instrument.tensors import bind_device
 
     torch.set_num_threads(max(1, threads))
     bind_device(device)
+    step("device")
     import opbench.judge.evaluate  # noqa: F401
     import opbench.run.outcome_verdict  # noqa: F401
 
     warm_up(warm)  # a fork's are loaded (lru_cache): nothing to do
+    step("imports")
+    _STATE.update(device=device, options=options, kept=OrderedDict(), start_s=steps)
 
-    _STATE.update(device=device, options=options, kept=OrderedDict())
 
+def _ready() -> dict[str, Any]:
+    """Submitted first, so the process starts with the slot; answers how its start went:
+    its own steps (seconds), the template's warm-up (where it is a fork of one:
+    :data:`~opbench.run.judge_preload.TIMES`) and when it answered (Unix time)."""
+    import sys
+    import time
 
-def _ready() -> None:
-    """Nothing: submitted first, so the process starts with the slot."""
+    preload = sys.modules.get("opbench.run.judge_preload")
+    return {"start_s": _STATE.get("start_s", {}), "ready_at": time.time(),
+            "template": dict(preload.TIMES) if preload is not None else None}  # fmt: skip
 
 
 def _plan(case: Case) -> Any:
