@@ -72,7 +72,8 @@ class ChatServer:
                 self.wfile.write(data)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next poll: 0.5 s a server at the default interval
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True)
 
     @property
     def url(self) -> str:

@@ -165,6 +165,7 @@ def test_embedding_gpu_tiling(
     assert_matches(emb.embedding(w, sliced), aten.embedding, w, sliced)
 
 
+@pytest.mark.slow  # cases over 3 s together on 2 cores (2026-11-28, --durations)
 @pytest.mark.parametrize("plan", ["owner", "atomic"])
 @pytest.mark.parametrize("scale", [False, True], ids=["plain", "scale_grad_by_freq"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import triton.language as tl
 
 from opbench.kernels._lib.pointwise import I32_SAFE, index_type
@@ -27,6 +28,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # a fresh process imports every kernel: 2.2-3.6 s (2026-11-28, --durations)
 def test_every_launcher_finds_exactly_the_pointer_parameters() -> None:
     """The Launcher keys its cache on the tensors at the unannotated parameters; a kernel
     whose integer parameter lost its annotation would put an int there (caught at
@@ -69,6 +71,7 @@ def test_no_kernel_module_holds_a_nan_global() -> None:
             assert not (isinstance(value, float) and value != value), f"{m.name}.{name}"
 
 
+@pytest.mark.slow  # a fresh process imports every kernel: 2.2-3.6 s (2026-11-28, --durations)
 def test_every_launched_kernel_specializes_only_what_its_launcher_keys() -> None:
     """A :class:`Launcher` reuses the kernel Triton compiled for the first call, keyed on
     pointers and constexprs (and the integers it is told to key): an integer Triton

@@ -74,6 +74,7 @@ def test_mm_aligned_operands_take_the_vector_layouts(la: str, lb: str, dtype: to
     assert_matches(matmul.mm(a, b), aten.mm, a, b)
 
 
+@pytest.mark.slow  # cases over 3 s together on 2 cores (2026-11-28, --durations)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_split_k_on_long_reductions(dtype: torch.dtype) -> None:
     """Few output tiles over a long K: the reduction is cut into programs whose fp32

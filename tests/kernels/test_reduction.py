@@ -60,6 +60,7 @@ def test_default_overloads(dtype: torch.dtype) -> None:
     assert_matches(red.sum_dim(s, None), aten.sum.dim_IntList, s, None)
 
 
+@pytest.mark.slow  # 1.4-1.9 s on 2 cores (2026-11-28, --durations)
 def test_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small interpreter tiles: rows loop over several chunks and long rows split into a
     partial buffer and a second launch (the GPU's whole-tensor path)."""
@@ -305,6 +306,7 @@ PIPELINED = [
 ]
 
 
+@pytest.mark.slow  # cases over 3 s together on 2 cores (2026-11-28, --durations)
 @pytest.mark.parametrize("loop", ["stages", "pingpong"])
 @pytest.mark.parametrize(("rows", "n", "programs", "counts"), PIPELINED, ids=str)
 def test_pipelined_loops_sum_every_chunk_count(

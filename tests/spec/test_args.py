@@ -197,6 +197,7 @@ def test_near_valid_garbage_raises_only_args_parse_error(text: str) -> None:
     _parse_or_error(text)
 
 
+@pytest.mark.slow  # 1.0-2.0 s, over 1.5 s in 4 of 5 runs (2026-11-28, --durations)
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(_values, min_size=1, max_size=3).map(tuple),

@@ -65,7 +65,8 @@ def server(tmp_path: Path) -> Iterator[str]:
         return _Handler(*args, directory=str(root), **kwargs)
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: 0.5 s a test at the default interval
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
