@@ -5,6 +5,11 @@ export PYTHONUNBUFFERED=1
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 [ -d .gpu_data/bin ] && export PATH="$PWD/.gpu_data/bin:$PATH"
 opbench() { python3 -m opbench.cli "$@"; }
+# opbench's cache (the OpInfo mapping: 102-114 s to build over every dtype on an H200)
+# outside the working tree: a folder the device tool carries is replaced on every call,
+# so a cache kept in one was rebuilt by every call (2026-11-28)
+export OPBENCH_CACHE_DIR="${OPBENCH_CACHE_DIR:-/tmp/opbench-cache}"
+mkdir -p "$OPBENCH_CACHE_DIR"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,temperature.gpu --format=csv,noheader
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count())"
 python3 -c "from opbench.run import sandbox; print('bwrap usable:', sandbox.bwrap_works())"
