@@ -194,3 +194,26 @@ def test_warm_entries_import_modules_and_call_functions(monkeypatch):
     assert calls == [1]
     with pytest.raises(ModuleNotFoundError):
         warm_up(["opbench.no_such_module"])
+
+
+def test_judge_forks_0_spawns_every_judging_process_and_starts_no_template(monkeypatch):
+    from opbench.run import judge_template
+
+    monkeypatch.setenv("OPBENCH_JUDGE_FORKS", "0")
+    monkeypatch.setattr(judge_template, "_state", {"started": False, "refused": ""})
+    assert judge_template.context("cuda:0").get_start_method() == "spawn"
+    assert judge_template._state["started"] is False  # no template launched
+    monkeypatch.setenv("OPBENCH_JUDGE_FORKS", "yes")
+    with pytest.raises(ValueError, match="OPBENCH_JUDGE_FORKS"):
+        judge_template.forks_wanted()
+
+
+def test_a_runs_recorded_flags_leave_out_the_templates_own_settings(monkeypatch):
+    """``env.flags`` lists what the user set; the template's settings are opbench's."""
+    from opbench.run.judge_template import TEMPLATE_ENV
+    from opbench.run.machine import environment
+
+    monkeypatch.setenv(TEMPLATE_ENV, '{"device": "cpu", "warm": []}')
+    monkeypatch.setenv("OPBENCH_PLAN_IN", "process")
+    flags = environment("cpu")["flags"]
+    assert flags.get("OPBENCH_PLAN_IN") == "process" and TEMPLATE_ENV not in flags

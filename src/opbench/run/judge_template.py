@@ -35,8 +35,8 @@ from opbench.run.warm_up import WARM_BY_SUITE
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "child_start", "context", "forked", "give_up", "plan_where", "start", "start_for_run",
-    "started_at", "template_settings",
+    "child_start", "context", "forked", "forks_wanted", "give_up", "plan_where", "start",
+    "start_for_run", "started_at", "template_settings",
 ]  # fmt: skip
 
 #: The template's settings, as the environment passes them to it (JSON: ``device``, the
@@ -52,7 +52,7 @@ def start(device: str, warm: tuple[str, ...] = ()) -> None:
     caller's ``warm`` modules are the ones preloaded). Returns at once: the template
     imports in the background, and the first fork waits for it."""
     with _lock:
-        if _state["started"] or _state["refused"]:
+        if _state["started"] or _state["refused"] or not forks_wanted():
             return
         os.environ[TEMPLATE_ENV] = json.dumps({"device": device, "warm": list(warm)})
         from multiprocessing import forkserver
@@ -61,6 +61,16 @@ def start(device: str, warm: tuple[str, ...] = ()) -> None:
         forkserver.ensure_running()
         _state["started"] = True
         _state["started_at"] = time.time()
+
+
+def forks_wanted() -> bool:
+    """``OPBENCH_JUDGE_FORKS``: ``1`` (the default) forks judging processes from the
+    template, ``0`` spawns each (as before 2026-11-28; the escape hatch should a fork
+    meet a library the template's warm-up cannot hide, as numba's ``cuInit`` was)."""
+    value = os.environ.get("OPBENCH_JUDGE_FORKS", "1")
+    if value not in ("0", "1"):
+        raise ValueError(f"OPBENCH_JUDGE_FORKS must be 0 or 1, not {value!r}")
+    return value == "1"
 
 
 def started_at() -> float | None:
@@ -97,9 +107,9 @@ def start_for_run(device: str, suite: str) -> None:
 def context(device: str, warm: tuple[str, ...] = ()) -> Any:
     """The multiprocessing context a judging process on ``device`` starts from: forks of
     the template (started here if no one has), or ``spawn`` once :func:`give_up` was
-    called."""
+    called or ``OPBENCH_JUDGE_FORKS=0`` (:func:`forks_wanted`)."""
     start(device, warm)
-    if _state["refused"]:
+    if _state["refused"] or not forks_wanted():
         return multiprocessing.get_context("spawn")
     return multiprocessing.get_context("forkserver")
 

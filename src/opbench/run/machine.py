@@ -53,7 +53,11 @@ def environment(device: str) -> dict[str, Any]:
             env["driver"] = None
     else:
         env["gpu"] = None
-    env["flags"] = {k: v for k, v in os.environ.items() if k.startswith(("OPBENCH_", "TRITON_"))}
+    from opbench.run.judge_template import TEMPLATE_ENV
+
+    # what the user set, not what opbench set for its own processes
+    env["flags"] = {k: v for k, v in os.environ.items()
+                    if k.startswith(("OPBENCH_", "TRITON_")) and k != TEMPLATE_ENV}  # fmt: skip
     return env
 
 
