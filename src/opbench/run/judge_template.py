@@ -18,6 +18,12 @@ database asks CUDA questions when a GPU is visible, so on a GPU the template see
 child puts the GPUs back before its first CUDA call (:func:`child_start`). A child that
 finds its CUDA unusable anyway fails to start; :class:`SlotJudge` then calls
 :func:`give_up` and spawns its processes as before, so the template can only cost time.
+
+Two things a fork inherits that the template must not do (both met on 4 x H200,
+2026-11-28; :mod:`opbench.run.judge_preload` avoids them): initialise CUDA by another
+door (numba's ``cuInit`` inside the OpInfo database's import: every fork died with SIGSEGV
+at its first CUDA call) and start an OpenMP team (dead in the fork, whose first parallel
+region then waits forever). ``OPBENCH_JUDGE_FORKS=0`` spawns every judging process.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ __all__ = [
 ]  # fmt: skip
 
 #: The template's settings, as the environment passes them to it (JSON: ``device``, the
-#: ``warm`` modules). Read in the template by :mod:`opbench.run.judge_preload`.
+#: ``warm`` entries). Read in the template by :mod:`opbench.run.judge_preload`.
 TEMPLATE_ENV = "OPBENCH_JUDGE_TEMPLATE"
 
 _lock = threading.Lock()
