@@ -186,9 +186,9 @@ class SlotJudge:
         report: dict[str, Any] = {"forked": self._processes[0].forked,
                                   "ready_s": round(got["ready_at"] - t0_unix, 2),
                                   "start_s": got["start_s"]}  # fmt: skip
-        template = got.get("template")
+        template = dict(got.get("template") or {})  # a copy: the answer is kept as sent
         launched = judge_template.started_at()
-        if template and "done_at" in template:
+        if "done_at" in template:
             report["template_done_s"] = round(template.pop("done_at") - t0_unix, 2)
             template.pop("started_at", None)
             report["template_steps_s"] = template
