@@ -2,7 +2,7 @@
 
 :func:`opbench.run.judge_template.start` names it as the ``forkserver``'s only preload,
 so it runs once, in the template process, before the first judging process is forked:
-it hides the GPUs (on a GPU run), imports torch, the judge and the suite's warm modules,
+it hides the GPUs (on a GPU run), imports torch, the judge and the suite's warm entries,
 and freezes what it imported so the forks do not copy it page by page. Nothing else
 imports it (outside the template its import does nothing, not even hide a GPU: it acts
 only where :data:`~opbench.run.judge_template.TEMPLATE_ENV` says it is the template).
@@ -35,7 +35,6 @@ def _warm_up() -> None:
     if not settings:
         return
     os.environ.update(template_env(dict(os.environ), settings.get("device", "cpu")))
-    TIMES["started_at"] = time.time()
     t0 = time.perf_counter()
     import torch
 

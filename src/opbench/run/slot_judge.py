@@ -190,7 +190,6 @@ class SlotJudge:
         launched = judge_template.started_at()
         if "done_at" in template:
             report["template_done_s"] = round(template.pop("done_at") - t0_unix, 2)
-            template.pop("started_at", None)
             report["template_steps_s"] = template
         if launched is not None and report["forked"]:
             report["template_launched_s"] = round(launched - t0_unix, 2)

@@ -303,10 +303,9 @@ def padded_planes(x5: torch.Tensor, top: int, bottom: int, left: int, right: int
 
 
 #: NCHW planes (1-D, 2-D, uniform taps) zero-padded first (:func:`padded_planes`: one
-#: read and one write of the input) so the direct
-#: kernel runs without bounds (``NO_BOUNDS``: unmasked loads), where the kernel has at
-#: least :data:`DW_PAD_MIN_TAPS` taps and the padded plane is at most
-#: :data:`DW_PAD_MAX_GROWTH` times the plane. On an H200 (2026-11-28,
+#: read and one write of the input) so the direct kernel runs without bounds
+#: (``NO_BOUNDS``: unmasked loads), where the kernel has at least :data:`DW_PAD_MIN_TAPS`
+#: taps and the padded plane is at most :data:`DW_PAD_MAX_GROWTH` times the plane. On an H200 (2026-11-28,
 #: ``dw-padded-h200-2026-11-28.md``, device time, the 8 most used depthwise rows of each
 #: half) the kernel itself ran 1.3-1.9x faster without bounds (``[32, 728, 19, 19]`` 3x3
 #: 62 -> 45 us, ``[32, 768, 32, 32]`` 7x7 842 -> 433), but the padding costs its own pass

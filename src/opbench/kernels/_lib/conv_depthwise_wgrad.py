@@ -210,8 +210,9 @@ def _dwg_plane_kernel(
     column) and forms its ``[taps, positions]`` gather offsets and bounds once; a step is
     then ``IMAGES`` images: A's ``[BLOCK_Q]`` row and B's gather, both at the image's
     offset (an image past the split's count masked off), one FMA an element into a
-    ``[BLOCK_T, BLOCK_Q]`` fp32 accumulator, summed over positions at the end. Partials (fp32) go to a workspace row ``pid_q * splits + split`` (``s_split``
-    apart) where there are several."""
+    ``[BLOCK_T, BLOCK_Q]`` fp32 accumulator, summed over positions at the end. Partials
+    (fp32) go to a workspace row ``pid_q * splits + split`` (``s_split`` apart) where
+    there are several."""
     c = tl.program_id(0)
     pid_q = tl.program_id(1)
     split = tl.program_id(2)
