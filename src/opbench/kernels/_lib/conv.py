@@ -49,7 +49,12 @@ from collections.abc import Sequence
 
 import torch
 
-from opbench.kernels._lib.conv_depthwise import _depthwise, no_bounds_pads, padded_planes
+from opbench.kernels._lib.conv_depthwise import (
+    _depthwise,
+    no_bounds_pads,
+    padded_planes,
+    taps_major,
+)
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
@@ -407,8 +412,12 @@ def convolution(
         inner = x.stride(1) == 1 and C_in > 1  # channels-last: channels contiguous
         stride3 = [sd, sh, sw]
         bp, bc, warps = _dw_blocks(M, C_out, inner)
-        if w.stride()[2:] != (KH * KW, KW, 1) and w.numel() > 0:
-            w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
+        if inner:  # a tap's channels contiguous (a small copy)
+            w, w_strides = taps_major(w)
+        else:
+            if w.stride()[2:] != (KH * KW, KW, 1) and w.numel() > 0:
+                w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
+            w_strides = (*w.stride()[:2], 1)
         uniform = not transposed or stride3 == [1, 1, 1]
         pads = None
         if uniform and not inner and spatial < 3:
@@ -422,7 +431,7 @@ def convolution(
         _depthwise(
             (cdiv(M, bp), cdiv(C_out, bc)),
             (x, w, bias if bias is not None else y, y, M, C_out,
-             D, H, W, OD, OH, OW, pd, ph, pw, *x.stride(), *w.stride()[:2], *y.stride()),
+             D, H, W, OD, OH, OW, pd, ph, pw, *x.stride(), *w_strides, *y.stride()),
             CIN_G=cin_g, COUT_G=cout_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw,
             DD=dd, DH=dh, DW=dw,
             TRANSPOSED=bool(transposed), SGN=-1 if transposed else 1,

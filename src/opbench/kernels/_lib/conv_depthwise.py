@@ -31,7 +31,7 @@ from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_
 
 __all__ = [
     "DW_PADDED", "DW_PAD_MAX_GROWTH", "DW_PAD_MIN_TAPS", "SPECIALIZED", "_depthwise",
-    "no_bounds_pads", "padded_planes",
+    "no_bounds_pads", "padded_planes", "taps_major",
 ]  # fmt: skip
 
 #: Integers Triton specializes (``== 1``, divisible by 16): the output channel count
@@ -39,7 +39,8 @@ __all__ = [
 #: tile knows its channels contiguous (stride 1, a constant) and each position's row
 #: 16-byte aligned, which is what lets it load and store 8 f16 channels at once.
 SPECIALIZED = (
-    "C_OUT", "xs0", "xs1", "xs2", "xs3", "xs4", "ys0", "ys1", "ys2", "ys3", "ys4",
+    "C_OUT", "xs0", "xs1", "xs2", "xs3", "xs4", "ws0", "ws1", "wst",
+    "ys0", "ys1", "ys2", "ys3", "ys4",
 )  # fmt: skip
 
 
@@ -108,7 +109,7 @@ def _depthwise_kernel(
     D: tl.int64, H: tl.int64, W: tl.int64, OD: tl.int64, OH: tl.int64, OW: tl.int64,
     pd: tl.int64, ph: tl.int64, pw: tl.int64,
     xs0: tl.int64, xs1: tl.int64, xs2: tl.int64, xs3: tl.int64, xs4: tl.int64,
-    ws0: tl.int64, ws1: tl.int64,
+    ws0: tl.int64, ws1: tl.int64, wst: tl.int64,
     ys0: tl.int64, ys1: tl.int64, ys2: tl.int64, ys3: tl.int64, ys4: tl.int64,
     CIN_G: tl.constexpr, COUT_G: tl.constexpr,
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
@@ -122,8 +123,13 @@ def _depthwise_kernel(
     """``y[m, co] = sum over j < CIN_G and kernel positions k of x[m moved by k,
     g*CIN_G + j] * w(co, j, k)`` with ``g = co // COUT_G`` (a group's ``CIN_G`` input and
     ``COUT_G`` output channels, one of them 1 where :mod:`conv` routes here), ``w`` the
-    weight ``[C_out, CIN_G, k...]`` or, transposed, ``[C_in, COUT_G, k...]``, its taps
-    dense (``ws0``, ``ws1``: its channel strides).
+    weight ``[C_out, CIN_G, k...]`` or, transposed, ``[C_in, COUT_G, k...]`` (``ws0``,
+    ``ws1``: its channel strides), its taps ``wst`` apart: dense (1) over NCHW, so a
+    row's taps are immediate offsets; tap-major over channels-last (``conv`` passes the
+    ``[k..., C, j]`` copy of :func:`taps_major`), so a tap's weights are a contiguous
+    vector in the tile's own channel layout. Read ``ws0`` apart instead, Triton 3.9 loaded
+    one weight a thread and moved it into that layout through shared memory between two
+    barriers, every tap (sm_90 SASS: 16 ``BAR.SYNC`` in the 7x7 row loop).
 
     Grid: (position tiles over ``M = N x output volume``, channel tiles). Forward: input
     position ``o * stride - pad + k * dilation``; transposed: ``(o + pad - k * dilation) /
@@ -145,7 +151,7 @@ def _depthwise_kernel(
     D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
     OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
     xs0, xs1, xs2, xs3, xs4 = _sidx5(xs0, xs1, xs2, xs3, xs4, BIG)
-    ws0, ws1 = _idx(ws0, BIG), _idx(ws1, BIG)
+    ws0, ws1, wst = _sidx(ws0, BIG), _sidx(ws1, BIG), _sidx(wst, BIG)
     ys0, ys1, ys2, ys3, ys4 = _sidx5(ys0, ys1, ys2, ys3, ys4, BIG)
     rp = _idx(pid_p, BIG) * BLOCK_P + tl.arange(0, BLOCK_P)
     co = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -158,13 +164,13 @@ def _depthwise_kernel(
     # a tile's channels past C_OUT read the last one's weights (and over NCHW its input):
     # their loads need no channel mask, only the store does. Channels-last loads keep the
     # mask instead, which the specialized C_OUT proves constant over 16 channels (a
-    # clamped index would hide their contiguity)
-    cw = tl.minimum(co, C_OUT - 1)
-    gw = cw // COUT_G  # a constant divisor (1 for depthwise forward and input gradients)
+    # clamped index would hide their contiguity), and so do their weight loads
     if CHANNELS_INNER:
-        g = co // COUT_G
+        cw = co
     else:
-        g = gw
+        cw = tl.minimum(co, C_OUT - 1)
+    gw = cw // COUT_G  # a constant divisor (1 for depthwise forward and input gradients)
+    g = gw
     if TRANSPOSED:  # the numerator o + pad - k * dilation, divided by the stride
         bd, bh, bw = od + _idx(pd, BIG), oh + _idx(ph, BIG), ow + _idx(pw, BIG)
     else:
@@ -183,6 +189,11 @@ def _depthwise_kernel(
         w_step = ws1
     if CHANNELS_INNER:
         acc = tl.full([BLOCK_P, BLOCK_C], 0, tl.float32)
+        # a tap's weights as a whole tile (each position's row the same channels): a
+        # [BLOCK_C] vector would load one weight a thread and reach the tile's layout
+        # through shared memory and two barriers a tap
+        w_tile = tl.broadcast_to(w_ptr + w_chan[None, :], [BLOCK_P, BLOCK_C])
+        c_tile = tl.broadcast_to(c_ok[None, :], [BLOCK_P, BLOCK_C])
     else:
         acc = tl.full([BLOCK_C, BLOCK_P], 0, tl.float32)
     for _j in range(CIN_G):  # the group's input channels (xp, w_chan step)
@@ -231,12 +242,22 @@ def _depthwise_kernel(
                         xt = tl.load(ptrs)
                     else:
                         xt = tl.load(ptrs, mask=_per_position(ok, CHANNELS_INNER), other=0.0)
-                    # the taps are dense (conv.py sees to it): kw is an immediate offset
+                    # NCHW: the taps dense (wst 1; conv.py sees to it), kw an immediate
+                    # offset; channels-last: tap-major, a tap's channels contiguous
                     tap = (kd * KH + kh) * KW + kw
-                    wt = tl.load(w_ptr + w_chan + tap).to(tl.float32)
-                    acc += xt.to(tl.float32) * _per_channel(wt, CHANNELS_INNER)
+                    if CHANNELS_INNER:
+                        wt = tl.load(w_tile + tap * wst, mask=c_tile, other=0.0)
+                    else:
+                        wt = tl.load(w_ptr + w_chan + tap * wst)
+                    wt = wt.to(tl.float32)
+                    if CHANNELS_INNER:
+                        acc += xt.to(tl.float32) * wt
+                    else:
+                        acc += xt.to(tl.float32) * _per_channel(wt, CHANNELS_INNER)
         xp += xs1
         w_chan += w_step
+        if CHANNELS_INNER:
+            w_tile += w_step
     if HAS_BIAS:
         bias = tl.load(b_ptr + co, mask=c_ok, other=0.0).to(tl.float32)
         acc += _per_channel(bias, CHANNELS_INNER)
@@ -248,6 +269,14 @@ def _depthwise_kernel(
 
 
 _depthwise = Launcher(_depthwise_kernel, specialize=SPECIALIZED)
+
+
+def taps_major(w5: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int, int]]:
+    """A ``[A, B, KD, KH, KW]`` weight as the dense ``[KD, KH, KW, A, B]`` copy the
+    channels-last kernel reads, with its (A, B, tap) strides for ``ws0``, ``ws1``,
+    ``wst`` (a small copy: ``A x B x taps`` elements)."""
+    a, b = w5.shape[:2]
+    return w5.permute(2, 3, 4, 0, 1).contiguous(), (b, 1, a * b)
 
 
 @jit_unspecialized
