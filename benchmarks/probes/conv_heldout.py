@@ -58,6 +58,7 @@ PATHS = {
     ("conv_nhwc_wgrad", "_nhwc_wgrad"): "weight grad (channels-last)",
     ("conv", "_wgrad"): "weight grad (implicit GEMM)",
     ("conv_depthwise_wgrad", "_dwg"): "depthwise weight grad (direct)",
+    ("conv_depthwise_wgrad_rows", "_dwg_rows"): "depthwise weight grad (tap rows)",
     ("conv_depthwise_wgrad", "_dwg_plane"): "depthwise weight grad (plane)",
 }
 

@@ -16,6 +16,7 @@ from opbench.kernels._lib import (  # noqa: E402
     conv,
     conv_depthwise,
     conv_depthwise_wgrad,
+    conv_depthwise_wgrad_rows,
     conv_pointwise,
 )
 
@@ -442,29 +443,58 @@ def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(
-    "layout,plane",
-    # channels-last inputs take the flattened kernel whatever DWG_PLANE says
-    [("contiguous", True), ("contiguous", False), ("channels_last", True)],
-    ids=["contiguous-plane", "contiguous-flat", "channels_last"],
-)
+    "layout,plane,tap_rows",
+    # channels-last inputs take the tap-row kernel (2-D) or the flattened one whatever
+    # DWG_PLANE says
+    [("contiguous", True, True), ("contiguous", False, True), ("channels_last", True, True),
+     ("channels_last", True, False)],
+    ids=["contiguous-plane", "contiguous-flat", "channels_last-rows", "channels_last-flat"],
+)  # fmt: skip
 @pytest.mark.parametrize("case", list(DW_CASES))
-def test_depthwise_weight_gradient(case: str, layout: str, plane: bool, dtype: torch.dtype,
-                                   monkeypatch) -> None:  # fmt: skip
+def test_depthwise_weight_gradient(case: str, layout: str, plane: bool, tap_rows: bool,
+                                   dtype: torch.dtype, monkeypatch) -> None:  # fmt: skip
     """The weight gradient of a depthwise convolution (one gathered channel a weight
     row) goes through a direct kernel: the plane kernel where the summed tensor's
-    positions are contiguous and ``DWG_PLANE`` is on, else the flattened-position one; a
-    transposed one whose rows read several channels stays on the implicit GEMM. Against
-    eager and float64."""
+    positions are contiguous and ``DWG_PLANE`` is on, the tap-row kernel where its
+    channels are (2-D, ``DWG_ROWS`` on), else the flattened-position one; a transposed
+    one whose rows read several channels stays on the implicit GEMM. Against eager and
+    float64."""
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", plane)
+    monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS", tap_rows)
     flat, planes = _count_dwg(monkeypatch), _count_dwg_plane(monkeypatch)
+    rows = _launch_grids(monkeypatch, conv_depthwise_wgrad_rows, "_dwg_rows")
     args = _dw_weight_grad_args(case, dtype, layout)
     got = conv.convolution_backward(*args)
     direct = 0 if args[2].shape[1] > 1 else 1
     a = args[0]
     pos_inner = a.stride(-1) == 1 and a.stride(1) != 1
     assert len(planes) == (direct if plane and pos_inner else 0)
-    assert len(flat) == direct - len(planes)
+    channels_inner = a.stride(1) == 1 and a.shape[1] > 1 and a.dim() < 5
+    assert len(rows) == (direct if tap_rows and channels_inner and not planes else 0), rows
+    assert len(flat) == direct - len(planes) - len(rows)
     assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_depthwise_weight_gradient_tap_rows_split(dtype: torch.dtype, monkeypatch) -> None:
+    """The tap-row kernel over several channel tiles (masked edge), padded taps of a row
+    and several splits of the positions, strided and dilated: against eager, and two
+    calls give the same bits (the partials are summed in a fixed order)."""
+    monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS_BLOCK_C", 8)
+    monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS_TILE", 128)
+    monkeypatch.setattr(conv_depthwise_wgrad_rows, "rows_splits", lambda tiles, iters, sms: 3)
+    grids = _launch_grids(monkeypatch, conv_depthwise_wgrad_rows, "_dwg_rows")
+    x = _r((3, 12, 9, 8), dtype, 31).to(memory_format=torch.channels_last)
+    w = _r((12, 1, 3, 5), dtype, 32)
+    rest = [[2, 1], [1, 2], [1, 1], False, [0, 0], 12]
+    y = aten.convolution(x, w, None, *rest)
+    gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 33))
+    args = [gy, x, w, None, *rest, [False, True, False]]
+    got = conv.convolution_backward(*args)
+    assert grids and grids[0] == (3, 2, 3), grids  # kernel rows, channel tiles, splits
+    assert_matches(got, aten.convolution_backward, *args)
+    assert torch.equal(got[1], conv.convolution_backward(*args)[1])
 
 
 @pytest.mark.slow
@@ -475,6 +505,7 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     tiles make several splits and channel tiles, with masked edges) and the partials
     summed in a fixed order: two calls give the same bits."""
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", False)
+    monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS", False)
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_TILE", 64)
     monkeypatch.setattr(conv_depthwise_wgrad, "dwg_splits", lambda tiles, iters, sms: 3)
     grids = _count_dwg(monkeypatch)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
+from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
 from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan, sum_split_partials
@@ -341,6 +342,9 @@ def depthwise_weight_grad(
     if DWG_PLANE and pos_inner:
         _plane_weight_grad(a5, b5, dw, w5, r_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw_),
                            spatial == 3, big, kahan)  # fmt: skip
+        return
+    if rows.DWG_ROWS and spatial < 3 and a5.stride(1) == 1 and C > 1:  # channels-last planes
+        rows.rows_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big)
         return
     bt, bc, bp = dwg_blocks(KD * KH * KW, C, pos_inner, DWG_TILE // 2 if kahan else DWG_TILE)
     tiles = cdiv(C, bc)
