@@ -139,12 +139,17 @@ DW_BLOCK_P = 256
 DW_WARPS = 4
 #: The same over channels-last inputs: ``DW_BLOCK_P_CL`` positions x ``DW_BLOCK_C_CL``
 #: channels, the channels contiguous (8 f16 channels a 16-byte load where the channel
-#: count and strides are multiples of 16). 7x7 over [32, 512, 14, 14] f16: 16x128 142
-#: registers, no spills, 16-byte input loads and output stores, 3.5 instructions a tap
-#: and element; 32x64 4.2, 64x64 3.6 at 198 registers.
-DW_BLOCK_P_CL = 16
-DW_BLOCK_C_CL = 128
-DW_WARPS_CL = 4
+#: count and strides are multiples of 16). Timed on an H200 (2026-11-28, Triton 3.6,
+#: ``benchmarks/results/conv-cl-depthwise-h200-2026-11-28.md``, ``do_bench`` of the
+#: forward): on the tuning half's ``[32, 64, 56, 56]`` 3x3 row 4x64 on 2 warps 0.64x eager
+#: (16x128, the SASS-counted pick before: 0.23x; 2x128 0.51x, 8x128 0.44x); held out,
+#: ``[32, 512, 14, 14]`` 7x7 0.34x (16x128: 0.12x; the best, 2x256: 0.38x). Triton 3.6
+#: gave 16x128 255 registers and 12 spilled (3.9: 142), 8x128 158, 4x64 78. Still far
+#: from cuDNN: a tile of a few positions reuses little of its taps' input in L1, and its
+#: neighbours run on other multiprocessors (a 2-D tile of rows x columns is the next step).
+DW_BLOCK_P_CL = 4
+DW_BLOCK_C_CL = 64
+DW_WARPS_CL = 2
 #: Largest channel multiplier (output channels per input channel, or for the transposed
 #: kernel of an input gradient input channels per output channel) the direct kernel
 #: takes; its taps are unrolled and its channels summed one by one.

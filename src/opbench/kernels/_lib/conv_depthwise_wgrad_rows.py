@@ -49,10 +49,15 @@ __all__ = ["DWG_ROWS", "DWG_ROWS_BLOCK_C", "DWG_ROWS_TILE", "rows_blocks", "rows
 DWG_ROWS = True
 #: Channels a program (a multiple of 8: one 16-byte f16 load), elements of its tile
 #: (taps of a row x positions x channels; half as many in float32, whose compensation
-#: takes as many registers again) and warps. Untimed first guesses (2026-11-28).
+#: takes as many registers again) and warps. Timed on an H200 (2026-11-28, Triton 3.6,
+#: ``benchmarks/results/conv-cl-depthwise-h200-2026-11-28.md``): on the tuning half's
+#: ``[32, 64, 56, 56]`` 3x3 row 1024 x 64 channels on 4 warps 0.21x eager's weight
+#: gradient (4096 x 64 on 8 warps, the first guess: 0.15x; 2048: 0.15x; 1024 x 128: 0.21x);
+#: held out, ``[32, 512, 14, 14]`` 7x7 0.14x (620 us -> 273 us; cuDNN 39 us). Like the
+#: forward kernel, far from cuDNN: each program's few positions reuse little in L1.
 DWG_ROWS_BLOCK_C = 64
-DWG_ROWS_TILE = 4096
-DWG_ROWS_WARPS = 8
+DWG_ROWS_TILE = 1024
+DWG_ROWS_WARPS = 4
 #: Programs a multiprocessor the positions are split for (at least 8 steps each).
 DWG_ROWS_PROGRAMS_PER_SM = 4
 
