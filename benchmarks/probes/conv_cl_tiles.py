@@ -20,12 +20,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 SHAPES = (((32, 128, 56, 56), 7), ((32, 512, 14, 14), 7), ((32, 64, 56, 56), 3))
-#: (positions, channels, warps) of the forward kernel
-FORWARD_TILES = ((1, 128, 4), (2, 128, 4), (4, 128, 4), (8, 128, 4), (16, 128, 4), (8, 64, 2),
-                 (16, 64, 4), (4, 64, 2), (8, 256, 8), (2, 256, 4), (4, 256, 8))  # fmt: skip
-#: (tile, channels, warps) of the tap-row weight gradient
-WGRAD_TILES = ((4096, 64, 8), (1024, 64, 4), (2048, 64, 4), (512, 64, 2), (1024, 128, 4),
-               (2048, 32, 4), (256, 64, 1))  # fmt: skip
+#: (positions, channels, warps, pipeline stages) of the forward kernel
+FORWARD_TILES = ((4, 64, 2, 3), (4, 64, 2, 1), (8, 64, 2, 1), (8, 128, 4, 1), (16, 128, 4, 1),
+                 (4, 128, 2, 1), (2, 256, 4, 1), (8, 256, 8, 1), (16, 64, 4, 1), (4, 256, 4, 1),
+                 (8, 64, 2, 2))  # fmt: skip
+#: (tile, channels, warps, pipeline stages) of the tap-row weight gradient
+WGRAD_TILES = ((1024, 64, 4, 3), (1024, 64, 4, 1), (2048, 64, 4, 1), (4096, 64, 8, 1),
+               (2048, 128, 4, 1), (1024, 64, 2, 1), (2048, 64, 8, 1))  # fmt: skip
 
 
 def compiled_stats(launcher: Any) -> list[dict[str, Any]]:
@@ -63,25 +64,29 @@ def main() -> None:
                     "eager_nchw": do_bench(functools.partial(aten.convolution, xc, w, b, *rest)),
                     "ours_nchw": do_bench(functools.partial(conv.convolution, xc, w, b, *rest))})  # fmt: skip
         print(res[-1], flush=True)
-        for p, c, warps in FORWARD_TILES:
+        for p, c, warps, stages in FORWARD_TILES:
             conv.DW_BLOCK_P_CL, conv.DW_BLOCK_C_CL, conv.DW_WARPS_CL = p, c, warps
+            conv.DW_STAGES_CL = stages
             y = conv.convolution(x, w, b, *rest)
             ok = torch.allclose(
                 y.float(), aten.convolution(x, w, b, *rest).float(), atol=5e-2, rtol=1e-2
             )
             t = do_bench(functools.partial(conv.convolution, x, w, b, *rest))
-            res.append({"shape": shape, "k": k, "P": p, "C": c, "warps": warps, "ms": t,
+            res.append({"shape": shape, "k": k, "P": p, "C": c, "warps": warps,
+                        "stages": stages, "ms": t,
                         "vs_eager": eager / t, "ok": ok, "stats": compiled_stats(conv_depthwise._depthwise)})  # fmt: skip
             print(res[-1], flush=True)
         gy = torch.randn_like(x)
         mask = [False, True, False]
         ours = functools.partial(conv.convolution_backward, gy, x, w, None, *rest, mask)
         theirs = functools.partial(aten.convolution_backward, gy, x, w, None, *rest, mask)
-        for tile, c, warps in WGRAD_TILES:
+        for tile, c, warps, stages in WGRAD_TILES:
             rows.DWG_ROWS_TILE, rows.DWG_ROWS_BLOCK_C, rows.DWG_ROWS_WARPS = tile, c, warps
+            rows.DWG_ROWS_STAGES = stages
             ours()
             t, te = do_bench(ours), do_bench(theirs)
             res.append({"shape": shape, "k": k, "wgrad_tile": tile, "bc": c, "warps": warps,
+                        "stages": stages,
                         "ms": t, "eager_ms": te, "vs_eager": te / t,
                         "stats": compiled_stats(rows._dwg_rows)})  # fmt: skip
             print(res[-1], flush=True)

@@ -58,6 +58,9 @@ DWG_ROWS = True
 DWG_ROWS_BLOCK_C = 64
 DWG_ROWS_TILE = 1024
 DWG_ROWS_WARPS = 4
+#: Software-pipeline stages of the loop over position blocks (Triton's default): 1 and 3
+#: the same on the H200 (``conv-cl-depthwise-h200-2026-11-28-stages.json``).
+DWG_ROWS_STAGES = 3
 #: Programs a multiprocessor the positions are split for (at least 8 steps each).
 DWG_ROWS_PROGRAMS_PER_SM = 4
 
@@ -193,7 +196,7 @@ def rows_weight_grad(
          PH, PW, QH, QW, padding[0], padding[1], dilation[0], dilation[1],
          as0, as1, as3, as4, bs0, bs1, bs3, bs4, w5.stride(0), w5.stride(3), w5.stride(4)),
         KW=KW, SH=stride[0], SW=stride[1], BIG=big, KAHAN=kahan,
-        BLOCK_W=bw, BLOCK_P=bp, BLOCK_C=bc, num_warps=DWG_ROWS_WARPS,
+        BLOCK_W=bw, BLOCK_P=bp, BLOCK_C=bc, num_warps=DWG_ROWS_WARPS, num_stages=DWG_ROWS_STAGES,
     )  # fmt: skip
     if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
         sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
