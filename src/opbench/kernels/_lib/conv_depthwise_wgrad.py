@@ -323,10 +323,12 @@ def depthwise_weight_grad(
     stride: list[int], padding: list[int], dilation: list[int], spatial: int, big: bool,
 ) -> None:  # fmt: skip
     """``dw`` (``w5`` its 5-D view, ``[C, 1, KD, KH, KW]``) from ``a5`` (the summed
-    tensor, 5-D) and ``b5`` (the gathered one): the direct kernel above, split over the
-    positions as :func:`dwg_splits` says (evened out by matmul's
-    :func:`~opbench.kernels._lib.matmul.split_plan`)
-    (``r_g``: the weight's rows a gathered channel feeds, the channel multiplier; ``big``:
+    tensor, 5-D) and ``b5`` (the gathered one): the plane kernel where the positions are
+    contiguous (:data:`DWG_PLANE`), the tap-row kernel of
+    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` where the channels are (2-D,
+    ``DWG_ROWS``), else the flattened kernel above, split over the positions as
+    :func:`dwg_splits` says (evened out by matmul's
+    :func:`~opbench.kernels._lib.matmul.split_plan`) (``r_g``: the weight's rows a gathered channel feeds, the channel multiplier; ``big``:
     64-bit offsets)."""
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
     sd, sh, sw = one3 + list(stride)
