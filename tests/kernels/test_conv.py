@@ -365,6 +365,17 @@ def _tap_reads(transposed: bool, o: int, k: int, s: int, p: int, d: int) -> list
     return [oo * s - p + kk * d for oo in range(o) for kk in range(k)]
 
 
+@pytest.mark.parametrize("weight_tile", [True, False], ids=["weight-tile", "weight-vector"])
+@pytest.mark.parametrize("case", ["2d_mult3", "2d_transposed_mult2", "2d_stride2_dilated"])
+def test_channels_last_weight_reads(case: str, weight_tile: bool, monkeypatch) -> None:
+    """Channels-last, the direct kernel reads a tap's weights (a tap-major copy) either as
+    a whole tile or as a vector (``DW_WEIGHT_TILE_CL``): both against eager and float64,
+    channel multipliers and a transposed convolution included."""
+    monkeypatch.setattr(conv, "DW_WEIGHT_TILE_CL", weight_tile)
+    args = _dw_args(case, torch.float32, "channels_last")
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+
+
 @pytest.mark.parametrize("transposed", [False, True], ids=["forward", "transposed"])
 def test_depthwise_pads_hold_every_tap(transposed: bool, monkeypatch) -> None:
     """``no_bounds_pads``: over many geometries, every tap of every output position, moved by

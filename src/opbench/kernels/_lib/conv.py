@@ -150,12 +150,14 @@ DW_WARPS = 4
 DW_BLOCK_P_CL = 4
 DW_BLOCK_C_CL = 64
 DW_WARPS_CL = 2
-#: Software-pipeline stages Triton may give the direct kernel's loop over kernel rows
-#: (its default, 3). Channels-last on the H200 (2026-11-28, ``conv_cl_tiles.py``,
-#: ``conv-cl-depthwise-h200-2026-11-28-stages.json``): 1, 2 and 3 the same time and
-#: registers for every tile (Triton 3.6 pipelines no load of this loop).
+#: Pipeline stages of the direct kernel's loop over kernel rows: channels-last, 1-3 timed
+#: the same on the H200 (``conv-cl-depthwise-h200-2026-11-28-stages.json``).
 DW_STAGES = 3
 DW_STAGES_CL = 3
+#: Channels-last: a tap's weights as a whole tile (a load an element) or (off) a vector put
+#: in the tile's layout through shared memory: on the H200 the vector 0.385x eager against
+#: 0.336x (``[32, 512, 14, 14]`` 7x7), 0.659 against 0.632 (``[128, 64, 56, 56]`` 3x3).
+DW_WEIGHT_TILE_CL = False
 #: Largest channel multiplier (output channels per input channel, or for the transposed
 #: kernel of an input gradient input channels per output channel) the direct kernel
 #: takes; its taps are unrolled and its channels summed one by one.
@@ -449,7 +451,7 @@ def convolution(
             UNIFORM=uniform, HAS_D=spatial == 3, HAS_BIAS=bias is not None,
             BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
             NO_BOUNDS=pads is not None, BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
-            num_stages=DW_STAGES_CL if inner else DW_STAGES,
+            num_stages=DW_STAGES_CL if inner else DW_STAGES, W_TILE=DW_WEIGHT_TILE_CL,
         )  # fmt: skip
         return out
     if nhwc_convolution(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],

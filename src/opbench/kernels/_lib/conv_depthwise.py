@@ -117,7 +117,7 @@ def _depthwise_kernel(
     DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
     TRANSPOSED: tl.constexpr, SGN: tl.constexpr, UNIFORM: tl.constexpr,
     HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, BIG: tl.constexpr,
-    CHANNELS_INNER: tl.constexpr, NO_BOUNDS: tl.constexpr,
+    CHANNELS_INNER: tl.constexpr, NO_BOUNDS: tl.constexpr, W_TILE: tl.constexpr,
     BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """``y[m, co] = sum over j < CIN_G and kernel positions k of x[m moved by k,
@@ -126,10 +126,12 @@ def _depthwise_kernel(
     weight ``[C_out, CIN_G, k...]`` or, transposed, ``[C_in, COUT_G, k...]`` (``ws0``,
     ``ws1``: its channel strides), its taps ``wst`` apart: dense (1) over NCHW, so a
     row's taps are immediate offsets; tap-major over channels-last (``conv`` passes the
-    ``[k..., C, j]`` copy of :func:`taps_major`), so a tap's weights are a contiguous
-    vector in the tile's own channel layout. Read ``ws0`` apart instead, Triton 3.9 loaded
-    one weight a thread and moved it into that layout through shared memory between two
-    barriers, every tap (sm_90 SASS: 16 ``BAR.SYNC`` in the 7x7 row loop).
+    ``[k..., C, j]`` copy of :func:`taps_major`), so a tap's weights are contiguous. Read
+    as a ``[BLOCK_C]`` vector (``W_TILE`` off), Triton loads one weight a thread and moves
+    it into the tile's layout through shared memory between two barriers, every tap
+    (sm_90 SASS: 16 ``BAR.SYNC`` in the 7x7 row loop); ``W_TILE`` reads them as a whole
+    ``[BLOCK_P, BLOCK_C]`` tile in the tile's layout (no barrier, a load an element),
+    which timed slower on the H200 (``conv.DW_WEIGHT_TILE_CL``).
 
     Grid: (position tiles over ``M = N x output volume``, channel tiles). Forward: input
     position ``o * stride - pad + k * dilation``; transposed: ``(o + pad - k * dilation) /
@@ -245,12 +247,14 @@ def _depthwise_kernel(
                     # NCHW: the taps dense (wst 1; conv.py sees to it), kw an immediate
                     # offset; channels-last: tap-major, a tap's channels contiguous
                     tap = (kd * KH + kh) * KW + kw
-                    if CHANNELS_INNER:
+                    if CHANNELS_INNER and W_TILE:
                         wt = tl.load(w_tile + tap * wst, mask=c_tile, other=0.0)
+                    elif CHANNELS_INNER:
+                        wt = tl.load(w_ptr + w_chan + tap * wst, mask=c_ok, other=0.0)
                     else:
                         wt = tl.load(w_ptr + w_chan + tap * wst)
                     wt = wt.to(tl.float32)
-                    if CHANNELS_INNER:
+                    if CHANNELS_INNER and W_TILE:
                         acc += xt.to(tl.float32) * wt
                     else:
                         acc += xt.to(tl.float32) * _per_channel(wt, CHANNELS_INNER)
