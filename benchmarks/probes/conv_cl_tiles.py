@@ -1,6 +1,7 @@
 """Tiles of the channels-last depthwise kernels on an H200, timed one by one, with what
 Triton made of each (registers, spills): the forward (``conv.DW_*_CL``) and the tap-row
-weight gradient (``conv_depthwise_wgrad_rows.DWG_ROWS_*``) on three traced shapes, beside
+weight gradient (``conv_depthwise_wgrad_rows.DWG_ROWS_*``) on three traced shapes, and the
+forward's two weight reads (``conv.DW_WEIGHT_TILE_CL``) at the committed tile, beside
 eager (cuDNN) in both layouts and the NCHW kernel. ``triton.testing.do_bench`` medians of
 whole calls (host gaps included: small beside these kernels' 50-1500 us).
 
@@ -53,6 +54,8 @@ def main() -> None:
 
     aten = torch.ops.aten
     res: list[dict[str, Any]] = []
+    defaults = (conv.DW_BLOCK_P_CL, conv.DW_BLOCK_C_CL, conv.DW_WARPS_CL, conv.DW_STAGES_CL)
+    weight_read = conv.DW_WEIGHT_TILE_CL
     for shape, k in SHAPES:
         xc = torch.randn(shape, device="cuda", dtype=torch.float16)
         x = xc.to(memory_format=torch.channels_last)
@@ -76,6 +79,14 @@ def main() -> None:
                         "stages": stages, "ms": t,
                         "vs_eager": eager / t, "ok": ok, "stats": compiled_stats(conv_depthwise._depthwise)})  # fmt: skip
             print(res[-1], flush=True)
+        conv.DW_BLOCK_P_CL, conv.DW_BLOCK_C_CL, conv.DW_WARPS_CL, conv.DW_STAGES_CL = defaults
+        for weight_tile in (True, False):  # a tap's weights as a tile or as a vector
+            conv.DW_WEIGHT_TILE_CL = weight_tile
+            t = do_bench(functools.partial(conv.convolution, x, w, b, *rest))
+            res.append({"shape": shape, "k": k, "weight_tile": weight_tile, "ms": t,
+                        "vs_eager": eager / t})  # fmt: skip
+            print(res[-1], flush=True)
+        conv.DW_WEIGHT_TILE_CL = weight_read
         gy = torch.randn_like(x)
         mask = [False, True, False]
         ours = functools.partial(conv.convolution_backward, gy, x, w, None, *rest, mask)
