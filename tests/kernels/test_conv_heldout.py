@@ -113,3 +113,13 @@ def test_variants_are_served_and_checked_apart(conv_heldout, tmp_path):
     table = conv_heldout.summarize([m, skipped])
     assert {t["path"] for t in table} >= {"[general] all", "[general] implicit GEMM"}
     assert next(t for t in table if t["path"] == "all")["rows"] == 1
+
+
+def test_a_channels_last_depthwise_backward_is_served_by_the_tap_rows(conv_heldout):
+    """The path of a channels-last depthwise weight gradient names its own kernel."""
+    cl = "T([2, 16, 8, 8], f32, stride=(1024, 1, 128, 16))"
+    args = f"(({cl}, {cl}, T([16, 1, 3, 3], f32), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 16, [True, True, False]), {{}})"  # fmt: skip
+    row = {"half": "heldout", "op": "convolution_backward.default", "args": args, "weight": 1}
+    m = conv_heldout.measure(row, "cpu")
+    assert m["path"] == "depthwise (direct) + depthwise weight grad (tap rows)", m
+    assert m["correct"]
