@@ -19,6 +19,7 @@ from opbench.kernels._lib import (  # noqa: E402
     conv_depthwise_wgrad_rows,
     conv_pointwise,
 )
+from opbench.kernels._lib.launch import cdiv  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -417,6 +418,37 @@ def test_depthwise_padding_only_where_it_paid() -> None:
     assert pads(False, [32, 32], [32, 32], [7, 7], [1, 1], [3, 3], [1, 1]) is not None
     assert pads(False, [42, 42], [42, 42], [3, 3], [1, 1], [1, 1], [1, 1]) is None
     assert pads(False, [7, 7], [7, 7], [5, 5], [1, 1], [2, 2], [1, 1]) is None  # 2.5x area
+
+
+def test_depthwise_plans_are_kept_per_call_and_settings(monkeypatch) -> None:
+    """A depthwise convolution's launch plan is kept per distinct call, and a setting that
+    changes (the padding rule here, a tile there) gives a new plan, not the kept one:
+    the second call returns the same plan object; with ``DW_PADDED`` off the 5x5 planes
+    are no longer padded; the grid follows ``BLOCK_P``."""
+    x = _r((2, 6, 21, 21), torch.float32, 41)
+    x5, w5 = x.unsqueeze(2), _r((6, 1, 1, 5, 5), torch.float32, 42)
+    y5 = torch.empty((2, 6, 1, 21, 21))
+
+    def plan(tiles=(64, 4, 4, 3, False)):
+        return conv_depthwise.depthwise_plan(
+            tuple(x5.shape), x5.stride(), tuple(w5.shape), w5.stride(), tuple(y5.shape),
+            y5.stride(), 1, 1, (1, 1, 1), (0, 2, 2), (1, 1, 1), False, 2, False, 2**31, tiles)  # fmt: skip
+
+    first = plan()
+    assert plan() is first and first.pads is not None and first.weight == "as_is"
+    assert first.consts["NO_BOUNDS"] and first.ints[3:5] == (25, 25)  # the padded plane
+    monkeypatch.setattr(conv_depthwise, "DW_PADDED", False)
+    bounded = plan()
+    assert bounded.pads is None and not bounded.consts["NO_BOUNDS"]
+    assert bounded.ints[3:5] == (21, 21) and bounded.ints[9:11] == (2, 2)
+    assert plan((32, 4, 4, 3, False)).grid == (cdiv(2 * 21 * 21, 32), 2)
+    cl = x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)  # channels-last
+    taps = conv_depthwise.depthwise_plan(
+        tuple(cl.shape), cl.stride(), tuple(w5.shape), w5.stride(), tuple(y5.shape),
+        y5.stride(), 1, 1, (1, 1, 1), (0, 2, 2), (1, 1, 1), False, 2, False, 2**31,
+        (4, 64, 2, 3, False))  # fmt: skip
+    assert taps.weight == "taps_major" and taps.pads is None and taps.consts["CHANNELS_INNER"]
+    assert taps.ints[16:19] == (1, 1, 6)  # a tap's channels contiguous, taps 6 apart
 
 
 def test_padded_planes_match_torch_pad(monkeypatch) -> None:

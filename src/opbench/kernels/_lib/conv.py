@@ -51,9 +51,9 @@ import torch
 
 from opbench.kernels._lib.conv_depthwise import (
     _depthwise,
-    no_bounds_pads,
+    depthwise_plan,
     padded_planes,
-    taps_major,
+    prepared_weight,
 )
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
@@ -423,36 +423,19 @@ def convolution(
     M = N * OD * OH * OW
     if _is_depthwise(cin_g, cout_g):
         inner = x.stride(1) == 1 and C_in > 1  # channels-last: channels contiguous
-        stride3 = [sd, sh, sw]
-        bp, bc, warps = _dw_blocks(M, C_out, inner)
-        if inner:  # a tap's channels contiguous (a small copy)
-            w, w_strides = taps_major(w)
-        else:
-            if w.stride()[2:] != (KH * KW, KW, 1) and w.numel() > 0:
-                w = w.contiguous()  # the kernel reads a channel's taps as dense (a small copy)
-            w_strides = (*w.stride()[:2], 1)
-        uniform = not transposed or stride3 == [1, 1, 1]
-        pads = None
-        if uniform and not inner and spatial < 3:
-            pads = no_bounds_pads(bool(transposed), [H, W], [OH, OW], [KH, KW], [sh, sw],
-                                  [ph, pw], [dh, dw])  # fmt: skip
-        if pads is not None:  # zero-padded planes: the kernel checks no bounds
-            (top, bottom, left, right), (ph, pw) = pads
-            padded = N * C_in * (H + top + bottom) * (W + left + right)
-            x = padded_planes(x, top, bottom, left, right, not _fits_i32(x, counts=(padded,)))
-            H, W = x.shape[3:]
-        _depthwise(
-            (cdiv(M, bp), cdiv(C_out, bc)),
-            (x, w, bias if bias is not None else y, y, M, C_out,
-             D, H, W, OD, OH, OW, pd, ph, pw, *x.stride(), *w_strides, *y.stride()),
-            CIN_G=cin_g, COUT_G=cout_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw,
-            DD=dd, DH=dh, DW=dw,
-            TRANSPOSED=bool(transposed), SGN=-1 if transposed else 1,
-            UNIFORM=uniform, HAS_D=spatial == 3, HAS_BIAS=bias is not None,
-            BIG=not _fits_i32(x, w, y, counts=(M + bp, C_out + bc)), CHANNELS_INNER=inner,
-            NO_BOUNDS=pads is not None, BLOCK_P=bp, BLOCK_C=bc, num_warps=warps,
-            num_stages=DW_STAGES_CL if inner else DW_STAGES, W_TILE=DW_WEIGHT_TILE_CL,
+        plan = depthwise_plan(
+            tuple(x.shape), x.stride(), tuple(w.shape), w.stride(), tuple(y.shape), y.stride(),
+            cin_g, cout_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), bool(transposed), spatial,
+            bias is not None, _I32_LIMIT,
+            (*_dw_blocks(M, C_out, inner), DW_STAGES_CL if inner else DW_STAGES,
+             DW_WEIGHT_TILE_CL),
         )  # fmt: skip
+        w = prepared_weight(w, plan.weight)
+        if plan.pads is not None:  # zero-padded planes: the kernel checks no bounds
+            (top, bottom, left, right), big = plan.pads
+            x = padded_planes(x, top, bottom, left, right, big)
+        _depthwise(plan.grid, (x, w, bias if bias is not None else y, y, *plan.ints),
+                   **plan.consts)  # fmt: skip
         return out
     if nhwc_convolution(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
                         [dd, dh, dw], bool(transposed), spatial == 3, _I32_LIMIT):  # fmt: skip

@@ -22,16 +22,21 @@ Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
 
 from __future__ import annotations
 
+import functools
+from typing import Any, NamedTuple
+
 import torch
 import triton
 import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
+from opbench.kernels._lib.conv_nhwc import _span
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 
 __all__ = [
     "DW_PADDED", "DW_PAD_MAX_GROWTH", "DW_PAD_MIN_TAPS", "SPECIALIZED", "_depthwise",
-    "no_bounds_pads", "padded_planes", "taps_major",
+    "DepthwisePlan", "depthwise_plan", "no_bounds_pads", "padded_planes", "prepared_weight",
+    "taps_major",
 ]  # fmt: skip
 
 #: Integers Triton specializes (``== 1``, divisible by 16): the output channel count
@@ -381,3 +386,103 @@ def no_bounds_pads(
     if grown > DW_PAD_MAX_GROWTH * size[0] * size[1] or ksize[0] * ksize[1] < DW_PAD_MIN_TAPS:
         return None
     return (sides[0], sides[1], sides[2], sides[3]), (new_pad[0], new_pad[1])
+
+
+class DepthwisePlan(NamedTuple):
+    """What :func:`depthwise_plan` decides for a call: how the weight is read
+    (``"taps_major"``: :func:`taps_major`'s copy; ``"contiguous"``: a dense copy; ``"as_is"``),
+    the planes' zero padding (``((top, bottom, left, right), 64-bit offsets)``) or None,
+    and the launch: grid, the integer arguments after the four pointers, the constexprs."""
+
+    weight: str
+    pads: tuple[tuple[int, int, int, int], bool] | None
+    grid: tuple[int, int]
+    ints: tuple[int, ...]
+    consts: dict[str, Any]
+
+
+def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
+
+def depthwise_plan(
+    x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_shape: tuple[int, ...],
+    w_stride: tuple[int, ...], y_shape: tuple[int, ...], y_stride: tuple[int, ...],
+    cin_g: int, cout_g: int, stride: tuple[int, int, int], padding: tuple[int, int, int],
+    dilation: tuple[int, int, int], transposed: bool, spatial: int, has_bias: bool,
+    i32_limit: int, tunables: tuple[Any, ...],
+) -> DepthwisePlan:  # fmt: skip
+    """The direct kernel's launch for 5-D views (``[N, C, D, H, W]``) of these sizes and
+    strides: everything of a depthwise convolution that follows from sizes, strides and
+    settings alone, kept per distinct call (a model calls few shapes many times).
+    ``tunables``: ``(BLOCK_P, BLOCK_C, num_warps, num_stages, W_TILE)`` as ``conv`` picks
+    them; the padding rule's settings (:data:`DW_PADDED`, ...) join the key here, so a
+    change of any setting (a sweep's ``--set``, a test's) is a new plan. ``i32_limit``:
+    offsets from it on need 64-bit indexing (``conv._I32_LIMIT``)."""
+    return _plan(x_shape, x_stride, w_shape, w_stride, y_shape, y_stride, cin_g, cout_g,
+                 stride, padding, dilation, transposed, spatial, has_bias, i32_limit,
+                 tunables, (DW_PADDED, DW_PAD_MIN_TAPS, DW_PAD_MAX_GROWTH))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(
+    x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_shape: tuple[int, ...],
+    w_stride: tuple[int, ...], y_shape: tuple[int, ...], y_stride: tuple[int, ...],
+    cin_g: int, cout_g: int, stride: tuple[int, int, int], padding: tuple[int, int, int],
+    dilation: tuple[int, int, int], transposed: bool, spatial: int, has_bias: bool,
+    i32_limit: int, tunables: tuple[Any, ...], _pad_rule: tuple[Any, ...],
+) -> DepthwisePlan:  # fmt: skip
+    bp, bc, warps, stages, w_tile = tunables
+    N, C_in, D, H, W = x_shape
+    OD, OH, OW = y_shape[2:]
+    A, B, KD, KH, KW = w_shape
+    C_out = y_shape[1]
+    sd, sh, sw = stride
+    pd, ph, pw = padding
+    dd, dh, dw = dilation
+    M = N * OD * OH * OW
+    inner = x_stride[1] == 1 and C_in > 1  # channels-last: channels contiguous
+    if inner:  # a tap's channels contiguous
+        weight, w_shape2, w_strides = "taps_major", (KD, KH, KW, A, B), (B, 1, A * B)
+        w_span = _span(w_shape2, _dense_strides(w_shape2))
+    elif w_stride[2:] != (KH * KW, KW, 1) and A * B * KD * KH * KW > 0:
+        dense = _dense_strides(w_shape)  # the kernel reads a channel's taps as dense
+        weight, w_strides, w_span = "contiguous", (dense[0], dense[1], 1), _span(w_shape, dense)
+    else:
+        weight, w_strides, w_span = "as_is", (w_stride[0], w_stride[1], 1), _span(w_shape, w_stride)
+    uniform = not transposed or stride == (1, 1, 1)
+    pads, sides = None, None
+    if uniform and not inner and spatial < 3:
+        sides = no_bounds_pads(transposed, [H, W], [OH, OW], [KH, KW], [sh, sw], [ph, pw],
+                               [dh, dw])  # fmt: skip
+    if sides is not None:  # zero-padded planes: the kernel checks no bounds
+        (top, bottom, left, right), (ph, pw) = sides
+        H, W = H + top + bottom, W + left + right
+        padded = N * C_in * H * W
+        pads = ((top, bottom, left, right), max(_span(x_shape, x_stride), padded) >= i32_limit)
+        x_stride = (C_in * H * W, H * W, H * W, W, 1)
+        x_shape = (N, C_in, 1, H, W)
+    big = max(_span(x_shape, x_stride), w_span, _span(y_shape, y_stride), M + bp,
+              C_out + bc) >= i32_limit  # fmt: skip
+    ints = (M, C_out, D, H, W, OD, OH, OW, pd, ph, pw, *x_stride, *w_strides, *y_stride)
+    consts = dict(
+        CIN_G=cin_g, COUT_G=cout_g, KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw,
+        DD=dd, DH=dh, DW=dw, TRANSPOSED=transposed, SGN=-1 if transposed else 1,
+        UNIFORM=uniform, HAS_D=spatial == 3, HAS_BIAS=has_bias, BIG=big,
+        CHANNELS_INNER=inner, NO_BOUNDS=pads is not None, BLOCK_P=bp, BLOCK_C=bc,
+        num_warps=warps, num_stages=stages, W_TILE=w_tile,
+    )  # fmt: skip
+    return DepthwisePlan(weight, pads, (cdiv(M, bp), cdiv(C_out, bc)), ints, consts)
+
+
+def prepared_weight(w5: torch.Tensor, how: str) -> torch.Tensor:
+    """``w5`` as :class:`DepthwisePlan` ``weight`` says the kernel reads it."""
+    if how == "taps_major":
+        return taps_major(w5)[0]
+    if how == "contiguous":
+        return w5.contiguous()
+    return w5
