@@ -22,11 +22,11 @@ COMMON = ["KD=1", "KH=3", "KW=3", "SD=1", "SH=1", "SW=1", "HAS_D=False", "IEEE=F
           "TO_F32=False", "BIG=False", "BLOCK_M=128", "BLOCK_N=128"]  # fmt: skip
 
 
-def _counts(kernel: str, *constexprs: str) -> dict[str, int]:
+def _probe(*argv: str) -> dict[str, int]:
+    """``kernel_ptx.py ARGV``'s counts, by family."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "probes" / "kernel_ptx.py"), kernel,
-         "--warps", "8", "--stages", "3", "--const", *COMMON, *constexprs],
+        [sys.executable, str(ROOT / "benchmarks" / "probes" / "kernel_ptx.py"), *argv],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -35,6 +35,10 @@ def _counts(kernel: str, *constexprs: str) -> dict[str, int]:
         n, _, family = line.strip().partition("  ")
         got[family.strip()] = int(n)
     return got
+
+
+def _counts(kernel: str, *constexprs: str) -> dict[str, int]:
+    return _probe(kernel, "--warps", "8", "--stages", "3", "--const", *COMMON, *constexprs)
 
 
 @pytest.mark.slow
@@ -69,21 +73,12 @@ def test_the_tap_row_weight_gradient_reads_16_byte_runs_and_spills_nothing():
     """The channels-last depthwise weight gradient (a row of 7 taps, 64 channels), as a
     launch specializes it (unit channel strides, the rest divisible by 16): both tensors
     read in 16-byte vectors, no local memory (spills) and no stack."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "probes" / "kernel_ptx.py"),
-         "conv_depthwise_wgrad_rows._dwg_rows_kernel", "--warps", "4", "--stages", "3",
-         "--sass", "--ones", "R_G", "as1", "bs1",
-         "--div16", "C", "as0", "as3", "as4", "bs0", "bs3", "bs4",
-         "--const", "KW=7", "SH=1", "SW=1", "BIG=False", "KAHAN=False", "BLOCK_W=8",
-         "BLOCK_P=2", "BLOCK_C=64"],
-        capture_output=True, text=True, env=env, timeout=300,
+    got = _probe(
+        "conv_depthwise_wgrad_rows._dwg_rows_kernel", "--warps", "4", "--stages", "3", "--sass",
+        "--ones", "R_G", "as1", "bs1", "--div16", "C", "as0", "as3", "as4", "bs0", "bs3", "bs4",
+        "--const", "KW=7", "SH=1", "SW=1", "BIG=False", "KAHAN=False", "BLOCK_W=8", "BLOCK_P=2",
+        "BLOCK_C=64",
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = {}
-    for line in done.stdout.splitlines():
-        n, _, family = line.strip().partition("  ")
-        got[family.strip()] = int(n)
     assert got.get("ld.global.v4.b32", 0) >= 2, got  # the summed and the gathered tile
     assert not any(k.startswith("ld.global.b16") for k in got), got
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
