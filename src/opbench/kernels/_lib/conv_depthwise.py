@@ -196,13 +196,11 @@ def _depthwise_kernel(
         w_step = ws1
     if CHANNELS_INNER:
         acc = tl.full([BLOCK_P, BLOCK_C], 0, tl.float32)
-        # a tap's weights as a whole tile (each position's row the same channels): a
-        # [BLOCK_C] vector would load one weight a thread and reach the tile's layout
-        # through shared memory and two barriers a tap
-        w_tile = tl.broadcast_to(w_ptr + w_chan[None, :], [BLOCK_P, BLOCK_C])
-        c_tile = tl.broadcast_to(c_ok[None, :], [BLOCK_P, BLOCK_C])
     else:
         acc = tl.full([BLOCK_C, BLOCK_P], 0, tl.float32)
+    if CHANNELS_INNER and W_TILE:  # a tap's weights as a whole tile (each row the same)
+        w_tile = tl.broadcast_to(w_ptr + w_chan[None, :], [BLOCK_P, BLOCK_C])
+        c_tile = tl.broadcast_to(c_ok[None, :], [BLOCK_P, BLOCK_C])
     for _j in range(CIN_G):  # the group's input channels (xp, w_chan step)
         for kd in range(KD):  # loops: unrolled, every tap's pointers were live at once
             i_d = bd + (SGN * kd * DD)
@@ -265,7 +263,7 @@ def _depthwise_kernel(
                         acc += xt.to(tl.float32) * _per_channel(wt, CHANNELS_INNER)
         xp += xs1
         w_chan += w_step
-        if CHANNELS_INNER:
+        if CHANNELS_INNER and W_TILE:
             w_tile += w_step
     if HAS_BIAS:
         bias = tl.load(b_ptr + co, mask=c_ok, other=0.0).to(tl.float32)
@@ -280,12 +278,11 @@ def _depthwise_kernel(
 _depthwise = Launcher(_depthwise_kernel, specialize=SPECIALIZED)
 
 
-def taps_major(w5: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int, int]]:
+def taps_major(w5: torch.Tensor) -> torch.Tensor:
     """A ``[A, B, KD, KH, KW]`` weight as the dense ``[KD, KH, KW, A, B]`` copy the
-    channels-last kernel reads, with its (A, B, tap) strides for ``ws0``, ``ws1``,
-    ``wst`` (a small copy: ``A x B x taps`` elements)."""
-    a, b = w5.shape[:2]
-    return w5.permute(2, 3, 4, 0, 1).contiguous(), (b, 1, a * b)
+    channels-last kernel reads (a small copy: ``A x B x taps`` elements; its (A, B, tap)
+    strides, ``B``, 1 and ``A x B``, are :func:`depthwise_plan`'s ``ws0``, ``ws1``, ``wst``)."""
+    return w5.permute(2, 3, 4, 0, 1).contiguous()
 
 
 @jit_unspecialized
@@ -401,14 +398,6 @@ class DepthwisePlan(NamedTuple):
     consts: dict[str, Any]
 
 
-def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, step = [], 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= n
-    return tuple(reversed(out))
-
-
 def depthwise_plan(
     x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_shape: tuple[int, ...],
     w_stride: tuple[int, ...], y_shape: tuple[int, ...], y_stride: tuple[int, ...],
@@ -446,12 +435,13 @@ def _plan(
     dd, dh, dw = dilation
     M = N * OD * OH * OW
     inner = x_stride[1] == 1 and C_in > 1  # channels-last: channels contiguous
-    if inner:  # a tap's channels contiguous
-        weight, w_shape2, w_strides = "taps_major", (KD, KH, KW, A, B), (B, 1, A * B)
-        w_span = _span(w_shape2, _dense_strides(w_shape2))
-    elif w_stride[2:] != (KH * KW, KW, 1) and A * B * KD * KH * KW > 0:
-        dense = _dense_strides(w_shape)  # the kernel reads a channel's taps as dense
-        weight, w_strides, w_span = "contiguous", (dense[0], dense[1], 1), _span(w_shape, dense)
+    taps = KD * KH * KW
+    dense_span = A * B * taps - 1  # the last element of a dense copy
+    if inner:  # a tap's channels contiguous: taps_major's [k..., A, B] copy
+        weight, w_strides, w_span = "taps_major", (B, 1, A * B), dense_span
+    elif w_stride[2:] != (KH * KW, KW, 1) and A * B * taps > 0:
+        # the kernel reads a channel's taps as dense
+        weight, w_strides, w_span = "contiguous", (B * taps, taps, 1), dense_span
     else:
         weight, w_strides, w_span = "as_is", (w_stride[0], w_stride[1], 1), _span(w_shape, w_stride)
     uniform = not transposed or stride == (1, 1, 1)
@@ -482,7 +472,7 @@ def _plan(
 def prepared_weight(w5: torch.Tensor, how: str) -> torch.Tensor:
     """``w5`` as :class:`DepthwisePlan` ``weight`` says the kernel reads it."""
     if how == "taps_major":
-        return taps_major(w5)[0]
+        return taps_major(w5)
     if how == "contiguous":
         return w5.contiguous()
     return w5
