@@ -39,8 +39,14 @@ cannot be viewed as one long product. Off, the kernel's sm_90 code is unchanged.
 ``beta == 0`` ignores the bias altogether (NaN and Inf in it do not propagate, as
 documented for ``addmm``); ``K == 0`` gives ``beta * bias`` (zeros for ``mm``).
 
-Configurations (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, warps, stages) are
-chosen per bucket of (element size, M, N, K) from :data:`CONFIGS`, a table tuned ahead of
+Which kernel and tile a 16-bit product of the entry points runs on is the shape rule's
+(:mod:`~opbench.kernels._lib.matmul_rule`, :func:`matmul_ruled_into`): the candidate with
+the least regret over the nearest products of the traces' tuning half, which replaced
+the tables of exact products for them (the held-out half's products of a GFLOP or more,
+H200 device time: 0.717x -> 0.880x eager).
+Otherwise (float32; the convolutions' products, which call :func:`matmul_into`)
+configurations (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, warps, stages) come
+from exact products and then buckets of (element size, M, N, K), tables tuned ahead of
 time on the GPU by ``benchmarks/tune/tune_matmul.py`` into ``matmul_configs.py`` beside this
 file; nothing is tuned inside a call.
 """
@@ -58,11 +64,13 @@ import triton.language as tl
 from opbench.kernels._lib.launch import Launcher, cdiv
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 from opbench.kernels._lib.matmul_kernels import _mm_kernel
+from opbench.kernels._lib.matmul_rule import MIN_FLOP, layout_class, ranked
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
 
 __all__ = [
-    "addmm", "baddbmm", "bmm", "matmul_batch_sum_into", "matmul_into", "mm", "CONFIGS",
+    "addmm", "baddbmm", "bmm", "matmul_batch_sum_into", "matmul_into", "matmul_ruled_into", "mm",
+    "CONFIGS",
     "SHAPE_CONFIGS", "TMA_SHAPE_CONFIGS", "batch_groups", "bias_mode", "bucket", "config_for", "dot_acc",
     "sm_count", "split_k", "split_plan", "sum_split_partials",
 ]  # fmt: skip
@@ -275,6 +283,31 @@ def matmul_into(
     return out
 
 
+def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                      bias: torch.Tensor | None = None, alpha: float = 1.0,
+                      beta: float = 1.0) -> torch.Tensor:  # fmt: skip
+    """What the entry points (``mm``, ``bmm``, ``addmm``, ``baddbmm``) run: a 16-bit
+    product on the kernel and tile the shape rule ranks first
+    (:func:`~opbench.kernels._lib.matmul_rule.ranked`, fitted on the tuning half of the
+    traces), a TMA candidate the TMA path declines passing to the next; anything else
+    (float32, the interpreter, a product under the rule's ``MIN_FLOP``, an empty one) as
+    :func:`matmul_into` serves it. The
+    convolutions keep calling :func:`matmul_into` (the rule was fitted on matmul-family
+    products only)."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    if _INTERPRETING or a.dtype == torch.float32 or 2 * B * M * N * K < MIN_FLOP:
+        return matmul_into(out, a, b, bias, alpha, beta)
+    for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
+        if kind == "ptr":
+            return matmul_into(out, a, b, bias, alpha, beta, cfg)
+        from opbench.kernels._lib.matmul_tma import tma_matmul_into  # the GPU's TMA path
+
+        if tma_matmul_into(out, a, b, bias, alpha, beta, cfg):
+            return out
+    return matmul_into(out, a, b, bias, alpha, beta)
+
+
 #: Tiles of :func:`matmul_batch_sum_into` (the pointwise convolutions' weight gradient),
 #: 16-bit operands: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages). BLOCK_K 32,
 #: not 64: the reduction is walked one batch entry at a time, and a 14x14 image's 196
@@ -427,7 +460,7 @@ def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     _check_mm(self, mat2)
     _served(self.dtype)
     out = torch.empty((self.shape[0], mat2.shape[1]), dtype=self.dtype, device=self.device)
-    matmul_into(out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0))
+    matmul_ruled_into(out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0))
     return out
 
 
@@ -437,7 +470,7 @@ def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     _served(self.dtype)
     shape = (self.shape[0], self.shape[1], mat2.shape[2])
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
-    return matmul_into(out, self, mat2)
+    return matmul_ruled_into(out, self, mat2)
 
 
 def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
@@ -456,8 +489,8 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
     shape = (mat1.shape[0], mat2.shape[1])
     bias = _bias_for(self, shape)
     out = torch.empty(shape, dtype=mat1.dtype, device=mat1.device)
-    matmul_into(out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0), bias.unsqueeze(0),
-                alpha, beta)  # fmt: skip
+    matmul_ruled_into(out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0),
+                      bias.unsqueeze(0), alpha, beta)  # fmt: skip
     return out
 
 
@@ -476,7 +509,7 @@ def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
     bias = _bias_for(self, shape)
     out = torch.empty(shape, dtype=batch1.dtype, device=batch1.device)
-    return matmul_into(out, batch1, batch2, bias, alpha, beta)
+    return matmul_ruled_into(out, batch1, batch2, bias, alpha, beta)
 
 
 def _check_scalars(alpha: Any, beta: Any) -> None:

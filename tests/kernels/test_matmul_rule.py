@@ -1,0 +1,174 @@
+"""The matmul shape rule (:mod:`opbench.kernels._lib.matmul_rule`) and its fitter
+(``benchmarks/tune/matmul_rule.py``): every candidate it can choose computes what eager
+does (interpreter here; ``OPBENCH_KERNEL_DEVICE=cuda`` compiled on a GPU), the ranking
+follows the neighbours' regrets, the entry points run the ranking's first candidate
+that launches, and the fitter reads the tuning half only."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import DEVICE, assert_matches  # noqa: E402
+
+from opbench.kernels._lib import matmul, matmul_rule, matmul_rule_data  # noqa: E402
+from opbench.kernels._lib.matmul_tma import tma_matmul_into  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
+
+
+def _operands(batch: int, M: int, N: int, K: int, a_t: bool, b_t: bool, dtype: torch.dtype):
+    g = torch.Generator().manual_seed(M * 7 + N * 3 + K)
+    a = torch.randn((batch, K, M) if a_t else (batch, M, K), generator=g).to(DEVICE, dtype)
+    b = torch.randn((batch, N, K) if b_t else (batch, K, N), generator=g).to(DEVICE, dtype)
+    a, b = (a.transpose(1, 2) if a_t else a), (b.transpose(1, 2) if b_t else b)
+    bias = torch.randn(N, generator=g).to(DEVICE, dtype)
+    return a, b, bias
+
+
+#: A product with split candidates (one 128x128 tile over 16 K blocks) and ragged edges.
+SHAPE = (72, 80, 1000)
+CANDIDATES = matmul_rule.candidates(1, *SHAPE)
+
+
+@pytest.mark.parametrize("kind,cfg", CANDIDATES, ids=[matmul_rule.generic_name(*c) +
+                         str(c[1][6:]) for c in CANDIDATES])  # fmt: skip
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True)])
+def test_every_candidate_matches_eager(kind: str, cfg: tuple, a_t: bool, b_t: bool) -> None:
+    a, b, bias = _operands(1, *SHAPE, a_t, b_t, torch.float16)
+    out = torch.full((1, SHAPE[0], SHAPE[1]), math.nan, dtype=torch.float16, device=DEVICE)
+    x = bias.expand(out.shape)
+    if kind == "tma":
+        assert tma_matmul_into(out, a, b, x, 0.5, 2.0, cfg)
+    else:
+        matmul.matmul_into(out, a, b, x, 0.5, 2.0, cfg)
+    assert_matches(out, lambda *t: torch.baddbmm(*t, alpha=0.5, beta=2.0), x, a, b)
+
+
+def test_split_candidates_only_where_tiles_leave_sms_idle() -> None:
+    assert any(len(c) > 6 for _, c in matmul_rule.candidates(1, 72, 80, 1000))
+    big = matmul_rule.candidates(1, 4096, 4096, 4096)  # 1024 tiles of 128x128
+    assert all(len(c) == 6 for _, c in big)
+    assert not any(k == "tma" for k, _ in matmul_rule.candidates(4, 512, 512, 512))
+    assert matmul_rule.split_for(128, 128, 64 * 8, 128, 128, 64, 1) == 2  # 8 blocks, 4 each
+
+
+def _point(cls: str, dims: tuple, best: str) -> tuple:
+    return (cls, dims, ((best, 0.0),))
+
+
+def test_the_ranking_follows_the_nearest_points_of_the_class() -> None:
+    tma = "tma:128x128x64/4w4s"
+    ptr = "ptr:64x64x64/4w4s"
+    points = (
+        _point("rr1", (1024, 1024, 1024, 1), tma),
+        _point("rr1", (1024, 1024, 2048, 1), tma),
+        _point("rr1", (64, 8192, 8192, 1), ptr),
+        _point("cr1", (1024, 1024, 1024, 1), ptr),
+        _point("cr1", (2048, 1024, 1024, 1), ptr),
+    )
+    first = matmul_rule.rank("rr1", 1500, 1024, 1024, 1, points, k=2)[0]
+    assert matmul_rule.generic_name(*first) == tma
+    # the same shape in another class follows that class's points
+    first = matmul_rule.rank("cr1", 1500, 1024, 1024, 1, points, k=2)[0]
+    assert matmul_rule.generic_name(*first) == ptr
+    # a class with fewer points than k ranks by every class's nearest
+    near = matmul_rule.nearest("x1", (1024, 1024, 1024, 1), 3, points)
+    assert len(near) == 3 and {p[0] for p in near} == {"rr1", "cr1"}
+    # every candidate of the product is ranked, pointer-kernel ones among them
+    ranking = matmul_rule.rank("rr1", 1500, 1024, 1024, 1, points, k=2)
+    assert sorted(map(str, ranking)) == sorted(
+        map(str, matmul_rule.candidates(1, 1500, 1024, 1024))
+    )
+
+
+def test_the_fitted_points_name_real_candidates_and_classes() -> None:
+    names = {matmul_rule.generic_name(k, c) for b in (1, 2) for k, c in
+             matmul_rule.candidates(b, 64, 64, 65536)}  # fmt: skip
+    assert len(matmul_rule_data.NEIGHBOURS) >= matmul_rule_data.K_NEAREST
+    for cls, dims, regrets in matmul_rule_data.NEIGHBOURS:
+        assert cls in {"rr1", "rc1", "cr1", "x1", "rrN", "rcN", "crN", "xN"}
+        assert len(dims) == 4 and 2 * math.prod(dims) >= matmul_rule.MIN_FLOP
+        assert regrets and all(n in names and 0 <= r <= matmul_rule_data.CAP for n, r in regrets)
+
+
+def _record(monkeypatch, declines: bool) -> list:
+    calls: list = []
+    monkeypatch.setattr(matmul, "_INTERPRETING", False)
+    monkeypatch.setattr(matmul, "matmul_into",
+                        lambda *a: calls.append(("ptr", a[6] if len(a) > 6 else None)))  # fmt: skip
+    import opbench.kernels._lib.matmul_tma as tma
+
+    def fake_tma(*a):
+        calls.append(("tma", a[6]))
+        return not declines
+
+    monkeypatch.setattr(tma, "tma_matmul_into", fake_tma)
+    return calls
+
+
+@pytest.mark.parametrize("declines", [False, True])
+def test_entry_points_run_the_first_candidate_that_launches(monkeypatch, declines) -> None:
+    a = torch.empty(1, 2048, 1024, dtype=torch.float16)
+    b = torch.empty(1, 1024, 1024, dtype=torch.float16)
+    out = torch.empty(1, 2048, 1024, dtype=torch.float16)
+    ranking = matmul_rule.ranked(matmul_rule.layout_class(a, b), 2048, 1024, 1024, 1)
+    calls = _record(monkeypatch, declines)
+    matmul.matmul_ruled_into(out, a, b)
+    first_ptr = next(i for i, (k, _) in enumerate(ranking) if k == "ptr")
+    # the first candidate; where TMA declines, every TMA one before the first pointer one
+    assert calls == list(ranking[: first_ptr + 1] if declines else ranking[:1])
+
+
+def test_small_and_float32_products_keep_the_tables(monkeypatch) -> None:
+    calls = _record(monkeypatch, declines=False)
+    small = (torch.empty(1, 256, 256, dtype=torch.float16),) * 2  # 33 MFLOP
+    matmul.matmul_ruled_into(torch.empty(1, 256, 256, dtype=torch.float16), *small)
+    big32 = (torch.empty(1, 1024, 1024),) * 2
+    matmul.matmul_ruled_into(torch.empty(1, 1024, 1024), *big32)
+    assert calls == [("ptr", None), ("ptr", None)]  # matmul_into's own choice: the tables
+
+
+def _sweep_row(half: str, M: int, times: dict[str, float]) -> dict:
+    return {"half": half, "op": "mm.default", "layout": "rr", "batch": 1, "M": M, "N": 1024,
+            "K": 1024, "times": {"eager": 1.0, "served:": 2.0, **times}, "errors": {}}  # fmt: skip
+
+
+def test_the_fitter_reads_the_tuning_half_only_and_reports_held_out(tmp_path, monkeypatch) -> None:
+    import matmul_rule as fitter
+
+    fast = f"tma:{json.dumps([128, 128, 64, 8, 4, 4])}"
+    slow = f"ptr:{json.dumps([128, 256, 64, 8, 8, 3])}"
+    rows = [_sweep_row("tuning", m, {fast: 0.5, slow: 1.0}) for m in (1024, 2048, 4096)]
+    held = _sweep_row("heldout", 3000, {fast: 0.8, slow: 0.4})
+    with pytest.raises(ValueError, match="tuning half only"):
+        fitter.fit_points([*rows, held])
+    points = fitter.fit_points(rows)
+    assert all(dict(p[2])["tma:128x128x64/4w4s"] == 0.0 for p in points)
+    # the held-out row gets what the tuning points rank first, though it loses there
+    assert fitter.rule_time(held, points, 2) == 0.8
+    # a declined (inf) choice passes to the next in the ranking, as at run time
+    declined = _sweep_row("heldout", 3000, {fast: math.inf, slow: 0.4})
+    assert fitter.rule_time(declined, points, 2) == 0.4
+    paths = tmp_path / "paths.jsonl"
+    paths.write_text("".join(json.dumps(r) + "\n" for r in [*rows, held]))
+    data = tmp_path / "data.py"
+    monkeypatch.setattr(fitter, "DATA", data)
+    monkeypatch.setattr(sys, "argv", ["matmul_rule.py", str(paths), "--write", "--out",
+                                      str(tmp_path / "rep")])  # fmt: skip
+    assert fitter.main() == 0
+    written: dict = {}
+    exec(data.read_text(), written)  # noqa: S102 - the module the fitter wrote
+    assert [p[1] for p in written["NEIGHBOURS"]] == [(m, 1024, 1024, 1) for m in (1024, 2048, 4096)]
+    report = json.loads((tmp_path / "rep.json").read_text())
+    assert report["heldout"]["all"]["rule"] == pytest.approx(1.0 / 0.8)
+    assert report["heldout"]["all"]["oracle"] == pytest.approx(1.0 / 0.4)
+    assert "Held-out half" in (tmp_path / "rep.md").read_text()
