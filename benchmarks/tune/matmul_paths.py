@@ -125,11 +125,14 @@ def kernel_key(row: dict[str, Any]) -> tuple:
 
 
 def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
-    """What gets timed on a product besides eager: the served path and the tables, then
-    the candidates."""
+    """What gets timed on a product besides eager: the served path and the tables, or
+    the served path and the candidates the row's ``timed`` (an earlier sweep's names,
+    ``--skip-from``) does not hold."""
     if served_only:
         return [("served", None), ("tables", None)]
-    return [("served", None), *candidates(row["batch"], row["M"], row["N"], row["K"])]
+    done = set(row.get("timed", ()))
+    return [("served", None), *[(k, c) for k, c in candidates(row["batch"], row["M"], row["N"],
+                                row["K"]) if f"{k}:{json.dumps(list(c))}" not in done]]  # fmt: skip
 
 
 def _warm_one(task: tuple[dict[str, Any], bool]) -> str:
@@ -214,6 +217,8 @@ def main() -> int:
     ap.add_argument("--resume", action="store_true", help="skip products already in --out")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--max-products", type=int, default=None, help="the first N (a smoke test)")
+    ap.add_argument("--skip-from", help="an earlier sweep: time only the candidates it lacks "
+                    "(matmul_rule.py merges the two)")  # fmt: skip
     opt = ap.parse_args()
     started = time.time()
     rows = products(opt.traces, opt.min_gflop, opt.limit)[: opt.max_products]
@@ -222,6 +227,12 @@ def main() -> int:
     if opt.resume and path.exists():
         done = {(d["half"], d["op"], d["args"]) for d in map(json.loads, path.open())}
     rows = [r for r in rows if (r["half"], r["op"], r["args"]) not in done]
+    if opt.skip_from:
+        from matmul_rule import read_sweep
+
+        old = {(r["half"], r["op"], r["args"]): r["times"] for r in read_sweep(opt.skip_from)}
+        for r in rows:
+            r["timed"] = sorted(old.get((r["half"], r["op"], r["args"]), {}))
     print(f"{len(rows)} products to time ({len(done)} already in {path})", flush=True)
     if opt.device == "cuda":
         import torch
@@ -250,6 +261,7 @@ def main() -> int:
                 print(f"budget spent: {len(rows) - i} products left (--resume)", flush=True)
                 break
             res = time_product(r, opt.device, bench, opt.served_only)
+            r.pop("timed", None)
             f.write(json.dumps({**r, **res, **meta}) + "\n")
             f.flush()
             t = res["times"]

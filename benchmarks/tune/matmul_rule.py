@@ -39,8 +39,8 @@ DATA = REPO / "src" / "opbench" / "kernels" / "_lib" / "matmul_rule_data.py"
 TOP, CAP = 3, 0.3
 KS = (1, 2, 3, 4, 5, 6, 8)
 
-__all__ = ["fit_points", "geomean", "main", "read_sweep", "rule_time", "served_summary",
-           "write_data"]  # fmt: skip
+__all__ = ["fit_points", "geomean", "main", "merge_sweeps", "read_sweep", "rule_time",
+           "served_summary", "write_data"]  # fmt: skip
 
 
 def read_sweep(path: str | Path) -> list[dict[str, Any]]:
@@ -49,6 +49,25 @@ def read_sweep(path: str | Path) -> list[dict[str, Any]]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def merge_sweeps(paths: list[str]) -> list[dict[str, Any]]:
+    """The rows of the first sweep, each with the candidate times of the later ones
+    (``matmul_paths.py --skip-from``: candidates added after it) added where it lacks
+    them; its eager and served times stay the first sweep's."""
+    rows = read_sweep(paths[0])
+    by_key = {(r["half"], r["op"], r["args"]): r for r in rows}
+    for path in paths[1:]:
+        for r in read_sweep(path):
+            base = by_key.get((r["half"], r["op"], r["args"]))
+            if base is None:
+                continue
+            for name, t in r["times"].items():
+                if name not in ("eager", "served:"):
+                    base["times"].setdefault(name, t)
+            for name, err in r.get("errors", {}).items():
+                base.setdefault("errors", {}).setdefault(name, err)
+    return rows
 
 
 def geomean(xs: list[float]) -> float | None:
@@ -190,22 +209,24 @@ def _table(title: str, s: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", help="a matmul_paths.py sweep (JSON lines)")
+    ap.add_argument("paths", nargs="+", help="matmul_paths.py sweeps (JSON lines): the "
+                    "first, then any --skip-from ones that add candidates to it")  # fmt: skip
     ap.add_argument("--write", action="store_true", help="rewrite matmul_rule_data.py")
     ap.add_argument("--out", help="OUT.json and OUT.md: the report")
     ap.add_argument("--command", default="", help="the sweep's command, for the report")
     ap.add_argument("--served", help="a --served-only sweep run after the fit, to report beside it")
     ap.add_argument("--served-command", default="", help="its command, for the report")
     opt = ap.parse_args()
-    rows = read_sweep(opt.paths)
+    rows = merge_sweeps(opt.paths)
     tune = [r for r in rows if r["half"] == "tuning"]
     held = [r for r in rows if r["half"] == "heldout"]
     loo = {k: leave_one_out(tune, k) for k in KS}
     k = max(KS, key=lambda k: (round(loo[k] or 0, 4), -k))
     points = fit_points(tune)
     gpu = rows[0].get("gpu") if rows else None
+    names = " + ".join(Path(p).name for p in opt.paths)
     fitted_on = f"{gpu}, torch {rows[0].get('torch')}, Triton {rows[0].get('triton')}: " \
-                f"{len(tune)} tuning-half products of {Path(opt.paths).name}"  # fmt: skip
+                f"{len(tune)} tuning-half products of {names}"  # fmt: skip
     report = {"fitted_on": fitted_on, "k": k, "leave_one_out": loo, "top": TOP, "cap": CAP,
               "tuning": summary(tune, points, k), "heldout": summary(held, points, k)}  # fmt: skip
     if opt.served:
@@ -217,7 +238,7 @@ def main() -> int:
         Path(opt.out).with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
         md = [f"# Matmul paths and the shape rule ({fitted_on.split(': ')[0]})", "",
               f"Sweep: `{opt.command}`; fit and report: `python benchmarks/tune/matmul_rule.py "
-              f"{Path(opt.paths).name} --write`. Split: `src/opbench/suites/trace_split.json`; "
+              f"{names} --write`. Split: `src/opbench/suites/trace_split.json`; "
               "the rule's points and k come from the tuning half alone (k by leave-one-out "
               f"over it: {json.dumps({str(a): round(b or 0, 3) for a, b in loo.items()})}, "
               f"k = {k}). Geomean of eager / ours over the products; timing: "

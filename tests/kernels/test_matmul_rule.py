@@ -138,7 +138,7 @@ def test_small_and_float32_products_keep_the_tables(monkeypatch) -> None:
 
 
 def _sweep_row(half: str, M: int, times: dict[str, float]) -> dict:
-    return {"half": half, "op": "mm.default", "layout": "rr", "batch": 1, "M": M, "N": 1024,
+    return {"half": half, "op": "mm.default", "args": f"({M})", "layout": "rr", "batch": 1, "M": M, "N": 1024,
             "K": 1024, "times": {"eager": 1.0, "served:": 2.0, **times}, "errors": {}}  # fmt: skip
 
 
@@ -172,3 +172,19 @@ def test_the_fitter_reads_the_tuning_half_only_and_reports_held_out(tmp_path, mo
     assert report["heldout"]["all"]["rule"] == pytest.approx(1.0 / 0.8)
     assert report["heldout"]["all"]["oracle"] == pytest.approx(1.0 / 0.4)
     assert "Held-out half" in (tmp_path / "rep.md").read_text()
+
+
+def test_a_later_sweep_adds_its_candidates_to_the_first(tmp_path) -> None:
+    import matmul_rule as fitter
+
+    old = f"ptr:{json.dumps([128, 128, 64, 8, 8, 3])}"
+    new = f"tma:{json.dumps([256, 128, 64, 8, 8, 3])}"
+    first = _sweep_row("tuning", 1024, {old: 0.5})
+    later = {**_sweep_row("tuning", 1024, {new: 0.25, old: 9.0}), "errors": {new: ""}}
+    later["times"]["eager"] = 7.0
+    stranger = _sweep_row("tuning", 4096, {new: 0.1})  # not in the first sweep: left out
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    paths[0].write_text(json.dumps(first) + "\n")
+    paths[1].write_text(json.dumps(later) + "\n" + json.dumps(stranger) + "\n")
+    (row,) = fitter.merge_sweeps([str(p) for p in paths])
+    assert row["times"] == {"eager": 1.0, "served:": 2.0, old: 0.5, new: 0.25}

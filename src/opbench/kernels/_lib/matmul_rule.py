@@ -21,9 +21,9 @@ not follow: on the day's first sweep a per-candidate, per-layout linear cost mod
 (waves x K blocks, bytes) read 0.844x on the held-out half where the neighbours read
 0.88x. k was chosen by leave-one-out over the tuning half (0.876 at k = 1, 0.903 at 8).
 
-Candidates (:func:`candidates`): the pointer kernel (:mod:`matmul`) on six tiles, the TMA
-kernel (:mod:`matmul_tma`, batch 1, aligned operands) on five, and split-K over either
-where 128x128 or 64x128 tiles fill less than half the SMs (:func:`split_for`). A TMA
+Candidates (:func:`candidates`): the pointer kernel (:mod:`matmul`) on eight tiles, the TMA
+kernel (:mod:`matmul_tma`, batch 1, aligned operands) on seven, and split-K over either
+where their tiles fill less than half the SMs (:func:`split_for`, :data:`SPLITS`). A TMA
 candidate the TMA path declines at launch (an address that is not 16-byte aligned) passes
 to the next in the ranking, and the ranking always ends in pointer-kernel candidates.
 
@@ -44,6 +44,7 @@ __all__ = [
     "MIN_FLOP",
     "POINTER",
     "SMS",
+    "SPLITS",
     "TMA",
     "candidates",
     "class_of",
@@ -60,22 +61,33 @@ __all__ = [
 #: rule input, not read from the device: the split counts must be the ones timed.
 SMS = 132
 #: Pointer-kernel tiles (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages): Triton's
-#: usual Hopper shapes, large to small.
+#: usual Hopper shapes, large to small; then two-stage ones, whose smaller shared memory
+#: lets more programs share an SM where K is one or two blocks (``bmm`` over K = 64,
+#: bound by writing the output).
 POINTER: list[tuple[int, ...]] = [
     (128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 8, 3), (128, 128, 64, 8, 4, 4),
     (128, 64, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4), (64, 64, 64, 8, 4, 4),
+    (128, 128, 64, 8, 8, 2), (64, 128, 64, 8, 4, 2),
 ]  # fmt: skip
-#: TMA-kernel tiles (two warpgroups' 128x256 accumulator, one warpgroup's 128x128, ...).
+#: TMA-kernel tiles (two warpgroups' 128x256 accumulator, one warpgroup's 128x128, ...;
+#: then 256x128 and 128x256 grouped by 16 rows of tiles).
 TMA: list[tuple[int, ...]] = [
     (128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4), (128, 128, 64, 8, 4, 4),
     (64, 128, 64, 8, 4, 5), (128, 64, 64, 8, 4, 5),
+    (256, 128, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
 ]  # fmt: skip
 #: The smallest product (FLOPs, 2 * batch * M * N * K) the rule ranks: the domain it was
 #: fitted on (the sweep timed products of at least a GFLOP); smaller ones keep the tuned
 #: bucket tables, which were timed on them.
 MIN_FLOP = 1e9
-#: The tiles split-K is tried on, with BLOCK_K 64, 4 warps and 4 stages.
-SPLIT_TILES = ((128, 128), (64, 128))
+#: Split-K candidates (kernel, BLOCK_M, BLOCK_N, warps, stages; BLOCK_K 64, GROUP_M 8),
+#: where their tiles fill less than half the SMs: one warpgroup's tiles on both kernels,
+#: then two warpgroups' on the TMA one (the weight gradients' long-K products, where
+#: cuBLAS led the one-warpgroup splits by 1.4-1.8x on the first sweep).
+SPLITS: list[tuple[str, int, int, int, int]] = [
+    ("ptr", 128, 128, 4, 4), ("tma", 128, 128, 4, 4), ("ptr", 64, 128, 4, 4),
+    ("tma", 64, 128, 4, 4), ("tma", 128, 128, 8, 4), ("tma", 128, 256, 8, 3),
+]  # fmt: skip
 
 
 def split_for(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int) -> int:
@@ -94,20 +106,20 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
     out = [("ptr", c) for c in POINTER]
     if batch == 1:
         out += [("tma", c) for c in TMA]
-    for bm, bn in SPLIT_TILES:
+    for kind, bm, bn, warps, stages in SPLITS:
         s = split_for(M, N, K, bm, bn, 64, batch)
-        if s > 1:
-            out.append(("ptr", (bm, bn, 64, 8, 4, 4, s)))
-            if batch == 1:
-                out.append(("tma", (bm, bn, 64, 8, 4, 4, s)))
+        if s > 1 and (kind == "ptr" or batch == 1):
+            out.append((kind, (bm, bn, 64, 8, warps, stages, s)))
     return out
 
 
 def generic_name(kind: str, cfg: tuple[int, ...]) -> str:
     """A candidate's name with its split count left out (``ptr:128x128x64/4w4s/S``): the
-    same candidate on products whose split counts differ."""
-    bm, bn, bk, _, warps, stages = cfg[:6]
-    return f"{kind}:{bm}x{bn}x{bk}/{warps}w{stages}s" + ("/S" if len(cfg) > 6 else "")
+    same candidate on products whose split counts differ. GROUP_M is named where it is
+    not 8 (``/g16``)."""
+    bm, bn, bk, group, warps, stages = cfg[:6]
+    return (f"{kind}:{bm}x{bn}x{bk}/{warps}w{stages}s" + (f"/g{group}" if group != 8 else "")
+            + ("/S" if len(cfg) > 6 else ""))  # fmt: skip
 
 
 def layout_key(t: Any) -> str:
