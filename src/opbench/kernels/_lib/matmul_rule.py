@@ -4,11 +4,14 @@ replaced tables of exact products for ``mm``, ``addmm``, ``bmm`` and ``baddbmm``
 Why a rule and not the tables: the per-product tables (``matmul_configs.SHAPES``,
 ``matmul_tma_configs.TMA_SHAPES``) and the per-bucket tiles fitted the rows they were
 tuned on and nothing else. On an H200 (device time, the judge's protocol) the 385
-distinct products of at least a GFLOP of the traces' held-out half ran at 0.717x eager
-(geomean) with them, 180 of the 214 ``mm`` products under 0.9x; the best of a fixed set
-of candidates per product would have given 0.953x. With the rule: 0.880x (0.690 ->
-0.876 ``mm``, 0.657 -> 0.901 ``addmm``, 0.849 -> 0.871 ``bmm``); on the tuning half 0.785x
--> 0.916x (``benchmarks/results/matmul-rule-h200-2026-11-29.md``).
+distinct products of at least a GFLOP of the traces' held-out half ran at 0.716x eager
+(geomean) with them, 178 of the 214 ``mm`` products under 0.9x; the best of this
+module's candidates per product would give 0.964x. With the rule: 0.899x (``mm`` 0.690
+-> 0.887, ``addmm`` 0.655 -> 0.906, ``bmm`` 0.845 -> 0.920); on the tuning half 0.783x
+-> 0.925x (``benchmarks/results/matmul-rule-h200-2026-11-29.md``). What is left is the
+kernels': ``mm`` over a transposed A with a long K (weight gradients, cuBLAS 1.4-1.8x
+ahead of every candidate) and ``bmm`` over K = 64 (bound by writing the output, which
+the pointer kernel does through masked stores).
 
 The rule (fitted by ``benchmarks/tune/matmul_rule.py`` on the tuning half only): a
 product takes the candidate with the least total regret over its :data:`K_NEAREST`
@@ -19,7 +22,7 @@ cap, so one outlier cannot decide). Nearest neighbours rather than a cost model 
 the kernels' speed depends on layout, alignment and waves in ways a few coefficients did
 not follow: on the day's first sweep a per-candidate, per-layout linear cost model
 (waves x K blocks, bytes) read 0.844x on the held-out half where the neighbours read
-0.88x. k was chosen by leave-one-out over the tuning half (0.876 at k = 1, 0.903 at 8).
+0.88x. k was chosen by leave-one-out over the tuning half (0.890 at k = 1, 0.911 at 6).
 
 Candidates (:func:`candidates`): the pointer kernel (:mod:`matmul`) on eight tiles, the TMA
 kernel (:mod:`matmul_tma`, batch 1, aligned operands) on seven, and split-K over either
@@ -82,11 +85,13 @@ TMA: list[tuple[int, ...]] = [
 MIN_FLOP = 1e9
 #: Split-K candidates (kernel, BLOCK_M, BLOCK_N, warps, stages; BLOCK_K 64, GROUP_M 8),
 #: where their tiles fill less than half the SMs: one warpgroup's tiles on both kernels,
-#: then two warpgroups' on the TMA one (the weight gradients' long-K products, where
-#: cuBLAS led the one-warpgroup splits by 1.4-1.8x on the first sweep).
+#: then two warpgroups' 128x128 on the TMA one (the weight gradients' long-K products,
+#: where cuBLAS led the one-warpgroup splits by 1.4-1.8x on the first sweep). Not 128x256
+#: on the TMA kernel: its fp32 partial tile staged for the store, 128 KiB, and three
+#: stages of operands need 272 KiB of shared memory, over the 227 KiB an SM has.
 SPLITS: list[tuple[str, int, int, int, int]] = [
     ("ptr", 128, 128, 4, 4), ("tma", 128, 128, 4, 4), ("ptr", 64, 128, 4, 4),
-    ("tma", 64, 128, 4, 4), ("tma", 128, 128, 8, 4), ("tma", 128, 256, 8, 3),
+    ("tma", 64, 128, 4, 4), ("tma", 128, 128, 8, 4),
 ]  # fmt: skip
 
 
