@@ -74,6 +74,30 @@ def test_mm_aligned_operands_take_the_vector_layouts(la: str, lb: str, dtype: to
     assert_matches(matmul.mm(a, b), aten.mm, a, b)
 
 
+def test_a_launch_plan_per_alignment_and_bias_layout(monkeypatch) -> None:
+    """``matmul_into`` plans a launch once per call signature: the same sizes and strides
+    at an address that is not 16-byte aligned, or with a bias of another layout, are
+    other signatures (a plan made for an aligned operand would let the compiled kernel
+    assume 16-byte loads there); each call still matches eager."""
+    monkeypatch.setattr(matmul, "_MM_PLANS", {})
+    store = _r(1, 33 * 64 + 8, dtype=torch.float16, seed=40)
+    aligned = store[0, : 33 * 64].view(1, 33, 64)
+    shifted = store[0, 1 : 33 * 64 + 1].view(1, 33, 64)  # 2 bytes past 16-byte alignment
+    b = _r(1, 64, 24, dtype=torch.float16, seed=41)
+    row, col = _r(24, dtype=torch.float16, seed=42), _r(33, 1, dtype=torch.float16, seed=43)
+    for a, bias in ((aligned, None), (shifted, None), (aligned, row), (aligned, col),
+                    (aligned, None)):  # fmt: skip
+        out = torch.empty(1, 33, 24, dtype=torch.float16, device=DEVICE)
+        x = None if bias is None else bias.expand(1, 33, 24)
+        matmul.matmul_into(out, a, b, x)
+        want = torch.baddbmm if x is not None else (lambda _, p, q: torch.bmm(p, q))
+        assert_matches(out, want, torch.zeros(1, 33, 24) if x is None else x, a, b)
+    plans = list(matmul._MM_PLANS.values())
+    assert len(plans) == 4  # the last call reused the first plan
+    assert {p[3]["DA"] for p in plans[:2]} == {8, 1}  # aligned: 8 halves a vector
+    assert [p[3]["BIAS_MODE"] for p in plans[2:]] == [1, 2]
+
+
 @pytest.mark.slow  # cases over 3 s together on 2 cores (2026-11-28, --durations)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_split_k_on_long_reductions(dtype: torch.dtype) -> None:

@@ -61,7 +61,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv
+from opbench.kernels._lib.launch import Launcher, cdiv, remember
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 from opbench.kernels._lib.matmul_kernels import _mm_kernel
 from opbench.kernels._lib.matmul_rule import MIN_FLOP, layout_class, ranked
@@ -224,6 +224,48 @@ def split_plan(
     return (cdiv(iters, per) if per else 1), per
 
 
+#: :func:`matmul_into`'s launch plans by call signature (:func:`_mm_plan`).
+_MM_PLANS: dict[tuple, tuple] = {}
+
+
+def _mm_plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, cfg: Config,
+             has_bias: bool, scaled: bool) -> tuple:  # fmt: skip
+    """``(grid, splits, the integer arguments, the constexprs)`` of one call signature of
+    :func:`matmul_into`: everything that follows from sizes, strides, the 16-byte
+    alignment of the three addresses, the configuration, the SM count and the bias's
+    presence, computed once per signature (the pointer kernel's host path read 18 us a
+    call on the CPU machine with its launch stubbed, most of it this). A split's fp32
+    workspace is a fresh allocation each call, always 16-byte aligned: its layout is read
+    from one made here."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    bm, bn, bk, group, warps, stages = cfg[:6]
+    vec = 16 // a.element_size()
+    dm, dn, dk = (_pow2_multiple(n, vec) for n in (M, N, K))
+    la, da, sa, lb, db, sb = _operand_layouts(a, b, vec)
+    tiles = B * cdiv(M, bm) * cdiv(N, bn)
+    k_iters = cdiv(K, bk)
+    splits, k_per_q = split_plan(tiles, k_iters, a.device, cfg[6] if len(cfg) > 6 else None)
+    if splits > 1:
+        target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
+        lc, dc, sc = _layout(target[0], vec)
+        s_cs = B * M * N // dc
+    else:
+        s_cs = 0
+        lc, dc, sc = _layout(out, vec)
+    epilogue = splits == 1
+    ints = (M // dm, N // dn, K // dk, k_per_q, *sa, *sb, s_cs, *sc, *x.stride())
+    constexprs = dict(
+        HAS_BIAS=has_bias and epilogue, BIAS_MODE=bias_mode(x.stride()) if has_bias else 0,
+        SCALED=scaled and epilogue,
+        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
+        A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=False,
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+    return (tiles, splits), splits, ints, constexprs
+
+
 # Like matmul_tma.tma_matmul_into's signature, kept apart: the path that always serves
 def matmul_into(
     out: torch.Tensor,
@@ -250,35 +292,22 @@ def matmul_into(
             if tma_matmul_into(out, a, b, bias, alpha, beta, tma):
                 return out
     cfg = config or config_for(a.element_size(), M, N, K, B)
-    bm, bn, bk, group, warps, stages = cfg[:6]
     has_bias = bias is not None and beta != 0
     x = bias.expand(B, M, N) if has_bias else out  # never read without a bias
-    vec = 16 // a.element_size()
-    dm, dn, dk = (_pow2_multiple(n, vec) for n in (M, N, K))
-    la, da, sa, lb, db, sb = _operand_layouts(a, b, vec)
-    tiles = B * cdiv(M, bm) * cdiv(N, bn)
-    k_iters = cdiv(K, bk)
-    splits, k_per_q = split_plan(tiles, k_iters, a.device, cfg[6] if len(cfg) > 6 else None)
+    key = (cfg, a.dtype, a.device, a.shape, a.stride(), b.shape, b.stride(), out.shape,
+           out.stride(), x.stride(), has_bias, alpha != 1, a.data_ptr() & 15 == 0,
+           b.data_ptr() & 15 == 0, out.data_ptr() & 15 == 0, sm_count(a.device),
+           _INTERPRETING)  # fmt: skip
+    plan = _MM_PLANS.get(key)
+    if plan is None:
+        plan = remember(_MM_PLANS, key, _mm_plan(out, a, b, x, cfg, has_bias, alpha != 1))
+    grid, splits, ints, constexprs = plan
     if splits > 1:
         target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
-        lc, dc, sc = _layout(target[0], vec)
-        s_cs = B * M * N // dc
     else:
-        target, s_cs = out, 0
-        lc, dc, sc = _layout(out, vec)
-    epilogue = splits == 1
-    _mm(
-        (tiles, splits),
-        (a, b, target, x, M // dm, N // dn, K // dk, k_per_q, *sa, *sb, s_cs, *sc,
-         *x.stride(), float(alpha), float(beta)),
-        HAS_BIAS=has_bias and epilogue, BIAS_MODE=bias_mode(x.stride()) if has_bias else 0,
-        SCALED=alpha != 1 and epilogue,
-        IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
-        A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=False,
-        num_warps=warps, num_stages=stages,
-    )  # fmt: skip
-    if not epilogue:
+        target = out
+    _mm(grid, (a, b, target, x, *ints, float(alpha), float(beta)), **constexprs)
+    if splits > 1:
         sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta)
     return out
 
