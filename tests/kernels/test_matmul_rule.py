@@ -75,22 +75,24 @@ def test_the_ranking_follows_the_nearest_points_of_the_class() -> None:
         _point("cr1", (1024, 1024, 1024, 1), ptr),
         _point("cr1", (2048, 1024, 1024, 1), ptr),
     )
-    first = matmul_rule.rank("rr1", 1500, 1024, 1024, 1, points, k=2)[0]
+    first = matmul_rule.rank("rr1", 1500, 1024, 1024, 1, points, k=2, cap=0.3)[0]
     assert matmul_rule.generic_name(*first) == tma
     # the same shape in another class follows that class's points
-    first = matmul_rule.rank("cr1", 1500, 1024, 1024, 1, points, k=2)[0]
+    first = matmul_rule.rank("cr1", 1500, 1024, 1024, 1, points, k=2, cap=0.3)[0]
     assert matmul_rule.generic_name(*first) == ptr
     # a class with fewer points than k ranks by every class's nearest
     near = matmul_rule.nearest("x1", (1024, 1024, 1024, 1), 3, points)
     assert len(near) == 3 and {p[0] for p in near} == {"rr1", "cr1"}
     # every candidate of the product is ranked, pointer-kernel ones among them
-    ranking = matmul_rule.rank("rr1", 1500, 1024, 1024, 1, points, k=2)
+    ranking = matmul_rule.rank("rr1", 1500, 1024, 1024, 1, points, k=2, cap=0.3)
     assert sorted(map(str, ranking)) == sorted(
         map(str, matmul_rule.candidates(1, 1500, 1024, 1024))
     )
 
 
 def test_the_fitted_points_name_real_candidates_and_classes() -> None:
+    assert matmul_rule.fitted() == (matmul_rule_data.NEIGHBOURS, matmul_rule_data.K_NEAREST,
+                                    matmul_rule_data.CAP)  # fmt: skip
     names = {matmul_rule.generic_name(k, c) for b in (1, 2) for k, c in
              matmul_rule.candidates(b, 64, 64, 65536)}  # fmt: skip
     assert len(matmul_rule_data.NEIGHBOURS) >= matmul_rule_data.K_NEAREST

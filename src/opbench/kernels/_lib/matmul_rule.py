@@ -14,7 +14,7 @@ ahead of every candidate) and ``bmm`` over K = 64 (bound by writing the output, 
 the pointer kernel does through masked stores).
 
 The rule (fitted by ``benchmarks/tune/matmul_rule.py`` on the tuning half only): a
-product takes the candidate with the least total regret over its :data:`K_NEAREST`
+product takes the candidate with the least total regret over its ``K_NEAREST``
 nearest tuning-half products of the same layout class, distance measured in log2 of
 (M, N, K, batch). A neighbour's regret for a candidate is ``log(its time / the best
 time)`` on that neighbour, capped (a candidate that failed or lost badly counts the
@@ -41,8 +41,6 @@ import functools
 import math
 from typing import Any
 
-from opbench.kernels._lib.matmul_rule_data import CAP, K_NEAREST, NEIGHBOURS
-
 __all__ = [
     "MIN_FLOP",
     "POINTER",
@@ -51,6 +49,7 @@ __all__ = [
     "TMA",
     "candidates",
     "class_of",
+    "fitted",
     "generic_name",
     "layout_class",
     "layout_key",
@@ -153,18 +152,26 @@ def _log_dist(p: tuple[int, ...], q: tuple[int, ...]) -> float:
     return sum((math.log2(x) - math.log2(y)) ** 2 for x, y in zip(p, q, strict=True))
 
 
-def nearest(cls: str, dims: tuple[int, int, int, int], k: int = K_NEAREST,
-            points: tuple = NEIGHBOURS) -> list[tuple]:  # fmt: skip
-    """The ``k`` nearest fitted products to ``dims`` (M, N, K, batch) of class ``cls``
-    (all classes when it has fewer than ``k``), nearest first; ties keep the data's
-    order."""
+@functools.cache
+def fitted() -> tuple[tuple, int, float]:
+    """(points, k, cap) of the committed fit (:mod:`matmul_rule_data`), read on first use:
+    its ~600 points cost 30-45 ms to import, which a process that never runs a large
+    16-bit product (the CPU, a worker judging other ops) should not pay."""
+    from opbench.kernels._lib import matmul_rule_data as data
+
+    return data.NEIGHBOURS, data.K_NEAREST, data.CAP
+
+
+def nearest(cls: str, dims: tuple[int, int, int, int], k: int, points: tuple) -> list[tuple]:
+    """The ``k`` nearest of ``points`` to ``dims`` (M, N, K, batch) of class ``cls`` (all
+    classes when it has fewer than ``k``), nearest first; ties keep the points' order."""
     same = [p for p in points if p[0] == cls]
     pool = same if len(same) >= k else list(points)
     return sorted(pool, key=lambda p: _log_dist(p[1], dims))[:k]
 
 
-def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple = NEIGHBOURS,
-         k: int = K_NEAREST, cap: float = CAP) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
+def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple, k: int,
+         cap: float) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
     """The product's candidates, best first: by total capped regret over its ``k``
     nearest ``points``, a candidate a neighbour did not keep counting ``cap``, ties in
     :func:`candidates`' order (pointer kernel first). The fitter ranks with its own
@@ -177,5 +184,5 @@ def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple = NEIGHBOUR
 
 @functools.lru_cache(maxsize=4096)
 def ranked(cls: str, M: int, N: int, K: int, batch: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """:func:`rank` over the fitted points (:mod:`matmul_rule_data`), once per shape."""
-    return tuple(rank(cls, M, N, K, batch))
+    """:func:`rank` over the committed fit (:func:`fitted`), once per shape."""
+    return tuple(rank(cls, M, N, K, batch, *fitted()))
