@@ -217,8 +217,9 @@ def main() -> int:
     ap.add_argument("--resume", action="store_true", help="skip products already in --out")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--max-products", type=int, default=None, help="the first N (a smoke test)")
-    ap.add_argument("--skip-from", help="an earlier sweep: time only the candidates it lacks "
-                    "(matmul_rule.py merges the two)")  # fmt: skip
+    ap.add_argument("--skip-from", action="append", default=[],
+                    help="an earlier sweep (again for more: they are merged as matmul_rule.py "
+                    "merges them): time only the candidates it lacks")  # fmt: skip
     opt = ap.parse_args()
     started = time.time()
     rows = products(opt.traces, opt.min_gflop, opt.limit)[: opt.max_products]
@@ -228,9 +229,9 @@ def main() -> int:
         done = {(d["half"], d["op"], d["args"]) for d in map(json.loads, path.open())}
     rows = [r for r in rows if (r["half"], r["op"], r["args"]) not in done]
     if opt.skip_from:
-        from matmul_rule import read_sweep
+        from matmul_rule import merge_sweeps
 
-        old = {(r["half"], r["op"], r["args"]): r["times"] for r in read_sweep(opt.skip_from)}
+        old = {(r["half"], r["op"], r["args"]): r["times"] for r in merge_sweeps(opt.skip_from)}
         for r in rows:
             r["timed"] = sorted(old.get((r["half"], r["op"], r["args"]), {}))
     print(f"{len(rows)} products to time ({len(done)} already in {path})", flush=True)

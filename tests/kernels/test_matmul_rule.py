@@ -61,6 +61,33 @@ def test_split_candidates_only_where_tiles_leave_sms_idle() -> None:
     assert matmul_rule.split_for(128, 128, 64 * 8, 128, 128, 64, 1) == 2  # 8 blocks, 4 each
 
 
+def test_one_wave_splits_never_spill_into_a_second_wave() -> None:
+    # 36 tiles of 128 x 128: split_for's 4 programs each make 144 items (two waves on
+    # 132 SMs), one_wave_split's 3 make 108
+    assert matmul_rule.split_for(768, 768, 12672, 128, 128, 64, 1) == 4
+    assert matmul_rule.one_wave_split(768, 768, 12672, 128, 128, 64, 1) == 3
+    names = [matmul_rule.generic_name(*c) for c in matmul_rule.candidates(1, 768, 768, 12672)]
+    assert {"ptr:128x128x64/4w4s/S1", "tma:128x128x64/8w4s/S1"} <= set(names)
+    assert len(names) == len(set(names))
+    # where both rules count alike, no second candidate
+    assert not any(n.endswith("/S1") for n in (matmul_rule.generic_name(*c) for c in
+                                               matmul_rule.candidates(1, 72, 80, 1000)))  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["ptr", "tma"])
+def test_a_tagged_split_configuration_runs_its_count(kind: str) -> None:
+    """The 8th entry of a one-wave split candidate names its rule; the kernels read the
+    first seven (3 programs along K here) and match eager."""
+    a, b, bias = _operands(1, *SHAPE, False, True, torch.float16)
+    out = torch.full((1, SHAPE[0], SHAPE[1]), math.nan, dtype=torch.float16, device=DEVICE)
+    cfg = (64, 64, 64, 8, 4, 4, 3, matmul_rule.WAVE)
+    if kind == "tma":
+        assert tma_matmul_into(out, a, b, None, 1.0, 1.0, cfg)
+    else:
+        matmul.matmul_into(out, a, b, None, 1.0, 1.0, cfg)
+    assert_matches(out, torch.bmm, a, b)
+
+
 def _point(cls: str, dims: tuple, best: str) -> tuple:
     return (cls, dims, ((best, 0.0),))
 

@@ -47,6 +47,7 @@ __all__ = [
     "SMS",
     "SPLITS",
     "TMA",
+    "WAVE",
     "candidates",
     "class_of",
     "fitted",
@@ -56,6 +57,7 @@ __all__ = [
     "nearest",
     "rank",
     "ranked",
+    "one_wave_split",
     "split_for",
 ]
 
@@ -82,6 +84,8 @@ TMA: list[tuple[int, ...]] = [
 #: fitted on (the sweep timed products of at least a GFLOP); smaller ones keep the tuned
 #: bucket tables, which were timed on them.
 MIN_FLOP = 1e9
+#: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
+WAVE = 1
 #: Split-K candidates (kernel, BLOCK_M, BLOCK_N, warps, stages; BLOCK_K 64, GROUP_M 8),
 #: where their tiles fill less than half the SMs: one warpgroup's tiles on both kernels,
 #: then two warpgroups' 128x128 on the TMA one (the weight gradients' long-K products,
@@ -103,10 +107,25 @@ def split_for(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int) -> 
     return max(1, min(round(SMS / tiles), math.ceil(K / bk) // 4, 32))
 
 
+def one_wave_split(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int) -> int:
+    """Programs along K such that the work items (tiles x programs) fill the SMs at most
+    once, at least 4 K blocks each; 1 where the tiles already fill half the GPU.
+    :func:`split_for` rounds to the nearest count, which on 36 tiles (768 x 768 on
+    128 x 128) asks 4 and so 144 items: a second wave of 12 after the first 132, where 3
+    give 108 items in one. Untimed on a GPU: the rule can only rank these candidates
+    first once a sweep has timed them (``matmul_paths.py --skip-from``)."""
+    tiles = batch * math.ceil(M / bm) * math.ceil(N / bn)
+    if tiles * 2 > SMS:
+        return 1
+    return max(1, min(SMS // tiles, math.ceil(K / bk) // 4, 32))
+
+
 def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int, ...]]]:
     """(kernel, configuration) of one product: ``ptr`` the pointer kernel, ``tma`` the
     TMA kernel (batch 1), each on its fixed tiles, then split-K where it applies (a 7th
-    configuration entry: the programs along K)."""
+    configuration entry: the programs along K), by :func:`split_for` and then, where it
+    counts otherwise, by :func:`one_wave_split` (an 8th entry, :data:`WAVE`, names that
+    count's rule; the kernels read the first seven)."""
     out = [("ptr", c) for c in POINTER]
     if batch == 1:
         out += [("tma", c) for c in TMA]
@@ -114,16 +133,20 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
         s = split_for(M, N, K, bm, bn, 64, batch)
         if s > 1 and (kind == "ptr" or batch == 1):
             out.append((kind, (bm, bn, 64, 8, warps, stages, s)))
+    for kind, bm, bn, warps, stages in SPLITS:
+        s1 = one_wave_split(M, N, K, bm, bn, 64, batch)
+        if s1 > 1 and s1 != split_for(M, N, K, bm, bn, 64, batch) and (kind == "ptr" or batch == 1):
+            out.append((kind, (bm, bn, 64, 8, warps, stages, s1, WAVE)))
     return out
 
 
 def generic_name(kind: str, cfg: tuple[int, ...]) -> str:
-    """A candidate's name with its split count left out (``ptr:128x128x64/4w4s/S``): the
-    same candidate on products whose split counts differ. GROUP_M is named where it is
-    not 8 (``/g16``)."""
+    """A candidate's name with its split count left out (``ptr:128x128x64/4w4s/S``, ``/S1``
+    where the count is :func:`one_wave_split`'s): the same candidate on products whose
+    split counts differ. GROUP_M is named where it is not 8 (``/g16``)."""
     bm, bn, bk, group, warps, stages = cfg[:6]
     return (f"{kind}:{bm}x{bn}x{bk}/{warps}w{stages}s" + (f"/g{group}" if group != 8 else "")
-            + ("/S" if len(cfg) > 6 else ""))  # fmt: skip
+            + ("/S1" if len(cfg) > 7 else "/S" if len(cfg) > 6 else ""))  # fmt: skip
 
 
 def layout_key(t: Any) -> str:
