@@ -54,7 +54,7 @@ __all__ = ["kernel_key", "main", "products", "time_product"]
 def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
     """Launch one candidate on the operands ``(out, a, b, bias, alpha, beta)``: ``served``
     what the entry points run (the shape rule), ``tables`` what they ran before it (the
-    exact-product and bucket tables), ``ptr`` or ``tma`` one kernel on ``cfg``;
+    exact-product and bucket tables), ``ptr``, ``tma`` or ``tmab`` one kernel on ``cfg``;
     False where the TMA kernel declines the call."""
     from opbench.kernels._lib import matmul, matmul_tma
 
@@ -64,6 +64,10 @@ def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
         matmul.matmul_into(*ops)
     elif kind == "tma":
         return matmul_tma.tma_matmul_into(*ops, cfg)
+    elif kind == "tmab":
+        from opbench.kernels._lib.matmul_tma_batched import tma_bmm_into
+
+        return tma_bmm_into(*ops, cfg)
     else:
         matmul.matmul_into(*ops, cfg)
     return True

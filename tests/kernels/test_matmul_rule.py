@@ -20,6 +20,7 @@ from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import matmul, matmul_rule, matmul_rule_data  # noqa: E402
 from opbench.kernels._lib.matmul_tma import tma_matmul_into  # noqa: E402
+from opbench.kernels._lib.matmul_tma_batched import tma_bmm_into  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
@@ -36,17 +37,22 @@ def _operands(batch: int, M: int, N: int, K: int, a_t: bool, b_t: bool, dtype: t
 
 #: A product with split candidates (one 128x128 tile over 16 K blocks) and ragged edges.
 SHAPE = (72, 80, 1000)
-CANDIDATES = matmul_rule.candidates(1, *SHAPE)
+CANDIDATES = matmul_rule.candidates(1, *SHAPE) + [
+    c for c in matmul_rule.candidates(2, *SHAPE) if c[0] == "tmab"
+]
 
 
 @pytest.mark.parametrize("kind,cfg", CANDIDATES, ids=[matmul_rule.generic_name(*c) +
                          str(c[1][6:]) for c in CANDIDATES])  # fmt: skip
 @pytest.mark.parametrize("a_t,b_t", [(False, False), (True, False), (False, True)])
 def test_every_candidate_matches_eager(kind: str, cfg: tuple, a_t: bool, b_t: bool) -> None:
-    a, b, bias = _operands(1, *SHAPE, a_t, b_t, torch.float16)
-    out = torch.full((1, SHAPE[0], SHAPE[1]), math.nan, dtype=torch.float16, device=DEVICE)
+    batch = 2 if kind == "tmab" else 1
+    a, b, bias = _operands(batch, *SHAPE, a_t, b_t, torch.float16)
+    out = torch.full((batch, SHAPE[0], SHAPE[1]), math.nan, dtype=torch.float16, device=DEVICE)
     x = bias.expand(out.shape)
-    if kind == "tma":
+    if kind == "tmab":
+        assert tma_bmm_into(out, a, b, x, 0.5, 2.0, cfg)
+    elif kind == "tma":
         assert tma_matmul_into(out, a, b, x, 0.5, 2.0, cfg)
     else:
         matmul.matmul_into(out, a, b, x, 0.5, 2.0, cfg)

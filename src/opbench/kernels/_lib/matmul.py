@@ -330,6 +330,12 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
         if kind == "ptr":
             return matmul_into(out, a, b, bias, alpha, beta, cfg)
+        if kind == "tmab":
+            from opbench.kernels._lib.matmul_tma_batched import tma_bmm_into  # the GPU's
+
+            if tma_bmm_into(out, a, b, bias, alpha, beta, cfg):
+                return out
+            continue
         from opbench.kernels._lib.matmul_tma import tma_matmul_into  # the GPU's TMA path
 
         if tma_matmul_into(out, a, b, bias, alpha, beta, cfg):

@@ -47,6 +47,7 @@ __all__ = [
     "SMS",
     "SPLITS",
     "TMA",
+    "TMA_BATCHED",
     "WAVE",
     "candidates",
     "class_of",
@@ -79,6 +80,11 @@ TMA: list[tuple[int, ...]] = [
     (128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4), (128, 128, 64, 8, 4, 4),
     (64, 128, 64, 8, 4, 5), (128, 64, 64, 8, 4, 5),
     (256, 128, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
+]  # fmt: skip
+#: Batched-TMA tiles (:mod:`matmul_tma_batched`, a batch of more than one matrix).
+#: Untimed on a GPU (2026-11-29): the committed fit has no time for them.
+TMA_BATCHED: list[tuple[int, ...]] = [
+    (128, 128, 64, 8, 4, 4), (128, 128, 64, 8, 8, 3), (128, 256, 64, 8, 8, 3),
 ]  # fmt: skip
 #: The smallest product (FLOPs, 2 * batch * M * N * K) the rule ranks: the domain it was
 #: fitted on (the sweep timed products of at least a GFLOP); smaller ones keep the tuned
@@ -122,13 +128,16 @@ def one_wave_split(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int
 
 def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int, ...]]]:
     """(kernel, configuration) of one product: ``ptr`` the pointer kernel, ``tma`` the
-    TMA kernel (batch 1), each on its fixed tiles, then split-K where it applies (a 7th
+    TMA kernel (batch 1), ``tmab`` the batched TMA kernel (more than one matrix), each on
+    its fixed tiles, then split-K where it applies (a 7th
     configuration entry: the programs along K), by :func:`split_for` and then, where it
     counts otherwise, by :func:`one_wave_split` (an 8th entry, :data:`WAVE`, names that
     count's rule; the kernels read the first seven)."""
     out = [("ptr", c) for c in POINTER]
     if batch == 1:
         out += [("tma", c) for c in TMA]
+    else:
+        out += [("tmab", c) for c in TMA_BATCHED]
     for kind, bm, bn, warps, stages in SPLITS:
         s = split_for(M, N, K, bm, bn, 64, batch)
         if s > 1 and (kind == "ptr" or batch == 1):
