@@ -134,7 +134,9 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
     ``--skip-from``) does not hold."""
     if served_only:
         return [("served", None), ("tables", None)]
-    done = set(row.get("timed", ()))
+    if "timed" not in row:
+        return [("served", None), *candidates(row["batch"], row["M"], row["N"], row["K"])]
+    done = set(row["timed"])
     return [("served", None), *[(k, c) for k, c in candidates(row["batch"], row["M"], row["N"],
                                 row["K"]) if f"{k}:{json.dumps(list(c))}" not in done]]  # fmt: skip
 
@@ -238,6 +240,8 @@ def main() -> int:
         old = {(r["half"], r["op"], r["args"]): r["times"] for r in merge_sweeps(opt.skip_from)}
         for r in rows:
             r["timed"] = sorted(old.get((r["half"], r["op"], r["args"]), {}))
+        # only the products with a candidate left to time, and only those candidates
+        rows = [r for r in rows if len(_kernels(r, False)) > 1]
     print(f"{len(rows)} products to time ({len(done)} already in {path})", flush=True)
     if opt.device == "cuda":
         import torch
