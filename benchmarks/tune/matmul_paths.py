@@ -44,6 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from matmul_rows import OPS, judged_products, operands, reference  # noqa: E402
+from matmul_rule import time_key  # noqa: E402
 from matmul_timing import agrees, device_bench  # noqa: E402
 
 from opbench.kernels._lib.matmul_rule import candidates, layout_key  # noqa: E402
@@ -138,7 +139,7 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
         return [("served", None), *candidates(row["batch"], row["M"], row["N"], row["K"])]
     done = set(row["timed"])
     return [("served", None), *[(k, c) for k, c in candidates(row["batch"], row["M"], row["N"],
-                                row["K"]) if f"{k}:{json.dumps(list(c))}" not in done]]  # fmt: skip
+                                row["K"]) if time_key(k, c) not in done]]  # fmt: skip
 
 
 def _warm_one(task: tuple[dict[str, Any], bool]) -> str:
@@ -183,7 +184,7 @@ def time_product(
                            "bias": ops[3] is not None, "times": {}, "errors": {}}  # fmt: skip
     res["times"]["eager"] = bench(lambda: reference(row["op"], call, kw))
     for kind, cfg in _kernels(row, served_only):
-        name = f"{kind}:{json.dumps(list(cfg)) if cfg else ''}"
+        name = time_key(kind, cfg)
         try:
             out.fill_(math.nan)
             if not run_candidate(kind, cfg, ops):

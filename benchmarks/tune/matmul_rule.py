@@ -39,7 +39,7 @@ DATA = REPO / "src" / "opbench" / "kernels" / "_lib" / "matmul_rule_data.py"
 TOP, CAP = 3, 0.3
 KS = (1, 2, 3, 4, 5, 6, 8)
 
-__all__ = ["fit_points", "geomean", "main", "merge_sweeps", "read_sweep", "rule_time",
+__all__ = ["fit_points", "geomean", "main", "merge_sweeps", "read_sweep", "rule_time", "time_key",
            "served_summary", "write_data"]  # fmt: skip
 
 
@@ -74,8 +74,10 @@ def geomean(xs: list[float]) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def _key(kind: str, cfg: tuple[int, ...]) -> str:
-    return f"{kind}:{json.dumps(list(cfg))}"
+def time_key(kind: str, cfg: tuple[int, ...] | None = None) -> str:
+    """The name a ``matmul_paths.py`` sweep keeps a time under (``served:`` for the served
+    path, ``ptr:[128, 128, 64, 8, 4, 4]`` for a candidate)."""
+    return f"{kind}:{json.dumps(list(cfg)) if cfg else ''}"
 
 
 def _cls(row: dict[str, Any]) -> str:
@@ -90,7 +92,7 @@ def regrets(row: dict[str, Any]) -> dict[str, float]:
     """Generic candidate name -> capped regret on one product (the :data:`TOP` best)."""
     times = {}
     for kind, cfg in rule.candidates(row["batch"], row["M"], row["N"], row["K"]):
-        t = row["times"].get(_key(kind, cfg), math.inf)
+        t = row["times"].get(time_key(kind, cfg), math.inf)
         times[rule.generic_name(kind, cfg)] = t
     best = min(times.values())
     if not math.isfinite(best):
@@ -110,7 +112,7 @@ def rule_time(row: dict[str, Any], points: tuple, k: int) -> float:
     """The sweep's time of the rule's choice for ``row`` (the first candidate of its
     ranking that ran, as at run time), ranking by ``points`` with ``k`` neighbours."""
     for kind, cfg in rule.rank(_cls(row), *_dims(row), points=points, k=k, cap=CAP):
-        t = row["times"].get(_key(kind, cfg), math.inf)
+        t = row["times"].get(time_key(kind, cfg), math.inf)
         if math.isfinite(t):
             return t
     return math.inf

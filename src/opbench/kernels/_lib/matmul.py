@@ -320,9 +320,8 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     (:func:`~opbench.kernels._lib.matmul_rule.ranked`, fitted on the tuning half of the
     traces), a TMA candidate the TMA path declines passing to the next; anything else
     (float32, the interpreter, a product under the rule's ``MIN_FLOP``, an empty one) as
-    :func:`matmul_into` serves it. The
-    convolutions keep calling :func:`matmul_into` (the rule was fitted on matmul-family
-    products only)."""
+    :func:`matmul_into` serves it. The convolutions keep calling :func:`matmul_into` (the
+    rule was fitted on matmul-family products only)."""
     B, M, K = a.shape
     N = b.shape[2]
     if _INTERPRETING or a.dtype == torch.float32 or 2 * B * M * N * K < MIN_FLOP:

@@ -25,7 +25,8 @@ not follow: on the day's first sweep a per-candidate, per-layout linear cost mod
 0.88x. k was chosen by leave-one-out over the tuning half (0.890 at k = 1, 0.911 at 6).
 
 Candidates (:func:`candidates`): the pointer kernel (:mod:`matmul`) on eight tiles, the TMA
-kernel (:mod:`matmul_tma`, batch 1, aligned operands) on seven, and split-K over either
+kernel (:mod:`matmul_tma`, batch 1, aligned operands) on seven, the batched TMA kernel
+(:mod:`matmul_tma_batched`, untimed) on three, and split-K over either of the first two
 where their tiles fill less than half the SMs (:func:`split_for`, :data:`SPLITS`). A TMA
 candidate the TMA path declines at launch (an address that is not 16-byte aligned) passes
 to the next in the ranking, and the ranking always ends in pointer-kernel candidates.
@@ -104,35 +105,34 @@ SPLITS: list[tuple[str, int, int, int, int]] = [
 ]  # fmt: skip
 
 
-def split_for(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int) -> int:
-    """Programs along K that fill the SMs about once for ``bm x bn`` tiles, keeping at
-    least 4 K blocks each; 1 (no split) where the tiles already fill half the GPU."""
+def split_for(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int,
+              one_wave: bool = False) -> int:  # fmt: skip
+    """Programs along K for ``bm x bn`` tiles, keeping at least 4 K blocks each; 1 (no
+    split) where the tiles already fill half the GPU. The count fills the SMs about once
+    (the nearest count); with ``one_wave`` at most once (:func:`one_wave_split`)."""
     tiles = batch * math.ceil(M / bm) * math.ceil(N / bn)
     if tiles * 2 > SMS:
         return 1
-    return max(1, min(round(SMS / tiles), math.ceil(K / bk) // 4, 32))
+    fill = SMS // tiles if one_wave else round(SMS / tiles)
+    return max(1, min(fill, math.ceil(K / bk) // 4, 32))
 
 
 def one_wave_split(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int) -> int:
     """Programs along K such that the work items (tiles x programs) fill the SMs at most
-    once, at least 4 K blocks each; 1 where the tiles already fill half the GPU.
-    :func:`split_for` rounds to the nearest count, which on 36 tiles (768 x 768 on
-    128 x 128) asks 4 and so 144 items: a second wave of 12 after the first 132, where 3
-    give 108 items in one. Untimed on a GPU: the rule can only rank these candidates
-    first once a sweep has timed them (``matmul_paths.py --skip-from``)."""
-    tiles = batch * math.ceil(M / bm) * math.ceil(N / bn)
-    if tiles * 2 > SMS:
-        return 1
-    return max(1, min(SMS // tiles, math.ceil(K / bk) // 4, 32))
+    once. :func:`split_for`'s nearest count on 36 tiles (768 x 768 on 128 x 128) is 4 and
+    so 144 items: a second wave of 12 after the first 132, where 3 give 108 items in one.
+    Untimed on a GPU: the rule can only rank these candidates first once a sweep has
+    timed them (``matmul_paths.py --skip-from``)."""
+    return split_for(M, N, K, bm, bn, bk, batch, one_wave=True)
 
 
 def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int, ...]]]:
     """(kernel, configuration) of one product: ``ptr`` the pointer kernel, ``tma`` the
     TMA kernel (batch 1), ``tmab`` the batched TMA kernel (more than one matrix), each on
-    its fixed tiles, then split-K where it applies (a 7th
-    configuration entry: the programs along K), by :func:`split_for` and then, where it
-    counts otherwise, by :func:`one_wave_split` (an 8th entry, :data:`WAVE`, names that
-    count's rule; the kernels read the first seven)."""
+    its fixed tiles, then split-K where it applies (a 7th configuration entry: the
+    programs along K), by :func:`split_for` and then, where it counts otherwise, by
+    :func:`one_wave_split` (an 8th entry, :data:`WAVE`, names that count's rule; the
+    kernels read the first seven)."""
     out = [("ptr", c) for c in POINTER]
     if batch == 1:
         out += [("tma", c) for c in TMA]
