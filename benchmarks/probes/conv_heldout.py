@@ -49,8 +49,8 @@ HALVES = ("tuning", "heldout")
 #: The launchers a convolution can end in, by the name ``conv`` (or ``conv_pointwise``)
 #: calls them under, and the path each stands for.
 PATHS = {
-    ("conv", "_pointwise_forward"): "pointwise (matmul kernel)",
-    ("conv", "_pointwise_weight_grad"): "pointwise weight grad (matmul kernel)",
+    ("conv", "pointwise_forward"): "pointwise (matmul kernel)",
+    ("conv", "pointwise_weight_grad"): "pointwise weight grad (matmul kernel)",
     ("conv", "_depthwise"): "depthwise (direct)",
     ("conv", "_smallk"): "small reduction (flattened)",
     ("conv", "_conv"): "implicit GEMM",
@@ -91,8 +91,7 @@ def rows(
 @contextlib.contextmanager
 def served_by(paths: list[str]) -> Iterator[None]:
     """Inside the block, every launcher of :data:`PATHS` that serves a call appends its
-    path to ``paths`` (and runs as before). The pointwise helpers return whether they
-    served it (False: the call goes on to another path), so they count only when True."""
+    path to ``paths`` (and runs as before)."""
     import importlib
 
     saved: list[tuple[Any, str, Any]] = []
@@ -100,7 +99,7 @@ def served_by(paths: list[str]) -> Iterator[None]:
         mod = importlib.import_module(f"opbench.kernels._lib.{module}")
         real = getattr(mod, name)
         saved.append((mod, name, real))
-        setattr(mod, name, _Recorder(real, label, paths, name.startswith("_pointwise")))
+        setattr(mod, name, _Recorder(real, label, paths))
     try:
         yield
     finally:
@@ -111,14 +110,12 @@ def served_by(paths: list[str]) -> Iterator[None]:
 class _Recorder:
     """A launcher (``conv``'s are called with their grid first) that notes its path."""
 
-    def __init__(self, real: Any, label: str, paths: list[str], if_true: bool) -> None:
-        self._real, self._label, self._paths, self._if_true = real, label, paths, if_true
+    def __init__(self, real: Any, label: str, paths: list[str]) -> None:
+        self._real, self._label, self._paths = real, label, paths
 
     def __call__(self, *a: Any, **kw: Any) -> Any:
-        got = self._real(*a, **kw)
-        if got or not self._if_true:
-            self._paths.append(self._label)
-        return got
+        self._paths.append(self._label)
+        return self._real(*a, **kw)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

@@ -180,13 +180,17 @@ def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
     assert conv_pointwise._pointwise(w.shape[2:], stride, padding, out_pad, groups)
     eager = aten.convolution(x, w, b, stride, padding, dilation, transposed, out_pad, groups)
     out = torch.empty_like(eager)
-    assert conv_pointwise._pointwise_forward(x, w, b, out, transposed)
+    plan = conv_pointwise.forward_plan(x, w, b, out, transposed)
+    assert plan is not None
+    conv_pointwise.pointwise_forward(plan, x, w, b, out)
     assert_matches(out, aten.convolution, x, w, b, stride, padding, dilation, transposed,
                    out_pad, groups)  # fmt: skip
     gy = _r(tuple(eager.shape), torch.float32, 9)
     a, src = (x, gy) if transposed else (gy, x)
     dw = torch.empty_like(w)
-    assert conv_pointwise._pointwise_weight_grad(a, src, dw)
+    plan = conv_pointwise.weight_grad_plan(a, src, dw)
+    assert plan is not None
+    conv_pointwise.pointwise_weight_grad(plan, a, src, dw)
     want = aten.convolution_backward(gy, x, w, None, stride, padding, dilation, transposed,
                                      out_pad, groups, [False, True, False])[1]  # fmt: skip
     torch.testing.assert_close(dw, want, rtol=1e-4, atol=1e-4)

@@ -7,6 +7,8 @@ width the launcher now passes instead of none)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -269,3 +271,66 @@ def test_mm_on_multiples_of_four(dtype: torch.dtype) -> None:
     assert_matches(matmul.mm(a, b), aten.mm, a, b)
     c, d = _r((18, 6), dtype, 3), _r((6, 14), dtype, 4)
     assert_matches(matmul.mm(c, d), aten.mm, c, d)
+
+
+def _views(t: torch.Tensor, start: int) -> bool:
+    """PyTorch's own verdict: whether dims ``start..`` of ``t`` merge in a ``view``."""
+    try:
+        t.view(*t.shape[:start], math.prod(t.shape[start:]))
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_merges_agrees_with_view() -> None:
+    """``conv_pointwise.merges`` decides from the strides what ``view`` decides by trying
+    (its refusal costs a C++ backtrace a call): over permuted, sliced, expanded, empty and
+    unit-dim layouts, both give the same answer (on an empty tensor ``merges`` may say no
+    where ``view`` says yes, never the reverse)."""
+    g = torch.Generator().manual_seed(0)
+    seen = {True: 0, False: 0}
+    for _ in range(400):
+        shape = [int(s) for s in torch.randint(0, 5, (4,), generator=g)]
+        t = torch.empty(shape)
+        choice = int(torch.randint(0, 4, (1,), generator=g))
+        if choice == 1:
+            t = t.permute(*torch.randperm(4, generator=g).tolist())
+        elif choice == 2:
+            t = torch.empty([s * 2 for s in shape])[::2, :, ::2, :]
+        elif choice == 3:
+            t = torch.empty(shape[0], 1, shape[2], shape[3]).expand(shape)
+        for start in (1, 2):
+            want = _views(t, start)
+            got = conv_pointwise.merges(t.shape[start:], t.stride()[start:])
+            # an empty tensor views into anything; the strides of its other dims cannot
+            # tell, so there ``merges`` need only never claim a view that fails
+            assert got == want or (t.numel() == 0 and want), (tuple(t.shape), t.stride(), start)
+            seen[want] += 1
+    assert min(seen.values()) > 50  # both answers were exercised
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_planned_repeat_calls_agree_with_eager(layout: str) -> None:
+    """A pointwise convolution's second call with the same signature runs from its plan
+    (strided views of the new operands): on new values, read at another storage offset,
+    forward and weight gradient still match eager; another layout gets a plan of its own."""
+    conv._POINTWISE_PLANS.clear()
+    conv._POINTWISE_WGRAD_PLANS.clear()
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    rest = ([1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    for seed in (0, 1):
+        # the second call's operands start one image in: a non-zero storage offset
+        x = _r((2, 12, 5, 6), torch.float32, seed).contiguous(memory_format=fmt)
+        if seed:
+            x = torch.cat([torch.zeros_like(x[:1]), x]).contiguous(memory_format=fmt)[1:]
+        w, b = _r((10, 12, 1, 1), torch.float32, seed + 5), _r((10,), torch.float32, seed + 7)
+        assert_matches(conv.convolution(x, w, b, *rest), aten.convolution, x, w, b, *rest)
+        assert x.storage_offset() == (x[0].numel() if seed else 0)
+        gy = _r((2, 10, 5, 6), torch.float32, seed + 9).contiguous(memory_format=fmt)
+        got = conv.convolution_backward(gy, x, w, [10], *rest, [True, True, True])
+        want = aten.convolution_backward(gy, x, w, [10], *rest, [True, True, True])
+        for g, e in zip(got, want):
+            torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+    assert len(conv._POINTWISE_WGRAD_PLANS) == 1
+    # forward plans: the forward's and the input gradient's (a transposed product)
+    assert len(conv._POINTWISE_PLANS) == 2

@@ -61,11 +61,13 @@ from opbench.kernels._lib.conv_nhwc import nhwc_convolution
 from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
 from opbench.kernels._lib.conv_pointwise import (
     _pointwise,
-    _pointwise_forward,
-    _pointwise_weight_grad,
+    forward_plan,
+    pointwise_forward,
+    pointwise_weight_grad,
+    weight_grad_plan,
 )
 from opbench.kernels._lib.conv_smallk import _smallk
-from opbench.kernels._lib.launch import cdiv, next_pow2
+from opbench.kernels._lib.launch import cdiv, next_pow2, remember
 from opbench.kernels._lib.matmul import split_plan, sum_split_partials
 
 __all__ = ["convolution", "convolution_backward"]
@@ -358,6 +360,23 @@ def _geometry(
     return spatial, stride, padding, dilation, output_padding, groups
 
 
+#: Pointwise convolutions' plans by call signature (:func:`_call_key`): a repeat call
+#: allocates, views and launches (:class:`~opbench.kernels._lib.conv_pointwise.ForwardPlan`).
+_POINTWISE_PLANS: dict[tuple, object] = {}
+#: The same for their weight gradients (``a``, ``b``, the weight, the geometry).
+_POINTWISE_WGRAD_PLANS: dict[tuple, object] = {}
+
+
+def _call_key(*parts: object) -> tuple:
+    """What decides a convolution's plan: each tensor's sizes, strides, dtype and device,
+    and the other arguments as given (lists made tuples)."""
+    return tuple(
+        (p.shape, p.stride(), p.dtype, p.device) if isinstance(p, torch.Tensor)
+        else tuple(p) if isinstance(p, list) else p
+        for p in parts
+    )  # fmt: skip
+
+
 def convolution(
     input: torch.Tensor,
     weight: torch.Tensor,
@@ -370,6 +389,12 @@ def convolution(
     groups: int,
 ) -> torch.Tensor:
     """aten::convolution (forward)."""
+    key = _call_key(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+    )
+    plan = _POINTWISE_PLANS.get(key)
+    if plan is not None:
+        return pointwise_forward(plan, input, weight, bias)
     if input.dtype not in _SERVED or weight.dtype != input.dtype:
         raise NotImplementedError(f"convolution on {input.dtype}/{weight.dtype}: PyTorch serves it")
     if bias is not None and bias.dtype != input.dtype:
@@ -407,10 +432,11 @@ def convolution(
         raise NotImplementedError("bias of the wrong size: eager explains")
     if out.numel() == 0:
         return out
-    if _pointwise(ksize, stride, padding, output_padding, groups) and _pointwise_forward(
-        input, weight, bias, out, transposed
-    ):
-        return out
+    if _pointwise(ksize, stride, padding, output_padding, groups):
+        plan = forward_plan(input, weight, bias, out, transposed)
+        if plan is not None:
+            return pointwise_forward(remember(_POINTWISE_PLANS, key, plan), input, weight, bias,
+                                      out)  # fmt: skip
     x, w, y = _as5d(input, spatial), _as5d(weight, spatial), _as5d(out, spatial)
     pad3 = [0] * (3 - spatial)
     one3 = [1] * (3 - spatial)
@@ -473,10 +499,11 @@ def _weight_grad(
                      memory_format=fmt if like_cl else torch.contiguous_format)  # fmt: skip
     if dw.numel() == 0:
         return dw
-    if _pointwise(weight.shape[2:], stride, padding, [0] * spatial, groups) and (
-        _pointwise_weight_grad(a, b, dw)
-    ):
-        return dw
+    if _pointwise(weight.shape[2:], stride, padding, [0] * spatial, groups):
+        plan = weight_grad_plan(a, b, dw)
+        if plan is not None:
+            key = _call_key(a, b, weight, stride, padding, dilation, groups)
+            return pointwise_weight_grad(remember(_POINTWISE_WGRAD_PLANS, key, plan), a, b, dw)
     a5, b5, w5 = _as5d(a, spatial), _as5d(b, spatial), _as5d(dw, spatial)
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
     sd, sh, sw = one3 + stride
@@ -574,7 +601,11 @@ def convolution_backward(
             raise NotImplementedError("input gradient of another shape: PyTorch serves it")
     if want_gw:
         a, b = (input, grad_output) if transposed else (grad_output, input)
-        gw = _weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
+        plan = _POINTWISE_WGRAD_PLANS.get(
+            _call_key(a, b, weight, stride, padding, dilation, groups)
+        )
+        gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
+              if plan is None else pointwise_weight_grad(plan, a, b))  # fmt: skip
     if want_gb:
         gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())])
     return gi, gw, gb

@@ -8,8 +8,10 @@ conv_pointwise.NAME=VALUE`` and the tests set them."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -21,7 +23,16 @@ from opbench.kernels._lib.matmul import (
     sum_split_partials,
 )
 
-__all__ = ["pointwise_operands"]
+__all__ = [
+    "ForwardPlan",
+    "WeightGradPlan",
+    "forward_plan",
+    "merges",
+    "pointwise_operands",
+    "pointwise_forward",
+    "pointwise_weight_grad",
+    "weight_grad_plan",
+]
 
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -50,13 +61,30 @@ def _pointwise(ksize: Sequence[int], stride: Sequence[int], padding: Sequence[in
     )  # fmt: skip
 
 
+def merges(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether dims of these sizes and strides merge into one without a copy (what
+    ``view`` would accept): each dim's stride is the next one's times its size, dims of
+    size 1 aside. Decided from the strides, not by trying ``view``: a refused ``view``
+    raises, and PyTorch's error (its C++ backtrace) cost 34 us a call on the CPU machine,
+    twice in every NCHW pointwise weight gradient (``benchmarks/probes/conv_host_path.py``)."""
+    if 0 in sizes:
+        return True
+    inner = None
+    for size, stride in zip(sizes, strides):
+        if size == 1:
+            continue
+        if inner is not None and inner != stride * size:
+            return False
+        inner = stride
+    return True
+
+
 def _per_image(t: torch.Tensor) -> torch.Tensor | None:
     """``[N, C, *spatial]`` as ``[N, C, positions]`` without a copy (contiguous and
     channels-last both merge), or None where the spatial dims do not merge."""
-    try:
-        return t.view(t.shape[0], t.shape[1], -1)
-    except RuntimeError:
+    if not merges(t.shape[2:], t.stride()[2:]):
         return None
+    return t.view(t.shape[0], t.shape[1], math.prod(t.shape[2:]))
 
 
 def pointwise_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -96,26 +124,64 @@ def _pointwise_config(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tu
     return cfg
 
 
-def _pointwise_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                       out: torch.Tensor, transposed: bool) -> bool:  # fmt: skip
-    """A pointwise convolution as the tuned matmul kernel (:func:`pointwise_operands`,
-    :func:`_pointwise_config`). Implicit GEMM reads such a weight tile across its rows
-    (17-20x slower than cuDNN on the traced ``1024 x 1024`` pointwise convolutions); this
-    is a plain matrix product. False where the spatial dims do not merge into one."""
+#: A view as ``Tensor.as_strided`` takes it: (sizes, strides), the storage offset the
+#: viewed tensor's own.
+Spec = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _spec(t: torch.Tensor) -> Spec:
+    return tuple(t.shape), t.stride()
+
+
+@dataclass(frozen=True)
+class ForwardPlan:
+    """A pointwise forward's geometry, kept per call signature by
+    :func:`opbench.kernels._lib.conv.convolution`: a repeat call allocates its output and
+    takes four strided views (:func:`pointwise_forward`) where the first call went through the
+    geometry, the layout checks and a chain of views (34 us of a 62 us call's Python on the
+    CPU machine, ``benchmarks/probes/conv_host_path.py``). The tile is chosen on every call
+    (:func:`_pointwise_config`), so a tuning constant set between calls still counts."""
+
+    out: Spec
+    y3: Spec
+    a: Spec
+    x3: Spec
+    b3: Spec | None
+
+
+def forward_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                 out: torch.Tensor, transposed: bool) -> ForwardPlan | None:  # fmt: skip
+    """The :class:`ForwardPlan` of a pointwise convolution into ``out``, or None where the
+    spatial dims do not merge into one (:func:`pointwise_operands`)."""
     operands = pointwise_operands(x, weight, bias, out, transposed)
     if operands is None:
-        return False
-    matmul_into(*operands, config=_pointwise_config(*operands[:3]))
-    return True
+        return None
+    y3, a, x3, b3 = operands
+    return ForwardPlan(
+        _spec(out), _spec(y3), _spec(a), _spec(x3), None if b3 is None else _spec(b3)
+    )
+
+
+def pointwise_forward(plan: ForwardPlan, x: torch.Tensor, weight: torch.Tensor,
+                bias: torch.Tensor | None, out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """A pointwise convolution as the tuned matmul kernel (:func:`pointwise_operands`,
+    :func:`_pointwise_config`), into ``out`` or a new output laid out as the plan's.
+    Implicit GEMM reads such a weight tile across its rows (17-20x slower than cuDNN on the
+    traced ``1024 x 1024`` pointwise convolutions); this is a plain matrix product."""
+    if out is None:
+        out = torch.empty_strided(*plan.out, dtype=x.dtype, device=x.device)
+    y3, a, x3 = out.as_strided(*plan.y3), weight.as_strided(*plan.a), x.as_strided(*plan.x3)
+    b3 = None if plan.b3 is None else bias.as_strided(*plan.b3)
+    matmul_into(y3, a, x3, b3, config=_pointwise_config(y3, a, x3))
+    return out
 
 
 def _merge_images(t: torch.Tensor) -> torch.Tensor | None:
     """``[N, C, positions]`` as ``[C, N x positions]`` without a copy (channels-last, where
     the images follow each other at a channel stride, or one image), or None."""
-    try:
-        return t.transpose(0, 1).view(t.shape[1], -1)
-    except RuntimeError:
+    if not merges((t.shape[0], t.shape[2]), (t.stride(0), t.stride(2))):
         return None
+    return t.transpose(0, 1).view(t.shape[1], t.shape[0] * t.shape[2])
 
 
 #: Largest fp32 workspace (bytes) of per-image weight-gradient partials of an NCHW pointwise
@@ -127,31 +193,63 @@ def _merge_images(t: torch.Tensor) -> torch.Tensor | None:
 POINTWISE_PARTIALS_MAX = 64 << 20
 
 
-def _pointwise_weight_grad(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> bool:
-    """The weight gradient of a pointwise convolution, ``dW = sum_n a[n] @ b[n]^T``.
-    Channels-last operands (and a batch of one) merge the images into one reduction of
-    ``N x positions``: a plain product (split over K by matmul's own rule). Otherwise
-    the matmul kernel's batch-summing mode (:func:`matmul_batch_sum_into`) walks every
-    image's positions in one loop, accumulating in registers; the old path, a product per
-    image into fp32 partials ``[N, C_out, C_in]`` summed afterwards, wrote and read back
-    134 MB for ``[32, 1024, 14, 14]`` into 1024 channels and ran at 0.24x eager on the
-    H100 (0.593 ms against 0.141). That old path stays where its partials take at most
+@dataclass(frozen=True)
+class WeightGradPlan:
+    """A pointwise weight gradient's geometry (:func:`weight_grad_plan`), kept per call
+    signature by :func:`opbench.kernels._lib.conv.convolution_backward`'s weight gradient:
+    the views each route takes, so a repeat call allocates, views and launches. Which of
+    the routes runs is decided on every call (:func:`pointwise_weight_grad`), as it was."""
+
+    dw: Spec
+    #: ``dW [1, C_out, C_in]``, ``a [1, C_out, N x P]``, ``b^T [1, N x P, C_in]``: the
+    #: merged reduction, or None where the images do not merge
+    merged: tuple[Spec, Spec, Spec] | None
+    #: ``dW [C_out, C_in]``, ``a [N, C_out, P]``, ``b^T [N, P, C_in]``
+    per_image: tuple[Spec, Spec, Spec]
+
+
+def weight_grad_plan(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> WeightGradPlan | None:
+    """The :class:`WeightGradPlan` of ``dW = sum_n a[n] @ b[n]^T`` into ``dw``, or None
+    where the views do not exist."""
+    a3, b3, dw3 = _per_image(a), _per_image(b), _per_image(dw)
+    if a3 is None or b3 is None or dw3 is None:
+        return None
+    dw2 = dw3[:, :, 0]
+    am, bm = _merge_images(a3), _merge_images(b3)
+    merged = None
+    if am is not None and bm is not None:
+        merged = (_spec(dw2.unsqueeze(0)), _spec(am.unsqueeze(0)), _spec(bm.t().unsqueeze(0)))
+    return WeightGradPlan(_spec(dw), merged, (_spec(dw2), _spec(a3), _spec(b3.transpose(1, 2))))
+
+
+def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor,
+                    dw: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """The weight gradient of a pointwise convolution, ``dW = sum_n a[n] @ b[n]^T``, into
+    ``dw`` or a new one laid out as the plan's. Channels-last operands (and a batch of one)
+    merge the images into one reduction of ``N x positions``: a plain product (split over
+    K by matmul's own rule). Otherwise the matmul kernel's batch-summing mode
+    (:func:`matmul_batch_sum_into`) walks every image's positions in one loop,
+    accumulating in registers; the old path, a product per image into fp32 partials
+    ``[N, C_out, C_in]`` summed afterwards, wrote and read back 134 MB for ``[32, 1024,
+    14, 14]`` into 1024 channels and ran at 0.24x eager on the H100 (0.593 ms against
+    0.141). That old path stays where its partials take at most
     :data:`POINTWISE_PARTIALS_MAX` bytes: on the H100 it ran the smaller traced cases far
     faster than the batch-summing loop (whole backward of [16, 672, 11, 11]: 0.072 ms,
     where the loop's weight gradient alone took 0.22-0.27 in ``pointwise_conv_probe.py
-    --sweep``). False where the views do not exist."""
-    a3, b3, dw3 = _per_image(a), _per_image(b), _per_image(dw)
-    if a3 is None or b3 is None or dw3 is None:
-        return False
-    dw2 = dw3[:, :, 0]
-    am, bm = _merge_images(a3), _merge_images(b3)
-    n, r, c = a3.shape[0], a3.shape[1], b3.shape[1]
-    if am is not None and bm is not None:
-        matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
-    elif n * r * c * 4 <= POINTWISE_PARTIALS_MAX:
-        partials = torch.empty((n, r, c), dtype=torch.float32, device=dw.device)
-        matmul_into(partials, a3, b3.transpose(1, 2))
-        sum_split_partials(partials.view(n, -1), dw2)
+    --sweep``)."""
+    if dw is None:
+        dw = torch.empty_strided(*plan.dw, dtype=a.dtype, device=a.device)
+    if plan.merged is not None:
+        d, m, n = plan.merged
+        matmul_into(dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n))
+        return dw
+    d, m, n = plan.per_image
+    dw2, a3, b3t = dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n)
+    images, r, c = a3.shape[0], a3.shape[1], b3t.shape[2]
+    if images * r * c * 4 <= POINTWISE_PARTIALS_MAX:
+        partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
+        matmul_into(partials, a3, b3t)
+        sum_split_partials(partials.view(images, -1), dw2)
     else:
-        matmul_batch_sum_into(dw2, a3, b3.transpose(1, 2))
-    return True
+        matmul_batch_sum_into(dw2, a3, b3t)
+    return dw
