@@ -5,7 +5,10 @@ What is fitted: each tuning-half product's :data:`TOP` best candidates with thei
 (``log(time / best time)``, capped at :data:`CAP`), the points the rule's neighbour search
 runs over; and ``k``, the number of neighbours, chosen by leave-one-out over the tuning
 half alone (each tuning product ranked by its nearest *other* tuning products). The
-held-out half is read only after both are fixed, to report.
+held-out half is read only after both are fixed, to report. ``--search`` scores the
+:data:`SEARCH` variants of the rule (distance weights, alignment, neighbour weights,
+TOP, CAP) the same way, each at its best k: the table the rule's constants were chosen
+from (tuning half only; about 90 s).
 
 What is reported, per half and op (geomean of eager / ours over the products, and the
 products under 0.9x): the path served when the sweep ran (the tables), the rule, and the
@@ -15,7 +18,7 @@ as at run time.
 
 Usage:
     python benchmarks/tune/matmul_rule.py PATHS.jsonl --write \\
-        --out benchmarks/results/matmul-paths-h200-2026-11-29
+        --out benchmarks/results/matmul-paths-h200-2026-11-29 [--search]
 ``--write`` rewrites ``src/opbench/kernels/_lib/matmul_rule_data.py``.
 """
 
@@ -34,13 +37,39 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "src" / "opbench" / "kernels" / "_lib" / "matmul_rule_data.py"
 #: Regrets kept per fitted product (the rest count as the cap) and the cap itself: a
 #: candidate 35% slower than the best counts as much as one that failed. Leave-one-out
-#: on the 2026-11-29 H200 sweep read 0.88-0.89 for TOP 3-20 and CAP 0.3-5; the small ones
-#: keep the data file small.
-TOP, CAP = 3, 0.3
-KS = (1, 2, 3, 4, 5, 6, 8)
+#: over the tuning half of the three 2026-11-29 H200 sweeps (``--search``): TOP 5 0.9466,
+#: 3 0.9442, all 0.9468 (no clear gain for a data file four times the size); CAP 0.3
+#: 0.9466, 0.2 0.9454, 0.5 0.9447.
+TOP, CAP = 5, 0.3
+KS = (1, 2, 3, 4, 5, 6, 8, 10, 12)
+#: ``--search``'s variants of the rule (:func:`matmul_rule.rank`'s keywords, TOP and CAP),
+#: each scored by leave-one-out over the tuning half at its best k: the rule before
+#: (uniform neighbours, no alignment, log2 of M, N, K, batch alike), what each change
+#: adds, and one step either way from the committed constants.
+_D = rule.DISTANCE
+SEARCH: dict[str, dict[str, Any]] = {
+    "before: log2 (M, N, K, batch), uniform, TOP 3": dict(weights=(1, 1, 1, 1, 0), h=None,
+                                                          align=False, top=3),
+    "before, TOP 5": dict(weights=(1, 1, 1, 1, 0), h=None, align=False),
+    "+ alignment first": dict(weights=(1, 1, 1, 1, 0), h=None),
+    "+ waves x4": dict(weights=(1, 1, 1, 1, 4), h=None),
+    "+ K x0.5": dict(weights=_D, h=None),
+    "+ 1/(r+1) neighbour weights (committed)": {},
+    "waves x2": dict(weights=(*_D[:4], 2)),
+    "waves x8": dict(weights=(*_D[:4], 8)),
+    "K x0.25": dict(weights=(*_D[:2], 0.25, *_D[3:])),
+    "K x1": dict(weights=(*_D[:2], 1, *_D[3:])),
+    "1/(r+0.5)": dict(h=0.5),
+    "1/(r+2)": dict(h=2.0),
+    "no alignment": dict(align=False),
+    "TOP 3": dict(top=3),
+    "TOP all": dict(top=99),
+    "CAP 0.2": dict(cap=0.2),
+    "CAP 0.5": dict(cap=0.5),
+}  # fmt: skip
 
-__all__ = ["fit_points", "geomean", "main", "merge_sweeps", "read_sweep", "rule_time", "time_key",
-           "served_summary", "write_data"]  # fmt: skip
+__all__ = ["fit_points", "geomean", "main", "merge_sweeps", "read_sweep", "rule_time", "search",
+           "time_key", "served_summary", "write_data"]  # fmt: skip
 
 
 def read_sweep(path: str | Path) -> list[dict[str, Any]]:
@@ -88,8 +117,8 @@ def _dims(row: dict[str, Any]) -> tuple[int, int, int, int]:
     return (row["M"], row["N"], row["K"], row["batch"])
 
 
-def regrets(row: dict[str, Any]) -> dict[str, float]:
-    """Generic candidate name -> capped regret on one product (the :data:`TOP` best)."""
+def regrets(row: dict[str, Any], cap: float = CAP, top: int = TOP) -> dict[str, float]:
+    """Generic candidate name -> capped regret on one product (the ``top`` best)."""
     times = {}
     for kind, cfg in rule.candidates(row["batch"], row["M"], row["N"], row["K"]):
         t = row["times"].get(time_key(kind, cfg), math.inf)
@@ -97,35 +126,50 @@ def regrets(row: dict[str, Any]) -> dict[str, float]:
     best = min(times.values())
     if not math.isfinite(best):
         return {}
-    out = {n: min(math.log(t / best), CAP) for n, t in times.items() if math.isfinite(t)}
-    return dict(sorted(out.items(), key=lambda kv: kv[1])[:TOP])
+    out = {n: min(math.log(t / best), cap) for n, t in times.items() if math.isfinite(t)}
+    return dict(sorted(out.items(), key=lambda kv: kv[1])[:top])
 
 
-def fit_points(rows: list[dict[str, Any]]) -> tuple:
+def fit_points(rows: list[dict[str, Any]], cap: float = CAP, top: int = TOP) -> tuple:
     """The rule's points from tuning-half rows only (a held-out row here is an error)."""
     if any(r["half"] != "tuning" for r in rows):
         raise ValueError("the rule is fitted on the tuning half only")
-    return tuple((_cls(r), _dims(r), tuple(sorted(regrets(r).items()))) for r in rows)
+    return tuple((_cls(r), _dims(r), tuple(sorted(regrets(r, cap, top).items()))) for r in rows)
 
 
-def rule_time(row: dict[str, Any], points: tuple, k: int) -> float:
+def rule_time(row: dict[str, Any], points: tuple, k: int, cap: float = CAP,
+              **variant: Any) -> float:  # fmt: skip
     """The sweep's time of the rule's choice for ``row`` (the first candidate of its
-    ranking that ran, as at run time), ranking by ``points`` with ``k`` neighbours."""
-    for kind, cfg in rule.rank(_cls(row), *_dims(row), points=points, k=k, cap=CAP):
+    ranking that ran, as at run time), ranking by ``points`` with ``k`` neighbours
+    (``variant``: :func:`matmul_rule.rank`'s keywords, the committed ones by default)."""
+    for kind, cfg in rule.rank(_cls(row), *_dims(row), points=points, k=k, cap=cap, **variant):
         t = row["times"].get(time_key(kind, cfg), math.inf)
         if math.isfinite(t):
             return t
     return math.inf
 
 
-def leave_one_out(tune: list[dict[str, Any]], k: int) -> float | None:
+def leave_one_out(tune: list[dict[str, Any]], k: int, cap: float = CAP, top: int = TOP,
+                  **variant: Any) -> float | None:  # fmt: skip
     """Geomean eager / rule over the tuning products, each ranked by the others."""
-    points = fit_points(tune)
+    points = fit_points(tune, cap, top)
     xs = []
     for i, r in enumerate(tune):
         others = points[:i] + points[i + 1 :]
-        xs.append(r["times"]["eager"] / rule_time(r, others, k))
+        xs.append(r["times"]["eager"] / rule_time(r, others, k, cap, **variant))
     return geomean(xs)
+
+
+def search(tune: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each :data:`SEARCH` variant's leave-one-out over the tuning half at each k of
+    :data:`KS`, and its best k: how the committed constants were chosen (the held-out
+    half is not read)."""
+    out = {}
+    for name, variant in SEARCH.items():
+        loo = {k: leave_one_out(tune, k, **variant) for k in KS}
+        best = max(KS, key=lambda k: (round(loo[k] or 0, 4), -k))
+        out[name] = {"k": best, "leave_one_out": loo[best], "by_k": loo}
+    return out
 
 
 def summary(rows: list[dict[str, Any]], points: tuple, k: int) -> dict[str, Any]:
@@ -200,6 +244,13 @@ def write_data(points: tuple, k: int, fitted_on: str) -> None:
     DATA.write_text("\n".join(lines) + "\n")
 
 
+def _search_table(found: dict[str, Any]) -> list[str]:
+    lines = ["### Variants of the rule, by leave-one-out over the tuning half (`--search`)", "",
+             "| variant | best k | leave-one-out |", "| --- | --- | --- |"]  # fmt: skip
+    lines += [f"| {name} | {v['k']} | {v['leave_one_out']:.4f} |" for name, v in found.items()]
+    return [*lines, ""]
+
+
 def _table(title: str, s: dict[str, Any]) -> list[str]:
     lines = [f"### {title}", "", "| op | products | served then | rule | best of the set | "
              "served under 0.9x | rule under 0.9x |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
@@ -218,6 +269,8 @@ def main() -> int:
     ap.add_argument("--command", default="", help="the sweep's command, for the report")
     ap.add_argument("--served", help="a --served-only sweep run after the fit, to report beside it")
     ap.add_argument("--served-command", default="", help="its command, for the report")
+    ap.add_argument("--search", action="store_true", help="also score the SEARCH variants of "
+                    "the rule by leave-one-out over the tuning half (about a minute)")  # fmt: skip
     opt = ap.parse_args()
     rows = merge_sweeps(opt.paths)
     tune = [r for r in rows if r["half"] == "tuning"]
@@ -233,6 +286,8 @@ def main() -> int:
               "tuning": summary(tune, points, k), "heldout": summary(held, points, k)}  # fmt: skip
     if opt.served:
         report["served"] = served_summary(read_sweep(opt.served))
+    if opt.search:
+        report["search"] = search(tune)
     print(json.dumps(report, indent=1))
     if opt.write:
         write_data(points, k, fitted_on)
@@ -254,6 +309,8 @@ def main() -> int:
         if opt.served:
             md += [f"Sweep after the fit: `{opt.served_command}`.", "",
                    *_served_table(report["served"])]  # fmt: skip
+        if opt.search:
+            md += _search_table(report["search"])
         Path(opt.out).with_suffix(".md").write_text("\n".join(md))
     return 0
 

@@ -123,11 +123,61 @@ def test_the_ranking_follows_the_nearest_points_of_the_class() -> None:
     )
 
 
+def test_neighbours_as_aligned_as_the_product_come_first() -> None:
+    tma, ptr = "tma:128x128x64/4w4s", "ptr:128x128x64/4w4s"
+    points = (
+        _point("rc1", (2048, 1024, 1024, 1), tma),  # aligned, the nearest in sizes
+        _point("rc1", (2048, 1032, 1024, 1), tma),
+        _point("rc1", (4096, 486, 1024, 1), ptr),  # N = 486: not a multiple of 8
+    )
+    first = matmul_rule.rank("rc1", 2048, 1022, 1024, 1, points, k=1, cap=0.3)[0]
+    assert matmul_rule.generic_name(*first) == ptr
+    first = matmul_rule.rank("rc1", 2048, 1022, 1024, 1, points, k=1, cap=0.3, align=False)[0]
+    assert matmul_rule.generic_name(*first) == tma
+    # an aligned product follows the aligned points, though the other is no farther
+    first = matmul_rule.rank("rc1", 4096, 488, 1024, 1, points, k=1, cap=0.3)[0]
+    assert matmul_rule.generic_name(*first) == tma
+    # fewer of its kind than k: the others fill in
+    assert len(matmul_rule.nearest("rc1", (2048, 1022, 1024, 1), 2, points)) == 2
+
+
+def test_a_product_whose_tiles_make_as_many_waves_is_nearer() -> None:
+    # N = 1080 is a little nearer 1024 in log2 than 968, but 9 columns of 128-wide tiles
+    # where 1024 and 968 make 8
+    near = matmul_rule.nearest("rr1", (2048, 1024, 1024, 1), 1,
+                               (_point("rr1", (2048, 1080, 1024, 1), "a"),
+                                _point("rr1", (2048, 968, 1024, 1), "b")))  # fmt: skip
+    assert abs(math.log2(1080 / 1024)) < abs(math.log2(968 / 1024))
+    assert near[0][1] == (2048, 968, 1024, 1)
+    # without the waves' weight, log2 N alone decides
+    flat = (*matmul_rule.DISTANCE[:4], 0.0)
+    near = matmul_rule.nearest("rr1", (2048, 1024, 1024, 1), 1,
+                               (_point("rr1", (2048, 1080, 1024, 1), "a"),
+                                _point("rr1", (2048, 968, 1024, 1), "b")), flat)  # fmt: skip
+    assert near[0][1] == (2048, 1080, 1024, 1)
+
+
+def test_the_nearest_neighbour_outweighs_farther_ones() -> None:
+    tma, ptr = "tma:128x128x64/4w4s", "ptr:128x128x64/4w4s"
+    points = (
+        _point("rr1", (1024, 1024, 1024, 1), tma),
+        _point("rr1", (4096, 1024, 1024, 1), ptr),
+        _point("rr1", (8192, 1024, 1024, 1), ptr),
+    )
+    # weights 1, 1/2, 1/3: one nearest against two farther
+    first = matmul_rule.rank("rr1", 1024, 1024, 1024, 1, points, k=3, cap=0.3)[0]
+    assert matmul_rule.generic_name(*first) == tma
+    # alike (h None), the two outvote it
+    first = matmul_rule.rank("rr1", 1024, 1024, 1024, 1, points, k=3, cap=0.3, h=None)[0]
+    assert matmul_rule.generic_name(*first) == ptr
+
+
 def test_the_fitted_points_name_real_candidates_and_classes() -> None:
     assert matmul_rule.fitted() == (matmul_rule_data.NEIGHBOURS, matmul_rule_data.K_NEAREST,
                                     matmul_rule_data.CAP)  # fmt: skip
-    names = {matmul_rule.generic_name(k, c) for b in (1, 2) for k, c in
-             matmul_rule.candidates(b, 64, 64, 65536)}  # fmt: skip
+    # every name the candidates take: split counts by both rules need a few tile counts
+    names = {matmul_rule.generic_name(k, c) for b in (1, 2) for m in (64, 512, 768)
+             for n in (64, 512, 768) for k, c in matmul_rule.candidates(b, m, n, 65536)}  # fmt: skip
     assert len(matmul_rule_data.NEIGHBOURS) >= matmul_rule_data.K_NEAREST
     for cls, dims, regrets in matmul_rule_data.NEIGHBOURS:
         assert cls in {"rr1", "rc1", "cr1", "x1", "rrN", "rcN", "crN", "xN"}

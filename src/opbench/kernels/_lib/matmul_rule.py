@@ -5,35 +5,46 @@ Why a rule and not the tables: the per-product tables (``matmul_configs.SHAPES``
 ``matmul_tma_configs.TMA_SHAPES``) and the per-bucket tiles fitted the rows they were
 tuned on and nothing else. On an H200 (device time, the judge's protocol) the 385
 distinct products of at least a GFLOP of the traces' held-out half ran at 0.716x eager
-(geomean) with them, 178 of the 214 ``mm`` products under 0.9x; the best of this
-module's candidates per product would give 0.964x. With the rule: 0.899x (``mm`` 0.690
--> 0.887, ``addmm`` 0.655 -> 0.906, ``bmm`` 0.845 -> 0.920); on the tuning half 0.783x
--> 0.925x (``benchmarks/results/matmul-rule-h200-2026-11-29.md``). What is left is the
-kernels': ``mm`` over a transposed A with a long K (weight gradients, cuBLAS 1.4-1.8x
-ahead of every candidate) and ``bmm`` over K = 64 (bound by writing the output, which
-the pointer kernel does through masked stores).
+(geomean) with them, 178 of the 214 ``mm`` products under 0.9x. With the rule, fitted on
+the tuning half of the three 2026-11-29 sweeps (``python benchmarks/tune/matmul_rule.py
+matmul-paths-h200-2026-11-29{,-more,-wave}.jsonl.gz --search``), the held-out half reads
+0.936x (``mm`` 0.916, ``addmm`` 0.937, ``bmm`` 0.985; 170 products under 0.9x) where the
+best of this module's candidates per product would give 0.981x, and the rule before this
+one (uniform neighbours in log2 of M, N, K, batch) read 0.897x (193 under 0.9x). What
+is left is mostly the kernels': ``mm`` over a transposed A with a long K (weight
+gradients, cuBLAS 1.4-1.8x ahead of every candidate) and ``bmm`` over K = 64 (bound by
+writing the output, which the pointer kernel does through masked stores).
 
 The rule (fitted by ``benchmarks/tune/matmul_rule.py`` on the tuning half only): a
-product takes the candidate with the least total regret over its ``K_NEAREST``
-nearest tuning-half products of the same layout class, distance measured in log2 of
-(M, N, K, batch). A neighbour's regret for a candidate is ``log(its time / the best
-time)`` on that neighbour, capped (a candidate that failed or lost badly counts the
-cap, so one outlier cannot decide). Nearest neighbours rather than a cost model because
-the kernels' speed depends on layout, alignment and waves in ways a few coefficients did
-not follow: on the day's first sweep a per-candidate, per-layout linear cost model
-(waves x K blocks, bytes) read 0.844x on the held-out half where the neighbours read
-0.88x. k was chosen by leave-one-out over the tuning half (0.890 at k = 1, 0.911 at 6).
+product takes the candidate with the least weighted regret over its ``K_NEAREST``
+nearest tuning-half products of the same layout class. Nearest: those as :func:`aligned`
+as the product first (M, N, K all multiples of 8 or not: where one is not, a TMA
+candidate declines or stores through masks, 4-5x slower than the pointer kernel on some
+products, so aligned neighbours mislead), then by :func:`distance`, a weighted squared
+distance in log2 of (M, N, K, batch, waves of 128x128 tiles on the SMs)
+(:data:`DISTANCE`). A neighbour's regret for a candidate is ``log(its time / the best
+time)`` on that neighbour, capped (a candidate that failed or lost badly counts the cap,
+so one outlier cannot decide), and the r-th nearest counts ``1 / (r + 1)``
+(:data:`RANK_H`). Every choice was made by leave-one-out over the tuning half (the
+fitter's ``--search`` table): 0.9155 for the rule before, 0.936 with alignment first,
+0.947 with the waves, K weighed half and the neighbours' weights (k = 4). Nearest
+neighbours rather than a cost model because the kernels' speed depends on layout,
+alignment and waves in ways a few coefficients did not follow: a per-candidate ridge
+regression of log(time / eager) on log sizes, waves, idle fraction of the last wave, K
+blocks, alignment and class read 0.898-0.917 by 10-fold cross-validation over the
+tuning half, and blending it into the neighbours' regrets did not beat them by more than
+0.003.
 
 Candidates (:func:`candidates`): the pointer kernel (:mod:`matmul`) on eight tiles, the TMA
 kernel (:mod:`matmul_tma`, batch 1, aligned operands) on seven, the batched TMA kernel
-(:mod:`matmul_tma_batched`, untimed) on three, and split-K over either of the first two
+(:mod:`matmul_tma_batched`, batches) on three, and split-K over either of the first two
 where their tiles fill less than half the SMs (:func:`split_for`, :data:`SPLITS`). A TMA
 candidate the TMA path declines at launch (an address that is not 16-byte aligned) passes
 to the next in the ranking, and the ranking always ends in pointer-kernel candidates.
 
 The ranking of a (layout class, M, N, K, batch) is computed once and cached: the
-neighbour search is a pass over ~600 points (about half a millisecond in Python), paid
-on the first call of each shape only.
+neighbour search is a pass over the ~160 points of its class (about a millisecond in
+Python), paid on the first call of each shape only.
 """
 
 from __future__ import annotations
@@ -43,23 +54,28 @@ import math
 from typing import Any
 
 __all__ = [
+    "DISTANCE",
     "MIN_FLOP",
     "POINTER",
+    "RANK_H",
     "SMS",
     "SPLITS",
     "TMA",
     "TMA_BATCHED",
     "WAVE",
+    "aligned",
     "candidates",
     "class_of",
+    "distance",
+    "features",
     "fitted",
     "generic_name",
     "layout_class",
     "layout_key",
     "nearest",
+    "one_wave_split",
     "rank",
     "ranked",
-    "one_wave_split",
     "split_for",
 ]
 
@@ -83,7 +99,7 @@ TMA: list[tuple[int, ...]] = [
     (256, 128, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
 ]  # fmt: skip
 #: Batched-TMA tiles (:mod:`matmul_tma_batched`, a batch of more than one matrix).
-#: Untimed on a GPU (2026-11-29): the committed fit has no time for them.
+#: Timed by the 2026-11-29 ``-wave`` sweep (``matmul-paths-h200-2026-11-29-wave.jsonl.gz``).
 TMA_BATCHED: list[tuple[int, ...]] = [
     (128, 128, 64, 8, 4, 4), (128, 128, 64, 8, 8, 3), (128, 256, 64, 8, 8, 3),
 ]  # fmt: skip
@@ -121,8 +137,7 @@ def one_wave_split(M: int, N: int, K: int, bm: int, bn: int, bk: int, batch: int
     """Programs along K such that the work items (tiles x programs) fill the SMs at most
     once. :func:`split_for`'s nearest count on 36 tiles (768 x 768 on 128 x 128) is 4 and
     so 144 items: a second wave of 12 after the first 132, where 3 give 108 items in one.
-    Untimed on a GPU: the rule can only rank these candidates first once a sweep has
-    timed them (``matmul_paths.py --skip-from``)."""
+    Timed by the 2026-11-29 ``-wave`` sweep (``matmul_paths.py --skip-from``)."""
     return split_for(M, N, K, bm, bn, bk, batch, one_wave=True)
 
 
@@ -180,8 +195,41 @@ def class_of(layout: str, batch: int) -> str:
     return (pair if pair in ("rr", "rc", "cr") else "x") + ("1" if batch == 1 else "N")
 
 
-def _log_dist(p: tuple[int, ...], q: tuple[int, ...]) -> float:
-    return sum((math.log2(x) - math.log2(y)) ** 2 for x, y in zip(p, q, strict=True))
+#: Squared-distance weights of a product's :func:`features`: log2 of M, N, K, batch and of
+#: the waves its 128x128 tiles make on :data:`SMS` SMs (one wave against two, a split-K
+#: candidate against none, turns on it); K counts half. Chosen by leave-one-out over the
+#: tuning half (``benchmarks/tune/matmul_rule.py --search``, the three 2026-11-29 H200
+#: sweeps, each at its best k): 0.9466 here; waves x2 or x8 0.9449, K x0.25 0.9451, K x1
+#: 0.9457; (1, 1, 1, 1, 0) with uniform neighbours and no alignment (the rule before)
+#: 0.9154, with alignment first 0.9362.
+DISTANCE: tuple[float, ...] = (1.0, 1.0, 0.5, 1.0, 4.0)
+#: The r-th nearest neighbour (0 the nearest) weighs ``1 / (r + RANK_H)`` in the ranking
+#: (None: all alike); leave-one-out read 0.9466 at 1, 0.9452 at 0.5, 0.9428 at 2, 0.9400
+#: alike.
+RANK_H: float | None = 1.0
+
+
+@functools.lru_cache(maxsize=8192)
+def features(dims: tuple[int, int, int, int]) -> tuple[float, ...]:
+    """What the neighbour distance compares (:data:`DISTANCE` weighs them): log2 of M, N,
+    K, batch and of the waves of 128x128 tiles on :data:`SMS` SMs."""
+    M, N, K, batch = dims
+    waves = batch * math.ceil(M / 128) * math.ceil(N / 128) / SMS
+    return (math.log2(M), math.log2(N), math.log2(K), math.log2(batch), math.log2(waves))
+
+
+def aligned(dims: tuple[int, ...]) -> bool:
+    """Whether M, N and K are all multiples of 8 (16 bytes at 16 bits): where one is not,
+    a TMA descriptor or store declines or turns slow (4-5x the pointer kernel at N = 486,
+    9521 or 196 in the sweep), so neighbours of the other kind rank candidates wrongly."""
+    return not (dims[0] % 8 or dims[1] % 8 or dims[2] % 8)
+
+
+def distance(p: tuple[int, ...], q: tuple[int, ...],
+             weights: tuple[float, ...] = DISTANCE) -> float:  # fmt: skip
+    """Weighted squared distance between two products' :func:`features`."""
+    fp, fq = features(tuple(p)), features(tuple(q))
+    return sum(w * (x - y) ** 2 for w, x, y in zip(weights, fp, fq, strict=True))
 
 
 @functools.cache
@@ -194,23 +242,38 @@ def fitted() -> tuple[tuple, int, float]:
     return data.NEIGHBOURS, data.K_NEAREST, data.CAP
 
 
-def nearest(cls: str, dims: tuple[int, int, int, int], k: int, points: tuple) -> list[tuple]:
+def nearest(cls: str, dims: tuple[int, int, int, int], k: int, points: tuple,
+            weights: tuple[float, ...] = DISTANCE, align: bool = True) -> list[tuple]:  # fmt: skip
     """The ``k`` nearest of ``points`` to ``dims`` (M, N, K, batch) of class ``cls`` (all
-    classes when it has fewer than ``k``), nearest first; ties keep the points' order."""
+    classes when it has fewer than ``k``), nearest first by :func:`distance`, those as
+    :func:`aligned` as ``dims`` before the others (with ``align``); ties keep the points'
+    order."""
     same = [p for p in points if p[0] == cls]
     pool = same if len(same) >= k else list(points)
-    return sorted(pool, key=lambda p: _log_dist(p[1], dims))[:k]
+    mine, fq = aligned(dims), features(tuple(dims))
+
+    def key(p: tuple) -> tuple[bool, float]:
+        fp = features(p[1])
+        return (align and aligned(p[1]) != mine,
+                sum(w * (x - y) ** 2 for w, x, y in zip(weights, fp, fq, strict=True)))  # fmt: skip
+
+    return sorted(pool, key=key)[:k]
 
 
-def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple, k: int,
-         cap: float) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
-    """The product's candidates, best first: by total capped regret over its ``k``
-    nearest ``points``, a candidate a neighbour did not keep counting ``cap``, ties in
+def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple, k: int, cap: float,
+         weights: tuple[float, ...] = DISTANCE, h: float | None = RANK_H,
+         align: bool = True) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
+    """The product's candidates, best first: by capped regret summed over its ``k``
+    :func:`nearest` ``points``, the r-th nearest weighing ``1 / (r + h)`` (alike where
+    ``h`` is None), a candidate a neighbour did not keep counting ``cap``, ties in
     :func:`candidates`' order (pointer kernel first). The fitter ranks with its own
     points through here, so what it reports is what runs."""
     mine = candidates(batch, M, N, K)
-    near = nearest(cls, (M, N, K, batch), k, points)
-    cost = [sum(dict(p[2]).get(generic_name(*c), cap) for p in near) for c in mine]
+    near = nearest(cls, (M, N, K, batch), k, points, weights, align)
+    regs = [dict(p[2]) for p in near]
+    wts = [1.0 if h is None else 1.0 / (r + h) for r in range(len(near))]
+    cost = [sum(w * reg.get(generic_name(*c), cap) for w, reg in zip(wts, regs, strict=True))
+            for c in mine]  # fmt: skip
     return [mine[i] for i in sorted(range(len(mine)), key=lambda i: (cost[i], i))]
 
 

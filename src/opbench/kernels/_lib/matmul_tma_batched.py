@@ -12,9 +12,10 @@ there), and the output goes out by TMA stores. Flattening the batch into the row
 2-D descriptor would not: a K block past K would multiply the next matrix's values.
 
 A kernel of its own, not a mode of :mod:`matmul_tma`'s, so the batch-1 kernel the shape
-rule serves and was timed on compiles as it did. Untimed on a GPU (2026-11-29): the
-shape rule's candidate ``tmab`` (:mod:`matmul_rule`) is never ranked first until a sweep
-times it (``benchmarks/tune/matmul_paths.py --skip-from``).
+rule serves and was timed on compiles as it did. Compiled and tested on an H200 and timed
+on every traced batched product by the ``-wave`` sweep of 2026-11-29: the shape rule's
+candidate ``tmab`` (:mod:`matmul_rule`), ranked first for 54 of its tuning points (the
+held-out ``bmm`` products 0.920x -> 0.988x eager as served, with the rule's other changes).
 
 :func:`tma_bmm_into` returns False where it does not apply (a batch of one, float32,
 mixed dtypes, an operand neither of whose matrix dims is contiguous, a row or batch
