@@ -14,7 +14,9 @@ Usage: python benchmarks/reproduce/heldout_report.py RUN_DIR --command "opbench 
 Writes benchmarks/results/triton-heldout-<gpu>[-partial].json and .md.
 
 Committed: ``triton-heldout-h100-partial.md``/``.json``, from a run of
-``--limit-per-op 4`` over the backend's served ops stopped after 320 s (2026-11-27).
+``--limit-per-op 4`` over the backend's served ops stopped after 320 s (2026-11-27);
+``triton-heldout-h200.md``/``.json``, ``--limit-per-op 2`` over every served op, whole
+(124 tests in 330 s, 2026-11-29).
 """
 
 from __future__ import annotations
