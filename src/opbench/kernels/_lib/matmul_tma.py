@@ -46,9 +46,10 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from opbench.kernels._lib import launch as _launch
+from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
+from opbench.kernels._lib.tma_launch import Desc
 
 __all__ = ["DEFAULT_CONFIG", "tma_matmul_into", "tma_layout"]
 
@@ -152,21 +153,6 @@ def tma_layout(t: torch.Tensor) -> int | None:
     return None
 
 
-class _Desc:
-    """What Triton 3.6's launcher reads from a host-side ``TensorDescriptor``
-    (``make_tensordesc_arg``) without the dataclass's per-construction validation."""
-
-    __slots__ = ("base", "shape", "strides", "block_shape", "padding")
-
-    def __init__(self, base: torch.Tensor, shape: list[int], strides: list[int],
-                 block_shape: list[int]) -> None:  # fmt: skip
-        self.base = base
-        self.shape = shape
-        self.strides = strides
-        self.block_shape = block_shape
-        self.padding = "zero"
-
-
 def _desc_spec(t: torch.Tensor, transposed: int, rows: int, cols: int) -> tuple[list, list, list]:
     """(shape, strides, block) of the descriptor of a 2-D operand ``t`` ``[R, C]`` read in
     ``[rows, cols]`` tiles: as it lies when rows are contiguous, as ``[C, R]`` otherwise.
@@ -179,7 +165,7 @@ def _desc_spec(t: torch.Tensor, transposed: int, rows: int, cols: int) -> tuple[
     return shape, [outer, 1], block
 
 
-#: Triton versions whose ``CompiledKernel.run`` takes descriptors as :class:`_Desc` and
+#: Triton versions whose ``CompiledKernel.run`` takes descriptors as :class:`Desc` and
 #: arguments as ``Launcher`` hands them (read from 3.6's ``CudaLauncher``); others launch
 #: through ``kernel[grid]`` every call.
 _FAST = triton.__version__.startswith("3.6.") and not _INTERPRETING
@@ -278,11 +264,11 @@ def tma_matmul_into(
     s_xm, s_xn = x.stride()
     compiled = plan["compiled"]
     if compiled is not None:
-        descs = (_Desc(a, *a_spec), _Desc(b, *b_spec),
-                 _Desc(target if splits > 1 else out, *c_spec) if c_spec else target)  # fmt: skip
+        descs = (Desc(a, *a_spec), Desc(b, *b_spec),
+                 Desc(target if splits > 1 else out, *c_spec) if c_spec else target)  # fmt: skip
         args = (*descs, target, x, *plan["ints"], s_cs, s_cm, s_cn, s_xm, s_xn,
                 float(alpha), float(beta), *compiled[1])  # fmt: skip
-        _run(compiled, plan["programs"], a.device, args)
+        tma_launch.launch(compiled[0], plan["programs"], a.device, args)
     else:
         descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
                  TensorDescriptor(target if splits > 1 else out, *c_spec) if c_spec
@@ -298,12 +284,3 @@ def tma_matmul_into(
         sum_split_partials(target.view(splits, -1), out[0], x if has_bias else None,
                            alpha, beta)  # fmt: skip
     return True
-
-
-def _run(compiled: tuple[Any, tuple], programs: int, device: torch.device, args: tuple) -> None:
-    """Launch a compiled kernel as ``launch.Launcher`` does on a cache hit (Triton 3.6)."""
-    k = compiled[0]
-    enter, exit_ = _launch._hooks()
-    stream = triton.runtime.driver.active.get_current_stream(device.index)
-    metadata = k.launch_metadata((programs, 1, 1), stream, *args) if enter is not None else None
-    k.run(programs, 1, 1, stream, k.function, k.packed_metadata, metadata, enter, exit_, *args)

@@ -33,9 +33,11 @@ import torch
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count
-from opbench.kernels._lib.matmul_tma import tma_layout
+from opbench.kernels._lib.matmul_tma import _FAST, tma_layout
+from opbench.kernels._lib.tma_launch import Desc
 
 __all__ = ["tma_bmm_into"]
 
@@ -169,7 +171,8 @@ def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     ``[batch, K, N]`` and ``[batch, M, N]`` (any strides; ``bias`` broadcastable to
     ``out``, ignored when ``beta == 0``) with 3-D TMA descriptors. Returns False, having
     done nothing, where this kernel does not apply (the module doc); True once launched.
-    The launch goes through ``kernel[grid]`` on every call (its host path is Triton's)."""
+    The first launch of a plan goes through ``kernel[grid]``; later ones launch the compiled
+    kernel directly (:func:`~opbench.kernels._lib.tma_launch.launch`)."""
     key = (a.dtype, b.dtype, out.dtype, a.shape, b.shape, out.shape, a.stride(), b.stride(),
            out.stride(), a.device, None if bias is None else (bias.dtype, bias.shape, bias.stride()),
            beta != 0, alpha != 1, config)  # fmt: skip
@@ -180,13 +183,18 @@ def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
         return False
     a_spec, b_spec, c_spec = plan["specs"]
     x = bias.expand(out.shape)[0] if plan["has_bias"] else out[0]  # never read without a bias
-    # a descriptor reads only its base's address: shapes and strides are the plan's
-    a_desc, b_desc = TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec)
-    c_desc = TensorDescriptor(out, *c_spec) if c_spec else out
     M, N, k_iters, B, programs = plan["ints"]
-    _tma_bmm_kernel[(programs,)](
-        a_desc, b_desc, c_desc, out, x, M, N, k_iters, B, programs,
-        *out.stride(), *x.stride(), float(alpha), float(beta),
-        **plan["constexprs"], **plan["launch"],
-    )  # fmt: skip
+    rest = (out, x, M, N, k_iters, B, programs, *out.stride(), *x.stride(), float(alpha),
+            float(beta))  # fmt: skip
+    compiled = plan.get("compiled")
+    if compiled is not None:  # a descriptor reads only its base's address: the plan has the rest
+        descs = (Desc(a, *a_spec), Desc(b, *b_spec), Desc(out, *c_spec) if c_spec else out)
+        tma_launch.launch(compiled[0], programs, a.device, (*descs, *rest, *compiled[1]))
+        return True
+    descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
+             TensorDescriptor(out, *c_spec) if c_spec else out)  # fmt: skip
+    k = _tma_bmm_kernel[(programs,)](*descs, *rest, **plan["constexprs"], **plan["launch"])
+    if _FAST:
+        names = [p.name for p in _tma_bmm_kernel.params if p.is_constexpr]
+        plan["compiled"] = (k, tuple(plan["constexprs"][n] for n in names))
     return True
