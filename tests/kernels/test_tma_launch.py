@@ -26,6 +26,11 @@ def _r(*shape: int, seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=g).to(DEVICE, torch.float16)
 
 
+def _ternary(*shape: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-1, 2, shape, generator=g).to(DEVICE, torch.float16)
+
+
 def _direct_served() -> None:
     if DEVICE != "cpu" and triton.__version__.startswith("3.6."):
         assert any(v is not None for v in tma_launch._DIRECT.values())
@@ -51,3 +56,33 @@ def test_repeat_launches_read_each_call_operands(batched: bool) -> None:
         if seed == 1:
             kept = (a, b)
     _direct_served()
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="lanes are made by compiled TMA launches")
+@pytest.mark.parametrize("op", ["mm", "addmm", "bmm", "baddbmm"])
+def test_entry_point_lanes_repeat_eager(op: str) -> None:
+    """An entry point's repeat call of a signature runs its lane (``matmul._LANES``):
+    each call's operands and bias read where they lie, alpha and beta as given, and an
+    operand off 16-byte alignment (a view one element in) sent back to the full path;
+    every result is eager's. 1024^3: over the shape rule's GFLOP, so the rule serves;
+    entries in {-1, 0, 1}, so every sum is exact in float32 and its float16 rounding the
+    same on both sides (random normals put a sum of 1,024 products near zero, where a
+    single rounding step exceeds the elementwise tolerance)."""
+    from opbench.kernels._lib import matmul
+
+    batched = op in ("bmm", "baddbmm")
+    ours, eager = getattr(matmul, op), getattr(torch, op)
+    matmul._LANES.clear()
+    for seed in range(4):
+        # rows 1032 elements apart (16-byte aligned); seed 3 starts one element in
+        a = _ternary(*((1,) if batched else ()), 1024, 1032, seed=seed)
+        a = a[..., 1:1025] if seed == 3 else a[..., :1024]
+        b = _ternary(*((1,) if batched else ()), 1024, 1024, seed=seed + 10)
+        args = (a, b)
+        kw = {}
+        if op in ("addmm", "baddbmm"):
+            args = (_ternary(1024, seed=seed + 20), a, b)
+            kw = {"alpha": 0.5, "beta": 2.0}
+        assert_matches(ours(*args, **kw), eager, *args, **kw)
+    if triton.__version__.startswith("3.6."):
+        assert matmul._LANES, "no lane was kept: the repeats took the full path"

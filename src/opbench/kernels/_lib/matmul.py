@@ -314,14 +314,15 @@ def matmul_into(
 
 def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                       bias: torch.Tensor | None = None, alpha: float = 1.0,
-                      beta: float = 1.0) -> torch.Tensor:  # fmt: skip
+                      beta: float = 1.0, lane_out: list | None = None) -> torch.Tensor:  # fmt: skip
     """What the entry points (``mm``, ``bmm``, ``addmm``, ``baddbmm``) run: a 16-bit
     product on the kernel and tile the shape rule ranks first
     (:func:`~opbench.kernels._lib.matmul_rule.ranked`, fitted on the tuning half of the
     traces), a TMA candidate the TMA path declines passing to the next; anything else
     (float32, the interpreter, a product under the rule's ``MIN_FLOP``, an empty one) as
     :func:`matmul_into` serves it. The convolutions keep calling :func:`matmul_into` (the
-    rule was fitted on matmul-family products only)."""
+    rule was fitted on matmul-family products only). ``lane_out`` collects the served
+    launch's lane where it has one (:func:`~opbench.kernels._lib.matmul_tma._lane`)."""
     B, M, K = a.shape
     N = b.shape[2]
     if _INTERPRETING or a.dtype == torch.float32 or 2 * B * M * N * K < MIN_FLOP:
@@ -337,7 +338,7 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
             continue
         from opbench.kernels._lib.matmul_tma import tma_matmul_into  # the GPU's TMA path
 
-        if tma_matmul_into(out, a, b, bias, alpha, beta, cfg):
+        if tma_matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out):
             return out
     return matmul_into(out, a, b, bias, alpha, beta)
 
@@ -489,28 +490,82 @@ def _bias_for(bias: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
         ) from None
 
 
+#: Entry-point calls by signature (operands' sizes, strides, dtypes, device; the bias's and
+#: the scalars) -> the lane of the launch that served the first of them
+#: (:func:`~opbench.kernels._lib.matmul_tma._lane`): a repeat call allocates its output and
+#: launches, with none of the checks, rule, plans or views in between (those ran on the
+#: first call of the signature, and decided what the lane launches).
+_LANES: dict[tuple, Any] = {}
+
+
+def _lane_key(*tensors: torch.Tensor, extra: tuple = ()) -> tuple | None:
+    """A call's :data:`_LANES` key, or None for operands without strides (sparse: the
+    checks that follow say what eager says of them)."""
+    try:
+        return (*((t.shape, t.stride(), t.dtype, t.device) for t in tensors), *extra)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def _laned(key: tuple | None, shape: tuple[int, ...], a: torch.Tensor, b: torch.Tensor,
+           x: torch.Tensor | None, alpha: Any = 1.0, beta: Any = 1.0) -> torch.Tensor | None:  # fmt: skip
+    """The output of ``key``'s lane, launched on ``a``, ``b`` (and bias ``x``), or None
+    (no lane, or it declined)."""
+    lane = _LANES.get(key)
+    if lane is None:
+        return None
+    out = torch.empty(shape, dtype=a.dtype, device=a.device)
+    pc = out.data_ptr()
+    px = pc if x is None else x.data_ptr()
+    return out if lane(a.data_ptr(), b.data_ptr(), pc, px, alpha, beta) else None
+
+
+def _keep_lane(key: tuple | None, lanes: list) -> None:
+    if lanes and key is not None:
+        remember(_LANES, key, lanes[0])
+
+
 def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     """aten::mm: ``self @ mat2`` for 2-D operands."""
+    key = _lane_key(self, mat2)
+    shape = (self.shape[0], mat2.shape[1])
+    out = _laned(key, shape, self, mat2, None)
+    if out is not None:
+        return out
     _check_mm(self, mat2)
     _served(self.dtype)
-    out = torch.empty((self.shape[0], mat2.shape[1]), dtype=self.dtype, device=self.device)
-    matmul_ruled_into(out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0))
+    out = torch.empty(shape, dtype=self.dtype, device=self.device)
+    lanes: list = []
+    matmul_ruled_into(out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), lane_out=lanes)
+    _keep_lane(key, lanes)
     return out
 
 
 def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     """aten::bmm: a batch of ``self[i] @ mat2[i]``."""
+    key = _lane_key(self, mat2)
+    shape = (self.shape[0], self.shape[1], mat2.shape[2])
+    out = _laned(key, shape, self, mat2, None)
+    if out is not None:
+        return out
     _check_bmm(self, mat2)
     _served(self.dtype)
-    shape = (self.shape[0], self.shape[1], mat2.shape[2])
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
-    return matmul_ruled_into(out, self, mat2)
+    lanes: list = []
+    matmul_ruled_into(out, self, mat2, lane_out=lanes)
+    _keep_lane(key, lanes)
+    return out
 
 
 def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: Any = 1,
           alpha: Any = 1) -> torch.Tensor:  # fmt: skip
     """aten::addmm: ``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcast to the
     result, ignored when ``beta == 0``."""
+    key = _lane_key(self, mat1, mat2, extra=(alpha, beta))
+    shape = (mat1.shape[0], mat2.shape[1])
+    out = _laned(key, shape, mat1, mat2, self, alpha, beta)
+    if out is not None:
+        return out
     # Like matmul.baddbmm's checks, kept apart: eager's own mm error wording, word for word
     _check_mm(mat1, mat2)
     if self.dtype != mat1.dtype:
@@ -520,17 +575,23 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
         )
     _served(mat1.dtype)
     _check_scalars(alpha, beta)
-    shape = (mat1.shape[0], mat2.shape[1])
     bias = _bias_for(self, shape)
     out = torch.empty(shape, dtype=mat1.dtype, device=mat1.device)
+    lanes: list = []
     matmul_ruled_into(out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0),
-                      bias.unsqueeze(0), alpha, beta)  # fmt: skip
+                      bias.unsqueeze(0), alpha, beta, lanes)  # fmt: skip
+    _keep_lane(key, lanes)
     return out
 
 
 def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
             beta: Any = 1, alpha: Any = 1) -> torch.Tensor:  # fmt: skip
     """aten::baddbmm: ``beta * self + alpha * (batch1 @ batch2)`` per batch."""
+    key = _lane_key(self, batch1, batch2, extra=(alpha, beta))
+    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    out = _laned(key, shape, batch1, batch2, self, alpha, beta)
+    if out is not None:
+        return out
     # Like matmul.addmm's checks, kept apart: eager's own bmm error wording, word for word
     _check_bmm(batch1, batch2)
     if self.dtype != batch1.dtype:
@@ -540,10 +601,12 @@ def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
         )
     _served(batch1.dtype)
     _check_scalars(alpha, beta)
-    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
     bias = _bias_for(self, shape)
     out = torch.empty(shape, dtype=batch1.dtype, device=batch1.device)
-    return matmul_ruled_into(out, batch1, batch2, bias, alpha, beta)
+    lanes: list = []
+    matmul_ruled_into(out, batch1, batch2, bias, alpha, beta, lanes)
+    _keep_lane(key, lanes)
+    return out
 
 
 def _check_scalars(alpha: Any, beta: Any) -> None:

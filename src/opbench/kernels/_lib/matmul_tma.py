@@ -39,6 +39,7 @@ validates every field on every construction) and launches the compiled kernel di
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -46,6 +47,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
@@ -232,15 +234,18 @@ def tma_matmul_into(
     alpha: float = 1.0,
     beta: float = 1.0,
     config: tuple[int, ...] | None = None,
+    lane_out: list | None = None,
 ) -> bool:
     """``out[0] = alpha * a[0] @ b[0] + beta * bias[0]`` with TMA descriptors, the operand
     convention of :func:`matmul.matmul_into` (3-D ``[1, M, K]``, ``[1, K, N]``, ``[1, M,
     N]``, any strides; ``bias`` broadcastable to ``out``, ignored when ``beta == 0``).
     Returns False, having done nothing, where TMA does not apply (see the module doc);
-    True once launched."""
+    True once launched. With ``lane_out``, a launch that a :func:`_lane` can repeat
+    appends it there."""
     cfg = config or (_INTERP_CONFIG if _INTERPRETING else DEFAULT_CONFIG)
     key = (a.dtype, b.dtype, out.dtype, a.shape, b.shape, out.shape, a.stride(), b.stride(),
-           out.stride(), a.device, None if bias is None else (bias.dtype, bias.shape, bias.stride()),
+           out.stride(), a.device,
+           None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.data_ptr() & 15 == 0),
            beta != 0, alpha != 1, cfg)  # fmt: skip
     plan = _PLANS.get(key)
     if plan is None:
@@ -269,6 +274,13 @@ def tma_matmul_into(
         args = (*descs, target, x, *plan["ints"], s_cs, s_cm, s_cn, s_xm, s_xn,
                 float(alpha), float(beta), *compiled[1])  # fmt: skip
         tma_launch.launch(compiled[0], plan["programs"], a.device, args)
+        if lane_out is not None and splits == 1:
+            lane = plan.get("lane", False)
+            if lane is False:
+                lane = plan["lane"] = _lane(plan, args, c_spec is not None, has_bias,
+                                            x.data_ptr() & 15 == 0, a.device.index)  # fmt: skip
+            if lane is not None:
+                lane_out.append(lane)
     else:
         descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
                  TensorDescriptor(target if splits > 1 else out, *c_spec) if c_spec
@@ -284,3 +296,46 @@ def tma_matmul_into(
         sum_split_partials(target.view(splits, -1), out[0], x if has_bias else None,
                            alpha, beta)  # fmt: skip
     return True
+
+
+def _lane(plan: dict[str, Any], args: tuple, c_desc: bool, has_bias: bool, x_aligned: bool,
+          index: int) -> Callable[..., bool] | None:  # fmt: skip
+    """A repeat of ``plan``'s launch (one program grid, no split) as one function of the
+    operands' addresses, ``lane(pa, pb, pc, px, alpha, beta)``: what an entry point that
+    saw the same sizes, strides and dtypes before calls instead of the path that found
+    the plan (:func:`opbench.kernels._lib.matmul.mm`). ``args`` are the launch's (the
+    plan's sizes and strides in them); the addresses are the call's: the three operands
+    and the bias (``px``, read only with one). False, having done nothing, where the call
+    differs from the plan's in what the compiled kernel assumed (an operand off 16-byte
+    alignment, the bias's alignment) or launch hooks are installed; None where the
+    launcher is not :func:`~opbench.kernels._lib.tma_launch.direct_of`'s.
+
+    Why: after the TMA launch itself went direct, an ``mm`` of 1024^3 still spent 35 us
+    of host time a call on an H200 (eager 17) in the Python between the entry point and
+    the launch: the checks, the plan's key, views, descriptors
+    (``benchmarks/probes/matmul_lane.py``)."""
+    k, consts = plan["compiled"]
+    direct = tma_launch.direct_of(k)
+    n = 3 if c_desc else 2
+    if direct is None or direct[1] != tuple(range(n)):
+        return None
+    raw, _, _, head, _, _ = direct
+    geometry = [(tuple(d.shape), tuple(d.strides)) for d in args[:n]]
+    middle = args[5 : len(args) - 2 - len(consts)]  # the sizes and strides after target, x
+    programs, function, packed = plan["programs"], k.function, k.packed_metadata
+    stream_of, hooks, tensor_map = (
+        triton.runtime.driver.active.get_current_stream, _launch._hooks, tma_launch.tensor_map
+    )  # fmt: skip
+
+    def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
+        px = px if has_bias else pc
+        if (pa | pb | pc) & 15 or (px & 15 == 0) != x_aligned or hooks() != (None, None):
+            return False
+        c = tensor_map(pc, *geometry[2], False, 2, direct, k) if c_desc else (pc,)
+        raw(programs, 1, 1, stream_of(index), function, *head, packed, None, None, None,
+            *tensor_map(pa, *geometry[0], False, 0, direct, k),
+            *tensor_map(pb, *geometry[1], False, 1, direct, k),
+            *c, pc, px, *middle, float(alpha), float(beta), *consts)  # fmt: skip
+        return True
+
+    return lane

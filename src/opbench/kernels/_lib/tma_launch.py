@@ -29,7 +29,7 @@ import triton
 from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib.launch import remember
 
-__all__ = ["Desc", "launch"]
+__all__ = ["Desc", "direct_of", "launch", "tensor_map"]
 
 
 class Desc:
@@ -82,40 +82,51 @@ def _direct(k: Any) -> tuple | None:
     return raw, tuple(sorted(where)), tuple(metas), head, fill, nv.TMA_DTYPE_DEVICE_TO_HOST
 
 
-def _tensor_map(d: Desc, j: int, meta: dict[str, Any], fill: Any, dtypes: dict, k: Any) -> list:
-    """The launcher's arguments for descriptor ``d`` (``make_tensordesc_arg``'s): its
-    ``CUtensorMap``, shape and strides, kept per address and geometry."""
-    ptr = d.base.data_ptr()
-    key = (ptr, tuple(d.shape), tuple(d.strides), j, k)
+def tensor_map(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], nan: bool, j: int,
+               direct: tuple, k: Any) -> list[Any]:  # fmt: skip
+    """The launcher's arguments for the ``j``-th descriptor of ``k`` at address ``ptr``
+    (``make_tensordesc_arg``'s): its ``CUtensorMap``, shape and strides, kept per address
+    and geometry. ``direct`` is :func:`direct_of`'s."""
+    key = (ptr, shape, strides, nan, j, k)
     got = _MAPS.get(key)
     if got is None:
-        shape, strides = list(d.shape), list(d.strides)
+        _, _, metas, _, fill, dtypes = direct
+        meta = metas[j]
+        shape_, strides_ = list(shape), list(strides)
         if meta["fp4_padded"]:
-            shape[-1] *= 2
+            shape_[-1] *= 2
         tmap = fill(ptr, meta["swizzle"], meta["elem_size"], dtypes[meta["elem_type"]],
-                    meta["block_size"], shape, strides, 1 if d.padding == "nan" else 0)  # fmt: skip
-        got = remember(_MAPS, key, [tmap, *shape, *strides])
+                    meta["block_size"], shape_, strides_, 1 if nan else 0)  # fmt: skip
+        got = remember(_MAPS, key, [tmap, *shape_, *strides_])
     return got
+
+
+def direct_of(k: Any) -> tuple | None:
+    """:func:`_direct` of compiled kernel ``k``, read once."""
+    direct = _DIRECT.get(k, False)
+    if direct is False:
+        direct = _DIRECT[k] = _direct(k)
+    return direct
 
 
 def launch(k: Any, programs: int, device: torch.device, args: tuple) -> None:
     """Launch compiled kernel ``k`` (its descriptors :class:`Desc`) on ``programs``
     programs of the current stream, as ``CompiledKernel.run`` would."""
-    direct = _DIRECT.get(k, False)
-    if direct is False:
-        direct = _DIRECT[k] = _direct(k)
+    direct = direct_of(k)
     enter, exit_ = _launch._hooks()
     stream = triton.runtime.driver.active.get_current_stream(device.index)
     if direct is None or enter is not None or exit_ is not None:
         metadata = k.launch_metadata((programs, 1, 1), stream, *args) if enter is not None else None
         k.run(programs, 1, 1, stream, k.function, k.packed_metadata, metadata, enter, exit_, *args)
         return
-    raw, where, metas, head, fill, dtypes = direct
+    raw, where, _, head, _, _ = direct
     final: list[Any] = []
     prev = 0
     for j, i in enumerate(where):
+        d = args[i]
         final.extend(args[prev:i])
-        final.extend(_tensor_map(args[i], j, metas[j], fill, dtypes, k))
+        final.extend(tensor_map(d.base.data_ptr(), tuple(d.shape), tuple(d.strides),
+                                d.padding == "nan", j, direct, k))  # fmt: skip
         prev = i + 1
     final.extend(args[prev:])
     raw(programs, 1, 1, stream, k.function, *head, k.packed_metadata, None, None, None, *final)
