@@ -646,3 +646,27 @@ def test_grouped_convolution_stays_on_the_gemm(monkeypatch) -> None:
     args = _args("2d_groups", torch.float32, True)
     assert_matches(conv.convolution(*args), aten.convolution, *args)
     assert len(calls) == 0
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("k", [3, 5])
+def test_depthwise_repeat_calls_run_from_their_plan(layout: str, k: int, monkeypatch) -> None:
+    """A depthwise forward's repeat call with the same signature runs from its kept run
+    (``conv._DepthwiseRun``: views of the new operands, the padded planes of a 5x5 rebuilt
+    per call): new values, then an input one image into a larger buffer (another storage
+    offset), match eager; a setting changed since (the weight tile) makes a new run, whose
+    result matches too."""
+    conv._FORWARD_PLANS.clear()
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    rest = ([1, 1], [k // 2, k // 2], [1, 1], False, [0, 0], 8)
+    runs = []
+    for seed in range(3):
+        x = _r((2, 8, 9, 7), torch.float32, seed).contiguous(memory_format=fmt)
+        if seed == 2:
+            x = torch.cat([torch.zeros_like(x[:1]), x]).contiguous(memory_format=fmt)[1:]
+            monkeypatch.setattr(conv, "DW_WEIGHT_TILE_CL", not conv.DW_WEIGHT_TILE_CL)
+        w, b = _r((8, 1, k, k), torch.float32, seed + 3), _r((8,), torch.float32, seed + 6)
+        assert_matches(conv.convolution(x, w, b, *rest), aten.convolution, x, w, b, *rest)
+        runs.append(next(iter(conv._FORWARD_PLANS.values())))
+    assert isinstance(runs[0], conv._DepthwiseRun) and runs[1] is runs[0]
+    assert runs[2] is not runs[0] and runs[2].settings != runs[0].settings

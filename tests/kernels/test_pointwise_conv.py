@@ -314,7 +314,7 @@ def test_planned_repeat_calls_agree_with_eager(layout: str) -> None:
     """A pointwise convolution's second call with the same signature runs from its plan
     (strided views of the new operands): on new values, read at another storage offset,
     forward and weight gradient still match eager; another layout gets a plan of its own."""
-    conv._POINTWISE_PLANS.clear()
+    conv._FORWARD_PLANS.clear()
     conv._POINTWISE_WGRAD_PLANS.clear()
     fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     rest = ([1, 1], [0, 0], [1, 1], False, [0, 0], 1)
@@ -333,4 +333,4 @@ def test_planned_repeat_calls_agree_with_eager(layout: str) -> None:
             torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
     assert len(conv._POINTWISE_WGRAD_PLANS) == 1
     # forward plans: the forward's and the input gradient's (a transposed product)
-    assert len(conv._POINTWISE_PLANS) == 2
+    assert len(conv._FORWARD_PLANS) == 2

@@ -46,10 +46,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
+from opbench.kernels._lib import conv_depthwise
 from opbench.kernels._lib.conv_depthwise import (
+    DepthwisePlan,
     _depthwise,
     depthwise_plan,
     padded_planes,
@@ -60,10 +63,13 @@ from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
 from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
 from opbench.kernels._lib.conv_pointwise import (
+    ForwardPlan,
+    Spec,
     _pointwise,
     forward_plan,
     pointwise_forward,
     pointwise_weight_grad,
+    view_spec,
     weight_grad_plan,
 )
 from opbench.kernels._lib.conv_smallk import _smallk
@@ -360,10 +366,14 @@ def _geometry(
     return spatial, stride, padding, dilation, output_padding, groups
 
 
-#: Pointwise convolutions' plans by call signature (:func:`_call_key`): a repeat call
-#: allocates, views and launches (:class:`~opbench.kernels._lib.conv_pointwise.ForwardPlan`).
-_POINTWISE_PLANS: dict[tuple, object] = {}
-#: The same for their weight gradients (``a``, ``b``, the weight, the geometry).
+#: Forward plans by call signature (:func:`_forward_key`): a pointwise convolution's
+#: :class:`~opbench.kernels._lib.conv_pointwise.ForwardPlan` or a depthwise one's
+#: :class:`_DepthwiseRun`. A repeat call allocates, views and launches, where the first
+#: went through the checks, the geometry and the path's choice (on the CPU machine, launches
+#: stubbed: ``benchmarks/probes/conv_host_path.py``).
+_FORWARD_PLANS: dict[tuple, object] = {}
+#: Pointwise weight gradients' plans (:func:`_call_key` of ``a``, ``b``, the weight, the
+#: geometry).
 _POINTWISE_WGRAD_PLANS: dict[tuple, object] = {}
 
 
@@ -375,6 +385,55 @@ def _call_key(*parts: object) -> tuple:
         else tuple(p) if isinstance(p, list) else p
         for p in parts
     )  # fmt: skip
+
+
+def _forward_key(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                 stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                 transposed: bool, output_padding: Sequence[int], groups: int) -> tuple:  # fmt: skip
+    """:func:`_call_key` of a forward's arguments, spelt out: every convolution pays it."""
+    return (
+        input.shape, input.stride(), input.dtype, input.device, weight.shape, weight.stride(),
+        weight.dtype, None if bias is None else (bias.shape, bias.stride(), bias.dtype),
+        tuple(stride), tuple(padding), tuple(dilation), transposed, tuple(output_padding),
+        groups,
+    )  # fmt: skip
+
+
+class _DepthwiseRun(NamedTuple):
+    """A depthwise forward's plan (:func:`depthwise_plan`) with the views it runs on: the
+    output's layout and the 5-D views of input, weight and output, and the settings it
+    was made under (:func:`_dw_settings`), so that a setting changed since (a sweep's, a
+    test's) makes a new one."""
+
+    settings: tuple
+    out: Spec
+    x: Spec
+    w: Spec
+    y: Spec
+    plan: DepthwisePlan
+
+
+def _dw_settings() -> tuple:
+    """Every setting a depthwise forward's plan depends on, read now."""
+    return (DW_BLOCK_C, DW_BLOCK_P, DW_WARPS, DW_BLOCK_P_CL, DW_BLOCK_C_CL, DW_WARPS_CL,
+            DW_STAGES, DW_STAGES_CL, DW_WEIGHT_TILE_CL, _I32_LIMIT, conv_depthwise.DW_PADDED,
+            conv_depthwise.DW_PAD_MIN_TAPS, conv_depthwise.DW_PAD_MAX_GROWTH)  # fmt: skip
+
+
+def _depthwise_run(run: _DepthwiseRun, input: torch.Tensor, weight: torch.Tensor,
+                   bias: torch.Tensor | None, out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """The direct depthwise kernel on ``run``'s views of these operands, into ``out`` or a
+    new output laid out as the plan's."""
+    if out is None:
+        out = torch.empty_strided(*run.out, dtype=input.dtype, device=input.device)
+    x, w, y = input.as_strided(*run.x), weight.as_strided(*run.w), out.as_strided(*run.y)
+    plan = run.plan
+    w = prepared_weight(w, plan.weight)
+    if plan.pads is not None:  # zero-padded planes: the kernel checks no bounds
+        (top, bottom, left, right), big = plan.pads
+        x = padded_planes(x, top, bottom, left, right, big)
+    _depthwise(plan.grid, (x, w, bias if bias is not None else y, y, *plan.ints), **plan.consts)
+    return out
 
 
 def convolution(
@@ -389,12 +448,13 @@ def convolution(
     groups: int,
 ) -> torch.Tensor:
     """aten::convolution (forward)."""
-    key = _call_key(
-        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
-    )
-    plan = _POINTWISE_PLANS.get(key)
-    if plan is not None:
-        return pointwise_forward(plan, input, weight, bias)
+    key = _forward_key(input, weight, bias, stride, padding, dilation, transposed,
+                       output_padding, groups)  # fmt: skip
+    known = _FORWARD_PLANS.get(key)
+    if type(known) is ForwardPlan:
+        return pointwise_forward(known, input, weight, bias)
+    if known is not None and known.settings == _dw_settings():
+        return _depthwise_run(known, input, weight, bias)
     if input.dtype not in _SERVED or weight.dtype != input.dtype:
         raise NotImplementedError(f"convolution on {input.dtype}/{weight.dtype}: PyTorch serves it")
     if bias is not None and bias.dtype != input.dtype:
@@ -435,7 +495,7 @@ def convolution(
     if _pointwise(ksize, stride, padding, output_padding, groups):
         plan = forward_plan(input, weight, bias, out, transposed)
         if plan is not None:
-            return pointwise_forward(remember(_POINTWISE_PLANS, key, plan), input, weight, bias,
+            return pointwise_forward(remember(_FORWARD_PLANS, key, plan), input, weight, bias,
                                       out)  # fmt: skip
     x, w, y = _as5d(input, spatial), _as5d(weight, spatial), _as5d(out, spatial)
     pad3 = [0] * (3 - spatial)
@@ -456,13 +516,9 @@ def convolution(
             (*_dw_blocks(M, C_out, inner), DW_STAGES_CL if inner else DW_STAGES,
              DW_WEIGHT_TILE_CL),
         )  # fmt: skip
-        w = prepared_weight(w, plan.weight)
-        if plan.pads is not None:  # zero-padded planes: the kernel checks no bounds
-            (top, bottom, left, right), big = plan.pads
-            x = padded_planes(x, top, bottom, left, right, big)
-        _depthwise(plan.grid, (x, w, bias if bias is not None else y, y, *plan.ints),
-                   **plan.consts)  # fmt: skip
-        return out
+        run = _DepthwiseRun(_dw_settings(), view_spec(out), view_spec(x), view_spec(w),
+                            view_spec(y), plan)  # fmt: skip
+        return _depthwise_run(remember(_FORWARD_PLANS, key, run), input, weight, bias, out)
     if nhwc_convolution(x, w, bias, y, cin_g, cout_g, groups, [sd, sh, sw], [pd, ph, pw],
                         [dd, dh, dw], bool(transposed), spatial == 3, _I32_LIMIT):  # fmt: skip
         return out

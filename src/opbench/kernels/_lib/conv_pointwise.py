@@ -28,9 +28,10 @@ __all__ = [
     "WeightGradPlan",
     "forward_plan",
     "merges",
-    "pointwise_operands",
     "pointwise_forward",
+    "pointwise_operands",
     "pointwise_weight_grad",
+    "view_spec",
     "weight_grad_plan",
 ]
 
@@ -129,7 +130,8 @@ def _pointwise_config(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tu
 Spec = tuple[tuple[int, ...], tuple[int, ...]]
 
 
-def _spec(t: torch.Tensor) -> Spec:
+def view_spec(t: torch.Tensor) -> Spec:
+    """``t``'s view as :data:`Spec` (``Tensor.as_strided`` takes it back)."""
     return tuple(t.shape), t.stride()
 
 
@@ -158,7 +160,11 @@ def forward_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         return None
     y3, a, x3, b3 = operands
     return ForwardPlan(
-        _spec(out), _spec(y3), _spec(a), _spec(x3), None if b3 is None else _spec(b3)
+        view_spec(out),
+        view_spec(y3),
+        view_spec(a),
+        view_spec(x3),
+        None if b3 is None else view_spec(b3),
     )
 
 
@@ -218,8 +224,14 @@ def weight_grad_plan(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> Weig
     am, bm = _merge_images(a3), _merge_images(b3)
     merged = None
     if am is not None and bm is not None:
-        merged = (_spec(dw2.unsqueeze(0)), _spec(am.unsqueeze(0)), _spec(bm.t().unsqueeze(0)))
-    return WeightGradPlan(_spec(dw), merged, (_spec(dw2), _spec(a3), _spec(b3.transpose(1, 2))))
+        merged = (
+            view_spec(dw2.unsqueeze(0)),
+            view_spec(am.unsqueeze(0)),
+            view_spec(bm.t().unsqueeze(0)),
+        )
+    return WeightGradPlan(
+        view_spec(dw), merged, (view_spec(dw2), view_spec(a3), view_spec(b3.transpose(1, 2)))
+    )
 
 
 def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor,
