@@ -6,7 +6,8 @@ and the ``bmm`` entry point (checks, output, the shape rule's ranking, then the 
 
 Why: on an H200 the matmul's host path read 23-56 us a call around 5-10 us kernels
 (``matmul_rule_probe.py``, 2026-11-29), so the 1-4 GFLOP products are host-bound when
-called back to back.
+called back to back. The entry points' lanes now skip this path on repeat calls that one
+TMA launch serves (``matmul_lane.py`` times them); the pointer kernel's calls still take it.
 
 Usage (compare two trees in separate processes, alternating, and take each one's best):
     python benchmarks/probes/matmul_host_path.py --src OLD/src
