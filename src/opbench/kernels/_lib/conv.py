@@ -372,25 +372,25 @@ def _geometry(
 #: went through the checks, the geometry and the path's choice (on the CPU machine, launches
 #: stubbed: ``benchmarks/probes/conv_host_path.py``).
 _FORWARD_PLANS: dict[tuple, object] = {}
-#: Pointwise weight gradients' plans (:func:`_call_key` of ``a``, ``b``, the weight, the
-#: geometry).
+#: Pointwise weight gradients' plans (:func:`_wgrad_key`).
 _POINTWISE_WGRAD_PLANS: dict[tuple, object] = {}
 
 
-def _call_key(*parts: object) -> tuple:
-    """What decides a convolution's plan: each tensor's sizes, strides, dtype and device,
-    and the other arguments as given (lists made tuples)."""
-    return tuple(
-        (p.shape, p.stride(), p.dtype, p.device) if isinstance(p, torch.Tensor)
-        else tuple(p) if isinstance(p, list) else p
-        for p in parts
+def _wgrad_key(a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, stride: list[int],
+               padding: list[int], dilation: list[int], groups: int) -> tuple:  # fmt: skip
+    """What decides a weight gradient's plan: the operands' sizes, strides, dtype and
+    device, the weight's, and the geometry (as :func:`_geometry` gives it)."""
+    return (
+        a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, weight.shape,
+        weight.stride(), weight.dtype, tuple(stride), tuple(padding), tuple(dilation), groups,
     )  # fmt: skip
 
 
 def _forward_key(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                  stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                  transposed: bool, output_padding: Sequence[int], groups: int) -> tuple:  # fmt: skip
-    """:func:`_call_key` of a forward's arguments, spelt out: every convolution pays it."""
+    """What decides a forward's plan: the operands' sizes, strides, dtypes and device (the
+    bias's too), and the geometry arguments as given (lists made tuples)."""
     return (
         input.shape, input.stride(), input.dtype, input.device, weight.shape, weight.stride(),
         weight.dtype, None if bias is None else (bias.shape, bias.stride(), bias.dtype),
@@ -558,7 +558,7 @@ def _weight_grad(
     if _pointwise(weight.shape[2:], stride, padding, [0] * spatial, groups):
         plan = weight_grad_plan(a, b, dw)
         if plan is not None:
-            key = _call_key(a, b, weight, stride, padding, dilation, groups)
+            key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
             return pointwise_weight_grad(remember(_POINTWISE_WGRAD_PLANS, key, plan), a, b, dw)
     a5, b5, w5 = _as5d(a, spatial), _as5d(b, spatial), _as5d(dw, spatial)
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
@@ -658,7 +658,7 @@ def convolution_backward(
     if want_gw:
         a, b = (input, grad_output) if transposed else (grad_output, input)
         plan = _POINTWISE_WGRAD_PLANS.get(
-            _call_key(a, b, weight, stride, padding, dilation, groups)
+            _wgrad_key(a, b, weight, stride, padding, dilation, groups)
         )
         gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
               if plan is None else pointwise_weight_grad(plan, a, b))  # fmt: skip

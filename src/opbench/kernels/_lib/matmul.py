@@ -109,9 +109,12 @@ def _cls(n: int) -> int:
     return next((i for i, e in enumerate(_EDGES) if n <= e), len(_EDGES))
 
 
+@functools.lru_cache(maxsize=4096)
 def bucket(itemsize: int, M: int, N: int, K: int) -> str:
     """The tuning bucket of a problem: element size and the size class of M, N and K
-    (``"2:4:4:3"``: 16-bit, M and N in 1025-4096, K in 513-1024)."""
+    (``"2:4:4:3"``: 16-bit, M and N in 1025-4096, K in 513-1024). Kept per problem (a pure
+    function of its sizes): formatting it was a sixth of a pointwise convolution's backward
+    Python (``benchmarks/probes/conv_host_path.py``)."""
     return f"{itemsize}:{_cls(M)}:{_cls(N)}:{_cls(K)}"
 
 
