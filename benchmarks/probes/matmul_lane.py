@@ -4,7 +4,9 @@ directly), beside eager's: best of 3 windows of 2,000 back-to-back calls, then a
 synchronize, in microseconds, alternating the two settings in one process.
 
 Why: an ``mm`` of 1024^3 on an H200 took 35 us of host time a call where eager's took 17,
-of which the launch itself was about 8 (``host_profile.py --profile``, 2026-11-29).
+of which the launch itself was about 8 (``host_profile.py --profile``, 2026-11-29). The
+numbers in ``benchmarks/README.md`` are of a first version of the lanes that went around
+Triton's launcher wrapper; the committed lanes launch through ``CompiledKernel.run``.
 
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/probes/matmul_lane.py

@@ -45,8 +45,10 @@ the least regret over the nearest products of the traces' tuning half, which rep
 the tables of exact products for them (the held-out half's products of a GFLOP or more,
 H200 device time: 0.716x -> 0.934x eager). A repeat call of an entry point's signature that
 one TMA launch served runs its lane (:data:`_LANES`): the output allocated and the
-compiled kernel launched, nothing else (``mm`` 1024^3: 37.5 -> 16.8 us of host time a
-call on an H200, eager 14.6; ``benchmarks/probes/matmul_lane.py``).
+compiled kernel launched, nothing else (``mm`` 1024^3 on an H200: 37.5 us of host time a
+call without it, 16.8 with a first version that also skipped Triton's launcher wrapper,
+eager 14.6; ``benchmarks/probes/matmul_lane.py``; the committed lane, through
+``CompiledKernel.run``, is untimed).
 Otherwise (float32; the convolutions' products, which call :func:`matmul_into`)
 configurations (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, warps, stages) come
 from exact products and then buckets of (element size, M, N, K), tables tuned ahead of

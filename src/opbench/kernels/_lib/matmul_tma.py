@@ -51,7 +51,7 @@ from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
-from opbench.kernels._lib.tma_launch import Desc
+from opbench.kernels._lib.tma_launch import Address, Desc
 
 __all__ = ["DEFAULT_CONFIG", "tma_matmul_into", "tma_layout"]
 
@@ -279,8 +279,7 @@ def tma_matmul_into(
             if lane is False:
                 lane = plan["lane"] = _lane(plan, args, c_spec is not None, has_bias,
                                             x.data_ptr() & 15 == 0, a.device.index)  # fmt: skip
-            if lane is not None:
-                lane_out.append(lane)
+            lane_out.append(lane)
     else:
         descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
                  TensorDescriptor(target if splits > 1 else out, *c_spec) if c_spec
@@ -299,7 +298,7 @@ def tma_matmul_into(
 
 
 def _lane(plan: dict[str, Any], args: tuple, c_desc: bool, has_bias: bool, x_aligned: bool,
-          index: int) -> Callable[..., bool] | None:  # fmt: skip
+          index: int) -> Callable[..., bool]:  # fmt: skip
     """A repeat of ``plan``'s launch (one program grid, no split) as one function of the
     operands' addresses, ``lane(pa, pb, pc, px, alpha, beta)``: what an entry point that
     saw the same sizes, strides and dtypes before calls instead of the path that found
@@ -307,35 +306,29 @@ def _lane(plan: dict[str, Any], args: tuple, c_desc: bool, has_bias: bool, x_ali
     plan's sizes and strides in them); the addresses are the call's: the three operands
     and the bias (``px``, read only with one). False, having done nothing, where the call
     differs from the plan's in what the compiled kernel assumed (an operand off 16-byte
-    alignment, the bias's alignment) or launch hooks are installed; None where the
-    launcher is not :func:`~opbench.kernels._lib.tma_launch.direct_of`'s.
+    alignment, the bias's alignment) or launch hooks are installed. The launch is
+    ``CompiledKernel.run``'s, as :func:`~opbench.kernels._lib.tma_launch.launch` makes it,
+    with descriptors over the addresses (:class:`~opbench.kernels._lib.tma_launch.Address`)
+    and the pointer arguments as addresses.
 
-    Why: after the TMA launch itself went direct, an ``mm`` of 1024^3 still spent 35 us
-    of host time a call on an H200 (eager 17) in the Python between the entry point and
-    the launch: the checks, the plan's key, views, descriptors
-    (``benchmarks/probes/matmul_lane.py``)."""
+    Why: an ``mm`` of 1024^3 spent 35-37 us of host time a call on an H200 (eager 15-17),
+    most of it in the Python between the entry point and the launch: the checks, the
+    rule, the plan's key, views, descriptors (``benchmarks/probes/matmul_lane.py``)."""
     k, consts = plan["compiled"]
-    direct = tma_launch.direct_of(k)
     n = 3 if c_desc else 2
-    if direct is None or direct[1] != tuple(range(n)):
-        return None
-    raw, _, _, head, _, _ = direct
-    geometry = [(tuple(d.shape), tuple(d.strides)) for d in args[:n]]
+    geometry = [(list(d.shape), list(d.strides), list(d.block_shape)) for d in args[:n]]
     middle = args[5 : len(args) - 2 - len(consts)]  # the sizes and strides after target, x
-    programs, function, packed = plan["programs"], k.function, k.packed_metadata
-    stream_of, hooks, tensor_map = (
-        triton.runtime.driver.active.get_current_stream, _launch._hooks, tma_launch.tensor_map
-    )  # fmt: skip
+    programs, run, function, packed = plan["programs"], k.run, k.function, k.packed_metadata
+    stream_of, hooks = triton.runtime.driver.active.get_current_stream, _launch._hooks
 
     def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
         px = px if has_bias else pc
         if (pa | pb | pc) & 15 or (px & 15 == 0) != x_aligned or hooks() != (None, None):
             return False
-        c = tensor_map(pc, *geometry[2], False, 2, direct, k) if c_desc else (pc,)
-        raw(programs, 1, 1, stream_of(index), function, *head, packed, None, None, None,
-            *tensor_map(pa, *geometry[0], False, 0, direct, k),
-            *tensor_map(pb, *geometry[1], False, 1, direct, k),
-            *c, pc, px, *middle, float(alpha), float(beta), *consts)  # fmt: skip
+        c = Desc(Address(pc), *geometry[2]) if c_desc else pc
+        run(programs, 1, 1, stream_of(index), function, packed, None, None, None,
+            Desc(Address(pa), *geometry[0]), Desc(Address(pb), *geometry[1]), c, pc, px,
+            *middle, float(alpha), float(beta), *consts)  # fmt: skip
         return True
 
     return lane
