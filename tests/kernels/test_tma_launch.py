@@ -78,3 +78,26 @@ def test_entry_point_lanes_repeat_eager(op: str) -> None:
         assert_matches(ours(*args, **kw), eager, *args, **kw)
     if triton.__version__.startswith("3.6."):
         assert matmul._LANES, "no lane was kept: the repeats took the full path"
+
+
+def test_a_lane_that_raises_turns_lanes_off(monkeypatch) -> None:
+    """A lane whose launch raises (the launcher refusing its arguments: nothing launched)
+    sends the call down the full path, with a warning, and no lane is used or kept in the
+    process after it: the result is still eager's."""
+    from opbench.kernels._lib import matmul
+
+    monkeypatch.setattr(matmul, "_LANES", {})
+    monkeypatch.setattr(matmul, "_LANES_OFF", [])
+    a, b = _r(24, 40, seed=1), _r(40, 16, seed=2)
+
+    def refused(*args: object) -> bool:
+        raise TypeError("an argument the launcher cannot read")
+
+    key = matmul._lane_key(a, b)
+    matmul._LANES[key] = refused
+    with pytest.warns(RuntimeWarning, match="lanes are off"):
+        got = matmul.mm(a, b)
+    assert_matches(got, torch.mm, a, b)
+    assert not matmul._LANES and matmul._LANES_OFF
+    matmul._keep_lane(key, [refused])
+    assert not matmul._LANES

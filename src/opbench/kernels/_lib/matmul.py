@@ -61,6 +61,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import warnings
 from typing import Any
 
 import torch
@@ -515,21 +516,35 @@ def _lane_key(*tensors: torch.Tensor, extra: tuple = ()) -> tuple | None:
         return None
 
 
+#: Why lanes are off in this process, once one raised (empty while they are on): a lane
+#: whose launch the launcher refused (its arguments' types) has launched nothing, so the
+#: call goes the full path, and so does every later one.
+_LANES_OFF: list[str] = []
+
+
 def _laned(key: tuple | None, shape: tuple[int, ...], a: torch.Tensor, b: torch.Tensor,
            x: torch.Tensor | None, alpha: Any = 1.0, beta: Any = 1.0) -> torch.Tensor | None:  # fmt: skip
     """The output of ``key``'s lane, launched on ``a``, ``b`` (and bias ``x``), or None
-    (no lane, or it declined)."""
+    (no lane, or it declined, or it raised: then lanes are off, with a warning)."""
     lane = _LANES.get(key)
     if lane is None:
         return None
     out = torch.empty(shape, dtype=a.dtype, device=a.device)
     pc = out.data_ptr()
     px = pc if x is None else x.data_ptr()
-    return out if lane(a.data_ptr(), b.data_ptr(), pc, px, alpha, beta) else None
+    try:
+        ok = lane(a.data_ptr(), b.data_ptr(), pc, px, alpha, beta)
+    except (TypeError, ValueError) as e:
+        _LANES.clear()
+        _LANES_OFF.append(f"{type(e).__name__}: {e}")
+        warnings.warn(f"opbench's matmul lanes are off in this process ({_LANES_OFF[0]}); "
+                      "every call takes the full path", RuntimeWarning, stacklevel=3)  # fmt: skip
+        return None
+    return out if ok else None
 
 
 def _keep_lane(key: tuple | None, lanes: list) -> None:
-    if lanes and key is not None:
+    if lanes and key is not None and not _LANES_OFF:
         remember(_LANES, key, lanes[0])
 
 
