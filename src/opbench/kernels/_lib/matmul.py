@@ -548,6 +548,16 @@ def _keep_lane(key: tuple | None, lanes: list) -> None:
         remember(_LANES, key, lanes[0])
 
 
+def _ruled_keeping_lane(key: tuple | None, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                        bias: torch.Tensor | None = None, alpha: Any = 1.0,
+                        beta: Any = 1.0) -> None:  # fmt: skip
+    """:func:`matmul_ruled_into` for an entry point's first call of ``key``, keeping the
+    lane of the launch that served it, where it has one."""
+    lanes: list = []
+    matmul_ruled_into(out, a, b, bias, alpha, beta, lanes)
+    _keep_lane(key, lanes)
+
+
 def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     """aten::mm: ``self @ mat2`` for 2-D operands."""
     key = _lane_key(self, mat2)
@@ -558,9 +568,7 @@ def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     _check_mm(self, mat2)
     _served(self.dtype)
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
-    lanes: list = []
-    matmul_ruled_into(out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0), lane_out=lanes)
-    _keep_lane(key, lanes)
+    _ruled_keeping_lane(key, out.unsqueeze(0), self.unsqueeze(0), mat2.unsqueeze(0))
     return out
 
 
@@ -574,9 +582,7 @@ def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     _check_bmm(self, mat2)
     _served(self.dtype)
     out = torch.empty(shape, dtype=self.dtype, device=self.device)
-    lanes: list = []
-    matmul_ruled_into(out, self, mat2, lane_out=lanes)
-    _keep_lane(key, lanes)
+    _ruled_keeping_lane(key, out, self, mat2)
     return out
 
 
@@ -600,10 +606,8 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
     _check_scalars(alpha, beta)
     bias = _bias_for(self, shape)
     out = torch.empty(shape, dtype=mat1.dtype, device=mat1.device)
-    lanes: list = []
-    matmul_ruled_into(out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0),
-                      bias.unsqueeze(0), alpha, beta, lanes)  # fmt: skip
-    _keep_lane(key, lanes)
+    _ruled_keeping_lane(key, out.unsqueeze(0), mat1.unsqueeze(0), mat2.unsqueeze(0),
+                        bias.unsqueeze(0), alpha, beta)  # fmt: skip
     return out
 
 
@@ -626,9 +630,7 @@ def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
     _check_scalars(alpha, beta)
     bias = _bias_for(self, shape)
     out = torch.empty(shape, dtype=batch1.dtype, device=batch1.device)
-    lanes: list = []
-    matmul_ruled_into(out, batch1, batch2, bias, alpha, beta, lanes)
-    _keep_lane(key, lanes)
+    _ruled_keeping_lane(key, out, batch1, batch2, bias, alpha, beta)
     return out
 
 

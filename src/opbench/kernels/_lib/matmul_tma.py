@@ -167,11 +167,6 @@ def _desc_spec(t: torch.Tensor, transposed: int, rows: int, cols: int) -> tuple[
     return shape, [outer, 1], block
 
 
-#: Triton versions whose ``CompiledKernel.run`` takes descriptors as :class:`Desc` and
-#: arguments as ``Launcher`` hands them (read from 3.6's ``CudaLauncher``); others launch
-#: through ``kernel[grid]`` every call.
-_FAST = triton.__version__.startswith("3.6.") and not _INTERPRETING
-
 _PLANS: dict[tuple, Any] = {}
 
 
@@ -288,9 +283,7 @@ def tma_matmul_into(
             *descs, target, x, *plan["ints"], s_cs, s_cm, s_cn, s_xm, s_xn,
             float(alpha), float(beta), **plan["constexprs"], **plan["launch"],
         )  # fmt: skip
-        if _FAST:
-            names = [p.name for p in _tma_mm_kernel.params if p.is_constexpr]
-            plan["compiled"] = (k, tuple(plan["constexprs"][n] for n in names))
+        plan["compiled"] = tma_launch.kept(_tma_mm_kernel, k, plan["constexprs"])
     if splits > 1:
         sum_split_partials(target.view(splits, -1), out[0], x if has_bias else None,
                            alpha, beta)  # fmt: skip

@@ -36,7 +36,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count
-from opbench.kernels._lib.matmul_tma import _FAST, tma_layout
+from opbench.kernels._lib.matmul_tma import tma_layout
 from opbench.kernels._lib.tma_launch import Desc
 
 __all__ = ["tma_bmm_into"]
@@ -174,7 +174,8 @@ def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     The first launch of a plan goes through ``kernel[grid]``; later ones launch the compiled
     kernel directly (:func:`~opbench.kernels._lib.tma_launch.launch`)."""
     key = (a.dtype, b.dtype, out.dtype, a.shape, b.shape, out.shape, a.stride(), b.stride(),
-           out.stride(), a.device, None if bias is None else (bias.dtype, bias.shape, bias.stride()),
+           out.stride(), a.device,
+           None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.data_ptr() & 15 == 0),
            beta != 0, alpha != 1, config)  # fmt: skip
     plan = _PLANS.get(key)
     if plan is None:
@@ -194,7 +195,5 @@ def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
              TensorDescriptor(out, *c_spec) if c_spec else out)  # fmt: skip
     k = _tma_bmm_kernel[(programs,)](*descs, *rest, **plan["constexprs"], **plan["launch"])
-    if _FAST:
-        names = [p.name for p in _tma_bmm_kernel.params if p.is_constexpr]
-        plan["compiled"] = (k, tuple(plan["constexprs"][n] for n in names))
+    plan["compiled"] = tma_launch.kept(_tma_bmm_kernel, k, plan["constexprs"])
     return True

@@ -19,6 +19,7 @@ module goes through ``CompiledKernel.run``.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -26,7 +27,26 @@ import triton
 
 from opbench.kernels._lib import launch as _launch
 
-__all__ = ["Address", "Desc", "launch"]
+__all__ = ["FAST", "Address", "Desc", "kept", "launch"]
+
+
+#: Triton versions whose ``CompiledKernel.run`` takes descriptors as :class:`Desc` and
+#: arguments as ``Launcher`` hands them (read from 3.6's ``CudaLauncher``); others launch
+#: through ``kernel[grid]`` every call, as does Triton's interpreter.
+FAST = triton.__version__.startswith("3.6.") and os.environ.get("TRITON_INTERPRET", "0") in (
+    "",
+    "0",
+)
+
+
+def kept(fn: Any, k: Any, constexprs: dict[str, Any]) -> tuple[Any, tuple] | None:
+    """What a plan keeps of ``fn``'s first launch, compiled kernel ``k`` on ``constexprs``:
+    ``(k, the constexpr values in signature order)``, the tail :func:`launch` appends to
+    the runtime arguments; None where later launches go through ``kernel[grid]`` too
+    (:data:`FAST`)."""
+    if not FAST:
+        return None
+    return k, tuple(constexprs[p.name] for p in fn.params if p.is_constexpr)
 
 
 class Address:
