@@ -139,10 +139,8 @@ class Launcher:
         # the direct launch of :func:`_direct` or None)
         self._compiled: dict[tuple, tuple[Any, tuple[Any, ...], Any, Any]] = {}
 
-    def __call__(self, grid: Sequence[int], args: Sequence[Any], **constexprs: Any) -> None:
-        if self._interpreted:
-            self.fn[tuple(grid)](*args, **constexprs)
-            return
+    def _key(self, args: Sequence[Any], constexprs: dict[str, Any]) -> tuple:
+        """``(cache key, pointer addresses, device index)`` of a compiled launch."""
         key: list[Any] = []
         addresses: list[int] = []
         for i in self._ptrs:
@@ -159,7 +157,23 @@ class Launcher:
         device = args[self._ptrs[0]].get_device()
         key.append(device)
         key.extend(constexprs.values())
-        k = tuple(key)
+        return tuple(key), addresses, device
+
+    def compiled_for(self, args: Sequence[Any], constexprs: dict[str, Any]) -> tuple | None:
+        """``(compiled kernel, its constexpr values in signature order)`` that a launch on
+        ``args`` and ``constexprs`` runs, once one has compiled it; None under the
+        interpreter or before. What a matmul lane repeats
+        (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`)."""
+        if self._interpreted:
+            return None
+        hit = self._compiled.get(self._key(args, constexprs)[0])
+        return None if hit is None else (hit[0], hit[1])
+
+    def __call__(self, grid: Sequence[int], args: Sequence[Any], **constexprs: Any) -> None:
+        if self._interpreted:
+            self.fn[tuple(grid)](*args, **constexprs)
+            return
+        k, addresses, device = self._key(args, constexprs)
         hit = self._compiled.get(k)
         if hit is None:
             self._compile(k, grid, args, constexprs)

@@ -44,11 +44,10 @@ Which kernel and tile a 16-bit product of the entry points runs on is the shape 
 the least regret over the nearest products of the traces' tuning half, which replaced
 the tables of exact products for them (the held-out half's products of a GFLOP or more,
 H200 device time: 0.716x -> 0.934x eager). A repeat call of an entry point's signature that
-one TMA launch served runs its lane (:data:`_LANES`): the output allocated and the
-compiled kernel launched, nothing else (``mm`` 1024^3 on an H200: 37.5 us of host time a
-call without it, 16.8 with a first version that also skipped Triton's launcher wrapper,
-eager 14.6; ``benchmarks/probes/matmul_lane.py``; the committed lane, through
-``CompiledKernel.run``, is untimed).
+one launch served runs its lane (:mod:`~opbench.kernels._lib.matmul_lanes`): the output
+allocated and the compiled kernel launched, nothing else (``mm`` 1024^3 on an H200: 39.6
+us of host time a call without it, 22.8 with it through ``CompiledKernel.run``, eager
+14.6; ``benchmarks/probes/matmul_lane.py``).
 Otherwise (float32; the convolutions' products, which call :func:`matmul_into`)
 configurations (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, warps, stages) come
 from exact products and then buckets of (element size, M, N, K), tables tuned ahead of
@@ -61,7 +60,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import warnings
 from typing import Any
 
 import torch
@@ -70,6 +68,7 @@ import triton.language as tl
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 from opbench.kernels._lib.matmul_kernels import _mm_kernel
+from opbench.kernels._lib.matmul_lanes import keep, lane_key, lane_of, laned
 from opbench.kernels._lib.matmul_rule import MIN_FLOP, layout_class, ranked
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
@@ -235,6 +234,8 @@ def split_plan(
 
 #: :func:`matmul_into`'s launch plans by call signature (:func:`_mm_plan`).
 _MM_PLANS: dict[tuple, tuple] = {}
+#: The lanes of those launches (None where the kernel launches through ``kernel[grid]``).
+_MM_LANES: dict[tuple, Any] = {}
 
 
 def _mm_plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, cfg: Config,
@@ -284,11 +285,14 @@ def matmul_into(
     alpha: float = 1.0,
     beta: float = 1.0,
     config: Config | None = None,
+    lane_out: list | None = None,
 ) -> torch.Tensor:
     """``out[i] = alpha * a[i] @ b[i] + beta * bias[i]`` for 3-D ``[batch, M, K]`` and
     ``[batch, K, N]`` operands of one float dtype, into a 3-D ``out`` (any strides, not
     overlapping its inputs); ``bias`` broadcastable to ``out`` (expanded, not copied), or
-    None. ``config`` overrides the bucket's (the tuning script)."""
+    None. ``config`` overrides the bucket's (the tuning script). With ``lane_out``, a
+    launch without a split appends its lane there
+    (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`)."""
     B, M, K = a.shape
     N = b.shape[2]
     if out.numel() == 0:
@@ -298,7 +302,7 @@ def matmul_into(
         if tma is not None:
             from opbench.kernels._lib.matmul_tma import tma_matmul_into  # the GPU's TMA path
 
-            if tma_matmul_into(out, a, b, bias, alpha, beta, tma):
+            if tma_matmul_into(out, a, b, bias, alpha, beta, tma, lane_out):
                 return out
     cfg = config or config_for(a.element_size(), M, N, K, B)
     has_bias = bias is not None and beta != 0
@@ -315,9 +319,20 @@ def matmul_into(
         target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
     else:
         target = out
-    _mm(grid, (a, b, target, x, *ints, float(alpha), float(beta)), **constexprs)
+    args = (a, b, target, x, *ints, float(alpha), float(beta))
+    _mm(grid, args, **constexprs)
     if splits > 1:
         sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta)
+    elif lane_out is not None:
+        lane = _MM_LANES.get(key, False)
+        if lane is False:
+            compiled = _mm.compiled_for(args, constexprs)
+            lane = remember(_MM_LANES, key, compiled and lane_of(
+                compiled, (*grid, 1), args, (0, 1, 2, 3), has_bias,
+                tuple(t.data_ptr() & 15 == 0 for t in (a, b, out, x)), a.device.index,
+            ))  # fmt: skip
+        if lane is not None:
+            lane_out.append(lane)
     return out
 
 
@@ -331,25 +346,25 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     (float32, the interpreter, a product under the rule's ``MIN_FLOP``, an empty one) as
     :func:`matmul_into` serves it. The convolutions keep calling :func:`matmul_into` (the
     rule was fitted on matmul-family products only). ``lane_out`` collects the served
-    launch's lane where it has one (:func:`~opbench.kernels._lib.matmul_tma._lane`)."""
+    launch's lane where it has one (:mod:`~opbench.kernels._lib.matmul_lanes`)."""
     B, M, K = a.shape
     N = b.shape[2]
     if _INTERPRETING or a.dtype == torch.float32 or 2 * B * M * N * K < MIN_FLOP:
-        return matmul_into(out, a, b, bias, alpha, beta)
+        return matmul_into(out, a, b, bias, alpha, beta, None, lane_out)
     for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
         if kind == "ptr":
-            return matmul_into(out, a, b, bias, alpha, beta, cfg)
+            return matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out)
         if kind == "tmab":
             from opbench.kernels._lib.matmul_tma_batched import tma_bmm_into  # the GPU's
 
-            if tma_bmm_into(out, a, b, bias, alpha, beta, cfg):
+            if tma_bmm_into(out, a, b, bias, alpha, beta, cfg, lane_out):
                 return out
             continue
         from opbench.kernels._lib.matmul_tma import tma_matmul_into  # the GPU's TMA path
 
         if tma_matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out):
             return out
-    return matmul_into(out, a, b, bias, alpha, beta)
+    return matmul_into(out, a, b, bias, alpha, beta, None, lane_out)
 
 
 #: Tiles of :func:`matmul_batch_sum_into` (the pointwise convolutions' weight gradient),
@@ -499,55 +514,6 @@ def _bias_for(bias: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
         ) from None
 
 
-#: Entry-point calls by signature (operands' sizes, strides, dtypes, device; the bias's and
-#: the scalars) -> the lane of the launch that served the first of them
-#: (:func:`~opbench.kernels._lib.matmul_tma._lane`): a repeat call allocates its output and
-#: launches, with none of the checks, rule, plans or views in between (those ran on the
-#: first call of the signature, and decided what the lane launches).
-_LANES: dict[tuple, Any] = {}
-
-
-def _lane_key(*tensors: torch.Tensor, extra: tuple = ()) -> tuple | None:
-    """A call's :data:`_LANES` key, or None for operands without strides (sparse: the
-    checks that follow say what eager says of them)."""
-    try:
-        return (*((t.shape, t.stride(), t.dtype, t.device) for t in tensors), *extra)
-    except (RuntimeError, AttributeError):
-        return None
-
-
-#: Why lanes are off in this process, once one raised (empty while they are on): a lane
-#: whose launch the launcher refused (its arguments' types) has launched nothing, so the
-#: call goes the full path, and so does every later one.
-_LANES_OFF: list[str] = []
-
-
-def _laned(key: tuple | None, shape: tuple[int, ...], a: torch.Tensor, b: torch.Tensor,
-           x: torch.Tensor | None, alpha: Any = 1.0, beta: Any = 1.0) -> torch.Tensor | None:  # fmt: skip
-    """The output of ``key``'s lane, launched on ``a``, ``b`` (and bias ``x``), or None
-    (no lane, or it declined, or it raised: then lanes are off, with a warning)."""
-    lane = _LANES.get(key)
-    if lane is None:
-        return None
-    out = torch.empty(shape, dtype=a.dtype, device=a.device)
-    pc = out.data_ptr()
-    px = pc if x is None else x.data_ptr()
-    try:
-        ok = lane(a.data_ptr(), b.data_ptr(), pc, px, alpha, beta)
-    except (TypeError, ValueError) as e:
-        _LANES.clear()
-        _LANES_OFF.append(f"{type(e).__name__}: {e}")
-        warnings.warn(f"opbench's matmul lanes are off in this process ({_LANES_OFF[0]}); "
-                      "every call takes the full path", RuntimeWarning, stacklevel=3)  # fmt: skip
-        return None
-    return out if ok else None
-
-
-def _keep_lane(key: tuple | None, lanes: list) -> None:
-    if lanes and key is not None and not _LANES_OFF:
-        remember(_LANES, key, lanes[0])
-
-
 def _ruled_keeping_lane(key: tuple | None, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                         bias: torch.Tensor | None = None, alpha: Any = 1.0,
                         beta: Any = 1.0) -> None:  # fmt: skip
@@ -555,14 +521,14 @@ def _ruled_keeping_lane(key: tuple | None, out: torch.Tensor, a: torch.Tensor, b
     lane of the launch that served it, where it has one."""
     lanes: list = []
     matmul_ruled_into(out, a, b, bias, alpha, beta, lanes)
-    _keep_lane(key, lanes)
+    keep(key, lanes)
 
 
 def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     """aten::mm: ``self @ mat2`` for 2-D operands."""
-    key = _lane_key(self, mat2)
+    key = lane_key(self, mat2)
     shape = (self.shape[0], mat2.shape[1])
-    out = _laned(key, shape, self, mat2, None)
+    out = laned(key, shape, self, mat2, None)
     if out is not None:
         return out
     _check_mm(self, mat2)
@@ -574,9 +540,9 @@ def mm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
 
 def bmm(self: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
     """aten::bmm: a batch of ``self[i] @ mat2[i]``."""
-    key = _lane_key(self, mat2)
+    key = lane_key(self, mat2)
     shape = (self.shape[0], self.shape[1], mat2.shape[2])
-    out = _laned(key, shape, self, mat2, None)
+    out = laned(key, shape, self, mat2, None)
     if out is not None:
         return out
     _check_bmm(self, mat2)
@@ -590,9 +556,9 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
           alpha: Any = 1) -> torch.Tensor:  # fmt: skip
     """aten::addmm: ``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcast to the
     result, ignored when ``beta == 0``."""
-    key = _lane_key(self, mat1, mat2, extra=(alpha, beta))
+    key = lane_key(self, mat1, mat2, extra=(alpha, beta))
     shape = (mat1.shape[0], mat2.shape[1])
-    out = _laned(key, shape, mat1, mat2, self, alpha, beta)
+    out = laned(key, shape, mat1, mat2, self, alpha, beta)
     if out is not None:
         return out
     # Like matmul.baddbmm's checks, kept apart: eager's own mm error wording, word for word
@@ -614,9 +580,9 @@ def addmm(self: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, *, beta: A
 def baddbmm(self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *,
             beta: Any = 1, alpha: Any = 1) -> torch.Tensor:  # fmt: skip
     """aten::baddbmm: ``beta * self + alpha * (batch1 @ batch2)`` per batch."""
-    key = _lane_key(self, batch1, batch2, extra=(alpha, beta))
+    key = lane_key(self, batch1, batch2, extra=(alpha, beta))
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
-    out = _laned(key, shape, batch1, batch2, self, alpha, beta)
+    out = laned(key, shape, batch1, batch2, self, alpha, beta)
     if out is not None:
         return out
     # Like matmul.addmm's checks, kept apart: eager's own bmm error wording, word for word

@@ -39,19 +39,17 @@ validates every field on every construction) and launches the compiled kernel di
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import torch
-import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
+from opbench.kernels._lib.matmul_lanes import lane_of
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
-from opbench.kernels._lib.tma_launch import Address, Desc
+from opbench.kernels._lib.tma_launch import Desc
 
 __all__ = ["DEFAULT_CONFIG", "tma_matmul_into", "tma_layout"]
 
@@ -235,8 +233,8 @@ def tma_matmul_into(
     convention of :func:`matmul.matmul_into` (3-D ``[1, M, K]``, ``[1, K, N]``, ``[1, M,
     N]``, any strides; ``bias`` broadcastable to ``out``, ignored when ``beta == 0``).
     Returns False, having done nothing, where TMA does not apply (see the module doc);
-    True once launched. With ``lane_out``, a launch that a :func:`_lane` can repeat
-    appends it there."""
+    True once launched. With ``lane_out``, a launch without a split appends its lane
+    there (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`)."""
     cfg = config or (_INTERP_CONFIG if _INTERPRETING else DEFAULT_CONFIG)
     key = (a.dtype, b.dtype, out.dtype, a.shape, b.shape, out.shape, a.stride(), b.stride(),
            out.stride(), a.device,
@@ -272,8 +270,10 @@ def tma_matmul_into(
         if lane_out is not None and splits == 1:
             lane = plan.get("lane", False)
             if lane is False:
-                lane = plan["lane"] = _lane(plan, args, c_spec is not None, has_bias,
-                                            x.data_ptr() & 15 == 0, a.device.index)  # fmt: skip
+                lane = plan["lane"] = lane_of(
+                    plan["compiled"], (plan["programs"], 1, 1), args, (0, 1, 2, 2, 3), has_bias,
+                    (True, True, True, x.data_ptr() & 15 == 0), a.device.index,
+                )  # fmt: skip
             lane_out.append(lane)
     else:
         descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
@@ -288,40 +288,3 @@ def tma_matmul_into(
         sum_split_partials(target.view(splits, -1), out[0], x if has_bias else None,
                            alpha, beta)  # fmt: skip
     return True
-
-
-def _lane(plan: dict[str, Any], args: tuple, c_desc: bool, has_bias: bool, x_aligned: bool,
-          index: int) -> Callable[..., bool]:  # fmt: skip
-    """A repeat of ``plan``'s launch (one program grid, no split) as one function of the
-    operands' addresses, ``lane(pa, pb, pc, px, alpha, beta)``: what an entry point that
-    saw the same sizes, strides and dtypes before calls instead of the path that found
-    the plan (:func:`opbench.kernels._lib.matmul.mm`). ``args`` are the launch's (the
-    plan's sizes and strides in them); the addresses are the call's: the three operands
-    and the bias (``px``, read only with one). False, having done nothing, where the call
-    differs from the plan's in what the compiled kernel assumed (an operand off 16-byte
-    alignment, the bias's alignment) or launch hooks are installed. The launch is
-    ``CompiledKernel.run``'s, as :func:`~opbench.kernels._lib.tma_launch.launch` makes it,
-    with descriptors over the addresses (:class:`~opbench.kernels._lib.tma_launch.Address`)
-    and the pointer arguments as addresses.
-
-    Why: an ``mm`` of 1024^3 spent 35-37 us of host time a call on an H200 (eager 15-17),
-    most of it in the Python between the entry point and the launch: the checks, the
-    rule, the plan's key, views, descriptors (``benchmarks/probes/matmul_lane.py``)."""
-    k, consts = plan["compiled"]
-    n = 3 if c_desc else 2
-    geometry = [(list(d.shape), list(d.strides), list(d.block_shape)) for d in args[:n]]
-    middle = args[5 : len(args) - 2 - len(consts)]  # the sizes and strides after target, x
-    programs, run, function, packed = plan["programs"], k.run, k.function, k.packed_metadata
-    stream_of, hooks = triton.runtime.driver.active.get_current_stream, _launch._hooks
-
-    def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
-        px = px if has_bias else pc
-        if (pa | pb | pc) & 15 or (px & 15 == 0) != x_aligned or hooks() != (None, None):
-            return False
-        c = Desc(Address(pc), *geometry[2]) if c_desc else pc
-        run(programs, 1, 1, stream_of(index), function, packed, None, None, None,
-            Desc(Address(pa), *geometry[0]), Desc(Address(pb), *geometry[1]), c, pc, px,
-            *middle, float(alpha), float(beta), *consts)  # fmt: skip
-        return True
-
-    return lane

@@ -35,6 +35,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
+from opbench.kernels._lib.matmul_lanes import lane_of
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count
 from opbench.kernels._lib.matmul_tma import tma_layout
 from opbench.kernels._lib.tma_launch import Desc
@@ -166,13 +167,14 @@ def _plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, bias: torch.Tenso
 # Like matmul_tma.tma_matmul_into's signature, kept apart: the batched kernel, which may decline
 def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                  bias: torch.Tensor | None, alpha: float, beta: float,
-                 config: tuple[int, ...]) -> bool:  # fmt: skip
+                 config: tuple[int, ...], lane_out: list | None = None) -> bool:  # fmt: skip
     """``out[i] = alpha * a[i] @ b[i] + beta * bias[i]`` over 3-D ``[batch, M, K]``,
     ``[batch, K, N]`` and ``[batch, M, N]`` (any strides; ``bias`` broadcastable to
     ``out``, ignored when ``beta == 0``) with 3-D TMA descriptors. Returns False, having
     done nothing, where this kernel does not apply (the module doc); True once launched.
     The first launch of a plan goes through ``kernel[grid]``; later ones launch the compiled
-    kernel directly (:func:`~opbench.kernels._lib.tma_launch.launch`)."""
+    kernel directly (:func:`~opbench.kernels._lib.tma_launch.launch`); with ``lane_out``,
+    such a launch appends its lane there (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`)."""
     key = (a.dtype, b.dtype, out.dtype, a.shape, b.shape, out.shape, a.stride(), b.stride(),
            out.stride(), a.device,
            None if bias is None else (bias.dtype, bias.shape, bias.stride(), bias.data_ptr() & 15 == 0),
@@ -190,7 +192,16 @@ def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     compiled = plan.get("compiled")
     if compiled is not None:  # a descriptor reads only its base's address: the plan has the rest
         descs = (Desc(a, *a_spec), Desc(b, *b_spec), Desc(out, *c_spec) if c_spec else out)
-        tma_launch.launch(compiled[0], programs, a.device, (*descs, *rest, *compiled[1]))
+        args = (*descs, *rest, *compiled[1])
+        tma_launch.launch(compiled[0], programs, a.device, args)
+        if lane_out is not None:
+            lane = plan.get("lane", False)
+            if lane is False:
+                lane = plan["lane"] = lane_of(
+                    compiled, (programs, 1, 1), args, (0, 1, 2, 2, 3), plan["has_bias"],
+                    (True, True, True, x.data_ptr() & 15 == 0), a.device.index,
+                )  # fmt: skip
+            lane_out.append(lane)
         return True
     descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
              TensorDescriptor(out, *c_spec) if c_spec else out)  # fmt: skip

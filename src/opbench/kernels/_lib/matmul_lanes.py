@@ -1,0 +1,103 @@
+"""The matmul entry points' lanes: a repeat call of an ``mm``, ``addmm``, ``bmm`` or
+``baddbmm`` signature (operands' sizes, strides, dtypes and device; the bias's and the
+scalars) that one launch served allocates its output and launches that kernel again,
+with none of the checks, shape rule, plans or views in between: those ran on the first
+call of the signature and decided what the lane launches.
+
+Why: an ``mm`` of 1024^3 spent 35-40 us of host time a call on an H200 where eager
+spent 15-17, most of it in the Python between the entry point and the launch
+(``benchmarks/probes/matmul_lane.py``, 2026-11-29). A lane is made by the launch that
+served the first call (:func:`lane_of`: the TMA kernels', the pointer kernel's without
+a split) and repeats it through :func:`~opbench.kernels._lib.tma_launch.repeater`.
+
+A lane declines (the call takes the full path) where an address differs from the first
+call's in the 16-byte alignment its kernel was compiled for, or launch hooks are
+installed. A lane that raises (the launcher refusing its arguments: nothing launched)
+turns lanes off for the process, with a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from opbench.kernels._lib import launch as _launch
+from opbench.kernels._lib import tma_launch
+from opbench.kernels._lib.launch import remember
+
+__all__ = ["LANES", "LANES_OFF", "keep", "lane_key", "lane_of", "laned"]
+
+#: Entry-point calls by signature (:func:`lane_key`) -> the lane of the launch that
+#: served the first of them (:func:`lane_of`).
+LANES: dict[tuple, Any] = {}
+
+#: Why lanes are off in this process, once one raised (empty while they are on).
+LANES_OFF: list[str] = []
+
+
+def lane_key(*tensors: torch.Tensor, extra: tuple = ()) -> tuple | None:
+    """A call's :data:`LANES` key, or None for operands without strides (sparse: the
+    checks that follow say what eager says of them)."""
+    try:
+        return (*((t.shape, t.stride(), t.dtype, t.device) for t in tensors), *extra)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def laned(key: tuple | None, shape: tuple[int, ...], a: torch.Tensor, b: torch.Tensor,
+          x: torch.Tensor | None, alpha: Any = 1.0, beta: Any = 1.0) -> torch.Tensor | None:  # fmt: skip
+    """The output of ``key``'s lane, launched on ``a``, ``b`` (and bias ``x``), or None
+    (no lane, or it declined, or it raised: then lanes are off, with a warning)."""
+    lane = LANES.get(key)
+    if lane is None:
+        return None
+    out = torch.empty(shape, dtype=a.dtype, device=a.device)
+    pc = out.data_ptr()
+    px = pc if x is None else x.data_ptr()
+    try:
+        ok = lane(a.data_ptr(), b.data_ptr(), pc, px, alpha, beta)
+    except (TypeError, ValueError) as e:
+        LANES.clear()
+        LANES_OFF.append(f"{type(e).__name__}: {e}")
+        warnings.warn(f"opbench's matmul lanes are off in this process ({LANES_OFF[0]}); "
+                      "every call takes the full path", RuntimeWarning, stacklevel=3)  # fmt: skip
+        return None
+    return out if ok else None
+
+
+def keep(key: tuple | None, lanes: list) -> None:
+    """Keep the first of ``lanes`` (what the served launch appended) under ``key``."""
+    if lanes and key is not None and not LANES_OFF:
+        remember(LANES, key, lanes[0])
+
+
+def lane_of(compiled: tuple[Any, tuple], grid: tuple[int, int, int], args: tuple,
+            sources: Sequence[int], has_bias: bool, aligned: tuple[bool, ...],
+            index: int) -> Callable[..., bool]:  # fmt: skip
+    """A repeat of the launch of ``compiled`` (a kernel and its constexpr tail) on
+    ``args`` over ``grid``, as one function of the call's addresses and scalars,
+    ``lane(pa, pb, pc, px, alpha, beta)`` (operands A, B, C and the bias, read only with
+    one; ``px`` is C's otherwise). ``args``' tensors and descriptors read the addresses
+    ``sources`` names (0 A, 1 B, 2 C, 3 the bias), and alpha and beta are the last two
+    arguments before the constexpr tail. False, having done nothing, where an address's
+    16-byte alignment differs from ``aligned`` (A, B, C, bias: what the kernel was
+    compiled for) or launch hooks are installed."""
+    k, consts = compiled
+    n = len(args) - len(consts)
+    repeat = tma_launch.repeater(k, grid, index, args, sources, (n - 2, n - 1))
+    hooks = _launch._hooks
+
+    def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
+        px = px if has_bias else pc
+        if (pa & 15 == 0, pb & 15 == 0, pc & 15 == 0, px & 15 == 0) != aligned or hooks() != (
+            None,
+            None,
+        ):
+            return False
+        repeat((pa, pb, pc, px), alpha, beta)
+        return True
+
+    return lane
