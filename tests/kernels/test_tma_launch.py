@@ -51,7 +51,7 @@ def test_repeat_launches_read_each_call_operands(batched: bool) -> None:
 
 
 @pytest.mark.skipif(DEVICE == "cpu", reason="lanes are made by compiled launches")
-@pytest.mark.parametrize("size", ["large", "small"])
+@pytest.mark.parametrize("size", ["large", "small", "skinny"])
 @pytest.mark.parametrize("op", ["mm", "addmm", "bmm", "baddbmm"])
 def test_entry_point_lanes_repeat_eager(op: str, size: str) -> None:
     """An entry point's repeat call of a signature runs its lane (``matmul_lanes.LANES``):
@@ -59,13 +59,14 @@ def test_entry_point_lanes_repeat_eager(op: str, size: str) -> None:
     operand off 16-byte alignment (a view one element in) sent back to the full path;
     every result is eager's. "large" is 1024^3, over the shape rule's GFLOP, so the rule
     serves it (a TMA kernel); "small" is a batch of 8 products of 96x80x72 (the pointer
-    kernel). Entries in {-1, 0, 1}, so every sum is exact in float32 and its float16
+    kernel); "skinny" 128x2048x2048, split over K (a workspace and a sum in the lane). Entries in {-1, 0, 1}, so every sum is exact in float32 and its float16
     rounding the same on both sides (random normals put a sum of 1,024 products near zero,
     where a single rounding step exceeds the elementwise tolerance)."""
     from opbench.kernels._lib import matmul, matmul_lanes
 
     batched = op in ("bmm", "baddbmm")
-    M, K, N, B = (1024, 1024, 1024, 1) if size == "large" else (96, 80, 72, 8)
+    M, K, N, B = {"large": (1024, 1024, 1024, 1), "small": (96, 80, 72, 8),
+                  "skinny": (128, 2048, 2048, 1)}[size]  # fmt: skip
     ours, eager = getattr(matmul, op), getattr(torch, op)
     matmul_lanes.LANES.clear()
     for seed in range(4):

@@ -321,19 +321,41 @@ def matmul_into(
         target = out
     args = (a, b, target, x, *ints, float(alpha), float(beta))
     _mm(grid, args, **constexprs)
+    summed: list = []
     if splits > 1:
-        sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta)
-    elif lane_out is not None:
+        sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta,
+                           summed)  # fmt: skip
+    if lane_out is not None:
         lane = _MM_LANES.get(key, False)
         if lane is False:
-            compiled = _mm.compiled_for(args, constexprs)
-            lane = remember(_MM_LANES, key, compiled and lane_of(
-                compiled, (*grid, 1), args, (0, 1, 2, 3), has_bias,
-                tuple(t.data_ptr() & 15 == 0 for t in (a, b, out, x)), a.device.index,
-            ))  # fmt: skip
+            lane = remember(_MM_LANES, key, _mm_lane(grid, args, constexprs, summed, target,
+                                                     (a, b, out, x), has_bias))  # fmt: skip
         if lane is not None:
             lane_out.append(lane)
     return out
+
+
+def _mm_lane(grid: tuple[int, int], args: tuple, constexprs: dict[str, Any], summed: list,
+             target: torch.Tensor, tensors: tuple[torch.Tensor, ...],
+             has_bias: bool) -> Any:  # fmt: skip
+    """The lane of :func:`matmul_into`'s launch on ``args``
+    (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`): with a split, into a fresh
+    workspace shaped like ``target``, then the sum ``summed`` holds. None under the
+    interpreter (nothing compiled to repeat). ``tensors``: A, B, C and the bias as
+    launched (C where there is none), whose alignment the kernel was compiled for."""
+    compiled = _mm.compiled_for(args, constexprs)
+    splits = grid[1]
+    if compiled is None or (splits > 1 and not summed):
+        return None
+    step = (
+        compiled,
+        (*grid, 1),
+        (*args, *compiled[1]),
+        (0, 1, 4, 3) if splits > 1 else (0, 1, 2, 3),
+    )
+    return lane_of([step, *((*s, (4, 2, 3)) for s in summed)], has_bias,
+                   tuple(t.data_ptr() & 15 == 0 for t in tensors), args[0].device.index,
+                   tuple(target.shape) if splits > 1 else None)  # fmt: skip
 
 
 def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,

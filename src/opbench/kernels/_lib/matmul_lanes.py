@@ -74,21 +74,28 @@ def keep(key: tuple | None, lanes: list) -> None:
         remember(LANES, key, lanes[0])
 
 
-def lane_of(compiled: tuple[Any, tuple], grid: tuple[int, int, int], args: tuple,
-            sources: Sequence[int], has_bias: bool, aligned: tuple[bool, ...],
-            index: int) -> Callable[..., bool]:  # fmt: skip
-    """A repeat of the launch of ``compiled`` (a kernel and its constexpr tail) on
-    ``args`` over ``grid``, as one function of the call's addresses and scalars,
-    ``lane(pa, pb, pc, px, alpha, beta)`` (operands A, B, C and the bias, read only with
-    one; ``px`` is C's otherwise). ``args``' tensors and descriptors read the addresses
-    ``sources`` names (0 A, 1 B, 2 C, 3 the bias), and alpha and beta are the last two
-    arguments before the constexpr tail. False, having done nothing, where an address's
-    16-byte alignment differs from ``aligned`` (A, B, C, bias: what the kernel was
-    compiled for) or launch hooks are installed."""
-    k, consts = compiled
-    n = len(args) - len(consts)
-    repeat = tma_launch.repeater(k, grid, index, args, sources, (n - 2, n - 1))
+#: One launch a lane repeats: (compiled kernel and its constexpr tail, grid, the launch's
+#: arguments with that tail, and which address each of its tensors or descriptors reads:
+#: 0 A, 1 B, 2 C, 3 the bias, 4 the split-K workspace)
+Step = tuple[tuple[Any, tuple], tuple[int, int, int], tuple, Sequence[int]]
+
+
+def lane_of(steps: Sequence[Step], has_bias: bool, aligned: tuple[bool, ...], index: int,
+            workspace: tuple[int, ...] | None = None) -> Callable[..., bool]:  # fmt: skip
+    """A repeat of the launches ``steps`` (one kernel, or a split-K product and its sum)
+    as one function of the call's addresses and scalars, ``lane(pa, pb, pc, px, alpha,
+    beta)`` (operands A, B, C and the bias, read only with one; ``px`` is C's otherwise).
+    Each step's alpha and beta are its last two arguments before the constexpr tail.
+    With ``workspace`` (a shape), each call allocates a float32 workspace on device
+    ``index`` first, as the full path does. False, having done nothing, where an
+    address's 16-byte alignment differs from ``aligned`` (A, B, C, bias: what the
+    kernels were compiled for) or launch hooks are installed."""
+    repeats = []
+    for (k, consts), grid, args, sources in steps:
+        n = len(args) - len(consts)
+        repeats.append(tma_launch.repeater(k, grid, index, args, sources, (n - 2, n - 1)))
     hooks = _launch._hooks
+    device = torch.device("cuda", index)
 
     def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
         px = px if has_bias else pc
@@ -97,7 +104,12 @@ def lane_of(compiled: tuple[Any, tuple], grid: tuple[int, int, int], args: tuple
             None,
         ):
             return False
-        repeat((pa, pb, pc, px), alpha, beta)
+        addresses: tuple[int, ...] = (pa, pb, pc, px)
+        if workspace is not None:
+            ws = torch.empty(workspace, dtype=torch.float32, device=device)
+            addresses = (*addresses, ws.data_ptr())
+        for repeat in repeats:
+            repeat(addresses, alpha, beta)
         return True
 
     return lane

@@ -104,22 +104,27 @@ def sm_count(device: torch.device) -> int:
 
 def sum_split_partials(
     partials: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None,
-    alpha: float = 1.0, beta: float = 1.0,
+    alpha: float = 1.0, beta: float = 1.0, launched: list | None = None,
 ) -> None:  # fmt: skip
     """``out = alpha * partials.sum(0) + beta * bias`` for fp32 split-K partials
     ``[splits, out.numel()]`` in ``out``'s logical order (``out`` 1-, 2- or 3-D, any
     strides; ``bias`` expanded to it), summed in a fixed order: the same inputs give the
-    same bits, which atomics would not."""
+    same bits, which atomics would not. ``launched`` receives ``(compiled kernel and its
+    constexpr tail, grid, arguments with that tail)`` of a compiled launch (what a matmul
+    lane repeats), nothing under the interpreter."""
     o3 = out.view((1,) * (3 - out.dim()) + tuple(out.shape)) if out.dim() < 3 else out
     x3 = o3 if bias is None else bias.expand(o3.shape)
     B, M, N = o3.shape
     total = B * M * N
-    _split_k_sum(
-        (cdiv(total, _SUM_BLOCK),),
-        (partials, o3, x3, total, N, M * N, partials.shape[0], *o3.stride(), *x3.stride(),
-         float(alpha), float(beta)),
-        HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, num_warps=4,
-    )  # fmt: skip
+    grid = (cdiv(total, _SUM_BLOCK),)
+    args = (partials, o3, x3, total, N, M * N, partials.shape[0], *o3.stride(), *x3.stride(),
+            float(alpha), float(beta))  # fmt: skip
+    constexprs = dict(HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK)
+    _split_k_sum(grid, args, **constexprs, num_warps=4)
+    if launched is not None:
+        compiled = _split_k_sum.compiled_for(args, {**constexprs, "num_warps": 4})
+        if compiled is not None:
+            launched.append((compiled, (*grid, 1, 1), (*args, *compiled[1])))
 
 
 #: Elements per program of the split-K sum (a memory-bound pass over the partials).

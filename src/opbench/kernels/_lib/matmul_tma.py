@@ -39,6 +39,7 @@ validates every field on every construction) and launches the compiled kernel di
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -233,8 +234,8 @@ def tma_matmul_into(
     convention of :func:`matmul.matmul_into` (3-D ``[1, M, K]``, ``[1, K, N]``, ``[1, M,
     N]``, any strides; ``bias`` broadcastable to ``out``, ignored when ``beta == 0``).
     Returns False, having done nothing, where TMA does not apply (see the module doc);
-    True once launched. With ``lane_out``, a launch without a split appends its lane
-    there (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`)."""
+    True once launched. With ``lane_out``, a launch of a compiled plan appends its lane
+    there (:func:`_lane`)."""
     cfg = config or (_INTERP_CONFIG if _INTERPRETING else DEFAULT_CONFIG)
     key = (a.dtype, b.dtype, out.dtype, a.shape, b.shape, out.shape, a.stride(), b.stride(),
            out.stride(), a.device,
@@ -267,14 +268,6 @@ def tma_matmul_into(
         args = (*descs, target, x, *plan["ints"], s_cs, s_cm, s_cn, s_xm, s_xn,
                 float(alpha), float(beta), *compiled[1])  # fmt: skip
         tma_launch.launch(compiled[0], plan["programs"], a.device, args)
-        if lane_out is not None and splits == 1:
-            lane = plan.get("lane", False)
-            if lane is False:
-                lane = plan["lane"] = lane_of(
-                    plan["compiled"], (plan["programs"], 1, 1), args, (0, 1, 2, 2, 3), has_bias,
-                    (True, True, True, x.data_ptr() & 15 == 0), a.device.index,
-                )  # fmt: skip
-            lane_out.append(lane)
     else:
         descs = (TensorDescriptor(a, *a_spec), TensorDescriptor(b, *b_spec),
                  TensorDescriptor(target if splits > 1 else out, *c_spec) if c_spec
@@ -284,7 +277,31 @@ def tma_matmul_into(
             float(alpha), float(beta), **plan["constexprs"], **plan["launch"],
         )  # fmt: skip
         plan["compiled"] = tma_launch.kept(_tma_mm_kernel, k, plan["constexprs"])
+    summed: list = []
     if splits > 1:
         sum_split_partials(target.view(splits, -1), out[0], x if has_bias else None,
-                           alpha, beta)  # fmt: skip
+                           alpha, beta, summed)  # fmt: skip
+    if lane_out is not None and compiled is not None:
+        lane = plan.get("lane", False)
+        if lane is False:
+            lane = plan["lane"] = _lane(plan, args, summed, target, has_bias,
+                                        x.data_ptr() & 15 == 0, a.device.index)  # fmt: skip
+        if lane is not None:
+            lane_out.append(lane)
     return True
+
+
+def _lane(plan: dict[str, Any], args: tuple, summed: list, target: torch.Tensor,
+          has_bias: bool, x_aligned: bool, index: int) -> Callable[..., bool] | None:  # fmt: skip
+    """The lane of ``plan``'s launch on ``args`` (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`):
+    with a split, into a fresh workspace shaped like ``target`` (C's descriptor and
+    pointer read it), then the sum ``summed`` holds; None where the sum left nothing
+    to repeat."""
+    splits = plan["splits"]
+    if splits > 1 and not summed:
+        return None
+    step = (plan["compiled"], (plan["programs"], 1, 1), args,
+            (0, 1, 4, 4, 3) if splits > 1 else (0, 1, 2, 2, 3))  # fmt: skip
+    return lane_of([step, *((*s, (4, 2, 3)) for s in summed)], has_bias,
+                   (True, True, True, x_aligned), index,
+                   tuple(target.shape) if splits > 1 else None)  # fmt: skip

@@ -198,7 +198,7 @@ def tma_bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
             lane = plan.get("lane", False)
             if lane is False:
                 lane = plan["lane"] = lane_of(
-                    compiled, (programs, 1, 1), args, (0, 1, 2, 2, 3), plan["has_bias"],
+                    [(compiled, (programs, 1, 1), args, (0, 1, 2, 2, 3))], plan["has_bias"],
                     (True, True, True, x.data_ptr() & 15 == 0), a.device.index,
                 )  # fmt: skip
             lane_out.append(lane)
