@@ -10,9 +10,9 @@ NCHW): forward ``[32, 1024, 14, 14]`` into 512 channels 0.18x eager (0.221 ms ag
 
 ``--sweep`` also times other tiles: the forward's (``conv_pointwise._pointwise_config`` replaced,
 so every variant runs whatever the bucket says) and the weight gradient's
-(``matmul.BATCH_SUM_CONFIG``, an optional 7th entry fixing the number of image groups).
+(``matmul_batch_sum.BATCH_SUM_CONFIG``, an optional 7th entry fixing the number of image groups).
 ``--set MODULE.NAME=VALUE`` sets a kernel module's constant first (as
-``device_profile.py``), e.g. ``--set matmul.BATCH_SUM_SLOTS=2``.
+``device_profile.py``), e.g. ``--set matmul_batch_sum.BATCH_SUM_SLOTS=2``.
 
 Usage (on the GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/probes/pointwise_conv_probe.py [--channels-last] [--sweep] [--dtype bf16]
@@ -20,7 +20,7 @@ A CPU smoke test under Triton's interpreter, shapes shrunk (checks the script, n
     TRITON_INTERPRET=1 python3 benchmarks/probes/pointwise_conv_probe.py --smoke
 
 Open finding (a probe: delete it once settled): ``conv_pointwise.POINTWISE_CONFIG`` and
-``matmul.BATCH_SUM_CONFIG`` (and their float32 twins) are marked untimed on a GPU at the
+``matmul_batch_sum.BATCH_SUM_CONFIG`` (and their float32 twins) are marked untimed on a GPU at the
 current code; run ``--sweep`` (and ``--dtype f32``) and settle them (docs/results.md,
 "Pending GPU checks"). Last run: ``benchmarks/results/pointwise-conv-probe-h100-2026-11-26.md``
 (``--sweep`` at 933e00e).
@@ -98,7 +98,7 @@ def _close(got: Any, want: Any) -> bool:
 def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
-    from opbench.kernels._lib import conv, conv_pointwise, matmul
+    from opbench.kernels._lib import conv, conv_pointwise, matmul, matmul_batch_sum
 
     name, xs, ws = case
     if opt.smoke:  # a few programs under the interpreter
@@ -129,9 +129,15 @@ def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
     a3 = conv_pointwise.pointwise_operands(x, w, None, eager["forward"], False)
     fwd_cfg = conv_pointwise._pointwise_config(*a3[:3])
     n, cout, cin = xs[0], ws[0], ws[1]
-    cfg = matmul.BATCH_SUM_CONFIG_F32 if dtype == torch.float32 else matmul.BATCH_SUM_CONFIG
+    cfg = (
+        matmul_batch_sum.BATCH_SUM_CONFIG_F32
+        if dtype == torch.float32
+        else matmul_batch_sum.BATCH_SUM_CONFIG
+    )
     tiles = -(-cout // cfg[0]) * -(-cin // cfg[1])
-    groups = matmul.batch_groups(tiles, n, matmul.sm_count(x.device) * matmul.BATCH_SUM_SLOTS)
+    groups = matmul_batch_sum.batch_groups(
+        tiles, n, matmul.sm_count(x.device) * matmul_batch_sum.BATCH_SUM_SLOTS
+    )
     base = {"case": name, "layout": "channels_last" if opt.channels_last else "NCHW"}
     rows = []
     for part in masks:
@@ -152,13 +158,13 @@ def probe(case: tuple, opt: argparse.Namespace) -> list[dict[str, Any]]:
                 rows.append(_variant(base, "forward", c, call, conv, eager, eager_ms, bench))
             finally:
                 conv_pointwise._pointwise_config = real
-        saved = (matmul.BATCH_SUM_CONFIG, matmul.BATCH_SUM_CONFIG_F32)
+        saved = (matmul_batch_sum.BATCH_SUM_CONFIG, matmul_batch_sum.BATCH_SUM_CONFIG_F32)
         for c in WGRAD:
-            matmul.BATCH_SUM_CONFIG = matmul.BATCH_SUM_CONFIG_F32 = c
+            matmul_batch_sum.BATCH_SUM_CONFIG = matmul_batch_sum.BATCH_SUM_CONFIG_F32 = c
             try:
                 rows.append(_variant(base, "grad_weight", c, call, conv, eager, eager_ms, bench))
             finally:
-                matmul.BATCH_SUM_CONFIG, matmul.BATCH_SUM_CONFIG_F32 = saved
+                matmul_batch_sum.BATCH_SUM_CONFIG, matmul_batch_sum.BATCH_SUM_CONFIG_F32 = saved
     return rows
 
 

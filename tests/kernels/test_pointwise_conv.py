@@ -16,7 +16,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_pointwise, matmul  # noqa: E402
+from opbench.kernels._lib import conv, conv_pointwise, matmul, matmul_batch_sum  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -56,7 +56,8 @@ def batch_sum_everywhere(monkeypatch) -> None:
 def one_sm(monkeypatch) -> None:
     """One SM: the output's tiles fill it, so one program walks every image (the
     interpreter's 4 SMs would otherwise split small problems into single-image groups)."""
-    monkeypatch.setattr(matmul, "sm_count", lambda device: 1)
+    for module in (matmul, matmul_batch_sum):
+        monkeypatch.setattr(module, "sm_count", lambda device: 1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -70,7 +71,7 @@ def test_batch_sum_layouts_and_tails(la: str, lb: str, dtype: torch.dtype, one_s
     a = _operand((B, M, K), la, dtype, 1)
     b = _operand((B, K, N), lb, dtype, 2)
     out = torch.empty((M, N), dtype=dtype, device=DEVICE)
-    matmul.matmul_batch_sum_into(out, a, b)
+    matmul_batch_sum.matmul_batch_sum_into(out, a, b)
     assert_matches(out, _batch_sum, a, b)
 
 
@@ -83,14 +84,14 @@ def test_batch_sum_groups_named_by_the_config(groups: int, dtype: torch.dtype) -
     B, M, N, K = 4, 20, 33, 18
     a, b = _operand((B, M, K), "row", dtype, 3), _operand((B, K, N), "col", dtype, 4)
     out = torch.empty((N, M), dtype=dtype, device=DEVICE).t()
-    matmul.matmul_batch_sum_into(out, a, b, (16, 16, 16, 4, 4, 1, groups))
+    matmul_batch_sum.matmul_batch_sum_into(out, a, b, (16, 16, 16, 4, 4, 1, groups))
     assert_matches(out, _batch_sum, a, b)
 
 
 def test_batch_sum_group_count_must_divide_the_batch() -> None:
     a, b = _r((3, 4, 5), torch.float32, 1), _r((3, 5, 6), torch.float32, 2)
     with pytest.raises(ValueError):
-        matmul.matmul_batch_sum_into(torch.empty(4, 6), a, b, (16, 16, 16, 4, 4, 1, 2))
+        matmul_batch_sum.matmul_batch_sum_into(torch.empty(4, 6), a, b, (16, 16, 16, 4, 4, 1, 2))
 
 
 @pytest.mark.parametrize("shape", [(0, 5, 6, 7), (2, 5, 6, 0)], ids=["no entries", "K=0"])
@@ -98,20 +99,20 @@ def test_batch_sum_of_nothing_is_zero(shape: tuple[int, int, int, int]) -> None:
     B, M, N, K = shape
     a, b = _r((B, M, K), torch.float32, 1), _r((B, K, N), torch.float32, 2)
     out = torch.full((M, N), float("nan"), device=DEVICE)
-    matmul.matmul_batch_sum_into(out, a, b)
+    matmul_batch_sum.matmul_batch_sum_into(out, a, b)
     assert_matches(out, _batch_sum, a, b)
 
 
 def test_batch_groups_rule() -> None:
     """Split only where the tiles leave SMs idle; among divisors of the batch, the fewest
     waves x images per program, fewest groups on a tie."""
-    assert matmul.batch_groups(64, 32, 132) == 2  # 1024 x 1024 outputs, 128x128 tiles
-    assert matmul.batch_groups(9, 16, 132) == 8  # 336 x 336
-    assert matmul.batch_groups(132, 32, 132) == 1  # the tiles fill the GPU
-    assert matmul.batch_groups(500, 32, 132) == 1
-    assert matmul.batch_groups(10, 7, 132) == 7  # a prime batch: all or nothing
-    assert matmul.batch_groups(10, 1, 132) == 1
-    assert matmul.batch_groups(10, 0, 132) == 1
+    assert matmul_batch_sum.batch_groups(64, 32, 132) == 2  # 1024 x 1024 outputs, 128x128 tiles
+    assert matmul_batch_sum.batch_groups(9, 16, 132) == 8  # 336 x 336
+    assert matmul_batch_sum.batch_groups(132, 32, 132) == 1  # the tiles fill the GPU
+    assert matmul_batch_sum.batch_groups(500, 32, 132) == 1
+    assert matmul_batch_sum.batch_groups(10, 7, 132) == 7  # a prime batch: all or nothing
+    assert matmul_batch_sum.batch_groups(10, 1, 132) == 1
+    assert matmul_batch_sum.batch_groups(10, 0, 132) == 1
 
 
 # ----------------------------------------------------------------------------- the convolutions
@@ -206,15 +207,16 @@ def test_weight_gradient_image_groups(sms: int, split: bool, monkeypatch) -> Non
     """The images are split into groups only where the output's tiles leave SMs idle
     (here: the SM count patched; the interpreter's 32x32 tiles make 2 of a 40x20 weight
     gradient), each group an fp32 partial summed in a fixed order."""
-    monkeypatch.setattr(matmul, "sm_count", lambda device: sms)
+    for module in (matmul, matmul_batch_sum):
+        monkeypatch.setattr(module, "sm_count", lambda device: sms)
     partials = []
-    real = matmul.sum_split_partials
-    monkeypatch.setattr(matmul, "sum_split_partials",
+    real = matmul_batch_sum.sum_split_partials
+    monkeypatch.setattr(matmul_batch_sum, "sum_split_partials",
                         lambda p, *a, **k: (partials.append(p.shape[0]), real(p, *a, **k))[1])  # fmt: skip
     gy, x, w, args = _conv_case((8, 20, 7, 5), 40, torch.float32)  # 35 positions: 2 blocks
     mask = [False, True, False]
     got = conv.convolution_backward(gy, x, w, None, *args, mask)
-    want_groups = matmul.batch_groups(2, 8, sms)
+    want_groups = matmul_batch_sum.batch_groups(2, 8, sms)
     assert (want_groups > 1) == split
     assert partials == ([want_groups] if split else [])
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)

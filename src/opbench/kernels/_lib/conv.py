@@ -59,6 +59,14 @@ from opbench.kernels._lib.conv_depthwise import (
     prepared_weight,
 )
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
+from opbench.kernels._lib.conv_geometry import (
+    I32_LIMIT,
+    as5d,
+    fits_i32,
+    geometry,
+    out_format,
+    strides_like_channels_last,
+)
 from opbench.kernels._lib.conv_kernels import _conv, _wgrad
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
 from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
@@ -170,16 +178,12 @@ DW_WEIGHT_TILE_CL = False
 #: kernel of an input gradient input channels per output channel) the direct kernel
 #: takes; its taps are unrolled and its channels summed one by one.
 DW_MAX_MULT = 8
-
-_I32_LIMIT = 2**31 - 2**17  # headroom for a last tile's out-of-range rows
+#: Offsets from here on take 64-bit indexing (tests set it to 0 to run those kernels).
+_I32_LIMIT = I32_LIMIT
 
 
 def _fits_i32(*tensors: torch.Tensor, counts: Sequence[int] = ()) -> bool:
-    """Whether every element offset of ``tensors`` and every count fits 32-bit indexing."""
-    for t in tensors:
-        if sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride())) >= _I32_LIMIT:
-            return False
-    return all(c < _I32_LIMIT for c in counts)
+    return fits_i32(*tensors, counts=counts, limit=_I32_LIMIT)
 
 
 def _blocks(M: int, cout_g: int, cin_g: int, pos_cols: bool) -> tuple[int, int, int, int]:
@@ -296,76 +300,6 @@ def _dw_blocks(M: int, C_out: int, channels_inner: bool) -> tuple[int, int, int]
     return min(bp, max(16, next_pow2(M))), min(bc, max(2, next_pow2(C_out))), warps
 
 
-def _expand(v: Sequence[int], n: int, what: str) -> list[int]:
-    v = [int(x) for x in v]
-    if len(v) == 1:
-        return v * n
-    if len(v) != n:
-        raise RuntimeError(f"expected {what} to be a single integer value or a list of {n} values")
-    return v
-
-
-def _as5d(t: torch.Tensor, spatial: int) -> torch.Tensor:
-    """An ``[N, C, *spatial]`` tensor viewed as ``[N, C, D, H, W]`` (unit dims in front)."""
-    for _ in range(3 - spatial):
-        t = t.unsqueeze(2)
-    return t
-
-
-def _strides_like_channels_last(t: torch.Tensor) -> bool:
-    """c10's ``is_channels_last_strides_{2d,3d}``, what ``suggest_memory_format`` asks:
-    channels, then the spatial dims innermost first, then batch, in growing strides (a
-    ``[C, 1, 3, 3]`` depthwise weight in channels-last is also contiguous; this decides)."""
-    sizes, strides = t.shape, t.stride()
-    order = (1, 3, 2, 0) if t.dim() == 4 else (1, 4, 3, 2, 0)
-    if strides[1] == 0:
-        return False
-    least = 0
-    for d in order:
-        if sizes[d] == 0 or strides[d] < least:
-            return False
-        if d == 0 and least == strides[1]:
-            return False
-        least = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
-    return True
-
-
-def _out_format(input: torch.Tensor, weight: torch.Tensor) -> torch.memory_format:
-    """cuDNN's choice, eager's on the GPU: channels-last when the input's or the weight's
-    strides suggest it. Eager on the CPU picks by the backend it selects (3-D convolutions
-    of some shapes come back contiguous); a functional result's strides are reported by the
-    judge, not held against it."""
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(input.dim())
-    if fmt is not None and (
-        _strides_like_channels_last(input) or _strides_like_channels_last(weight)
-    ):
-        return fmt
-    return torch.contiguous_format
-
-
-def _geometry(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-    output_padding: Sequence[int],
-    groups: int,
-) -> tuple[int, list[int], list[int], list[int], list[int], int]:
-    """The spatial rank and the per-dimension stride, padding, dilation and output padding
-    of a convolution (forward or backward), ``groups`` an int; NotImplementedError where
-    PyTorch serves it (unbatched or not 1-3 spatial dimensions)."""
-    spatial = weight.dim() - 2
-    if spatial not in (1, 2, 3) or input.dim() != spatial + 2:
-        raise NotImplementedError("unbatched or unusual convolution: PyTorch serves it")
-    stride = _expand(stride, spatial, "stride")
-    padding = _expand(padding, spatial, "padding")
-    dilation = _expand(dilation, spatial, "dilation")
-    output_padding = _expand(output_padding, spatial, "output_padding")
-    groups = int(groups)
-    return spatial, stride, padding, dilation, output_padding, groups
-
-
 #: Forward plans by call signature (:func:`_forward_key`): a pointwise convolution's
 #: :class:`~opbench.kernels._lib.conv_pointwise.ForwardPlan` or a depthwise one's
 #: :class:`_DepthwiseRun`. A repeat call allocates, views and launches, where the first
@@ -379,7 +313,7 @@ _POINTWISE_WGRAD_PLANS: dict[tuple, object] = {}
 def _wgrad_key(a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, stride: list[int],
                padding: list[int], dilation: list[int], groups: int) -> tuple:  # fmt: skip
     """What decides a weight gradient's plan: the operands' sizes, strides, dtype and
-    device, the weight's, and the geometry (as :func:`_geometry` gives it)."""
+    device, the weight's, and the geometry (as :func:`geometry` gives it)."""
     return (
         a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, weight.shape,
         weight.stride(), weight.dtype, tuple(stride), tuple(padding), tuple(dilation), groups,
@@ -459,7 +393,7 @@ def convolution(
         raise NotImplementedError(f"convolution on {input.dtype}/{weight.dtype}: PyTorch serves it")
     if bias is not None and bias.dtype != input.dtype:
         raise NotImplementedError("a bias of another dtype: PyTorch serves it")
-    spatial, stride, padding, dilation, output_padding, groups = _geometry(
+    spatial, stride, padding, dilation, output_padding, groups = geometry(
         input, weight, stride, padding, dilation, output_padding, groups
     )
     N, C_in = input.shape[:2]
@@ -486,7 +420,7 @@ def convolution(
     C_out = cout_g * groups
     out = torch.empty(
         (N, C_out, *size_out), dtype=input.dtype, device=input.device,
-        memory_format=_out_format(input, weight),
+        memory_format=out_format(input, weight),
     )  # fmt: skip
     if bias is not None and bias.numel() != C_out:
         raise NotImplementedError("bias of the wrong size: eager explains")
@@ -497,7 +431,7 @@ def convolution(
         if plan is not None:
             return pointwise_forward(remember(_FORWARD_PLANS, key, plan), input, weight, bias,
                                       out)  # fmt: skip
-    x, w, y = _as5d(input, spatial), _as5d(weight, spatial), _as5d(out, spatial)
+    x, w, y = as5d(input, spatial), as5d(weight, spatial), as5d(out, spatial)
     pad3 = [0] * (3 - spatial)
     one3 = [1] * (3 - spatial)
     sd, sh, sw = one3 + stride
@@ -550,7 +484,7 @@ def _weight_grad(
     dim's channels at the positions summed over, ``b`` is gathered at
     ``q * stride - padding + k * dilation``."""
     fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(weight.dim())
-    like_cl = fmt is not None and _strides_like_channels_last(weight)
+    like_cl = fmt is not None and strides_like_channels_last(weight)
     dw = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device,
                      memory_format=fmt if like_cl else torch.contiguous_format)  # fmt: skip
     if dw.numel() == 0:
@@ -560,7 +494,7 @@ def _weight_grad(
         if plan is not None:
             key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
             return pointwise_weight_grad(remember(_POINTWISE_WGRAD_PLANS, key, plan), a, b, dw)
-    a5, b5, w5 = _as5d(a, spatial), _as5d(b, spatial), _as5d(dw, spatial)
+    a5, b5, w5 = as5d(a, spatial), as5d(b, spatial), as5d(dw, spatial)
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
     sd, sh, sw = one3 + stride
     pd, ph, pw = pad3 + padding
@@ -576,7 +510,7 @@ def _weight_grad(
         depthwise_weight_grad(a5, b5, dw, w5, R_G, stride, padding, dilation, spatial, big)
         return dw
     if nhwc_weight_grad(a5, b5, w5, R_G, C_G, groups, [sd, sh, sw], [pd, ph, pw],
-                        [dd, dh, dw_], spatial == 3, _fits_i32):  # fmt: skip
+                        [dd, dh, dw_], spatial == 3, fits_i32):  # fmt: skip
         return dw
     kvol = KD * KH * KW
     bm, bn, bk = _wgrad_blocks(R_G, C_G, a.dtype == torch.float32)
@@ -631,7 +565,7 @@ def convolution_backward(
     dtypes = {grad_output.dtype, input.dtype, weight.dtype}
     if len(dtypes) != 1 or input.dtype not in _SERVED:
         raise NotImplementedError(f"convolution_backward on {dtypes}: PyTorch serves it")
-    spatial, stride, padding, dilation, output_padding, groups = _geometry(
+    spatial, stride, padding, dilation, output_padding, groups = geometry(
         input, weight, stride, padding, dilation, output_padding, groups
     )
     want_gi, want_gw, want_gb = (bool(m) for m in output_mask)

@@ -18,10 +18,10 @@ import torch
 from opbench.kernels._lib.matmul import (
     SHAPE_CONFIGS,
     config_for,
-    matmul_batch_sum_into,
     matmul_into,
     sum_split_partials,
 )
+from opbench.kernels._lib.matmul_batch_sum import matmul_batch_sum_into
 
 __all__ = [
     "ForwardPlan",
