@@ -670,3 +670,43 @@ def test_depthwise_repeat_calls_run_from_their_plan(layout: str, k: int, monkeyp
         runs.append(next(iter(conv._FORWARD_PLANS.values())))
     assert isinstance(runs[0], conv._DepthwiseRun) and runs[1] is runs[0]
     assert runs[2] is not runs[0] and runs[2].settings != runs[0].settings
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("route", ["default", "nhwc"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_path_calls_only_what_the_judge_allows(case: str, route: str, layout: str,
+                                                     monkeypatch) -> None:  # fmt: skip
+    """Forward and backward of every case, on the default routes and with every dense
+    convolution sent to the channels-last GEMM and its weight gradient (``nhwc``), over
+    contiguous and channels-last inputs: every ATen call made is one the judge's guard
+    allows (views, allocations, copies), none a PyTorch compute op. A held-out 3x3 input
+    gradient packed its weight with ``torch.flip`` and failed the judge on an H200
+    (2026-11-29); the kernel tests compared values only."""
+    from opbench.instrument.observer import DispatchRecorder
+    from opbench.judge.guard import classify_calls
+    from opbench.kernels._lib import conv_nhwc, conv_nhwc_wgrad
+
+    if route == "nhwc":
+        monkeypatch.setattr(conv_nhwc, "NHWC_MIN_CIN", 1)
+        monkeypatch.setattr(conv_nhwc, "NHWC_STRIDED_TRANSPOSED", True)
+        monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_MIN_CHANNELS", 1)
+    args = _args(case, torch.float32, bias=True)
+    if layout == "channels_last" and args[0].dim() in (4, 5):
+        fmt = torch.channels_last if args[0].dim() == 4 else torch.channels_last_3d
+        args[0] = args[0].to(memory_format=fmt)
+    with DispatchRecorder() as recorder:
+        y = conv.convolution(*args)
+    verdict = classify_calls("convolution.default", recorder.calls)
+    assert verdict.ok, f"forward: {verdict.violations}"
+    x, w, b, stride, padding, dilation, transposed, out_pad, groups = args
+    gy = _r(tuple(y.shape), torch.float32, 4)
+    bwd = (gy, x, w, [b.shape[0]], stride, padding, dilation, transposed, out_pad, groups,
+           [True, True, True])  # fmt: skip
+    with DispatchRecorder() as recorder:
+        got = conv.convolution_backward(*bwd)
+    verdict = classify_calls("convolution_backward.default", recorder.calls)
+    assert verdict.ok, f"backward: {verdict.violations}"
+    want = aten.convolution_backward(*bwd)
+    for g, e in zip(got, want, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
