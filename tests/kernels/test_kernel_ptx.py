@@ -50,9 +50,12 @@ def test_the_weight_gradient_copies_16_byte_rows_into_wgmma():
 
 
 @pytest.mark.slow
-def test_the_forward_copies_16_byte_rows_and_stores_vectors():
+@pytest.mark.parametrize("flip", [False, True])
+def test_the_forward_copies_16_byte_rows_and_stores_vectors(flip: bool):
+    """Forward, and an input gradient's weight read with its taps reversed (``FLIP_W``)."""
     got = _counts("conv_nhwc._nhwc_kernel", "X_ALIGN=8", "EVEN_K=True", "Y_VEC=4",
-                  "SPLIT=False", "PHASED=False", "HAS_BIAS=False", "BLOCK_K=64")  # fmt: skip
+                  "SPLIT=False", "PHASED=False", f"FLIP_W={flip}", "HAS_BIAS=False",
+                  "BLOCK_K=64")  # fmt: skip
     assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
     assert got.get("st.global.b16", 0) == 0 and got.get("st.global.v2.b32", 0) > 0, got
 
@@ -62,7 +65,7 @@ def test_the_phased_transposed_mode_keeps_16_byte_copies():
     """A strided transposed convolution's phases (strides 2 x 2, passed after the common
     unit strides: the last value of a name wins) read the same 16-byte rows."""
     got = _counts("conv_nhwc._nhwc_kernel", "SH=2", "SW=2", "X_ALIGN=8", "EVEN_K=True",
-                  "Y_VEC=1", "SPLIT=False", "PHASED=True", "HAS_BIAS=False",
+                  "Y_VEC=1", "SPLIT=False", "PHASED=True", "FLIP_W=False", "HAS_BIAS=False",
                   "BLOCK_K=64")  # fmt: skip
     assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
     assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
