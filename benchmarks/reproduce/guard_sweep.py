@@ -39,8 +39,11 @@ sys.path.insert(0, str(REPO / "src"))
 PART2 = "mm,bmm,addmm,baddbmm,convolution,convolution_backward"
 
 
-def sweep(traces: str, ops_csv: str, split: str | None, limit: int) -> dict[str, Any]:
-    """``{"rows": [...], "summary": {...}}``: one row per traced case of a served op."""
+def sweep(traces: str, ops_csv: str, split: str | None, limit: int,
+          journal: Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """``{"rows": [...], "summary": {...}}``: one row per traced case of a served op, each
+    also appended to ``journal`` (JSON lines) as it is made, so a sweep stopped early
+    keeps what it found; a row taking over 10 s is named on stderr."""
     import torch
     from host_profile import _stub_launches, served_cases
 
@@ -59,6 +62,7 @@ def sweep(traces: str, ops_csv: str, split: str | None, limit: int) -> dict[str,
             print(f"[{time.perf_counter() - t0:7.1f} s] {op}", file=sys.stderr, flush=True)
             last_op = op
         row: dict[str, Any] = {"op": op, "index": i, "args": case.args}
+        started = time.perf_counter()
         try:
             args, kwargs = materialize(case, "cpu")
         except NotRunnable as e:
@@ -78,7 +82,13 @@ def sweep(traces: str, ops_csv: str, split: str | None, limit: int) -> dict[str,
             verdict = classify_calls(op, recorder.calls)
             row.update(status="calls_pytorch" if verdict.violations else "clean",
                        violations=verdict.violations)  # fmt: skip
+        row["seconds"] = round(time.perf_counter() - started, 2)
+        if row["seconds"] > 10:
+            print(f"  {row['seconds']} s: {case.args[:150]}", file=sys.stderr, flush=True)
         rows.append(row)
+        if journal is not None:
+            with journal.open("a") as f:
+                f.write(json.dumps(row) + "\n")
     counts = Counter(r["status"] for r in rows)
     return {
         "split": split or "all",
@@ -117,11 +127,38 @@ def main() -> int:
     p.add_argument("--split", choices=["tuning", "heldout", "all"], default="heldout")
     p.add_argument("--ops", default=f"{COVERED},{PART2}")
     p.add_argument("--limit", type=int, default=10**9, help="rows per op, most used first")
-    p.add_argument("--out", required=True, help="a .json path; the .md is written beside it")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="a .json path; the .md is written beside it "
+        "(and, while it runs, each row to a .jsonl beside it)",
+    )
+    p.add_argument(
+        "--stopped",
+        action="store_true",
+        help="report the .jsonl that a sweep stopped early left beside --out",
+    )
     ns = p.parse_args()
-    result = sweep(ns.traces, ns.ops, None if ns.split == "all" else ns.split, ns.limit)
     out = Path(ns.out)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    journal = out.with_suffix(".jsonl")
+    if ns.stopped:
+        import torch
+
+        rows = [json.loads(line) for line in journal.read_text().splitlines()]
+        result = {"split": f"{ns.split}, of a sweep stopped early with {len(rows)}", "ops": ns.ops,
+                  "torch": torch.__version__, "seconds": round(sum(r["seconds"] for r in rows)),
+                  "summary": dict(sorted(Counter(r["status"] for r in rows).items())),
+                  "rows": rows}  # fmt: skip
+    else:
+        journal.unlink(missing_ok=True)
+        split = None if ns.split == "all" else ns.split
+        result = sweep(ns.traces, ns.ops, split, ns.limit, journal)
+    journal.unlink()
+    # counts per op and status, and the rows that are not clean (every row: thousands)
+    per_op = Counter((r["op"], r["status"]) for r in result["rows"])
+    kept = {**result, "per_op": {f"{op} {st}": n for (op, st), n in sorted(per_op.items())},
+            "rows": [r for r in result["rows"] if r["status"] != "clean"]}  # fmt: skip
+    out.write_text(json.dumps(kept, indent=1) + "\n")
     command = "python benchmarks/reproduce/guard_sweep.py " + " ".join(sys.argv[1:])
     out.with_suffix(".md").write_text(markdown(result, command))
     print(markdown(result, command)[:3000])
