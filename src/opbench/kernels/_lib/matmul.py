@@ -45,9 +45,9 @@ the least regret over the nearest products of the traces' tuning half, which rep
 the tables of exact products for them (the held-out half's products of a GFLOP or more,
 H200 device time: 0.716x -> 0.934x eager). A repeat call of an entry point's signature that
 one launch served runs its lane (:mod:`~opbench.kernels._lib.matmul_lanes`): the output
-allocated and the compiled kernel launched, nothing else (``mm`` 1024^3 on an H200: 39.6
-us of host time a call without it, 22.8 with it through ``CompiledKernel.run``, eager
-14.6; ``benchmarks/probes/matmul_lane.py``).
+allocated and the compiled kernels launched, nothing else (``mm`` 1024^3 on an H200: 53.3
+us of host time a call without it, 25.2 with it, eager 22.6 on that machine;
+``benchmarks/results/matmul-lanes-h200-2026-11-29.md``).
 Otherwise (float32; the convolutions' products, which call :func:`matmul_into`)
 configurations (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, warps, stages) come
 from exact products and then buckets of (element size, M, N, K), tables tuned ahead of
@@ -291,8 +291,7 @@ def matmul_into(
     ``[batch, K, N]`` operands of one float dtype, into a 3-D ``out`` (any strides, not
     overlapping its inputs); ``bias`` broadcastable to ``out`` (expanded, not copied), or
     None. ``config`` overrides the bucket's (the tuning script). With ``lane_out``, a
-    launch without a split appends its lane there
-    (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`)."""
+    compiled launch appends its lane there, a split one with its sum (:func:`_mm_lane`)."""
     B, M, K = a.shape
     N = b.shape[2]
     if out.numel() == 0:

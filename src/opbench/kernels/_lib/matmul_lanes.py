@@ -7,8 +7,8 @@ call of the signature and decided what the lane launches.
 Why: an ``mm`` of 1024^3 spent 35-40 us of host time a call on an H200 where eager
 spent 15-17, most of it in the Python between the entry point and the launch
 (``benchmarks/probes/matmul_lane.py``, 2026-11-29). A lane is made by the launch that
-served the first call (:func:`lane_of`: the TMA kernels', the pointer kernel's without
-a split) and repeats it through :func:`~opbench.kernels._lib.tma_launch.repeater`.
+served the first call (:func:`lane_of`: the TMA kernels', the pointer kernel's, a split-K
+product with its sum) and repeats it through :func:`~opbench.kernels._lib.tma_launch.repeater`.
 
 A lane declines (the call takes the full path) where an address differs from the first
 call's in the 16-byte alignment its kernel was compiled for, or launch hooks are
@@ -99,10 +99,8 @@ def lane_of(steps: Sequence[Step], has_bias: bool, aligned: tuple[bool, ...], in
 
     def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
         px = px if has_bias else pc
-        if (pa & 15 == 0, pb & 15 == 0, pc & 15 == 0, px & 15 == 0) != aligned or hooks() != (
-            None,
-            None,
-        ):
+        seen = (pa & 15 == 0, pb & 15 == 0, pc & 15 == 0, px & 15 == 0)
+        if seen != aligned or hooks() != (None, None):
             return False
         addresses: tuple[int, ...] = (pa, pb, pc, px)
         if workspace is not None:
