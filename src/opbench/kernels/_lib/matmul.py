@@ -68,7 +68,7 @@ import triton.language as tl
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 from opbench.kernels._lib.matmul_kernels import _mm_kernel
-from opbench.kernels._lib.matmul_lanes import keep, lane_key, lane_of, laned
+from opbench.kernels._lib.matmul_lanes import keep, lane_key, laned, product_lane
 from opbench.kernels._lib.matmul_rule import MIN_FLOP, layout_class, ranked
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
@@ -338,23 +338,23 @@ def _mm_lane(grid: tuple[int, int], args: tuple, constexprs: dict[str, Any], sum
              target: torch.Tensor, tensors: tuple[torch.Tensor, ...],
              has_bias: bool) -> Any:  # fmt: skip
     """The lane of :func:`matmul_into`'s launch on ``args``
-    (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`): with a split, into a fresh
+    (:func:`~opbench.kernels._lib.matmul_lanes.product_lane`): with a split, into a fresh
     workspace shaped like ``target``, then the sum ``summed`` holds. None under the
     interpreter (nothing compiled to repeat). ``tensors``: A, B, C and the bias as
     launched (C where there is none), whose alignment the kernel was compiled for."""
     compiled = _mm.compiled_for(args, constexprs)
-    splits = grid[1]
-    if compiled is None or (splits > 1 and not summed):
+    if compiled is None:
         return None
+    splits = grid[1]
     step = (
         compiled,
         (*grid, 1),
         (*args, *compiled[1]),
         (0, 1, 4, 3) if splits > 1 else (0, 1, 2, 3),
     )
-    return lane_of([step, *((*s, (4, 2, 3)) for s in summed)], has_bias,
-                   tuple(t.data_ptr() & 15 == 0 for t in tensors), args[0].device.index,
-                   tuple(target.shape) if splits > 1 else None)  # fmt: skip
+    aligned = tuple(t.data_ptr() & 15 == 0 for t in tensors)
+    return product_lane(step, summed, has_bias, aligned, args[0].device.index,
+                        tuple(target.shape) if splits > 1 else None)  # fmt: skip
 
 
 def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,

@@ -7,8 +7,9 @@ call of the signature and decided what the lane launches.
 Why: an ``mm`` of 1024^3 spent 35-40 us of host time a call on an H200 where eager
 spent 15-17, most of it in the Python between the entry point and the launch
 (``benchmarks/probes/matmul_lane.py``, 2026-11-29). A lane is made by the launch that
-served the first call (:func:`lane_of`: the TMA kernels', the pointer kernel's, a split-K
-product with its sum) and repeats it through :func:`~opbench.kernels._lib.tma_launch.repeater`.
+served the first call (:func:`lane_of`: the TMA kernels', the pointer kernel's; a split-K
+product with its sum, :func:`product_lane`) and repeats it through
+:func:`~opbench.kernels._lib.tma_launch.repeater`.
 
 A lane declines (the call takes the full path) where an address differs from the first
 call's in the 16-byte alignment its kernel was compiled for, or launch hooks are
@@ -28,7 +29,7 @@ from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import remember
 
-__all__ = ["LANES", "LANES_OFF", "keep", "lane_key", "lane_of", "laned"]
+__all__ = ["LANES", "LANES_OFF", "keep", "lane_key", "lane_of", "laned", "product_lane"]
 
 #: Entry-point calls by signature (:func:`lane_key`) -> the lane of the launch that
 #: served the first of them (:func:`lane_of`).
@@ -111,3 +112,23 @@ def lane_of(steps: Sequence[Step], has_bias: bool, aligned: tuple[bool, ...], in
         return True
 
     return lane
+
+
+#: A launch :func:`~opbench.kernels._lib.matmul_shared.sum_split_partials` recorded:
+#: (compiled kernel and its constexpr tail, grid, arguments with that tail).
+Summed = tuple[tuple[Any, tuple], tuple[int, int, int], tuple]
+
+
+def product_lane(product: Step, summed: Sequence[Summed], has_bias: bool,
+                 aligned: tuple[bool, ...], index: int,
+                 workspace: tuple[int, ...] | None = None) -> Callable[..., bool] | None:  # fmt: skip
+    """The lane (:func:`lane_of`) of a matmul launch ``product`` and, split over K
+    (``workspace``: the partials' shape), of the sum launches ``summed`` recorded after
+    it, each reading the workspace, C and the bias. One place for the pointer kernel's
+    and the TMA kernel's split lanes, so their sum's sources cannot drift apart. None for
+    a split whose sum recorded nothing (the interpreter's): a lane without its sum would
+    leave C unwritten."""
+    if workspace is not None and not summed:
+        return None
+    steps = [product, *((*s, (4, 2, 3)) for s in summed)]
+    return lane_of(steps, has_bias, aligned, index, workspace)

@@ -48,7 +48,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
-from opbench.kernels._lib.matmul_lanes import lane_of
+from opbench.kernels._lib.matmul_lanes import product_lane
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.tma_launch import Desc
 
@@ -293,15 +293,12 @@ def tma_matmul_into(
 
 def _lane(plan: dict[str, Any], args: tuple, summed: list, target: torch.Tensor,
           has_bias: bool, x_aligned: bool, index: int) -> Callable[..., bool] | None:  # fmt: skip
-    """The lane of ``plan``'s launch on ``args`` (:func:`~opbench.kernels._lib.matmul_lanes.lane_of`):
-    with a split, into a fresh workspace shaped like ``target`` (C's descriptor and
-    pointer read it), then the sum ``summed`` holds; None where the sum left nothing
-    to repeat."""
+    """The lane of ``plan``'s launch on ``args``
+    (:func:`~opbench.kernels._lib.matmul_lanes.product_lane`): with a split, into a fresh
+    workspace shaped like ``target`` (C's descriptor and pointer read it), then the sum
+    ``summed`` holds; None where the sum left nothing to repeat."""
     splits = plan["splits"]
-    if splits > 1 and not summed:
-        return None
     step = (plan["compiled"], (plan["programs"], 1, 1), args,
             (0, 1, 4, 4, 3) if splits > 1 else (0, 1, 2, 2, 3))  # fmt: skip
-    return lane_of([step, *((*s, (4, 2, 3)) for s in summed)], has_bias,
-                   (True, True, True, x_aligned), index,
-                   tuple(target.shape) if splits > 1 else None)  # fmt: skip
+    return product_lane(step, summed, has_bias, (True, True, True, x_aligned), index,
+                        tuple(target.shape) if splits > 1 else None)  # fmt: skip
