@@ -17,7 +17,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import matmul  # noqa: E402
+from opbench.kernels._lib import matmul, matmul_pointer  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -69,8 +69,8 @@ def test_mm_aligned_operands_take_the_vector_layouts(la: str, lb: str, dtype: to
     b = _matrix(64, 40, lb, dtype, seed=31)
     vec = 16 // a.element_size()
     if la != "sliced":
-        assert matmul._layout(a.unsqueeze(0), vec)[:2] == (
-            matmul.ROW if la == "contiguous" else matmul.COL, vec)  # fmt: skip
+        assert matmul_pointer.layout_of(a.unsqueeze(0), vec)[:2] == (
+            matmul_pointer.ROW if la == "contiguous" else matmul_pointer.COL, vec)  # fmt: skip
     assert_matches(matmul.mm(a, b), aten.mm, a, b)
 
 

@@ -193,11 +193,11 @@ def test_matmul_into_sends_table_products_to_tma(monkeypatch) -> None:
 
 def test_matmul_into_falls_back_where_tma_declines(monkeypatch) -> None:
     """A table product TMA declines (float32) runs on the pointer kernel, same result."""
-    from opbench.kernels._lib import matmul
+    from opbench.kernels._lib import matmul, matmul_pointer
 
     monkeypatch.setattr(matmul, "_INTERPRETING", False)
     monkeypatch.setattr(matmul, "TMA_SHAPE_CONFIGS", {(4, 1, 24, 20, 16): CONFIGS[0]})
-    monkeypatch.setattr(matmul, "config_for", lambda *a, **k: matmul._INTERP_CONFIG)
+    monkeypatch.setattr(matmul, "config_for", lambda *a, **k: matmul_pointer.INTERP_CONFIG)
     used = _spy_tma(monkeypatch)
     a, b = _r(24, 16, dtype=torch.float32, seed=4), _r(16, 20, dtype=torch.float32, seed=5)
     out = torch.empty(1, 24, 20, dtype=torch.float32, device=DEVICE)

@@ -17,6 +17,7 @@ pytest.importorskip("triton")
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import conv, conv_pointwise, matmul, matmul_batch_sum  # noqa: E402
+from opbench.kernels._lib.matmul_pointer import ROW, layout_of, pow2_multiple  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -257,11 +258,11 @@ def test_forward_on_the_rule_tiles(dtype: torch.dtype, monkeypatch) -> None:
 def test_vector_multiple_is_the_largest_power_of_two() -> None:
     """196 f16 positions a row: rows start 8 bytes apart, so 4-element vectors (was 1)."""
     t = torch.empty((2, 24, 196), dtype=torch.float16)
-    assert matmul._layout(t, 8) == (matmul.ROW, 4, (24 * 49, 49, 1))
-    assert matmul._layout(t[:, :, :-1], 8)[1] == 4  # the stride decides, not the size
-    assert matmul._layout(torch.empty((2, 6, 14), dtype=torch.float16), 8)[1] == 2
-    assert matmul._layout(torch.empty((2, 6, 24), dtype=torch.float16), 8)[1] == 8
-    assert [matmul._pow2_multiple(n, 8) for n in (0, 1, 6, 196, 200, 1024)] == [8, 1, 2, 4, 8, 8]
+    assert layout_of(t, 8) == (ROW, 4, (24 * 49, 49, 1))
+    assert layout_of(t[:, :, :-1], 8)[1] == 4  # the stride decides, not the size
+    assert layout_of(torch.empty((2, 6, 14), dtype=torch.float16), 8)[1] == 2
+    assert layout_of(torch.empty((2, 6, 24), dtype=torch.float16), 8)[1] == 8
+    assert [pow2_multiple(n, 8) for n in (0, 1, 6, 196, 200, 1024)] == [8, 1, 2, 4, 8, 8]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -1,6 +1,8 @@
 """The matmul family (``mm``, ``bmm``, ``addmm``, ``baddbmm``): one tiled Triton kernel's
-launcher, the configurations per shape bucket, and the ATen entry points. The kernel
-itself (``@triton.jit`` device code) is :mod:`~opbench.kernels._lib.matmul_kernels`.
+launch plans, the configurations per shape bucket, and the ATen entry points. The kernel
+itself (``@triton.jit`` device code) is :mod:`~opbench.kernels._lib.matmul_kernels`; its
+launcher and operand layouts, shared with the batch-summing product,
+:mod:`~opbench.kernels._lib.matmul_pointer`.
 
 One kernel serves all four: ``C[b] = alpha * (A[b] @ B[b]) + beta * bias[b]``, batch
 ``b`` folded into grid axis 0 (axis 1 would cap a ``bmm`` at 65,535 matrices), each
@@ -58,17 +60,22 @@ file; nothing is tuned inside a call.
 from __future__ import annotations
 
 import functools
-import math
 import os
 from typing import Any
 
 import torch
 import triton.language as tl
 
-from opbench.kernels._lib.launch import Launcher, cdiv, remember
+from opbench.kernels._lib.launch import cdiv, remember
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
-from opbench.kernels._lib.matmul_kernels import _mm_kernel
 from opbench.kernels._lib.matmul_lanes import keep, lane_key, laned, product_lane
+from opbench.kernels._lib.matmul_pointer import (
+    INTERP_CONFIG,
+    layout_of,
+    mm_launcher,
+    operand_layouts,
+    pow2_multiple,
+)
 from opbench.kernels._lib.matmul_rule import MIN_FLOP, layout_class, ranked
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
@@ -83,14 +90,6 @@ __all__ = [
 _INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 _TL = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}
-
-
-#: Layout of an operand's two matrix dims, a compile-time choice: rows contiguous (the
-#: inner dim has stride 1), columns contiguous (the outer one has), or general strides.
-ANY, ROW, COL = 0, 1, 2
-
-
-_mm = Launcher(_mm_kernel)
 
 
 # ----------------------------------------------------------------------------- configurations
@@ -141,11 +140,6 @@ def _default(itemsize: int, M: int, N: int) -> Config:
 CONFIGS: dict[str, Config] = dict(TUNED)
 
 
-#: The interpreter multiplies with numpy: one tile size keeps tests fast, and masks get
-#: exercised by any shape that is not a multiple of 32.
-_INTERP_CONFIG: Config = (32, 32, 32, 4, 4, 1)
-
-
 #: Configurations of exact products, ``(itemsize, batch, M, N, K)``, checked before the
 #: buckets (``matmul_configs.SHAPES``, timed on the traced shapes themselves by
 #: ``tune_matmul.py --shapes``): a bucket spans a 4x range of each size, and one config
@@ -163,51 +157,12 @@ TMA_SHAPE_CONFIGS: dict[tuple[int, int, int, int, int], Config] = dict(TMA_SHAPE
 
 def config_for(itemsize: int, M: int, N: int, K: int, batch: int = 1) -> Config:
     if _INTERPRETING:
-        return _INTERP_CONFIG
+        return INTERP_CONFIG
     return (SHAPE_CONFIGS.get((itemsize, batch, M, N, K)) or CONFIGS.get(bucket(itemsize, M, N, K))
             or _default(itemsize, M, N))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- launching
-
-
-def _pow2_multiple(n: int, vec: int) -> int:
-    """The largest power of two up to ``vec`` that divides ``n`` (``vec`` for 0)."""
-    m = vec
-    while n % m:
-        m //= 2
-    return m
-
-
-def _layout(t: torch.Tensor, vec: int) -> tuple[int, int, tuple[int, int, int]]:
-    """(layout, multiple, strides) of a 3-D operand ``[batch, rows, cols]`` for the kernel:
-    ROW where the cols are contiguous, COL where the rows are, else ANY; ``multiple`` is
-    the largest power of two up to ``vec`` (16 bytes) that every other stride is a
-    multiple of, where the address is 16-byte aligned, else 1; the strides are passed
-    divided by it. Not ``vec`` or nothing: a 14x14 feature map's 196 positions are a
-    multiple of 4 f16 elements, and with that known the sm_90 code reads such rows 8 bytes
-    a ``cp.async`` and stores them 8 bytes a ``st.global.v2`` (2-byte loads through
-    registers and 2-byte stores when it was taken as 1). A dim of size 1 has no stride
-    that matters: taken as 0."""
-    sb, sr, sc = (0 if n == 1 else st for n, st in zip(t.shape, t.stride(), strict=True))
-    if sc == 1:
-        layout, rest = ROW, (sb, sr)
-    elif sr == 1:
-        layout, rest = COL, (sb, sc)
-    else:
-        return ANY, 1, (sb, sr, sc)
-    mult = _pow2_multiple(math.gcd(*rest), vec) if t.data_ptr() % 16 == 0 else 1
-    return layout, mult, (sb // mult, sr // mult if layout == ROW else sr,
-                          sc // mult if layout == COL else sc)  # fmt: skip
-
-
-def _operand_layouts(a: torch.Tensor, b: torch.Tensor, vec: int) -> tuple:
-    """``(A_LAYOUT, DA, a strides, B_LAYOUT, DB, b strides)`` of the kernel's operands,
-    ``a`` ``[batch, M, K]`` and ``b`` ``[batch, K, N]``."""
-    la, da, sa = _layout(a, vec)
-    lb, db, sb = _layout(b.transpose(1, 2), vec)  # as [batch, N, K]: ROW is K-contiguous
-    lb = {ROW: COL, COL: ROW}.get(lb, ANY)  # back to [batch, K, N] terms
-    return la, da, sa, lb, db, (sb[0], sb[2], sb[1])
 
 
 def split_k(tiles: int, k_iters: int, sms: int) -> int:
@@ -251,18 +206,18 @@ def _mm_plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, x: torch.Tenso
     N = b.shape[2]
     bm, bn, bk, group, warps, stages = cfg[:6]
     vec = 16 // a.element_size()
-    dm, dn, dk = (_pow2_multiple(n, vec) for n in (M, N, K))
-    la, da, sa, lb, db, sb = _operand_layouts(a, b, vec)
+    dm, dn, dk = (pow2_multiple(n, vec) for n in (M, N, K))
+    la, da, sa, lb, db, sb = operand_layouts(a, b, vec)
     tiles = B * cdiv(M, bm) * cdiv(N, bn)
     k_iters = cdiv(K, bk)
     splits, k_per_q = split_plan(tiles, k_iters, a.device, cfg[6] if len(cfg) > 6 else None)
     if splits > 1:
         target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
-        lc, dc, sc = _layout(target[0], vec)
+        lc, dc, sc = layout_of(target[0], vec)
         s_cs = B * M * N // dc
     else:
         s_cs = 0
-        lc, dc, sc = _layout(out, vec)
+        lc, dc, sc = layout_of(out, vec)
     epilogue = splits == 1
     ints = (M // dm, N // dn, K // dk, k_per_q, *sa, *sb, s_cs, *sc, *x.stride())
     constexprs = dict(
@@ -319,7 +274,7 @@ def matmul_into(
     else:
         target = out
     args = (a, b, target, x, *ints, float(alpha), float(beta))
-    _mm(grid, args, **constexprs)
+    mm_launcher(grid, args, **constexprs)
     summed: list = []
     if splits > 1:
         sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta,
@@ -342,7 +297,7 @@ def _mm_lane(grid: tuple[int, int], args: tuple, constexprs: dict[str, Any], sum
     workspace shaped like ``target``, then the sum ``summed`` holds. None under the
     interpreter (nothing compiled to repeat). ``tensors``: A, B, C and the bias as
     launched (C where there is none), whose alignment the kernel was compiled for."""
-    compiled = _mm.compiled_for(args, constexprs)
+    compiled = mm_launcher.compiled_for(args, constexprs)
     if compiled is None:
         return None
     splits = grid[1]

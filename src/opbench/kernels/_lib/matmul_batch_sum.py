@@ -1,28 +1,31 @@
 """The batch-summing product: ``out = sum_i a[i] @ b[i]``, the weight gradient of a large
 pointwise convolution (every image's positions reduced in one loop), on :mod:`matmul`'s
-pointer kernel in its ``BATCH_K`` mode, with the batch split into groups where the
-output's tiles alone cannot fill the GPU.
+pointer kernel in its ``BATCH_K`` mode (launched through
+:mod:`~opbench.kernels._lib.matmul_pointer`, as ``matmul_into`` launches it), with the
+batch split into groups where the output's tiles alone cannot fill the GPU.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 
 from opbench.kernels._lib.launch import cdiv
-from opbench.kernels._lib.matmul import (
-    _INTERP_CONFIG,
-    _INTERPRETING,
-    Config,
-    _layout,
-    _mm,
-    _operand_layouts,
-    _pow2_multiple,
+from opbench.kernels._lib.matmul import Config
+from opbench.kernels._lib.matmul_pointer import (
+    INTERP_CONFIG,
+    layout_of,
+    mm_launcher,
+    operand_layouts,
+    pow2_multiple,
 )
 from opbench.kernels._lib.matmul_shared import sm_count, sum_split_partials
 
 __all__ = ["BATCH_SUM_CONFIG", "BATCH_SUM_CONFIG_F32", "batch_groups", "matmul_batch_sum_into"]
+
+_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 #: Tiles of :func:`matmul_batch_sum_into` (the pointwise convolutions' weight gradient),
@@ -72,7 +75,7 @@ def matmul_batch_sum_into(
     if out.numel() == 0:
         return out
     if config is None:
-        config = (_INTERP_CONFIG if _INTERPRETING else
+        config = (INTERP_CONFIG if _INTERPRETING else
                   BATCH_SUM_CONFIG_F32 if a.dtype == torch.float32 else BATCH_SUM_CONFIG)  # fmt: skip
     bm, bn, bk, group, warps, stages = config[:6]
     tiles = cdiv(M, bm) * cdiv(N, bn)
@@ -83,16 +86,16 @@ def matmul_batch_sum_into(
     else:
         groups = batch_groups(tiles, B, sm_count(a.device) * BATCH_SUM_SLOTS)
     vec = 16 // a.element_size()
-    dm, dn, dk = (_pow2_multiple(n, vec) for n in (M, N, K))
-    la, da, sa, lb, db, sb = _operand_layouts(a, b, vec)
+    dm, dn, dk = (pow2_multiple(n, vec) for n in (M, N, K))
+    la, da, sa, lb, db, sb = operand_layouts(a, b, vec)
     if groups > 1:
         target = torch.empty((groups, M, N), dtype=torch.float32, device=a.device)
-        lc, dc, sc = _layout(target[:1], vec)
+        lc, dc, sc = layout_of(target[:1], vec)
         s_cs = M * N // dc
     else:
         target, s_cs = out, 0
-        lc, dc, sc = _layout(out.unsqueeze(0), vec)
-    _mm(
+        lc, dc, sc = layout_of(out.unsqueeze(0), vec)
+    mm_launcher(
         (tiles, groups),
         (a, b, target, target, M // dm, N // dn, K // dk, (B // groups) * cdiv(K, bk),
          *sa, *sb, s_cs, 0, *sc[1:], 0, 0, 0, 1.0, 1.0),

@@ -1,8 +1,9 @@
 """The Triton device code of :mod:`opbench.kernels._lib.matmul`: the one tiled kernel
 behind ``mm``, ``bmm``, ``addmm``, ``baddbmm``, the pointwise convolutions' products and
 the batch-summing mode (``BATCH_K``). :mod:`~opbench.kernels._lib.matmul` owns the rest
-(configurations per shape, operand layouts and their vector widths, split-K and batch
-groups, the ATen entry points) and every tunable constant: ``--set matmul.NAME=VALUE``
+(configurations per shape, split-K and batch groups, the ATen entry points; the operand
+layouts and their vector widths are :mod:`~opbench.kernels._lib.matmul_pointer`'s) and
+every tunable constant: ``--set matmul.NAME=VALUE``
 (``benchmarks/common/kernel_overrides.py``) sets them there, and they reach this kernel
 only as constexpr arguments of a launch, never as globals read here (Triton would
 capture a global's value at the first compile).
@@ -13,7 +14,7 @@ convolutions are (``conv`` and ``conv_kernels``). A leaf like
 neither ``matmul`` nor ``matmul_tma``.
 
 Operand layouts (``A_LAYOUT``, ``B_LAYOUT``, ``C_LAYOUT``): 0 general strides, 1 rows
-contiguous, 2 columns contiguous (``matmul.ANY``, ``ROW``, ``COL``).
+contiguous, 2 columns contiguous (``matmul_pointer.ANY``, ``ROW``, ``COL``).
 """
 
 from __future__ import annotations
