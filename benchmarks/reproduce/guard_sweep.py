@@ -19,6 +19,9 @@ such, not judged.
 Usage (any machine):
     python benchmarks/reproduce/guard_sweep.py --traces ../shared/traces --split heldout \
         --out benchmarks/results/guard-sweep-heldout.json
+    # a sweep stopped early: report the rows its journal kept (reads no traces)
+    python benchmarks/reproduce/guard_sweep.py --stopped --split heldout \
+        --out benchmarks/results/guard-sweep-heldout.json
 """
 
 from __future__ import annotations
@@ -123,7 +126,7 @@ def main() -> int:
     from triton_backend import COVERED
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--traces", required=True)
+    p.add_argument("--traces", help="the traces folder (required unless --stopped)")
     p.add_argument("--split", choices=["tuning", "heldout", "all"], default="heldout")
     p.add_argument("--ops", default=f"{COVERED},{PART2}")
     p.add_argument("--limit", type=int, default=10**9, help="rows per op, most used first")
@@ -139,6 +142,8 @@ def main() -> int:
         help="report the .jsonl that a sweep stopped early left beside --out",
     )
     ns = p.parse_args()
+    if not ns.stopped and ns.traces is None:
+        p.error("--traces is required to sweep (--stopped reads only the journal)")
     out = Path(ns.out)
     journal = out.with_suffix(".jsonl")
     if ns.stopped:
