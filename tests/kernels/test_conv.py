@@ -15,7 +15,9 @@ from kernel_checks import DEVICE, assert_matches  # noqa: E402
 from opbench.kernels._lib import (  # noqa: E402
     conv,
     conv_depthwise,
+    conv_depthwise_dot,
     conv_depthwise_wgrad,
+    conv_depthwise_wgrad_dot,
     conv_depthwise_wgrad_rows,
     conv_pointwise,
 )
@@ -317,6 +319,7 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     """Forward and input gradient through the direct kernel (counted: both launch it),
     against eager and float64, with eager's output strides; with ``DW_PADDED`` the NCHW
     2-D and 1-D cases of uniform taps go through zero-padded planes (counted too)."""
+    monkeypatch.setattr(conv_depthwise_dot, "DW_DOT", False)  # f16 NCHW: the direct kernel
     monkeypatch.setattr(conv_depthwise, "DW_PADDED", padded)
     monkeypatch.setattr(
         conv_depthwise, "DW_PAD_MIN_TAPS", 1
@@ -342,6 +345,75 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     unit, planes = list(args[3]) == [1] * len(args[3]), padded and x.dim() < 5
     forward = planes and layout == "contiguous" and (not args[6] or unit)
     assert len(pads) == forward + (planes and (args[6] or unit)), pads
+
+
+def _count_dw_dot(monkeypatch) -> list[tuple[int, ...]]:
+    """The launches of the tensor-core depthwise kernel (forward and transposed)."""
+    return _launch_grids(monkeypatch, conv_depthwise_dot, "_dw_dot")
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["int32", "int64"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_on_the_tensor_cores(case: str, layout: str, dtype: torch.dtype, big: bool,
+                                       monkeypatch) -> None:  # fmt: skip
+    """Forward and input gradient of the 16-bit NCHW depthwise convolutions of one channel
+    a group (1-D and 2-D, strided, dilated, transposed) go through the tensor-core kernel
+    (counted), the rest keeps the direct kernel; against eager and float64, with eager's
+    output strides; ``int64``: with 64-bit offsets forced."""
+    if big:
+        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    dots = _count_dw_dot(monkeypatch)
+    args = _dw_args(case, dtype, layout)
+    x, w, b, *rest = args
+    transposed, groups = rest[3], rest[5]
+    one_channel = w.shape[1] == 1 and (transposed or w.shape[0] == groups)
+    served = one_channel and x.dim() < 5 and layout == "contiguous"
+    if w.shape[2:].numel() == 1:  # a 1x1 goes pointwise (the matmul kernel) in 32 bits
+        served = served and big
+    # gy is contiguous, and so is a 1-D input gradient whatever the input's layout
+    served_back = one_channel and x.dim() < 5 and (layout == "contiguous" or x.dim() == 3)
+    got = conv.convolution(*args)
+    assert len(dots) == served, dots
+    eager = aten.convolution(*args)
+    assert got.stride() == eager.stride()
+    assert_matches(got, aten.convolution, *args)
+    gy = _r(tuple(eager.shape), dtype, 14)
+    bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
+    assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
+    assert len(dots) == served + served_back, dots
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transposed", [False, True], ids=["forward", "transposed"])
+def test_depthwise_on_the_tensor_cores_in_blocks(transposed: bool, monkeypatch) -> None:
+    """The tensor-core kernel over several row tiles and column blocks (16 rows and 16
+    columns a program over 43 or 42 output columns: the last block short), strided and
+    dilated, with an output padding when transposed: against eager and float64."""
+    monkeypatch.setattr(conv_depthwise_dot, "DW_DOT_ROWS", 16)
+    monkeypatch.setattr(conv_depthwise_dot, "DW_DOT_MAX_O", 16)
+    dots = _count_dw_dot(monkeypatch)
+    x = _r((3, 5, 7, 45 if not transposed else 20), torch.float16, 51)
+    w, b = _r((5, 1, 3, 5), torch.float16, 52), _r((5,), torch.float16, 53)
+    args = [x, w, b, [2, 1 + transposed], [1, 3], [1, 2], transposed, [1, 1], 5]
+    if not transposed:
+        args[7] = [0, 0]
+    got = conv.convolution(*args)
+    assert got.shape[-1] == (43 if not transposed else 42) and len(dots) == 1, got.shape
+    assert dots[0] == (cdiv(3 * got.shape[2], 16) * 3, 5), dots  # row tiles x 3 blocks
+    assert_matches(got, aten.convolution, *args)
+
+
+def test_depthwise_on_the_tensor_cores_blocks() -> None:
+    """The tensor-core kernel's column blocks: the output's width rounded up to a power of
+    two (16 to ``DW_DOT_MAX_O``) and the input columns its taps span; a band wider than
+    ``DW_DOT_MAX_J`` keeps the direct kernel."""
+    blocks = conv_depthwise_dot.dw_dot_blocks
+    assert blocks(19, 3, 1, 1, False) == (32, 64)  # 31 + 2 + 1 = 34 input columns
+    assert blocks(7, 3, 1, 1, False) == (16, 32) and blocks(200, 7, 1, 1, False) == (64, 128)
+    assert blocks(19, 3, 2, 1, True) == (32, 32)  # (31 + 2) // 2 + 2 = 18 input columns
+    assert blocks(64, 5, 4, 1, False)[1] > conv_depthwise_dot.DW_DOT_MAX_J  # 257 columns
 
 
 @pytest.mark.slow
@@ -488,38 +560,87 @@ def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
     return [gy, x, w, [b.numel()], *rest, [False, True, True]]
 
 
+def _count_dwg_dot(monkeypatch) -> list[tuple[int, ...]]:
+    """The launches of the tensor-core depthwise weight-gradient kernel."""
+    return _launch_grids(monkeypatch, conv_depthwise_wgrad_dot, "_dwg_dot")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(
-    "layout,plane,tap_rows",
+    "layout,dot,plane,tap_rows",
     # channels-last inputs take the tap-row kernel (2-D) or the flattened one whatever
-    # DWG_PLANE says
-    [("contiguous", True, True), ("contiguous", False, True), ("channels_last", True, True),
-     ("channels_last", True, False)],
-    ids=["contiguous-plane", "contiguous-flat", "channels_last-rows", "channels_last-flat"],
+    # DWG_DOT and DWG_PLANE say
+    [("contiguous", True, True, True), ("contiguous", False, True, True),
+     ("contiguous", False, False, True), ("channels_last", True, True, True),
+     ("channels_last", True, True, False)],
+    ids=["contiguous-dot", "contiguous-plane", "contiguous-flat", "channels_last-rows",
+         "channels_last-flat"],
 )  # fmt: skip
 @pytest.mark.parametrize("case", list(DW_CASES))
-def test_depthwise_weight_gradient(case: str, layout: str, plane: bool, tap_rows: bool,
-                                   dtype: torch.dtype, monkeypatch) -> None:  # fmt: skip
+def test_depthwise_weight_gradient(case: str, layout: str, dot: bool, plane: bool,
+                                   tap_rows: bool, dtype: torch.dtype, monkeypatch) -> None:  # fmt: skip
     """The weight gradient of a depthwise convolution (one gathered channel a weight
-    row) goes through a direct kernel: the plane kernel where the summed tensor's
-    positions are contiguous and ``DWG_PLANE`` is on, the tap-row kernel where its
-    channels are (2-D, ``DWG_ROWS`` on), else the flattened-position one; a transposed
-    one whose rows read several channels stays on the implicit GEMM. Against eager and
-    float64."""
+    row) goes through a direct kernel. Where the summed tensor's positions are
+    contiguous: the tensor-core kernel for 16-bit 1-D and 2-D ones (``DWG_DOT`` on), else
+    the plane kernel (``DWG_PLANE`` on); where its channels are, the tap-row kernel (2-D,
+    ``DWG_ROWS`` on); else the flattened-position one. A transposed one whose rows read
+    several channels stays on the implicit GEMM. Against eager and float64."""
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT", dot)
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", plane)
     monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS", tap_rows)
     flat, planes = _count_dwg(monkeypatch), _count_dwg_plane(monkeypatch)
+    dots = _count_dwg_dot(monkeypatch)
     rows = _launch_grids(monkeypatch, conv_depthwise_wgrad_rows, "_dwg_rows")
     args = _dw_weight_grad_args(case, dtype, layout)
     got = conv.convolution_backward(*args)
     direct = 0 if args[2].shape[1] > 1 else 1
     a = args[0]
     pos_inner = a.stride(-1) == 1 and a.stride(1) != 1
-    assert len(planes) == (direct if plane and pos_inner else 0)
+    tensor_cores = dot and dtype != torch.float32 and a.dim() < 5
+    assert len(dots) == (direct if pos_inner and tensor_cores else 0), dots
+    assert len(planes) == (direct if plane and pos_inner and not dots else 0)
     channels_inner = a.stride(1) == 1 and a.shape[1] > 1 and a.dim() < 5
     assert len(rows) == (direct if tap_rows and channels_inner and not planes else 0), rows
-    assert len(flat) == direct - len(planes) - len(rows)
+    assert len(flat) == direct - len(planes) - len(rows) - len(dots)
     assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("big", [False, True], ids=["int32", "int64"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_depthwise_weight_gradient_dot_blocks_and_splits(dtype: torch.dtype, big: bool,
+                                                         monkeypatch) -> None:  # fmt: skip
+    """The tensor-core kernel over several column blocks of a plane (16 output columns a
+    block: a 40-column plane is 3, the last one short) and several splits of the images
+    (7 in 3: 3, 3 and 1), strided, dilated and with a channel multiplier: every partial in
+    its own workspace row, summed in a fixed order (two calls give the same bits), against
+    eager and float64; then with 64-bit offsets forced."""
+    if big:
+        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT_MAX_Q", 16)
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT_ROWS", 16)
+    monkeypatch.setattr(conv_depthwise_wgrad, "dwg_plane_splits", lambda p, n, sms: 3)
+    grids = _count_dwg_dot(monkeypatch)
+    x, w = _r((7, 3, 6, 40), dtype, 41), _r((6, 1, 3, 3), dtype, 42)
+    rest = [[1, 1], [2, 1], [2, 1], False, [0, 0], 3]
+    y = aten.convolution(x, w, None, *rest)
+    gy = _r(tuple(y.shape), dtype, 43)
+    args = [gy, x, w, None, *rest, [False, True, False]]
+    got = conv.convolution_backward(*args)
+    assert_matches(got, aten.convolution_backward, *args)
+    assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+    assert grids[0] == (6, 3 * 3, 3), grids  # weight rows, kernel rows x column blocks, splits
+
+
+def test_depthwise_weight_gradient_dot_blocks() -> None:
+    """The tensor-core kernel's column blocks: the plane's width rounded up to a power of
+    two (16 to ``DWG_DOT_MAX_Q``), and the input columns its taps reach; a product wider
+    than ``DWG_DOT_MAX_I`` goes to the plane kernel."""
+    blocks = conv_depthwise_wgrad_dot.dot_blocks
+    assert blocks(19, 3, 1, 1) == (32, 64)  # 31 + 2 + 1 = 34 columns
+    assert blocks(7, 3, 1, 1) == (16, 32) and blocks(14, 1, 1, 1) == (16, 16)
+    assert blocks(112, 3, 2, 1) == (64, 256)  # 63 * 2 + 2 + 1 = 129 columns
+    assert conv_depthwise_wgrad_dot.DWG_DOT_MAX_I < blocks(64, 5, 4, 1)[1]  # 257 columns
 
 
 @pytest.mark.slow
@@ -551,6 +672,7 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     """Many positions over few channels: the positions are split over programs (small
     tiles make several splits and channel tiles, with masked edges) and the partials
     summed in a fixed order: two calls give the same bits."""
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT", False)
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", False)
     monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS", False)
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_TILE", 64)
@@ -580,6 +702,7 @@ def test_depthwise_weight_gradient_plane_split(dtype: torch.dtype, images: int,
     partial lands in its own workspace row, summed in a fixed order (two calls give the
     same bits), against eager and float64; a plane of one block, 5 images in splits of
     2, 2 and 1; one image a step and two (the second masked off past a split's end)."""
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT", False)  # f16 on the plane kernel
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE_TILE", 256)
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE_IMAGES", images)
     monkeypatch.setattr(conv_depthwise_wgrad, "dwg_plane_splits", lambda p, n, sms: 3)

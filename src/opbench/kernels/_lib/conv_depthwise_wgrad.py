@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 import triton.language as tl
 
+from opbench.kernels._lib import conv_depthwise_wgrad_dot as dot
 from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
 from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
@@ -323,13 +324,14 @@ def depthwise_weight_grad(
     stride: list[int], padding: list[int], dilation: list[int], spatial: int, big: bool,
 ) -> None:  # fmt: skip
     """``dw`` (``w5`` its 5-D view, ``[C, 1, KD, KH, KW]``) from ``a5`` (the summed
-    tensor, 5-D) and ``b5`` (the gathered one): the plane kernel where the positions are
-    contiguous (:data:`DWG_PLANE`), the tap-row kernel of
-    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` where the channels are (2-D,
-    ``DWG_ROWS``), else the flattened kernel above, split over the positions as
+    tensor, 5-D) and ``b5`` (the gathered one). Where the positions are contiguous: 2-D
+    16-bit ones on the tensor cores (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`),
+    the rest through the plane kernel (:data:`DWG_PLANE`); where the channels are, the
+    tap-row kernel of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D,
+    ``DWG_ROWS``); else the flattened kernel above, split over the positions as
     :func:`dwg_splits` says (evened out by matmul's
-    :func:`~opbench.kernels._lib.matmul.split_plan`) (``r_g``: the weight's rows a gathered channel feeds, the channel multiplier; ``big``:
-    64-bit offsets)."""
+    :func:`~opbench.kernels._lib.matmul.split_plan`). ``r_g``: the weight's rows a
+    gathered channel feeds (the channel multiplier); ``big``: 64-bit offsets."""
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
     sd, sh, sw = one3 + list(stride)
     pd, ph, pw = pad3 + list(padding)
@@ -341,6 +343,11 @@ def depthwise_weight_grad(
     P = a5.shape[0] * QD * QH * QW
     pos_inner = a5.stride(4) == 1 and a5.stride(1) != 1
     kahan = a5.dtype == torch.float32
+    if pos_inner and dot.dot_serves(a5, w5, sw, dw_, spatial):
+        sms = sm_count(dw.device)
+        dot.dot_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big,
+                            lambda programs, images: dwg_plane_splits(programs, images, sms))  # fmt: skip
+        return
     if DWG_PLANE and pos_inner:
         _plane_weight_grad(a5, b5, dw, w5, r_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw_),
                            spatial == 3, big, kahan)  # fmt: skip
