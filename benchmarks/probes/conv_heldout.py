@@ -60,7 +60,6 @@ PATHS = {
     ("conv_depthwise_wgrad", "_dwg"): "depthwise weight grad (direct)",
     ("conv_depthwise_wgrad_rows", "_dwg_rows"): "depthwise weight grad (tap rows)",
     ("conv_depthwise_wgrad", "_dwg_plane"): "depthwise weight grad (plane)",
-    ("conv_depthwise_dot", "_dw_dot"): "depthwise (tensor cores)",
     ("conv_depthwise_wgrad_dot", "_dwg_dot"): "depthwise weight grad (tensor cores)",
 }
 

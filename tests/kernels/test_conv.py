@@ -15,7 +15,6 @@ from kernel_checks import DEVICE, assert_matches  # noqa: E402
 from opbench.kernels._lib import (  # noqa: E402
     conv,
     conv_depthwise,
-    conv_depthwise_dot,
     conv_depthwise_wgrad,
     conv_depthwise_wgrad_dot,
     conv_depthwise_wgrad_rows,
@@ -319,7 +318,6 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     """Forward and input gradient through the direct kernel (counted: both launch it),
     against eager and float64, with eager's output strides; with ``DW_PADDED`` the NCHW
     2-D and 1-D cases of uniform taps go through zero-padded planes (counted too)."""
-    monkeypatch.setattr(conv_depthwise_dot, "DW_DOT", False)  # f16 NCHW: the direct kernel
     monkeypatch.setattr(conv_depthwise, "DW_PADDED", padded)
     monkeypatch.setattr(
         conv_depthwise, "DW_PAD_MIN_TAPS", 1
@@ -345,82 +343,6 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     unit, planes = list(args[3]) == [1] * len(args[3]), padded and x.dim() < 5
     forward = planes and layout == "contiguous" and (not args[6] or unit)
     assert len(pads) == forward + (planes and (args[6] or unit)), pads
-
-
-def _planes(t: torch.Tensor) -> bool:
-    """Whether ``t``'s positions are contiguous (NCHW-like), as the tensor-core depthwise
-    kernels need."""
-    return t.stride(-1) == 1 and (t.stride(1) != 1 or t.shape[1] == 1)
-
-
-def _count_dw_dot(monkeypatch) -> list[tuple[int, ...]]:
-    """The launches of the tensor-core depthwise kernel (forward and transposed)."""
-    return _launch_grids(monkeypatch, conv_depthwise_dot, "_dw_dot")
-
-
-@pytest.mark.parametrize("big", [False, True], ids=["int32", "int64"])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-@pytest.mark.parametrize("case", list(DW_CASES))
-def test_depthwise_on_the_tensor_cores(case: str, layout: str, dtype: torch.dtype, big: bool,
-                                       monkeypatch) -> None:  # fmt: skip
-    """Forward and input gradient of the 16-bit NCHW depthwise convolutions of one channel
-    a group (1-D and 2-D, strided, dilated, transposed) go through the tensor-core kernel
-    (counted), the rest keeps the direct kernel; against eager and float64, with eager's
-    output strides; ``int64``: with 64-bit offsets forced."""
-    if big:
-        monkeypatch.setattr(conv, "_I32_LIMIT", 0)
-    dots = _count_dw_dot(monkeypatch)
-    args = _dw_args(case, dtype, layout)
-    x, w, b, *rest = args
-    transposed, groups = rest[3], rest[5]
-    one_channel = w.shape[1] == 1 and (transposed or w.shape[0] == groups) and x.dim() < 5
-    pointwise = w.shape[2:].numel() == 1  # a 1x1 may go pointwise (the matmul kernel) first
-    got = conv.convolution(*args)
-    served = one_channel and _planes(x) and _planes(got)
-    assert len(dots) == served or (pointwise and not dots), dots
-    forward = len(dots)
-    eager = aten.convolution(*args)
-    assert got.stride() == eager.stride()
-    assert_matches(got, aten.convolution, *args)
-    gy = _r(tuple(eager.shape), dtype, 14)
-    bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
-    gi = conv.convolution_backward(*bargs)
-    assert_matches(gi, aten.convolution_backward, *bargs)
-    # the input gradient's layout is eager's, which differs by device for channels-last
-    served = one_channel and _planes(gy) and _planes(gi[0])
-    assert len(dots) - forward == served or (pointwise and len(dots) == forward), dots
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("transposed", [False, True], ids=["forward", "transposed"])
-def test_depthwise_on_the_tensor_cores_in_blocks(transposed: bool, monkeypatch) -> None:
-    """The tensor-core kernel over several row tiles and column blocks (16 rows and 16
-    columns a program over 43 or 42 output columns: the last block short), strided and
-    dilated, with an output padding when transposed: against eager and float64."""
-    monkeypatch.setattr(conv_depthwise_dot, "DW_DOT_ROWS", 16)
-    monkeypatch.setattr(conv_depthwise_dot, "DW_DOT_MAX_O", 16)
-    dots = _count_dw_dot(monkeypatch)
-    x = _r((3, 5, 7, 45 if not transposed else 20), torch.float16, 51)
-    w, b = _r((5, 1, 3, 5), torch.float16, 52), _r((5,), torch.float16, 53)
-    args = [x, w, b, [2, 1 + transposed], [1, 3], [1, 2], transposed, [1, 1], 5]
-    if not transposed:
-        args[7] = [0, 0]
-    got = conv.convolution(*args)
-    assert got.shape[-1] == (43 if not transposed else 42) and len(dots) == 1, got.shape
-    assert dots[0] == (cdiv(3 * got.shape[2], 16) * 3, 5), dots  # row tiles x 3 blocks
-    assert_matches(got, aten.convolution, *args)
-
-
-def test_depthwise_on_the_tensor_cores_blocks() -> None:
-    """The tensor-core kernel's column blocks: the output's width rounded up to a power of
-    two (16 to ``DW_DOT_MAX_O``) and the input columns its taps span; a band wider than
-    ``DW_DOT_MAX_J`` keeps the direct kernel."""
-    blocks = conv_depthwise_dot.dw_dot_blocks
-    assert blocks(19, 3, 1, 1, False) == (32, 64)  # 31 + 2 + 1 = 34 input columns
-    assert blocks(7, 3, 1, 1, False) == (16, 32) and blocks(200, 7, 1, 1, False) == (64, 128)
-    assert blocks(19, 3, 2, 1, True) == (32, 32)  # (31 + 2) // 2 + 2 = 18 input columns
-    assert blocks(64, 5, 4, 1, False)[1] > conv_depthwise_dot.DW_DOT_MAX_J  # 257 columns
 
 
 @pytest.mark.slow
@@ -593,6 +515,7 @@ def test_depthwise_weight_gradient(case: str, layout: str, dot: bool, plane: boo
     ``DWG_ROWS`` on); else the flattened-position one. A transposed one whose rows read
     several channels stays on the implicit GEMM. Against eager and float64."""
     monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT", dot)
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT_MIN_STEPS", 0)  # tiny cases too
     monkeypatch.setattr(conv_depthwise_wgrad, "DWG_PLANE", plane)
     monkeypatch.setattr(conv_depthwise_wgrad_rows, "DWG_ROWS", tap_rows)
     flat, planes = _count_dwg(monkeypatch), _count_dwg_plane(monkeypatch)
@@ -626,6 +549,7 @@ def test_depthwise_weight_gradient_dot_blocks_and_splits(dtype: torch.dtype, big
         monkeypatch.setattr(conv, "_I32_LIMIT", 0)
     monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT_MAX_Q", 16)
     monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT_ROWS", 16)
+    monkeypatch.setattr(conv_depthwise_wgrad_dot, "DWG_DOT_MIN_STEPS", 0)
     monkeypatch.setattr(conv_depthwise_wgrad, "dwg_plane_splits", lambda p, n, sms: 3)
     grids = _count_dwg_dot(monkeypatch)
     x, w = _r((7, 3, 6, 40), dtype, 41), _r((6, 1, 3, 3), dtype, 42)
@@ -639,6 +563,22 @@ def test_depthwise_weight_gradient_dot_blocks_and_splits(dtype: torch.dtype, big
     assert grids[0] == (6, 3 * 3, 3), grids  # weight rows, kernel rows x column blocks, splits
 
 
+@pytest.mark.parametrize("images", [2, 16])
+def test_depthwise_weight_gradient_dot_needs_rows(images: int, monkeypatch) -> None:
+    """The tensor-core kernel takes a weight gradient only where each program sums at
+    least ``DWG_DOT_MIN_STEPS`` steps of rows (its end extracts the taps from a whole
+    product); fewer go to the plane kernel. 2 images of 9 rows: 18 < 4 x 16 rows; 16
+    images: 144 (one split: the CPU counts one multiprocessor)."""
+    monkeypatch.setattr(conv_depthwise_wgrad, "sm_count", lambda device: 1)
+    dots, planes = _count_dwg_dot(monkeypatch), _count_dwg_plane(monkeypatch)
+    x, w = _r((images, 4, 9, 8), torch.float16, 61), _r((4, 1, 3, 3), torch.float16, 62)
+    rest = [[1, 1], [1, 1], [1, 1], False, [0, 0], 4]
+    gy = _r(tuple(aten.convolution(x, w, None, *rest).shape), torch.float16, 63)
+    args = [gy, x, w, None, *rest, [False, True, False]]
+    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert (len(dots), len(planes)) == ((0, 1) if images == 2 else (1, 0)), (dots, planes)
+
+
 def test_depthwise_weight_gradient_dot_blocks() -> None:
     """The tensor-core kernel's column blocks: the plane's width rounded up to a power of
     two (16 to ``DWG_DOT_MAX_Q``), and the input columns its taps reach; a product wider
@@ -646,8 +586,8 @@ def test_depthwise_weight_gradient_dot_blocks() -> None:
     blocks = conv_depthwise_wgrad_dot.dot_blocks
     assert blocks(19, 3, 1, 1) == (32, 64)  # 31 + 2 + 1 = 34 columns
     assert blocks(7, 3, 1, 1) == (16, 32) and blocks(14, 1, 1, 1) == (16, 16)
-    assert blocks(112, 3, 2, 1) == (64, 256)  # 63 * 2 + 2 + 1 = 129 columns
-    assert conv_depthwise_wgrad_dot.DWG_DOT_MAX_I < blocks(64, 5, 4, 1)[1]  # 257 columns
+    assert blocks(112, 3, 2, 1) == (32, 128)  # 31 * 2 + 2 + 1 = 65 columns
+    assert conv_depthwise_wgrad_dot.DWG_DOT_MAX_I < blocks(64, 5, 8, 2)[1]  # 257 columns
 
 
 @pytest.mark.slow

@@ -58,7 +58,6 @@ from opbench.kernels._lib.conv_depthwise import (
     padded_planes,
     prepared_weight,
 )
-from opbench.kernels._lib.conv_depthwise_dot import DW_DOT_ROWS, dot_depthwise, dw_dot_serves
 from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_geometry import (
     I32_LIMIT,
@@ -443,10 +442,6 @@ def convolution(
     KD, KH, KW = w.shape[2:]
     M = N * OD * OH * OW
     if _is_depthwise(cin_g, cout_g):
-        if dw_dot_serves(x, w, y, cin_g, cout_g, sw, dw, bool(transposed)):  # tensor cores
-            big = not _fits_i32(x, w, y, counts=(M + DW_DOT_ROWS,))
-            dot_depthwise(x, w, bias, y, (sh, sw), (ph, pw), (dh, dw), bool(transposed), big)
-            return out
         inner = x.stride(1) == 1 and C_in > 1  # channels-last: channels contiguous
         plan = depthwise_plan(
             tuple(x.shape), x.stride(), tuple(w.shape), w.stride(), tuple(y.shape), y.stride(),

@@ -324,10 +324,10 @@ def depthwise_weight_grad(
     stride: list[int], padding: list[int], dilation: list[int], spatial: int, big: bool,
 ) -> None:  # fmt: skip
     """``dw`` (``w5`` its 5-D view, ``[C, 1, KD, KH, KW]``) from ``a5`` (the summed
-    tensor, 5-D) and ``b5`` (the gathered one). Where the positions are contiguous: 2-D
-    16-bit ones on the tensor cores (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`),
-    the rest through the plane kernel (:data:`DWG_PLANE`); where the channels are, the
-    tap-row kernel of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D,
+    tensor, 5-D) and ``b5`` (the gathered one). Where the positions are contiguous: 1-D
+    and 2-D 16-bit ones on the tensor cores where each program sums enough rows
+    (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`), the rest through the plane
+    kernel (:data:`DWG_PLANE`); where the channels are, the tap-row kernel of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D,
     ``DWG_ROWS``); else the flattened kernel above, split over the positions as
     :func:`dwg_splits` says (evened out by matmul's
     :func:`~opbench.kernels._lib.matmul.split_plan`). ``r_g``: the weight's rows a
@@ -345,9 +345,9 @@ def depthwise_weight_grad(
     kahan = a5.dtype == torch.float32
     if pos_inner and dot.dot_serves(a5, w5, sw, dw_, spatial):
         sms = sm_count(dw.device)
-        dot.dot_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big,
-                            lambda programs, images: dwg_plane_splits(programs, images, sms))  # fmt: skip
-        return
+        if dot.dot_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big,
+                               lambda programs, images: dwg_plane_splits(programs, images, sms)):  # fmt: skip
+            return
     if DWG_PLANE and pos_inner:
         _plane_weight_grad(a5, b5, dw, w5, r_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw_),
                            spatial == 3, big, kahan)  # fmt: skip

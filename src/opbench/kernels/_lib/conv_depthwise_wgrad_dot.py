@@ -12,8 +12,15 @@ kernel (:func:`~opbench.kernels._lib.conv_depthwise_wgrad._dwg_plane_kernel`) is
 gathered load and an FMA for every tap of every element. Most of ``M`` is thrown away
 (``BLOCK_I`` columns for ``KW`` taps): the tensor cores have that to spare, the load
 units did not. The plane kernel ran the held-out half's ``[32, 728, 19, 19]`` 3x3 weight
-gradient in 186 us on an H200 against cuDNN's 40 (``conv-heldout-h200-2026-11-29-
-defaults.json``, ``kernels_us``).
+gradient in 187 us on an H200 against cuDNN's 40; this one in 135 us, and 1,010 us against
+1,275 on the ``[32, 768, 32, 32]`` 7x7 (``dwg-dot-h200-2026-11-29-heldout.json``,
+``kernels_us``): faster on every NCHW depthwise row measured, still 2-3x behind cuDNN on
+the 3x3 ones. Its loads are not vectors (a row of 19 or 42 elements is not 16-byte
+aligned) and every kernel row reloads both tiles, so it stays bound by load instructions.
+The same product turned around for the forward and input gradient (a banded matrix of
+taps, ``y_rows = x_rows_kh @ T_kh``) lost to the direct kernel on every row: device
+geomean 0.37x eager against 0.74x (``dw-dot-h200-2026-11-29.md``), since it loads as
+many elements an output as the direct kernel's taps do; it was not kept.
 
 A plane wider than ``BLOCK_Q`` output columns is cut into column blocks; the images are
 split over programs where the rows, kernel rows and column blocks leave the GPU short
@@ -41,16 +48,29 @@ from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = ["DWG_DOT", "DWG_DOT_ROWS", "dot_blocks", "dot_weight_grad", "dot_serves"]
 
-#: Route 2-D, 16-bit, NCHW-like depthwise weight gradients here (else the plane kernel).
+#: Route 1-D and 2-D, 16-bit, NCHW-like depthwise weight gradients here (else the plane
+#: kernel).
 DWG_DOT = True
-#: Output rows ``(n, oh)`` a step of the product (its K), warps and pipeline stages.
-DWG_DOT_ROWS = 64
+#: Output rows ``(n, oh)`` a step of the product (its K), warps and pipeline stages, and
+#: the widest block of output columns a program takes (a wider plane is cut into blocks).
+#: Picked on the tuning half's 10 most used depthwise backward rows on an H200
+#: (2026-11-29, ``benchmarks/results/dwg-dot-h200-2026-11-29-tuning.md``, device geomean
+#: of the whole backward): 32 columns, 16 rows, 2 stages 0.523x eager against the plane
+#: kernel's 0.465x (64 columns, 64 rows, 3 stages, the first guess: 0.319x; 32 x 32 x 2:
+#: 0.473x; 16 columns x 32 rows: 0.502x); on the held-out half's 9 NCHW rows 0.732x
+#: against the plane kernel's 0.668x.
+DWG_DOT_ROWS = 16
 DWG_DOT_WARPS = 4
-DWG_DOT_STAGES = 3
-#: Widest block of output columns a program takes (a wider plane is cut into blocks), and
-#: widest block of input columns its product may need (else the plane kernel: a large
+DWG_DOT_STAGES = 2
+DWG_DOT_MAX_Q = 32
+#: Fewest steps of :data:`DWG_DOT_ROWS` rows a program must sum, else the plane kernel: a
+#: program's end extracts ``KW`` diagonals of its whole ``[BLOCK_Q, BLOCK_I]`` product,
+#: paid back only over enough rows. The tuning half's 1-D ``[1, 768, 512]`` (one image, a
+#: row a channel; 9 taps) took 111 us here against the plane kernel's 19
+#: (``dwg-dot-h200-2026-11-29-tuning.json``).
+DWG_DOT_MIN_STEPS = 4
+#: Widest block of input columns a product may need (else the plane kernel: a large
 #: dilation or stride would waste most of the product).
-DWG_DOT_MAX_Q = 64
 DWG_DOT_MAX_I = 256
 
 
@@ -140,10 +160,12 @@ def dot_weight_grad(
     a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
     stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int],
     big: bool, splits_for: Callable[[int, int], int],
-) -> None:  # fmt: skip
+) -> bool:  # fmt: skip
     """``dw`` (``w5`` its 5-D view ``[C, 1, 1, KH, KW]``) from ``a5`` (summed) and ``b5``
     (gathered), both 5-D with a depth of one; ``stride``, ``padding``, ``dilation`` as
-    (rows, columns); ``splits_for(programs, images)``: how many splits of the images."""
+    (rows, columns); ``splits_for(programs, images)``: how many splits of the images.
+    False, launching nothing, where a program would sum fewer than
+    :data:`DWG_DOT_MIN_STEPS` steps of rows."""
     N, QH, QW = a5.shape[0], a5.shape[3], a5.shape[4]
     KH, KW = w5.shape[3:]
     C = w5.shape[0]
@@ -152,6 +174,8 @@ def dot_weight_grad(
     splits = splits_for(C * KH * q_blocks, N)
     per = cdiv(N, splits)
     splits = cdiv(N, per) if per else 1
+    if per * QH < DWG_DOT_MIN_STEPS * DWG_DOT_ROWS:
+        return False
     rows = q_blocks * splits
     target = dw if rows == 1 else torch.empty((rows, dw.numel()), dtype=torch.float32,
                                               device=dw.device)  # fmt: skip
@@ -168,3 +192,4 @@ def dot_weight_grad(
     )  # fmt: skip
     if rows > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
         sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+    return True
