@@ -134,3 +134,21 @@ def test_the_direct_launch_computes_what_the_ordinary_launch_does() -> None:
     ordinary = arithmetic.add(a, b)
     torch.testing.assert_close(direct, a + b)
     assert torch.equal(direct, ordinary) and torch.equal(direct, first)
+
+
+def test_the_direct_launches_take_only_kernels_without_scratch_memory() -> None:
+    """Both direct launches (the Launcher's and the lanes') pass None for the two scratch
+    buffers, so :func:`launch.launch_head` must refuse a kernel that needs either (it
+    would write through a null pointer), and otherwise give the cooperative and PDL
+    flags as the C launcher takes them."""
+    from types import SimpleNamespace
+
+    from opbench.kernels._lib.launch import launch_head
+
+    md = SimpleNamespace(global_scratch_size=0, profile_scratch_size=0,
+                         launch_cooperative_grid=False, launch_pdl=True)  # fmt: skip
+    assert launch_head(md) == (0, 1, None, None)
+    assert launch_head(SimpleNamespace(**{**vars(md), "global_scratch_size": 256})) is None
+    assert launch_head(SimpleNamespace(**{**vars(md), "profile_scratch_size": 8})) is None
+    # a metadata object that does not say (another Triton) is refused too
+    assert launch_head(SimpleNamespace(launch_cooperative_grid=0, launch_pdl=0)) is None

@@ -53,6 +53,7 @@ __all__ = [
     "cdiv",
     "interpreted",
     "jit_unspecialized",
+    "launch_head",
     "next_pow2",
     "remember",
 ]
@@ -251,14 +252,24 @@ def _direct(compiled: Any, run: Any) -> tuple[Any, Any, tuple[Any, ...], Any] | 
     if not triton.__version__.startswith(_DIRECT_VERSIONS):
         return None
     launch = getattr(run, "launch", None)
-    if (
-        launch is None
-        or getattr(run, "global_scratch_size", 1)
-        or getattr(run, "profile_scratch_size", 1)
-    ):
+    head = launch_head(run)
+    if launch is None or head is None:
         return None
-    head = (int(run.launch_cooperative_grid), int(run.launch_pdl), None, None)
     return launch, compiled.function, head, compiled.packed_metadata
+
+
+def launch_head(md: Any) -> tuple[int, int, None, None] | None:
+    """``(cooperative, pdl, None, None)``: what Triton 3.6's C launcher takes between the
+    function and the packed metadata, read from a compiled kernel's metadata (or its
+    ``CudaLauncher``, which carries the same names), for a kernel that needs no scratch
+    memory (both buffers passed as None, as ``CudaLauncher.__call__`` passes them); None
+    where it needs some. Both direct launches use it: :func:`_direct` (the
+    :class:`Launcher`'s, through the module Triton built) and
+    :func:`~opbench.kernels._lib.tma_launch.direct_of` (the lanes', built from the kernel's
+    own source, descriptors included)."""
+    if getattr(md, "global_scratch_size", 1) or getattr(md, "profile_scratch_size", 1):
+        return None
+    return (int(md.launch_cooperative_grid), int(md.launch_pdl), None, None)
 
 
 def _hooks() -> tuple[Any, Any]:

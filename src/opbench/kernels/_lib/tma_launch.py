@@ -113,7 +113,8 @@ def _build_direct(k: Any) -> Direct | None:
         return None
     md = k.metadata
     metas = getattr(md, "tensordesc_meta", None)
-    if getattr(md, "global_scratch_size", 1) or getattr(md, "profile_scratch_size", 1):
+    head = _launch.launch_head(md)
+    if head is None:
         return None
     from triton.backends.nvidia import driver as nv
     from triton.runtime.build import compile_module_from_src
@@ -131,7 +132,6 @@ def _build_direct(k: Any) -> Direct | None:
         src=nv.make_launcher(constants, signature, metas), name="__triton_launcher",
         library_dirs=nv.library_dirs(), include_dirs=nv.include_dirs, libraries=nv.libraries,
     )  # fmt: skip
-    head = (int(md.launch_cooperative_grid), int(md.launch_pdl), None, None)
     fill = triton.runtime.driver.active.utils.fill_tma_descriptor
     return Direct(module.launch, head, where, tuple(metas or ()), fill, nv.TMA_DTYPE_DEVICE_TO_HOST)
 
