@@ -1,5 +1,5 @@
-"""The weight gradient of a 2-D depthwise convolution over NCHW-like planes on the tensor
-cores: a row of taps at a time as one ``tl.dot`` whose diagonals are the taps.
+"""The weight gradient of a 1-D or 2-D depthwise convolution over NCHW-like planes on the
+tensor cores: a row of taps at a time as one ``tl.dot`` whose diagonals are the taps.
 
 For a weight row ``c`` and a kernel row ``kh``, every output row ``(n, oh)`` pairs A's row
 ``A[n, c, oh, :]`` (the summed tensor) with B's row ``B[n, c // R_G, ih, :]`` (the gathered
@@ -12,10 +12,10 @@ kernel (:func:`~opbench.kernels._lib.conv_depthwise_wgrad._dwg_plane_kernel`) is
 gathered load and an FMA for every tap of every element. Most of ``M`` is thrown away
 (``BLOCK_I`` columns for ``KW`` taps): the tensor cores have that to spare, the load
 units did not. The plane kernel ran the held-out half's ``[32, 728, 19, 19]`` 3x3 weight
-gradient in 187 us on an H200 against cuDNN's 40; this one in 135 us, and 1,010 us against
-1,275 on the ``[32, 768, 32, 32]`` 7x7 (``dwg-dot-h200-2026-11-29-heldout.json``,
-``kernels_us``): faster on every NCHW depthwise row measured, still 2-3x behind cuDNN on
-the 3x3 ones. Its loads are not vectors (a row of 19 or 42 elements is not 16-byte
+gradient in 186 us on an H200 against cuDNN's 40; this one in 118 us, and 668 us against
+1,273 on the ``[32, 768, 32, 32]`` 7x7 (``dwg-dot-h200-2026-11-29-tuning.json``, both
+halves' rows, ``kernels_us``): faster on every 2-D NCHW depthwise row measured, still
+1.5-4x behind cuDNN on the 3x3 ones. Its loads are not vectors (a row of 19 or 42 elements is not 16-byte
 aligned) and every kernel row reloads both tiles, so it stays bound by load instructions.
 The same product turned around for the forward and input gradient (a banded matrix of
 taps, ``y_rows = x_rows_kh @ T_kh``) lost to the direct kernel on every row: device
