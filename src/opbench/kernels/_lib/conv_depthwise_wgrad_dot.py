@@ -14,8 +14,9 @@ gathered load and an FMA for every tap of every element. Most of ``M`` is thrown
 units did not. The plane kernel ran the held-out half's ``[32, 728, 19, 19]`` 3x3 weight
 gradient in 186 us on an H200 against cuDNN's 40; this one in 118 us, and 668 us against
 1,273 on the ``[32, 768, 32, 32]`` 7x7 (``dwg-dot-h200-2026-11-29-tuning.json``, both
-halves' rows, ``kernels_us``): faster on every 2-D NCHW depthwise row measured, still
-1.5-4x behind cuDNN on the 3x3 ones. Its loads are not vectors (a row of 19 or 42 elements is not 16-byte
+halves' rows, ``kernels_us``): faster on 15 of the 16 2-D NCHW depthwise rows measured
+(level on ``[16, 168, 42, 42]``: 72.5 against 72.0), still 1.5-4x behind cuDNN on the 3x3
+ones. Its loads are not vectors (a row of 19 or 42 elements is not 16-byte
 aligned) and every kernel row reloads both tiles, so it stays bound by load instructions.
 The same product turned around for the forward and input gradient (a banded matrix of
 taps, ``y_rows = x_rows_kh @ T_kh``) lost to the direct kernel on every row: device
