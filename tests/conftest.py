@@ -3,7 +3,7 @@
 The default run (``python -m pytest -q -n 2``, what a developer types: two processes,
 pytest-xdist) stays under 5 minutes on 2 CPU cores (2:52-2:59 on 2026-11-28; one process
 5:12-6:36); ``.ci/run`` runs it, then the slow tests as a second pass
-(``python -m pytest -q -m slow``), so CI runs every test. A test is marked ``slow`` when
+(``python -m pytest -q -n 2 -m slow``), so CI runs every test. A test is marked ``slow`` when
 it takes more than about 1.5 s on that machine, or its cases 3 s together, and is not one
 of the end-to-end checks kept in the default run on purpose: the adversarial corpus run
 (``tests/adversarial/test_corpus.py``), the neighbour corpus and the docs' commands.

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from opbench.cli import app
+from opbench.commands.common import out_console
 from opbench.judge.selftest import EXPERIMENTS, run_selftest
 from opbench.judge.selftest_python_kernel import MEASUREMENTS, SHAPES, _trace, write_kernel_dir
 
@@ -42,7 +43,10 @@ def test_unknown_experiments_are_refused():
 
 
 @pytest.mark.slow
-def test_python_kernel_case_runs_on_cpu_and_reaches_a_verdict(tmp_path):
+def test_python_kernel_case_runs_on_cpu_and_reaches_a_verdict(tmp_path, monkeypatch):
+    # the CLI's console took its width when first imported (COLUMNS then, or 80): under
+    # pytest-xdist another test imports it first and the table's columns are cut short
+    monkeypatch.setattr(out_console, "width", 200)
     out = tmp_path / "selftest.json"
     result = runner.invoke(
         app,
