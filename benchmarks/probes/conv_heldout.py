@@ -243,10 +243,17 @@ def _profiled(fn: Any, calls: int) -> dict[str, float]:
 
 @contextlib.contextmanager
 def _overridden(settings: list[str]) -> Iterator[None]:
-    """``MODULE.NAME=VALUE`` settings of the backend's modules inside the block only."""
+    """``MODULE.NAME=VALUE`` settings of the backend's modules inside the block only,
+    with ``conv``'s kept plans dropped on the way in and out: a plan made under other
+    settings would otherwise serve the block (a depthwise forward's kept run is checked
+    only against the settings ``conv._dw_settings`` names; on 2026-11-29 a route switch
+    outside them was bypassed for every variant after the first), and the block's plans
+    would serve the rows after it."""
     import importlib
 
     from kernel_overrides import apply_overrides
+
+    from opbench.kernels._lib import conv
 
     saved = []
     for item in settings:
@@ -254,11 +261,15 @@ def _overridden(settings: list[str]) -> Iterator[None]:
         mod = importlib.import_module(f"opbench.kernels._lib.{module}")
         saved.append((mod, name, getattr(mod, name)))
     apply_overrides(settings)
+    conv._FORWARD_PLANS.clear()
+    conv._POINTWISE_WGRAD_PLANS.clear()
     try:
         yield
     finally:
         for mod, name, value in saved:
             setattr(mod, name, value)
+        conv._FORWARD_PLANS.clear()
+        conv._POINTWISE_WGRAD_PLANS.clear()
 
 
 def _geo(xs: list[float]) -> float | None:

@@ -123,3 +123,17 @@ def test_a_channels_last_depthwise_backward_is_served_by_the_tap_rows(conv_heldo
     m = conv_heldout.measure(row, "cpu")
     assert m["path"] == "depthwise (direct) + depthwise weight grad (tap rows)", m
     assert m["correct"]
+
+
+def test_a_variant_never_runs_a_plan_kept_under_other_settings(conv_heldout):
+    """A depthwise forward's kept run is reused while the settings it names are unchanged;
+    a variant that reroutes the call through a setting outside them (``DW_MAX_MULT``: no
+    convolution is depthwise) must still be rerouted, and must leave no plan behind."""
+    from opbench.kernels._lib import conv
+
+    row = {"half": "heldout", "op": "convolution.default", "args": DEPTHWISE, "weight": 1}
+    m = conv_heldout.measure(row, "cpu", {"no_depthwise": ["conv.DW_MAX_MULT=0"]})
+    assert m["path"] == "depthwise (direct)" and m["correct"]
+    v = m["variants"]["no_depthwise"]
+    assert v["path"] != "depthwise (direct)" and v["correct"], v
+    assert not conv._FORWARD_PLANS  # dropped on the way out
