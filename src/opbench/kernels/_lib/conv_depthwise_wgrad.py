@@ -327,8 +327,8 @@ def depthwise_weight_grad(
     tensor, 5-D) and ``b5`` (the gathered one). Where the positions are contiguous: 1-D
     and 2-D 16-bit ones on the tensor cores where each program sums enough rows
     (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`), the rest through the plane
-    kernel (:data:`DWG_PLANE`); where the channels are, the tap-row kernel of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D,
-    ``DWG_ROWS``); else the flattened kernel above, split over the positions as
+    kernel (:data:`DWG_PLANE`); where the channels are, the tap-row kernel of
+    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D, ``DWG_ROWS``); else the flattened kernel above, split over the positions as
     :func:`dwg_splits` says (evened out by matmul's
     :func:`~opbench.kernels._lib.matmul.split_plan`). ``r_g``: the weight's rows a
     gathered channel feeds (the channel multiplier); ``big``: 64-bit offsets."""
@@ -386,9 +386,8 @@ def _plane_weight_grad(
     tile = DWG_PLANE_TILE // 2 if kahan else DWG_PLANE_TILE
     bt, bq = dwg_plane_blocks(KD * KH * KW, QD * QH * QW, tile)
     q_blocks = cdiv(QD * QH * QW, bq)
-    splits = dwg_plane_splits(C * q_blocks, N, sm_count(dw.device))
-    per = cdiv(N, splits)
-    splits = cdiv(N, per) if per else 1
+    splits, per = split_plan(C * q_blocks, N, dw.device,
+                             dwg_plane_splits(C * q_blocks, N, sm_count(dw.device)))  # fmt: skip
     rows = q_blocks * splits
     target = dw if rows == 1 else torch.empty((rows, dw.numel()), dtype=torch.float32,
                                               device=dw.device)  # fmt: skip

@@ -44,6 +44,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import Launcher, cdiv, interpreted, jit_unspecialized, next_pow2
+from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import sum_split_partials
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
@@ -172,9 +173,7 @@ def dot_weight_grad(
     C = w5.shape[0]
     bq, bi = dot_blocks(QW, KW, stride[1], dilation[1])
     q_blocks = cdiv(QW, bq)
-    splits = splits_for(C * KH * q_blocks, N)
-    per = cdiv(N, splits)
-    splits = cdiv(N, per) if per else 1
+    splits, per = split_plan(C * KH * q_blocks, N, dw.device, splits_for(C * KH * q_blocks, N))
     if per * QH < DWG_DOT_MIN_STEPS * DWG_DOT_ROWS:
         return False
     rows = q_blocks * splits
