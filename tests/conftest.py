@@ -16,8 +16,11 @@ The kernel tests' dtype/layout/shape matrix is sampled on the CPU besides, see
 ``tests/kernels/conftest.py``."""
 
 import os
+import random
 import shutil
+import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -61,6 +64,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         gone = {id(item) for item in slow}
         items[:] = [item for item in items if id(item) not in gone]
+
+
+@pytest.fixture(autouse=True)
+def _seeded_per_test(request: pytest.FixtureRequest) -> None:
+    """Seed torch's and Python's global generators from the test's node id before each
+    test: an unseeded ``torch.randn`` otherwise draws whatever the tests before it in the
+    same xdist process left, so a case near a tolerance passed or failed by the order of
+    the run (an f32 row sum 1.37e-5 off against 1.35e-5 allowed, CI on 2026-11-29). With
+    this, a failure is drawn again by running the one test."""
+    seed = zlib.crc32(request.node.nodeid.encode()) % 2**31
+    random.seed(seed)
+    if "torch" in sys.modules:  # tests that never import torch need not pay for it
+        sys.modules["torch"].manual_seed(seed)
 
 
 @pytest.fixture(scope="module")
