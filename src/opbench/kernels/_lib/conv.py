@@ -82,7 +82,8 @@ from opbench.kernels._lib.conv_pointwise import (
 )
 from opbench.kernels._lib.conv_smallk import _smallk
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
-from opbench.kernels._lib.matmul import split_plan, sum_split_partials
+from opbench.kernels._lib.matmul import split_plan
+from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 
 __all__ = ["convolution", "convolution_backward"]
 
@@ -521,8 +522,7 @@ def _weight_grad(
     p_iters = cdiv(P, bk)
     splits, p_per_q = split_plan(tiles, p_iters, dw.device)
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
-    target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
-                                                device=dw.device)  # fmt: skip
+    target = split_target(dw, splits)
     grid = (cdiv(R_G, bm), cdiv(C_G, bn), groups * kvol * splits)
     _wgrad(
         grid,
@@ -536,8 +536,7 @@ def _weight_grad(
         VEC_P=_run_of_positions(QW, bk, a5.stride(4) == 1, b5.stride(4) == 1, sw == 1),
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=WGRAD_WARPS, num_stages=WGRAD_STAGES,
     )  # fmt: skip
-    if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+    sum_split_target(target, dw)
     return dw
 
 

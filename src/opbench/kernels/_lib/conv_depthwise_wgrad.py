@@ -32,8 +32,8 @@ from opbench.kernels._lib import conv_depthwise_wgrad_dot as dot
 from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
 from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
-from opbench.kernels._lib.matmul import split_plan, sum_split_partials
-from opbench.kernels._lib.matmul_shared import sm_count
+from opbench.kernels._lib.matmul import split_plan
+from opbench.kernels._lib.matmul_shared import sm_count, split_target, sum_split_target
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = [
@@ -359,8 +359,7 @@ def depthwise_weight_grad(
     tiles = cdiv(C, bc)
     iters = cdiv(P, bp)
     splits, per = split_plan(tiles, iters, dw.device, dwg_splits(tiles, iters, sm_count(dw.device)))
-    target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
-                                                device=dw.device)  # fmt: skip
+    target = split_target(dw, splits)
     _dwg(
         (tiles, splits),
         (a5, b5, target, P, C, r_g, per, dw.numel() if splits > 1 else 0,
@@ -369,8 +368,7 @@ def depthwise_weight_grad(
         KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw, HAS_D=spatial == 3, BIG=big,
         POS_INNER=pos_inner, KAHAN=kahan, BLOCK_T=bt, BLOCK_C=bc, BLOCK_P=bp, num_warps=DWG_WARPS,
     )  # fmt: skip
-    if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+    sum_split_target(target, dw)
 
 
 def _plane_weight_grad(
@@ -389,8 +387,7 @@ def _plane_weight_grad(
     splits, per = split_plan(C * q_blocks, N, dw.device,
                              dwg_plane_splits(C * q_blocks, N, sm_count(dw.device)))  # fmt: skip
     rows = q_blocks * splits
-    target = dw if rows == 1 else torch.empty((rows, dw.numel()), dtype=torch.float32,
-                                              device=dw.device)  # fmt: skip
+    target = split_target(dw, rows)
     _dwg_plane(
         (C, q_blocks, splits),
         (a5, b5, target, N, r_g, per, splits, dw.numel() if rows > 1 else 0,
@@ -400,5 +397,4 @@ def _plane_weight_grad(
         KAHAN=kahan, IMAGES=DWG_PLANE_IMAGES, BLOCK_T=bt, BLOCK_Q=bq, num_warps=DWG_PLANE_WARPS,
         num_stages=DWG_PLANE_STAGES,
     )  # fmt: skip
-    if rows > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+    sum_split_target(target, dw)

@@ -45,7 +45,7 @@ import triton.language as tl
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import Launcher, cdiv, interpreted, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
-from opbench.kernels._lib.matmul_shared import sum_split_partials
+from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = ["DWG_DOT", "DWG_DOT_ROWS", "dot_blocks", "dot_weight_grad", "dot_serves"]
@@ -177,8 +177,7 @@ def dot_weight_grad(
     if per * QH < DWG_DOT_MIN_STEPS * DWG_DOT_ROWS:
         return False
     rows = q_blocks * splits
-    target = dw if rows == 1 else torch.empty((rows, dw.numel()), dtype=torch.float32,
-                                              device=dw.device)  # fmt: skip
+    target = split_target(dw, rows)
     _dwg_dot(
         (C, KH * q_blocks, splits),
         (a5, b5, target, N, r_g, per, splits, dw.numel() if rows > 1 else 0,
@@ -190,6 +189,5 @@ def dot_weight_grad(
         BLOCK_R=DWG_DOT_ROWS, BLOCK_Q=bq, BLOCK_I=bi, num_warps=DWG_DOT_WARPS,
         num_stages=DWG_DOT_STAGES,
     )  # fmt: skip
-    if rows > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+    sum_split_target(target, dw)
     return True

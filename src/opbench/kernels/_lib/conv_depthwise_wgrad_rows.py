@@ -38,8 +38,8 @@ import triton.language as tl
 from opbench.kernels._lib.conv_depthwise import _sidx
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
-from opbench.kernels._lib.matmul import split_plan, sum_split_partials
-from opbench.kernels._lib.matmul_shared import sm_count
+from opbench.kernels._lib.matmul import split_plan
+from opbench.kernels._lib.matmul_shared import sm_count, split_target, sum_split_target
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = ["DWG_ROWS", "DWG_ROWS_BLOCK_C", "DWG_ROWS_TILE", "rows_blocks", "rows_weight_grad"]
@@ -186,8 +186,7 @@ def rows_weight_grad(
     splits, per = split_plan(
         tiles, iters, dw.device, rows_splits(tiles, iters, sm_count(dw.device))
     )
-    target = dw if splits == 1 else torch.empty((splits, dw.numel()), dtype=torch.float32,
-                                                device=dw.device)  # fmt: skip
+    target = split_target(dw, splits)
     as0, as1, _, as3, as4 = a5.stride()
     bs0, bs1, _, bs3, bs4 = b5.stride()
     _dwg_rows(
@@ -198,5 +197,4 @@ def rows_weight_grad(
         KW=KW, SH=stride[0], SW=stride[1], BIG=big, KAHAN=kahan,
         BLOCK_W=bw, BLOCK_P=bp, BLOCK_C=bc, num_warps=DWG_ROWS_WARPS, num_stages=DWG_ROWS_STAGES,
     )  # fmt: skip
-    if splits > 1:  # dw is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, dw.as_strided((dw.numel(),), (1,)))
+    sum_split_target(target, dw)

@@ -49,8 +49,8 @@ import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
-from opbench.kernels._lib.matmul import split_plan, sum_split_partials
-from opbench.kernels._lib.matmul_shared import dot_acc
+from opbench.kernels._lib.matmul import split_plan
+from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
 
 __all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"]
 
@@ -450,9 +450,7 @@ def nhwc_convolution(
     )  # fmt: skip
     xc = channels_last_5d(x5)
     wp = _packed_weight(w5, groups, transposed, bn)
-    target = y5 if splits == 1 else torch.empty((splits, y5.numel()), dtype=torch.float32,
-                                                device=y5.device)  # fmt: skip
+    target = split_target(y5, splits)
     _nhwc(grid, (xc, wp, bias if bias is not None else y5, target, *ints), **consts)
-    if splits > 1:  # y is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, y5.as_strided((y5.numel(),), (1,)))
+    sum_split_target(target, y5)
     return True

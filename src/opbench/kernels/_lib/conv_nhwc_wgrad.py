@@ -30,8 +30,8 @@ import triton.language as tl
 from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
 from opbench.kernels._lib.conv_nhwc import channels_last_5d
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
-from opbench.kernels._lib.matmul import split_plan, sum_split_partials
-from opbench.kernels._lib.matmul_shared import dot_acc
+from opbench.kernels._lib.matmul import split_plan
+from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
 
 __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
@@ -175,8 +175,7 @@ def nhwc_weight_grad(
     tiles = cdiv(r_g, bm) * cdiv(c_g, bn) * groups * KD * KH * KW
     splits, per = split_plan(tiles, cdiv(P, bk), w5.device)
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
-    target = w5 if splits == 1 else torch.empty((splits, w5.numel()), dtype=torch.float32,
-                                                device=w5.device)  # fmt: skip
+    target = split_target(w5, splits)
     sa, sb = ac.stride(), bc.stride()
     rows = (sa[0], sa[2], sa[3], sa[4], sb[0], sb[2], sb[3], sb[4], r_g, c_g)
     _nhwc_wgrad(
@@ -191,6 +190,5 @@ def nhwc_weight_grad(
         EVEN_N=c_g % bn == 0,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
-    if splits > 1:  # w5 is dense (contiguous or channels-last): its memory order is flat
-        sum_split_partials(target, w5.as_strided((w5.numel(),), (1,)))
+    sum_split_target(target, w5)
     return True

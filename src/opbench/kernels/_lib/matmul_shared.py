@@ -15,7 +15,9 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
 
-__all__ = ["bias_mode", "dot_acc", "sm_count", "sum_split_partials"]
+__all__ = [
+    "bias_mode", "dot_acc", "sm_count", "split_target", "sum_split_partials", "sum_split_target",
+]  # fmt: skip
 
 #: Only triton.language builtins inside the kernels (``tl.full``, not ``tl.zeros`` or
 #: ``tl.cdiv``): where Triton was imported before ``TRITON_INTERPRET`` was set, the
@@ -125,6 +127,25 @@ def sum_split_partials(
         compiled = _split_k_sum.compiled_for(args, {**constexprs, "num_warps": 4})
         if compiled is not None:
             launched.append((compiled, (*grid, 1, 1), (*args, *compiled[1])))
+
+
+def split_target(out: torch.Tensor, splits: int) -> torch.Tensor:
+    """Where a kernel split over ``splits`` programs a result writes: ``out`` itself for
+    one split, else an fp32 workspace ``[splits, out.numel()]`` in ``out``'s memory order
+    (``out`` dense: contiguous or channels-last), summed into it by
+    :func:`sum_split_target`. The weight gradients and the channels-last convolution
+    share this, so none of them writes partials with atomics (the same inputs give the
+    same bits)."""
+    if splits == 1:
+        return out
+    return torch.empty((splits, out.numel()), dtype=torch.float32, device=out.device)
+
+
+def sum_split_target(target: torch.Tensor, out: torch.Tensor) -> None:
+    """Sum a :func:`split_target` workspace into ``out`` in a fixed order; nothing when
+    the kernel wrote ``out`` directly."""
+    if target is not out:
+        sum_split_partials(target, out.as_strided((out.numel(),), (1,)))
 
 
 #: Elements per program of the split-K sum (a memory-bound pass over the partials).
