@@ -44,7 +44,6 @@ tiles, builds views and launches them for the ATen entry points.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -81,13 +80,13 @@ from opbench.kernels._lib.conv_pointwise import (
     weight_grad_plan,
 )
 from opbench.kernels._lib.conv_smallk import _smallk
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 
 __all__ = ["convolution", "convolution_backward"]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: tiles converted to fp32 before tl.dot (the interpreter multiplies 16-bit arrays in
 #: their own precision); apart from :data:`_INTERPRETING`, which picks the tiles, so a
 #: test can run the GPU's tile choice under the interpreter

@@ -41,20 +41,19 @@ Only triton.language builtins inside the kernel: ``conv_kernels``' docstring say
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import torch
 import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
 
 __all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Fewest input channels a group needs for this path: below it ``conv_smallk`` (NCHW,
 #: the reduction flattened over channels and taps) serves, which ran 3x3 convolutions of

@@ -22,20 +22,18 @@ Only triton.language builtins inside the kernel: ``conv_kernels``' docstring say
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
 from opbench.kernels._lib.conv_nhwc import channels_last_5d
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
 
 __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Fewest channels a group needs on both sides (``a``'s and ``b``'s) for this path; below
 #: it the general ``conv._wgrad_kernel`` serves. 64, chosen on the tuning half's 20 most

@@ -9,12 +9,12 @@ conv_pointwise.NAME=VALUE`` and the tests set them."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.matmul import (
     SHAPE_CONFIGS,
     config_for,
@@ -34,8 +34,6 @@ __all__ = [
     "view_spec",
     "weight_grad_plan",
 ]
-
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 #: Forward tiles of a pointwise convolution, ``(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,

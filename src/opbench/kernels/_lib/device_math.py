@@ -6,14 +6,13 @@ that stay accurate on Triton's CPU interpreter, which has no libdevice (``tanh``
 
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
+
 __all__ = ["ON_GPU", "exp_f", "expm1_f", "libdevice", "log_f", "sigmoid_f", "tanh_f"]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 #: libdevice exists only for compiled kernels; the interpreter patches tl.math only.
 ON_GPU: tl.constexpr = tl.constexpr(not _INTERPRETING)
 if not _INTERPRETING:

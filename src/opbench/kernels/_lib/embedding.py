@@ -52,12 +52,12 @@ points that follow ATen's schemas (``embedding``, ``embedding_dense_backward``).
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import torch
 import triton.language as tl
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 from opbench.kernels._lib.reduction import (
     _MAX_COMBINE,
@@ -70,7 +70,6 @@ from opbench.kernels._lib.reduction import (
 
 __all__ = ["embedding", "embedding_dense_backward"]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Widest column block of the gather and the atomic scatter; wider rows take several.
 MAX_BLOCK_D = 512 if not _INTERPRETING else 65536

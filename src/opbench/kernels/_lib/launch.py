@@ -41,6 +41,7 @@ kernel: every launch goes through ``kernel[grid](...)``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ import torch
 import triton
 
 __all__ = [
+    "INTERPRETING",
     "PLAN_LIMIT",
     "Launcher",
     "cdiv",
@@ -57,6 +59,13 @@ __all__ = [
     "next_pow2",
     "remember",
 ]
+
+
+#: Whether Triton's interpreter runs the kernels (``TRITON_INTERPRET`` set, as it must be,
+#: before Triton is imported): read once here for every kernel module. Each module binds
+#: it under its own name (``_INTERPRETING``), so a test can plan as on the GPU in one
+#: module (``monkeypatch.setattr(red, "_INTERPRETING", False)``) and leave the others.
+INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def cdiv(a: int, b: int) -> int:

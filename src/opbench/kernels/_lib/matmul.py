@@ -60,12 +60,12 @@ file; nothing is tuned inside a call.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import torch
 import triton.language as tl
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, remember
 from opbench.kernels._lib.matmul_configs import SHAPES, TUNED
 from opbench.kernels._lib.matmul_lanes import keep, lane_key, laned, product_lane
@@ -87,7 +87,6 @@ __all__ = [
     "sm_count", "split_k", "split_plan", "sum_split_partials",
 ]  # fmt: skip
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 _TL = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16, torch.float32: tl.float32}
 

@@ -8,10 +8,10 @@ batch split into groups where the output's tiles alone cannot fill the GPU.
 from __future__ import annotations
 
 import functools
-import os
 
 import torch
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv
 from opbench.kernels._lib.matmul import Config
 from opbench.kernels._lib.matmul_pointer import (
@@ -24,8 +24,6 @@ from opbench.kernels._lib.matmul_pointer import (
 from opbench.kernels._lib.matmul_shared import sm_count, sum_split_partials
 
 __all__ = ["BATCH_SUM_CONFIG", "BATCH_SUM_CONFIG_F32", "batch_groups", "matmul_batch_sum_into"]
-
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 #: Tiles of :func:`matmul_batch_sum_into` (the pointwise convolutions' weight gradient),

@@ -38,7 +38,6 @@ validates every field on every construction) and launches the compiled kernel di
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +46,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from opbench.kernels._lib import tma_launch
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_lanes import product_lane
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
@@ -54,7 +54,6 @@ from opbench.kernels._lib.tma_launch import Desc
 
 __all__ = ["DEFAULT_CONFIG", "tma_matmul_into", "tma_layout"]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages[, splits]) when the caller
 #: names none: one warpgroup's 128x128 accumulator, four stages of 32 KiB.

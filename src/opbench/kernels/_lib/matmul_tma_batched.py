@@ -26,7 +26,6 @@ then uses another kernel. No split-K: a batch fills the GPU with tiles.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
@@ -34,6 +33,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from opbench.kernels._lib import tma_launch
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.matmul_lanes import lane_of
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count
@@ -41,8 +41,6 @@ from opbench.kernels._lib.matmul_tma import tma_layout
 from opbench.kernels._lib.tma_launch import Desc
 
 __all__ = ["tma_bmm_into"]
-
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 @jit_unspecialized

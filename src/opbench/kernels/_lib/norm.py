@@ -45,7 +45,6 @@ constexprs, so a repeat call only allocates and launches (:func:`~opbench.kernel
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +52,7 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
 
 __all__ = [
@@ -65,7 +65,6 @@ __all__ = [
     "warps_for",
 ]
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Longest row kept whole in registers by the layer-norm kernels (fp32: 64 values per
 #: thread at 4 warps, 32 at 8); longer rows loop over chunks of this size.

@@ -32,13 +32,13 @@ interpreter computes bf16 right, and the result is cast once on store.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import triton.language as tl
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _identity, _strided_kernel
 from opbench.kernels._lib.pointwise_rules import (
@@ -93,7 +93,6 @@ SMALL_EPT = 1
 _INTERP_BLOCK = 4096
 _INTERP_SPREAD = 4
 
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 # Operand modes (constexpr): how the kernel gets each of up to three operands.
 ABSENT, TENSOR, ELEMENT, NUMBER = 0, 1, 2, 3

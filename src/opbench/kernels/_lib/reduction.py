@@ -37,13 +37,13 @@ How a call is launched (:func:`reduce_into`):
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import triton
 
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise import index_type
 
@@ -99,9 +99,6 @@ __all__ = [
     "amax",
     "amax_out",
 ]
-
-# Like softmax._INTERPRETING, kept apart: each module's own flag (tests monkeypatch it)
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Programs a split launch aims for on each SM (times the device's SM count, read once per
 #: device: 528 on an H100's 132 SMs). Every plan's programs then fit on the GPU at once

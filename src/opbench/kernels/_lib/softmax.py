@@ -38,7 +38,6 @@ it).
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +45,7 @@ import torch
 import triton.language as tl
 
 from opbench.kernels._lib import softmax_long as long_rows
+from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise import index_type
 from opbench.kernels._lib.pointwise_rules import destination
@@ -63,8 +63,6 @@ __all__ = [
     "log_softmax_backward_data_out",
 ]
 
-# Like reduction._INTERPRETING, kept apart: each module's own flag (tests monkeypatch it)
-_INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 #: Elements per tile on the GPU (32 fp32 registers per thread at 4 warps) when ``dim``
 #: is strided.
