@@ -147,7 +147,11 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
     its fixed tiles, then split-K where it applies (a 7th configuration entry: the
     programs along K), by :func:`split_for` and then, where it counts otherwise, by
     :func:`one_wave_split` (an 8th entry, :data:`WAVE`, names that count's rule; the
-    kernels read the first seven)."""
+    kernels read the first seven). Then ``ptr1``: each pointer-kernel split again, its
+    partials summed by each tile's last program in the one launch (the kernel's
+    ``SUM_LAST``) where ``ptr`` sums them in a second. Added 2026-11-29 and not yet timed:
+    a candidate no neighbour timed counts the cap (:func:`rank`), so it ranks after every
+    timed one until a sweep times it (``matmul_paths.py --skip-from``)."""
     out = [("ptr", c) for c in POINTER]
     if batch == 1:
         out += [("tma", c) for c in TMA]
@@ -161,6 +165,8 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
         s1 = one_wave_split(M, N, K, bm, bn, 64, batch)
         if s1 > 1 and s1 != split_for(M, N, K, bm, bn, 64, batch) and (kind == "ptr" or batch == 1):
             out.append((kind, (bm, bn, 64, 8, warps, stages, s1, WAVE)))
+    # last: the pointer kernel's splits again, summed in their own launch
+    out += [("ptr1", cfg) for kind, cfg in out if kind == "ptr" and len(cfg) > 6]
     return out
 
 
