@@ -29,7 +29,9 @@ skips them).
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/tune/matmul_paths.py --traces .gpu_data/traces --out $OUT/paths.jsonl
 then, on any machine, ``matmul_rule.py paths.jsonl`` fits and reports the rule.
-CPU smoke test (interpreter, two small products): ``tests/test_matmul_paths.py``.
+On the CPU (``--device cpu``, the interpreter) it checks results and times nothing, at
+about 10 minutes a product; every candidate is checked against eager there by
+``tests/kernels/test_matmul_rule.py`` instead.
 """
 
 from __future__ import annotations

@@ -94,8 +94,8 @@ def test_a_launch_plan_per_alignment_and_bias_layout(monkeypatch) -> None:
         assert_matches(out, want, torch.zeros(1, 33, 24) if x is None else x, a, b)
     plans = list(matmul._MM_PLANS.values())
     assert len(plans) == 4  # the last call reused the first plan
-    assert {p[3]["DA"] for p in plans[:2]} == {8, 1}  # aligned: 8 halves a vector
-    assert [p[3]["BIAS_MODE"] for p in plans[2:]] == [1, 2]
+    assert {p[-1]["DA"] for p in plans[:2]} == {8, 1}  # aligned: 8 halves a vector
+    assert [p[-1]["BIAS_MODE"] for p in plans[2:]] == [1, 2]
 
 
 @pytest.mark.slow  # cases over 3 s together on 2 cores (2026-11-28, --durations)

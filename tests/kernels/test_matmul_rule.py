@@ -69,14 +69,20 @@ def test_split_candidates_only_where_tiles_leave_sms_idle() -> None:
 
 def test_every_pointer_split_is_offered_summed_in_its_launch_too() -> None:
     """``ptr1`` repeats each pointer-kernel split (same configuration, the sum in the
-    launch), after every other candidate: untimed, it must not displace timed ones in
-    :func:`rank`'s ties."""
+    launch), and again at half split_for's count where that is 4 or more, after every
+    other candidate: untimed, it must not displace timed ones in :func:`rank`'s ties.
+    Every candidate keeps a name of its own (the fit keys its times by name)."""
     for dims in ((1, 72, 80, 1000), (1, 768, 768, 12672), (3, 64, 64, 4096)):
         cands = matmul_rule.candidates(*dims)
         splits = [c for k, c in cands if k == "ptr" and len(c) > 6]
         ones = [c for k, c in cands if k == "ptr1"]
-        assert splits and ones == splits
+        halves = [
+            (*c[:6], c[6] // 2, matmul_rule.HALF) for c in splits if len(c) == 7 and c[6] >= 4
+        ]
+        assert splits and halves and ones == splits + halves
         assert [k for k, _ in cands[-len(ones) :]] == ["ptr1"] * len(ones)
+        names = [matmul_rule.generic_name(*c) for c in cands]
+        assert len(names) == len(set(names))
     assert not any(k == "ptr1" for k, _ in matmul_rule.candidates(1, 4096, 4096, 4096))
 
 
