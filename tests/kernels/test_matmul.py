@@ -343,19 +343,21 @@ def test_a_split_with_more_tiles_than_counters_sums_in_a_second_launch(monkeypat
 
 
 def test_a_split_summed_in_its_launch_repeats_its_bits() -> None:
-    """The same product 30 times over 8 splits of one tile gives the same bits each time:
-    on a GPU the programs of a tile race for the counter, and whichever counts last sums
-    in split order (a partial read before it was written, or a counter not set back,
-    would show here)."""
-    a, b = (
-        _r(1, 64, 4096, dtype=torch.float16, seed=56),
-        _r(1, 4096, 64, dtype=torch.float16, seed=57),
-    )
-    cfg = (64, 64, 32, 8, 4, 3, 8) if DEVICE != "cpu" else (32, 32, 32, 4, 4, 1, 8)
-    first = None
-    for _ in range(30 if DEVICE != "cpu" else 3):
-        out = torch.empty(1, 64, 64, dtype=torch.float16, device=DEVICE)
+    """The same product over 8 splits gives the same bits every time (30 times on a GPU:
+    16 tiles of 64x64 over 4096, 128 programs racing for their tiles' counters; 3 on the
+    CPU, 4 tiles), and the two-launch sum's: whichever program counts last sums in split
+    order. A partial read before it was written, or a counter not set back, would show
+    here."""
+    gpu = DEVICE != "cpu"
+    side = 256 if gpu else 64
+    a = _r(1, side, 4096, dtype=torch.float16, seed=56)
+    b = _r(1, 4096, side, dtype=torch.float16, seed=57)
+    cfg = (64, 64, 32, 8, 4, 3, 8) if gpu else (32, 32, 32, 4, 4, 1, 8)
+    want = torch.empty(1, side, side, dtype=torch.float16, device=DEVICE)
+    matmul.matmul_into(want, a, b, None, 1.0, 1.0, cfg)
+    for _ in range(30 if gpu else 3):
+        out = torch.empty(1, side, side, dtype=torch.float16, device=DEVICE)
         matmul.matmul_into(out, a, b, None, 1.0, 1.0, cfg, sum_last=True)
-        first = out if first is None else first
-        assert torch.equal(out, first)
-    assert_matches(first, torch.bmm, a, b)
+        assert torch.equal(out, want)
+    assert not matmul._counters(a.device).any()
+    assert_matches(want, torch.bmm, a, b)
