@@ -91,9 +91,9 @@ def lane_of(steps: Sequence[Step], has_bias: bool, aligned: tuple[bool, ...], in
     Each step's alpha and beta are its last two arguments before the constexpr tail.
     With ``workspace`` (a shape), each call allocates a float32 workspace on device
     ``index`` first, as the full path does; ``counters`` (kept by the lane) is address 5.
-    False, having done nothing, where an
-    address's 16-byte alignment differs from ``aligned`` (A, B, C, bias: what the
-    kernels were compiled for) or launch hooks are installed."""
+    False, having done nothing, where an address's 16-byte alignment differs from
+    ``aligned`` (A, B, C, bias: what the kernels were compiled for) or launch hooks are
+    installed."""
     repeats = []
     for (k, consts), grid, args, sources in steps:
         n = len(args) - len(consts)
