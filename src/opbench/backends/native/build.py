@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,13 @@ from opbench.backends.serve_policy import dtype_names
 
 __all__ = [
     "MODULE_NAME",
+    "STALE_LOCK_S",
     "build_directory",
     "dtype_of_code",
     "gate_module",
     "native_enabled",
     "unavailable_reason",
+    "wait_for_lock",
 ]
 
 log = logging.getLogger(__name__)
@@ -88,11 +91,36 @@ def unavailable_reason() -> str | None:
     return _state.get("why")
 
 
+#: Age (s) past which a build directory's ``lock`` is taken as left by a build that was
+#: killed: torch's ``FileBaton`` waits for it forever, so every later process hung at its
+#: first registered op (CI on 2026-11-29, after a run was killed mid-build). A build takes
+#: 20-30 s.
+STALE_LOCK_S = 300.0
+
+
+def wait_for_lock(folder: Path, stale_s: float = STALE_LOCK_S, poll_s: float = 0.5) -> bool:
+    """Wait while another process builds in ``folder`` (its ``lock`` file exists), as
+    ``cpp_extension.load`` would, but remove a lock older than ``stale_s`` with a warning
+    instead of waiting for it forever; True when one was removed."""
+    lock = folder / "lock"
+    while True:
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return False
+        if age > stale_s:
+            log.warning("removing %s, %.0f s old: a build that was killed left it", lock, age)
+            lock.unlink(missing_ok=True)
+            return True
+        time.sleep(poll_s)
+
+
 def _build() -> Any:
     from torch.utils import cpp_extension
 
     folder = build_directory()
     folder.mkdir(parents=True, exist_ok=True)
+    wait_for_lock(folder)
     if not (folder / f"{MODULE_NAME}.so").exists():
         log.info("building opbench's C++ gate in %s (once per torch version)", folder)
     module = cpp_extension.load(

@@ -1,0 +1,62 @@
+"""The C++ gate's build waits for another process's build, as torch's ``FileBaton`` does,
+but not for a lock a killed build left behind: ``FileBaton`` waits for that forever, and
+CI hung at the first registered op after a run was killed mid-build (2026-11-29)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from opbench.backends.native.build import wait_for_lock
+
+
+def test_no_lock_returns_at_once(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    assert wait_for_lock(tmp_path) is False
+    assert time.monotonic() - t0 < 0.5
+
+
+def test_a_live_build_is_waited_for(tmp_path: Path) -> None:
+    """A fresh lock stays until its builder removes it; then the wait returns and the
+    lock was not touched by the waiter."""
+    lock = tmp_path / "lock"
+    lock.touch()
+    removed = threading.Event()
+
+    def builder() -> None:
+        time.sleep(0.6)
+        lock.unlink()
+        removed.set()
+
+    threading.Thread(target=builder).start()
+    assert _within(5, lambda: wait_for_lock(tmp_path, stale_s=60, poll_s=0.05)) is False
+    assert removed.is_set()
+
+
+def _within(seconds: float, fn):  # noqa: ANN001, ANN202
+    """``fn()``'s result, or a failure if it has not returned within ``seconds`` (the bug
+    this guards against is a wait that never ends)."""
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert out, f"still waiting after {seconds} s"
+    return out[0]
+
+
+def test_a_lock_left_by_a_killed_build_is_removed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lock = tmp_path / "lock"
+    lock.touch()
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    with caplog.at_level(logging.WARNING, logger="opbench.backends.native.build"):
+        assert _within(5, lambda: wait_for_lock(tmp_path, stale_s=300, poll_s=0.05)) is True
+    assert not lock.exists()
+    assert "a build that was killed left it" in caplog.text
