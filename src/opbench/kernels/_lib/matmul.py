@@ -240,18 +240,15 @@ def _mm_plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, x: torch.Tenso
 #: than half the SMs, so 4,096 is far more than any split product has; a launch with
 #: more sums in a second kernel.
 SUM_LAST_TILES = 4096
-#: Per device, the counters of :data:`SUM_LAST_TILES` tiles, zero between launches: the
-#: last program of each tile sets its counter back. Kept for the process (a lane
-#: repeats its address). Launches on one stream only: two in flight at once on
-#: different streams would share counters.
-_COUNTERS: dict[torch.device, torch.Tensor] = {}
 
 
+@functools.cache
 def _counters(device: torch.device) -> torch.Tensor:
-    kept = _COUNTERS.get(device)
-    if kept is None:
-        kept = _COUNTERS[device] = torch.zeros(SUM_LAST_TILES, dtype=torch.int32, device=device)
-    return kept
+    """The device's counters of :data:`SUM_LAST_TILES` tiles, zero between launches: the
+    last program of each tile sets its counter back. Kept for the process (a lane
+    repeats its address). Launches on one stream only: two in flight at once on
+    different streams would share counters."""
+    return torch.zeros(SUM_LAST_TILES, dtype=torch.int32, device=device)
 
 
 # Like matmul_tma.tma_matmul_into's signature, kept apart: the path that always serves
