@@ -328,10 +328,11 @@ def depthwise_weight_grad(
     and 2-D 16-bit ones on the tensor cores where each program sums enough rows
     (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`), the rest through the plane
     kernel (:data:`DWG_PLANE`); where the channels are, the tap-row kernel of
-    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D, ``DWG_ROWS``); else the flattened kernel above, split over the positions as
-    :func:`dwg_splits` says (evened out by matmul's
-    :func:`~opbench.kernels._lib.matmul.split_plan`). ``r_g``: the weight's rows a
-    gathered channel feeds (the channel multiplier); ``big``: 64-bit offsets."""
+    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D, ``DWG_ROWS``); else the
+    flattened kernel above, split over the positions as :func:`dwg_splits` says (evened
+    out by matmul's :func:`~opbench.kernels._lib.matmul.split_plan`). ``r_g``: the
+    weight's rows a gathered channel feeds (the channel multiplier); ``big``: 64-bit
+    offsets."""
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
     sd, sh, sw = one3 + list(stride)
     pd, ph, pw = pad3 + list(padding)
