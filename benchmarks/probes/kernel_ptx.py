@@ -50,20 +50,15 @@ FAMILIES = {
     "wgmma": r"wgmma\.mma_async",
     "mma.sync": r"mma\.sync",
     "div/rem (integer)": r"\b(?:div|rem)\.[su](?:32|64)",
-    "atom gpu acq_rel": r"\batom\.global\.gpu\.acq_rel",
-    "atom (any)": r"\batom\.",
-    "bar.sync": r"\bbar\.sync",
 }
 
 
 def compile_kernel(kernel: Any, constexprs: dict[str, Any], warps: int, stages: int,
                    dtype: str = "fp16", ones: tuple[str, ...] = (),
-                   div16: tuple[str, ...] = (),
-                   pointers: dict[str, str] | None = None) -> Any:  # fmt: skip
+                   div16: tuple[str, ...] = ()) -> Any:  # fmt: skip
     """``kernel`` (a ``triton.JITFunction``) compiled for sm_90 with ``constexprs``, the
     integers named in ``ones`` specialized to 1 and those in ``div16`` known divisible by
-    16 (Triton's own specializations of a launch); pointers ``*dtype`` unless
-    ``pointers`` names their element type (``{"count_ptr": "i32"}``)."""
+    16 (Triton's own specializations of a launch)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -82,7 +77,7 @@ def compile_kernel(kernel: Any, constexprs: dict[str, Any], warps: int, stages: 
             if p.name in div16:
                 aligned[(i,)] = [["tt.divisibility", 16]]
         else:
-            signature[p.name] = f"*{(pointers or {}).get(p.name, dtype)}"
+            signature[p.name] = f"*{dtype}"
             aligned[(i,)] = [["tt.divisibility", 16]]
     missing = [p.name for p in kernel.params if p.is_constexpr and p.name not in constexprs]
     if missing:
@@ -141,8 +136,6 @@ def main() -> None:
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--stages", type=int, default=3)
     ap.add_argument("--dtype", default="fp16", help="the pointers' element type")
-    ap.add_argument("--pointer", nargs="*", default=[], metavar="NAME=TYPE",
-                    help="a pointer of another element type (count_ptr=i32 ws_ptr=fp32)")  # fmt: skip
     ap.add_argument("--ones", nargs="*", default=[], metavar="NAME",
                     help="integers a launch passes as 1 (Triton makes them constants)")  # fmt: skip
     ap.add_argument("--div16", nargs="*", default=[], metavar="NAME",
@@ -155,8 +148,7 @@ def main() -> None:
     kernel = getattr(importlib.import_module(f"opbench.kernels._lib.{module}"), name)
     constexprs = {k: ast.literal_eval(v) for k, _, v in (c.partition("=") for c in ns.const)}
     compiled = compile_kernel(kernel, constexprs, ns.warps, ns.stages, ns.dtype,
-                              tuple(ns.ones), tuple(ns.div16),
-                              dict(p.split("=", 1) for p in ns.pointer))  # fmt: skip
+                              tuple(ns.ones), tuple(ns.div16))  # fmt: skip
     ptx = compiled.asm["ptx"]
     if ns.out:
         Path(ns.out).write_text(ptx)

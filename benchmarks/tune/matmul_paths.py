@@ -57,8 +57,7 @@ __all__ = ["kernel_key", "main", "products", "time_product"]
 def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
     """Launch one candidate on the operands ``(out, a, b, bias, alpha, beta)``: ``served``
     what the entry points run (the shape rule), ``tables`` what they ran before it (the
-    exact-product and bucket tables), ``ptr``, ``ptr1`` (its split summed in the launch),
-    ``tma`` or ``tmab`` one kernel on ``cfg``;
+    exact-product and bucket tables), ``ptr``, ``tma`` or ``tmab`` one kernel on ``cfg``;
     False where the TMA kernel declines the call."""
     from opbench.kernels._lib import matmul, matmul_tma
 
@@ -73,7 +72,7 @@ def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
 
         return tma_bmm_into(*ops, cfg)
     else:
-        matmul.matmul_into(*ops, cfg, sum_last=kind == "ptr1")
+        matmul.matmul_into(*ops, cfg)
     return True
 
 

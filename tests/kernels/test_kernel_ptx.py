@@ -85,25 +85,3 @@ def test_the_tap_row_weight_gradient_reads_16_byte_runs_and_spills_nothing():
     assert got.get("ld.global.v4.b32", 0) >= 2, got  # the summed and the gathered tile
     assert not any(k.startswith("ld.global.b16") for k in got), got
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
-
-
-MM = ["HAS_BIAS=False", "BIAS_MODE=0", "SCALED=False", "IEEE=False", "TO_F32=False", "DM=8",
-      "DN=8", "DK=8", "A_LAYOUT=1", "DA=8", "B_LAYOUT=1", "DB=8", "C_LAYOUT=1", "DC=8",
-      "BLOCK_M=128", "BLOCK_N=128", "BLOCK_K=64", "GROUP_M=8", "BATCH_K=False"]  # fmt: skip
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("sum_last", [False, True])
-def test_a_split_summed_in_its_launch_counts_once_a_program(sum_last: bool):
-    """The pointer kernel's ``SUM_LAST``: one atomic a program (one thread's, acq_rel at
-    GPU scope, so every thread's partial is released with the count and read after it),
-    the partials read back through L2 (``ld.global.cg``: another SM wrote them); none of
-    that without it."""
-    got = _probe("matmul_kernels._mm_kernel", "--warps", "4", "--stages", "4", "--pointer",
-                 "ws_ptr=fp32", "count_ptr=i32", "--const", *MM, f"SUM_LAST={sum_last}")  # fmt: skip
-    assert got["wgmma"] > 0, got
-    if sum_last:
-        assert got["atom gpu acq_rel"] == got["atom (any)"] == 1, got
-        assert got.get("ld.global.cg.b32", 0) > 0, got
-    else:
-        assert got["atom (any)"] == 0 and not any(k.startswith("ld.global") for k in got), got

@@ -55,7 +55,7 @@ def test_every_candidate_matches_eager(kind: str, cfg: tuple, a_t: bool, b_t: bo
     elif kind == "tma":
         assert tma_matmul_into(out, a, b, x, 0.5, 2.0, cfg)
     else:
-        matmul.matmul_into(out, a, b, x, 0.5, 2.0, cfg, sum_last=kind == "ptr1")
+        matmul.matmul_into(out, a, b, x, 0.5, 2.0, cfg)
     assert_matches(out, lambda *t: torch.baddbmm(*t, alpha=0.5, beta=2.0), x, a, b)
 
 
@@ -65,25 +65,6 @@ def test_split_candidates_only_where_tiles_leave_sms_idle() -> None:
     assert all(len(c) == 6 for _, c in big)
     assert not any(k == "tma" for k, _ in matmul_rule.candidates(4, 512, 512, 512))
     assert matmul_rule.split_for(128, 128, 64 * 8, 128, 128, 64, 1) == 2  # 8 blocks, 4 each
-
-
-def test_every_pointer_split_is_offered_summed_in_its_launch_too() -> None:
-    """``ptr1`` repeats each pointer-kernel split (same configuration, the sum in the
-    launch), and again at half split_for's count where that is 4 or more, after every
-    other candidate: untimed, it must not displace timed ones in :func:`rank`'s ties.
-    Every candidate keeps a name of its own (the fit keys its times by name)."""
-    for dims in ((1, 72, 80, 1000), (1, 768, 768, 12672), (3, 64, 64, 4096)):
-        cands = matmul_rule.candidates(*dims)
-        splits = [c for k, c in cands if k == "ptr" and len(c) > 6]
-        ones = [c for k, c in cands if k == "ptr1"]
-        halves = [
-            (*c[:6], c[6] // 2, matmul_rule.HALF) for c in splits if len(c) == 7 and c[6] >= 4
-        ]
-        assert splits and halves and ones == splits + halves
-        assert [k for k, _ in cands[-len(ones) :]] == ["ptr1"] * len(ones)
-        names = [matmul_rule.generic_name(*c) for c in cands]
-        assert len(names) == len(set(names))
-    assert not any(k == "ptr1" for k, _ in matmul_rule.candidates(1, 4096, 4096, 4096))
 
 
 def test_one_wave_splits_never_spill_into_a_second_wave() -> None:

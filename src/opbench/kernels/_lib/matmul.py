@@ -30,9 +30,7 @@ divided by the vector width and are multiplied back inside the kernel (``DM``, `
 ...), which lets the compiler see the alignment and issue 16-byte loads while one
 compiled kernel still serves every value. Few output tiles over a long K (weight
 gradients: ``16 x 16 x 663552``) split K across programs (:func:`split_k`), whose fp32
-partials a second kernel sums in a fixed order (deterministic) before the epilogue, or
-(``sum_last``, the shape rule's ``ptr1`` candidates) the last program of each tile sums
-in the same launch, after a counter per tile says every partial is written.
+partials a second kernel sums in a fixed order (deterministic) before the epilogue.
 Measured: ``benchmarks/results/matmul-tuning-h100.md``.
 
 A second mode of the same kernel (``BATCH_K``, :func:`matmul_batch_sum_into`) sums the
@@ -195,15 +193,14 @@ _MM_LANES: dict[tuple, Any] = {}
 
 
 def _mm_plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, cfg: Config,
-             has_bias: bool, scaled: bool, sum_last: bool) -> tuple:  # fmt: skip
-    """``(grid, splits, summed in the launch, the integer arguments, the constexprs)`` of
-    one call signature of :func:`matmul_into`: everything that follows from sizes,
-    strides, the 16-byte alignment of the three addresses, the configuration, the SM
-    count and the bias's presence, computed once per signature (the pointer kernel's host
-    path read 18 us a call on the CPU machine with its launch stubbed, most of it this).
-    A split's fp32 workspace is a fresh allocation each call, always 16-byte aligned: its
-    layout is read from one made here. With ``sum_last`` a split's tiles are summed by
-    their last program (:data:`SUM_LAST_TILES` at most), C written by the kernel."""
+             has_bias: bool, scaled: bool) -> tuple:  # fmt: skip
+    """``(grid, splits, the integer arguments, the constexprs)`` of one call signature of
+    :func:`matmul_into`: everything that follows from sizes, strides, the 16-byte
+    alignment of the three addresses, the configuration, the SM count and the bias's
+    presence, computed once per signature (the pointer kernel's host path read 18 us a
+    call on the CPU machine with its launch stubbed, most of it this). A split's fp32
+    workspace is a fresh allocation each call, always 16-byte aligned: its layout is read
+    from one made here."""
     B, M, K = a.shape
     N = b.shape[2]
     bm, bn, bk, group, warps, stages = cfg[:6]
@@ -213,42 +210,24 @@ def _mm_plan(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, x: torch.Tenso
     tiles = B * cdiv(M, bm) * cdiv(N, bn)
     k_iters = cdiv(K, bk)
     splits, k_per_q = split_plan(tiles, k_iters, a.device, cfg[6] if len(cfg) > 6 else None)
-    in_launch = sum_last and splits > 1 and tiles <= SUM_LAST_TILES
-    if splits > 1 and not in_launch:
+    if splits > 1:
         target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
         lc, dc, sc = layout_of(target[0], vec)
         s_cs = B * M * N // dc
     else:
         s_cs = 0
         lc, dc, sc = layout_of(out, vec)
-    epilogue = splits == 1 or in_launch
-    s_ws = B * M * N if in_launch else 0
-    ints = (M // dm, N // dn, K // dk, k_per_q, s_ws, splits, *sa, *sb, s_cs, *sc, *x.stride())
+    epilogue = splits == 1
+    ints = (M // dm, N // dn, K // dk, k_per_q, *sa, *sb, s_cs, *sc, *x.stride())
     constexprs = dict(
         HAS_BIAS=has_bias and epilogue, BIAS_MODE=bias_mode(x.stride()) if has_bias else 0,
         SCALED=scaled and epilogue,
         IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
         A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=False, SUM_LAST=in_launch,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=False,
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
-    return (tiles, splits), splits, in_launch, ints, constexprs
-
-
-#: Tiles a launch that sums its split in the kernel may have: one int32 counter each, in
-#: a buffer kept per device (:func:`_counters`). Split-K runs where the tiles fill less
-#: than half the SMs, so 4,096 is far more than any split product has; a launch with
-#: more sums in a second kernel.
-SUM_LAST_TILES = 4096
-
-
-@functools.cache
-def _counters(device: torch.device) -> torch.Tensor:
-    """The device's counters of :data:`SUM_LAST_TILES` tiles, zero between launches: the
-    last program of each tile sets its counter back. Kept for the process (a lane
-    repeats its address). Launches on one stream only: two in flight at once on
-    different streams would share counters."""
-    return torch.zeros(SUM_LAST_TILES, dtype=torch.int32, device=device)
+    return (tiles, splits), splits, ints, constexprs
 
 
 # Like matmul_tma.tma_matmul_into's signature, kept apart: the path that always serves
@@ -261,16 +240,12 @@ def matmul_into(
     beta: float = 1.0,
     config: Config | None = None,
     lane_out: list | None = None,
-    sum_last: bool = False,
 ) -> torch.Tensor:
     """``out[i] = alpha * a[i] @ b[i] + beta * bias[i]`` for 3-D ``[batch, M, K]`` and
     ``[batch, K, N]`` operands of one float dtype, into a 3-D ``out`` (any strides, not
     overlapping its inputs); ``bias`` broadcastable to ``out`` (expanded, not copied), or
     None. ``config`` overrides the bucket's (the tuning script). With ``lane_out``, a
-    compiled launch appends its lane there, a split one with its sum (:func:`_mm_lane`).
-    ``sum_last``: a split is summed by each tile's last program in the one launch
-    (the kernel's ``SUM_LAST``: no second launch, the partials read back from L2), not
-    by :func:`sum_split_partials`; the same bits either way."""
+    compiled launch appends its lane there, a split one with its sum (:func:`_mm_lane`)."""
     B, M, K = a.shape
     N = b.shape[2]
     if out.numel() == 0:
@@ -288,56 +263,52 @@ def matmul_into(
     key = (cfg, a.dtype, a.device, a.shape, a.stride(), b.shape, b.stride(), out.shape,
            out.stride(), x.stride(), has_bias, alpha != 1, a.data_ptr() & 15 == 0,
            b.data_ptr() & 15 == 0, out.data_ptr() & 15 == 0, sm_count(a.device),
-           _INTERPRETING, sum_last)  # fmt: skip
+           _INTERPRETING)  # fmt: skip
     plan = _MM_PLANS.get(key)
     if plan is None:
-        plan = remember(_MM_PLANS, key,
-                        _mm_plan(out, a, b, x, cfg, has_bias, alpha != 1, sum_last))  # fmt: skip
-    grid, splits, in_launch, ints, constexprs = plan
+        plan = remember(_MM_PLANS, key, _mm_plan(out, a, b, x, cfg, has_bias, alpha != 1))
+    grid, splits, ints, constexprs = plan
     if splits > 1:
-        ws = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
-        target = out if in_launch else ws
-        counts = _counters(a.device) if in_launch else ws
+        target = torch.empty((splits, B, M, N), dtype=torch.float32, device=a.device)
     else:
-        ws = counts = target = out  # read by neither: SUM_LAST is off
-    args = (a, b, target, x, ws, counts, *ints, float(alpha), float(beta))
+        target = out
+    args = (a, b, target, x, *ints, float(alpha), float(beta))
     mm_launcher(grid, args, **constexprs)
     summed: list = []
-    if splits > 1 and not in_launch:
+    if splits > 1:
         sum_split_partials(target.view(splits, -1), out, x if has_bias else None, alpha, beta,
                            summed)  # fmt: skip
     if lane_out is not None:
         lane = _MM_LANES.get(key, False)
         if lane is False:
-            lane = remember(_MM_LANES, key, _mm_lane(grid, args, constexprs, summed, ws,
-                                                     (a, b, out, x), has_bias, in_launch))  # fmt: skip
+            lane = remember(_MM_LANES, key, _mm_lane(grid, args, constexprs, summed, target,
+                                                     (a, b, out, x), has_bias))  # fmt: skip
         if lane is not None:
             lane_out.append(lane)
     return out
 
 
 def _mm_lane(grid: tuple[int, int], args: tuple, constexprs: dict[str, Any], summed: list,
-             ws: torch.Tensor, tensors: tuple[torch.Tensor, ...], has_bias: bool,
-             in_launch: bool) -> Any:  # fmt: skip
+             target: torch.Tensor, tensors: tuple[torch.Tensor, ...],
+             has_bias: bool) -> Any:  # fmt: skip
     """The lane of :func:`matmul_into`'s launch on ``args``
     (:func:`~opbench.kernels._lib.matmul_lanes.product_lane`): with a split, into a fresh
-    workspace shaped like ``ws``, then the sum ``summed`` holds, or (``in_launch``) C
-    written by the launch itself, the tiles counted in the device's counters. None
-    under the interpreter (nothing compiled to repeat). ``tensors``: A, B, C and the bias
-    as launched (C where there is none), whose alignment the kernel was compiled for."""
+    workspace shaped like ``target``, then the sum ``summed`` holds. None under the
+    interpreter (nothing compiled to repeat). ``tensors``: A, B, C and the bias as
+    launched (C where there is none), whose alignment the kernel was compiled for."""
     compiled = mm_launcher.compiled_for(args, constexprs)
     if compiled is None:
         return None
     splits = grid[1]
-    # which address each tensor argument reads (C, bias, workspace, counters:
-    # matmul_lanes.Step); the unused workspace and counters are C's, or the workspace's
-    sources = ((0, 1, 2, 3, 4, 5) if in_launch else (0, 1, 4, 3, 4, 4) if splits > 1
-               else (0, 1, 2, 3, 2, 2))  # fmt: skip
-    step = (compiled, (*grid, 1), (*args, *compiled[1]), sources)
+    step = (
+        compiled,
+        (*grid, 1),
+        (*args, *compiled[1]),
+        (0, 1, 4, 3) if splits > 1 else (0, 1, 2, 3),
+    )
     aligned = tuple(t.data_ptr() & 15 == 0 for t in tensors)
     return product_lane(step, summed, has_bias, aligned, args[0].device.index,
-                        tuple(ws.shape) if splits > 1 else None,
-                        args[5] if in_launch else None)  # fmt: skip
+                        tuple(target.shape) if splits > 1 else None)  # fmt: skip
 
 
 def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
@@ -356,8 +327,8 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     if _INTERPRETING or a.dtype == torch.float32 or 2 * B * M * N * K < MIN_FLOP:
         return matmul_into(out, a, b, bias, alpha, beta, None, lane_out)
     for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
-        if kind in ("ptr", "ptr1"):
-            return matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out, kind == "ptr1")
+        if kind == "ptr":
+            return matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out)
         if kind == "tmab":
             from opbench.kernels._lib.matmul_tma_batched import tma_bmm_into  # the GPU's
 

@@ -95,9 +95,9 @@ def matmul_batch_sum_into(
         lc, dc, sc = layout_of(out.unsqueeze(0), vec)
     mm_launcher(
         (tiles, groups),
-        (a, b, target, target, target, target, M // dm, N // dn, K // dk,
-         (B // groups) * cdiv(K, bk), 0, groups, *sa, *sb, s_cs, 0, *sc[1:], 0, 0, 0, 1.0, 1.0),
-        HAS_BIAS=False, BIAS_MODE=0, SCALED=False, SUM_LAST=False,
+        (a, b, target, target, M // dm, N // dn, K // dk, (B // groups) * cdiv(K, bk),
+         *sa, *sb, s_cs, 0, *sc[1:], 0, 0, 0, 1.0, 1.0),
+        HAS_BIAS=False, BIAS_MODE=0, SCALED=False,
         IEEE=a.dtype == torch.float32, TO_F32=_INTERPRETING, DM=dm, DN=dn, DK=dk,
         A_LAYOUT=la, DA=da, B_LAYOUT=lb, DB=db, C_LAYOUT=lc, DC=dc,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, BATCH_K=True,

@@ -34,8 +34,8 @@ __all__ = ["_mm_kernel"]
 
 @jit_unspecialized
 def _mm_kernel(
-    a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, count_ptr,
-    Mq: tl.int64, Nq: tl.int64, Kq: tl.int64, k_per_q: tl.int64, s_ws: tl.int64, n_split: tl.int64,
+    a_ptr, b_ptr, c_ptr, bias_ptr,
+    Mq: tl.int64, Nq: tl.int64, Kq: tl.int64, k_per_q: tl.int64,
     s_ab: tl.int64, s_am: tl.int64, s_ak: tl.int64,
     s_bb: tl.int64, s_bk: tl.int64, s_bn: tl.int64,
     s_cs: tl.int64, s_cb: tl.int64, s_cm: tl.int64, s_cn: tl.int64,
@@ -46,7 +46,7 @@ def _mm_kernel(
     A_LAYOUT: tl.constexpr, DA: tl.constexpr, B_LAYOUT: tl.constexpr, DB: tl.constexpr,
     C_LAYOUT: tl.constexpr, DC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    BATCH_K: tl.constexpr, SUM_LAST: tl.constexpr,
+    BATCH_K: tl.constexpr,
 ):  # fmt: skip
     # Sizes and strides arrive divided by what they are known to be multiples of (the
     # D* constexprs) and are multiplied back here: Triton's alignment analysis then sees
@@ -147,32 +147,9 @@ def _mm_kernel(
             a_ptrs += BLOCK_K * sak
             b_ptrs += BLOCK_K * sbk
     out = acc
-    mask = m_ok[:, None] & n_ok[None, :]
-    if SUM_LAST:
-        # split-K summed by the tile's last program, in one launch: each program writes
-        # its fp32 partial to the workspace [n_split, batch, M, N] (s_ws apart) and counts
-        # itself in at the tile's counter; the one that counts last reads every partial
-        # back in split order (its own too: the same bits whichever program is last, and
-        # the same as the two-launch sum's), applies the epilogue below and stores C; the
-        # others store nothing. It sets the counter back to 0 for the next launch.
-        w_ptrs = ws_ptr + b * (M * N) + rm[:, None] * N + rn[None, :]
-        tl.store(w_ptrs + split * s_ws, acc, mask=mask)
-        # every thread's partial is written before the count (released with it, acq_rel:
-        # CUTLASS's semaphore order); a scalar atomic runs on one thread, its result
-        # shared through shared memory after a barrier, so the reads below follow it
-        tl.debug_barrier()
-        arrived = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel", scope="gpu")
-        last = arrived == n_split - 1
-        if last:
-            out = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
-            for s in range(0, n_split):  # .cg: from L2, where the other SMs wrote
-                out += tl.load(w_ptrs + s * s_ws, mask=mask, other=0.0, cache_modifier=".cg")
-            tl.store(count_ptr + pid, 0)
-        # broadcast through a tile of integers: the interpreter rejects a bool tile & a
-        # bool scalar as a mask
-        mask = mask & ((rn[None, :] * 0 + last.to(tl.int32)) != 0)
     if SCALED:
         out = out * tl.cast(alpha, tl.float32)
+    mask = m_ok[:, None] & n_ok[None, :]
     if HAS_BIAS:
         # a bias vector is loaded once per tile and broadcast (BIAS_MODE, see
         # bias_mode): loading it through a [BLOCK_M, BLOCK_N] grid of 64-bit addresses
@@ -189,6 +166,6 @@ def _mm_kernel(
             x = tl.load(xb + rm[:, None] * s_xm + rn[None, :] * s_xn, mask=mask,
                         other=0.0).to(tl.float32)  # fmt: skip
         out = out + tl.cast(beta, tl.float32) * x
-    # C, or (split-K without SUM_LAST) the partials' workspace [splits, batch, M, N], s_cs apart
+    # split-K partials go to a workspace [splits, batch, M, N] (s_cs apart)
     c_ptrs = c_ptr + split * (s_cs * DC) + b * (s_cb * DC) + rm[:, None] * scm + rn[None, :] * scn
     tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)

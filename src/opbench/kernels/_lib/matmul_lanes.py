@@ -77,30 +77,26 @@ def keep(key: tuple | None, lanes: list) -> None:
 
 #: One launch a lane repeats: (compiled kernel and its constexpr tail, grid, the launch's
 #: arguments with that tail, and which address each of its tensors or descriptors reads:
-#: 0 A, 1 B, 2 C, 3 the bias, 4 the split-K workspace, 5 the tiles' counters of a split
-#: summed in its launch)
+#: 0 A, 1 B, 2 C, 3 the bias, 4 the split-K workspace)
 Step = tuple[tuple[Any, tuple], tuple[int, int, int], tuple, Sequence[int]]
 
 
 def lane_of(steps: Sequence[Step], has_bias: bool, aligned: tuple[bool, ...], index: int,
-            workspace: tuple[int, ...] | None = None,
-            counters: torch.Tensor | None = None) -> Callable[..., bool]:  # fmt: skip
+            workspace: tuple[int, ...] | None = None) -> Callable[..., bool]:  # fmt: skip
     """A repeat of the launches ``steps`` (one kernel, or a split-K product and its sum)
     as one function of the call's addresses and scalars, ``lane(pa, pb, pc, px, alpha,
     beta)`` (operands A, B, C and the bias, read only with one; ``px`` is C's otherwise).
     Each step's alpha and beta are its last two arguments before the constexpr tail.
     With ``workspace`` (a shape), each call allocates a float32 workspace on device
-    ``index`` first, as the full path does; ``counters`` (kept by the lane) is address 5.
-    False, having done nothing, where an address's 16-byte alignment differs from
-    ``aligned`` (A, B, C, bias: what the kernels were compiled for) or launch hooks are
-    installed."""
+    ``index`` first, as the full path does. False, having done nothing, where an
+    address's 16-byte alignment differs from ``aligned`` (A, B, C, bias: what the
+    kernels were compiled for) or launch hooks are installed."""
     repeats = []
     for (k, consts), grid, args, sources in steps:
         n = len(args) - len(consts)
         repeats.append(tma_launch.repeater(k, grid, index, args, sources, (n - 2, n - 1)))
     hooks = _launch._hooks
     device = torch.device("cuda", index)
-    fixed = () if counters is None else (counters.data_ptr(),)
 
     def lane(pa: int, pb: int, pc: int, px: int, alpha: float, beta: float) -> bool:
         px = px if has_bias else pc
@@ -110,7 +106,7 @@ def lane_of(steps: Sequence[Step], has_bias: bool, aligned: tuple[bool, ...], in
         addresses: tuple[int, ...] = (pa, pb, pc, px)
         if workspace is not None:
             ws = torch.empty(workspace, dtype=torch.float32, device=device)
-            addresses = (*addresses, ws.data_ptr(), *fixed)
+            addresses = (*addresses, ws.data_ptr())
         for repeat in repeats:
             repeat(addresses, alpha, beta)
         return True
@@ -125,16 +121,14 @@ Summed = tuple[tuple[Any, tuple], tuple[int, int, int], tuple]
 
 def product_lane(product: Step, summed: Sequence[Summed], has_bias: bool,
                  aligned: tuple[bool, ...], index: int,
-                 workspace: tuple[int, ...] | None = None,
-                 counters: torch.Tensor | None = None) -> Callable[..., bool] | None:  # fmt: skip
+                 workspace: tuple[int, ...] | None = None) -> Callable[..., bool] | None:  # fmt: skip
     """The lane (:func:`lane_of`) of a matmul launch ``product`` and, split over K
     (``workspace``: the partials' shape), of the sum launches ``summed`` recorded after
-    it, each reading the workspace, C and the bias; or, with ``counters``, of a split
-    summed in its own launch (the pointer kernel's ``SUM_LAST``), nothing after it. One
-    place for the pointer kernel's and the TMA kernel's split lanes, so their sum's
-    sources cannot drift apart. None for a split whose sum recorded nothing (the
-    interpreter's): a lane without its sum would leave C unwritten."""
-    if workspace is not None and not summed and counters is None:
+    it, each reading the workspace, C and the bias. One place for the pointer kernel's
+    and the TMA kernel's split lanes, so their sum's sources cannot drift apart. None for
+    a split whose sum recorded nothing (the interpreter's): a lane without its sum would
+    leave C unwritten."""
+    if workspace is not None and not summed:
         return None
     steps = [product, *((*s, (4, 2, 3)) for s in summed)]
-    return lane_of(steps, has_bias, aligned, index, workspace, counters)
+    return lane_of(steps, has_bias, aligned, index, workspace)

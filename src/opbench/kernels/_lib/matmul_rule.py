@@ -55,7 +55,6 @@ from typing import Any
 
 __all__ = [
     "DISTANCE",
-    "HALF",
     "MIN_FLOP",
     "POINTER",
     "RANK_H",
@@ -110,9 +109,6 @@ TMA_BATCHED: list[tuple[int, ...]] = [
 MIN_FLOP = 1e9
 #: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
 WAVE = 1
-#: The 8th entry of a ``ptr1`` candidate whose count is half :func:`split_for`'s: the last
-#: program of a tile reads every partial alone, so fewer, longer splits may win there.
-HALF = 2
 #: Split-K candidates (kernel, BLOCK_M, BLOCK_N, warps, stages; BLOCK_K 64, GROUP_M 8),
 #: where their tiles fill less than half the SMs: one warpgroup's tiles on both kernels,
 #: then two warpgroups' 128x128 on the TMA one (the weight gradients' long-K products,
@@ -151,12 +147,7 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
     its fixed tiles, then split-K where it applies (a 7th configuration entry: the
     programs along K), by :func:`split_for` and then, where it counts otherwise, by
     :func:`one_wave_split` (an 8th entry, :data:`WAVE`, names that count's rule; the
-    kernels read the first seven). Then ``ptr1``: each pointer-kernel split again, its
-    partials summed by each tile's last program in the one launch (the kernel's
-    ``SUM_LAST``) where ``ptr`` sums them in a second, and again at half
-    :func:`split_for`'s count where that is 4 or more (:data:`HALF`). Added 2026-11-29 and not yet timed:
-    a candidate no neighbour timed counts the cap (:func:`rank`), so it ranks after every
-    timed one until a sweep times it (``matmul_paths.py --skip-from``)."""
+    kernels read the first seven)."""
     out = [("ptr", c) for c in POINTER]
     if batch == 1:
         out += [("tma", c) for c in TMA]
@@ -170,24 +161,16 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
         s1 = one_wave_split(M, N, K, bm, bn, 64, batch)
         if s1 > 1 and s1 != split_for(M, N, K, bm, bn, 64, batch) and (kind == "ptr" or batch == 1):
             out.append((kind, (bm, bn, 64, 8, warps, stages, s1, WAVE)))
-    # last: the pointer kernel's splits again, summed in their own launch, and at half
-    # split_for's count
-    ptr_splits = [cfg for kind, cfg in out if kind == "ptr" and len(cfg) > 6]
-    out += [("ptr1", cfg) for cfg in ptr_splits]
-    out += [("ptr1", (*cfg[:6], cfg[6] // 2, HALF)) for cfg in ptr_splits
-            if len(cfg) == 7 and cfg[6] >= 4]  # fmt: skip
     return out
 
 
 def generic_name(kind: str, cfg: tuple[int, ...]) -> str:
     """A candidate's name with its split count left out (``ptr:128x128x64/4w4s/S``, ``/S1``
-    where the count is :func:`one_wave_split`'s, ``/Sh`` where it is half
-    :func:`split_for`'s): the same candidate on products whose split counts differ.
-    GROUP_M is named where it is not 8 (``/g16``)."""
+    where the count is :func:`one_wave_split`'s): the same candidate on products whose
+    split counts differ. GROUP_M is named where it is not 8 (``/g16``)."""
     bm, bn, bk, group, warps, stages = cfg[:6]
-    split = "" if len(cfg) < 7 else "/S" if len(cfg) == 7 else {WAVE: "/S1", HALF: "/Sh"}[cfg[7]]
     return (f"{kind}:{bm}x{bn}x{bk}/{warps}w{stages}s" + (f"/g{group}" if group != 8 else "")
-            + split)  # fmt: skip
+            + ("/S1" if len(cfg) > 7 else "/S" if len(cfg) > 6 else ""))  # fmt: skip
 
 
 def layout_key(t: Any) -> str:
