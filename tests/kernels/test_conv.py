@@ -171,11 +171,15 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     assert_matches(got, aten.convolution_backward, *args)
 
 
+@pytest.mark.parametrize("ruled", [False, True], ids=["tables", "ruled"])
 @pytest.mark.parametrize("case", ["2d_pointwise", "2d_pointwise_transposed", "3d_pointwise"])
-def test_pointwise_convolutions_run_as_matrix_products(case: str) -> None:
+def test_pointwise_convolutions_run_as_matrix_products(case: str, ruled: bool,
+                                                       monkeypatch) -> None:  # fmt: skip
     """1x1, stride 1, unpadded, one group: the forward pass and the weight gradient go to
     the matmul kernel (per-image products over views; the weight gradient summed over the
-    images in one reduction, ``test_pointwise_conv.py``), not the implicit GEMM."""
+    images in one reduction, ``test_pointwise_conv.py``), not the implicit GEMM; their
+    products served by the tables or (``POINTWISE_RULED``) by the matmul shape rule."""
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_RULED", ruled)
     x, w, b, stride, padding, dilation, transposed, out_pad, groups = _args(case, torch.float32,
                                                                             True)  # fmt: skip
     assert conv_pointwise._pointwise(w.shape[2:], stride, padding, out_pad, groups)
@@ -298,9 +302,13 @@ def _count_direct(monkeypatch) -> list[tuple[int, ...]]:
 def _dw_tiles(monkeypatch, tiles: str) -> None:
     """``gpu``: the GPU's tile choice under the interpreter shrunk so every case runs
     several position and channel tiles (4 channels: 20 and 12 split unevenly; channels
-    last included); ``int64``: that and 64-bit offsets forced."""
+    last included); ``int64``: that and 64-bit offsets forced; ``unrolled``: that with
+    the loop over kernel rows unrolled for every kernel size, both layouts."""
     if tiles == "interpreter":
         return
+    if tiles == "unrolled":
+        monkeypatch.setattr(conv, "DW_UNROLL_MAX_KH", 99)
+        monkeypatch.setattr(conv, "DW_UNROLL_MAX_KH_CL", 99)
     monkeypatch.setattr(conv, "_INTERPRETING", False)
     for name, v in (("DW_BLOCK_P", 16), ("DW_BLOCK_C", 4), ("DW_BLOCK_P_CL", 16),
                     ("DW_BLOCK_C_CL", 4)):  # fmt: skip
@@ -346,7 +354,7 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tiles", ["gpu", "int64"])
+@pytest.mark.parametrize("tiles", ["gpu", "int64", "unrolled"])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("case", list(DW_CASES))
 def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypatch) -> None:
@@ -434,7 +442,7 @@ def test_depthwise_plans_are_kept_per_call_and_settings(monkeypatch) -> None:
     x5, w5 = x.unsqueeze(2), _r((6, 1, 1, 5, 5), torch.float32, 42)
     y5 = torch.empty((2, 6, 1, 21, 21))
 
-    def plan(tiles=(64, 4, 4, 3, False)):
+    def plan(tiles=(64, 4, 4, 3, False, 0)):
         return conv_depthwise.depthwise_plan(
             tuple(x5.shape), x5.stride(), tuple(w5.shape), w5.stride(), tuple(y5.shape),
             y5.stride(), 1, 1, (1, 1, 1), (0, 2, 2), (1, 1, 1), False, 2, False, 2**31, tiles)  # fmt: skip
@@ -446,14 +454,17 @@ def test_depthwise_plans_are_kept_per_call_and_settings(monkeypatch) -> None:
     bounded = plan()
     assert bounded.pads is None and not bounded.consts["NO_BOUNDS"]
     assert bounded.ints[3:5] == (21, 21) and bounded.ints[9:11] == (2, 2)
-    assert plan((32, 4, 4, 3, False)).grid == (cdiv(2 * 21 * 21, 32), 2)
+    assert plan((32, 4, 4, 3, False, 0)).grid == (cdiv(2 * 21 * 21, 32), 2)
     cl = x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)  # channels-last
     taps = conv_depthwise.depthwise_plan(
         tuple(cl.shape), cl.stride(), tuple(w5.shape), w5.stride(), tuple(y5.shape),
         y5.stride(), 1, 1, (1, 1, 1), (0, 2, 2), (1, 1, 1), False, 2, False, 2**31,
-        (4, 64, 2, 3, False))  # fmt: skip
+        (4, 64, 2, 3, False, 0))  # fmt: skip
     assert taps.weight == "taps_major" and taps.pads is None and taps.consts["CHANNELS_INNER"]
     assert taps.ints[16:19] == (1, 1, 6)  # a tap's channels contiguous, taps 6 apart
+    # the 5x5 kernel's rows unrolled from a limit of 5 rows on, not below
+    assert first.consts["KH_UNROLL"] == 1 and plan((64, 4, 4, 3, False, 4)).consts["KH_UNROLL"] == 1
+    assert plan((64, 4, 4, 3, False, 5)).consts["KH_UNROLL"] == 5
 
 
 def test_padded_planes_match_torch_pad(monkeypatch) -> None:

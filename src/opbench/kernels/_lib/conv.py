@@ -170,6 +170,20 @@ DW_WARPS_CL = 2
 #: the same on the H200 (``conv-cl-depthwise-h200-2026-11-28-stages.json``).
 DW_STAGES = 3
 DW_STAGES_CL = 3
+#: The direct kernel's loop over kernel rows is unrolled (every tap's load in flight at
+#: once, not a row's at a time) for kernels of at most ``DW_UNROLL_MAX_KH`` rows (NCHW;
+#: channels-last ``_CL``). On an H200 (2026-11-29, Triton 3.6, device time of the kernel,
+#: ``dw-unroll-h200-2026-11-29.md``), the tuning half's 8 most used depthwise forward
+#: rows: 3x3 ones 15% faster (``[16, 216, 42, 42]`` 50.0 -> 42.5 us, ``[16, 864, 11,
+#: 11]`` 16.3 -> 13.8, ``[16, 432, 21, 21]`` 26.0 -> 22.2), 5x5 ones 1-6% slower
+#: (``[128, 1152, 7, 7]`` 122 -> 130): the limit is 3 rows. Held out, the 3x3 rows gained
+#: as much (``[32, 728, 19, 19]`` 69.1 -> 59.0 us, cuDNN 19.7) and unrolled 7x7 ones lost
+#: (NCHW ``[32, 768, 32, 32]`` 437 -> 532, channels-last ``[32, 512, 14, 14]`` 104 -> 124).
+#: Checked on 10 rows of each half (``dw-unroll-rule-h200-2026-11-29.md``): forward device
+#: 0.752x -> 0.789x eager tuning, 0.737x -> 0.786x held out. Channels-last 3x3 rows were
+#: not among those timed: off there.
+DW_UNROLL_MAX_KH = 3
+DW_UNROLL_MAX_KH_CL = 0
 #: Channels-last: a tap's weights as a whole tile (a load an element) or (off) a vector put
 #: in the tile's layout through shared memory: on the H200 the vector 0.385x eager against
 #: 0.336x (``[32, 512, 14, 14]`` 7x7), 0.659 against 0.632 (``[128, 64, 56, 56]`` 3x3).
@@ -350,7 +364,9 @@ class _DepthwiseRun(NamedTuple):
 def _dw_settings() -> tuple:
     """Every setting a depthwise forward's plan depends on, read now."""
     return (DW_BLOCK_C, DW_BLOCK_P, DW_WARPS, DW_BLOCK_P_CL, DW_BLOCK_C_CL, DW_WARPS_CL,
-            DW_STAGES, DW_STAGES_CL, DW_WEIGHT_TILE_CL, _I32_LIMIT, conv_depthwise.DW_PADDED,
+            DW_STAGES, DW_STAGES_CL, DW_WEIGHT_TILE_CL, DW_UNROLL_MAX_KH, DW_UNROLL_MAX_KH_CL,
+            _I32_LIMIT,
+            conv_depthwise.DW_PADDED,
             conv_depthwise.DW_PAD_MIN_TAPS, conv_depthwise.DW_PAD_MAX_GROWTH)  # fmt: skip
 
 
@@ -448,7 +464,7 @@ def convolution(
             cin_g, cout_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), bool(transposed), spatial,
             bias is not None, _I32_LIMIT,
             (*_dw_blocks(M, C_out, inner), DW_STAGES_CL if inner else DW_STAGES,
-             DW_WEIGHT_TILE_CL),
+             DW_WEIGHT_TILE_CL, DW_UNROLL_MAX_KH_CL if inner else DW_UNROLL_MAX_KH),
         )  # fmt: skip
         run = _DepthwiseRun(_dw_settings(), view_spec(out), view_spec(x), view_spec(w),
                             view_spec(y), plan)  # fmt: skip

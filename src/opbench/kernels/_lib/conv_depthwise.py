@@ -123,7 +123,7 @@ def _depthwise_kernel(
     TRANSPOSED: tl.constexpr, SGN: tl.constexpr, UNIFORM: tl.constexpr,
     HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, BIG: tl.constexpr,
     CHANNELS_INNER: tl.constexpr, NO_BOUNDS: tl.constexpr, W_TILE: tl.constexpr,
-    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr, KH_UNROLL: tl.constexpr,
 ):  # fmt: skip
     """``y[m, co] = sum over j < CIN_G and kernel positions k of x[m moved by k,
     g*CIN_G + j] * w(co, j, k)`` with ``g = co // COUT_G`` (a group's ``CIN_G`` input and
@@ -210,7 +210,10 @@ def _depthwise_kernel(
                     d_ok = d_ok & (i_d % SD == 0)
                     i_d = tl.where(d_ok, i_d, 0) // SD
                 d_ok = d_ok & (i_d >= 0) & (i_d < D)
-            for kh in range(KH):  # (a 7x7 channels-last tile: 32 registers, 5.9 KB of stack)
+            # kernel rows unrolled by KH_UNROLL (KH: every row's loads issued before the
+            # first FMA; 1: a loop, each row a round trip to memory). Unrolled, a 7x7
+            # channels-last tile took 32 registers more and 5.9 KB of stack
+            for kh in tl.range(KH, loop_unroll_factor=KH_UNROLL):
                 # the row's pointers once a row: the taps along it add constants where
                 # the input's last stride is 1 (NCHW), folded into the loads' addresses
                 if HAS_D:
@@ -408,7 +411,7 @@ def depthwise_plan(
     """The direct kernel's launch for 5-D views (``[N, C, D, H, W]``) of these sizes and
     strides: everything of a depthwise convolution that follows from sizes, strides and
     settings alone, kept per distinct call (a model calls few shapes many times).
-    ``tunables``: ``(BLOCK_P, BLOCK_C, num_warps, num_stages, W_TILE)`` as ``conv`` picks
+    ``tunables``: ``(BLOCK_P, BLOCK_C, num_warps, num_stages, W_TILE, unroll_max_kh)`` as ``conv`` picks
     them; the padding rule's settings (:data:`DW_PADDED`, ...) join the key here, so a
     change of any setting (a sweep's ``--set``, a test's) is a new plan. ``i32_limit``:
     offsets from it on need 64-bit indexing (``conv._I32_LIMIT``)."""
@@ -425,7 +428,7 @@ def _plan(
     dilation: tuple[int, int, int], transposed: bool, spatial: int, has_bias: bool,
     i32_limit: int, tunables: tuple[Any, ...], _pad_rule: tuple[Any, ...],
 ) -> DepthwisePlan:  # fmt: skip
-    bp, bc, warps, stages, w_tile = tunables
+    bp, bc, warps, stages, w_tile, unroll_max_kh = tunables
     N, C_in, D, H, W = x_shape
     OD, OH, OW = y_shape[2:]
     A, B, KD, KH, KW = w_shape
@@ -465,6 +468,7 @@ def _plan(
         UNIFORM=uniform, HAS_D=spatial == 3, HAS_BIAS=has_bias, BIG=big,
         CHANNELS_INNER=inner, NO_BOUNDS=pads is not None, BLOCK_P=bp, BLOCK_C=bc,
         num_warps=warps, num_stages=stages, W_TILE=w_tile,
+        KH_UNROLL=KH if KH <= unroll_max_kh else 1,
     )  # fmt: skip
     return DepthwisePlan(weight, pads, (cdiv(M, bp), cdiv(C_out, bc)), ints, consts)
 

@@ -19,6 +19,7 @@ from opbench.kernels._lib.matmul import (
     SHAPE_CONFIGS,
     config_for,
     matmul_into,
+    matmul_ruled_into,
     sum_split_partials,
 )
 from opbench.kernels._lib.matmul_batch_sum import matmul_batch_sum_into
@@ -47,6 +48,15 @@ __all__ = [
 #: an image's 196 positions fill 4 columns of 64 (23% masked off) but 2 of 128 (35%).
 #: Untimed on a GPU: ``benchmarks/probes/pointwise_conv_probe.py`` times it and sweeps others.
 POINTWISE_CONFIG = (128, 64, 64, 8, 4, 4)
+#: Serve a pointwise convolution's products (the forward and the input gradient, a product
+#: per image; the weight gradient where the images merge into one product) by the matmul
+#: shape rule (:func:`~opbench.kernels._lib.matmul.matmul_ruled_into`, fitted on the
+#: matmul family's traced products) rather than the tables above. Off: on an H200
+#: (2026-11-29, ``pw-ruled-h200-2026-11-29.md``, 20 rows of each half and op) the tuning
+#: half's forward gained device time (1.116x -> 1.169x eager) and lost host time
+#: (``do_bench`` 1.024x -> 0.99x: the rule's ranking is per call), its backward lost both
+#: (0.724x -> 0.718x, 0.61x -> 0.577x).
+POINTWISE_RULED = False
 POINTWISE_CONFIG_F32 = (64, 64, 32, 8, 4, 3)
 POINTWISE_MIN_TILE = 64
 
@@ -176,7 +186,10 @@ def pointwise_forward(plan: ForwardPlan, x: torch.Tensor, weight: torch.Tensor,
         out = torch.empty_strided(*plan.out, dtype=x.dtype, device=x.device)
     y3, a, x3 = out.as_strided(*plan.y3), weight.as_strided(*plan.a), x.as_strided(*plan.x3)
     b3 = None if plan.b3 is None else bias.as_strided(*plan.b3)
-    matmul_into(y3, a, x3, b3, config=_pointwise_config(y3, a, x3))
+    if POINTWISE_RULED:
+        matmul_ruled_into(y3, a, x3, b3)
+    else:
+        matmul_into(y3, a, x3, b3, config=_pointwise_config(y3, a, x3))
     return out
 
 
@@ -251,7 +264,9 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
         dw = torch.empty_strided(*plan.dw, dtype=a.dtype, device=a.device)
     if plan.merged is not None:
         d, m, n = plan.merged
-        matmul_into(dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n))
+        (matmul_ruled_into if POINTWISE_RULED else matmul_into)(
+            dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n)
+        )
         return dw
     d, m, n = plan.per_image
     dw2, a3, b3t = dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n)
