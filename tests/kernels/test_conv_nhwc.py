@@ -257,7 +257,7 @@ def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
     assert not grids
 
 
-@pytest.mark.parametrize("tiles", ["interpreter", "gpu"])
+@pytest.mark.parametrize("tiles", ["interpreter", "gpu", "gpu-many-c"])
 @pytest.mark.parametrize(
     "view",
     ["contiguous", "channel_slice", "batch_slice", "3d", "1d", "odd", "aligned8", "strided"],
@@ -265,9 +265,13 @@ def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
 def test_channels_last_copy(view: str, tiles: str, monkeypatch) -> None:
     """The copy into channels-last equals PyTorch's, element for element, for inputs
     whose positions are dense (the kernel) and others (PyTorch's copy); ``gpu``: the
-    GPU's 64 x 64 tiles over several tiles and a partial one."""
-    if tiles == "gpu":
+    GPU's tiles (up to 128 channels: one partial tile of 128 channels, positions over
+    several of 32 and a partial one); ``gpu-many-c``: the tile of more channels (64 x 16)
+    over several tiles of both, partial ones too."""
+    if tiles != "interpreter":
         monkeypatch.setattr(conv_nhwc, "_INTERPRETING", False)
+    if tiles == "gpu-many-c":
+        monkeypatch.setattr(conv_nhwc, "TRANSPOSE_SMALL_C_MAX", 0)
     base = _r((3, 72, 9, 10), torch.float16, 20)
     x = {
         "contiguous": base,

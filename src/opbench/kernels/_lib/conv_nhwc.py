@@ -273,6 +273,22 @@ def _packed_weight(w5: torch.Tensor, groups: int, transposed: bool, bn: int) -> 
     return out
 
 
+#: The NCHW -> channels-last transpose's tile, ``(BLOCK_C, BLOCK_S, warps)``: channels x
+#: positions, ``TRANSPOSE_TILE_SMALL_C`` for at most ``TRANSPOSE_SMALL_C_MAX`` channels
+#: (one tile of channels, where 64 left most of a second one masked off: 72 channels).
+#: Timed on an H200 (2026-11-29, ``transpose-tiles-h200-2026-11-29.json``, f16, device
+#: time): on the tuning half's inputs 64x64/4w (before) 18.0, 12.0, 10.7, 47.2, 50.2 us
+#: (``[128, 72, 14, 14]``, ``[128, 56, 14, 14]``, ``[128, 144, 7, 7]``, ``[32, 2048, 14,
+#: 14]``, ``[3, 256, 130, 130]``), 128x32/4w the fastest of 11 tiles on the first two
+#: (10.8, 9.0) and 64x16/2w on the rest taken together (10.0, 48.0, 51.0; geomean 0.924x
+#: the time over all five); held out, ``[64, 256, 14, 14]`` 18.4 -> 16.0, ``[64, 104, 14,
+#: 14]`` 14.0 -> 11.7, ``[64, 128, 14, 14]`` 12.2 -> 12.6. PyTorch's own copy: 9.7, 8.6,
+#: 7.6, 81.3, 76.9 us on the tuning ones, ahead on few channels; kept a Triton kernel.
+TRANSPOSE_TILE = (64, 16, 2)
+TRANSPOSE_TILE_SMALL_C = (128, 32, 4)
+TRANSPOSE_SMALL_C_MAX = 128
+
+
 @jit_unspecialized
 def _to_channels_last_kernel(
     x_ptr, y_ptr, C: tl.int64, S: tl.int64, xs0: tl.int64, xs1: tl.int64,
@@ -314,7 +330,8 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7; this kernel
     18.4 us with 2-byte loads (196 positions a channel are not a multiple of 8), so rows
     that allow it are read 4 or 8 bytes at a time (untimed)."""
-    plan = _transpose_plan(tuple(x5.shape), x5.stride(), _INTERPRETING)
+    tiles = TRANSPOSE_TILE_SMALL_C if x5.shape[1] <= TRANSPOSE_SMALL_C_MAX else TRANSPOSE_TILE
+    plan = _transpose_plan(tuple(x5.shape), x5.stride(), _INTERPRETING, tiles)
     if plan is None:
         return x5
     if plan == "torch":
@@ -326,26 +343,36 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     return y.permute(0, 4, 1, 2, 3)
 
 
+def _is_channels_last(shape: tuple[int, ...], st: tuple[int, ...]) -> bool:
+    """Channels contiguous and every other stride whole rows of channels: what
+    :func:`channels_last_5d` keeps as it is."""
+    C = shape[1]
+    return st[1] == 1 and all(st[i] % C == 0 or shape[i] == 1 for i in (0, 2, 3, 4))
+
+
 @functools.lru_cache(maxsize=4096)
 def _transpose_plan(
-    shape: tuple[int, ...], st: tuple[int, ...], interpreting: bool
+    shape: tuple[int, ...], st: tuple[int, ...], interpreting: bool, tiles: tuple[int, int, int]
 ) -> None | str | tuple[tuple[int, int, int], tuple[int, ...], dict[str, Any]]:
     """How :func:`channels_last_5d` turns a tensor of ``shape`` and strides ``st``: None
     (it is channels-last already), ``"torch"`` (PyTorch's copy: positions not dense, or
-    empty), or the transpose kernel's ``(grid, integer arguments, constexprs)``."""
+    empty), or the transpose kernel's ``(grid, integer arguments, constexprs)`` on
+    ``tiles`` (``BLOCK_C``, ``BLOCK_S``, warps: :data:`TRANSPOSE_TILE`)."""
     N, C, D, H, W = shape
-    if st[1] == 1 and all(st[i] % C == 0 or shape[i] == 1 for i in (0, 2, 3, 4)):
+    if _is_channels_last(shape, st):
         return None
     dense = (W == 1 or st[4] == 1) and (H == 1 or st[3] == W) and (D == 1 or st[2] == H * W)
     if not dense or N * C * D * H * W == 0:
         return "torch"
     S = D * H * W
-    bc, bs = (64, 64) if not interpreting else (max(16, next_pow2(C)), max(16, next_pow2(S)))
+    bc, bs, warps = tiles
+    if interpreting:  # few programs: the interpreter pays per program
+        bc, bs = max(16, next_pow2(C)), max(16, next_pow2(S))
     last = max((N - 1) * st[0] + (C - 1) * st[1] + S + bs, N * S * C + bs * C)
     consts = dict(
         BIG=last >= 2**31 - 2**17,  # conv._I32_LIMIT: a last tile's rows past the end
         X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=_common_power_of_two(C),
-        BLOCK_C=bc, BLOCK_S=bs, num_warps=4,
+        BLOCK_C=bc, BLOCK_S=bs, num_warps=warps,
     )  # fmt: skip
     return (cdiv(S, bs), cdiv(C, bc), N), (C, S, st[0], st[1]), consts
 
@@ -372,7 +399,7 @@ def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 def _channels_last_strides(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
     """The strides :func:`channels_last_5d` gives a ``[N, C, D, H, W]`` tensor: its own
     where it keeps it, a dense channels-last copy's otherwise."""
-    if _transpose_plan(shape, stride, _INTERPRETING) is None:
+    if _is_channels_last(shape, stride):
         return stride
     N, C, D, H, W = shape
     return (D * H * W * C, 1, H * W * C, W * C, C)
