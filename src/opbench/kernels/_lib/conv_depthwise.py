@@ -16,6 +16,17 @@ taps unrolled (constexpr kernel sizes), each a masked gather of the input at the
 positions and one weight vector a tap. Per tap a tile element costs one add, one AND and
 one FMA beside its load; its neighbours' taps hit L1.
 
+Where it stands, and why: on an H200 the NCHW 3x3 rows run at 2.5-3x cuDNN's time
+(held-out ``[32, 728, 19, 19]``: 59 us unrolled against 19.7; 2026-11-29,
+``benchmarks/results/dw-unroll-h200-2026-11-29.md``), and no setting closes it: tiles of 8
+channels, 512 positions or 2 warps were slower, and without any bounds (the padded planes)
+the kernel alone still took 46.5 us. Each tap re-reads its input from L1 as 2-byte loads
+(an odd plane width leaves no aligned vector), so every output costs a load a tap, where
+cuDNN stages a tile with its halo in shared memory and reuses it across the taps. Triton
+gives no handle on that reuse here (no slices or shifts of a register tile); a kernel
+that wants it needs shared memory of its own (CUDA, or a Triton with explicit shared
+memory). The 5x5 and 7x7 rows, on zero-padded planes, run at 0.8-1.9x eager.
+
 Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
 ``conv_kernels``' docstring says why.
 """
