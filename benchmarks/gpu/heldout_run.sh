@@ -11,7 +11,8 @@
 # The run directory lives in /tmp (a carried folder is replaced on every call), and is
 # packed into $OUT/heldout-run.tgz after every call, so a machine given back loses
 # nothing: the next machine unpacks it with RESTORE=path/to/heldout-run.tgz (carried).
-# Once the run is whole, $OUT holds the report (triton-heldout-<GPU>.json and .md).
+# Once the run is whole, $OUT holds the report (triton-heldout-<GPU>.json and .md); set
+# COMMIT=<the commit run> for its command line (the GPU machine's copy has no reliable git).
 # The H200 took 335 + 101 s for 124 tests over 63 ops (2026-11-29).
 set -uo pipefail
 source benchmarks/common/gpu_env.sh
@@ -19,22 +20,29 @@ RUN=${RUN:-/tmp/heldout-run}
 LIMIT=${LIMIT:-500}
 BACKEND=${BACKEND:-triton}
 GPU=${GPU:-$(python3 -c "import torch; n = torch.cuda.get_device_name(); print(next((g for g in ('h100', 'h200', 'b200', 'a100') if g in n.lower()), 'gpu'))")}
-OPS=${OPS:-COVERED,mm,bmm,addmm,baddbmm,convolution,convolution_backward}
+# every op the reference backend serves that the traces use: benchmarks/reproduce/
+# triton_backend.py's COVERED (part 1) and PART2 (the matmul family, convolution)
+OPS=${OPS:-$(python3 -c "import sys; sys.path.insert(0, 'benchmarks/reproduce'); import triton_backend as t; print(t.COVERED + ',' + t.PART2)")}
 if [ -n "${RESTORE:-}" ]; then mkdir -p "$(dirname "$RUN")" && tar xzf "$RESTORE" -C "$(dirname "$RUN")"; fi
 # python3 -m opbench.cli, not the opbench() function of gpu_env.sh: timeout runs programs
 CMD=(python3 -m opbench.cli run --suite traces --traces .gpu_data/traces --trace-split heldout --backend "$BACKEND"
-     --device cuda --perf --limit-per-op 2 --ops "$OPS" --out "$RUN" --quiet)
+     --device "${DEVICE:-cuda}" --perf --limit-per-op 2 --ops "$OPS" --out "$RUN" --quiet)
 [ -n "${RESUME:-}${RESTORE:-}" ] && CMD+=(--resume)
 echo "${CMD[*]}"
 timeout "$LIMIT" "${CMD[@]}"
 rc=$?
 pack_run "$RUN" "$OUT/heldout-run.tgz"
-if [ "$rc" = 124 ]; then
-  echo "cut at ${LIMIT}s: call again with RESUME=1 (same machine) or RESTORE=<the .tgz> (a new one)"
+# opbench run: 0 whole, 3 incomplete (judge errors or tests left unrecorded: --resume
+# runs them), anything else an error (a bad --ops, say) with no run worth reporting
+if [ "$rc" = 124 ] || [ "$rc" = 3 ]; then
+  echo "cut at ${LIMIT}s or incomplete (exit $rc): call again with RESUME=1 (same machine) or RESTORE=<the .tgz> (a new one)"
   exit 0
+fi
+if [ "$rc" != 0 ]; then
+  echo "opbench run failed (exit $rc): no report" >&2
+  exit "$rc"
 fi
 # module:flag_gems:enable -> flag_gems beside the GPU's name in the files' names
 name=$([ "$BACKEND" = triton ] || echo "$BACKEND" | cut -d: -f2)
 python3 benchmarks/reproduce/heldout_report.py "$RUN" --gpu "$GPU" --name "$name" --out-dir "$OUT" \
-  --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh at $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
-exit "$rc"
+  --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh${COMMIT:+ at $COMMIT})"
