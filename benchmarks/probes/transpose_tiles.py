@@ -29,6 +29,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
+from matmul_rule import geomean  # noqa: E402
 
 __all__ = ["SHAPES", "TILES", "main", "report"]
 
@@ -49,10 +50,6 @@ TILES = [
 
 def _name(tile: tuple[int, int, int]) -> str:
     return f"{tile[0]}x{tile[1]}/{tile[2]}w"
-
-
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
 def report(result: dict[str, Any], small_c_max: int = 128) -> list[str]:
@@ -80,7 +77,7 @@ def report(result: dict[str, Any], small_c_max: int = 128) -> list[str]:
                           for r in rows if half_of[tuple(r["shape"])] == half
                           and pred(r["shape"][1])
                           and (name == "torch" or r["tiles"].get(name))]  # fmt: skip
-                g = _geomean(ratios) if ratios else None
+                g = geomean(ratios)
                 cells.append("-" if g is None else f"{g:.3f}")
                 if half == "tuning" and g is not None and name != "torch":
                     picks[cname] = min(picks.get(cname, (math.inf, "")), (g, name))

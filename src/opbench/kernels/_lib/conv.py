@@ -365,9 +365,8 @@ def _dw_settings() -> tuple:
     """Every setting a depthwise forward's plan depends on, read now."""
     return (DW_BLOCK_C, DW_BLOCK_P, DW_WARPS, DW_BLOCK_P_CL, DW_BLOCK_C_CL, DW_WARPS_CL,
             DW_STAGES, DW_STAGES_CL, DW_WEIGHT_TILE_CL, DW_UNROLL_MAX_KH, DW_UNROLL_MAX_KH_CL,
-            _I32_LIMIT,
-            conv_depthwise.DW_PADDED,
-            conv_depthwise.DW_PAD_MIN_TAPS, conv_depthwise.DW_PAD_MAX_GROWTH)  # fmt: skip
+            _I32_LIMIT, conv_depthwise.DW_PADDED, conv_depthwise.DW_PAD_MIN_TAPS,
+            conv_depthwise.DW_PAD_MAX_GROWTH)  # fmt: skip
 
 
 def _depthwise_run(run: _DepthwiseRun, input: torch.Tensor, weight: torch.Tensor,

@@ -422,8 +422,8 @@ def depthwise_plan(
     """The direct kernel's launch for 5-D views (``[N, C, D, H, W]``) of these sizes and
     strides: everything of a depthwise convolution that follows from sizes, strides and
     settings alone, kept per distinct call (a model calls few shapes many times).
-    ``tunables``: ``(BLOCK_P, BLOCK_C, num_warps, num_stages, W_TILE, unroll_max_kh)`` as ``conv`` picks
-    them; the padding rule's settings (:data:`DW_PADDED`, ...) join the key here, so a
+    ``tunables``: ``(BLOCK_P, BLOCK_C, num_warps, num_stages, W_TILE, unroll_max_kh)``
+    as ``conv`` picks them; the padding rule's settings (:data:`DW_PADDED`, ...) join the key here, so a
     change of any setting (a sweep's ``--set``, a test's) is a new plan. ``i32_limit``:
     offsets from it on need 64-bit indexing (``conv._I32_LIMIT``)."""
     return _plan(x_shape, x_stride, w_shape, w_stride, y_shape, y_stride, cin_g, cout_g,

@@ -48,6 +48,8 @@ __all__ = [
 #: an image's 196 positions fill 4 columns of 64 (23% masked off) but 2 of 128 (35%).
 #: Untimed on a GPU: ``benchmarks/probes/pointwise_conv_probe.py`` times it and sweeps others.
 POINTWISE_CONFIG = (128, 64, 64, 8, 4, 4)
+POINTWISE_CONFIG_F32 = (64, 64, 32, 8, 4, 3)
+POINTWISE_MIN_TILE = 64
 #: Serve a pointwise convolution's products (the forward and the input gradient, a product
 #: per image; the weight gradient where the images merge into one product) by the matmul
 #: shape rule (:func:`~opbench.kernels._lib.matmul.matmul_ruled_into`, fitted on the
@@ -57,8 +59,6 @@ POINTWISE_CONFIG = (128, 64, 64, 8, 4, 4)
 #: (``do_bench`` 1.024x -> 0.99x: the rule's ranking is per call), its backward lost both
 #: (0.724x -> 0.718x, 0.61x -> 0.577x).
 POINTWISE_RULED = False
-POINTWISE_CONFIG_F32 = (64, 64, 32, 8, 4, 3)
-POINTWISE_MIN_TILE = 64
 
 
 def _pointwise(ksize: Sequence[int], stride: Sequence[int], padding: Sequence[int],
