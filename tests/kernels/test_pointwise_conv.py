@@ -175,6 +175,27 @@ def test_weight_gradient_per_image_partials(dtype: torch.dtype, monkeypatch) -> 
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["bucket", "wide"])
+def test_weight_gradient_partials_tile(wide: bool, monkeypatch) -> None:
+    """``POINTWISE_WGRAD_WIDE``: the per-image partial products take the forward's tile
+    rule (``POINTWISE_CONFIG`` where the bucket's tile is thinner than
+    ``POINTWISE_MIN_TILE`` on a product at least twice that on both sides), or the
+    matmul bucket's tile when off; the sum is eager's either way. Planned as on the GPU
+    (the interpreter's own tile is thin), so the wide tile itself runs here."""
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 64 << 20)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_WIDE", wide)
+    monkeypatch.setattr(conv_pointwise, "_INTERPRETING", False)
+    gy, x, w, args = _conv_case((2, 130, 2, 3), 136, torch.float16)
+    configs: list = []
+    real = conv_pointwise.matmul_into
+    monkeypatch.setattr(conv_pointwise, "matmul_into",
+                        lambda *a, **k: (configs.append(k.get("config")), real(*a, **k))[1])  # fmt: skip
+    mask = [False, True, False]
+    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    assert configs == [conv_pointwise.POINTWISE_CONFIG if wide else None]
+    assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layouts", ["both", "batch_one"])
 def test_weight_gradient_merged_images(layouts: str, dtype: torch.dtype, monkeypatch) -> None:

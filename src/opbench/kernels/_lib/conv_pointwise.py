@@ -208,6 +208,12 @@ def _merge_images(t: torch.Tensor) -> torch.Tensor | None:
 #: (128 MiB) to the batch-summing loop, as the H100 measured them (2026-11-26). 0: the loop
 #: everywhere.
 POINTWISE_PARTIALS_MAX = 64 << 20
+#: Give an NCHW weight gradient's per-image partial products the forward's tile rule
+#: (:func:`_pointwise_config`: :data:`POINTWISE_CONFIG` where the bucket's tile has a side
+#: under :data:`POINTWISE_MIN_TILE` and both output sides are at least twice that). The
+#: buckets were tuned on the matmul family's products: ``[16, 336, 21, 21]``'s
+#: ``336 x 336 x 441`` per image takes bucket 2:2:2:3's 16 x 64 tile, a thin product's.
+POINTWISE_WGRAD_WIDE = False
 
 
 @dataclass(frozen=True)
@@ -273,7 +279,8 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     images, r, c = a3.shape[0], a3.shape[1], b3t.shape[2]
     if images * r * c * 4 <= POINTWISE_PARTIALS_MAX:
         partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
-        matmul_into(partials, a3, b3t)
+        config = _pointwise_config(partials, a3, b3t) if POINTWISE_WGRAD_WIDE else None
+        matmul_into(partials, a3, b3t, config=config)
         sum_split_partials(partials.view(images, -1), dw2)
     else:
         matmul_batch_sum_into(dw2, a3, b3t)
