@@ -197,6 +197,31 @@ def test_weight_gradient_partials_tile(wide: bool, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(3, 20, 5, 7), (2, 12, 4, 4), (2, 6, 3, 5, 3)],
+                         ids=["unaligned", "aligned", "3d_unaligned"])  # fmt: skip
+def test_weight_gradient_transposed_to_channels_last(shape, dtype, monkeypatch) -> None:
+    """``POINTWISE_WGRAD_TRANSPOSE``: where an image's positions are not whole 16-byte
+    rows (35 and 45 positions; 16 of f16 or f32 are), both NCHW operands are copied
+    channels-last and the images merge into one product of ``N x positions``: no
+    per-image partials, no batch walk. Aligned rows keep the per-image route."""
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_TRANSPOSE", True)
+    gy, x, w, args = _conv_case(shape, 17, dtype)
+    summing = _spy(monkeypatch, "matmul_batch_sum_into")
+    products = _spy(monkeypatch, "matmul_into")
+    mask = [False, True, False]
+    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    positions = math.prod(shape[2:])
+    if positions * gy.element_size() % 16:
+        assert not summing and len(products) == 1
+        assert products[0][1].shape == (1, 17, shape[0] * positions)
+    else:
+        assert len(summing) + len(products) == 1 and all(
+            p[0].shape[0] == shape[0] for p in products
+        )
+    assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("layouts", ["both", "batch_one"])
 def test_weight_gradient_merged_images(layouts: str, dtype: torch.dtype, monkeypatch) -> None:
     """Channels-last operands (and one NCHW image) merge the images into one reduction of

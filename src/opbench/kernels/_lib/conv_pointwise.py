@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from opbench.kernels._lib.conv_nhwc import channels_last_5d
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.matmul import (
     SHAPE_CONFIGS,
@@ -214,6 +215,14 @@ POINTWISE_PARTIALS_MAX = 64 << 20
 #: buckets were tuned on the matmul family's products: ``[16, 336, 21, 21]``'s
 #: ``336 x 336 x 441`` per image takes bucket 2:2:2:3's 16 x 64 tile, a thin product's.
 POINTWISE_WGRAD_WIDE = False
+#: Copy an NCHW weight gradient's operands to channels-last first where an image's
+#: positions are not whole 16-byte rows (``[16, 336, 21, 21]``: 441 f16 elements), so the
+#: images merge into one aligned reduction of ``N x positions`` (the channels-last route
+#: of :func:`pointwise_weight_grad`). cuDNN does the same on such rows (``nchwToNhwc``,
+#: then its NHWC weight-gradient GEMM: 8.5 + 12.7 us of that row on an H200, where the
+#: per-image partials took about 38). Both copies are
+#: :func:`~opbench.kernels._lib.conv_nhwc.channels_last_5d`'s.
+POINTWISE_WGRAD_TRANSPOSE = False
 
 
 @dataclass(frozen=True)
@@ -251,6 +260,22 @@ def weight_grad_plan(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> Weig
     )
 
 
+def _unaligned_rows(plan: WeightGradPlan, a: torch.Tensor) -> bool:
+    """Whether an image's positions (the per-image reduction) are not a whole number of
+    16-byte vectors: every row of both operands then starts unaligned."""
+    positions = plan.per_image[1][0][2]
+    return positions > 1 and positions * a.element_size() % 16 != 0
+
+
+def _merged_channels_last(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (``[N, C, *spatial]``, positions dense) copied channels-last and viewed as
+    ``[C, N x positions]`` (stride ``(1, C)``): the images one reduction."""
+    n, c = t.shape[0], t.shape[1]
+    positions = math.prod(t.shape[2:])
+    cl = channels_last_5d(_per_image(t).view(n, c, 1, 1, positions))
+    return cl[:, :, 0, 0, :].transpose(0, 1).reshape(c, n * positions)
+
+
 def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor,
                     dw: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     """The weight gradient of a pointwise convolution, ``dW = sum_n a[n] @ b[n]^T``, into
@@ -268,6 +293,11 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     --sweep``)."""
     if dw is None:
         dw = torch.empty_strided(*plan.dw, dtype=a.dtype, device=a.device)
+    if plan.merged is None and POINTWISE_WGRAD_TRANSPOSE and _unaligned_rows(plan, a):
+        am, bm = _merged_channels_last(a), _merged_channels_last(b)
+        dw2 = dw.as_strided(*plan.per_image[0])
+        matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
+        return dw
     if plan.merged is not None:
         d, m, n = plan.merged
         (matmul_ruled_into if POINTWISE_RULED else matmul_into)(
