@@ -166,6 +166,7 @@ def test_weight_gradient_per_image_partials(dtype: torch.dtype, monkeypatch) -> 
     """NCHW partials within ``POINTWISE_PARTIALS_MAX``: one product per image into fp32
     partials, summed in a fixed order; the batch-summing mode is not used."""
     monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 64 << 20)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_TRANSPOSE_MIN", None)
     gy, x, w, args = _conv_case((3, 20, 5, 7), 17, dtype)
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     products = _spy(monkeypatch, "matmul_into")
@@ -181,9 +182,13 @@ def test_weight_gradient_partials_tile(wide: bool, monkeypatch) -> None:
     rule (``POINTWISE_CONFIG`` where the bucket's tile is thinner than
     ``POINTWISE_MIN_TILE`` on a product at least twice that on both sides), or the
     matmul bucket's tile when off; the sum is eager's either way. Planned as on the GPU
-    (the interpreter's own tile is thin), so the wide tile itself runs here."""
+    with a thin bucket tile, so the wide tile itself runs here."""
     monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 64 << 20)
     monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_WIDE", wide)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_TRANSPOSE_MIN", None)
+    # a thin bucket tile, as on the GPU (the interpreter's own is thin too)
+    thin = (16, 64, 32, 8, 4, 2)
+    monkeypatch.setattr(conv_pointwise, "config_for", lambda *a, **k: thin)
     monkeypatch.setattr(conv_pointwise, "_INTERPRETING", False)
     gy, x, w, args = _conv_case((2, 130, 2, 3), 136, torch.float16)
     configs: list = []
@@ -199,19 +204,25 @@ def test_weight_gradient_partials_tile(wide: bool, monkeypatch) -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", [(3, 20, 5, 7), (2, 12, 4, 4), (2, 6, 3, 5, 3)],
                          ids=["unaligned", "aligned", "3d_unaligned"])  # fmt: skip
-def test_weight_gradient_transposed_to_channels_last(shape, dtype, monkeypatch) -> None:
-    """``POINTWISE_WGRAD_TRANSPOSE``: where an image's positions are not whole 16-byte
-    rows (35 and 45 positions; 16 of f16 or f32 are), both NCHW operands are copied
+@pytest.mark.parametrize("least", [0.0, 0.5, None], ids=["always", "default", "never"])
+def test_weight_gradient_transposed_to_channels_last(shape, dtype, least, monkeypatch) -> None:
+    """``POINTWISE_WGRAD_TRANSPOSE_MIN``: where an image's positions are not whole 16-byte
+    rows (35 and 45 positions; 16 of f16 or f32 are) and the per-image partials would
+    take at least that many times the copies' bytes, both NCHW operands are copied
     channels-last and the images merge into one product of ``N x positions``: no
-    per-image partials, no batch walk. Aligned rows keep the per-image route."""
-    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_TRANSPOSE", True)
+    per-image partials, no batch walk. Aligned rows, a smaller ratio and None keep the
+    per-image partials (the batch walk's rows are never copied)."""
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 64 << 20)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_TRANSPOSE_MIN", least)
     gy, x, w, args = _conv_case(shape, 17, dtype)
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     products = _spy(monkeypatch, "matmul_into")
     mask = [False, True, False]
     got = conv.convolution_backward(gy, x, w, None, *args, mask)
     positions = math.prod(shape[2:])
-    if positions * gy.element_size() % 16:
+    partials = shape[0] * 17 * shape[1] * 4
+    copies = shape[0] * positions * (17 + shape[1]) * gy.element_size()
+    if least is not None and positions * gy.element_size() % 16 and partials >= least * copies:
         assert not summing and len(products) == 1
         assert products[0][1].shape == (1, 17, shape[0] * positions)
     else:
@@ -219,6 +230,27 @@ def test_weight_gradient_transposed_to_channels_last(shape, dtype, monkeypatch) 
             p[0].shape[0] == shape[0] for p in products
         )
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("merged", [True, False], ids=["merged", "per_image"])
+@pytest.mark.parametrize("transposed", [False, True], ids=["conv", "conv_transposed"])
+def test_single_position_is_one_product(merged: bool, transposed: bool, dtype, monkeypatch) -> None:
+    """``POINTWISE_MERGE_SINGLE_POSITION``: one position an image (``[N, C, 1, 1]``) is
+    one product over the images (batch 1, ``N`` columns) in the forward and the input
+    gradient, not ``N`` products one column wide; with a bias, and the whole backward,
+    against eager."""
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_MERGE_SINGLE_POSITION", merged)
+    conv._FORWARD_PLANS.clear()
+    gy, x, w, args = _conv_case((6, 20, 1, 1), 24, dtype, transposed)
+    bias = _r((24,), dtype, 8)
+    products = _spy(monkeypatch, "matmul_into")
+    assert_matches(conv.convolution(x, w, bias, *args), aten.convolution, x, w, bias, *args)
+    assert [p[1].shape[0] for p in products] == [1 if merged else 6]
+    mask = [True, True, True]
+    got = conv.convolution_backward(gy, x, w, [24], *args, mask)
+    assert_matches(got, aten.convolution_backward, gy, x, w, [24], *args, mask)
+    conv._FORWARD_PLANS.clear()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -51,6 +51,12 @@ __all__ = [
 POINTWISE_CONFIG = (128, 64, 64, 8, 4, 4)
 POINTWISE_CONFIG_F32 = (64, 64, 32, 8, 4, 3)
 POINTWISE_MIN_TILE = 64
+#: Serve a pointwise convolution of one position an image (``[128, 1536, 1, 1]``, a
+#: squeeze-and-excite block's) as one product over the images, ``W @ [C_in, N]``, not a
+#: product per image one column wide: on an H200 (2026-11-29) the products of the tuning
+#: half's ``[128, 768 <-> 1536, 1, 1]`` backward rows took 75 us where cuDNN took 13
+#: (0.165x eager), every image's product reading the whole weight again.
+POINTWISE_MERGE_SINGLE_POSITION = True
 #: Serve a pointwise convolution's products (the forward and the input gradient, a product
 #: per image; the weight gradient where the images merge into one product) by the matmul
 #: shape rule (:func:`~opbench.kernels._lib.matmul.matmul_ruled_into`, fitted on the
@@ -102,14 +108,22 @@ def pointwise_operands(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
     """``(out, a, b, bias)`` of :func:`~opbench.kernels._lib.matmul.matmul_into` for a
     pointwise convolution, ``out[n] = W @ x[n]`` (``W`` ``[C_out, C_in]``, ``W^T`` for a
     transposed one): the weight's batch stride 0, the bias broadcast, every operand a view
-    read where it lies (NCHW or channels-last). None where the spatial dims do not merge
-    into one. ``benchmarks/tune/tune_matmul.py`` tunes the matmul buckets on these operands."""
+    read where it lies (NCHW or channels-last); one product ``W @ [C_in, N]`` (batch 1)
+    for one position an image (:data:`POINTWISE_MERGE_SINGLE_POSITION`). None where the
+    spatial dims do not merge into one. ``benchmarks/tune/tune_matmul.py`` tunes the
+    matmul buckets on these operands."""
     x3, y3 = _per_image(x), _per_image(out)
     w2 = _per_image(weight)
     if x3 is None or y3 is None or w2 is None:
         return None
     w2 = w2[:, :, 0]
-    a = (w2.t() if transposed else w2).unsqueeze(0).expand(x3.shape[0], -1, -1)
+    w2 = w2.t() if transposed else w2
+    if POINTWISE_MERGE_SINGLE_POSITION and x3.shape[2] == 1:
+        # [N, C, 1] -> [1, C, N]: one product over the images
+        x3, y3 = x3.permute(2, 1, 0), y3.permute(2, 1, 0)
+        a = w2.unsqueeze(0)
+    else:
+        a = w2.unsqueeze(0).expand(x3.shape[0], -1, -1)
     b3 = None if bias is None else bias.view(1, -1, 1).expand(y3.shape)
     return y3, a, x3, b3
 
@@ -212,17 +226,26 @@ POINTWISE_PARTIALS_MAX = 64 << 20
 #: Give an NCHW weight gradient's per-image partial products the forward's tile rule
 #: (:func:`_pointwise_config`: :data:`POINTWISE_CONFIG` where the bucket's tile has a side
 #: under :data:`POINTWISE_MIN_TILE` and both output sides are at least twice that). The
-#: buckets were tuned on the matmul family's products: ``[16, 336, 21, 21]``'s
-#: ``336 x 336 x 441`` per image takes bucket 2:2:2:3's 16 x 64 tile, a thin product's.
-POINTWISE_WGRAD_WIDE = False
+#: buckets were tuned on the matmul family's products: ``[32, 512, 28, 28]``'s
+#: ``512 x 512 x 784`` per image took bucket 2:2:2:3's 16 x 64 tile, a thin product's.
+#: On an H200 (2026-11-29, ``pw-wgrad-h200-2026-11-29.md``, the 40 most used rows of each
+#: half) it took the tuning half's four such rows from 0.742, 0.264, 0.296 and 0.613 to
+#: 1.063, 0.517, 0.522 and 0.531 (device, x eager); the last (441 positions) is one that
+#: :data:`POINTWISE_WGRAD_TRANSPOSE_MIN` sends to channels-last instead.
+POINTWISE_WGRAD_WIDE = True
 #: Copy an NCHW weight gradient's operands to channels-last first where an image's
-#: positions are not whole 16-byte rows (``[16, 336, 21, 21]``: 441 f16 elements), so the
-#: images merge into one aligned reduction of ``N x positions`` (the channels-last route
-#: of :func:`pointwise_weight_grad`). cuDNN does the same on such rows (``nchwToNhwc``,
-#: then its NHWC weight-gradient GEMM: 8.5 + 12.7 us of that row on an H200, where the
-#: per-image partials took about 38). Both copies are
-#: :func:`~opbench.kernels._lib.conv_nhwc.channels_last_5d`'s.
-POINTWISE_WGRAD_TRANSPOSE = False
+#: positions are not whole 16-byte rows (441 f16 elements of a 21 x 21 image) and its
+#: per-image fp32 partials would take at least this many times the bytes of the two
+#: copies; the images then merge into one aligned reduction of ``N x positions`` (the
+#: channels-last route). cuDNN does the same on such rows (``nchwToNhwc``, then its NHWC
+#: weight-gradient GEMM). The copies cost the activations' bytes, the partials route its
+#: partials' bytes (written, then summed), hence the ratio; the batch-summing loop (past
+#: :data:`POINTWISE_PARTIALS_MAX`) writes no partials and keeps its operands. On the
+#: tuning half (H200, 2026-11-29, ``pw-wgrad-h200-2026-11-29.md``) the copies won on every
+#: partials row at ratios 0.98-7.1 (``[16, 864, 11, 11]`` 0.639 -> 1.031x eager) and lost
+#: at 0.12 (``[16, 216, 42, 42]`` 0.742 -> 0.451x: there the wide tile wins) and on the
+#: loop's rows (``[32, 1088 -> 800, 14, 14]`` 0.963 -> 0.785x): 0.5 lies between. None: never.
+POINTWISE_WGRAD_TRANSPOSE_MIN: float | None = 0.5
 
 
 @dataclass(frozen=True)
@@ -260,11 +283,19 @@ def weight_grad_plan(a: torch.Tensor, b: torch.Tensor, dw: torch.Tensor) -> Weig
     )
 
 
-def _unaligned_rows(plan: WeightGradPlan, a: torch.Tensor) -> bool:
-    """Whether an image's positions (the per-image reduction) are not a whole number of
-    16-byte vectors: every row of both operands then starts unaligned."""
-    positions = plan.per_image[1][0][2]
-    return positions > 1 and positions * a.element_size() % 16 != 0
+def _copies_pay(partial_bytes: int, a3: torch.Tensor, b3t: torch.Tensor) -> bool:
+    """Whether the per-image products' rows (``positions`` elements: ``a3`` ``[N, C_out,
+    P]``, ``b3t`` ``[N, P, C_in]``) are not whole 16-byte vectors and their partials
+    would take at least :data:`POINTWISE_WGRAD_TRANSPOSE_MIN` times the bytes of copying
+    both operands channels-last."""
+    if POINTWISE_WGRAD_TRANSPOSE_MIN is None:
+        return False
+    images, rows, positions = a3.shape
+    size = a3.element_size()
+    if positions <= 1 or positions * size % 16 == 0:
+        return False
+    copied = images * positions * (rows + b3t.shape[2]) * size
+    return partial_bytes >= POINTWISE_WGRAD_TRANSPOSE_MIN * copied
 
 
 def _merged_channels_last(t: torch.Tensor) -> torch.Tensor:
@@ -290,14 +321,10 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     :data:`POINTWISE_PARTIALS_MAX` bytes: on the H100 it ran the smaller traced cases far
     faster than the batch-summing loop (whole backward of [16, 672, 11, 11]: 0.072 ms,
     where the loop's weight gradient alone took 0.22-0.27 in ``pointwise_conv_probe.py
-    --sweep``)."""
+    --sweep``). Partials rows of unaligned positions copy both operands channels-last
+    instead where :data:`POINTWISE_WGRAD_TRANSPOSE_MIN` says the copies cost less."""
     if dw is None:
         dw = torch.empty_strided(*plan.dw, dtype=a.dtype, device=a.device)
-    if plan.merged is None and POINTWISE_WGRAD_TRANSPOSE and _unaligned_rows(plan, a):
-        am, bm = _merged_channels_last(a), _merged_channels_last(b)
-        dw2 = dw.as_strided(*plan.per_image[0])
-        matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
-        return dw
     if plan.merged is not None:
         d, m, n = plan.merged
         (matmul_ruled_into if POINTWISE_RULED else matmul_into)(
@@ -307,7 +334,12 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     d, m, n = plan.per_image
     dw2, a3, b3t = dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n)
     images, r, c = a3.shape[0], a3.shape[1], b3t.shape[2]
-    if images * r * c * 4 <= POINTWISE_PARTIALS_MAX:
+    partial_bytes = images * r * c * 4
+    if partial_bytes <= POINTWISE_PARTIALS_MAX and _copies_pay(partial_bytes, a3, b3t):
+        am, bm = _merged_channels_last(a), _merged_channels_last(b)
+        matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
+        return dw
+    if partial_bytes <= POINTWISE_PARTIALS_MAX:
         partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
         config = _pointwise_config(partials, a3, b3t) if POINTWISE_WGRAD_WIDE else None
         matmul_into(partials, a3, b3t, config=config)
