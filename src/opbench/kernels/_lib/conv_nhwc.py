@@ -343,6 +343,25 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     return y.permute(0, 4, 1, 2, 3)
 
 
+def channels_last_rows(x: torch.Tensor, images: int, channels: int, positions: int,
+                       image_stride: int, channel_stride: int) -> torch.Tensor | None:  # fmt: skip
+    """A new ``[images, positions, channels]`` copy of ``x``'s elements, read as
+    ``[images, channels, positions]`` at those strides (positions dense), through the
+    transpose kernel of :func:`channels_last_5d` with none of its views: what a planned
+    caller (the pointwise weight gradient's channels-last route) pays a call. None where
+    that kernel does not apply (channels dense already, or nothing to copy)."""
+    shape = (images, channels, 1, 1, positions)
+    tiles = TRANSPOSE_TILE_SMALL_C if channels <= TRANSPOSE_SMALL_C_MAX else TRANSPOSE_TILE
+    plan = _transpose_plan(shape, (image_stride, channel_stride, positions, positions, 1),
+                           _INTERPRETING, tiles)  # fmt: skip
+    if not isinstance(plan, tuple):
+        return None
+    grid, ints, consts = plan
+    y = torch.empty((images, positions, channels), dtype=x.dtype, device=x.device)
+    _to_channels_last(grid, (x, y, *ints), **consts)
+    return y
+
+
 def _is_channels_last(shape: tuple[int, ...], st: tuple[int, ...]) -> bool:
     """Channels contiguous and every other stride whole rows of channels: what
     :func:`channels_last_5d` keeps as it is."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from opbench.kernels._lib.conv_nhwc import channels_last_5d
+from opbench.kernels._lib.conv_nhwc import channels_last_rows
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.matmul import (
     SHAPE_CONFIGS,
@@ -298,13 +298,13 @@ def _copies_pay(partial_bytes: int, a3: torch.Tensor, b3t: torch.Tensor) -> bool
     return partial_bytes >= POINTWISE_WGRAD_TRANSPOSE_MIN * copied
 
 
-def _merged_channels_last(t: torch.Tensor) -> torch.Tensor:
-    """``t`` (``[N, C, *spatial]``, positions dense) copied channels-last and viewed as
-    ``[C, N x positions]`` (stride ``(1, C)``): the images one reduction."""
-    n, c = t.shape[0], t.shape[1]
-    positions = math.prod(t.shape[2:])
-    cl = channels_last_5d(_per_image(t).view(n, c, 1, 1, positions))
-    return cl[:, :, 0, 0, :].transpose(0, 1).reshape(c, n * positions)
+def _merged_channels_last(t: torch.Tensor, spec: Spec) -> torch.Tensor | None:
+    """``t`` (its per-image view ``spec``: ``[N, C, P]``) copied channels-last and viewed
+    as ``[C, N x P]`` (stride ``(1, C)``): the images one reduction. None where the copy
+    does not apply (positions not dense, channels dense already)."""
+    (n, c, p), (sn, sc, _) = spec
+    rows = channels_last_rows(t, n, c, p, sn, sc)
+    return None if rows is None else rows.as_strided((c, n * p), (1, c))
 
 
 def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor,
@@ -336,9 +336,12 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     images, r, c = a3.shape[0], a3.shape[1], b3t.shape[2]
     partial_bytes = images * r * c * 4
     if partial_bytes <= POINTWISE_PARTIALS_MAX and _copies_pay(partial_bytes, a3, b3t):
-        am, bm = _merged_channels_last(a), _merged_channels_last(b)
-        matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
-        return dw
+        (_, positions, _), (sn, sp, sc) = n  # b^T's view: b's own is [N, C_in, P]
+        am = _merged_channels_last(a, m)
+        bm = _merged_channels_last(b, ((images, c, positions), (sn, sc, sp)))
+        if am is not None and bm is not None:
+            matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
+            return dw
     if partial_bytes <= POINTWISE_PARTIALS_MAX:
         partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
         config = _pointwise_config(partials, a3, b3t) if POINTWISE_WGRAD_WIDE else None
