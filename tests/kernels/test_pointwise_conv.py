@@ -232,6 +232,26 @@ def test_weight_gradient_transposed_to_channels_last(shape, dtype, least, monkey
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
 
+@pytest.mark.parametrize("which", ["input", "grad_output"])
+def test_weight_gradient_copies_skip_strided_positions(which: str, monkeypatch) -> None:
+    """An operand whose positions merge but lie two elements apart (every other column
+    of a wider tensor) is not copied by the channels-last route, which reads positions
+    adjacent: the per-image partials serve it, and the result is eager's."""
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_PARTIALS_MAX", 64 << 20)
+    monkeypatch.setattr(conv_pointwise, "POINTWISE_WGRAD_TRANSPOSE_MIN", 0.0)
+    gy, x, w, args = _conv_case((3, 20, 5, 7), 17, torch.float16)
+    if which == "input":
+        x = _r((3, 20, 5, 14), torch.float16, 9)[..., ::2]
+    else:
+        gy = _r((3, 17, 5, 14), torch.float16, 9)[..., ::2]
+    assert conv_pointwise.merges(x.shape[2:], x.stride()[2:]) and gy.stride(-1) * x.stride(-1) == 2
+    products = _spy(monkeypatch, "matmul_into")
+    mask = [False, True, False]
+    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    assert len(products) == 1 and products[0][0].shape == (3, 17, 20)
+    assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("merged", [True, False], ids=["merged", "per_image"])
 @pytest.mark.parametrize("transposed", [False, True], ids=["conv", "conv_transposed"])

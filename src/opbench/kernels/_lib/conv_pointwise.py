@@ -301,8 +301,10 @@ def _copies_pay(partial_bytes: int, a3: torch.Tensor, b3t: torch.Tensor) -> bool
 def _merged_channels_last(t: torch.Tensor, spec: Spec) -> torch.Tensor | None:
     """``t`` (its per-image view ``spec``: ``[N, C, P]``) copied channels-last and viewed
     as ``[C, N x P]`` (stride ``(1, C)``): the images one reduction. None where the copy
-    does not apply (positions not dense, channels dense already)."""
-    (n, c, p), (sn, sc, _) = spec
+    does not apply (positions not adjacent, channels dense already)."""
+    (n, c, p), (sn, sc, sp) = spec
+    if sp != 1:  # positions a step apart (a strided slice): the copy reads them dense
+        return None
     rows = channels_last_rows(t, n, c, p, sn, sc)
     return None if rows is None else rows.as_strided((c, n * p), (1, c))
 
