@@ -22,6 +22,7 @@ Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/reproduce/host_profile.py --traces ../shared/traces --out py.json --python-only \
         --ops native_layer_norm --profile
     python3 benchmarks/reproduce/host_profile.py --compare BEFORE.json AFTER.json --out table.md
+    (``--set MODULE.NAME=VALUE``, repeatable: a kernel module's constant for the run)
 
 Committed results: ``benchmarks/results/host-profile-h100-before.json`` and
 ``host-profile-h100-after.json`` (the first command, at f643682 and at 4a2de67) and
@@ -47,7 +48,9 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks" / "reproduce"))
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
 
+from kernel_overrides import apply_overrides  # noqa: E402
 from triton_backend import COVERED  # noqa: E402
 
 from opbench.backends.directory import DirectoryBackend  # noqa: E402
@@ -201,7 +204,11 @@ def main() -> int:
         action="store_true",
         help="CPU tensors, launches stubbed out: the Python around our launches alone",
     )
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="a kernel module's constant for the whole run, e.g. "
+                    "conv_pointwise.POINTWISE_WGRAD_TRANSPOSE_MIN=None")  # fmt: skip
     opt = ap.parse_args()
+    overrides = apply_overrides(opt.set)
     global DEVICE
     if opt.python_only:
         DEVICE = "cpu"
@@ -244,6 +251,7 @@ def main() -> int:
         "gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "none (--python-only)",
         "geomean_ratio": gm,
         "seconds": round(time.time() - started, 1),
+        "overrides": {k: repr(v) for k, v in overrides.items()},
         "rows": rows,
         "profiles": profiles,
     }
