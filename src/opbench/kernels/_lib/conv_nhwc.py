@@ -330,34 +330,39 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7; this kernel
     18.4 us with 2-byte loads (196 positions a channel are not a multiple of 8), so rows
     that allow it are read 4 or 8 bytes at a time (untimed)."""
-    tiles = TRANSPOSE_TILE_SMALL_C if x5.shape[1] <= TRANSPOSE_SMALL_C_MAX else TRANSPOSE_TILE
-    plan = _transpose_plan(tuple(x5.shape), x5.stride(), _INTERPRETING, tiles)
-    if plan is None:
+    y = _transposed(x5, tuple(x5.shape), x5.stride())
+    if y is None:
         return x5
-    if plan == "torch":
+    if isinstance(y, str):  # "torch"
         return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
-    grid, ints, consts = plan
-    N, C, D, H, W = x5.shape
-    y = torch.empty((N, D, H, W, C), dtype=x5.dtype, device=x5.device)
-    _to_channels_last(grid, (x5, y, *ints), **consts)
     return y.permute(0, 4, 1, 2, 3)
 
 
 def channels_last_rows(x: torch.Tensor, images: int, channels: int, positions: int,
                        image_stride: int, channel_stride: int) -> torch.Tensor | None:  # fmt: skip
-    """A new ``[images, positions, channels]`` copy of ``x``'s elements, read as
-    ``[images, channels, positions]`` at those strides (positions dense), through the
-    transpose kernel of :func:`channels_last_5d` with none of its views: what a planned
-    caller (the pointwise weight gradient's channels-last route) pays a call. None where
-    that kernel does not apply (channels dense already, or nothing to copy)."""
+    """A new channels-last copy (``[images, 1, 1, positions, channels]``) of ``x``'s
+    elements, read as ``[images, channels, positions]`` at those strides (positions
+    dense), through the transpose kernel of :func:`channels_last_5d` with none of its
+    views: what a planned caller (the pointwise weight gradient's channels-last route)
+    pays a call. None where that kernel does not apply (channels dense already, or
+    nothing to copy)."""
     shape = (images, channels, 1, 1, positions)
-    tiles = TRANSPOSE_TILE_SMALL_C if channels <= TRANSPOSE_SMALL_C_MAX else TRANSPOSE_TILE
-    plan = _transpose_plan(shape, (image_stride, channel_stride, positions, positions, 1),
-                           _INTERPRETING, tiles)  # fmt: skip
+    y = _transposed(x, shape, (image_stride, channel_stride, positions, positions, 1))
+    return None if y is None or isinstance(y, str) else y
+
+
+def _transposed(x: torch.Tensor, shape: tuple[int, ...], st: tuple[int, ...]) -> Any:
+    """``x`` (read as ``[N, C, D, H, W]`` of ``shape`` at strides ``st``) copied by the
+    transpose kernel into a new ``[N, D, H, W, C]``, on the tile for its channel count;
+    or what :func:`_transpose_plan` said instead (None: channels-last already,
+    ``"torch"``: PyTorch's copy), nothing launched."""
+    tiles = TRANSPOSE_TILE_SMALL_C if shape[1] <= TRANSPOSE_SMALL_C_MAX else TRANSPOSE_TILE
+    plan = _transpose_plan(shape, st, _INTERPRETING, tiles)
     if not isinstance(plan, tuple):
-        return None
+        return plan
     grid, ints, consts = plan
-    y = torch.empty((images, positions, channels), dtype=x.dtype, device=x.device)
+    N, C, D, H, W = shape
+    y = torch.empty((N, D, H, W, C), dtype=x.dtype, device=x.device)
     _to_channels_last(grid, (x, y, *ints), **consts)
     return y
 

@@ -337,18 +337,18 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     dw2, a3, b3t = dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n)
     images, r, c = a3.shape[0], a3.shape[1], b3t.shape[2]
     partial_bytes = images * r * c * 4
-    if partial_bytes <= POINTWISE_PARTIALS_MAX and _copies_pay(partial_bytes, a3, b3t):
+    if partial_bytes > POINTWISE_PARTIALS_MAX:
+        matmul_batch_sum_into(dw2, a3, b3t)
+        return dw
+    if _copies_pay(partial_bytes, a3, b3t):
         (_, positions, _), (sn, sp, sc) = n  # b^T's view: b's own is [N, C_in, P]
         am = _merged_channels_last(a, m)
         bm = _merged_channels_last(b, ((images, c, positions), (sn, sc, sp)))
         if am is not None and bm is not None:
             matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0))
             return dw
-    if partial_bytes <= POINTWISE_PARTIALS_MAX:
-        partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
-        config = _pointwise_config(partials, a3, b3t) if POINTWISE_WGRAD_WIDE else None
-        matmul_into(partials, a3, b3t, config=config)
-        sum_split_partials(partials.view(images, -1), dw2)
-    else:
-        matmul_batch_sum_into(dw2, a3, b3t)
+    partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
+    config = _pointwise_config(partials, a3, b3t) if POINTWISE_WGRAD_WIDE else None
+    matmul_into(partials, a3, b3t, config=config)
+    sum_split_partials(partials.view(images, -1), dw2)
     return dw
