@@ -145,39 +145,16 @@ def test_two_actors_name_their_workers_apart(local_ray, tmp_path):
         assert name.startswith(f"{node}.cpu.p") and ".worker-" in name, name
 
 
-#: Set in the child process :func:`test_a_lost_actor_loses_no_test` runs its body in.
+#: Set in the child process that runs :func:`test_a_lost_actor_body`
+#: (``tests/run/test_ray_lost_actor.py`` starts it).
 _CHILD = "OPBENCH_TEST_RAY_KILL_CHILD"
-
-
-def test_a_lost_actor_loses_no_test(tmp_path):
-    """An actor killed mid-run (its node lost): the chunk it held is left for
-    ``--resume``, which runs exactly those tests, with the verdicts of a whole run.
-
-    The body runs in a child pytest: once in CI (2026-11-29) the Ray driver itself died
-    of SIGSEGV around the ``ray.kill`` (a null pointer inside libc, no Python frame of
-    ours; Ray's core worker is known for such crashes), which took the xdist worker and
-    the whole slow pass with it. A child killed by a signal is tried once more; a failed
-    assertion, or a second crash, fails the test."""
-    import signal
-    import subprocess
-    import sys
-
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-           "-m", "slow", f"{__file__}::test_a_lost_actor_body", "--basetemp",
-           str(tmp_path / "child")]  # fmt: skip
-    for attempt in range(2):
-        done = subprocess.run(cmd, env={**os.environ, _CHILD: "1"}, capture_output=True,
-                              text=True, timeout=600)  # fmt: skip
-        if done.returncode >= 0 or attempt == 1:
-            break
-        print(f"child killed by {signal.Signals(-done.returncode).name}; once more")
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert "1 passed" in done.stdout, done.stdout[-2000:]
 
 
 @pytest.mark.skipif(not os.environ.get(_CHILD), reason="the body of a test run in a child")
 def test_a_lost_actor_body(local_ray, tmp_path, monkeypatch):
-    """:func:`test_a_lost_actor_loses_no_test`'s body, in its child process."""
+    """An actor killed mid-run (its node lost): the chunk it held is left for
+    ``--resume``, which runs exactly those tests, with the verdicts of a whole run. Run
+    only in a child process, by ``test_ray_lost_actor.py``."""
     from opbench.run import ray_executor
 
     traces = tmp_path / "traces.txt"
