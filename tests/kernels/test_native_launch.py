@@ -52,6 +52,26 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
     ("silu_backward.default", lambda g, x: torch.ops.aten.silu_backward(g, x), 2),
     ("gelu_backward.default", lambda g, x: _gelu_backward(g, x, "none"), 2),
     ("gelu_backward.default", lambda g, x: _gelu_backward(g, x, "tanh"), 2),
+    ("rsub.Scalar", lambda a: torch.rsub(a, 2.0, alpha=0.5), 1),
+    ("hardtanh.default", lambda a: torch.nn.functional.hardtanh(a, -2.0, 0.5), 1),
+    ("hardtanh_.default", lambda a: torch.ops.aten.hardtanh_(a), 1),
+    ("hardtanh_backward.default", lambda g, x: torch.ops.aten.hardtanh_backward(g, x, 0.5, 3), 2),
+    ("hardsigmoid.default", lambda a: torch.ops.aten.hardsigmoid(a), 1),
+    ("hardsigmoid_.default", lambda a: torch.ops.aten.hardsigmoid_(a), 1),
+    ("hardsigmoid_backward.default", lambda g, x: torch.ops.aten.hardsigmoid_backward(g, x), 2),
+    ("hardswish.default", lambda a: torch.ops.aten.hardswish(a), 1),
+    ("hardswish_.default", lambda a: torch.ops.aten.hardswish_(a), 1),
+    ("hardswish_backward.default", lambda g, x: torch.ops.aten.hardswish_backward(g, x), 2),
+    ("leaky_relu.default", lambda a: torch.ops.aten.leaky_relu(a, 0.2), 1),
+    ("leaky_relu_.default", lambda a: torch.ops.aten.leaky_relu_(a), 1),
+    ("exp.default", lambda a: torch.exp(a), 1),
+    ("exp_.default", lambda a: torch.exp_(a), 1),
+    ("sqrt.default", lambda a: torch.sqrt(a), 1),
+    ("rsqrt.default", lambda a: torch.rsqrt(a), 1),
+    ("rsqrt_.default", lambda a: torch.rsqrt_(a), 1),
+    ("reciprocal.default", lambda a: torch.reciprocal(a), 1),
+    ("minimum.default", lambda a, b: torch.minimum(a, b), 2),
+    ("maximum.default", lambda a, b: torch.maximum(a, b), 2),
 ]
 
 
@@ -152,3 +172,50 @@ def test_native_launches_capture_in_a_cuda_graph(backend):
         counts = registry.call_counts()
     assert counts["add.Tensor"]["native"] >= 2 and counts["relu.default"]["native"] >= 2
     torch.testing.assert_close(out, torch.relu(a + b))
+
+
+#: a broadcast the gate cannot launch, beside calls it can
+JUDGED_TRACE = """Operator: aten.relu.default
+cnt: 2, ((T([4096, 256], f16),), {})
+Operator: aten.add.Tensor
+cnt: 2, ((T([512, 1024], f32), T([512, 1024], f32)), {})
+cnt: 1, ((T([512, 1024], f32), T([1024], f32)), {})
+"""
+
+
+@pytest.mark.parametrize("python_calls", [False, True])
+def test_the_judge_calls_a_declared_kernel_through_the_gate(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, python_calls: bool
+) -> None:
+    """A judged run calls the kernels the gate can launch as a model does (its details
+    say so, with the gate's counts: every call native), a call the gate cannot take as the
+    Python function, and ``python_calls`` every call as the Python function."""
+    from opbench.run.session import RunRequest, run
+    from opbench.run.store import ResultStore
+
+    monkeypatch.setenv("OPBENCH_NATIVE", "1")  # workers inherit it
+    traces = tmp_path / "judged.txt"
+    traces.write_text(JUDGED_TRACE)
+    out = tmp_path / "run"
+    run(
+        RunRequest(
+            suite=f"traces:{traces}",
+            backend="triton",
+            device="cuda",
+            perf=True,
+            out=out,
+            python_calls=python_calls,
+        )  # fmt: skip
+    )
+    results = list(ResultStore(out / "results.sqlite").results())
+    assert len(results) == 3 and all(r.status == "passed" for r in results), [
+        (r.op, r.status, r.message) for r in results
+    ]
+    for r in results:
+        route = r.details.get("call_route")
+        broadcast = "T([1024], f32)" in r.args
+        if python_calls or broadcast:
+            assert route is None, (r.args, route)
+            continue
+        assert route["route"] == "native", route
+        assert route["counts"]["python"] == 0 and route["counts"]["native"] > 10, route

@@ -99,6 +99,13 @@ def register(app: typer.Typer) -> None:
         allow_pytorch: bool = typer.Option(
             False, help="Kernels calling PyTorch compute: warn, not fail."
         ),
+        python_calls: bool = typer.Option(
+            False,
+            "--python-calls",
+            help="Call every kernel as its Python function. By default, on CUDA, a kernel "
+            "that declares a native launch is called through opbench's C++ gate, as a model "
+            "calls it (docs/judge.md).",
+        ),
         allow: list[str] = typer.Option(
             None,
             "--allow",
@@ -187,6 +194,7 @@ def register(app: typer.Typer) -> None:
                 kernel_version=kernel_version,
                 rtol_scale=rtol_scale,
                 allow_pytorch=allow_pytorch,
+                python_calls=python_calls,
                 allow_rules=_scan_rules(allow),
                 memory_limit_mb=memory_limit_mb,
                 rerun_failed=rerun_failed,

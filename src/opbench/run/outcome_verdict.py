@@ -104,7 +104,12 @@ def judge_outcome(
         weak=verdict.weak,
         max_abs_err=verdict.max_abs_err,
         max_rel_err=verdict.max_rel_err,
-        details={**(verdict.details or {}), **scan_details, "judge_s": round(judge_s, 4)},
+        details={
+            **(verdict.details or {}),
+            **scan_details,
+            **call_route_details(m.get("call_route")),
+            "judge_s": round(judge_s, 4),
+        },
         duration_s=elapsed,
         **base,
     )
@@ -145,3 +150,21 @@ def judge_outcome(
 
         apply_timing(result, case, timing, device, work_for(case, device))
     return result
+
+
+def call_route_details(route: Any) -> dict[str, Any]:
+    """``{"call_route": ...}``: how the worker called the kernel (``native``: through the
+    C++ gate, :mod:`opbench.instrument.native_calls`), as plain strings and counts; {}
+    when it called the Python function alone or sent something else."""
+    if not isinstance(route, dict) or route.get("route") not in ("native", "python"):
+        return {}
+    out: dict[str, Any] = {"route": route["route"]}
+    for key in ("op", "why"):
+        if isinstance(route.get(key), str):
+            out[key] = route[key][:300]
+    counts = route.get("counts")
+    if isinstance(counts, dict):
+        out["counts"] = {
+            k: int(v) for k, v in counts.items() if k in ("native", "python") and isinstance(v, int)
+        }
+    return {"call_route": out}

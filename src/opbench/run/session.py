@@ -257,6 +257,7 @@ def run_operators(
         atol_scale=req.atol_scale,
         allow_pytorch=req.allow_pytorch,
         allow_threads="threads" in (req.allow_rules or []),
+        native_calls=not req.python_calls,
     )
     config = worker_config(req, judge_options)
     from opbench.run.isolation import IsolationPlanner

@@ -65,6 +65,9 @@ class RunRequest:
     rtol_scale: float = 1.0
     atol_scale: float = 1.0
     allow_pytorch: bool = False
+    #: call every kernel as its Python function, even where it declares a native launch
+    #: that the C++ gate makes in a model (JudgeOptions.native_calls)
+    python_calls: bool = False
     memory_limit_mb: int | None = None
     #: static-scan rules exempted with ``--allow RULE`` (recorded in the summary)
     allow_rules: list[str] = field(default_factory=list)
@@ -119,6 +122,8 @@ class RunRequest:
             out["allow_tf32"] = True
         if self.trace_split:  # likewise
             out["trace_split"] = self.trace_split
+        if self.python_calls:  # likewise
+            out["python_calls"] = True
         if is_program_run(self):
             out.update(
                 {k: (str(d[k]) if isinstance(d[k], Path) else d[k]) for k in self.PROGRAM_IDENTITY}

@@ -39,6 +39,7 @@ WORKER_MODULES = (
     "opbench.backends.loader",
     "opbench.instrument.candidate",
     "opbench.instrument.integrity",
+    "opbench.instrument.native_calls",
     "opbench.instrument.neighbours",
     "opbench.instrument.observer",
     "opbench.instrument.records",
@@ -142,6 +143,9 @@ def main() -> int:
         # (opbench.run.triton_cache); Triton reads the variable at each compile
         os.makedirs(msg["triton_cache"], exist_ok=True)
         os.environ["TRITON_CACHE_DIR"] = msg["triton_cache"]
+    # kernels that declare a native launch are called through the C++ gate, as a model
+    # calls them; the gate is loaded before the fingerprint and before any candidate code
+    native = native_calls_for(device, JudgeOptions(**cfg.get("judge_options", {})))
     fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
     # every thread and process alive now is the worker's own (PyTorch's, CUDA's, the
     # intra-op pool's): anything later that is not is the unit's (instrument/neighbours.py)
@@ -199,16 +203,32 @@ def main() -> int:
             if kernel is None:
                 out["no_kernel"] = True
             else:
-                report = candidate_mod.run_candidate(
-                    case,
-                    kernel,
-                    device,
-                    judge_options,
-                    plan,
-                    fingerprint=fingerprint,
-                    guard=guard_on,
-                    after_call=watch.look,
-                )
+
+                def judge(fn: Any, case: Case = case, plan: Any = plan) -> Any:
+                    return candidate_mod.run_candidate(
+                        case,
+                        fn,
+                        device,
+                        judge_options,
+                        plan,
+                        fingerprint=fingerprint,
+                        guard=guard_on,
+                        after_call=watch.look,
+                    )
+
+                route = native.route(case.op, kernel) if native is not None else None
+                if route is not None and route.launches_natively(
+                    *materialize(case, device, timing_seeds(case)[0])
+                ):
+                    route.reset()
+                    report = judge(route.call)
+                    if route.trials_were_native():
+                        kernel = route.call
+                    else:  # the observers saw only the gate: judge the function itself
+                        report = judge(kernel)
+                    out["call_route"] = route.describe(kernel is route.call)
+                else:
+                    report = judge(kernel)
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
                     ref = get_overload(case.op)
@@ -228,6 +248,8 @@ def main() -> int:
                             watch=watch,
                         )
                     )
+                if "call_route" in out and kernel is route.call:
+                    out["call_route"]["counts"] = route.counts()
                 watch.look()
                 out["neighbours"] = watch.readings()
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
@@ -309,6 +331,17 @@ def _timed(
         "timing_tamper": fingerprint.changes(),
         **timed_outputs(last, device),
     }
+
+
+def native_calls_for(device: str, options: Any) -> Any:
+    """The worker's gated registrations (:mod:`opbench.instrument.native_calls`) on a
+    CUDA device where the run calls kernels as a model does, with the gate loaded; else
+    None (every kernel is called as its Python function)."""
+    from opbench.instrument.native_calls import NativeCalls
+
+    if not device.startswith("cuda") or not getattr(options, "native_calls", True):
+        return None
+    return NativeCalls.loaded("CUDA")
 
 
 def _scoped_call(fn: Any, window: Any, scope: str) -> Any:

@@ -16,7 +16,10 @@ class JudgeOptions:
     (see :mod:`opbench.judge.correctness`); ``allow_pytorch`` turns ``calls_pytorch`` into
     a warning; ``trials`` is the number of input sets (>= 1); ``allow_threads``
     (``--allow threads``) lets a unit leave threads and processes running
-    (:mod:`opbench.judge.neighbour_verdict`; they still must not run beside the reference)."""
+    (:mod:`opbench.judge.neighbour_verdict`; they still must not run beside the reference);
+    ``native_calls`` (off: ``--python-calls``) calls a kernel that declares a native launch
+    through opbench's C++ gate on CUDA, as a model calls it
+    (:mod:`opbench.instrument.native_calls`)."""
 
     rtol_scale: float = 1.0
     atol_scale: float = 1.0
@@ -25,3 +28,4 @@ class JudgeOptions:
     trials: int = 2
     check_determinism: bool = True
     check_weak: bool = True
+    native_calls: bool = True

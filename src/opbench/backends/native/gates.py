@@ -20,7 +20,7 @@ from opbench.backends.native.build import dtype_of_code, gate_module, unavailabl
 from opbench.backends.native.spec import NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
-__all__ = ["GateSet"]
+__all__ = ["GateSet", "arm_native", "native_compiler"]
 
 log = logging.getLogger(__name__)
 
@@ -81,28 +81,9 @@ class GateSet:
         gate.set_policy("python", *_verdict(entry))
         if spec is not None:
             gate.set_policy("native", *_verdict(native_entry))
-            gate.set_native(
-                spec.operands, spec.inplace, list(spec.param_args),
-                [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
-                spec.max_numel, spec.spread, spec.min_block, spec.max_block,
-                self._compiler(op, spec),
-            )  # fmt: skip
+            arm_native(gate, op, spec, self._codes)
         gate.install(dispatcher_name)
         self.gates[op] = gate
-
-    def _compiler(self, op: str, spec: NativeSpec) -> Any:
-        codes = self._codes
-
-        def compile_variant(
-            choice: int, a_code: int, b_mode: int, b_code: int, block: int, div16: bool
-        ) -> tuple[int, int, int, int] | None:
-            try:
-                return spec.compile(choice, codes[a_code], b_mode, codes[b_code], block, div16)
-            except Exception as e:  # the call still runs, through Python
-                log.warning("no native kernel for %s (%s); those calls take the Python path", op, e)
-                return None
-
-        return compile_variant
 
     def counts(self, op: str) -> dict[str, int]:
         """``native`` (launched in C++), ``declined`` (sent to eager by the policy) and
@@ -122,6 +103,33 @@ class GateSet:
                 log.warning("closing the gate of %s: %s", op, e)
         self.gates.clear()
         self._pending.clear()
+
+
+def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtype]) -> None:
+    """Give ``gate`` the native launch ``spec`` declares for ``op``."""
+    gate.set_native(
+        spec.operands, spec.inplace, list(spec.param_args),
+        [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
+        spec.max_numel, spec.spread, spec.min_block, spec.max_block,
+        native_compiler(op, spec, codes),
+    )  # fmt: skip
+
+
+def native_compiler(op: str, spec: NativeSpec, codes: dict[int, torch.dtype]) -> Any:
+    """The callback a gate compiles a variant with: ``spec.compile`` on torch dtypes (the
+    gate passes c10's dtype codes, ``codes`` maps them back); a variant that fails to
+    compile is logged and its calls take the Python path."""
+
+    def compile_variant(
+        choice: int, a_code: int, b_mode: int, b_code: int, block: int, div16: bool
+    ) -> tuple[int, int, int, int] | None:
+        try:
+            return spec.compile(choice, codes[a_code], b_mode, codes[b_code], block, div16)
+        except Exception as e:  # the call still runs, through Python
+            log.warning("no native kernel for %s (%s); those calls take the Python path", op, e)
+            return None
+
+    return compile_variant
 
 
 def _verdict(entry: OpPolicy | None) -> tuple[str, dict[str, bool], bool]:

@@ -427,3 +427,22 @@ declare_flat(sigmoid_backward, ("sigmoid_backward.default",), (_sigmoid_backward
 declare_flat(silu_backward, ("silu_backward.default",), (_silu_backward,), 2)
 declare_flat(gelu_backward, ("gelu_backward.default",), (_gelu_backward, _gelu_tanh_backward), 2,
              choice_arg=2, choices=("none", "tanh"))  # fmt: skip
+# the hard activations and leaky_relu (MobileNet's, EfficientNet's and GAN's calls):
+# hardtanh's p0/p1 are min_val/max_val, leaky_relu's p0 its slope; the gate launches only
+# CUDA tensors, so hardswish_backward takes CUDA eager's functor, as its Python path does there
+declare_flat(hardtanh, ("hardtanh.default",), (_hardtanh,), 1, param_args=(1, 2),
+             param_defaults=(-1.0, 1.0))  # fmt: skip
+declare_flat(hardtanh_, ("hardtanh_.default",), (_hardtanh,), 1, inplace=True, param_args=(1, 2),
+             param_defaults=(-1.0, 1.0))  # fmt: skip
+declare_flat(hardtanh_backward, ("hardtanh_backward.default",), (_hardtanh_backward,), 2,
+             param_args=(2, 3))  # fmt: skip
+declare_flat(hardsigmoid, ("hardsigmoid.default",), (_hardsigmoid,), 1)
+declare_flat(hardsigmoid_, ("hardsigmoid_.default",), (_hardsigmoid,), 1, inplace=True)
+declare_flat(hardsigmoid_backward, ("hardsigmoid_backward.default",), (_hardsigmoid_backward,), 2)
+declare_flat(hardswish, ("hardswish.default",), (_hardswish,), 1)
+declare_flat(hardswish_, ("hardswish_.default",), (_hardswish,), 1, inplace=True)
+declare_flat(hardswish_backward, ("hardswish_backward.default",), (_hardswish_backward_cuda,), 2)
+declare_flat(leaky_relu, ("leaky_relu.default",), (_leaky_relu,), 1, param_args=(1, -1),
+             param_defaults=(0.01, 0.0))  # fmt: skip
+declare_flat(leaky_relu_, ("leaky_relu_.default",), (_leaky_relu,), 1, inplace=True,
+             param_args=(1, -1), param_defaults=(0.01, 0.0))  # fmt: skip

@@ -234,3 +234,5 @@ declare_flat(mul_, ("mul_.Tensor", "mul_.Scalar"), (_mul,), 2, inplace=True,
 declare_flat(div, ("div.Tensor", "div.Scalar"), (_divide,), 2)
 declare_flat(div_, ("div_.Tensor", "div_.Scalar"), (_divide,), 2, inplace=True)
 declare_flat(neg, ("neg.default",), (_neg,), 1)
+declare_flat(rsub, ("rsub.Tensor", "rsub.Scalar"), (_rsub,), 2, param_args=(2, -1),
+             param_defaults=(1.0, 0.0))  # fmt: skip

@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import ON_GPU, exp_f, libdevice, log_f
+from opbench.kernels._lib.native_launch import declare_flat
 from opbench.kernels._lib.pointwise import IDENTITY, elementwise
 from opbench.kernels._lib.pointwise_rules import check_number, result_type
 
@@ -455,3 +456,20 @@ def maximum(self: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
 
 def maximum_out(self: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
     return _min_max(_maximum, self, other, out)
+
+
+# The C++ gate launches these without entering Python (native_launch): floating inputs
+# only, so the result dtype is the input's, as _math_dtype and _min_max give it.
+for _fn, _inplace, _name, _kernel in (
+    (exp, False, "exp.default", _exp),
+    (exp_, True, "exp_.default", _exp),
+    (sqrt, False, "sqrt.default", _sqrt),
+    (sqrt_, True, "sqrt_.default", _sqrt),
+    (rsqrt, False, "rsqrt.default", _rsqrt),
+    (rsqrt_, True, "rsqrt_.default", _rsqrt),
+    (reciprocal, False, "reciprocal.default", _reciprocal),
+    (reciprocal_, True, "reciprocal_.default", _reciprocal),
+):
+    declare_flat(_fn, (_name,), (_kernel,), 1, inplace=_inplace)
+declare_flat(minimum, ("minimum.default",), (_minimum,), 2)
+declare_flat(maximum, ("maximum.default",), (_maximum,), 2)

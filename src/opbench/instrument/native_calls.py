@@ -1,0 +1,176 @@
+"""Calling a kernel the way a model on opbench's C++ gate calls it, in the WORKER.
+
+Why: a kernel that declares a native launch (:class:`~opbench.backends.native.spec.NativeSpec`)
+runs in a model without entering Python: the gate (``gate.cpp``) reads the call, allocates
+the output and launches the compiled kernel in C++, at eager's host cost. Judged through
+its Python function instead, the same kernel paid 10-20 us of Python a call that no model
+on the gate pays (an H200's eager ``hardsigmoid`` read 20.8 us host-inclusive in the judged
+loop, the Python function 39.1 at the same device time), so its host number said what
+Python costs, not what the kernel costs a model.
+
+How: the kernel is registered under :data:`~opbench.spec.reference.CANDIDATE_NAMESPACE`
+with the judged overload's own schema (``opbench_candidate::add.Tensor``), with a gate in
+front that serves every call (no policy). The reference's ``aten`` overload is untouched,
+so both sides are called as ``OpOverload`` objects through the same dispatcher, and the
+judge's wrapper costs them alike. A call the gate cannot launch (a broadcast, a stride, a
+misaligned view) reaches the Python function through the dispatcher, which costs more
+than calling it directly; so the worker runs the trials through the gate, reads the gate's
+counts, and times the gate only for a test whose every trial call was launched natively
+(:func:`timed_route`). Either way the calls that are timed and judged late go through the
+same path as the trials that were judged.
+
+Only on CUDA (the gate launches nothing elsewhere). ``opbench run --python-calls`` (or
+``OPBENCH_NATIVE=0``) turns this off: every kernel is then called as its Python function.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
+from opbench.backends.native.gates import arm_native
+from opbench.backends.native.spec import NativeSpec
+from opbench.spec.ops import get_overload
+from opbench.spec.reference import CANDIDATE_NAMESPACE
+
+__all__ = ["NativeCalls", "NativeRoute", "timed_route"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class NativeRoute:
+    """One judged overload registered behind a gate: ``call`` is its ``OpOverload``."""
+
+    op: str
+    call: Any
+    gate: Any
+
+    def launches_natively(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether the gate would launch this call in C++: a dry call that reads the
+        arguments and runs nothing (no kernel code, no compile, no launch)."""
+        self.gate.set_dry(True)
+        try:
+            self.call(*args, **kwargs)
+        except (RuntimeError, TypeError):
+            # arguments only aten's own overloads take: a Python number where the schema
+            # says Tensor (``mul.Tensor(x, 0.125)``) is converted for ``aten`` alone
+            return False
+        finally:
+            self.gate.set_dry(False)
+        return bool(self.gate.dry_native())
+
+    def counts(self) -> dict[str, int]:
+        """The gate's ``native`` and ``python`` calls since the last :meth:`reset`."""
+        c = self.gate.counts()
+        return {"native": int(c["native"]), "python": int(c["python"])}
+
+    def trials_were_native(self) -> bool:
+        """Every call since the last :meth:`reset` was launched in C++. A call that
+        reached the Python function through the gate was seen by the worker's observers
+        as one call of the gate, not as the calls the function made, so such a test is
+        judged again on the function itself."""
+        return timed_route(self.counts()) == "native"
+
+    def describe(self, gated: bool) -> dict[str, Any]:
+        """What the worker reports: the route its judged and timed calls took."""
+        if gated:
+            return {"route": "native", "op": f"{CANDIDATE_NAMESPACE}::{self.op}"}
+        return {
+            "route": "python",
+            "why": "a trial call reached the Python function through the gate "
+            f"({self.counts()}); judged and timed as the Python function",
+        }
+
+    def reset(self) -> None:
+        self.gate.reset_counts()
+
+
+def timed_route(counts: dict[str, int]) -> str:
+    """``native`` when every call the trials made through the gate was launched in C++,
+    else ``python`` (the Python function is then timed, called directly)."""
+    native, python = int(counts.get("native", 0)), int(counts.get("python", 0))
+    return "native" if native > 0 and python == 0 else "python"
+
+
+class NativeCalls:
+    """The gated registrations of one worker: at most one per overload, made on first use.
+
+    ``key`` is the dispatch key the gate serves: ``CUDA`` in a run (tests use ``CPU``,
+    where the gate hands every call to the Python function, so the registration and the
+    counts can be checked without a GPU). :attr:`notes` says, per overload, why it has no
+    route where a kernel declares one.
+    """
+
+    def __init__(self, key: str = "CUDA") -> None:
+        self.key = key
+        self.notes: dict[str, str] = {}
+        self._routes: dict[str, NativeRoute | None] = {}
+        self._lib: torch.library.Library | None = None
+
+    @classmethod
+    def loaded(cls, key: str = "CUDA") -> NativeCalls | None:
+        """Registrations on ``key`` with the gate loaded now (a worker calls this before
+        it fingerprints itself and before candidate code is imported); None where the
+        gate cannot be had (``OPBENCH_NATIVE=0``, no compiler)."""
+        return cls(key) if gate_module() is not None else None
+
+    def route(self, op: str, kernel: Any) -> NativeRoute | None:
+        """The gated twin of ``kernel`` for ``op``, or None (no native declaration for
+        ``op``, no gate module, or the name was taken)."""
+        if op not in self._routes:
+            self._routes[op] = self._register(op, kernel)
+        return self._routes[op]
+
+    def _register(self, op: str, kernel: Any) -> NativeRoute | None:
+        try:
+            spec = NativeSpec.of(kernel, op)
+        except ValueError as e:  # a malformed declaration: the Python function is judged
+            self.notes[op] = str(e)
+            return None
+        if spec is None:
+            return None
+        module = gate_module()
+        if module is None:
+            self.notes[op] = unavailable_reason() or "the C++ gate is not available"
+            return None
+        name, _, overload = op.partition(".")
+        dispatcher_name = name if overload in ("", "default") else op
+        if self._lib is None:
+            self._lib = torch.library.Library(CANDIDATE_NAMESPACE, "FRAGMENT")
+        schema = str(get_overload(op)._schema).removeprefix("aten::")
+        try:
+            self._lib.define(schema)
+        except RuntimeError as e:  # defined already: not by this worker, so not trusted
+            self.notes[op] = f"{CANDIDATE_NAMESPACE}::{op} exists already ({e}); not gated"
+            return None
+        gate = module.Gate(
+            f"{CANDIDATE_NAMESPACE}::{name}", "" if overload in ("", "default") else overload,
+            self.key,
+        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="(?s).*registered")
+            self._lib.impl(dispatcher_name, kernel, self.key)
+        # the gate's "eager" is the kernel too: no policy here declines a call
+        gate.capture_eager()
+        gate.set_policy("python", "all", {}, True)
+        gate.set_policy("native", "all", {}, True)
+        arm_native(gate, op, spec, dtype_of_code())
+        gate.install(dispatcher_name)
+        packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)
+        return NativeRoute(op, getattr(packet, overload or "default"), gate)
+
+    def close(self) -> None:
+        """Remove every gate, then the registrations (the gates hold the kernels below)."""
+        for route in self._routes.values():
+            if route is not None:
+                route.gate.close()
+        self._routes.clear()
+        if self._lib is not None:
+            self._lib._destroy()
+            self._lib = None

@@ -1,0 +1,173 @@
+"""The worker's gated calls (``opbench.instrument.native_calls``) on the CPU: the kernel is
+registered beside ``aten`` under its own namespace, the gate in front of it hands every
+CPU call to the Python function and counts it, a dry call runs nothing, and nothing the
+registration does looks like tampering to the worker's fingerprint. The guard allows the
+judged kernel's own twin and nothing else of that namespace.
+
+The native launch itself needs CUDA: ``tests/kernels/test_native_launch.py`` judges a run
+through it on a GPU.
+
+Slow: the first test builds the gate (about 20 s on 2 cores, cached after)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+
+from opbench.backends.native import gate_module, unavailable_reason
+from opbench.instrument.integrity import Fingerprint
+from opbench.instrument.native_calls import NativeCalls, timed_route
+from opbench.judge.guard import classify_calls
+from opbench.run.outcome_verdict import call_route_details
+from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin, is_candidate_twin
+
+pytestmark = pytest.mark.slow
+
+CALLS: list[str] = []
+
+
+def _relu(x: torch.Tensor) -> torch.Tensor:
+    CALLS.append("relu")
+    return torch.clamp_min(x, 0)
+
+
+_relu.opbench_native = {"overloads": ("relu.default",), "operands": 1, "compile": lambda *a: None}
+
+
+def _add_(x: torch.Tensor, y: torch.Tensor, *, alpha: Any = 1) -> torch.Tensor:
+    CALLS.append("add_")
+    return x.add_(y, alpha=alpha)
+
+
+_add_.opbench_native = {
+    "overloads": ("add_.Tensor",),
+    "operands": 2,
+    "inplace": True,
+    "param_args": (2, -1),
+    "param_defaults": (1.0, 0.0),
+    "compile": lambda *a: None,
+}
+
+
+@pytest.fixture
+def native(monkeypatch: pytest.MonkeyPatch) -> Iterator[NativeCalls]:
+    monkeypatch.setenv("OPBENCH_NATIVE", "1")
+    if gate_module() is None:
+        pytest.fail(f"the C++ gate did not build: {unavailable_reason()}")
+    CALLS.clear()
+    calls = NativeCalls("CPU")
+    yield calls
+    calls.close()
+
+
+def test_the_twin_calls_the_python_function_and_counts_it(native: NativeCalls) -> None:
+    route = native.route("relu.default", _relu)
+    assert route is not None
+    assert route.call.name() == f"{CANDIDATE_NAMESPACE}::relu"
+    x = torch.randn(64)
+    torch.testing.assert_close(route.call(x), torch.relu(x))
+    assert CALLS == ["relu"]
+    assert route.counts() == {"native": 0, "python": 1}
+    assert not route.trials_were_native()  # a Python-path call: judged on the function
+    assert torch.ops.aten.relu.default(x) is not None and CALLS == ["relu"]  # aten untouched
+    assert native.route("relu.default", _relu) is route  # one registration per overload
+
+
+def test_an_inplace_twin_returns_self_and_takes_keywords(native: NativeCalls) -> None:
+    route = native.route("add_.Tensor", _add_)
+    assert route is not None
+    a, b = torch.zeros(8), torch.ones(8)
+    out = route.call(a, b, alpha=2.5)
+    assert out is a
+    torch.testing.assert_close(a, torch.full((8,), 2.5))
+
+
+def test_a_dry_call_runs_nothing(native: NativeCalls) -> None:
+    route = native.route("relu.default", _relu)
+    assert route is not None
+    x = torch.randn(16)
+    before = x.clone()
+    assert route.launches_natively((x,), {}) is False  # a CPU tensor: never launched in C++
+    assert CALLS == []
+    assert route.counts() == {"native": 0, "python": 0}
+    assert torch.equal(x, before)
+    route.call(x)  # and the gate is live again after the dry call
+    assert CALLS == ["relu"]
+
+
+def test_only_declared_overloads_are_routed(native: NativeCalls) -> None:
+    assert native.route("relu_.default", _relu) is None  # declared for relu.default only
+    assert native.route("neg.default", lambda x: -x) is None  # no declaration
+    bad = lambda x: x  # noqa: E731
+    bad.opbench_native = {"overloads": ("sigmoid.default",), "operands": 3, "compile": len}
+    assert native.route("sigmoid.default", bad) is None
+    assert "not a valid native spec" in native.notes["sigmoid.default"]
+
+
+def test_a_name_taken_before_the_worker_is_not_trusted(native: NativeCalls) -> None:
+    squatter = torch.library.Library(CANDIDATE_NAMESPACE, "FRAGMENT")
+    try:
+        squatter.define(str(torch.ops.aten.relu.default._schema).removeprefix("aten::"))
+        assert native.route("relu.default", _relu) is None
+        assert "exists already" in native.notes["relu.default"]
+    finally:
+        squatter._destroy()
+
+
+def test_registering_and_calling_is_not_tampering(native: NativeCalls) -> None:
+    fingerprint = Fingerprint()  # as a worker takes it: the gate loaded, no route yet
+    route = native.route("relu.default", _relu)
+    assert route is not None
+    route.launches_natively((torch.randn(4),), {})
+    route.call(torch.randn(4))
+    assert fingerprint.changes() == []
+
+
+def test_the_guard_allows_the_judged_kernels_own_twin_only() -> None:
+    assert is_candidate_twin("opbench_candidate::add.Tensor", "add.Tensor")
+    assert is_candidate_twin("opbench_candidate::add", "add.Tensor")  # the observer's name
+    assert is_candidate_twin(candidate_twin("relu.default"), "relu.default")
+    assert not is_candidate_twin("opbench_candidate::mul.Tensor", "add.Tensor")
+    assert not is_candidate_twin("aten::add.Tensor", "add.Tensor")
+    assert not is_candidate_twin("mylib::add.Tensor", "add.Tensor")
+    assert classify_calls("add.Tensor", [("opbench_candidate::add.Tensor", False)]).ok
+    bad = classify_calls("add.Tensor", [("opbench_candidate::mul.Tensor", False)])
+    assert bad.violations == {"opbench_candidate::mul.Tensor": 1}
+    assert not classify_calls("add.Tensor", [("add.Tensor", False)]).ok
+
+
+def test_the_route_a_test_is_timed_on() -> None:
+    assert timed_route({"native": 4, "python": 0}) == "native"
+    assert timed_route({"native": 4, "python": 1}) == "python"
+    assert timed_route({"native": 0, "python": 0}) == "python"
+
+
+def test_the_harness_keeps_only_plain_route_details() -> None:
+    sent = {"route": "native", "op": "opbench_candidate::relu", "counts": {"native": 9, "x": 1}}
+    assert call_route_details(sent) == {
+        "call_route": {"route": "native", "op": "opbench_candidate::relu", "counts": {"native": 9}}
+    }
+    assert call_route_details({"route": "fast"}) == {}
+    assert call_route_details("native") == {}
+    assert call_route_details(None) == {}
+
+
+def test_a_number_where_the_schema_says_tensor_is_not_routed(native: NativeCalls) -> None:
+    """PyTorch turns ``mul.Tensor(x, 0.125)``'s number into a tensor for ``aten`` only:
+    the twin refuses it, so the call stays with the Python function."""
+    kernel = lambda x, y: x * y  # noqa: E731
+    kernel.opbench_native = {"overloads": ("mul.Tensor",), "operands": 2, "compile": len}
+    route = native.route("mul.Tensor", kernel)
+    assert route is not None
+    assert route.launches_natively((torch.randn(4), 0.125), {}) is False
+    assert route.counts() == {"native": 0, "python": 0}
+
+
+def test_the_timed_guard_allows_the_twin_too() -> None:
+    from opbench.judge.guard import classify_timed
+
+    observed = {"scoped": {"opbench_candidate::add": 40, "add": 1}, "other_threads": {}}
+    assert classify_timed("add.Tensor", observed).violations == {"add": 1}
