@@ -70,6 +70,8 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
     ("rsqrt.default", lambda a: torch.rsqrt(a), 1),
     ("rsqrt_.default", lambda a: torch.rsqrt_(a), 1),
     ("reciprocal.default", lambda a: torch.reciprocal(a), 1),
+    ("clone.default", lambda a: torch.clone(a), 1),
+    ("silu_.default", lambda a: torch.nn.functional.silu(a, inplace=True), 1),
     ("minimum.default", lambda a, b: torch.minimum(a, b), 2),
     ("maximum.default", lambda a, b: torch.maximum(a, b), 2),
 ]
@@ -145,6 +147,15 @@ def test_calls_the_native_path_cannot_take_go_to_python(backend, name, make):
     native, counts = _run(backend, "add.Tensor", torch.add, [a, b], native=True, copy=False)
     assert counts.get("native") == 0 and counts["served"] == 1, counts
     torch.testing.assert_close(native, torch.add(a, b), equal_nan=True)
+
+
+def test_a_clone_with_a_memory_format_goes_to_python(backend):
+    (a,) = _inputs((8, 16, 4, 4), torch.float16, 1)
+    call = lambda x: torch.clone(x, memory_format=torch.channels_last)  # noqa: E731
+    out, counts = _run(backend, "clone.default", call, [a], native=True)
+    assert counts.get("native") == 0 and counts["served"] == 1, counts
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(out, a, rtol=0, atol=0, equal_nan=True)
 
 
 def test_a_0dim_cuda_tensor_and_a_cpu_scalar_tensor(backend):

@@ -140,6 +140,7 @@ struct NativeSpec {
   std::array<double, 2> param_defaults{0.0, 0.0};
   int choice_arg = -1;  // a string argument that picks the kernel (gelu's approximate)
   std::vector<std::string> choices;
+  std::vector<int> none_args;  // arguments that must be None (clone's memory_format)
   int64_t max_numel = 0;
   int64_t spread = 132, min_block = 128, max_block = 1024;
   py::object compile;  // (choice, a dtype code, b mode, b dtype code, block, div16) -> tuple|None
@@ -322,6 +323,9 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       return false;
     }
   }
+  for (const int i : sp.none_args) {
+    if (!stack[base + i].isNone()) return false;
+  }
   int choice = 0;
   if (sp.choice_arg >= 0) {
     const c10::IValue& c = stack[base + sp.choice_arg];
@@ -458,13 +462,17 @@ class Gate {
 
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
-                  std::vector<std::string> choices, int64_t max_numel, int64_t spread,
-                  int64_t min_block, int64_t max_block, py::object compile) {
+                  std::vector<std::string> choices, std::vector<int> none_args,
+                  int64_t max_numel, int64_t spread, int64_t min_block, int64_t max_block,
+                  py::object compile) {
     TORCH_CHECK(operands == 1 || operands == 2, "a native path takes 1 or 2 operands");
     TORCH_CHECK(param_args.size() == 2 && param_defaults.size() == 2, "two parameters");
     const int n = static_cast<int>(s_->n_args);
     TORCH_CHECK(operands <= n && param_args[0] < n && param_args[1] < n && choice_arg < n,
                 s_->name, " has ", n, " arguments: a native spec names a position past them");
+    for (const int i : none_args) {
+      TORCH_CHECK(i >= operands && i < n, s_->name, ": none_args names position ", i);
+    }
     NativeSpec& sp = s_->native;
     sp.operands = operands;
     sp.inplace = inplace;
@@ -472,6 +480,7 @@ class Gate {
     sp.param_defaults = {param_defaults[0], param_defaults[1]};
     sp.choice_arg = choice_arg;
     sp.choices = std::move(choices);
+    sp.none_args = std::move(none_args);
     sp.max_numel = max_numel;
     sp.spread = std::max<int64_t>(1, spread);
     sp.min_block = min_block;

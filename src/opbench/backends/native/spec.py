@@ -7,7 +7,8 @@ opbench). The registry (:mod:`opbench.backends.registry`) then puts the C++ gate
 for the calls it can read: the first argument a contiguous f16/bf16/f32/f64 CUDA tensor of
 at most ``max_numel`` elements, 16-byte aligned; for a two-operand op the second a
 contiguous tensor of the same shape and dtype, a 0-dim tensor or a number; every other
-argument a number (``param_args``) or one of ``choices`` (``choice_arg``). Every other
+argument a number (``param_args``), one of ``choices`` (``choice_arg``) or None
+(``none_args``). Every other
 call goes to the kernel's Python function, unchanged.
 
 The launch is the one the Python path makes for the same call: a flat 1-D kernel over the
@@ -59,6 +60,9 @@ class NativeSpec:
     #: a string argument's position whose value picks the kernel, and its values
     choice_arg: int = -1
     choices: tuple[str, ...] = ()
+    #: argument positions that must be None for a native launch (``clone``'s
+    #: ``memory_format``: the gate writes a contiguous output, right only when none is asked)
+    none_args: tuple[int, ...] = ()
     max_numel: int = 2**31 - 1 - 16384
     spread: int = 132
     min_block: int = 128

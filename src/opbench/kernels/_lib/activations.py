@@ -417,6 +417,7 @@ declare_flat(relu_, ("relu_.default",), (_relu,), 1, inplace=True)
 declare_flat(sigmoid, ("sigmoid.default",), (_sigmoid,), 1)
 declare_flat(tanh, ("tanh.default",), (_tanh,), 1)
 declare_flat(silu, ("silu.default",), (_silu,), 1)
+declare_flat(silu_, ("silu_.default",), (_silu,), 1, inplace=True)
 declare_flat(
     gelu, ("gelu.default",), (_gelu, _gelu_tanh), 1, choice_arg=1, choices=("none", "tanh")
 )

@@ -26,6 +26,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
+from opbench.kernels._lib.native_launch import declare_flat
 from opbench.kernels._lib.pointwise_kernels import unravel
 from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
@@ -453,3 +454,9 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor)
             )
     dest = destination(tuple(shape), dtype, list(parts) or [out], out=out)
     return _cat_into(dest, parts, d)
+
+
+# The C++ gate launches a contiguous clone without entering Python (native_launch): the
+# flat kernel with the identity, only where no memory_format is given (its output is
+# contiguous, as preserve_format makes it for a contiguous input).
+declare_flat(clone, ("clone.default",), (pointwise.IDENTITY,), 1, none_args=(1,))
