@@ -44,5 +44,6 @@ if [ "$rc" != 0 ]; then
 fi
 # module:flag_gems:enable -> flag_gems beside the GPU's name in the files' names
 name=$([ "$BACKEND" = triton ] || echo "$BACKEND" | cut -d: -f2)
-python3 benchmarks/reproduce/heldout_report.py "$RUN" --gpu "$GPU" --name "$name" --out-dir "$OUT" \
+label=$([ "$BACKEND" = triton ] && echo "Triton backend" || echo "$BACKEND")
+python3 benchmarks/reproduce/heldout_report.py "$RUN" --gpu "$GPU" --name "$name" --label "$label" --out-dir "$OUT" \
   --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh${COMMIT:+ at $COMMIT})"

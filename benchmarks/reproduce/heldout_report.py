@@ -70,6 +70,7 @@ def main() -> int:
     p.add_argument("--gpu", default="h100")
     p.add_argument("--partial", action="store_true", help="the run was stopped early")
     p.add_argument("--name", default="", help="a suffix for the files (a run of some ops)")
+    p.add_argument("--label", default="Triton backend", help="what was judged, for the title")
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     ns = p.parse_args()
     con = sqlite3.connect(Path(ns.run_dir) / "results.sqlite")
@@ -142,7 +143,7 @@ def main() -> int:
 
     cut = " (run stopped early: what it holds)" if ns.partial else ""
     lines = [
-        f"# Triton backend on the held-out half of the traces, {ns.gpu.upper()}{cut}",
+        f"# {ns.label} on the held-out half of the traces, {ns.gpu.upper()}{cut}",
         "",
         f"`{ns.command}`; summarised with "
         f"`python benchmarks/reproduce/heldout_report.py RUN_DIR --command ...`.",
