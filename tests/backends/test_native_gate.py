@@ -233,3 +233,32 @@ def test_a_package_builds_its_own_gate(native_on, kernels, tmp_path):
         sys.path.remove(str(out / "src"))
         for m in [m for m in sys.modules if m.startswith("add_pkg_gate")]:
             del sys.modules[m]
+
+
+def test_a_read_only_build_is_loaded_from_a_copy(native_on, tmp_path):
+    """The judge's sandboxed worker sees the harness's build read-only, and
+    ``cpp_extension.load`` takes a lock file even to load: the gate is loaded from a
+    private copy, with nothing rebuilt and nothing written into the original."""
+    import subprocess
+    import sys
+
+    from opbench.backends.native import build
+
+    folder = build.build_directory()
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir())
+    script = (
+        "from opbench.backends.native import build\n"
+        "build.can_write = lambda folder: False\n"
+        "import time; t = time.perf_counter()\n"
+        "m = build.gate_module()\n"
+        "assert m is not None, build.unavailable_reason()\n"
+        "print(m.__file__); print(time.perf_counter() - t)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded_from, seconds = done.stdout.split()
+    assert "opbench-native-" in loaded_from and not loaded_from.startswith(str(folder))
+    assert float(seconds) < 15  # a load, not a 20-30 s build
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()) == before

@@ -171,3 +171,12 @@ def test_the_timed_guard_allows_the_twin_too() -> None:
 
     observed = {"scoped": {"opbench_candidate::add": 40, "add": 1}, "other_threads": {}}
     assert classify_timed("add.Tensor", observed).violations == {"add": 1}
+
+
+def test_without_the_gate_a_declared_kernel_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPBENCH_NATIVE", "0")
+    calls = NativeCalls.loaded("CPU")
+    assert calls.route("relu.default", _relu) is None
+    assert "OPBENCH_NATIVE=0" in calls.notes["relu.default"]
+    assert calls.route("neg.default", lambda x: -x) is None  # nothing declared: no note
+    assert "neg.default" not in calls.notes

@@ -114,11 +114,13 @@ class NativeCalls:
         self._lib: torch.library.Library | None = None
 
     @classmethod
-    def loaded(cls, key: str = "CUDA") -> NativeCalls | None:
-        """Registrations on ``key`` with the gate loaded now (a worker calls this before
-        it fingerprints itself and before candidate code is imported); None where the
-        gate cannot be had (``OPBENCH_NATIVE=0``, no compiler)."""
-        return cls(key) if gate_module() is not None else None
+    def loaded(cls, key: str = "CUDA") -> NativeCalls:
+        """Registrations on ``key``, the gate loaded now (a worker calls this before it
+        fingerprints itself and before candidate code is imported). Where the gate cannot
+        be had (``OPBENCH_NATIVE=0``, no compiler) no kernel gets a route, and
+        :attr:`notes` says why for each that declares one."""
+        gate_module()
+        return cls(key)
 
     def route(self, op: str, kernel: Any) -> NativeRoute | None:
         """The gated twin of ``kernel`` for ``op``, or None (no native declaration for

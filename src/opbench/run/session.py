@@ -260,6 +260,13 @@ def run_operators(
         native_calls=not req.python_calls,
     )
     config = worker_config(req, judge_options)
+    if req.device.startswith("cuda") and judge_options.native_calls and req.backend != "aten":
+        # the C++ gate the workers call declared kernels through, built here once before
+        # they start (each then loads it; a sandboxed one from a copy): workers racing for
+        # the build lock, or unable to write it, would each fall back to Python calls
+        from opbench.backends.native.build import gate_module
+
+        gate_module()
     from opbench.run.isolation import IsolationPlanner
 
     planner = IsolationPlanner(config.backend, req.kernel_version, frozenset(req.allow_rules or []))

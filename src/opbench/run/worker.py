@@ -229,6 +229,9 @@ def main() -> int:
                     out["call_route"] = route.describe(kernel is route.call)
                 else:
                     report = judge(kernel)
+                    if native is not None and case.op in native.notes:
+                        # a native launch declared, and no gate for it: say why
+                        out["call_route"] = {"route": "python", "why": native.notes[case.op]}
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
                     ref = get_overload(case.op)
@@ -335,8 +338,8 @@ def _timed(
 
 def native_calls_for(device: str, options: Any) -> Any:
     """The worker's gated registrations (:mod:`opbench.instrument.native_calls`) on a
-    CUDA device where the run calls kernels as a model does, with the gate loaded; else
-    None (every kernel is called as its Python function)."""
+    CUDA device where the run calls kernels as a model does; else None (every kernel is
+    called as its Python function)."""
     from opbench.instrument.native_calls import NativeCalls
 
     if not device.startswith("cuda") or not getattr(options, "native_calls", True):
