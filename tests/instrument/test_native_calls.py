@@ -180,3 +180,32 @@ def test_without_the_gate_a_declared_kernel_says_why(monkeypatch: pytest.MonkeyP
     assert "OPBENCH_NATIVE=0" in calls.notes["relu.default"]
     assert calls.route("neg.default", lambda x: -x) is None  # nothing declared: no note
     assert "neg.default" not in calls.notes
+
+
+def test_a_kernel_put_on_the_twin_before_it_is_defined_refuses_the_route(
+    native: NativeCalls,
+) -> None:
+    """PyTorch takes a kernel for an operator before its definition: one on an autograd
+    key would run in front of the gate and hide its PyTorch calls under the twin's."""
+    squatter = torch.library.Library(CANDIDATE_NAMESPACE, "IMPL")
+    try:
+        squatter.impl("relu", lambda x: torch.relu(x), "AutogradCPU")
+        assert native.route("relu.default", _relu) is None
+        assert "another kernel is registered on the twin" in native.notes["relu.default"]
+        assert "AutogradCPU" in native.notes["relu.default"]
+    finally:
+        squatter._destroy()
+
+
+def test_a_kernel_put_on_the_twin_later_is_seen(native: NativeCalls) -> None:
+    route = native.route("relu.default", _relu)
+    assert route is not None and route.foreign() == []
+    late = torch.library.Library(CANDIDATE_NAMESPACE, "IMPL")
+    try:
+        late.impl("relu", lambda x: torch.relu(x), "AutogradCPU")
+        assert any("AutogradCPU" in line for line in route.foreign())
+        assert "registered on the twin" in route.describe(False)["why"]
+    finally:
+        late._destroy()
+    native.drop("relu.default")
+    assert native.route("relu.default", _relu) is None

@@ -38,7 +38,7 @@ from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
 from opbench.spec.reference import CANDIDATE_NAMESPACE
 
-__all__ = ["NativeCalls", "NativeRoute", "timed_route"]
+__all__ = ["NativeCalls", "NativeRoute", "foreign_kernels", "timed_route"]
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +81,47 @@ class NativeRoute:
         """What the worker reports: the route its judged and timed calls took."""
         if gated:
             return {"route": "native", "op": f"{CANDIDATE_NAMESPACE}::{self.op}"}
-        return {
-            "route": "python",
-            "why": "a trial call reached the Python function through the gate "
-            f"({self.counts()}); judged and timed as the Python function",
-        }
+        foreign = self.foreign()
+        why = (
+            f"a kernel was registered on the twin while judged: {foreign[0]}"
+            if foreign
+            else f"a trial call reached the Python function through the gate ({self.counts()})"
+        )
+        return {"route": "python", "why": f"{why}; judged and timed as the Python function"}
 
     def reset(self) -> None:
         self.gate.reset_counts()
+
+    def foreign(self) -> list[str]:
+        """Kernels on the twin that neither PyTorch nor this worker registered
+        (:func:`foreign_kernels`): checked after registering, after the trials and after
+        timing."""
+        return foreign_kernels(self.call.name())
+
+
+#: where the twin's own kernels are registered: the gate, and the definition's Python kernel
+_OURS = ("opbench/backends/native/gate.cpp", "opbench/instrument/native_calls.py")
+#: PyTorch's C++ sources, which register kernels for every operator (autograd's for a
+#: custom one, say)
+_PYTORCH = ("aten/src/ATen/", "torch/csrc/")
+
+
+def foreign_kernels(qualname: str) -> list[str]:
+    """The lines of ``qualname``'s dispatch table registered by anyone but PyTorch's C++
+    and this worker. PyTorch accepts a kernel for an operator before the operator is
+    defined, so code that read this module could put one on the twin (on an autograd key,
+    say) that runs in front of the gate, does the work with PyTorch and hides those calls
+    under the twin's, where the observers count only the twin: a route with such a line
+    is not used, and one that gains it while judged or timed is reported."""
+    table = torch._C._dispatch_dump_table(qualname)
+    return [
+        line.strip()
+        for line in table.splitlines()
+        if line.strip()
+        # a key's fallback serves every operator alike (aten's too): not the twin's own
+        and not line.rstrip().endswith("[backend fallback]")
+        and not any(s in line for s in _OURS + _PYTORCH)
+    ]
 
 
 def timed_route(counts: dict[str, int]) -> str:
@@ -165,7 +198,20 @@ class NativeCalls:
         arm_native(gate, op, spec, dtype_of_code())
         gate.install(dispatcher_name)
         packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)
-        return NativeRoute(op, getattr(packet, overload or "default"), gate)
+        route = NativeRoute(op, getattr(packet, overload or "default"), gate)
+        foreign = route.foreign()
+        if foreign:
+            self.notes[op] = f"another kernel is registered on the twin: {foreign[0]}; not gated"
+            gate.close()
+            return None
+        return route
+
+    def drop(self, op: str) -> None:
+        """No route for ``op`` from now on (its gate removed)."""
+        route = self._routes.get(op)
+        if route is not None:
+            route.gate.close()
+        self._routes[op] = None
 
     def close(self) -> None:
         """Remove every gate, then the registrations (the gates hold the kernels below)."""

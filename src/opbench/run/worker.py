@@ -217,12 +217,17 @@ def main() -> int:
                     )
 
                 route = native.route(case.op, kernel) if native is not None else None
+                if route is not None and route.foreign():
+                    # registered since the route was made: never call through it again
+                    native.notes[case.op] = f"another kernel on the twin: {route.foreign()[0]}"
+                    native.drop(case.op)
+                    route = None
                 if route is not None and route.launches_natively(
                     *materialize(case, device, timing_seeds(case)[0])
                 ):
                     route.reset()
                     report = judge(route.call)
-                    if route.trials_were_native():
+                    if route.trials_were_native() and not route.foreign():
                         kernel = route.call
                     else:  # the observers saw only the gate: judge the function itself
                         report = judge(kernel)
@@ -253,6 +258,13 @@ def main() -> int:
                     )
                 if "call_route" in out and kernel is route.call:
                     out["call_route"]["counts"] = route.counts()
+                    foreign = route.foreign()
+                    if foreign and out.get("timing") is not None:
+                        # a kernel put on the twin while it was judged or timed
+                        out["timing_tamper"] = [
+                            *(out.get("timing_tamper") or []),
+                            f"a kernel was registered on {route.call.name()}: {foreign[0]}",
+                        ]
                 watch.look()
                 out["neighbours"] = watch.readings()
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
