@@ -19,7 +19,13 @@ import torch
 
 from opbench.backends.native import gate_module, unavailable_reason
 from opbench.instrument.integrity import Fingerprint
-from opbench.instrument.native_calls import NativeCalls, timed_route
+from opbench.instrument.native_calls import (
+    NativeCalls,
+    NativeRoute,
+    after_timing,
+    judge_with_route,
+    timed_route,
+)
 from opbench.judge.guard import classify_calls
 from opbench.run.outcome_verdict import call_route_details
 from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin, is_candidate_twin
@@ -209,3 +215,82 @@ def test_a_kernel_put_on_the_twin_later_is_seen(native: NativeCalls) -> None:
         late._destroy()
     native.drop("relu.default")
     assert native.route("relu.default", _relu) is None
+
+
+def _judge_on(x: torch.Tensor) -> Any:
+    """A stand-in for the worker's trials: call the kernel, return what was called."""
+
+    def judge(fn: Any) -> Any:
+        fn(x)
+        return fn
+
+    return judge
+
+
+def test_a_test_the_gate_does_not_launch_is_judged_on_the_function(native: NativeCalls) -> None:
+    route = native.route("relu.default", _relu)
+    x = torch.randn(8)
+    report, timed, call_route = judge_with_route(
+        native, route, "relu.default", _relu, _judge_on(x), lambda: ((x,), {})
+    )
+    assert report is _relu and timed is _relu and call_route is None  # CPU: never native
+    assert route is not None and route.counts() == {"native": 0, "python": 0}
+
+
+def test_trials_that_reached_python_through_the_gate_are_judged_again(
+    native: NativeCalls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dry call said native, but a trial call went to the Python function through the
+    gate (a variant that failed to compile, say): the observers saw only the gate, so the
+    trials run again on the function, which is also what is timed."""
+    route = native.route("relu.default", _relu)
+    assert route is not None
+    monkeypatch.setattr(NativeRoute, "launches_natively", lambda self, args, kwargs: True)
+    judged: list[Any] = []
+    x = torch.randn(8)
+
+    def judge(fn: Any) -> Any:
+        judged.append(fn)
+        return fn(x)
+
+    report, timed, call_route = judge_with_route(
+        native, route, "relu.default", _relu, judge, lambda: ((x,), {})
+    )
+    assert judged == [route.call, _relu] and timed is _relu
+    torch.testing.assert_close(report, torch.relu(x))
+    assert call_route["route"] == "python" and "reached the Python function" in call_route["why"]
+
+
+def test_a_twin_that_gained_a_kernel_is_dropped(native: NativeCalls) -> None:
+    route = native.route("relu.default", _relu)
+    late = torch.library.Library(CANDIDATE_NAMESPACE, "IMPL")
+    try:
+        late.impl("relu", lambda x: torch.relu(x), "AutogradCPU")
+        x = torch.randn(8)
+        _, timed, call_route = judge_with_route(
+            native, route, "relu.default", _relu, _judge_on(x), lambda: ((x,), {})
+        )
+        assert timed is _relu
+        assert call_route["route"] == "python" and "AutogradCPU" in call_route["why"]
+        assert native.route("relu.default", _relu) is None  # never again in this worker
+    finally:
+        late._destroy()
+
+
+def test_after_timing_reports_the_counts_and_a_kernel_put_on_the_twin(
+    native: NativeCalls,
+) -> None:
+    route = native.route("relu.default", _relu)
+    assert route is not None
+    route.call(torch.randn(4))
+    out: dict[str, Any] = {"timing": {}, "timing_tamper": []}
+    after_timing(route, out)
+    assert out["call_route"]["counts"] == {"native": 0, "python": 1}
+    assert out["timing_tamper"] == []
+    late = torch.library.Library(CANDIDATE_NAMESPACE, "IMPL")
+    try:
+        late.impl("relu", lambda x: torch.relu(x), "AutogradCPU")
+        after_timing(route, out)
+        assert len(out["timing_tamper"]) == 1 and "while it was timed" in out["timing_tamper"][0]
+    finally:
+        late._destroy()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,14 @@ from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
 from opbench.spec.reference import CANDIDATE_NAMESPACE
 
-__all__ = ["NativeCalls", "NativeRoute", "foreign_kernels", "timed_route"]
+__all__ = [
+    "NativeCalls",
+    "NativeRoute",
+    "after_timing",
+    "foreign_kernels",
+    "judge_with_route",
+    "timed_route",
+]
 
 log = logging.getLogger(__name__)
 
@@ -222,3 +230,49 @@ class NativeCalls:
         if self._lib is not None:
             self._lib._destroy()
             self._lib = None
+
+
+def judge_with_route(
+    native: NativeCalls | None,
+    route: NativeRoute | None,
+    op: str,
+    kernel: Any,
+    judge: Callable[[Any], Any],
+    probe_args: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]],
+) -> tuple[Any, Any, dict[str, Any] | None]:
+    """One test's trials, through the gate where it launches the call: ``(report, the
+    callable to time, what to report of the route)``.
+
+    ``judge(fn)`` runs the trials on ``fn`` and returns the report; ``probe_args()`` builds
+    the case's inputs for the dry call. The twin is used only while its dispatch table is
+    clean (:func:`foreign_kernels`) and the dry call says the gate launches the call; a
+    test whose trials reached the Python function through the gate, or during which a
+    kernel was put on the twin, is judged again on ``kernel`` itself."""
+    if native is not None and route is not None and route.foreign():
+        # put there since the route was made: never call through it again
+        native.notes[op] = f"another kernel on the twin: {route.foreign()[0]}"
+        native.drop(op)
+        route = None
+    if route is not None and route.launches_natively(*probe_args()):
+        route.reset()
+        report = judge(route.call)
+        gated = route.trials_were_native() and not route.foreign()
+        if not gated:  # the observers saw only the gate: judge the function itself
+            report = judge(kernel)
+        return report, (route.call if gated else kernel), route.describe(gated)
+    report = judge(kernel)
+    if native is not None and op in native.notes:  # declared, and no gate for it: say why
+        return report, kernel, {"route": "python", "why": native.notes[op]}
+    return report, kernel, None
+
+
+def after_timing(route: NativeRoute, out: dict[str, Any]) -> None:
+    """Add the gate's counts over the test to ``out["call_route"]``, and a tampering line
+    when a kernel was put on the twin while it was judged or timed."""
+    out.setdefault("call_route", route.describe(True))["counts"] = route.counts()
+    foreign = route.foreign()
+    if foreign and out.get("timing") is not None:
+        out["timing_tamper"] = [
+            *(out.get("timing_tamper") or []),
+            f"a kernel was registered on {route.call.name()} while it was timed: {foreign[0]}",
+        ]

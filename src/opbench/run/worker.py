@@ -91,6 +91,7 @@ def main() -> int:
     from opbench.instrument import observer as observer_mod
     from opbench.instrument import timing as timing_mod
     from opbench.instrument.integrity import Fingerprint
+    from opbench.instrument.native_calls import after_timing, judge_with_route
     from opbench.instrument.records import TrialPlan
     from opbench.spec import variants  # noqa: F401
     from opbench.spec.judge_options import JudgeOptions
@@ -217,26 +218,16 @@ def main() -> int:
                     )
 
                 route = native.route(case.op, kernel) if native is not None else None
-                if route is not None and route.foreign():
-                    # registered since the route was made: never call through it again
-                    native.notes[case.op] = f"another kernel on the twin: {route.foreign()[0]}"
-                    native.drop(case.op)
-                    route = None
-                if route is not None and route.launches_natively(
-                    *materialize(case, device, timing_seeds(case)[0])
-                ):
-                    route.reset()
-                    report = judge(route.call)
-                    if route.trials_were_native() and not route.foreign():
-                        kernel = route.call
-                    else:  # the observers saw only the gate: judge the function itself
-                        report = judge(kernel)
-                    out["call_route"] = route.describe(kernel is route.call)
-                else:
-                    report = judge(kernel)
-                    if native is not None and case.op in native.notes:
-                        # a native launch declared, and no gate for it: say why
-                        out["call_route"] = {"route": "python", "why": native.notes[case.op]}
+                report, kernel, call_route = judge_with_route(
+                    native,
+                    route,
+                    case.op,
+                    kernel,
+                    judge,
+                    lambda case=case: materialize(case, device, timing_seeds(case)[0]),
+                )
+                if call_route is not None:
+                    out["call_route"] = call_route
                 out["report"] = report
                 if timing_options is not None and _timeable(report):
                     ref = get_overload(case.op)
@@ -256,15 +247,8 @@ def main() -> int:
                             watch=watch,
                         )
                     )
-                if "call_route" in out and kernel is route.call:
-                    out["call_route"]["counts"] = route.counts()
-                    foreign = route.foreign()
-                    if foreign and out.get("timing") is not None:
-                        # a kernel put on the twin while it was judged or timed
-                        out["timing_tamper"] = [
-                            *(out.get("timing_tamper") or []),
-                            f"a kernel was registered on {route.call.name()}: {foreign[0]}",
-                        ]
+                if route is not None and kernel is route.call:
+                    after_timing(route, out)
                 watch.look()
                 out["neighbours"] = watch.readings()
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
