@@ -5,7 +5,8 @@ The run: ``opbench run --suite traces --trace-split heldout --backend triton --d
 cuda --perf`` (the split is ``src/opbench/suites/trace_split.json``: models by name,
 tuning or held-out; held-out rows are rows no tuning model uses). This script reads the
 run's store and reports: correctness; device and host geomean speedups over eager; host
-on tests whose eager host time is >= 20 us; mm/addmm/bmm on products of >= 1 GFLOP;
+on tests whose eager host time is >= 20 us, and that split by how the worker called the
+kernel (through the C++ gate or as its Python function); mm/addmm/bmm on products of >= 1 GFLOP;
 convolution forward and backward; one line per op. A run cut short is reported as what
 it holds, and says so.
 
@@ -39,6 +40,21 @@ CONVS = ("convolution.default", "convolution_backward.default")
 def _geomean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def _route(details: str | None) -> str:
+    """``native`` or ``python``: how the worker called the kernel in one test (the test's
+    ``call_route``; runs before 2026-11-30 have none: ``python``)."""
+    try:
+        route = (json.loads(details or "{}").get("call_route") or {}).get("route")
+    except (ValueError, AttributeError):
+        route = None
+    return "native" if route == "native" else "python"
+
+
+def _route_line(d: dict[str, Any]) -> str:
+    g = d["host_geomean"]
+    return f"{d['tests']} tests, host {g:.3f}" if g is not None else f"{d['tests']} tests"
 
 
 def _shapes(args: str) -> list[list[int]]:
@@ -87,13 +103,14 @@ def main() -> int:
                     "ref_host_ms",
                     "ref_device_ms",
                     "message",
+                    "route",
                 ),
-                r,
+                (*r[:-1], _route(r[-1])),
             )
         )
         for r in con.execute(
             "select op, args, status, category, speedup, speedup_host, ref_host_ms, "
-            "ref_device_ms, message from results"
+            "ref_device_ms, message, details from results"
         )
     ]
     timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
@@ -121,6 +138,18 @@ def main() -> int:
             [r["host"] for r in timed if (r["ref_device_ms"] or 0) >= 0.020]
         ),
         "tests_eager_device_ge_20us": sum((r["ref_device_ms"] or 0) >= 0.020 for r in timed),
+        # how the worker called the kernel (opbench.instrument.native_calls): through the
+        # C++ gate, as a model does, or as its Python function
+        "host_by_route_eager_ge_20us": {
+            route: {
+                "tests": len(rs),
+                "host_geomean": _geomean([r["host"] for r in rs]),
+            }
+            for route in ("native", "python")
+            for rs in [
+                [r for r in timed if r["route"] == route and (r["ref_host_ms"] or 0) >= 0.020]
+            ]
+        },
         "matmul_ge_1gflop": {
             "tests": len(big_mm),
             "device_geomean": _geomean([r["speedup"] for r in big_mm]),
@@ -155,6 +184,10 @@ def main() -> int:
         f"with eager >= 20 us {f(summary['host_geomean_eager_ge_20us'])} (target 0.9); "
         f"on the {summary['tests_eager_device_ge_20us']} whose eager device time is >= 20 us "
         f"{f(summary['host_geomean_eager_device_ge_20us'])}",
+        "- of those, called through the C++ gate: "
+        + _route_line(summary["host_by_route_eager_ge_20us"]["native"])
+        + "; as Python functions: "
+        + _route_line(summary["host_by_route_eager_ge_20us"]["python"]),
         f"- mm/addmm/bmm >= 1 GFLOP: {summary['matmul_ge_1gflop']['tests']} tests, geomean "
         f"{f(summary['matmul_ge_1gflop']['device_geomean'])}, lowest "
         f"{f(summary['matmul_ge_1gflop']['min'])} (target 0.9 each)",
