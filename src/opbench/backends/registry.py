@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from opbench.backends.base import Backend
-from opbench.backends.native.gates import GateSet
+from opbench.backends.native.gates import GateSet, dispatcher_name
 from opbench.backends.serve_policy import ServePolicy
 from opbench.spec.ops import all_overload_names, canonical_name
 from opbench.spec.variants import functional_of, tensor_arg_positions
@@ -77,11 +77,6 @@ def default_device() -> str:
     """The device a registration is for when none is named: ``cuda`` when available,
     else ``cpu`` (also read by the ``enable`` of packages ``opbench package`` builds)."""
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _dispatcher_name(op: str) -> str:
-    """``relu.default`` -> ``relu`` (how ``Library.impl`` and ``get_kernel`` spell it)."""
-    return op[: -len(".default")] if op.endswith(".default") else op
 
 
 def _in_progress() -> set[tuple[int, str]]:
@@ -185,7 +180,7 @@ class _Registration:
                 kernel = self.backend.kernel_for(op)
                 if kernel is None:
                     continue
-                qual = f"aten::{_dispatcher_name(op)}"
+                qual = f"aten::{dispatcher_name(op)}"
                 try:
                     original = torch.library.get_kernel(qual, self.key)
                 except (RuntimeError, ValueError) as e:
@@ -208,9 +203,9 @@ class _Registration:
                 gated = self.gates.prepare(op, kernel, entry, native_entry)
                 # a gated op's shape classes are decided in C++ before the wrapper runs
                 wrapper = self._wrapper(op, kernel, original, classify=not gated)
-                self.lib.impl(_dispatcher_name(op), wrapper, self.key, with_keyset=True)
+                self.lib.impl(dispatcher_name(op), wrapper, self.key, with_keyset=True)
                 if gated:
-                    self.gates.install(op, _dispatcher_name(op))
+                    self.gates.install(op, dispatcher_name(op))
                 self.registered.append(op)
         if self.gates.note:
             self.notes["(C++ gate)"] = self.gates.note

@@ -34,10 +34,10 @@ from typing import Any
 import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
-from opbench.backends.native.gates import arm_native
+from opbench.backends.native.gates import arm_native, dispatcher_name, new_gate
 from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
-from opbench.spec.reference import CANDIDATE_NAMESPACE
+from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin
 
 __all__ = [
     "NativeCalls",
@@ -88,7 +88,7 @@ class NativeRoute:
     def describe(self, gated: bool) -> dict[str, Any]:
         """What the worker reports: the route its judged and timed calls took."""
         if gated:
-            return {"route": "native", "op": f"{CANDIDATE_NAMESPACE}::{self.op}"}
+            return {"route": "native", "op": candidate_twin(self.op)}
         foreign = self.foreign()
         why = (
             f"a kernel was registered on the twin while judged: {foreign[0]}"
@@ -182,29 +182,25 @@ class NativeCalls:
         if module is None:
             self.notes[op] = unavailable_reason() or "the C++ gate is not available"
             return None
-        name, _, overload = op.partition(".")
-        dispatcher_name = name if overload in ("", "default") else op
         if self._lib is None:
             self._lib = torch.library.Library(CANDIDATE_NAMESPACE, "FRAGMENT")
         schema = str(get_overload(op)._schema).removeprefix("aten::")
         try:
             self._lib.define(schema)
         except RuntimeError as e:  # defined already: not by this worker, so not trusted
-            self.notes[op] = f"{CANDIDATE_NAMESPACE}::{op} exists already ({e}); not gated"
+            self.notes[op] = f"{candidate_twin(op)} exists already ({e}); not gated"
             return None
-        gate = module.Gate(
-            f"{CANDIDATE_NAMESPACE}::{name}", "" if overload in ("", "default") else overload,
-            self.key,
-        )  # fmt: skip
+        gate = new_gate(module, CANDIDATE_NAMESPACE, op, self.key)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="(?s).*registered")
-            self._lib.impl(dispatcher_name, kernel, self.key)
+            self._lib.impl(dispatcher_name(op), kernel, self.key)
         # the gate's "eager" is the kernel too: no policy here declines a call
         gate.capture_eager()
         gate.set_policy("python", "all", {}, True)
         gate.set_policy("native", "all", {}, True)
         arm_native(gate, op, spec, dtype_of_code())
-        gate.install(dispatcher_name)
+        gate.install(dispatcher_name(op))
+        name, _, overload = op.partition(".")
         packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)
         route = NativeRoute(op, getattr(packet, overload or "default"), gate)
         foreign = route.foreign()
@@ -248,9 +244,10 @@ def judge_with_route(
     clean (:func:`foreign_kernels`) and the dry call says the gate launches the call; a
     test whose trials reached the Python function through the gate, or during which a
     kernel was put on the twin, is judged again on ``kernel`` itself."""
-    if native is not None and route is not None and route.foreign():
+    foreign = route.foreign() if native is not None and route is not None else []
+    if foreign:
         # put there since the route was made: never call through it again
-        native.notes[op] = f"another kernel on the twin: {route.foreign()[0]}"
+        native.notes[op] = f"another kernel on the twin: {foreign[0]}"
         native.drop(op)
         route = None
     if route is not None and route.launches_natively(*probe_args()):

@@ -34,6 +34,7 @@ from opbench.run.store import ResultStore, TestResult
 from opbench.spec.args import DTYPE_BY_NAME, iter_tensor_specs, parse_args
 from opbench.spec.judge_options import JudgeOptions
 from opbench.spec.ops import select_ops
+from opbench.spec.reference import is_reference_backend
 from opbench.suites.case import Case
 
 __all__ = [
@@ -260,7 +261,11 @@ def run_operators(
         native_calls=not req.python_calls,
     )
     config = worker_config(req, judge_options)
-    if req.device.startswith("cuda") and judge_options.native_calls and req.backend != "aten":
+    if (
+        req.device.startswith("cuda")
+        and judge_options.native_calls
+        and not is_reference_backend(req.backend)
+    ):
         # the C++ gate the workers call declared kernels through, built here once before
         # they start (each then loads it; a sandboxed one from a copy): workers racing for
         # the build lock, or unable to write it, would each fall back to Python calls

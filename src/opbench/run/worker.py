@@ -338,7 +338,7 @@ def native_calls_for(device: str, options: Any) -> Any:
     called as its Python function)."""
     from opbench.instrument.native_calls import NativeCalls
 
-    if not device.startswith("cuda") or not getattr(options, "native_calls", True):
+    if not device.startswith("cuda") or not options.native_calls:
         return None
     return NativeCalls.loaded("CUDA")
 

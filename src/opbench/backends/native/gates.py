@@ -20,7 +20,7 @@ from opbench.backends.native.build import dtype_of_code, gate_module, unavailabl
 from opbench.backends.native.spec import NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
-__all__ = ["GateSet", "arm_native", "native_compiler"]
+__all__ = ["GateSet", "arm_native", "dispatcher_name", "native_compiler", "new_gate"]
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,7 @@ class GateSet:
                 self.note = unavailable_reason()
                 return False
             self._codes = dtype_of_code()
-        name, _, overload = op.partition(".")
-        gate = self.module.Gate(
-            f"aten::{name}", "" if overload == "default" else overload, self.key
-        )
+        gate = new_gate(self.module, "aten", op, self.key)
         gate.capture_eager()
         self._pending[op] = (gate, spec, entry, native_entry)
         return True
@@ -103,6 +100,17 @@ class GateSet:
                 log.warning("closing the gate of %s: %s", op, e)
         self.gates.clear()
         self._pending.clear()
+
+
+def dispatcher_name(op: str) -> str:
+    """``relu.default`` -> ``relu`` (how ``Library.impl`` and ``get_kernel`` spell it)."""
+    return op[: -len(".default")] if op.endswith(".default") else op
+
+
+def new_gate(module: Any, namespace: str, op: str, key: str) -> Any:
+    """A gate (not yet installed) for ``namespace::op`` on dispatch key ``key``."""
+    name, _, overload = op.partition(".")
+    return module.Gate(f"{namespace}::{name}", "" if overload in ("", "default") else overload, key)
 
 
 def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtype]) -> None:
