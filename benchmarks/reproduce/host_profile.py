@@ -11,6 +11,10 @@ ours matches eager (``torch.testing.assert_close``: this is a profiling aid, the
 is ``benchmarks/reproduce/triton_backend.py``). With ``--profile`` a cProfile of each op's first
 case (top functions by own time) goes into the JSON too.
 
+``--split heldout`` takes the rows of the held-out half (the ones
+``benchmarks/gpu/heldout_run.sh`` judges, in its order), ``--profile-cases N`` profiles each
+op's first N cases (keys ``op#i`` past the first).
+
 With ``--python-only`` (any machine, no GPU): the same cases on CPU tensors with every
 :class:`~opbench.kernels._lib.launch.Launcher` call replaced by a no-op, so ``ours_us`` is
 the Python our op spends around its launches (argument checks, plans, allocations) and
@@ -199,6 +203,11 @@ def main() -> int:
     ap.add_argument("--limit-per-op", type=int, default=4)
     ap.add_argument("--ops", default=COVERED)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-cases", type=int, default=1,
+                    help="with --profile: profile each op's first N cases (keys op#i)")  # fmt: skip
+    ap.add_argument("--split", choices=("tuning", "heldout"), default=None,
+                    help="one half of the traces (src/opbench/suites/trace_split.json): "
+                    "heldout profiles the rows a held-out judged run times")  # fmt: skip
     ap.add_argument(
         "--python-only",
         action="store_true",
@@ -216,7 +225,8 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     profiles: dict[str, str] = {}
     started = time.time()
-    for op, i, case, ref, cand in served_cases(opt.traces, opt.ops, opt.limit_per_op, DEVICE):
+    cases = served_cases(opt.traces, opt.ops, opt.limit_per_op, DEVICE, opt.split)
+    for op, i, case, ref, cand in cases:
         row: dict[str, Any] = {"op": op, "args": case.args[:160]}
         try:
             a, k = _fresh(case)
@@ -234,9 +244,9 @@ def main() -> int:
             a, k = _fresh(case)
             row["ours_us"] = round(per_call_us(cand, a, k), 2)
             row["ratio"] = round(row["eager_us"] / row["ours_us"], 3)
-            if opt.profile and i == 0:
+            if opt.profile and i < opt.profile_cases:
                 a, k = _fresh(case)
-                profiles[op] = profile_text(cand, a, k)
+                profiles[op if i == 0 else f"{op}#{i}"] = profile_text(cand, a, k)
         except Exception as e:  # noqa: BLE001
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
         rows.append(row)
@@ -251,6 +261,7 @@ def main() -> int:
         "gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "none (--python-only)",
         "geomean_ratio": gm,
         "seconds": round(time.time() - started, 1),
+        "split": opt.split or "both halves",
         "overrides": {k: repr(v) for k, v in overrides.items()},
         "rows": rows,
         "profiles": profiles,
