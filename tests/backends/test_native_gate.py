@@ -141,9 +141,26 @@ def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
 def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
     gate = gate_module().Gate("aten::relu", "", "CPU")
     with pytest.raises(RuntimeError, match="past them"):
-        gate.set_native(1, False, [3, -1], [0.0, 0.0], -1, [], [], 1 << 30, 132, 128, 1024, print)
+        gate.set_native(
+            1, False, [3, -1], [0.0, 0.0], -1, [], [], False, False, 1 << 30, 132, 128, 1024, print
+        )
     with pytest.raises(RuntimeError, match="none_args names position 0"):  # an operand
-        gate.set_native(1, False, [-1, -1], [0.0, 0.0], -1, [], [0], 1 << 30, 132, 128, 1024, print)
+        gate.set_native(
+            1,
+            False,
+            [-1, -1],
+            [0.0, 0.0],
+            -1,
+            [],
+            [0],
+            False,
+            False,
+            1 << 30,
+            132,
+            128,
+            1024,
+            print,
+        )
 
 
 def test_the_reference_backend_declares_native_launches():

@@ -74,6 +74,8 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
     ("silu_.default", lambda a: torch.nn.functional.silu(a, inplace=True), 1),
     ("minimum.default", lambda a, b: torch.minimum(a, b), 2),
     ("maximum.default", lambda a, b: torch.maximum(a, b), 2),
+    ("clamp.default", lambda a: torch.clamp(a, -1.5, 2), 1),
+    ("clamp_.default", lambda a: torch.clamp_(a, -1, 0.5), 1),
 ]
 
 
@@ -166,6 +168,58 @@ def test_a_0dim_cuda_tensor_and_a_cpu_scalar_tensor(backend):
         assert native.dtype == torch.bfloat16
         python, _ = _run(backend, "mul.Tensor", torch.mul, [a, other], native=False)
         torch.testing.assert_close(native, python, rtol=0, atol=0, equal_nan=True)
+
+
+#: (overload, call, operands) of the declarations that take integer tensors too
+INT_CASES: list[tuple[str, Callable[..., Any], int]] = [
+    ("clamp.default", lambda a: torch.clamp(a, 3, 200), 1),
+    ("clamp_.default", lambda a: a.clamp_(min=17, max=199), 1),
+    ("add.Tensor", lambda a, b: torch.add(a, b, alpha=3), 2),
+    ("add.Tensor", lambda a: a + 7, 1),  # a wrapped int: a 0-dim int64 CPU tensor
+    ("add_.Tensor", lambda a, b: a.add_(b), 2),
+    ("sub.Tensor", lambda a, b: torch.sub(a, b), 2),
+    ("mul.Tensor", lambda a, b: torch.mul(a, b), 2),
+    ("mul.Scalar", lambda a: torch.ops.aten.mul.Scalar(a, 3), 1),
+    ("mul_.Tensor", lambda a, b: a.mul_(b), 2),
+    ("rsub.Scalar", lambda a: torch.rsub(a, 2, alpha=2), 1),
+    ("neg.default", lambda a: torch.neg(a), 1),
+    ("clone.default", lambda a: torch.clone(a), 1),
+    ("minimum.default", lambda a, b: torch.minimum(a, b), 2),
+    ("maximum.default", lambda a, b: torch.maximum(a, b), 2),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+@pytest.mark.parametrize("shape", [(1,), (2,), (1000,), ((1 << 16) + 5,)])
+@pytest.mark.parametrize("case", range(len(INT_CASES)))
+def test_integer_tensors_take_the_native_path_with_integer_numbers(backend, case, shape, dtype):
+    op, call, k = INT_CASES[case]
+    g = torch.Generator(device="cuda").manual_seed(7)
+    args = [torch.randint(0, 250, shape, device="cuda", generator=g).to(dtype) for _ in range(k)]
+    native, counts = _run(backend, op, call, args, native=True)
+    assert counts.get("native") == 1, f"{op} on {dtype} did not take the native path: {counts}"
+    assert native.dtype == dtype
+    python, _ = _run(backend, op, call, args, native=False)
+    torch.testing.assert_close(native, python, rtol=0, atol=0)
+    torch.testing.assert_close(native, call(*[a.clone() for a in args]), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "name,call",
+    [
+        ("a float bound promotes", lambda x: torch.clamp(x, 0.5, 512)),
+        ("one bound", lambda x: torch.clamp(x, max=512)),
+        ("a bound past float64's integers", lambda x: torch.clamp(x, 0, 2**60)),
+        ("mul by a float promotes", lambda x: x * 0.5),
+        ("mul by a floating 0-dim tensor promotes", lambda x: x * torch.tensor(2.0, device="cuda")),
+    ],
+)
+def test_integer_calls_the_native_path_cannot_take_go_to_python(backend, name, call):
+    a = torch.arange(-600, 600, device="cuda", dtype=torch.int64)
+    op = "mul.Tensor" if name.startswith("mul") else "clamp.default"
+    out, counts = _run(backend, op, call, [a], native=True)
+    assert counts.get("native") == 0, counts
+    torch.testing.assert_close(out, call(a.clone()), rtol=0, atol=0)
 
 
 def test_native_launches_capture_in_a_cuda_graph(backend):

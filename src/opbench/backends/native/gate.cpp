@@ -141,6 +141,10 @@ struct NativeSpec {
   int choice_arg = -1;  // a string argument that picks the kernel (gelu's approximate)
   std::vector<std::string> choices;
   std::vector<int> none_args;  // arguments that must be None (clone's memory_format)
+  // p0 / p1 must be given (clamp's bounds: a None bound is another kernel)
+  bool params_required = false;
+  // integer tensors too (clamp keeps an integer self's dtype for integer numbers)
+  bool integers = false;
   int64_t max_numel = 0;
   int64_t spread = 132, min_block = 128, max_block = 1024;
   py::object compile;  // (choice, a dtype code, b mode, b dtype code, block, div16) -> tuple|None
@@ -158,10 +162,23 @@ bool is_native_float(at::ScalarType t) {
   return t == at::kHalf || t == at::kBFloat16 || t == at::kFloat || t == at::kDouble;
 }
 
-bool is_real(at::ScalarType t) {
-  return is_native_float(t) || t == at::kLong || t == at::kInt || t == at::kShort ||
-         t == at::kChar || t == at::kByte || t == at::kBool;
+bool is_native_int(at::ScalarType t) {
+  return t == at::kLong || t == at::kInt || t == at::kShort || t == at::kChar || t == at::kByte;
 }
+
+// A number that keeps an integer self's dtype, as the Python path's result_type decides:
+// an int (or a bool) that a float64 holds exactly (the kernel receives it as one; the
+// Python path refuses larger ones). A float number promotes the result to a floating
+// type, which the gate's output (self's dtype) is not: that call goes to Python.
+bool integer_number(const c10::IValue& v) {
+  if (v.isNone() || v.isBool()) return true;  // None: the parameter's default
+  if (!v.isInt()) return false;
+  const int64_t x = v.toInt();
+  constexpr int64_t kExact = int64_t{1} << 53;
+  return x > -kExact && x < kExact;
+}
+
+bool is_real(at::ScalarType t) { return is_native_float(t) || is_native_int(t) || t == at::kBool; }
 
 // The value of a 0-dim CPU tensor, as the Python path's float(t.item()) reads it.
 bool cpu_number(const at::Tensor& t, double& out) {
@@ -269,7 +286,8 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   const at::Tensor& a = v0.toTensor();
   if (!a.is_cuda() || a.dim() == 0 || !a.is_contiguous()) return false;
   const at::ScalarType a_type = a.scalar_type();
-  if (!is_native_float(a_type)) return false;
+  const bool integral = is_native_int(a_type);
+  if (!is_native_float(a_type) && !(sp.integers && integral)) return false;
   const int64_t n = a.numel();
   if (n == 0 || n > sp.max_numel) return false;
   const uint64_t pa = reinterpret_cast<uint64_t>(a.data_ptr());
@@ -285,8 +303,11 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       const at::Tensor& b = v1.toTensor();
       if (b.dim() == 0) {
         if (!is_real(b.scalar_type())) return false;
+        // a floating 0-dim tensor promotes an integer self
+        if (integral && !at::isIntegralType(b.scalar_type(), /*includeBool=*/true)) return false;
         if (b.is_cpu()) {
           if (!cpu_number(b, nb)) return false;
+          if (integral && !(std::abs(nb) < 9007199254740992.0)) return false;  // 2^53
           mode_b = kNumber;
         } else if (b.device() == a.device()) {
           pb = reinterpret_cast<uint64_t>(b.data_ptr());
@@ -309,8 +330,8 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       } else {
         return false;
       }
-    } else if (v1.isNone() || !scalar_arg(v1, 0.0, nb)) {
-      return false;  // no second operand, or a complex number
+    } else if (v1.isNone() || !scalar_arg(v1, 0.0, nb) || (integral && !integer_number(v1))) {
+      return false;  // no second operand, a complex number, or a float on integers
     } else {
       mode_b = kNumber;
     }
@@ -318,8 +339,10 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   std::array<double, 2> p{0.0, 0.0};
   for (int k = 0; k < 2; ++k) {
     p[k] = sp.param_defaults[k];
-    if (sp.param_args[k] >= 0 &&
-        !scalar_arg(stack[base + sp.param_args[k]], sp.param_defaults[k], p[k])) {
+    if (sp.param_args[k] < 0) continue;
+    const c10::IValue& pv = stack[base + sp.param_args[k]];
+    if ((sp.params_required && pv.isNone()) || (integral && !integer_number(pv)) ||
+        !scalar_arg(pv, sp.param_defaults[k], p[k])) {
       return false;
     }
   }
@@ -463,7 +486,7 @@ class Gate {
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
                   std::vector<std::string> choices, std::vector<int> none_args,
-                  int64_t max_numel, int64_t spread, int64_t min_block, int64_t max_block,
+                  bool params_required, bool integers, int64_t max_numel, int64_t spread, int64_t min_block, int64_t max_block,
                   py::object compile) {
     TORCH_CHECK(operands == 1 || operands == 2, "a native path takes 1 or 2 operands");
     TORCH_CHECK(param_args.size() == 2 && param_defaults.size() == 2, "two parameters");
@@ -481,6 +504,8 @@ class Gate {
     sp.choice_arg = choice_arg;
     sp.choices = std::move(choices);
     sp.none_args = std::move(none_args);
+    sp.params_required = params_required;
+    sp.integers = integers;
     sp.max_numel = max_numel;
     sp.spread = std::max<int64_t>(1, spread);
     sp.min_block = min_block;

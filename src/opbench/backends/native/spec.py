@@ -4,8 +4,9 @@ A backend's kernel function may carry an ``opbench_native`` attribute: a plain d
 :class:`NativeSpec`'s fields (a dict, so a kernel directory declares it without importing
 opbench). The registry (:mod:`opbench.backends.registry`) then puts the C++ gate
 (``gate.cpp``) in front of that operator on CUDA, and the gate launches the kernel itself
-for the calls it can read: the first argument a contiguous f16/bf16/f32/f64 CUDA tensor of
-at most ``max_numel`` elements, 16-byte aligned; for a two-operand op the second a
+for the calls it can read: the first argument a contiguous f16/bf16/f32/f64 CUDA tensor
+(or an integer one, where the spec says ``integers``) of at most ``max_numel`` elements,
+16-byte aligned; for a two-operand op the second a
 contiguous tensor of the same shape and dtype, a 0-dim tensor or a number; every other
 argument a number (``param_args``), one of ``choices`` (``choice_arg``) or None
 (``none_args``). Every other
@@ -63,6 +64,14 @@ class NativeSpec:
     #: argument positions that must be None for a native launch (``clone``'s
     #: ``memory_format``: the gate writes a contiguous output, right only when none is asked)
     none_args: tuple[int, ...] = ()
+    #: p0 and p1 must be given: a None there goes to Python (``clamp``'s bounds: one
+    #: bound alone is another kernel, ``clamp_min``'s, and a NaN default is no default)
+    params_required: bool = False
+    #: integer tensors (int64, int32, int16, int8, uint8) too, for an op that keeps an
+    #: integer self's dtype when every number is an integer (``clamp``; not ``div``,
+    #: whose result is floating): the gate then takes only integer numbers that a
+    #: float64 holds exactly, and leaves a float number (which promotes) to Python
+    integers: bool = False
     max_numel: int = 2**31 - 1 - 16384
     spread: int = 132
     min_block: int = 128

@@ -219,7 +219,9 @@ _CONDITION_DTYPES = frozenset((torch.bool, torch.uint8))
 
 # The C++ gate launches these without entering Python (native_launch). self + alpha *
 # other: p0 is alpha (schema position 2), 1 when absent; mul passes p0=1 (unused); true
-# division only: div.Tensor_mode's rounding modes take the Python path.
+# division only: div.Tensor_mode's rounding modes take the Python path. Integer tensors
+# too, except for division (a floating result): with integer numbers (a float one
+# promotes, or is refused as an integer alpha) they keep self's dtype, as _arith decides.
 for _fn, _inplace, _names, _kernel in (
     (add, False, ("add.Tensor", "add.Scalar"), _add),
     (add_, True, ("add_.Tensor", "add_.Scalar"), _add),
@@ -227,12 +229,13 @@ for _fn, _inplace, _names, _kernel in (
     (sub_, True, ("sub_.Tensor", "sub_.Scalar"), _sub),
 ):
     declare_flat(_fn, _names, (_kernel,), 2, inplace=_inplace, param_args=(2, -1),
-                 param_defaults=(1.0, 0.0))  # fmt: skip
-declare_flat(mul, ("mul.Tensor", "mul.Scalar"), (_mul,), 2, param_defaults=(1.0, 0.0))
+                 param_defaults=(1.0, 0.0), integers=True)  # fmt: skip
+declare_flat(mul, ("mul.Tensor", "mul.Scalar"), (_mul,), 2, param_defaults=(1.0, 0.0),
+             integers=True)  # fmt: skip
 declare_flat(mul_, ("mul_.Tensor", "mul_.Scalar"), (_mul,), 2, inplace=True,
-             param_defaults=(1.0, 0.0))  # fmt: skip
+             param_defaults=(1.0, 0.0), integers=True)  # fmt: skip
 declare_flat(div, ("div.Tensor", "div.Scalar"), (_divide,), 2)
 declare_flat(div_, ("div_.Tensor", "div_.Scalar"), (_divide,), 2, inplace=True)
-declare_flat(neg, ("neg.default",), (_neg,), 1)
+declare_flat(neg, ("neg.default",), (_neg,), 1, integers=True)
 declare_flat(rsub, ("rsub.Tensor", "rsub.Scalar"), (_rsub,), 2, param_args=(2, -1),
-             param_defaults=(1.0, 0.0))  # fmt: skip
+             param_defaults=(1.0, 0.0), integers=True)  # fmt: skip

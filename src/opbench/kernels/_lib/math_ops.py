@@ -131,6 +131,14 @@ def _clamp(a, b, c, p0, p1):
 
 
 @triton.jit
+def _clamp_bounds(a, b, c, p0, p1):
+    # _clamp with the bounds as p0 / p1 (the C++ gate's launch): both cast to the compute
+    # type as the Python path casts its number operands, so the two compute the same bits
+    y = tl.where((a < p0) | (p0 != p0), p0, a)
+    return tl.where((y > p1) | (p1 != p1), p1, y)
+
+
+@triton.jit
 def _clamp_min(a, b, c, p0, p1):
     return tl.where((a < b) | (b != b), b, a)
 
@@ -458,8 +466,9 @@ def maximum_out(self: torch.Tensor, other: torch.Tensor, *, out: torch.Tensor) -
     return _min_max(_maximum, self, other, out)
 
 
-# The C++ gate launches these without entering Python (native_launch): floating inputs
-# only, so the result dtype is the input's, as _math_dtype and _min_max give it.
+# The C++ gate launches these without entering Python (native_launch): the unary math on
+# floating inputs only (an integer one gives a floating result), minimum and maximum on
+# integer tensors too (two of one dtype keep it), as _math_dtype and _min_max decide.
 for _fn, _inplace, _name, _kernel in (
     (exp, False, "exp.default", _exp),
     (exp_, True, "exp_.default", _exp),
@@ -471,5 +480,12 @@ for _fn, _inplace, _name, _kernel in (
     (reciprocal_, True, "reciprocal_.default", _reciprocal),
 ):
     declare_flat(_fn, (_name,), (_kernel,), 1, inplace=_inplace)
-declare_flat(minimum, ("minimum.default",), (_minimum,), 2)
-declare_flat(maximum, ("maximum.default",), (_maximum,), 2)
+declare_flat(minimum, ("minimum.default",), (_minimum,), 2, integers=True)
+declare_flat(maximum, ("maximum.default",), (_maximum,), 2, integers=True)
+# clamp with both bounds given (one bound alone is clamp_min's kernel, NaN-aware per
+# device): integer tensors too with integer bounds, which keep self's dtype (a float bound
+# promotes, and goes to Python); bounds past float64's exact integers go to Python, which
+# refuses them
+for _fn, _inplace, _name in ((clamp, False, "clamp.default"), (clamp_, True, "clamp_.default")):
+    declare_flat(_fn, (_name,), (_clamp_bounds,), 1, inplace=_inplace, param_args=(1, 2),
+                 params_required=True, integers=True)  # fmt: skip

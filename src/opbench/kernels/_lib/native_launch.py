@@ -46,14 +46,19 @@ def ptx_param_count(ptx: str) -> int:
     return m.group(1).count(".param")
 
 
-def flat_compiler(fns: Sequence[Any]) -> Any:
-    """The ``compile`` of a native declaration launching ``_flat_kernel`` with ``fns[choice]``."""
+def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
+    """The ``compile`` of a native declaration launching ``_flat_kernel`` with
+    ``fns[choice]``; over integer tensors too with ``integers`` (computed in
+    :func:`~opbench.kernels._lib.pointwise.compute_type`'s int64, as the Python path does)."""
 
     def compile_variant(
         choice: int, a_dtype: torch.dtype, b_mode: int, b_dtype: torch.dtype, block: int,
         div16: bool,
     ) -> tuple[int, int, int, int] | None:  # fmt: skip
-        if not a_dtype.is_floating_point or b_mode not in (ABSENT, TENSOR, ELEMENT, NUMBER):
+        takes = a_dtype.is_floating_point or (
+            integers and not a_dtype.is_complex and a_dtype != torch.bool
+        )
+        if not takes or b_mode not in (ABSENT, TENSOR, ELEMENT, NUMBER):
             return None
         compute = pointwise.compute_type(a_dtype)
         b_ptr = b_dtype if b_mode in (TENSOR, ELEMENT) else a_dtype
@@ -93,7 +98,7 @@ def declare_flat(
     fn.opbench_native = {
         "overloads": overloads,
         "operands": operands,
-        "compile": flat_compiler(fns),
+        "compile": flat_compiler(fns, kw.get("integers", False)),
         "max_numel": pointwise.I32_SAFE,
         "spread": pointwise.SPREAD,
         "min_block": pointwise.MIN_BLOCK,
