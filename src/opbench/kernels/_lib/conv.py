@@ -401,7 +401,7 @@ def convolution(
                        output_padding, groups)  # fmt: skip
     known = _FORWARD_PLANS.get(key)
     if type(known) is ForwardPlan:
-        return pointwise_forward(known, input, weight, bias)
+        return pointwise_forward(known, input, weight, bias, key=key)
     if known is not None and known.settings == _dw_settings():
         return _depthwise_run(known, input, weight, bias)
     if input.dtype not in _SERVED or weight.dtype != input.dtype:
@@ -445,7 +445,7 @@ def convolution(
         plan = forward_plan(input, weight, bias, out, transposed)
         if plan is not None:
             return pointwise_forward(remember(_FORWARD_PLANS, key, plan), input, weight, bias,
-                                      out)  # fmt: skip
+                                     out, key)  # fmt: skip
     x, w, y = as5d(input, spatial), as5d(weight, spatial), as5d(out, spatial)
     pad3 = [0] * (3 - spatial)
     one3 = [1] * (3 - spatial)
@@ -508,7 +508,8 @@ def _weight_grad(
         plan = weight_grad_plan(a, b, dw)
         if plan is not None:
             key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
-            return pointwise_weight_grad(remember(_POINTWISE_WGRAD_PLANS, key, plan), a, b, dw)
+            return pointwise_weight_grad(remember(_POINTWISE_WGRAD_PLANS, key, plan), a, b, dw,
+                                         key)  # fmt: skip
     a5, b5, w5 = as5d(a, spatial), as5d(b, spatial), as5d(dw, spatial)
     one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
     sd, sh, sw = one3 + stride
@@ -604,11 +605,10 @@ def convolution_backward(
             raise NotImplementedError("input gradient of another shape: PyTorch serves it")
     if want_gw:
         a, b = (input, grad_output) if transposed else (grad_output, input)
-        plan = _POINTWISE_WGRAD_PLANS.get(
-            _wgrad_key(a, b, weight, stride, padding, dilation, groups)
-        )
+        key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
+        plan = _POINTWISE_WGRAD_PLANS.get(key)
         gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
-              if plan is None else pointwise_weight_grad(plan, a, b))  # fmt: skip
+              if plan is None else pointwise_weight_grad(plan, a, b, key=key))  # fmt: skip
     if want_gb:
         gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())])
     return gi, gw, gb

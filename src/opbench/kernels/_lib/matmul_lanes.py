@@ -29,7 +29,16 @@ from opbench.kernels._lib import launch as _launch
 from opbench.kernels._lib import tma_launch
 from opbench.kernels._lib.launch import remember
 
-__all__ = ["LANES", "LANES_OFF", "keep", "lane_key", "lane_of", "laned", "product_lane"]
+__all__ = [
+    "LANES",
+    "LANES_OFF",
+    "keep",
+    "lane_key",
+    "lane_of",
+    "laned",
+    "product_lane",
+    "run_lane",
+]
 
 #: Entry-point calls by signature (:func:`lane_key`) -> the lane of the launch that
 #: served the first of them (:func:`lane_of`).
@@ -58,15 +67,23 @@ def laned(key: tuple | None, shape: tuple[int, ...], a: torch.Tensor, b: torch.T
     out = torch.empty(shape, dtype=a.dtype, device=a.device)
     pc = out.data_ptr()
     px = pc if x is None else x.data_ptr()
+    return out if run_lane(lane, a.data_ptr(), b.data_ptr(), pc, px, alpha, beta) else None
+
+
+def run_lane(lane: Callable[..., bool], pa: int, pb: int, pc: int, px: int,
+             alpha: Any = 1.0, beta: Any = 1.0) -> bool:  # fmt: skip
+    """Launch ``lane`` on these addresses and scalars: True once launched, False where it
+    declined or raised (then lanes are off in this process, with a warning, and every
+    caller, the matmul entry points and the pointwise convolutions alike, takes the full
+    path from then on)."""
     try:
-        ok = lane(a.data_ptr(), b.data_ptr(), pc, px, alpha, beta)
+        return bool(lane(pa, pb, pc, px, alpha, beta))
     except (TypeError, ValueError) as e:
         LANES.clear()
         LANES_OFF.append(f"{type(e).__name__}: {e}")
         warnings.warn(f"opbench's matmul lanes are off in this process ({LANES_OFF[0]}); "
                       "every call takes the full path", RuntimeWarning, stacklevel=3)  # fmt: skip
-        return None
-    return out if ok else None
+        return False
 
 
 def keep(key: tuple | None, lanes: list) -> None:
