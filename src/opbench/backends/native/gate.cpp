@@ -486,8 +486,8 @@ class Gate {
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
                   std::vector<std::string> choices, std::vector<int> none_args,
-                  bool params_required, bool integers, int64_t max_numel, int64_t spread, int64_t min_block, int64_t max_block,
-                  py::object compile) {
+                  bool params_required, bool integers, int64_t max_numel, int64_t spread,
+                  int64_t min_block, int64_t max_block, py::object compile) {
     TORCH_CHECK(operands == 1 || operands == 2, "a native path takes 1 or 2 operands");
     TORCH_CHECK(param_args.size() == 2 && param_defaults.size() == 2, "two parameters");
     const int n = static_cast<int>(s_->n_args);
