@@ -166,19 +166,23 @@ bool is_native_int(at::ScalarType t) {
   return t == at::kLong || t == at::kInt || t == at::kShort || t == at::kChar || t == at::kByte;
 }
 
+// 2^53: integers of smaller magnitude a float64 holds exactly (the kernel receives every
+// number as one; the Python path refuses larger integer bounds and fill values)
+constexpr int64_t kExactInt = int64_t{1} << 53;
+
 // A number that keeps an integer self's dtype, as the Python path's result_type decides:
-// an int (or a bool) that a float64 holds exactly (the kernel receives it as one; the
-// Python path refuses larger ones). A float number promotes the result to a floating
+// an int (or a bool) under kExactInt. A float number promotes the result to a floating
 // type, which the gate's output (self's dtype) is not: that call goes to Python.
 bool integer_number(const c10::IValue& v) {
   if (v.isNone() || v.isBool()) return true;  // None: the parameter's default
   if (!v.isInt()) return false;
   const int64_t x = v.toInt();
-  constexpr int64_t kExact = int64_t{1} << 53;
-  return x > -kExact && x < kExact;
+  return x > -kExactInt && x < kExactInt;
 }
 
-bool is_real(at::ScalarType t) { return is_native_float(t) || is_native_int(t) || t == at::kBool; }
+bool is_real(at::ScalarType t) {
+  return is_native_float(t) || is_native_int(t) || t == at::kBool;
+}
 
 // The value of a 0-dim CPU tensor, as the Python path's float(t.item()) reads it.
 bool cpu_number(const at::Tensor& t, double& out) {
@@ -307,7 +311,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
         if (integral && !at::isIntegralType(b.scalar_type(), /*includeBool=*/true)) return false;
         if (b.is_cpu()) {
           if (!cpu_number(b, nb)) return false;
-          if (integral && !(std::abs(nb) < 9007199254740992.0)) return false;  // 2^53
+          if (integral && !(std::abs(nb) < static_cast<double>(kExactInt))) return false;
           mode_b = kNumber;
         } else if (b.device() == a.device()) {
           pb = reinterpret_cast<uint64_t>(b.data_ptr());

@@ -9,7 +9,7 @@ conv_pointwise.NAME=VALUE`` and the tests set them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,20 +215,25 @@ def _settings() -> tuple:
             POINTWISE_MERGE_SINGLE_POSITION)  # fmt: skip
 
 
-def _laned(key: tuple | None, pa: int, pb: int, pc: int, px: int) -> bool:
-    """Whether ``key``'s lane (made under today's settings) launched on these addresses
-    (operands A and B, output C, the bias or C again); False where there is none or it
-    declined (an alignment its kernel was not compiled for, launch hooks)."""
-    hit = None if key is None else _LANES.get(key)
-    if hit is None or matmul_lanes.LANES_OFF or hit[0] != _settings():
-        return False
-    return run_lane(hit[1], pa, pb, pc, px)
-
-
-def _keep(key: tuple | None, lanes: list | None) -> None:
-    """Keep the lane the served product appended (none under the interpreter)."""
-    if key is not None and lanes and not matmul_lanes.LANES_OFF:
-        remember(_LANES, key, (_settings(), lanes[0]))
+def _through_lane(role: str, key: tuple | None, pa: int, pb: int, pc: int, px: int,
+                  full: Callable[[list | None], object]) -> None:  # fmt: skip
+    """Launch a planned product: through the lane of ``(role, key)`` where one made under
+    today's settings launches on these addresses (operands A and B, output C, the bias or
+    C again), else by ``full(lane_out)`` (the full path), keeping the lane that launch
+    appends (none under the interpreter). A lane declines an alignment its kernel was not
+    compiled for, and launch hooks. Without ``key``, the full path and no lane."""
+    if key is None:
+        full(None)
+        return
+    lane_key = (role, key)
+    hit = _LANES.get(lane_key)
+    if (hit is not None and not matmul_lanes.LANES_OFF and hit[0] == _settings()
+            and run_lane(hit[1], pa, pb, pc, px)):  # fmt: skip
+        return
+    lanes: list = []
+    full(lanes)
+    if lanes and not matmul_lanes.LANES_OFF:
+        remember(_LANES, lane_key, (_settings(), lanes[0]))
 
 
 def pointwise_forward(plan: ForwardPlan, x: torch.Tensor, weight: torch.Tensor,
@@ -240,21 +245,21 @@ def pointwise_forward(plan: ForwardPlan, x: torch.Tensor, weight: torch.Tensor,
     traced ``1024 x 1024`` pointwise convolutions); this is a plain matrix product. With
     ``key`` (the plan's call signature) a repeat call goes through the first call's lane
     (:data:`_LANES`)."""
-    lane_key = None if key is None else ("forward", key)
     if out is None:
         out = torch.empty_strided(*plan.out, dtype=x.dtype, device=x.device)
-        pc = out.data_ptr()
-        px = pc if bias is None else bias.data_ptr()
-        if _laned(lane_key, weight.data_ptr(), x.data_ptr(), pc, px):
-            return out
-    y3, a, x3 = out.as_strided(*plan.y3), weight.as_strided(*plan.a), x.as_strided(*plan.x3)
-    b3 = None if plan.b3 is None else bias.as_strided(*plan.b3)
-    lanes: list | None = None if lane_key is None else []
-    if POINTWISE_RULED:
-        matmul_ruled_into(y3, a, x3, b3, lane_out=lanes)
-    else:
-        matmul_into(y3, a, x3, b3, config=_pointwise_config(y3, a, x3), lane_out=lanes)
-    _keep(lane_key, lanes)
+    y = out
+
+    def full(lanes: list | None) -> None:
+        y3, a, x3 = y.as_strided(*plan.y3), weight.as_strided(*plan.a), x.as_strided(*plan.x3)
+        b3 = None if plan.b3 is None else bias.as_strided(*plan.b3)
+        if POINTWISE_RULED:
+            matmul_ruled_into(y3, a, x3, b3, lane_out=lanes)
+        else:
+            matmul_into(y3, a, x3, b3, config=_pointwise_config(y3, a, x3), lane_out=lanes)
+
+    pc = out.data_ptr()
+    _through_lane("forward", key, weight.data_ptr(), x.data_ptr(), pc,
+                  pc if bias is None else bias.data_ptr(), full)  # fmt: skip
     return out
 
 
@@ -380,17 +385,13 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
     operands, or of their copies) through the first call's lane (:data:`_LANES`)."""
     if dw is None:
         dw = torch.empty_strided(*plan.dw, dtype=a.dtype, device=a.device)
-    pw = dw.data_ptr()
     if plan.merged is not None:
-        lane_key = None if key is None else ("weight grad", key)
-        if _laned(lane_key, a.data_ptr(), b.data_ptr(), pw, pw):
-            return dw
         d, m, n = plan.merged
-        lanes: list | None = None if lane_key is None else []
-        (matmul_ruled_into if POINTWISE_RULED else matmul_into)(
-            dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n), lane_out=lanes
-        )
-        _keep(lane_key, lanes)
+        product = matmul_ruled_into if POINTWISE_RULED else matmul_into
+        pw = dw.data_ptr()
+        _through_lane("weight grad", key, a.data_ptr(), b.data_ptr(), pw, pw,
+                      lambda lanes: product(dw.as_strided(*d), a.as_strided(*m),
+                                            b.as_strided(*n), lane_out=lanes))  # fmt: skip
         return dw
     d, m, n = plan.per_image
     dw2, a3, b3t = dw.as_strided(*d), a.as_strided(*m), b.as_strided(*n)
@@ -404,12 +405,12 @@ def pointwise_weight_grad(plan: WeightGradPlan, a: torch.Tensor, b: torch.Tensor
         am = _merged_channels_last(a, m)
         bm = _merged_channels_last(b, ((images, c, positions), (sn, sc, sp)))
         if am is not None and bm is not None:
-            lane_key = None if key is None else ("weight grad of the copies", key)
-            if _laned(lane_key, am.data_ptr(), bm.data_ptr(), pw, pw):
-                return dw
-            lanes = None if lane_key is None else []
-            matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0), lane_out=lanes)
-            _keep(lane_key, lanes)
+            pw = dw.data_ptr()
+            _through_lane(
+                "weight grad of the copies", key, am.data_ptr(), bm.data_ptr(), pw, pw,
+                lambda lanes: matmul_into(dw2.unsqueeze(0), am.unsqueeze(0), bm.t().unsqueeze(0),
+                                          lane_out=lanes),
+            )  # fmt: skip
             return dw
     partials = torch.empty((images, r, c), dtype=torch.float32, device=dw.device)
     config = _pointwise_config(partials, a3, b3t) if POINTWISE_WGRAD_WIDE else None
