@@ -108,6 +108,21 @@ def test_fingerprint_sees_patched_functions_and_changed_settings():
     assert fp.changes() == []
 
 
+def test_fingerprint_sees_a_replaced_dispatch_table_reader():
+    """A candidate that put a kernel in front of the gate could hide it by replacing the
+    reader of the dispatch table (native_calls.foreign_kernels) with one that drops its
+    lines: the replacement is tampering, whatever it returns."""
+    fp = Fingerprint()
+    saved = torch._C._dispatch_dump_table
+    try:
+        torch._C._dispatch_dump_table = lambda name: saved(name).split("\n")[0]
+        lines = fp.changes()
+        assert "torch._C._dispatch_dump_table was replaced" in lines, lines
+    finally:
+        torch._C._dispatch_dump_table = saved
+    assert fp.changes() == []
+
+
 def test_fingerprint_sees_a_patched_judge_helper():
     import opbench.instrument.tensors as tensors
 

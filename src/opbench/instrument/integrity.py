@@ -2,8 +2,8 @@
 
 Runs in the WORKER. :class:`Fingerprint` is taken after the worker's own modules are
 imported and before any candidate module is: the identity of every function and class
-attribute of opbench's modules, of the ``torch`` functions and ``Tensor`` methods the
-worker and PyTorch's own checks use, of the modules in ``sys.modules`` that hold them,
+attribute of opbench's modules, of the ``torch`` and ``torch._C`` functions and ``Tensor``
+methods the worker and PyTorch's own checks use, of the modules in ``sys.modules`` that hold them,
 the tracing hooks, and the backend settings and thread count the run pinned.
 :meth:`Fingerprint.changes` lists what differs now, as plain lines; the harness turns a
 non-empty list into the verdict ``tampering``.
@@ -36,6 +36,16 @@ TORCH_FUNCTIONS = (
     "equal allclose isclose isnan isinf isfinite eq ne abs sub add mul where clone "
     "empty empty_like empty_strided zeros ones manual_seed set_num_threads get_num_threads "
     "from_numpy as_strided"
+).split()
+#: ``torch._C`` functions the worker reads its own state through after candidate code is
+#: imported: the dispatch table that says whether a kernel was put in front of the gate
+#: (:func:`opbench.instrument.native_calls.foreign_kernels`), the dispatcher queries of
+#: the registry and the module backend, the guard the observers count under. A candidate
+#: that replaced ``_dispatch_dump_table`` with one that drops its own lines would hide a
+#: kernel registered on the twin.
+TORCH_C_FUNCTIONS = (
+    "_dispatch_dump_table _dispatch_dump _dispatch_has_kernel_for_dispatch_key "
+    "_DisableTorchDispatch DispatchKeySet"
 ).split()
 #: ``torch.Tensor`` attributes the worker uses to copy, compare and describe tensors.
 TENSOR_ATTRS = (
@@ -98,6 +108,9 @@ def _raw_snapshot() -> tuple[Any, ...]:
         add(id(sys.modules.get(name)))
     for n in TORCH_FUNCTIONS:
         add(id(getattr(torch, n, None)))
+    add(id(getattr(torch, "_C", None)))
+    for n in TORCH_C_FUNCTIONS:
+        add(id(getattr(torch._C, n, None)))
     tensor_dict = torch.Tensor.__dict__
     for n in TENSOR_ATTRS:
         add(id(tensor_dict.get(n, getattr(torch.Tensor, n, None))))
@@ -174,6 +187,10 @@ class Fingerprint:
         for n in TORCH_FUNCTIONS:
             if hasattr(torch, n):
                 f[f"torch.{n}"] = id(getattr(torch, n))
+        f["torch._C"] = id(torch._C)
+        for n in TORCH_C_FUNCTIONS:
+            if hasattr(torch._C, n):
+                f[f"torch._C.{n}"] = id(getattr(torch._C, n))
         for n in TENSOR_ATTRS:
             v = torch.Tensor.__dict__.get(n, getattr(torch.Tensor, n, None))
             if v is not None:
