@@ -91,6 +91,65 @@ def test_an_inplace_twin_returns_self_and_takes_keywords(native: NativeCalls) ->
     torch.testing.assert_close(a, torch.full((8,), 2.5))
 
 
+def _mul(x: torch.Tensor, y: Any) -> torch.Tensor:
+    CALLS.append(f"mul {type(y).__name__} {getattr(y, 'dtype', None)}")
+    return torch.mul(x, y)
+
+
+_mul.opbench_native = {
+    "overloads": ("mul.Tensor",),
+    "operands": 2,
+    "compile": lambda *a: None,
+}
+
+
+@pytest.mark.parametrize(
+    ("self_dtype", "number"),
+    [(torch.float16, 0.125), (torch.int64, 0.5), (torch.int64, 3), (torch.float32, True)],
+)
+def test_a_number_for_a_tensor_argument_reaches_the_twin_as_aten_converts_it(
+    native: NativeCalls, self_dtype: torch.dtype, number: Any
+) -> None:
+    """``mul.Tensor(x, 0.125)``: aten's entry makes the number a wrapped-number tensor (a
+    model's ``x * 0.125`` reaches the gate so); the twin's own entry refuses a number, so
+    the route's entry converts it the same way: the result and its dtype are aten's
+    (int64 * 0.5 is float32, where a plain 0-dim float64 tensor would give float64), and
+    the Python function behind the gate gets the number itself, as from aten's entry."""
+    route = native.route("mul.Tensor", _mul)
+    assert route is not None
+    x = torch.arange(6).to(self_dtype)
+    with pytest.raises(RuntimeError, match="Expected a value of type 'Tensor'"):
+        route.call(x, number)
+    entry = route.entry((x, number), {})
+    assert entry is not route.call
+    got, want = entry(x, number), torch.ops.aten.mul.Tensor(x, number)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
+    # the dispatcher hands a Python kernel the wrapped number back as the number
+    assert CALLS == [f"mul {type(number).__name__} None"]
+    assert route.launches_natively((x, number), {}) is False  # read, not refused: a CPU self
+    assert route.entry((x, torch.ones(6, dtype=self_dtype)), {}) is route.call
+
+
+def test_a_judged_test_with_a_number_goes_through_the_entry(native: NativeCalls) -> None:
+    route = native.route("mul.Tensor", _mul)
+    assert route is not None
+    x = torch.randn(8)
+    seen: list[Any] = []
+
+    def judge(fn: Any) -> str:
+        seen.append(fn)
+        fn(x, 0.25)
+        return "report"
+
+    # on the CPU the gate never launches: judged on the function, which got the number
+    report, timed, call_route = judge_with_route(
+        native, route, "mul.Tensor", _mul, judge, lambda: ((x, 0.25), {})
+    )
+    assert (report, timed, call_route) == ("report", _mul, None)
+    assert seen == [_mul]
+
+
 def test_a_dry_call_runs_nothing(native: NativeCalls) -> None:
     route = native.route("relu.default", _relu)
     assert route is not None

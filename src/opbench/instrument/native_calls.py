@@ -51,23 +51,58 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+#: what aten's entry converts to a wrapped-number tensor when a Tensor argument gets it
+_NUMBERS = (bool, int, float)
+
+
 @dataclass
 class NativeRoute:
-    """One judged overload registered behind a gate: ``call`` is its ``OpOverload``."""
+    """One judged overload registered behind a gate: ``call`` is its ``OpOverload``;
+    ``tensor_args`` the positions and names of its schema's Tensor arguments;
+    ``wrap_number`` the gate module's ``wrapped_number``."""
 
     op: str
     call: Any
     gate: Any
+    tensor_args: tuple[tuple[int, str], ...] = ()
+    wrap_number: Callable[[Any], torch.Tensor] | None = None
+
+    def entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[..., Any]:
+        """What a test's calls go through: :attr:`call`, or, where the test passes a
+        Python number for a Tensor argument (``mul.Tensor(x, 0.125)``), :attr:`call`
+        with each such number made the wrapped-number tensor that aten's own entry makes
+        of it, which is what the gate receives when a model computes ``x * 0.125``. A
+        custom operator's Python entry refuses a number there, and this conversion is
+        what aten does in C++ on every call, so it is done on every call here too."""
+        at = tuple(i for i, _ in self.tensor_args if i < len(args) and _number(args[i]))
+        named = tuple(n for _, n in self.tensor_args if _number(kwargs.get(n)))
+        wrap = self.wrap_number
+        if not (at or named) or wrap is None:
+            return self.call
+        call = self.call
+
+        def with_numbers(*a: Any, **k: Any) -> Any:
+            b = list(a)
+            for i in at:
+                if _number(b[i]):
+                    b[i] = wrap(b[i])
+            for n in named:
+                if _number(k.get(n)):
+                    k[n] = wrap(k[n])
+            return call(*b, **k)
+
+        return with_numbers
 
     def launches_natively(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        """Whether the gate would launch this call in C++: a dry call that reads the
-        arguments and runs nothing (no kernel code, no compile, no launch)."""
+        """Whether the gate would launch this call in C++ (through :meth:`entry`): a dry
+        call that reads the arguments and runs nothing (no kernel code, no compile, no
+        launch)."""
         self.gate.set_dry(True)
         try:
-            self.call(*args, **kwargs)
+            self.entry(args, kwargs)(*args, **kwargs)
         except (RuntimeError, TypeError):
-            # arguments only aten's own overloads take: a Python number where the schema
-            # says Tensor (``mul.Tensor(x, 0.125)``) is converted for ``aten`` alone
+            # arguments only aten's own overloads take (a number past int64, a complex
+            # number for a Tensor argument)
             return False
         finally:
             self.gate.set_dry(False)
@@ -105,6 +140,18 @@ class NativeRoute:
         (:func:`foreign_kernels`): checked after registering, after the trials and after
         timing."""
         return foreign_kernels(self.call.name())
+
+
+def _number(v: Any) -> bool:
+    return type(v) in _NUMBERS
+
+
+def _tensor_args(schema: Any) -> tuple[tuple[int, str], ...]:
+    """(position, name) of each argument a schema types ``Tensor`` (not optional, not a
+    list): where aten's entry takes a Python number and converts it."""
+    return tuple(
+        (i, a.name) for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor"
+    )
 
 
 #: where the twin's own kernels are registered: the gate, and the definition's Python kernel
@@ -202,7 +249,9 @@ class NativeCalls:
         gate.install(dispatcher_name(op))
         name, _, overload = op.partition(".")
         packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)
-        route = NativeRoute(op, getattr(packet, overload or "default"), gate)
+        call = getattr(packet, overload or "default")
+        wrap = getattr(module, "wrapped_number", None)
+        route = NativeRoute(op, call, gate, _tensor_args(call._schema), wrap)
         foreign = route.foreign()
         if foreign:
             self.notes[op] = f"another kernel is registered on the twin: {foreign[0]}; not gated"
@@ -250,13 +299,15 @@ def judge_with_route(
         native.notes[op] = f"another kernel on the twin: {foreign[0]}"
         native.drop(op)
         route = None
-    if route is not None and route.launches_natively(*probe_args()):
+    probe = probe_args() if route is not None else None
+    if route is not None and probe is not None and route.launches_natively(*probe):
+        entry = route.entry(*probe)
         route.reset()
-        report = judge(route.call)
+        report = judge(entry)
         gated = route.trials_were_native() and not route.foreign()
         if not gated:  # the observers saw only the gate: judge the function itself
             report = judge(kernel)
-        return report, (route.call if gated else kernel), route.describe(gated)
+        return report, (entry if gated else kernel), route.describe(gated)
     report = judge(kernel)
     if native is not None and op in native.notes:  # declared, and no gate for it: say why
         return report, kernel, {"route": "python", "why": native.notes[op]}

@@ -247,7 +247,7 @@ def main() -> int:
                             watch=watch,
                         )
                     )
-                if route is not None and kernel is route.call:
+                if route is not None and (call_route or {}).get("route") == "native":
                     after_timing(route, out)
                 watch.look()
                 out["neighbours"] = watch.readings()

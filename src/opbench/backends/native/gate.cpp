@@ -30,6 +30,7 @@
 #include <torch/extension.h>
 #include <torch/library.h>
 
+#include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -575,6 +576,17 @@ void set_dtype_names(const std::vector<std::pair<at::Tensor, std::string>>& name
   }
 }
 
+// A Python number as aten's own entry hands it to a Tensor argument (``x * 0.125`` in a
+// model reaches the gate as this): a 0-dim CPU tensor marked as a wrapped number, which
+// type promotion treats as a number. A custom operator's Python entry refuses a number
+// for a Tensor argument, so the judge calls the gated twin with one of these
+// (opbench.instrument.native_calls.NativeRoute.entry). Overloads in pybind11's order:
+// bool, then int, then float.
+template <typename T>
+at::Tensor wrapped_number(T v) {
+  return at::native::wrapped_scalar_tensor(c10::Scalar(v));
+}
+
 std::string driver_status() {
   const Driver& d = driver();
   return d.launch != nullptr ? std::string() : d.why;
@@ -598,4 +610,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("dtype_code", &dtype_code);
   m.def("set_dtype_names", &set_dtype_names);
   m.def("driver_status", &driver_status);
+  m.def("wrapped_number", &wrapped_number<bool>);
+  m.def("wrapped_number", &wrapped_number<int64_t>);
+  m.def("wrapped_number", &wrapped_number<double>);
 }

@@ -36,7 +36,7 @@ tuning half, and blending it into the neighbours' regrets did not beat them by m
 0.003.
 
 Candidates (:func:`candidates`): the pointer kernel (:mod:`matmul`) on eight tiles, the TMA
-kernel (:mod:`matmul_tma`, batch 1, aligned operands) on seven, the batched TMA kernel
+kernel (:mod:`matmul_tma`, batch 1, aligned operands) on nine, the batched TMA kernel
 (:mod:`matmul_tma_batched`, batches) on three, and split-K over either of the first two
 where their tiles fill less than half the SMs (:func:`split_for`, :data:`SPLITS`). A TMA
 candidate the TMA path declines at launch (an address that is not 16-byte aligned) passes
@@ -92,11 +92,16 @@ POINTER: list[tuple[int, ...]] = [
     (128, 128, 64, 8, 8, 2), (64, 128, 64, 8, 4, 2),
 ]  # fmt: skip
 #: TMA-kernel tiles (two warpgroups' 128x256 accumulator, one warpgroup's 128x128, ...;
-#: then 256x128 and 128x256 grouped by 16 rows of tiles).
+#: then 256x128 and 128x256 grouped by 16 rows of tiles; then 64-row tiles over 128-wide K
+#: blocks, half the loop's iterations and boxes twice the size: on the one-wave products
+#: of ``benchmarks/probes/tma_variants.py`` (H200, 2026-11-30) a kernel on these tiles was
+#: the fastest of every kernel timed on 101 of 289 tuning-half products, 0.83x -> 0.97x
+#: eager on ``512x2048x1568``, 0.61x -> 0.89x on ``512x384x2048``).
 TMA: list[tuple[int, ...]] = [
     (128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4), (128, 128, 64, 8, 4, 4),
     (64, 128, 64, 8, 4, 5), (128, 64, 64, 8, 4, 5),
     (256, 128, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
+    (64, 128, 128, 8, 4, 4), (64, 64, 128, 8, 4, 4),
 ]  # fmt: skip
 #: Batched-TMA tiles (:mod:`matmul_tma_batched`, a batch of more than one matrix).
 #: Timed by the 2026-11-29 ``-wave`` sweep (``matmul-paths-h200-2026-11-29-wave.jsonl.gz``).
