@@ -244,6 +244,42 @@ def self_check() -> int:
     return 1 if bad else 0
 
 
+def report(path: str, command: str) -> str:
+    """Markdown of a sweep (JSON lines, gzipped or not): per half, the geomean of eager
+    over each kernel on the products every kernel ran, the best of all of them, and how
+    often each was the fastest."""
+    import collections
+    import gzip
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        rows = [json.loads(x) for x in f]
+    names = [k for k in rows[0]["times"] if k != "eager"]
+    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    r0 = rows[0]
+    out = [f"# TMA matmul kernels on one-wave products, {r0['gpu']}", "",
+           f"`{command}` (torch {r0['torch']}, Triton {r0['triton']}); device time by the "
+           "judge's protocol, every result checked against eager first. Speedups are eager "
+           "over the kernel (> 1: faster), geomeans over the products every kernel ran.", ""]  # fmt: skip
+    for half in ("tuning", "heldout"):
+        ok = [r for r in rows if r["half"] == half
+              and all(r["times"].get(n, math.inf) < math.inf for n in names)]  # fmt: skip
+        if not ok:
+            continue
+        wins = collections.Counter(
+            min((v, k) for k, v in r["times"].items() if k != "eager")[1] for r in ok
+        )
+        out += [f"## {half} half: {len(ok)} products", "", "| kernel | geomean | fastest on |",
+                "| --- | --- | --- |"]  # fmt: skip
+        for n in names:
+            g = geo([r["times"]["eager"] / r["times"][n] for r in ok])
+            out.append(f"| {n} | {g:.3f} | {wins.get(n, 0)} |")
+        best = geo([r["times"]["eager"] / min(v for k, v in r["times"].items() if k != "eager")
+                    for r in ok])  # fmt: skip
+        out += [f"| best of all | {best:.3f} | |", ""]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default="../shared/traces")
@@ -254,7 +290,12 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=300, help="start no product after this (s)")
     ap.add_argument("--jobs", type=int, default=14, help="compiling processes")
     ap.add_argument("--self-check", action="store_true", help="interpreter check, no timing")
+    ap.add_argument("--report", help="a sweep's JSON lines: print its markdown summary")
+    ap.add_argument("--command", default="", help="the sweep's command, for --report")
     opt = ap.parse_args()
+    if opt.report:
+        print(report(opt.report, opt.command))
+        return 0
     if opt.self_check:
         return self_check()
     from matmul_paths import products

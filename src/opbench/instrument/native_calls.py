@@ -149,9 +149,7 @@ def _number(v: Any) -> bool:
 def _tensor_args(schema: Any) -> tuple[tuple[int, str], ...]:
     """(position, name) of each argument a schema types ``Tensor`` (not optional, not a
     list): where aten's entry takes a Python number and converts it."""
-    return tuple(
-        (i, a.name) for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor"
-    )
+    return tuple((i, a.name) for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor")
 
 
 #: where the twin's own kernels are registered: the gate, and the definition's Python kernel
