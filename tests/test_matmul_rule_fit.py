@@ -47,3 +47,14 @@ def test_search_scores_variants_by_leave_one_out_over_the_tuning_half(monkeypatc
     assert found["aligned first"]["leave_one_out"] == pytest.approx(2.0)  # every pick the best
     with pytest.raises(ValueError, match="tuning half only"):
         fitter.search([*tune, _row(3000, {TMA: 0.5, PTR: 1.0}, half="heldout")])
+
+
+def test_products_under_the_domain_are_neighbours_never_scores() -> None:
+    """A product under ``MIN_FLOP`` (the bucket tables serve it) is a point the others
+    are ranked by, and is never scored itself: its own time cannot move the score."""
+    big = [_row(m, {TMA: 0.5, PTR: 1.0}) for m in (1024, 2048)]
+    small = {**_row(8, {TMA: 2.0, PTR: 0.5}), "N": 64, "K": 64}  # 8x64x64: 65 KFLOP
+    assert not fitter.in_domain(small) and all(fitter.in_domain(r) for r in big)
+    worse = {**small, "times": {**small["times"], "eager": 1e-9}}  # would sink a geomean
+    assert fitter.leave_one_out([*big, small], 1) == fitter.leave_one_out([*big, worse], 1)
+    assert fitter.leave_one_out([*big, small], 1) == pytest.approx(2.0)

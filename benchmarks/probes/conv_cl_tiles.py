@@ -49,7 +49,7 @@ def main() -> None:
     import torch
     from triton.testing import do_bench
 
-    from opbench.kernels._lib import conv, conv_depthwise
+    from opbench.kernels._lib import conv, conv_backward, conv_depthwise
     from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
 
     aten = torch.ops.aten
@@ -89,7 +89,7 @@ def main() -> None:
         conv.DW_WEIGHT_TILE_CL = weight_read
         gy = torch.randn_like(x)
         mask = [False, True, False]
-        ours = functools.partial(conv.convolution_backward, gy, x, w, None, *rest, mask)
+        ours = functools.partial(conv_backward.convolution_backward, gy, x, w, None, *rest, mask)
         theirs = functools.partial(aten.convolution_backward, gy, x, w, None, *rest, mask)
         for tile, c, warps, stages in WGRAD_TILES:
             rows.DWG_ROWS_TILE, rows.DWG_ROWS_BLOCK_C, rows.DWG_ROWS_WARPS = tile, c, warps

@@ -50,13 +50,13 @@ HALVES = ("tuning", "heldout")
 #: calls them under, and the path each stands for.
 PATHS = {
     ("conv", "pointwise_forward"): "pointwise (matmul kernel)",
-    ("conv", "pointwise_weight_grad"): "pointwise weight grad (matmul kernel)",
+    ("conv_backward", "pointwise_weight_grad"): "pointwise weight grad (matmul kernel)",
     ("conv", "_depthwise"): "depthwise (direct)",
     ("conv", "_smallk"): "small reduction (flattened)",
     ("conv", "_conv"): "implicit GEMM",
     ("conv_nhwc", "_nhwc"): "implicit GEMM (channels-last)",
     ("conv_nhwc_wgrad", "_nhwc_wgrad"): "weight grad (channels-last)",
-    ("conv", "_wgrad"): "weight grad (implicit GEMM)",
+    ("conv_backward", "_wgrad"): "weight grad (implicit GEMM)",
     ("conv_depthwise_wgrad", "_dwg"): "depthwise weight grad (direct)",
     ("conv_depthwise_wgrad_rows", "_dwg_rows"): "depthwise weight grad (tap rows)",
     ("conv_depthwise_wgrad", "_dwg_plane"): "depthwise weight grad (plane)",
@@ -157,7 +157,7 @@ def measure(
 
     import torch
 
-    from opbench.kernels._lib import conv
+    from opbench.kernels._lib import conv, conv_backward
     from opbench.spec.args import parse_args
     from opbench.suites.inputs import make_inputs
 
@@ -173,7 +173,9 @@ def measure(
         return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
 
     def backend() -> dict[str, Any]:
-        mine = conv.convolution if op == "convolution.default" else conv.convolution_backward
+        mine = (
+            conv.convolution if op == "convolution.default" else conv_backward.convolution_backward
+        )
         used: list[str] = []
         try:
             with served_by(used):
@@ -253,7 +255,7 @@ def _overridden(settings: list[str]) -> Iterator[None]:
 
     from kernel_overrides import apply_overrides
 
-    from opbench.kernels._lib import conv
+    from opbench.kernels._lib import conv, conv_backward
 
     saved = []
     for item in settings:
@@ -262,14 +264,14 @@ def _overridden(settings: list[str]) -> Iterator[None]:
         saved.append((mod, name, getattr(mod, name)))
     apply_overrides(settings)
     conv._FORWARD_PLANS.clear()
-    conv._POINTWISE_WGRAD_PLANS.clear()
+    conv_backward._POINTWISE_WGRAD_PLANS.clear()
     try:
         yield
     finally:
         for mod, name, value in saved:
             setattr(mod, name, value)
         conv._FORWARD_PLANS.clear()
-        conv._POINTWISE_WGRAD_PLANS.clear()
+        conv_backward._POINTWISE_WGRAD_PLANS.clear()
 
 
 def _geo(xs: list[float]) -> float | None:

@@ -1,4 +1,4 @@
-"""The Python cost of one ``conv.convolution`` or ``conv.convolution_backward`` call, its
+"""The Python cost of one ``conv.convolution`` or ``conv_backward.convolution_backward`` call, its
 launches stubbed out: what the host spends around the kernels (geometry, path choice,
 views, plans, allocations) on the CPU machine, no GPU. Best of 5 windows of ``--calls``
 calls, in microseconds, for traced shapes of the depthwise and pointwise paths (two
@@ -37,7 +37,7 @@ def main() -> None:
     from opbench.kernels._lib import launch
 
     launch.Launcher.__call__ = lambda self, grid, args, **k: None
-    from opbench.kernels._lib import conv
+    from opbench.kernels._lib import conv, conv_backward
 
     h = torch.float16
     cl = torch.channels_last
@@ -68,7 +68,9 @@ def main() -> None:
     for name, (go, x, w, bias_sizes, mask) in backward.items():
         args = (torch.randn(go, dtype=h), torch.randn(x, dtype=h), torch.randn(w, dtype=h),
                 bias_sizes, *unit[:-1], 1, mask)  # fmt: skip
-        out["backward " + name] = best_us(lambda a=args: conv.convolution_backward(*a), ns.calls)
+        out["backward " + name] = best_us(
+            lambda a=args: conv_backward.convolution_backward(*a), ns.calls
+        )
     print(out)
 
 

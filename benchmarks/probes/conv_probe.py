@@ -124,7 +124,7 @@ def probe_case(
 ) -> list[dict[str, Any]]:
     import torch
 
-    from opbench.kernels._lib import conv
+    from opbench.kernels._lib import conv, conv_backward
 
     name, xs, ws, stride, pad, groups = case[:6]
     g = torch.Generator(device=DEVICE).manual_seed(0)
@@ -151,9 +151,9 @@ def probe_case(
                  "grad_weight": eager_gw})  # fmt: skip
     rows.append({**base, "part": "default",
                  "forward": _bench(lambda: conv.convolution(x, w, None, *args)),
-                 "grad_input": _bench(lambda: conv.convolution_backward(
+                 "grad_input": _bench(lambda: conv_backward.convolution_backward(
                      gy, x, w, None, *args, [True, False, False])),
-                 "grad_weight": _bench(lambda: conv.convolution_backward(
+                 "grad_weight": _bench(lambda: conv_backward.convolution_backward(
                      gy, x, w, None, *args, [False, True, False]))})  # fmt: skip
     fwd: tuple[tuple[str, ...], list] = (_FWD_NAMES, FORWARD)
     if groups == xs[1]:  # depthwise: the direct kernel
@@ -165,28 +165,34 @@ def probe_case(
     for part, names, variants in sweeps:
         saved = {n: getattr(conv, n) for n in names}
         if part == "grad_weight":  # restored after each variant with the names
-            saved["WGRAD_NARROW_ROWS"] = conv.WGRAD_NARROW_ROWS
+            saved["WGRAD_NARROW_ROWS"] = conv_backward.WGRAD_NARROW_ROWS
         for values in variants:
             row = {**base, "part": part, "set": dict(zip(names, values))}
             try:
                 for n, v in zip(names, values):
                     setattr(conv, n, v)
                 if part == "grad_weight":
-                    conv.WGRAD_NARROW_ROWS = 0  # the variant's BLOCK_K for narrow groups too
-                    gw = conv.convolution_backward(gy, x, w, None, *args, [False, True, False])[1]
+                    conv_backward.WGRAD_NARROW_ROWS = (
+                        0  # the variant's BLOCK_K for narrow groups too
+                    )
+                    gw = conv_backward.convolution_backward(
+                        gy, x, w, None, *args, [False, True, False]
+                    )[1]
                     row["ok"] = _close(gw, want_gw)
                     row["grad_weight"] = _bench(
-                        lambda: conv.convolution_backward(
+                        lambda: conv_backward.convolution_backward(
                             gy, x, w, None, *args, [False, True, False]
                         )  # fmt: skip
                     )
                 else:
                     got = conv.convolution(x, w, None, *args)
-                    gi = conv.convolution_backward(gy, x, w, None, *args, [True, False, False])[0]
+                    gi = conv_backward.convolution_backward(
+                        gy, x, w, None, *args, [True, False, False]
+                    )[0]
                     row["ok"] = _close(got, want) and _close(gi, want_gi)
                     row["forward"] = _bench(lambda: conv.convolution(x, w, None, *args))
                     row["grad_input"] = _bench(
-                        lambda: conv.convolution_backward(
+                        lambda: conv_backward.convolution_backward(
                             gy, x, w, None, *args, [True, False, False]
                         )  # fmt: skip
                     )

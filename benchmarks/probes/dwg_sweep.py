@@ -49,7 +49,7 @@ def main() -> None:
     import triton.testing
     from conv_heldout import HALVES, _agrees, rows
 
-    from opbench.kernels._lib import conv, conv_depthwise_wgrad
+    from opbench.kernels._lib import conv_backward, conv_depthwise_wgrad
     from opbench.spec.args import parse_args
     from opbench.suites.inputs import make_inputs
 
@@ -81,12 +81,12 @@ def main() -> None:
             for tile, warps in configs:
                 conv_depthwise_wgrad.DWG_TILE, conv_depthwise_wgrad.DWG_WARPS = tile, warps
                 key = f"{tile}x{warps}"
-                got = conv.convolution_backward(*call, **kw)
+                got = conv_backward.convolution_backward(*call, **kw)
                 if not _agrees(got, want):
                     row[key] = "wrong"
                     continue
-                row[key + "_ms"] = bench(conv.convolution_backward, call, kw)
-                row[key + "_wgrad_ms"] = bench(conv.convolution_backward, wcall, kw)
+                row[key + "_ms"] = bench(conv_backward.convolution_backward, call, kw)
+                row[key + "_wgrad_ms"] = bench(conv_backward.convolution_backward, wcall, kw)
             out["rows"].append(row)
             print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v)
                               for k, v in row.items() if k != "args"}), flush=True)  # fmt: skip

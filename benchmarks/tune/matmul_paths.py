@@ -209,6 +209,8 @@ def main() -> int:
     ap.add_argument("--traces", default="../shared/traces")
     ap.add_argument("--out", required=True, help="JSON lines, appended")
     ap.add_argument("--min-gflop", type=float, default=1.0)
+    ap.add_argument("--max-gflop", type=float, default=math.inf,
+                    help="only products under this (the rule's domain below MIN_FLOP)")  # fmt: skip
     ap.add_argument("--limit", type=int, default=100000, help="traced calls per op, as judged")
     ap.add_argument("--served-only", action="store_true",
                     help="eager, what the entry points serve and the tables, no candidates")  # fmt: skip
@@ -231,7 +233,8 @@ def main() -> int:
                     "merges them): time only the candidates it lacks")  # fmt: skip
     opt = ap.parse_args()
     started = time.time()
-    rows = products(opt.traces, opt.min_gflop, opt.limit)[: opt.max_products]
+    rows = [r for r in products(opt.traces, opt.min_gflop, opt.limit) if r["gflop"] < opt.max_gflop]
+    rows = rows[: opt.max_products]
     path = Path(opt.out)
     done = set()
     if opt.resume and path.exists():

@@ -80,11 +80,20 @@ def read_sweep(path: str | Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def merge_sweeps(paths: list[str]) -> list[dict[str, Any]]:
+def merge_sweeps(paths: list[str], more_products: list[str] = ()) -> list[dict[str, Any]]:
     """The rows of the first sweep, each with the candidate times of the later ones
     (``matmul_paths.py --skip-from``: candidates added after it) added where it lacks
-    them; its eager and served times stay the first sweep's."""
+    them; its eager and served times stay the first sweep's. ``more_products``: sweeps of
+    every candidate over other products (``--max-gflop``: the products under the first
+    sweep's ``--min-gflop``), their rows added whole (a product in both is refused)."""
     rows = read_sweep(paths[0])
+    for path in more_products:
+        seen = {(r["half"], r["op"], r["args"]) for r in rows}
+        extra = read_sweep(path)
+        clash = [k for r in extra if (k := (r["half"], r["op"], r["args"])) in seen]
+        if clash:
+            raise ValueError(f"{path}: {len(clash)} products already swept, first {clash[0]}")
+        rows += extra
     by_key = {(r["half"], r["op"], r["args"]): r for r in rows}
     for path in paths[1:]:
         for r in read_sweep(path):
@@ -149,12 +158,21 @@ def rule_time(row: dict[str, Any], points: tuple, k: int, cap: float = CAP,
     return math.inf
 
 
+def in_domain(row: dict[str, Any]) -> bool:
+    """Whether the rule ranks this product at run time (at least ``MIN_FLOP``): smaller
+    ones keep the bucket tables, so a product below it is a neighbour, never a score."""
+    return 2 * row["batch"] * row["M"] * row["N"] * row["K"] >= rule.MIN_FLOP
+
+
 def leave_one_out(tune: list[dict[str, Any]], k: int, cap: float = CAP, top: int = TOP,
                   **variant: Any) -> float | None:  # fmt: skip
-    """Geomean eager / rule over the tuning products, each ranked by the others."""
+    """Geomean eager / rule over the tuning products the rule serves (:func:`in_domain`),
+    each ranked by all the others (those below the domain included: they are points)."""
     points = fit_points(tune, cap, top)
     xs = []
     for i, r in enumerate(tune):
+        if not in_domain(r):
+            continue
         others = points[:i] + points[i + 1 :]
         xs.append(r["times"]["eager"] / rule_time(r, others, k, cap, **variant))
     return geomean(xs)
@@ -264,6 +282,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="+", help="matmul_paths.py sweeps (JSON lines): the "
                     "first, then any --skip-from ones that add candidates to it")  # fmt: skip
+    ap.add_argument("--more-products", action="append", default=[],
+                    help="a sweep of every candidate over other products (matmul_paths.py "
+                    "--max-gflop), added whole; again for more")  # fmt: skip
     ap.add_argument("--write", action="store_true", help="rewrite matmul_rule_data.py")
     ap.add_argument("--out", help="OUT.json and OUT.md: the report")
     ap.add_argument("--command", default="", help="the sweep's command, for the report")
@@ -272,18 +293,21 @@ def main() -> int:
     ap.add_argument("--search", action="store_true", help="also score the SEARCH variants of "
                     "the rule by leave-one-out over the tuning half (about a minute)")  # fmt: skip
     opt = ap.parse_args()
-    rows = merge_sweeps(opt.paths)
+    rows = merge_sweeps(opt.paths, opt.more_products)
     tune = [r for r in rows if r["half"] == "tuning"]
     held = [r for r in rows if r["half"] == "heldout"]
     loo = {k: leave_one_out(tune, k) for k in KS}
     k = max(KS, key=lambda k: (round(loo[k] or 0, 4), -k))
     points = fit_points(tune)
     gpu = rows[0].get("gpu") if rows else None
-    names = " + ".join(Path(p).name for p in opt.paths)
+    names = " + ".join(Path(p).name for p in [*opt.paths, *opt.more_products])
     fitted_on = f"{gpu}, torch {rows[0].get('torch')}, Triton {rows[0].get('triton')}: " \
                 f"{len(tune)} tuning-half products of {names}"  # fmt: skip
+    # reported over the products the rule serves; smaller ones are points only
     report = {"fitted_on": fitted_on, "k": k, "leave_one_out": loo, "top": TOP, "cap": CAP,
-              "tuning": summary(tune, points, k), "heldout": summary(held, points, k)}  # fmt: skip
+              "tuning": summary([r for r in tune if in_domain(r)], points, k),
+              "heldout": summary([r for r in held if in_domain(r)], points, k),
+              "points_below_domain": sum(not in_domain(r) for r in tune)}  # fmt: skip
     if opt.served:
         report["served"] = served_summary(read_sweep(opt.served))
     if opt.search:
@@ -298,7 +322,9 @@ def main() -> int:
               f"{names} --write`. Split: `src/opbench/suites/trace_split.json`; "
               "the rule's points and k come from the tuning half alone (k by leave-one-out "
               f"over it: {json.dumps({str(a): round(b or 0, 3) for a, b in loo.items()})}, "
-              f"k = {k}). Geomean of eager / ours over the products; timing: "
+              f"k = {k}); {report['points_below_domain']} of the points are products under "
+              f"the rule's domain ({rule.MIN_FLOP / 1e9:g} GFLOP: the bucket tables serve "
+              "them), neighbours only, never scored or reported. Geomean of eager / ours over the products; timing: "
               f"{rows[0].get('timing', 'do_bench') if rows else '-'} (`device`: the judge's "
               "device-time protocol, `matmul_timing.device_bench`; `do_bench`: "
               "`triton.testing.do_bench`, host launch included where it outlasts the L2 "

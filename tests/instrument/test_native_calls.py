@@ -26,6 +26,7 @@ from opbench.instrument.native_calls import (
     judge_with_route,
     timed_route,
 )
+from opbench.instrument.observer import DispatchRecorder
 from opbench.judge.guard import classify_calls
 from opbench.run.outcome_verdict import call_route_details
 from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin, is_candidate_twin
@@ -129,6 +130,23 @@ def test_a_number_for_a_tensor_argument_reaches_the_twin_as_aten_converts_it(
     assert CALLS == [f"mul {type(number).__name__} None"]
     assert route.launches_natively((x, number), {}) is False  # read, not refused: a CPU self
     assert route.entry((x, torch.ones(6, dtype=self_dtype)), {}) is route.call
+
+
+def test_a_number_survives_the_trials_dispatch_recorder(native: NativeCalls) -> None:
+    """The trials run under a ``TorchDispatchMode`` (the recorder), which receives the
+    wrapped number unwrapped: the recorder hands the twin a wrapped number again, so the
+    call neither fails nor changes dtype (the H200 run at 9cba602 judged
+    ``mul.Tensor(x, 0.125)`` as the Python function: the twin refused the number there)."""
+    route = native.route("mul.Tensor", _mul)
+    assert route is not None
+    x = torch.arange(6)
+    entry = route.entry((x, 0.5), {})
+    with DispatchRecorder() as recorder:
+        got = entry(x, 0.5)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, torch.ops.aten.mul.Tensor(x, 0.5))
+    assert [c.name for c in recorder.calls][0] == f"{CANDIDATE_NAMESPACE}::mul.Tensor"
+    assert route.counts() == {"native": 0, "python": 1}  # through the gate (CPU: Python)
 
 
 def test_a_judged_test_with_a_number_goes_through_the_entry(native: NativeCalls) -> None:

@@ -14,6 +14,7 @@ from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
 from opbench.kernels._lib import (  # noqa: E402
     conv,
+    conv_backward,
     conv_depthwise,
     conv_depthwise_wgrad,
     conv_depthwise_wgrad_dot,
@@ -120,7 +121,7 @@ def _backward_args(case: str, dtype: torch.dtype, mask: list[bool]) -> list:
 @pytest.mark.parametrize("case", list(CASES))
 def test_convolution_backward(case: str, dtype: torch.dtype) -> None:
     args = _backward_args(case, dtype, [True, True, True])
-    got = conv.convolution_backward(*args)
+    got = conv_backward.convolution_backward(*args)
     eager = aten.convolution_backward(*args)
     assert [tuple(t.shape) for t in got] == [tuple(t.shape) for t in eager]
     assert_matches(got, aten.convolution_backward, *args)
@@ -130,7 +131,7 @@ def test_convolution_backward(case: str, dtype: torch.dtype) -> None:
                                   [True, True, False]])  # fmt: skip
 def test_convolution_backward_output_mask(mask: list[bool]) -> None:
     args = _backward_args("2d_groups", torch.float32, mask)
-    got = conv.convolution_backward(*args)
+    got = conv_backward.convolution_backward(*args)
     assert [t is None for t in got] == [not m for m in mask]
     assert_matches(got, aten.convolution_backward, *args)
 
@@ -139,7 +140,7 @@ def test_convolution_backward_output_mask(mask: list[bool]) -> None:
 def test_convolution_backward_channels_last(case: str) -> None:
     args = _backward_args(case, torch.float32, [True, True, True])
     args[:3] = [t.to(memory_format=torch.channels_last) for t in args[:3]]
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="a CPU-only decline")
@@ -149,7 +150,7 @@ def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
     args = _backward_args("2d", torch.float32, [True, False, True])
     assert aten.convolution_backward(*args)[1] is not None
     with pytest.raises(NotImplementedError):
-        conv.convolution_backward(*args)
+        conv_backward.convolution_backward(*args)
 
 
 @pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
@@ -165,8 +166,8 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     gy = _r((2, 4, 48, 48), dtype, 6)
     args = [gy, x, w, None, *conv_args, [False, True, False]]
     P, bk = 2 * 48 * 48, 256  # the interpreter's position tile
-    assert conv.split_plan(1, -(-P // bk), x.device)[0] > 1
-    got = conv.convolution_backward(*args)
+    assert conv_backward.split_plan(1, -(-P // bk), x.device)[0] > 1
+    got = conv_backward.convolution_backward(*args)
     assert got[1].stride() == aten.convolution_backward(*args)[1].stride()
     assert_matches(got, aten.convolution_backward, *args)
 
@@ -208,10 +209,12 @@ def _gpu_tiles(monkeypatch, small: bool) -> None:
     """The GPU's tile choice under the interpreter (tiles stay fp32-converted), shrunk to
     16 where ``small`` so every case runs several row, column and reduction tiles."""
     monkeypatch.setattr(conv, "_INTERPRETING", False)
+    monkeypatch.setattr(conv_backward, "_INTERPRETING", False)
     if small:
-        for name in ("CONV_BLOCK_M", "CONV_BLOCK_N_MAX", "CONV_BLOCK_K", "WGRAD_BLOCK_N",
-                     "WGRAD_BLOCK_K"):  # fmt: skip
+        for name in ("CONV_BLOCK_M", "CONV_BLOCK_N_MAX", "CONV_BLOCK_K"):
             monkeypatch.setattr(conv, name, 16)
+        for name in ("WGRAD_BLOCK_N", "WGRAD_BLOCK_K"):
+            monkeypatch.setattr(conv_backward, name, 16)
 
 
 @pytest.mark.slow
@@ -229,7 +232,7 @@ def test_gpu_tiles(case: str, dtype: torch.dtype, tiles: str, monkeypatch) -> No
     args = _args(case, dtype, bias=True)
     assert_matches(conv.convolution(*args), aten.convolution, *args)
     bargs = _backward_args(case, dtype, [True, True, True])
-    assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
+    assert_matches(conv_backward.convolution_backward(*bargs), aten.convolution_backward, *bargs)
 
 
 @pytest.mark.slow
@@ -240,7 +243,7 @@ def test_gpu_tiles_channels_last(case: str, monkeypatch) -> None:
     args = _backward_args(case, torch.float32, [True, True, True])
     fmt = torch.channels_last if args[1].dim() == 4 else torch.channels_last_3d
     args[:3] = [t.to(memory_format=fmt) for t in args[:3]]
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     fargs = _args(case, torch.float32, bias=True)
     fargs[0] = fargs[0].to(memory_format=fmt)
     assert_matches(conv.convolution(*fargs), aten.convolution, *fargs)
@@ -343,7 +346,7 @@ def test_depthwise_direct(case: str, layout: str, dtype: torch.dtype, padded: bo
     x, w, b, *rest = args
     gy = _r(tuple(eager.shape), dtype, 14)
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
-    gi = conv.convolution_backward(*bargs)
+    gi = conv_backward.convolution_backward(*bargs)
     assert len(calls) == 2
     assert_matches(gi, aten.convolution_backward, *bargs)
     # NCHW planes of 1-D and 2-D, uniform taps: the forward's input, and the input
@@ -367,7 +370,7 @@ def test_depthwise_direct_gpu_tiles(case: str, layout: str, tiles: str, monkeypa
     x, w, b, *rest = args
     gy = _r(tuple(aten.convolution(*args).shape), torch.float32, 14)
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
-    assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
+    assert_matches(conv_backward.convolution_backward(*bargs), aten.convolution_backward, *bargs)
     assert len(calls) == 2
 
 
@@ -533,7 +536,7 @@ def test_depthwise_weight_gradient(case: str, layout: str, dot: bool, plane: boo
     dots = _count_dwg_dot(monkeypatch)
     rows = _launch_grids(monkeypatch, conv_depthwise_wgrad_rows, "_dwg_rows")
     args = _dw_weight_grad_args(case, dtype, layout)
-    got = conv.convolution_backward(*args)
+    got = conv_backward.convolution_backward(*args)
     direct = 0 if args[2].shape[1] > 1 else 1
     a = args[0]
     pos_inner = a.stride(-1) == 1 and a.stride(1) != 1
@@ -568,9 +571,9 @@ def test_depthwise_weight_gradient_dot_blocks_and_splits(dtype: torch.dtype, big
     y = aten.convolution(x, w, None, *rest)
     gy = _r(tuple(y.shape), dtype, 43)
     args = [gy, x, w, None, *rest, [False, True, False]]
-    got = conv.convolution_backward(*args)
+    got = conv_backward.convolution_backward(*args)
     assert_matches(got, aten.convolution_backward, *args)
-    assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
     assert grids[0] == (6, 3 * 3, 3), grids  # weight rows, kernel rows x column blocks, splits
 
 
@@ -586,7 +589,7 @@ def test_depthwise_weight_gradient_dot_needs_rows(images: int, monkeypatch) -> N
     rest = [[1, 1], [1, 1], [1, 1], False, [0, 0], 4]
     gy = _r(tuple(aten.convolution(x, w, None, *rest).shape), torch.float16, 63)
     args = [gy, x, w, None, *rest, [False, True, False]]
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert (len(dots), len(planes)) == ((0, 1) if images == 2 else (1, 0)), (dots, planes)
 
 
@@ -617,10 +620,10 @@ def test_depthwise_weight_gradient_tap_rows_split(dtype: torch.dtype, monkeypatc
     y = aten.convolution(x, w, None, *rest)
     gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 33))
     args = [gy, x, w, None, *rest, [False, True, False]]
-    got = conv.convolution_backward(*args)
+    got = conv_backward.convolution_backward(*args)
     assert grids and grids[0] == (3, 2, 3), grids  # kernel rows, channel tiles, splits
     assert_matches(got, aten.convolution_backward, *args)
-    assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
 
 
 @pytest.mark.slow
@@ -643,11 +646,11 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     y = aten.convolution(x, w, None, *rest)
     gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 23))
     args = [gy, x, w, None, *rest, [False, True, False]]
-    got = conv.convolution_backward(*args)
+    got = conv_backward.convolution_backward(*args)
     assert grids and grids[0][1] == 3, grids  # split over positions
     assert grids[0][0] > 1 or layout == "channels_last", grids  # channel tiles (NCHW)
     assert_matches(got, aten.convolution_backward, *args)
-    assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
 
 
 @pytest.mark.slow  # 4.9-7.7 s a case on 2 cores (2026-11-28, --durations)
@@ -671,9 +674,9 @@ def test_depthwise_weight_gradient_plane_split(dtype: torch.dtype, images: int,
         y = aten.convolution(x, w, None, *rest)
         gy = _r(tuple(y.shape), dtype, 33)
         args = [gy, x, w, None, *rest, [False, True, False]]
-        got = conv.convolution_backward(*args)
+        got = conv_backward.convolution_backward(*args)
         assert_matches(got, aten.convolution_backward, *args)
-        assert torch.equal(got[1], conv.convolution_backward(*args)[1])
+        assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
     # 256 / 16 taps = 16 positions a block: 63 positions are 4 blocks; 7 images in 3 splits
     assert grids == [(5, 4, 3)] * 2 + [(5, 1, 3)] * 2, grids
 
@@ -711,7 +714,7 @@ def test_depthwise_weight_gradient_int64(case: str, layout: str, monkeypatch) ->
     """The direct weight-gradient kernel with 64-bit offsets forced."""
     monkeypatch.setattr(conv, "_I32_LIMIT", 0)
     args = _dw_weight_grad_args(case, torch.float32, layout)
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
 
 
 def test_depthwise_routing() -> None:
@@ -785,7 +788,7 @@ def test_every_path_calls_only_what_the_judge_allows(case: str, route: str, layo
     bwd = (gy, x, w, [b.shape[0]], stride, padding, dilation, transposed, out_pad, groups,
            [True, True, True])  # fmt: skip
     with DispatchRecorder() as recorder:
-        got = conv.convolution_backward(*bwd)
+        got = conv_backward.convolution_backward(*bwd)
     verdict = classify_calls("convolution_backward.default", recorder.calls)
     assert verdict.ok, f"backward: {verdict.violations}"
     want = aten.convolution_backward(*bwd)

@@ -19,7 +19,12 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_pointwise, matmul_lanes  # noqa: E402
+from opbench.kernels._lib import (  # noqa: E402
+    conv,
+    conv_backward,  # noqa: E402
+    conv_pointwise,
+    matmul_lanes,
+)
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="lanes are made on CUDA")
 GEOMETRY = ([1, 1], [0, 0], [1, 1], False, [0, 0], 1)
@@ -37,7 +42,7 @@ def lanes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Fresh plans and lanes, and what every lane launch answered (True: launched)."""
     monkeypatch.setattr(conv_pointwise, "_LANES", {})
     monkeypatch.setattr(conv, "_FORWARD_PLANS", {})
-    monkeypatch.setattr(conv, "_POINTWISE_WGRAD_PLANS", {})
+    monkeypatch.setattr(conv_backward, "_POINTWISE_WGRAD_PLANS", {})
     answers: list[bool] = []
     real = conv_pointwise.run_lane
 
@@ -63,7 +68,7 @@ def _operands(shape: tuple[int, ...], c_out: int, channels_last: bool, dtype: to
 def _both(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, go: torch.Tensor) -> list:
     geometry = ([1, 1], [0, 0], [1, 1], False, [0, 0], 1)
     y = conv.convolution(x, w, bias, *geometry)
-    gi, gw, _ = conv.convolution_backward(go, x, w, None, *geometry, [True, True, False])
+    gi, gw, _ = conv_backward.convolution_backward(go, x, w, None, *geometry, [True, True, False])
     return [y, gi, gw]
 
 

@@ -14,7 +14,12 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_nhwc, conv_nhwc_wgrad  # noqa: E402
+from opbench.kernels._lib import (  # noqa: E402
+    conv,
+    conv_backward,  # noqa: E402
+    conv_nhwc,
+    conv_nhwc_wgrad,
+)
 
 aten = torch.ops.aten
 
@@ -126,7 +131,7 @@ def test_input_gradient_of_a_unit_stride_convolution(case: str, monkeypatch) -> 
     y = aten.convolution(x, w, None, stride, padding, dilation, False, out_pad, groups)
     args = [_r(tuple(y.shape), torch.float32, 6), x, w, None, stride, padding, dilation,
             False, out_pad, groups, [True, True, False]]  # fmt: skip
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert grids
 
 
@@ -151,7 +156,7 @@ def test_the_input_gradient_of_a_strided_convolution_is_phased(monkeypatch):
     y = aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
     args = [_r(tuple(y.shape), torch.float32, 32), x, w, None, [2, 2], [1, 1], [1, 1], False,
             [0, 0], 1, [True, False, False]]  # fmt: skip
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert grids and grids[0][2] == 4
 
 
@@ -220,7 +225,7 @@ def _backward_args(case: str, dtype: torch.dtype, channels_last: bool, mask: lis
 def test_weight_gradient(case: str, layout: str, dtype: torch.dtype, monkeypatch) -> None:
     grids = _wgrad_served(monkeypatch)
     args = _backward_args(case, dtype, layout == "channels_last", [False, True, True])
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert grids, "the weight gradient did not reach the channels-last kernel"
 
 
@@ -232,7 +237,7 @@ def test_weight_gradient_gpu_tiles(case: str, tiles: str, monkeypatch) -> None:
     several position steps, the positions split over programs where tiles are few."""
     grids = _wgrad_served(monkeypatch, tiles)
     args = _backward_args(case, torch.float32, False, [True, True, False])
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert grids
 
 
@@ -243,7 +248,7 @@ def test_weight_gradient_splits_the_positions(monkeypatch) -> None:
     x, w = _r((2, 16, 300), torch.float16, 15), _r((16, 16, 2), torch.float16, 16)
     gy = _r((2, 16, 299), torch.float16, 17)
     args = [gy, x, w, [16], [1], [0], [1], False, [0], 1, [False, True, False]]
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert grids and grids[0][2] > 2, grids  # 2 kernel positions, each split
 
 
@@ -253,7 +258,7 @@ def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
     grids = _wgrad_served(monkeypatch)
     monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_MIN_CHANNELS", 32)
     args = _backward_args("2d_strided_dilated", torch.float32, False, [False, True, False])
-    assert_matches(conv.convolution_backward(*args), aten.convolution_backward, *args)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert not grids
 
 
@@ -336,7 +341,7 @@ def test_the_input_gradient_calls_only_what_the_judge_allows(monkeypatch) -> Non
     w = torch.randn(48, 48, 3, 3, generator=g).to(DEVICE)
     args = (go, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False])
     with DispatchRecorder() as recorder:
-        got = conv.convolution_backward(*args)
+        got = conv_backward.convolution_backward(*args)
     verdict = classify_calls("convolution_backward.default", recorder.calls)
     assert verdict.ok, verdict.violations
     assert True in served, "the input gradient did not take the nhwc kernel"

@@ -13,7 +13,10 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv  # noqa: E402
+from opbench.kernels._lib import (
+    conv,  # noqa: E402
+    conv_backward,  # noqa: E402
+)
 
 aten = torch.ops.aten
 
@@ -91,7 +94,7 @@ def _check(case: str, dtype: torch.dtype, monkeypatch) -> None:
     x, w, b, *rest = args
     gy = _r(tuple(got.shape), dtype, 6)
     bargs = [gy, x, w, [b.numel()], *rest, [True, False, False]]
-    assert_matches(conv.convolution_backward(*bargs), aten.convolution_backward, *bargs)
+    assert_matches(conv_backward.convolution_backward(*bargs), aten.convolution_backward, *bargs)
     assert calls[0] == int(fwd) + int(grad_in)
 
 

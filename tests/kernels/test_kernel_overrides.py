@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from opbench.kernels._lib import conv, reduction  # noqa: E402
+from opbench.kernels._lib import conv_backward, reduction  # noqa: E402
 
 
 def _module():
@@ -24,15 +24,15 @@ def _module():
 
 
 def test_sets_literals_and_reports_them(monkeypatch) -> None:
-    monkeypatch.setattr(conv, "WGRAD_BLOCK_K", conv.WGRAD_BLOCK_K)
+    monkeypatch.setattr(conv_backward, "WGRAD_BLOCK_K", conv_backward.WGRAD_BLOCK_K)
     monkeypatch.setattr(reduction, "ROW_TILES", reduction.ROW_TILES)
     done = _module().apply_overrides(
-        ["conv.WGRAD_BLOCK_K=128", "reduction.ROW_TILES=((None, 1, 2048),)"]
+        ["conv_backward.WGRAD_BLOCK_K=128", "reduction.ROW_TILES=((None, 1, 2048),)"]
     )
-    assert conv.WGRAD_BLOCK_K == 128 and reduction.ROW_TILES == ((None, 1, 2048),)
-    assert done == {"conv.WGRAD_BLOCK_K": 128, "reduction.ROW_TILES": ((None, 1, 2048),)}
+    assert conv_backward.WGRAD_BLOCK_K == 128 and reduction.ROW_TILES == ((None, 1, 2048),)
+    assert done == {"conv_backward.WGRAD_BLOCK_K": 128, "reduction.ROW_TILES": ((None, 1, 2048),)}
 
 
 def test_unknown_name_ends_the_run() -> None:
-    with pytest.raises(SystemExit, match="conv has no WGRAD_BLOCK_Q"):
-        _module().apply_overrides(["conv.WGRAD_BLOCK_Q=1"])
+    with pytest.raises(SystemExit, match="conv_backward has no WGRAD_BLOCK_Q"):
+        _module().apply_overrides(["conv_backward.WGRAD_BLOCK_Q=1"])

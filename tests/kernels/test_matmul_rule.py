@@ -181,7 +181,8 @@ def test_the_fitted_points_name_real_candidates_and_classes() -> None:
     assert len(matmul_rule_data.NEIGHBOURS) >= matmul_rule_data.K_NEAREST
     for cls, dims, regrets in matmul_rule_data.NEIGHBOURS:
         assert cls in {"rr1", "rc1", "cr1", "x1", "rrN", "rcN", "crN", "xN"}
-        assert len(dims) == 4 and 2 * math.prod(dims) >= matmul_rule.MIN_FLOP
+        # products under the domain are neighbours too, down to the sweeps' 0.1 GFLOP
+        assert len(dims) == 4 and 2 * math.prod(dims) >= matmul_rule.MIN_FLOP / 10
         assert regrets and all(n in names and 0 <= r <= matmul_rule_data.CAP for n, r in regrets)
 
 
@@ -273,3 +274,18 @@ def test_a_later_sweep_adds_its_candidates_to_the_first(tmp_path) -> None:
     paths[1].write_text(json.dumps(later) + "\n" + json.dumps(stranger) + "\n")
     (row,) = fitter.merge_sweeps([str(p) for p in paths])
     assert row["times"] == {"eager": 1.0, "served:": 2.0, old: 0.5, new: 0.25}
+
+
+def test_a_sweep_of_other_products_is_added_whole_and_never_twice(tmp_path) -> None:
+    import matmul_rule as fitter
+
+    cand = f"ptr:{json.dumps([128, 128, 64, 8, 8, 3])}"
+    first, small = _sweep_row("tuning", 1024, {cand: 0.5}), _sweep_row("tuning", 64, {cand: 0.1})
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"]
+    paths[0].write_text(json.dumps(first) + "\n")
+    paths[1].write_text(json.dumps(small) + "\n")
+    paths[2].write_text(json.dumps(first) + "\n")
+    rows = fitter.merge_sweeps([str(paths[0])], [str(paths[1])])
+    assert [r["M"] for r in rows] == [1024, 64] and rows[1]["times"][cand] == 0.1
+    with pytest.raises(ValueError, match="already swept"):
+        fitter.merge_sweeps([str(paths[0])], [str(paths[2])])

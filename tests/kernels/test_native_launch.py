@@ -239,12 +239,15 @@ def test_native_launches_capture_in_a_cuda_graph(backend):
     torch.testing.assert_close(out, torch.relu(a + b))
 
 
-#: a broadcast the gate cannot launch, beside calls it can
+#: a broadcast the gate cannot launch, beside calls it can; a Python number for a Tensor
+#: argument (``x * 0.125`` in a model), which the judge hands the twin as aten's entry does
 JUDGED_TRACE = """Operator: aten.relu.default
 cnt: 2, ((T([4096, 256], f16),), {})
 Operator: aten.add.Tensor
 cnt: 2, ((T([512, 1024], f32), T([512, 1024], f32)), {})
 cnt: 1, ((T([512, 1024], f32), T([1024], f32)), {})
+Operator: aten.mul.Tensor
+cnt: 1, ((T([8, 128, 1024], f16), 0.125), {})
 """
 
 
@@ -273,7 +276,7 @@ def test_the_judge_calls_a_declared_kernel_through_the_gate(
         )  # fmt: skip
     )
     results = list(ResultStore(out / "results.sqlite").results())
-    assert len(results) == 3 and all(r.status == "passed" for r in results), [
+    assert len(results) == 4 and all(r.status == "passed" for r in results), [
         (r.op, r.status, r.message) for r in results
     ]
     for r in results:

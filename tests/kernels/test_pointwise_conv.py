@@ -16,7 +16,13 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_pointwise, matmul, matmul_batch_sum  # noqa: E402
+from opbench.kernels._lib import (  # noqa: E402
+    conv,
+    conv_backward,  # noqa: E402
+    conv_pointwise,
+    matmul,
+    matmul_batch_sum,
+)
 from opbench.kernels._lib.matmul_pointer import ROW, layout_of, pow2_multiple  # noqa: E402
 
 aten = torch.ops.aten
@@ -156,7 +162,7 @@ def test_weight_gradient_nchw_sums_over_the_batch(shape, c_out, transposed, dtyp
     gy, x, w, args = _conv_case(shape, c_out, dtype, transposed)
     calls = _spy(monkeypatch, "matmul_batch_sum_into")
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     assert len(calls) == 1
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
@@ -171,7 +177,7 @@ def test_weight_gradient_per_image_partials(dtype: torch.dtype, monkeypatch) -> 
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     products = _spy(monkeypatch, "matmul_into")
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     assert not summing and len(products) == 1 and products[0][0].shape == (3, 17, 20)
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
@@ -196,7 +202,7 @@ def test_weight_gradient_partials_tile(wide: bool, monkeypatch) -> None:
     monkeypatch.setattr(conv_pointwise, "matmul_into",
                         lambda *a, **k: (configs.append(k.get("config")), real(*a, **k))[1])  # fmt: skip
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     assert configs == [conv_pointwise.POINTWISE_CONFIG if wide else None]
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
@@ -218,7 +224,7 @@ def test_weight_gradient_transposed_to_channels_last(shape, dtype, least, monkey
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     products = _spy(monkeypatch, "matmul_into")
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     positions = math.prod(shape[2:])
     partials = shape[0] * 17 * shape[1] * 4
     copies = shape[0] * positions * (17 + shape[1]) * gy.element_size()
@@ -247,7 +253,7 @@ def test_weight_gradient_copies_skip_strided_positions(which: str, monkeypatch) 
     assert conv_pointwise.merges(x.shape[2:], x.stride()[2:]) and gy.stride(-1) * x.stride(-1) == 2
     products = _spy(monkeypatch, "matmul_into")
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     assert len(products) == 1 and products[0][0].shape == (3, 17, 20)
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
@@ -268,7 +274,7 @@ def test_single_position_is_one_product(merged: bool, transposed: bool, dtype, m
     assert_matches(conv.convolution(x, w, bias, *args), aten.convolution, x, w, bias, *args)
     assert [p[1].shape[0] for p in products] == [1 if merged else 6]
     mask = [True, True, True]
-    got = conv.convolution_backward(gy, x, w, [24], *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, [24], *args, mask)
     assert_matches(got, aten.convolution_backward, gy, x, w, [24], *args, mask)
     conv._FORWARD_PLANS.clear()
 
@@ -283,7 +289,7 @@ def test_weight_gradient_merged_images(layouts: str, dtype: torch.dtype, monkeyp
     gy, x, w, args = _conv_case(shape, 17, dtype, x_cl=cl, gy_cl=cl)
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     assert not summing
     assert_matches(got, aten.convolution_backward, gy, x, w, None, *args, mask)
 
@@ -296,7 +302,7 @@ def test_weight_gradient_mixed_layouts(which: str, monkeypatch, one_sm) -> None:
                                 gy_cl=which == "grad_output")  # fmt: skip
     summing = _spy(monkeypatch, "matmul_batch_sum_into")
     mask = [True, True, True]
-    got = conv.convolution_backward(gy, x, w, [17], *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, [17], *args, mask)
     assert len(summing) == 1
     assert_matches(got, aten.convolution_backward, gy, x, w, [17], *args, mask)
 
@@ -314,7 +320,7 @@ def test_weight_gradient_image_groups(sms: int, split: bool, monkeypatch) -> Non
                         lambda p, *a, **k: (partials.append(p.shape[0]), real(p, *a, **k))[1])  # fmt: skip
     gy, x, w, args = _conv_case((8, 20, 7, 5), 40, torch.float32)  # 35 positions: 2 blocks
     mask = [False, True, False]
-    got = conv.convolution_backward(gy, x, w, None, *args, mask)
+    got = conv_backward.convolution_backward(gy, x, w, None, *args, mask)
     want_groups = matmul_batch_sum.batch_groups(2, 8, sms)
     assert (want_groups > 1) == split
     assert partials == ([want_groups] if split else [])
@@ -416,7 +422,7 @@ def test_planned_repeat_calls_agree_with_eager(layout: str) -> None:
     (strided views of the new operands): on new values, read at another storage offset,
     forward and weight gradient still match eager; another layout gets a plan of its own."""
     conv._FORWARD_PLANS.clear()
-    conv._POINTWISE_WGRAD_PLANS.clear()
+    conv_backward._POINTWISE_WGRAD_PLANS.clear()
     fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     rest = ([1, 1], [0, 0], [1, 1], False, [0, 0], 1)
     for seed in (0, 1):
@@ -428,10 +434,10 @@ def test_planned_repeat_calls_agree_with_eager(layout: str) -> None:
         assert_matches(conv.convolution(x, w, b, *rest), aten.convolution, x, w, b, *rest)
         assert x.storage_offset() == (x[0].numel() if seed else 0)
         gy = _r((2, 10, 5, 6), torch.float32, seed + 9).contiguous(memory_format=fmt)
-        got = conv.convolution_backward(gy, x, w, [10], *rest, [True, True, True])
+        got = conv_backward.convolution_backward(gy, x, w, [10], *rest, [True, True, True])
         want = aten.convolution_backward(gy, x, w, [10], *rest, [True, True, True])
         for g, e in zip(got, want):
             torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
-    assert len(conv._POINTWISE_WGRAD_PLANS) == 1
+    assert len(conv_backward._POINTWISE_WGRAD_PLANS) == 1
     # forward plans: the forward's and the input gradient's (a transposed product)
     assert len(conv._FORWARD_PLANS) == 2

@@ -35,6 +35,7 @@ import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
 from opbench.backends.native.gates import arm_native, dispatcher_name, new_gate
+from opbench.backends.native.numbers import has_numbers, rewrapped
 from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
 from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin
@@ -51,21 +52,13 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-#: what aten's entry converts to a wrapped-number tensor when a Tensor argument gets it
-_NUMBERS = (bool, int, float)
-
-
 @dataclass
 class NativeRoute:
-    """One judged overload registered behind a gate: ``call`` is its ``OpOverload``;
-    ``tensor_args`` the positions and names of its schema's Tensor arguments;
-    ``wrap_number`` the gate module's ``wrapped_number``."""
+    """One judged overload registered behind a gate: ``call`` is its ``OpOverload``."""
 
     op: str
     call: Any
     gate: Any
-    tensor_args: tuple[tuple[int, str], ...] = ()
-    wrap_number: Callable[[Any], torch.Tensor] | None = None
 
     def entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[..., Any]:
         """What a test's calls go through: :attr:`call`, or, where the test passes a
@@ -74,22 +67,13 @@ class NativeRoute:
         of it, which is what the gate receives when a model computes ``x * 0.125``. A
         custom operator's Python entry refuses a number there, and this conversion is
         what aten does in C++ on every call, so it is done on every call here too."""
-        at = tuple(i for i, _ in self.tensor_args if i < len(args) and _number(args[i]))
-        named = tuple(n for _, n in self.tensor_args if _number(kwargs.get(n)))
-        wrap = self.wrap_number
-        if not (at or named) or wrap is None:
-            return self.call
         call = self.call
+        if not has_numbers(call, args, kwargs):
+            return call
 
         def with_numbers(*a: Any, **k: Any) -> Any:
-            b = list(a)
-            for i in at:
-                if _number(b[i]):
-                    b[i] = wrap(b[i])
-            for n in named:
-                if _number(k.get(n)):
-                    k[n] = wrap(k[n])
-            return call(*b, **k)
+            a, k = rewrapped(call, a, k)
+            return call(*a, **k)
 
         return with_numbers
 
@@ -140,16 +124,6 @@ class NativeRoute:
         (:func:`foreign_kernels`): checked after registering, after the trials and after
         timing."""
         return foreign_kernels(self.call.name())
-
-
-def _number(v: Any) -> bool:
-    return type(v) in _NUMBERS
-
-
-def _tensor_args(schema: Any) -> tuple[tuple[int, str], ...]:
-    """(position, name) of each argument a schema types ``Tensor`` (not optional, not a
-    list): where aten's entry takes a Python number and converts it."""
-    return tuple((i, a.name) for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor")
 
 
 #: where the twin's own kernels are registered: the gate, and the definition's Python kernel
@@ -247,9 +221,7 @@ class NativeCalls:
         gate.install(dispatcher_name(op))
         name, _, overload = op.partition(".")
         packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)
-        call = getattr(packet, overload or "default")
-        wrap = getattr(module, "wrapped_number", None)
-        route = NativeRoute(op, call, gate, _tensor_args(call._schema), wrap)
+        route = NativeRoute(op, getattr(packet, overload or "default"), gate)
         foreign = route.foreign()
         if foreign:
             self.notes[op] = f"another kernel is registered on the twin: {foreign[0]}; not gated"

@@ -21,8 +21,9 @@ its time on).
 Numerics as the matmul family (:mod:`opbench.kernels._lib.matmul`): f16/bf16 on tensor
 cores with fp32 accumulation, f32 in IEEE precision (eager's cuDNN uses TF32 unless the
 run pins it off, which opbench does by default), the bias added in fp32 before the one
-rounding; float64 and the rest declined. Tiles are module constants
-(``CONV_*``, ``WGRAD_*``) that ``benchmarks/probes/conv_probe.py`` sweeps.
+rounding; float64 and the rest declined. Tiles are module constants (``CONV_*``; the
+weight gradient's ``WGRAD_*`` in :mod:`~opbench.kernels._lib.conv_backward`, which serves
+``aten.convolution_backward``) that ``benchmarks/probes/conv_probe.py`` sweeps.
 
 Dense convolutions of at least ``conv_nhwc.NHWC_MIN_CIN`` channels a group (forward, and
 the input gradient of unit-stride ones) take the channels-last GEMM of
@@ -57,35 +58,29 @@ from opbench.kernels._lib.conv_depthwise import (
     padded_planes,
     prepared_weight,
 )
-from opbench.kernels._lib.conv_depthwise_wgrad import DWG_TILE, depthwise_weight_grad
 from opbench.kernels._lib.conv_geometry import (
     I32_LIMIT,
+    as3d,
     as5d,
     fits_i32,
     geometry,
     out_format,
-    strides_like_channels_last,
 )
-from opbench.kernels._lib.conv_kernels import _conv, _wgrad
+from opbench.kernels._lib.conv_kernels import _conv
 from opbench.kernels._lib.conv_nhwc import nhwc_convolution
-from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
 from opbench.kernels._lib.conv_pointwise import (
     ForwardPlan,
     Spec,
     _pointwise,
     forward_plan,
     pointwise_forward,
-    pointwise_weight_grad,
     view_spec,
-    weight_grad_plan,
 )
 from opbench.kernels._lib.conv_smallk import _smallk
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
-from opbench.kernels._lib.matmul import split_plan
-from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 
-__all__ = ["convolution", "convolution_backward"]
+__all__ = ["convolution"]
 
 #: tiles converted to fp32 before tl.dot (the interpreter multiplies 16-bit arrays in
 #: their own precision); apart from :data:`_INTERPRETING`, which picks the tiles, so a
@@ -112,20 +107,6 @@ CONV_WARPS = 4
 #: Triton's software pipeline depth; the gathers are 2-byte loads Triton cannot issue as
 #: cp.async, so it should not matter (the old kernel timed the same at 1 and 3 stages).
 CONV_STAGES = 1
-#: Weight-gradient tiles of :func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`:
-#: columns are (channel, kernel position) pairs, ``WGRAD_BLOCK_K`` the positions summed
-#: per step; rows are the group's channels of ``a`` (16 to 64).
-WGRAD_BLOCK_N = 64
-WGRAD_BLOCK_K = 64
-WGRAD_WARPS = 4
-#: Positions a step where a group has at most WGRAD_NARROW_ROWS channels of ``a`` (its
-#: rows padded to tl.dot's 16): the H100 (2026-11-26, ``conv_probe.py --cases 0,1``) ran
-#: the 64 groups of 8 channels' weight gradient in 0.0975 ms at 256, 0.136 at 128 and
-#: 0.176 at 64 (eager 0.072), where 18 channels a group ran best at 64 (0.220; 0.256 at
-#: 256). Two measured cases, not a sweep over channel counts.
-WGRAD_BLOCK_K_NARROW = 256
-WGRAD_NARROW_ROWS = 8
-WGRAD_STAGES = 1
 
 #: The flattened-reduction kernel (:mod:`~opbench.kernels._lib.conv_smallk`) takes NCHW-like
 #: convolutions whose group reduces over at most ``SMALLK_MAX_K`` (input channel, kernel
@@ -211,21 +192,6 @@ def _blocks(M: int, cout_g: int, cin_g: int, pos_cols: bool) -> tuple[int, int, 
         return min(1024, max(16, next_pow2(M))), min(bn, 64), max(16, next_pow2(cin_g)), 4
     bm = CONV_BLOCK_M if pos_cols else CONV_BLOCK_M_CL
     return bm, bn, bk, max(CONV_WARPS, 8 if bm * bn >= 128 * 128 else 4)
-
-
-def _wgrad_blocks(r_g: int, columns: int, ieee: bool = False) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K) of the weight gradient: rows are the group's channels
-    of ``a``, columns those of ``b`` (one kernel position a program), K the positions.
-    Float32 (``ieee``) sums at most ``WGRAD_BLOCK_K`` positions a step: each step is one
-    FMA chain, compensated only between steps (``matmul_shared.dot_acc``), and a chain of
-    256 left one weight of a 4-channel stem's gradient 3.4e-5 off on the H100 where eager
-    was 2.1e-6 off (past the judge's bound; ``test_conv.py``'s split-positions test)."""
-    bm = min(64, max(16, next_pow2(r_g)))
-    if _INTERPRETING:
-        return 16, min(256, max(16, next_pow2(columns))), 256
-    narrow = r_g <= WGRAD_NARROW_ROWS and not ieee
-    bk = WGRAD_BLOCK_K_NARROW if narrow else WGRAD_BLOCK_K
-    return bm, min(WGRAD_BLOCK_N, max(16, next_pow2(columns))), bk
 
 
 def _smallk_blocks(M: int, cout_g: int, K: int) -> tuple[int, int, int, int]:
@@ -320,18 +286,6 @@ def _dw_blocks(M: int, C_out: int, channels_inner: bool) -> tuple[int, int, int]
 #: went through the checks, the geometry and the path's choice (on the CPU machine, launches
 #: stubbed: ``benchmarks/probes/conv_host_path.py``).
 _FORWARD_PLANS: dict[tuple, object] = {}
-#: Pointwise weight gradients' plans (:func:`_wgrad_key`).
-_POINTWISE_WGRAD_PLANS: dict[tuple, object] = {}
-
-
-def _wgrad_key(a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, stride: list[int],
-               padding: list[int], dilation: list[int], groups: int) -> tuple:  # fmt: skip
-    """What decides a weight gradient's plan: the operands' sizes, strides, dtype and
-    device, the weight's, and the geometry (as :func:`geometry` gives it)."""
-    return (
-        a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, weight.shape,
-        weight.stride(), weight.dtype, tuple(stride), tuple(padding), tuple(dilation), groups,
-    )  # fmt: skip
 
 
 def _forward_key(input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
@@ -447,11 +401,7 @@ def convolution(
             return pointwise_forward(remember(_FORWARD_PLANS, key, plan), input, weight, bias,
                                      out, key)  # fmt: skip
     x, w, y = as5d(input, spatial), as5d(weight, spatial), as5d(out, spatial)
-    pad3 = [0] * (3 - spatial)
-    one3 = [1] * (3 - spatial)
-    sd, sh, sw = one3 + stride
-    pd, ph, pw = pad3 + padding
-    dd, dh, dw = one3 + dilation
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = as3d(spatial, stride, padding, dilation)
     D, H, W = x.shape[2:]
     OD, OH, OW = y.shape[2:]
     KD, KH, KW = w.shape[2:]
@@ -489,126 +439,3 @@ def convolution(
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=CONV_STAGES,
     )  # fmt: skip
     return out
-
-
-def _weight_grad(
-    a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor, spatial: int, stride: list[int],
-    padding: list[int], dilation: list[int], groups: int,
-) -> torch.Tensor:  # fmt: skip
-    """The weight gradient through :func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`: ``a`` carries the weight's first
-    dim's channels at the positions summed over, ``b`` is gathered at
-    ``q * stride - padding + k * dilation``."""
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(weight.dim())
-    like_cl = fmt is not None and strides_like_channels_last(weight)
-    dw = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device,
-                     memory_format=fmt if like_cl else torch.contiguous_format)  # fmt: skip
-    if dw.numel() == 0:
-        return dw
-    if _pointwise(weight.shape[2:], stride, padding, [0] * spatial, groups):
-        plan = weight_grad_plan(a, b, dw)
-        if plan is not None:
-            key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
-            return pointwise_weight_grad(remember(_POINTWISE_WGRAD_PLANS, key, plan), a, b, dw,
-                                         key)  # fmt: skip
-    a5, b5, w5 = as5d(a, spatial), as5d(b, spatial), as5d(dw, spatial)
-    one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
-    sd, sh, sw = one3 + stride
-    pd, ph, pw = pad3 + padding
-    dd, dh, dw_ = one3 + dilation
-    QD, QH, QW = a5.shape[2:]
-    PD, PH, PW = b5.shape[2:]
-    KD, KH, KW = w5.shape[2:]
-    R_G, C_G = weight.shape[0] // groups, weight.shape[1]
-    P = a5.shape[0] * QD * QH * QW
-    if C_G == 1:  # every weight row reads one gathered channel: depthwise, any multiplier
-        # positions run to under 2P past the last split; the partials to splits (<= P) weights
-        big = not _fits_i32(a5, b5, counts=(2 * P + DWG_TILE, dw.numel() * (max(P, 1) + 1)))
-        depthwise_weight_grad(a5, b5, dw, w5, R_G, stride, padding, dilation, spatial, big)
-        return dw
-    if nhwc_weight_grad(a5, b5, w5, R_G, C_G, groups, [sd, sh, sw], [pd, ph, pw],
-                        [dd, dh, dw_], spatial == 3, fits_i32):  # fmt: skip
-        return dw
-    kvol = KD * KH * KW
-    bm, bn, bk = _wgrad_blocks(R_G, C_G, a.dtype == torch.float32)
-    # The weights are few and the positions summed over many (a ResNet stem: 32 x 27
-    # weights over 800K positions): the positions are split across programs as matmul's
-    # split-K, fp32 partials summed in a fixed order by the second kernel.
-    tiles = cdiv(R_G, bm) * cdiv(C_G, bn) * groups * kvol
-    p_iters = cdiv(P, bk)
-    splits, p_per_q = split_plan(tiles, p_iters, dw.device)
-    # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
-    target = split_target(dw, splits)
-    grid = (cdiv(R_G, bm), cdiv(C_G, bn), groups * kvol * splits)
-    _wgrad(
-        grid,
-        (a5, b5, target, P, R_G, C_G, splits, p_per_q, dw.numel() if splits > 1 else 0,
-         PD, PH, PW, QD, QH, QW, pd, ph, pw, dd, dh, dw_,
-         *a5.stride(), *b5.stride(), *w5.stride()),
-        KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw, HAS_D=spatial == 3,
-        IEEE=a.dtype == torch.float32, TO_F32=_TO_F32,
-        BIG=not _fits_i32(a5, b5, target, counts=(P + (p_per_q + 1) * bk, C_G + bn)),
-        B_POS_MAJOR=b5.stride(1) != 1,
-        VEC_P=_run_of_positions(QW, bk, a5.stride(4) == 1, b5.stride(4) == 1, sw == 1),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=WGRAD_WARPS, num_stages=WGRAD_STAGES,
-    )  # fmt: skip
-    sum_split_target(target, dw)
-    return dw
-
-
-# Like conv.convolution's arguments, kept apart: aten::convolution_backward's own schema
-def convolution_backward(
-    grad_output: torch.Tensor,
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias_sizes: Sequence[int] | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-    transposed: bool,
-    output_padding: Sequence[int],
-    groups: int,
-    output_mask: Sequence[bool],
-) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """aten::convolution_backward: (grad_input, grad_weight, grad_bias), None where
-    ``output_mask`` is False. The input gradient is the forward kernel run the other way
-    (a transposed convolution of ``grad_output`` for a convolution, and the reverse), the
-    weight gradient :func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`, the bias gradient a sum over all but channels
-    (the reduction kernels)."""
-    from opbench.kernels._lib.reduction import sum_dim
-
-    dtypes = {grad_output.dtype, input.dtype, weight.dtype}
-    if len(dtypes) != 1 or input.dtype not in _SERVED:
-        raise NotImplementedError(f"convolution_backward on {dtypes}: PyTorch serves it")
-    spatial, stride, padding, dilation, output_padding, groups = geometry(
-        input, weight, stride, padding, dilation, output_padding, groups
-    )
-    want_gi, want_gw, want_gb = (bool(m) for m in output_mask)
-    if want_gb and not want_gw and input.device.type == "cpu":
-        # eager's CPU (oneDNN) kernels return the weight gradient whenever the bias's is
-        # asked for, a result structure we would have to guess per backend: PyTorch serves it
-        raise NotImplementedError("bias gradient without the weight's on the CPU")
-    gi = gw = gb = None
-    if want_gi:
-        if transposed:
-            gi = convolution(grad_output, weight, None, stride, padding, dilation, False,
-                             [0] * spatial, groups)  # fmt: skip
-        else:
-            ksize = weight.shape[2:]
-            back = [
-                i - ((o - 1) * s - 2 * p + d * (k - 1) + 1)
-                for i, o, s, p, d, k in zip(input.shape[2:], grad_output.shape[2:], stride,
-                                             padding, dilation, ksize)
-            ]  # fmt: skip
-            gi = convolution(grad_output, weight, None, stride, padding, dilation, True, back,
-                             groups)  # fmt: skip
-        if gi.shape != input.shape:
-            raise NotImplementedError("input gradient of another shape: PyTorch serves it")
-    if want_gw:
-        a, b = (input, grad_output) if transposed else (grad_output, input)
-        key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
-        plan = _POINTWISE_WGRAD_PLANS.get(key)
-        gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
-              if plan is None else pointwise_weight_grad(plan, a, b, key=key))  # fmt: skip
-    if want_gb:
-        gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())])
-    return gi, gw, gb

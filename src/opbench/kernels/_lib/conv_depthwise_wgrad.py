@@ -1,6 +1,6 @@
 """The weight gradient of a depthwise convolution as a direct Triton kernel (no ``tl.dot``).
 
-:func:`~opbench.kernels._lib.conv._weight_grad` routes here the weights whose every row
+:func:`~opbench.kernels._lib.conv_backward._weight_grad` routes here the weights whose every row
 reads one channel of the gathered tensor (``C_G == 1``: a depthwise convolution of any
 channel multiplier, or a transposed one whose output channels each come from one input
 channel). The implicit GEMM (:func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["I32_LIMIT", "as5d", "expand", "fits_i32", "geometry", "out_format",
+__all__ = ["I32_LIMIT", "as3d", "as5d", "expand", "fits_i32", "geometry", "out_format",
            "strides_like_channels_last"]  # fmt: skip
 
 I32_LIMIT = 2**31 - 2**17  # headroom for a last tile's out-of-range rows
@@ -34,6 +34,15 @@ def expand(v: Sequence[int], n: int, what: str) -> list[int]:
     if len(v) != n:
         raise RuntimeError(f"expected {what} to be a single integer value or a list of {n} values")
     return v
+
+
+def as3d(spatial: int, stride: Sequence[int], padding: Sequence[int],
+         dilation: Sequence[int]) -> tuple[list[int], list[int], list[int]]:  # fmt: skip
+    """Stride, padding and dilation of a 1-, 2- or 3-D convolution as those of the 3-D one
+    its :func:`as5d` views run (unit stride and dilation, no padding on the dims put in
+    front)."""
+    one3, pad3 = [1] * (3 - spatial), [0] * (3 - spatial)
+    return one3 + list(stride), pad3 + list(padding), one3 + list(dilation)
 
 
 def as5d(t: torch.Tensor, spatial: int) -> torch.Tensor:

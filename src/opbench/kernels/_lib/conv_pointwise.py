@@ -306,7 +306,7 @@ POINTWISE_WGRAD_TRANSPOSE_MIN: float | None = 0.5
 @dataclass(frozen=True)
 class WeightGradPlan:
     """A pointwise weight gradient's geometry (:func:`weight_grad_plan`), kept per call
-    signature by :func:`opbench.kernels._lib.conv.convolution_backward`'s weight gradient:
+    signature by :func:`opbench.kernels._lib.conv_backward.convolution_backward`'s weight gradient:
     the views each route takes, so a repeat call allocates, views and launches. Which of
     the routes runs is decided on every call (:func:`pointwise_weight_grad`), as it was."""
 

@@ -13,7 +13,11 @@ best of this module's candidates per product would give 0.981x, and the rule bef
 one (uniform neighbours in log2 of M, N, K, batch) read 0.897x (193 under 0.9x). Refitted
 on 2026-11-30 with the two TMA candidates over 128-wide K blocks (the 2026-11-30 ``-k128``
 sweep added; ``matmul-rule-h200-2026-11-30.md``, k = 3): held out **0.950x** (``mm``
-0.930, ``addmm`` 0.953, ``bmm`` 0.998; 154 under 0.9x), best of the set 0.999x. What
+0.930, ``addmm`` 0.953, ``bmm`` 0.998; 154 under 0.9x), best of the set 0.999x. Then with
+the 321 tuning-half products of 0.1-1 GFLOP as points too (neighbours only: the domain
+stays :data:`MIN_FLOP`; ``matmul-rule-h200-2026-11-30-small.md``, k = 4 by
+leave-one-out over the domain, 0.9625 -> 0.9657): held out **0.958x** (``mm`` 0.950,
+``addmm`` 0.960, ``bmm`` 0.976; 157 under 0.9x). What
 is left is mostly the kernels': ``mm`` over a transposed A with a long K (weight
 gradients, cuBLAS 1.4-1.8x ahead of every candidate) and ``bmm`` over K = 64 (bound by
 writing the output, which the pointer kernel does through masked stores).
@@ -111,9 +115,12 @@ TMA: list[tuple[int, ...]] = [
 TMA_BATCHED: list[tuple[int, ...]] = [
     (128, 128, 64, 8, 4, 4), (128, 128, 64, 8, 8, 3), (128, 256, 64, 8, 8, 3),
 ]  # fmt: skip
-#: The smallest product (FLOPs, 2 * batch * M * N * K) the rule ranks: the domain it was
-#: fitted on (the sweep timed products of at least a GFLOP); smaller ones keep the tuned
-#: bucket tables, which were timed on them.
+#: The smallest product (FLOPs, 2 * batch * M * N * K) the rule ranks; smaller ones keep
+#: the tuned bucket tables. Swept down to 0.1 GFLOP on 2026-11-30 (the ``-small`` sweep):
+#: by leave-one-out over the tuning half the rule beat the tables on ``mm`` (0.867 against
+#: 0.799) and ``addmm`` (0.926 against 0.779) and lost on ``bmm`` (0.863 against 0.910),
+#: and on the held-out half ``mm`` went the other way (0.881 against 0.935), so the domain
+#: was not widened: those products are the rule's neighbours, not its domain.
 MIN_FLOP = 1e9
 #: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
 WAVE = 1
