@@ -42,14 +42,38 @@ def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
+def _call_route(details: str | None) -> dict[str, Any]:
+    try:
+        return json.loads(details or "{}").get("call_route") or {}
+    except (ValueError, AttributeError):
+        return {}
+
+
 def _route(details: str | None) -> str:
     """``native`` or ``python``: how the worker called the kernel in one test (the test's
     ``call_route``; runs before 2026-11-30 have none: ``python``)."""
-    try:
-        route = (json.loads(details or "{}").get("call_route") or {}).get("route")
-    except (ValueError, AttributeError):
-        route = None
-    return "native" if route == "native" else "python"
+    return "native" if _call_route(details).get("route") == "native" else "python"
+
+
+def _why(details: str | None) -> str:
+    """Why a test with a declared native launch was called as its Python function (the
+    worker's words), or ``""``: no declaration, no dry call taken, or the gate."""
+    return str(_call_route(details).get("why") or "")
+
+
+def lowest_host(rows: list[dict[str, Any]], n: int = 12) -> list[str]:
+    """Markdown rows of the ``n`` lowest host ratios where eager takes >= 20 us: where
+    the host number is lost, with each test's route and, for a declared kernel judged as
+    its Python function, why (a reader saw the ``mul.Tensor(x, 0.125)`` tests lose their
+    gate only by querying the run's store)."""
+    slow = sorted((r for r in rows if (r["ref_host_ms"] or 0) >= 0.020), key=lambda r: r["host"])
+    out = []
+    for r in slow[:n]:
+        args = r["args"] if len(r["args"]) <= 90 else r["args"][:87] + "..."
+        why = f": {r['why']}" if r.get("why") else ""
+        out.append(f"| {r['op']} | `{args}` | {r['ref_host_ms'] * 1e3:.1f} | {r['host']:.3f} "
+                   f"| {r['speedup']:.3f} | {r['route']}{why} |")  # fmt: skip
+    return out
 
 
 def _route_line(d: dict[str, Any]) -> str:
@@ -104,8 +128,9 @@ def main() -> int:
                     "ref_device_ms",
                     "message",
                     "route",
+                    "why",
                 ),
-                (*r[:-1], _route(r[-1])),
+                (*r[:-1], _route(r[-1]), _why(r[-1])),
             )
         )
         for r in con.execute(
@@ -198,6 +223,13 @@ def main() -> int:
     ]
     for op, d in summary["per_op"].items():
         lines.append(f"| {op} | {d['tests']} | {f(d['device'])} | {f(d['host'])} |")
+    low = lowest_host(timed)
+    if low:
+        lines += ["", "Lowest host ratios where eager takes >= 20 us (eager's host us a call; "
+                  "`python`: called as the Python function, with the worker's reason where "
+                  "the kernel declares a native launch):", "",
+                  "| op | args | eager host us | host | device | route |",
+                  "| --- | --- | --- | --- | --- | --- |", *low]  # fmt: skip
     if summary["not_passed"]:
         lines += ["", "Not passed:", ""]
         lines += [f"- {r['op']} {r['args']}: {r['status']}, {r['category']}: {r['message']}"

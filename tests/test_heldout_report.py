@@ -1,0 +1,66 @@
+"""``benchmarks/reproduce/heldout_report.py``: a judged run's store summarised against issue
+#36's targets, on a store written here (no GPU): the host numbers count only tests where
+eager takes >= 20 us, the route of each test is read from its ``call_route``, and the
+lowest host ratios name why a declared kernel was called as its Python function."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "benchmarks" / "reproduce" / "heldout_report.py"
+
+WHY = "a trial call reached the Python function through the gate"
+#: (op, args, eager host ms, host speedup, device speedup, call_route)
+TESTS = [
+    ("mul.Tensor", "((T([8, 128, 1024], f16), 0.125), {})", 0.036, 0.63, 1.0,
+     {"route": "python", "why": WHY}),
+    ("add.Tensor", "((T([8, 128, 1024], f16), T([8, 128, 1024], f16)), {})", 0.025, 1.2, 1.1,
+     {"route": "native", "op": "opbench_candidate::add.Tensor"}),
+    ("div.Tensor", "((T([16, 128, 768], f16), T([16, 128, 1], f16)), {})", 0.023, 0.44, 1.25,
+     None),
+    ("relu.default", "((T([4], f16),), {})", 0.010, 0.2, 1.0, None),  # eager under 20 us
+    ("mm.default", "((T([1024, 1024], f16), T([1024, 1024], f16)), {})", 0.034, 0.97, 0.95,
+     None),
+]  # fmt: skip
+
+
+def _store(run: Path) -> None:
+    run.mkdir()
+    db = sqlite3.connect(run / "results.sqlite")
+    db.execute(
+        "create table results (op, args, status, category, speedup, speedup_host, "
+        "ref_host_ms, ref_device_ms, message, details)"
+    )
+    for op, args, host_ms, host, device, route in TESTS:
+        details = json.dumps({"call_route": route} if route else {})
+        db.execute("insert into results values (?, ?, 'passed', '', ?, ?, ?, 0.01, '', ?)",
+                   (op, args, device, host, host_ms, details))  # fmt: skip
+    db.commit()
+    db.close()
+
+
+def test_the_report_counts_the_slow_host_tests_by_route_and_names_the_lowest(tmp_path):
+    run = tmp_path / "run"
+    _store(run)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(run), "--command", "opbench run ...", "--gpu", "h200",
+         "--out-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((tmp_path / "triton-heldout-h200.json").read_text())
+    assert summary["tests_eager_ge_20us"] == 4  # relu's 10 us call is not counted
+    by_route = summary["host_by_route_eager_ge_20us"]
+    assert by_route["native"]["tests"] == 1 and by_route["python"]["tests"] == 3
+    assert summary["matmul_ge_1gflop"]["tests"] == 1
+    md = (tmp_path / "triton-heldout-h200.md").read_text()
+    table = md[md.index("Lowest host ratios") :].splitlines()
+    rows = [x for x in table if x.startswith("| ") and "---" not in x][1:]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == [
+        "div.Tensor", "mul.Tensor", "mm.default", "add.Tensor"]  # fmt: skip
+    assert rows[1].endswith(f"python: {WHY} |") and rows[3].endswith("| native |")
