@@ -209,6 +209,53 @@ def test_registering_and_calling_is_not_tampering(native: NativeCalls) -> None:
     assert fingerprint.changes() == []
 
 
+def test_replacing_the_gates_own_functions_is_tampering(native: NativeCalls) -> None:
+    """The worker reads a twin's route through the gate (``Gate.counts``: a candidate
+    that made it report every call native would have its Python function's PyTorch calls
+    hidden under the twin) and makes the twin's wrapped numbers with it; the extension is
+    no opbench module, so the fingerprint holds its functions apart."""
+    module = gate_module()
+    assert module is not None
+    fingerprint = Fingerprint()
+    for owner, name, fake in (
+        (module.Gate, "counts", lambda self: {"native": 1, "python": 0}),
+        (module.Gate, "dry_native", lambda self: True),
+        (module, "wrapped_number", lambda v: v),
+    ):
+        saved = getattr(owner, name)
+        try:
+            setattr(owner, name, fake)
+            lines = fingerprint.changes()
+            assert any(name in x and "replaced" in x for x in lines), (name, lines)
+        finally:
+            setattr(owner, name, saved)
+    assert fingerprint.changes() == []
+
+
+def test_a_workers_fingerprint_takes_in_a_gate_loaded_after_the_template(
+    native: NativeCalls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fork-server template fingerprints itself before any worker loads the gate;
+    a worker that loads it then inherits that fingerprint, with the gate's functions
+    added, so a replacement is still named."""
+    import opbench.instrument.integrity as integrity
+
+    module = gate_module()
+    assert module is not None
+    monkeypatch.setattr(integrity, "loaded_module", lambda: None)
+    template = Fingerprint()  # as the template takes it: no gate loaded yet
+    assert not any(k.startswith("gate") for k in template._taken)
+    monkeypatch.setattr(integrity, "loaded_module", lambda: module)
+    fingerprint = Fingerprint.inherited(template)
+    assert fingerprint.changes() == []
+    saved = module.Gate.counts
+    try:
+        module.Gate.counts = lambda self: {"native": 1, "python": 0}
+        assert "gate.Gate.counts was replaced" in fingerprint.changes()
+    finally:
+        module.Gate.counts = saved
+
+
 def test_the_guard_allows_the_judged_kernels_own_twin_only() -> None:
     assert is_candidate_twin("opbench_candidate::add.Tensor", "add.Tensor")
     assert is_candidate_twin("opbench_candidate::add", "add.Tensor")  # the observer's name

@@ -4,7 +4,8 @@ Runs in the WORKER. :class:`Fingerprint` is taken after the worker's own modules
 imported and before any candidate module is: the identity of every function and class
 attribute of opbench's modules, of the ``torch`` and ``torch._C`` functions and ``Tensor``
 methods the worker and PyTorch's own checks use, of the modules in ``sys.modules`` that hold them,
-the tracing hooks, and the backend settings and thread count the run pinned.
+of the C++ gate's functions where the worker loaded it, the tracing hooks, and the backend
+settings and thread count the run pinned.
 :meth:`Fingerprint.changes` lists what differs now, as plain lines; the harness turns a
 non-empty list into the verdict ``tampering``.
 
@@ -26,6 +27,7 @@ from typing import Any
 
 import torch
 
+from opbench.backends.native.build import loaded_module
 from opbench.instrument.settings import CUDA_INITIALISED_ONLY
 from opbench.instrument.settings import read as read_settings
 
@@ -84,6 +86,28 @@ def _opbench_modules() -> frozenset[tuple[str, int]]:
     return frozenset((name, id(mod)) for name, mod in _opbench_items())
 
 
+def _gate_items() -> dict[str, int]:
+    """Identity of the C++ gate's module functions and of its ``Gate`` class's methods,
+    where this process has loaded it (``{}`` otherwise). The worker reads a twin's route
+    through them (``Gate.counts``, ``dry_native``) and makes the wrapped numbers it hands
+    the twin (``wrapped_number``); the extension is not an opbench module, so the walk of
+    those does not see a candidate replace one (``counts`` reporting every call native
+    would have the observers trust calls they never saw)."""
+    module = loaded_module()
+    if module is None:
+        return {}
+    out = {"gate": id(module)}
+    for k, v in list(vars(module).items()):
+        if callable(v):
+            out[f"gate.{k}"] = id(v)
+    gate = getattr(module, "Gate", None)
+    if gate is not None:
+        for k, v in list(vars(gate).items()):
+            if callable(v) or isinstance(v, (staticmethod, classmethod, property)):
+                out[f"gate.Gate.{k}"] = id(v)
+    return out
+
+
 def _raw_snapshot() -> tuple[Any, ...]:
     """Every identity :meth:`Fingerprint._take` records, in a flat tuple without names
     (a superset: any value a module holds, so a reassigned global also differs and sends
@@ -117,6 +141,7 @@ def _raw_snapshot() -> tuple[Any, ...]:
     testing = sys.modules.get("torch.testing")
     for n in ("assert_close", "assert_allclose"):
         add(id(getattr(testing, n, None)))
+    out.extend(_gate_items().values())
     add(sys.gettrace())
     add(sys.getprofile())
     add(getattr(threading, "_trace_hook", None))
@@ -167,6 +192,11 @@ class Fingerprint:
         if len(sys.modules) != template._n_modules and template._modules != _opbench_modules():
             return cls()
         f = copy.copy(template)
+        # the gate, when loaded since the fork (by the worker, before any candidate code):
+        # its functions join the named snapshot the changes are read against
+        gate = _gate_items()
+        if any(k not in template._taken for k in gate):
+            f._taken = {**template._taken, **gate}
         f._settings = settings_snapshot()
         # the flat snapshot only filters: re-taken now (trusted code has run since the
         # template's, e.g. setting module globals), so a test with no change stays on the
@@ -200,6 +230,7 @@ class Fingerprint:
             for n in ("assert_close", "assert_allclose"):
                 if hasattr(testing, n):
                     f[f"torch.testing.{n}"] = id(getattr(testing, n))
+        f.update(_gate_items())
         f["sys.gettrace"] = repr(sys.gettrace())
         f["sys.getprofile"] = repr(sys.getprofile())
         f["threading.settrace"] = repr(getattr(threading, "_trace_hook", None))

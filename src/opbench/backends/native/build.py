@@ -36,6 +36,7 @@ __all__ = [
     "can_write",
     "dtype_of_code",
     "gate_module",
+    "loaded_module",
     "native_enabled",
     "unavailable_reason",
     "wait_for_lock",
@@ -85,6 +86,12 @@ def gate_module() -> Any | None:
             )
             log.warning("%s; the backend registers its Python path only", _state["why"])
         return _state.get("module")
+
+
+def loaded_module() -> Any | None:
+    """The gate extension if this process has loaded it, else None; never builds (the
+    worker's fingerprint reads it: :mod:`opbench.instrument.integrity`)."""
+    return _state.get("module")
 
 
 def unavailable_reason() -> str | None:
