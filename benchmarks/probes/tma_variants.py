@@ -99,33 +99,28 @@ def _tile_kernel(
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
-def _layout(t: torch.Tensor) -> int | None:
-    from opbench.kernels._lib.matmul_tma import tma_layout
-
-    return tma_layout(t)
-
-
 def launch_variant(name: str, out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                    bias: torch.Tensor | None, beta: float) -> bool:  # fmt: skip
     """``out = a @ b (+ beta * bias)`` for 2-D operands on the probe kernel ``name``;
     False where it does not apply (a layout TMA cannot describe, a bias that is not a
-    row vector, a non-contiguous output)."""
+    row vector, a non-contiguous output). The operands are described as the backend's
+    TMA kernel describes them (``matmul_tma.tma_layout``, ``_desc_spec``)."""
+    from opbench.kernels._lib.matmul_tma import _desc_spec, tma_layout
+
     bm, bn, bk, warps, stages, ws = VARIANTS[name]
     if INTERPRETING:
         stages, ws = 1, False
-    la, lb = _layout(a), _layout(b.t())
+    la, lb = tma_layout(a), tma_layout(b.t())  # B as [N, K]: 0 is "stored [N, K]"
     if la is None or lb is None or not out.is_contiguous():
         return False
     if bias is not None and bias.stride(0) != 0:
         return False
     M, K = a.shape
     N = b.shape[1]
-    a_desc = TensorDescriptor(a.t(), list(a.t().shape), list(a.t().stride()), [bk, bm]) if la \
-        else TensorDescriptor(a, [M, K], list(a.stride()), [bm, bk])  # fmt: skip
-    bt = b.t()  # [N, K]
-    b_desc = TensorDescriptor(bt, [N, K], list(bt.stride()), [bn, bk]) if lb == 0 \
-        else TensorDescriptor(b, [K, N], list(b.stride()), [bk, bn])  # fmt: skip
-    c_desc = TensorDescriptor(out, [M, N], list(out.stride()), [bm, bn])
+    a_desc = TensorDescriptor(a, *_desc_spec(a, la, bm, bk))
+    b_spec = _desc_spec(b.t(), 0, bn, bk) if lb == 0 else _desc_spec(b, 0, bk, bn)
+    b_desc = TensorDescriptor(b, *b_spec)
+    c_desc = TensorDescriptor(out, *_desc_spec(out, 0, bm, bn))
     x = bias[0] if bias is not None else out[0]
     grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
     _tile_kernel[grid](

@@ -49,16 +49,14 @@ def _call_route(details: str | None) -> dict[str, Any]:
         return {}
 
 
-def _route(details: str | None) -> str:
-    """``native`` or ``python``: how the worker called the kernel in one test (the test's
-    ``call_route``; runs before 2026-11-30 have none: ``python``)."""
-    return "native" if _call_route(details).get("route") == "native" else "python"
-
-
-def _why(details: str | None) -> str:
-    """Why a test with a declared native launch was called as its Python function (the
+def _route(details: str | None) -> tuple[str, str]:
+    """``(route, why)``: ``native`` or ``python``, how the worker called the kernel in one
+    test (the test's ``call_route``; runs before 2026-11-30 have none: ``python``), and
+    why a test with a declared native launch was called as its Python function (the
     worker's words), or ``""``: no declaration, no dry call taken, or the gate."""
-    return str(_call_route(details).get("why") or "")
+    route = _call_route(details)
+    return ("native" if route.get("route") == "native" else "python",
+            str(route.get("why") or ""))  # fmt: skip
 
 
 def lowest_host(rows: list[dict[str, Any]], n: int = 12) -> list[str]:
@@ -130,7 +128,7 @@ def main() -> int:
                     "route",
                     "why",
                 ),
-                (*r[:-1], _route(r[-1]), _why(r[-1])),
+                (*r[:-1], *_route(r[-1])),
             )
         )
         for r in con.execute(

@@ -161,7 +161,7 @@ def rule_time(row: dict[str, Any], points: tuple, k: int, cap: float = CAP,
 def in_domain(row: dict[str, Any]) -> bool:
     """Whether the rule ranks this product at run time (at least ``MIN_FLOP``): smaller
     ones keep the bucket tables, so a product below it is a neighbour, never a score."""
-    return 2 * row["batch"] * row["M"] * row["N"] * row["K"] >= rule.MIN_FLOP
+    return rule.in_domain(row["batch"], row["M"], row["N"], row["K"])
 
 
 def leave_one_out(tune: list[dict[str, Any]], k: int, cap: float = CAP, top: int = TOP,

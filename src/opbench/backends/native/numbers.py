@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from opbench.backends.native.build import gate_module
+from opbench.backends.native.build import loaded_module
 
 __all__ = ["has_numbers", "is_number", "rewrapped", "tensor_args"]
 
@@ -49,10 +49,12 @@ def rewrapped(
     func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``func``'s arguments with each Python number at a Tensor argument made a wrapped
-    number (unchanged where there is none, or no gate module to make one)."""
+    number (unchanged where there is none, or no gate module to make one). Called on
+    every call of a twin, which exists only once the gate is loaded: the loaded module is
+    read, not :func:`~opbench.backends.native.build.gate_module`'s locked build check."""
     if not has_numbers(func, args, kwargs):
         return args, kwargs
-    module = gate_module()
+    module = loaded_module()
     if module is None:
         return args, kwargs
     wrap = module.wrapped_number

@@ -76,7 +76,7 @@ from opbench.kernels._lib.matmul_pointer import (
     operand_layouts,
     pow2_multiple,
 )
-from opbench.kernels._lib.matmul_rule import MIN_FLOP, layout_class, ranked
+from opbench.kernels._lib.matmul_rule import in_domain, layout_class, ranked
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
 
@@ -324,7 +324,7 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     launch's lane where it has one (:mod:`~opbench.kernels._lib.matmul_lanes`)."""
     B, M, K = a.shape
     N = b.shape[2]
-    if _INTERPRETING or a.dtype == torch.float32 or 2 * B * M * N * K < MIN_FLOP:
+    if _INTERPRETING or a.dtype == torch.float32 or not in_domain(B, M, N, K):
         return matmul_into(out, a, b, bias, alpha, beta, None, lane_out)
     for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
         if kind == "ptr":

@@ -77,6 +77,7 @@ __all__ = [
     "features",
     "fitted",
     "generic_name",
+    "in_domain",
     "layout_class",
     "layout_key",
     "nearest",
@@ -122,6 +123,15 @@ TMA_BATCHED: list[tuple[int, ...]] = [
 #: and on the held-out half ``mm`` went the other way (0.881 against 0.935), so the domain
 #: was not widened: those products are the rule's neighbours, not its domain.
 MIN_FLOP = 1e9
+
+
+def in_domain(batch: int, M: int, N: int, K: int) -> bool:
+    """Whether the rule ranks this product (at least :data:`MIN_FLOP`): the entry points
+    (:func:`~opbench.kernels._lib.matmul.matmul_ruled_into`) and the fitter, which scores
+    only these, ask the same question."""
+    return 2 * batch * M * N * K >= MIN_FLOP
+
+
 #: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
 WAVE = 1
 #: Split-K candidates (kernel, BLOCK_M, BLOCK_N, warps, stages; BLOCK_K 64, GROUP_M 8),
