@@ -140,27 +140,15 @@ def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
 
 def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
     gate = gate_module().Gate("aten::relu", "", "CPU")
+
+    def arm(param_args: list[int], none_args: list[int]) -> None:
+        limits = (False, False, 1 << 30, 132, 128, 1024)
+        gate.set_native(1, False, param_args, [0.0, 0.0], -1, [], none_args, *limits, print, None)
+
     with pytest.raises(RuntimeError, match="past them"):
-        gate.set_native(
-            1, False, [3, -1], [0.0, 0.0], -1, [], [], False, False, 1 << 30, 132, 128, 1024, print
-        )
+        arm([3, -1], [])
     with pytest.raises(RuntimeError, match="none_args names position 0"):  # an operand
-        gate.set_native(
-            1,
-            False,
-            [-1, -1],
-            [0.0, 0.0],
-            -1,
-            [],
-            [0],
-            False,
-            False,
-            1 << 30,
-            132,
-            128,
-            1024,
-            print,
-        )
+        arm([-1, -1], [0])
 
 
 def test_the_reference_backend_declares_native_launches():

@@ -12,8 +12,8 @@ How: the kernel is registered under :data:`~opbench.spec.reference.CANDIDATE_NAM
 with the judged overload's own schema (``opbench_candidate::add.Tensor``), with a gate in
 front that serves every call (no policy). The reference's ``aten`` overload is untouched,
 so both sides are called as ``OpOverload`` objects through the same dispatcher, and the
-judge's wrapper costs them alike. A call the gate cannot launch (a broadcast, a stride, a
-misaligned view) reaches the Python function through the dispatcher, which costs more
+judge's wrapper costs them alike. A call the gate cannot launch (a transposed operand,
+mixed dtypes, a misaligned view) reaches the Python function through the dispatcher, which costs more
 than calling it directly; so the worker runs the trials through the gate, reads the gate's
 counts, and times the gate only for a test whose every trial call was launched natively
 (:func:`timed_route`). Either way the calls that are timed and judged late go through the

@@ -8,10 +8,11 @@
 // same dispatch key, and decides every call there:
 //
 //   1. the native path, where the operator has one (a NativeSpec from Python) and the
-//      serve policy's device verdict takes the call's shape class: a same-shape
-//      contiguous elementwise call on CUDA is launched here with cuLaunchKernel on a
-//      kernel Triton compiled (the same kernel the Python path launches for that call);
-//      allocation, shape rules and the launch are C++;
+//      serve policy's device verdict takes the call's shape class: an elementwise call
+//      on CUDA (same-shape contiguous operands, or where the spec has a strided kernel a
+//      broadcast or sliced one whose result eager makes contiguous) is launched here
+//      with cuLaunchKernel on a kernel Triton compiled (the same kernel the Python path
+//      launches for that call); allocation, shape rules and the launch are C++;
 //   2. the backend's Python wrapper, captured when the gate was installed (the reference
 //      and the fallback, unchanged), where the policy's host verdict takes the class;
 //   3. anything else goes to eager's own kernel, captured before the backend registered
@@ -42,6 +43,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -149,6 +151,10 @@ struct NativeSpec {
   int64_t max_numel = 0;
   int64_t spread = 132, min_block = 128, max_block = 1024;
   py::object compile;  // (choice, a dtype code, b mode, b dtype code, block, div16) -> tuple|None
+  // the strided kernel, for broadcast and strided calls (see plan_strided); None: such
+  // calls go to Python. (choice, a dtype code, b mode, b dtype code, block, ndim, idx64)
+  py::object compile_strided;
+  bool strided = false;  // compile_strided is set (read without the GIL)
 };
 
 struct Variant {
@@ -218,6 +224,157 @@ int64_t next_pow2(int64_t n) {
   return p;
 }
 
+// ------------------------------------------------------------------ strided calls
+
+// pointwise.MAX_DIMS and pointwise.I32_SAFE
+constexpr int kMaxDims = 4;
+constexpr int64_t kI32Safe = (int64_t{1} << 31) - 1 - 16384;
+
+// The strided kernel's launch (pointwise_kernels._strided_kernel) for a call whose
+// operands the flat kernel cannot read: a broadcast second operand ([16, 128, 768] /
+// [16, 128, 1]), a sliced or strided one. ``ints`` are the kernel's 20 integers as
+// pointwise._strided_plan computes them: the element count, the merged dims d1..d3, and
+// a's, b's, c's (absent: 0) and the output's strides, 4 each; ``ndim`` the merged rank.
+struct StridedPlan {
+  bool ok = false;
+  std::vector<int64_t> shape;  // the result's
+  int64_t n = 0;
+  int ndim = 1;
+  bool idx64 = false;
+  std::array<int64_t, 20> ints{};
+};
+
+// ``t``'s strides broadcast to ``shape`` (0 where broadcast), as pointwise._expanded_strides.
+std::vector<int64_t> expanded_strides(const at::Tensor& t, const std::vector<int64_t>& shape) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  const int64_t pad = nd - t.dim();
+  std::vector<int64_t> out(shape.size(), 0);
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    out[pad + i] = (t.size(i) == 1 && shape[pad + i] != 1) ? 0 : t.stride(i);
+  }
+  return out;
+}
+
+// Over the dims of more than one element, the operand's non-zero strides fall strictly
+// from the outermost dim in: a row-major order, with gaps (a slice) and broadcast dims
+// anywhere. Where every operand has it and one operand has the result's shape,
+// TensorIterator's reorder_dimensions keeps the identity order (the full operand decides
+// every pair of such dims, and never swaps them), so eager's result is contiguous, as
+// the gate's is; the Python path's (pointwise._new_plan) is then contiguous too, since no
+// operand is channels-last. A transposed or channels-last operand fails it: eager keeps
+// such layouts, and those calls go to Python.
+bool row_major(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape) {
+  int64_t prev = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1 || strides[i] == 0) continue;
+    if (strides[i] < 0 || strides[i] >= prev) return false;
+    prev = strides[i];
+  }
+  return true;
+}
+
+// No two elements of a written tensor share memory: with row_major strides, each dim's
+// stride passes the largest offset of the dims inside it. (at::has_internal_overlap says
+// "too hard" for any slice; eager then writes anyway, the gate leaves it to Python.)
+bool no_self_overlap(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape) {
+  int64_t extent = 0;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] == 1) continue;
+    if (strides[k] <= extent) return false;
+    extent += (shape[k] - 1) * strides[k];
+  }
+  return true;
+}
+
+// The bytes [first, last) an operand's elements span (strides are never negative).
+std::pair<uint64_t, uint64_t> span(const at::Tensor& t) {
+  int64_t last = 0;
+  for (int64_t i = 0; i < t.dim(); ++i) last += (t.size(i) - 1) * t.stride(i);
+  const uint64_t p = reinterpret_cast<uint64_t>(t.data_ptr());
+  return {p, p + static_cast<uint64_t>((last + 1) * t.element_size())};
+}
+
+// The plan for ``a`` (and ``b``, a tensor with dims, or null) into a new contiguous result
+// or, ``inplace``, into ``a``; ok false sends the call to Python (not broadcastable, a
+// layout eager keeps, an in-place write that may overlap an input, more than kMaxDims
+// merged dims).
+StridedPlan plan_strided(const at::Tensor& a, const at::Tensor* b, bool inplace) {
+  StridedPlan p;
+  const int64_t nd = std::max<int64_t>(a.dim(), b != nullptr ? b->dim() : 0);
+  std::vector<int64_t> shape(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < nd; ++i) {
+    const int64_t ia = i - (nd - a.dim()), ib = b != nullptr ? i - (nd - b->dim()) : -1;
+    const int64_t sa = ia >= 0 ? a.size(ia) : 1, sb = ib >= 0 ? b->size(ib) : 1;
+    if (sa != sb && sa != 1 && sb != 1) return p;  // Python raises eager's error
+    shape[i] = sa == 1 ? sb : sa;
+  }
+  const bool a_full = a.sizes().equals(shape);
+  if (inplace && !a_full) return p;
+  if (!a_full && (b == nullptr || !b->sizes().equals(shape))) return p;
+  std::array<std::vector<int64_t>, 4> st;  // a, b, c, out
+  st[0] = expanded_strides(a, shape);
+  st[1] = b != nullptr ? expanded_strides(*b, shape) : std::vector<int64_t>(shape.size(), 0);
+  st[2] = std::vector<int64_t>(shape.size(), 0);
+  if (!row_major(st[0], shape) || !row_major(st[1], shape)) return p;
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  if (inplace) {
+    if (!no_self_overlap(st[0], shape)) return p;
+    if (b != nullptr) {
+      const auto [a0, a1] = span(a);
+      const auto [b0, b1] = span(*b);
+      const bool same = b->data_ptr() == a.data_ptr() && b->sizes().equals(a.sizes()) &&
+                        b->strides().equals(a.strides());
+      if (!same && b0 < a1 && a0 < b1) return p;
+    }
+    st[3] = st[0];
+  } else {
+    st[3].assign(shape.size(), 0);
+    int64_t run = 1;
+    for (size_t k = shape.size(); k-- > 0;) {
+      st[3][k] = run;
+      run *= shape[k];
+    }
+  }
+  // pointwise._merge_dims: drop size-1 dims, merge neighbours contiguous in every operand
+  std::vector<int64_t> dims;
+  std::array<std::vector<int64_t>, 4> ms;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    bool merge = !dims.empty();
+    for (int k = 0; k < 4 && merge; ++k) merge = ms[k].back() == st[k][i] * shape[i];
+    if (merge) {
+      dims.back() *= shape[i];
+      for (int k = 0; k < 4; ++k) ms[k].back() = st[k][i];
+    } else {
+      dims.push_back(shape[i]);
+      for (int k = 0; k < 4; ++k) ms[k].push_back(st[k][i]);
+    }
+  }
+  if (dims.size() > static_cast<size_t>(kMaxDims)) return p;  // Python splits the launch
+  const size_t pad = kMaxDims - dims.size();
+  std::array<int64_t, kMaxDims> d{1, 1, 1, 1};
+  for (size_t i = 0; i < dims.size(); ++i) d[pad + i] = dims[i];
+  p.ints[0] = n;
+  p.ints[1] = d[1];
+  p.ints[2] = d[2];
+  p.ints[3] = d[3];
+  p.idx64 = n > kI32Safe;
+  for (int k = 0; k < 4; ++k) {
+    int64_t reach = 0;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      p.ints[4 + 4 * k + pad + i] = ms[k][i];
+      reach += (dims[i] - 1) * std::abs(ms[k][i]);
+    }
+    if (reach > kI32Safe) p.idx64 = true;
+  }
+  p.ndim = std::max<int>(1, static_cast<int>(dims.size()));
+  p.n = n;
+  p.shape = std::move(shape);
+  p.ok = true;
+  return p;
+}
+
 // ------------------------------------------------------------------ one gated operator
 
 // One side's serve policy: every call, none, or by shape class (a class the run did not
@@ -256,21 +413,34 @@ struct State {
       : name(std::move(n)), op(std::move(h)), key(k) {}
 };
 
+// The flat kernel's arguments (a, b, c, out, n, na, nb, nc, p0, p1), and the strided
+// kernel's (a, b, c, out, its 20 integers, na, nb, nc, p0, p1); then Triton's scratch
+// pointers, passed as null.
+constexpr int kFlatParams = 10, kStridedParams = 29, kMaxParams = 32;
+
+// ``strided``: the strided kernel for ``ndim`` merged dims and ``idx64`` indexing
+// (compile_strided), else the flat one (compile).
 Variant compile_variant(State& s, uint64_t key, int choice, at::ScalarType a_type, int mode_b,
-                        at::ScalarType b_type, int64_t block, bool div16) {
+                        at::ScalarType b_type, int64_t block, bool div16, bool strided,
+                        int ndim, bool idx64) {
   Variant v;
   {
     py::gil_scoped_acquire gil;
-    if (!s.native.compile.is_none()) {
-      py::object r = s.native.compile(choice, static_cast<int>(a_type), mode_b,
-                                      static_cast<int>(b_type), block, div16);
+    const py::object& fn = strided ? s.native.compile_strided : s.native.compile;
+    if (!fn.is_none()) {
+      py::object r = strided ? fn(choice, static_cast<int>(a_type), mode_b,
+                                  static_cast<int>(b_type), block, ndim, idx64)
+                             : fn(choice, static_cast<int>(a_type), mode_b,
+                                  static_cast<int>(b_type), block, div16);
       if (!r.is_none()) {
         auto t = r.cast<py::tuple>();
         v.fn = reinterpret_cast<CUfunction>(t[0].cast<uintptr_t>());
         v.warps = t[1].cast<unsigned>();
         v.shared = t[2].cast<unsigned>();
         v.params = t[3].cast<int>();
-        v.usable = v.fn != nullptr && v.params >= 10 && v.params <= 16;
+        const int least = strided ? kStridedParams : kFlatParams;
+        v.usable = v.fn != nullptr && v.params >= least && v.params <= least + 6 &&
+                   v.params <= kMaxParams;
       }
     }
   }
@@ -283,18 +453,21 @@ Variant compile_variant(State& s, uint64_t key, int choice, at::ScalarType a_typ
 // The native path; false (nothing done, the stack untouched) for any call it does not
 // take, which then goes to the Python wrapper. ``dry``: only read the call, and say
 // whether it would be launched here (the stack untouched; no compile, no launch).
+// Contiguous operands of one shape take the flat kernel; where the spec has a strided
+// kernel, a broadcast or strided call that plan_strided plans takes that one.
 bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   const NativeSpec& sp = s.native;
   const size_t base = stack.size() - s.n_args;
   const c10::IValue& v0 = stack[base];
   if (!v0.isTensor()) return false;
   const at::Tensor& a = v0.toTensor();
-  if (!a.is_cuda() || a.dim() == 0 || !a.is_contiguous()) return false;
+  if (!a.is_cuda() || a.dim() == 0) return false;
+  bool flat = a.is_contiguous();
+  if (!flat && !sp.strided) return false;
   const at::ScalarType a_type = a.scalar_type();
   const bool integral = is_native_int(a_type);
   if (!is_native_float(a_type) && !(sp.integers && integral)) return false;
-  const int64_t n = a.numel();
-  if (n == 0 || n > sp.max_numel) return false;
+  if (a.numel() == 0) return false;
   const uint64_t pa = reinterpret_cast<uint64_t>(a.data_ptr());
   if (pa & 15) return false;
 
@@ -302,6 +475,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   at::ScalarType b_type = a_type;
   uint64_t pb = pa;
   double nb = 0.0;
+  const at::Tensor* b_strided = nullptr;  // a full tensor b the flat kernel cannot read
   if (sp.operands == 2) {
     const c10::IValue& v1 = stack[base + 1];
     if (v1.isTensor()) {
@@ -322,14 +496,20 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
         } else {
           return false;
         }
-      } else if (b.scalar_type() == a_type && b.device() == a.device() &&
-                 b.sizes().equals(a.sizes()) && b.is_contiguous()) {
+      } else if (b.scalar_type() == a_type && b.device() == a.device()) {
         pb = reinterpret_cast<uint64_t>(b.data_ptr());
         if (pb & 15) return false;
-        if (sp.inplace && pb != pa) {
-          // a partial overlap of self and other: eager refuses it; the Python path decides
-          const uint64_t bytes = static_cast<uint64_t>(n) * a.element_size();
-          if (pb < pa + bytes && pa < pb + bytes) return false;
+        if (flat && b.sizes().equals(a.sizes()) && b.is_contiguous()) {
+          if (sp.inplace && pb != pa) {
+            // a partial overlap of self and other: eager refuses it; Python decides
+            const uint64_t bytes = static_cast<uint64_t>(a.numel()) * a.element_size();
+            if (pb < pa + bytes && pa < pb + bytes) return false;
+          }
+        } else if (sp.strided) {
+          flat = false;
+          b_strided = &b;
+        } else {
+          return false;
         }
         mode_b = kTensor;
       } else {
@@ -341,6 +521,13 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       mode_b = kNumber;
     }
   }
+  StridedPlan plan;
+  if (!flat) {
+    plan = plan_strided(a, b_strided, sp.inplace);
+    if (!plan.ok) return false;
+  }
+  const int64_t n = flat ? a.numel() : plan.n;
+  if (n > sp.max_numel) return false;
   std::array<double, 2> p{0.0, 0.0};
   for (int k = 0; k < 2; ++k) {
     p[k] = sp.param_defaults[k];
@@ -370,7 +557,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   block = std::min(sp.max_block, std::max(sp.min_block, block));
   int block_log = 0;
   while ((int64_t{1} << block_log) < block) ++block_log;
-  const bool div16 = n % 16 == 0;
+  const bool div16 = flat && n % 16 == 0;
   const c10::DeviceIndex device = a.device().index();
   if (dry) return true;
   const uint64_t key = static_cast<uint64_t>(choice & 0xff) |
@@ -379,7 +566,10 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
                        (static_cast<uint64_t>(b_type) << 20) |
                        (static_cast<uint64_t>(block_log) << 28) |
                        (static_cast<uint64_t>(div16) << 34) |
-                       (static_cast<uint64_t>(static_cast<uint8_t>(device)) << 36);
+                       (static_cast<uint64_t>(static_cast<uint8_t>(device)) << 36) |
+                       (static_cast<uint64_t>(!flat) << 44) |
+                       (static_cast<uint64_t>(flat ? 0 : plan.ndim) << 45) |
+                       (static_cast<uint64_t>(!flat && plan.idx64) << 48);
 
   c10::DeviceGuard guard(a.device());
   Variant v;
@@ -392,12 +582,17 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       found = true;
     }
   }
-  if (!found) v = compile_variant(s, key, choice, a_type, mode_b, b_type, block, div16);
+  if (!found) {
+    v = compile_variant(s, key, choice, a_type, mode_b, b_type, block, div16, !flat,
+                        plan.ndim, plan.idx64);
+  }
   if (!v.usable) return false;
   const Driver& drv = driver();
   if (drv.launch == nullptr) return false;
 
-  at::Tensor out = sp.inplace ? a : at::empty(a.sizes(), a.options());
+  at::Tensor out = sp.inplace ? a
+                   : flat     ? at::empty(a.sizes(), a.options())
+                              : at::empty(plan.shape, a.options());
   const c10::Stream stream =
       c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(a.device());
   uint64_t a_ptr = pa, b_ptr = pb, c_ptr = pa;
@@ -405,8 +600,15 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   int64_t count = n;
   double na = 0.0, nc = 0.0, p0 = p[0], p1 = p[1];
   uint64_t scratch = 0;
-  void* params[16] = {&a_ptr, &b_ptr, &c_ptr, &out_ptr, &count, &na, &nb, &nc, &p0, &p1};
-  for (int i = 10; i < v.params; ++i) params[i] = &scratch;
+  void* params[kMaxParams] = {&a_ptr, &b_ptr, &c_ptr, &out_ptr};
+  int at_param = 4;
+  if (flat) {
+    params[at_param++] = &count;
+  } else {
+    for (int64_t& x : plan.ints) params[at_param++] = &x;
+  }
+  for (double* x : {&na, &nb, &nc, &p0, &p1}) params[at_param++] = x;
+  for (int i = at_param; i < v.params; ++i) params[i] = &scratch;
   const auto grid = static_cast<unsigned>((n + block - 1) / block);
   const CUresult r = drv.launch(v.fn, grid, 1, 1, 32 * v.warps, 1, 1, v.shared,
                                 stream.native_handle(), params, nullptr);
@@ -492,7 +694,8 @@ class Gate {
                   std::vector<double> param_defaults, int choice_arg,
                   std::vector<std::string> choices, std::vector<int> none_args,
                   bool params_required, bool integers, int64_t max_numel, int64_t spread,
-                  int64_t min_block, int64_t max_block, py::object compile) {
+                  int64_t min_block, int64_t max_block, py::object compile,
+                  py::object compile_strided) {
     TORCH_CHECK(operands == 1 || operands == 2, "a native path takes 1 or 2 operands");
     TORCH_CHECK(param_args.size() == 2 && param_defaults.size() == 2, "two parameters");
     const int n = static_cast<int>(s_->n_args);
@@ -516,6 +719,8 @@ class Gate {
     sp.min_block = min_block;
     sp.max_block = max_block;
     sp.compile = std::move(compile);
+    sp.strided = !compile_strided.is_none();
+    sp.compile_strided = std::move(compile_strided);
   }
 
   // Registers the gate over whatever serves the operator on its key now (the backend's
@@ -539,6 +744,8 @@ class Gate {
   void close() {
     lib_.reset();
     s_->native.compile = py::none();
+    s_->native.compile_strided = py::none();
+    s_->native.strided = false;
   }
 
   py::dict counts() const {
@@ -587,6 +794,15 @@ at::Tensor wrapped_number(T v) {
   return at::native::wrapped_scalar_tensor(c10::Scalar(v));
 }
 
+// plan_strided for the tests (on any device): None where the call goes to Python, else
+// (result shape, the kernel's 20 integers, merged rank, 64-bit indexing).
+py::object strided_plan(const at::Tensor& a, const std::optional<at::Tensor>& b, bool inplace) {
+  const StridedPlan p = plan_strided(a, b.has_value() ? &*b : nullptr, inplace);
+  if (!p.ok) return py::none();
+  return py::make_tuple(p.shape, std::vector<int64_t>(p.ints.begin(), p.ints.end()), p.ndim,
+                        p.idx64);
+}
+
 std::string driver_status() {
   const Driver& d = driver();
   return d.launch != nullptr ? std::string() : d.why;
@@ -610,6 +826,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("dtype_code", &dtype_code);
   m.def("set_dtype_names", &set_dtype_names);
   m.def("driver_status", &driver_status);
+  m.def("strided_plan", &strided_plan, py::arg("a"), py::arg("b"), py::arg("inplace"));
   m.def("wrapped_number", &wrapped_number<bool>);
   m.def("wrapped_number", &wrapped_number<int64_t>);
   m.def("wrapped_number", &wrapped_number<double>);

@@ -120,20 +120,22 @@ def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtyp
         [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
         list(spec.none_args), spec.params_required, spec.integers, spec.max_numel, spec.spread,
         spec.min_block, spec.max_block,
-        native_compiler(op, spec, codes),
+        native_compiler(op, spec.compile, codes),
+        None if spec.compile_strided is None else native_compiler(op, spec.compile_strided, codes),
     )  # fmt: skip
 
 
-def native_compiler(op: str, spec: NativeSpec, codes: dict[int, torch.dtype]) -> Any:
-    """The callback a gate compiles a variant with: ``spec.compile`` on torch dtypes (the
-    gate passes c10's dtype codes, ``codes`` maps them back); a variant that fails to
+def native_compiler(op: str, compile: Any, codes: dict[int, torch.dtype]) -> Any:
+    """The callback a gate compiles a variant with: a spec's ``compile`` or
+    ``compile_strided`` on torch dtypes (the gate passes c10's dtype codes, ``codes`` maps
+    them back; the arguments after the dtypes pass as they are); a variant that fails to
     compile is logged and its calls take the Python path."""
 
     def compile_variant(
-        choice: int, a_code: int, b_mode: int, b_code: int, block: int, div16: bool
+        choice: int, a_code: int, b_mode: int, b_code: int, *rest: Any
     ) -> tuple[int, int, int, int] | None:
         try:
-            return spec.compile(choice, codes[a_code], b_mode, codes[b_code], block, div16)
+            return compile(choice, codes[a_code], b_mode, codes[b_code], *rest)
         except Exception as e:  # the call still runs, through Python
             log.warning("no native kernel for %s (%s); those calls take the Python path", op, e)
             return None

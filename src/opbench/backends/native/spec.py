@@ -26,6 +26,22 @@ variant cannot be launched this way (the gate then sends such calls to Python).
 (a number, passed in ``nb``). Blocks are powers of two from ``min_block`` to
 ``max_block``: ``n / spread`` rounded up, as :func:`opbench.kernels._lib.pointwise.tile_plan`
 spreads a small input over the SMs.
+
+With ``compile_strided`` the gate also launches calls whose operands the flat kernel
+cannot read: a second operand of the same dtype that broadcasts (``[16, 128, 768] /
+[16, 128, 1]``, a bias of ``[768]``), and sliced or strided operands (either may also be
+the one that broadcasts), where every operand's strides fall from the outermost dim in
+and one operand has the result's shape: the calls whose result eager makes contiguous
+(a transposed or channels-last operand goes to Python, whose result keeps that layout).
+An in-place call takes it where ``self`` cannot overlap itself and ``other`` is ``self``
+or lies apart from it. The launch is ``pointwise._strided_kernel``'s: ``(a, b, c, out,
+n, d1, d2, d3, a's, b's, c's and out's strides (4 each), na, nb, nc, p0, p1)`` over at
+most four merged dims, as :func:`opbench.kernels._lib.pointwise.run` plans it::
+
+    compile_strided(choice, a_dtype, b_mode, b_dtype, block, ndim, idx64) -> the same tuple
+
+``ndim`` is the merged rank (1-4), ``idx64`` whether offsets need 64-bit indexing; the
+integers are never specialised on their values (the kernel's ``do_not_specialize``).
 """
 
 from __future__ import annotations
@@ -43,6 +59,9 @@ ATTRIBUTE = "opbench_native"
 CompileFn = Callable[
     [int, torch.dtype, int, torch.dtype, int, bool], "tuple[int, int, int, int] | None"
 ]
+CompileStridedFn = Callable[
+    [int, torch.dtype, int, torch.dtype, int, int, bool], "tuple[int, int, int, int] | None"
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,9 @@ class NativeSpec:
     overloads: tuple[str, ...]
     operands: int
     compile: CompileFn
+    #: the strided kernel, for the calls the flat one cannot read (module docstring);
+    #: None sends them to Python
+    compile_strided: CompileStridedFn | None = None
     inplace: bool = False
     #: argument positions (in the schema, keyword-only ones included) passed as p0 / p1
     param_args: tuple[int, int] = (-1, -1)
@@ -84,6 +106,8 @@ class NativeSpec:
             raise ValueError("choice_arg and choices go together")
         if not callable(self.compile):
             raise TypeError("compile must be callable")
+        if self.compile_strided is not None and not callable(self.compile_strided):
+            raise TypeError("compile_strided must be callable or None")
 
     @classmethod
     def of(cls, kernel: object, op: str) -> NativeSpec | None:

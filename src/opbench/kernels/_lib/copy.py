@@ -459,4 +459,6 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor)
 # The C++ gate launches a contiguous clone without entering Python (native_launch): the
 # flat kernel with the identity, only where no memory_format is given (its output is
 # contiguous, as preserve_format makes it for a contiguous input).
-declare_flat(clone, ("clone.default",), (pointwise.IDENTITY,), 1, none_args=(1,), integers=True)
+# clone keeps a strided input's layout (preserve_format), which the strided launch does not
+declare_flat(clone, ("clone.default",), (pointwise.IDENTITY,), 1, none_args=(1,), integers=True,
+             strided=False)  # fmt: skip

@@ -1,21 +1,25 @@
-"""Native launches of the flat elementwise kernel: what the C++ gate
+"""Native launches of the elementwise kernels: what the C++ gate
 (:mod:`opbench.backends.native`) needs to launch an op's kernel without entering Python.
 
 Each op function of :mod:`~opbench.kernels._lib.arithmetic` and
 :mod:`~opbench.kernels._lib.activations` that the models call most gets an
-``opbench_native`` declaration (:func:`declare_flat`, at the end of those modules) (a plain dict, see
-:class:`opbench.backends.native.spec.NativeSpec`): its overloads, its operands, which
-arguments are its ``p0``/``p1`` (``alpha``, a threshold) and which string picks its kernel
-(``approximate``). The gate launches :func:`~opbench.kernels._lib.pointwise_kernels._flat_kernel`
-with the same ``FN``, operand modes, compute type and numbers as
-:func:`opbench.kernels._lib.pointwise._flat_call` does for that call, so the two paths
-compute the same bits (``tests/backends/test_native_gpu.py`` compares them); only the
-block size may differ (the gate's smallest is :data:`~opbench.kernels._lib.pointwise.MIN_BLOCK`),
-which an elementwise result does not depend on.
+``opbench_native`` declaration (:func:`declare_flat`, at the end of those modules) (a
+plain dict, see :class:`opbench.backends.native.spec.NativeSpec`): its overloads, its
+operands, which arguments are its ``p0``/``p1`` (``alpha``, a threshold) and which string
+picks its kernel (``approximate``). The gate launches
+:func:`~opbench.kernels._lib.pointwise_kernels._flat_kernel` with the same ``FN``, operand
+modes, compute type and numbers as :func:`opbench.kernels._lib.pointwise._flat_call` does
+for that call, and :func:`~opbench.kernels._lib.pointwise_kernels._strided_kernel` for a
+broadcast or strided call as :func:`opbench.kernels._lib.pointwise._planned` plans it, so
+the two paths compute the same bits (``tests/kernels/test_native_launch.py`` compares
+them); only the block size may differ (the gate's smallest is
+:data:`~opbench.kernels._lib.pointwise.MIN_BLOCK`), which an elementwise result does not
+depend on.
 
 A variant is compiled on first use by Triton's own ``warmup`` (no launch), for 16-byte
-aligned pointers and an element count divisible by 16 or not, with int32 indexing; the
-compiled kernels are kept here so their modules stay loaded.
+aligned pointers; the flat kernel for an element count divisible by 16 or not, with int32
+indexing, the strided one per merged rank and index type. The compiled kernels are kept
+here so their modules stay loaded.
 """
 
 from __future__ import annotations
@@ -29,9 +33,9 @@ import triton.language as tl
 
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.pointwise import ABSENT, ELEMENT, NUMBER, TENSOR
-from opbench.kernels._lib.pointwise_kernels import _flat_kernel
+from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _strided_kernel
 
-__all__ = ["declare_flat", "flat_compiler", "ptx_param_count"]
+__all__ = ["declare_flat", "flat_compiler", "ptx_param_count", "strided_compiler"]
 
 #: compiled variants, kept so Triton never unloads a module the gate holds a handle to
 _KEEP: list[Any] = []
@@ -46,6 +50,42 @@ def ptx_param_count(ptx: str) -> int:
     return m.group(1).count(".param")
 
 
+def _takes(a_dtype: torch.dtype, b_mode: int, integers: bool) -> bool:
+    """A variant the kernels compute: floating ``a``, or integer with ``integers``."""
+    takes = a_dtype.is_floating_point or (
+        integers and not a_dtype.is_complex and a_dtype != torch.bool
+    )
+    return takes and b_mode in (ABSENT, TENSOR, ELEMENT, NUMBER)
+
+
+def _warps(block: int) -> int:
+    """The warps :func:`~opbench.kernels._lib.pointwise.tile_plan` gives a ``block``."""
+    if block < pointwise.BLOCK:
+        return max(1, min(pointwise.NUM_WARPS, block // (32 * pointwise.SMALL_EPT)))
+    return pointwise.NUM_WARPS
+
+
+def _loaded(kernel: Any, warps: int, least: int) -> tuple[int, int, int, int] | None:
+    """``(function, warps, shared, params)`` of a compiled kernel, loaded in the current
+    context and kept; None for a launch the gate's plain ``cuLaunchKernel`` does not make,
+    or fewer than ``least`` parameters (the gate's own arguments)."""
+    kernel._init_handles()
+    meta = kernel.metadata
+    if (
+        getattr(meta, "num_ctas", 1) != 1
+        or getattr(meta, "global_scratch_size", 0)
+        or getattr(meta, "profile_scratch_size", 0)
+        or getattr(meta, "launch_cooperative_grid", False)
+        or getattr(meta, "launch_pdl", False)
+    ):
+        return None
+    params = ptx_param_count(kernel.asm["ptx"])
+    if params < least:
+        return None
+    _KEEP.append(kernel)
+    return int(kernel.function), warps, int(meta.shared), params
+
+
 def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
     """The ``compile`` of a native declaration launching ``_flat_kernel`` with
     ``fns[choice]``; over integer tensors too with ``integers`` (computed in
@@ -55,50 +95,61 @@ def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
         choice: int, a_dtype: torch.dtype, b_mode: int, b_dtype: torch.dtype, block: int,
         div16: bool,
     ) -> tuple[int, int, int, int] | None:  # fmt: skip
-        takes = a_dtype.is_floating_point or (
-            integers and not a_dtype.is_complex and a_dtype != torch.bool
-        )
-        if not takes or b_mode not in (ABSENT, TENSOR, ELEMENT, NUMBER):
+        if not _takes(a_dtype, b_mode, integers):
             return None
-        compute = pointwise.compute_type(a_dtype)
         b_ptr = b_dtype if b_mode in (TENSOR, ELEMENT) else a_dtype
-        warps = pointwise.NUM_WARPS
-        if block < pointwise.BLOCK:
-            warps = max(1, min(pointwise.NUM_WARPS, block // (32 * pointwise.SMALL_EPT)))
+        warps = _warps(block)
         kernel = _flat_kernel.warmup(
             a_dtype, b_ptr, a_dtype, a_dtype, 16 if div16 else 17, 0.0, 0.0, 0.0, 0.0, 0.0,
-            grid=(1,), FN=fns[choice], A=TENSOR, B=b_mode, C=ABSENT, COMPUTE=compute,
-            BLOCK=block, IDX=tl.int32, num_warps=warps,
+            grid=(1,), FN=fns[choice], A=TENSOR, B=b_mode, C=ABSENT,
+            COMPUTE=pointwise.compute_type(a_dtype), BLOCK=block, IDX=tl.int32,
+            num_warps=warps,
         )  # fmt: skip
-        kernel._init_handles()
-        meta = kernel.metadata
-        if (
-            getattr(meta, "num_ctas", 1) != 1
-            or getattr(meta, "global_scratch_size", 0)
-            or getattr(meta, "profile_scratch_size", 0)
-            or getattr(meta, "launch_cooperative_grid", False)
-            or getattr(meta, "launch_pdl", False)
-        ):
-            return None  # a launch the gate's plain cuLaunchKernel does not make
-        params = ptx_param_count(kernel.asm["ptx"])
-        if params < 10:
+        return _loaded(kernel, warps, 10)
+
+    return compile_variant
+
+
+def strided_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
+    """The ``compile_strided`` of a native declaration: ``_strided_kernel`` with
+    ``fns[choice]`` for ``ndim`` merged dims and int32 or int64 (``idx64``) indexing, as
+    :func:`~opbench.kernels._lib.pointwise.run` launches it for a broadcast or strided
+    call. Its integers are ``do_not_specialize``: one variant serves every layout."""
+
+    def compile_variant(
+        choice: int, a_dtype: torch.dtype, b_mode: int, b_dtype: torch.dtype, block: int,
+        ndim: int, idx64: bool,
+    ) -> tuple[int, int, int, int] | None:  # fmt: skip
+        if not _takes(a_dtype, b_mode, integers) or not 1 <= ndim <= pointwise.MAX_DIMS:
             return None
-        _KEEP.append(kernel)
-        return int(kernel.function), warps, int(meta.shared), params
+        b_ptr = b_dtype if b_mode in (TENSOR, ELEMENT) else a_dtype
+        warps = _warps(block)
+        kernel = _strided_kernel.warmup(
+            a_dtype, b_ptr, a_dtype, a_dtype, *([17] * 20), 0.0, 0.0, 0.0, 0.0, 0.0,
+            grid=(1,), FN=fns[choice], A=TENSOR, B=b_mode, C=ABSENT,
+            COMPUTE=pointwise.compute_type(a_dtype), BLOCK=block,
+            IDX=tl.int64 if idx64 else tl.int32, NDIM=ndim, num_warps=warps,
+        )  # fmt: skip
+        return _loaded(kernel, warps, 29)
 
     return compile_variant
 
 
 def declare_flat(
-    fn: Any, overloads: tuple[str, ...], fns: Sequence[Any], operands: int, **kw: Any
-) -> None:
+    fn: Any, overloads: tuple[str, ...], fns: Sequence[Any], operands: int, *,
+    strided: bool = True, **kw: Any,
+) -> None:  # fmt: skip
     """Give the op function ``fn`` a native declaration launching the flat kernel with
-    ``fns`` (one, or one per choice); ``kw``: the other fields of
+    ``fns`` (one, or one per choice), and the strided kernel for broadcast and strided
+    calls unless ``strided`` is False (an op whose result's layout is not the elementwise
+    engine's: ``clone`` keeps its input's); ``kw``: the other fields of
     :class:`~opbench.backends.native.spec.NativeSpec` (``inplace``, ``param_args``, ...)."""
+    integers = kw.get("integers", False)
     fn.opbench_native = {
         "overloads": overloads,
         "operands": operands,
-        "compile": flat_compiler(fns, kw.get("integers", False)),
+        "compile": flat_compiler(fns, integers),
+        "compile_strided": strided_compiler(fns, integers) if strided else None,
         "max_numel": pointwise.I32_SAFE,
         "spread": pointwise.SPREAD,
         "min_block": pointwise.MIN_BLOCK,
