@@ -131,7 +131,19 @@ def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
     kernel.opbench_native = {"overloads": ("add.Tensor",), "operands": 3, "compile": print}
     with pytest.raises(ValueError, match="kernel.opbench_native is not a valid native spec"):
         NativeSpec.of(kernel, "add.Tensor")
-    kernel.opbench_native = {"overloads": ("add.Tensor",), "operands": 2, "compile": print}
+    base = {"overloads": ("add.Tensor",), "operands": 2, "compile": print}
+    for wrong in (
+        {"choice_arg": 1},  # picks nothing
+        {"choice_numbers": (0.5,)},  # no argument to read
+        {"choice_arg": 1, "choices": ("a",), "choice_numbers": (0.5,)},  # two ways at once
+        {"compile_strided": 3},
+    ):
+        kernel.opbench_native = {**base, **wrong}
+        with pytest.raises(ValueError, match="not a valid native spec"):
+            NativeSpec.of(kernel, "add.Tensor")
+    kernel.opbench_native = {**base, "choice_arg": 1, "choice_numbers": (0.5, 2.0)}
+    assert NativeSpec.of(kernel, "add.Tensor").choice_numbers == (0.5, 2.0)
+    kernel.opbench_native = base
     assert NativeSpec.of(kernel, "add.Tensor").operands == 2
     assert NativeSpec.of(kernel, "sub.Tensor") is None  # declared for other overloads
     assert GateSet("CPU").native_spec("add.Tensor", kernel) is None  # launches are CUDA's
@@ -143,7 +155,9 @@ def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
 
     def arm(param_args: list[int], none_args: list[int]) -> None:
         limits = (False, False, 1 << 30, 132, 128, 1024)
-        gate.set_native(1, False, param_args, [0.0, 0.0], -1, [], none_args, *limits, print, None)
+        gate.set_native(
+            1, False, param_args, [0.0, 0.0], -1, [], [], none_args, *limits, print, None
+        )
 
     with pytest.raises(RuntimeError, match="past them"):
         arm([3, -1], [])

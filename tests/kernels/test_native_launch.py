@@ -76,6 +76,16 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
     ("maximum.default", lambda a, b: torch.maximum(a, b), 2),
     ("clamp.default", lambda a: torch.clamp(a, -1.5, 2), 1),
     ("clamp_.default", lambda a: torch.clamp_(a, -1, 0.5), 1),
+    # the exponent picks the kernel (CUDA eager's special cases, else powf)
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, 3.0), 1),
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, 2), 1),
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, 0.5), 1),
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, -2.0), 1),
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, 0), 1),
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, 1.7), 1),
+    ("pow.Tensor_Scalar", lambda a: torch.pow(a, 3.3), 1),  # rounded to 16 bits first
+    ("pow_.Scalar", lambda a: a.pow_(-0.5), 1),
+    ("pow_.Scalar", lambda a: a.pow_(2.5), 1),
 ]
 
 

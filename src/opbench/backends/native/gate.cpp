@@ -143,6 +143,8 @@ struct NativeSpec {
   std::array<double, 2> param_defaults{0.0, 0.0};
   int choice_arg = -1;  // a string argument that picks the kernel (gelu's approximate)
   std::vector<std::string> choices;
+  // or a number argument's exact values (pow's exponent); any other value: the last kernel
+  std::vector<double> choice_numbers;
   std::vector<int> none_args;  // arguments that must be None (clone's memory_format)
   // p0 / p1 must be given (clamp's bounds: a None bound is another kernel)
   bool params_required = false;
@@ -542,7 +544,17 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
     if (!stack[base + i].isNone()) return false;
   }
   int choice = 0;
-  if (sp.choice_arg >= 0) {
+  if (sp.choice_arg >= 0 && !sp.choice_numbers.empty()) {
+    double x = 0.0;
+    if (!scalar_arg(stack[base + sp.choice_arg], std::nan(""), x)) return false;
+    choice = static_cast<int>(sp.choice_numbers.size());
+    for (size_t i = 0; i < sp.choice_numbers.size(); ++i) {
+      if (sp.choice_numbers[i] == x) {
+        choice = static_cast<int>(i);
+        break;
+      }
+    }
+  } else if (sp.choice_arg >= 0) {
     const c10::IValue& c = stack[base + sp.choice_arg];
     if (!c.isString()) return false;
     const std::string_view want = c.toStringView();
@@ -692,7 +704,8 @@ class Gate {
 
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
-                  std::vector<std::string> choices, std::vector<int> none_args,
+                  std::vector<std::string> choices, std::vector<double> choice_numbers,
+                  std::vector<int> none_args,
                   bool params_required, bool integers, int64_t max_numel, int64_t spread,
                   int64_t min_block, int64_t max_block, py::object compile,
                   py::object compile_strided) {
@@ -711,6 +724,8 @@ class Gate {
     sp.param_defaults = {param_defaults[0], param_defaults[1]};
     sp.choice_arg = choice_arg;
     sp.choices = std::move(choices);
+    TORCH_CHECK(choice_numbers.size() < 255, s_->name, ": too many choice_numbers");
+    sp.choice_numbers = std::move(choice_numbers);
     sp.none_args = std::move(none_args);
     sp.params_required = params_required;
     sp.integers = integers;

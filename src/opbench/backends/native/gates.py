@@ -118,6 +118,7 @@ def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtyp
     gate.set_native(
         spec.operands, spec.inplace, list(spec.param_args),
         [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
+        [float(x) for x in spec.choice_numbers],
         list(spec.none_args), spec.params_required, spec.integers, spec.max_numel, spec.spread,
         spec.min_block, spec.max_block,
         native_compiler(op, spec.compile, codes),

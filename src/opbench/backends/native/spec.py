@@ -83,6 +83,10 @@ class NativeSpec:
     #: a string argument's position whose value picks the kernel, and its values
     choice_arg: int = -1
     choices: tuple[str, ...] = ()
+    #: or a number argument's (``choice_arg``) exact values that pick kernels 0..k-1; any
+    #: other value (NaN included) picks kernel k (pow's exponent: 0.5 is ``sqrt``, 3 a
+    #: cube, anything else ``powf``)
+    choice_numbers: tuple[float, ...] = ()
     #: argument positions that must be None for a native launch (``clone``'s
     #: ``memory_format``: the gate writes a contiguous output, right only when none is asked)
     none_args: tuple[int, ...] = ()
@@ -102,8 +106,10 @@ class NativeSpec:
     def __post_init__(self) -> None:
         if self.operands not in (1, 2):
             raise ValueError(f"a native path takes 1 or 2 operands, not {self.operands}")
-        if (self.choice_arg >= 0) != bool(self.choices):
-            raise ValueError("choice_arg and choices go together")
+        if self.choices and self.choice_numbers:
+            raise ValueError("a kernel is picked by choices or by choice_numbers, not both")
+        if (self.choice_arg >= 0) != bool(self.choices or self.choice_numbers):
+            raise ValueError("choice_arg goes with choices or choice_numbers")
         if not callable(self.compile):
             raise TypeError("compile must be callable")
         if self.compile_strided is not None and not callable(self.compile_strided):

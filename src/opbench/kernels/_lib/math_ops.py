@@ -7,7 +7,6 @@ that overflow the dtype) follow eager's, checked against it on the CPU.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import torch
@@ -85,6 +84,19 @@ def _pow_cuda(a, b, c, p0, p1):
     else:
         y = _pow_float(a, b, c, p0, p1)
     return y
+
+
+@triton.jit
+def _pow_cuda_f16(a, b, c, p0, p1):
+    """:func:`_pow_cuda` for float16, the exponent rounded to float16 here (float64 ->
+    float32 -> float16, as ``Scalar::to<at::Half>`` rounds it): the C++ gate passes the
+    exponent as it is, so the rounding is the kernel's, the same on both paths."""
+    return _pow_cuda(a, b, c, p0.to(tl.float32).to(tl.float16).to(a.dtype), p1)
+
+
+@triton.jit
+def _pow_cuda_bf16(a, b, c, p0, p1):
+    return _pow_cuda(a, b, c, p0.to(tl.float32).to(tl.bfloat16).to(a.dtype), p1)
 
 
 @triton.jit
@@ -259,10 +271,9 @@ _CUDA_POWERS = {
 }
 
 
-@lru_cache(maxsize=256)
-def _rounded_exponent(e: float, dtype: torch.dtype) -> float:
-    """``e`` rounded to ``dtype``: CUDA eager's ``exp_scalar.to<scalar_t>()``."""
-    return float(torch.tensor(e, dtype=dtype)) if dtype != torch.float64 else e
+#: CUDA's powf with the exponent rounded to the dtype (eager's ``exp_scalar.to<scalar_t>()``):
+#: in the kernel for 16-bit dtypes; float32's is the kernel's own cast of p0
+_CUDA_POW = {torch.float16: _pow_cuda_f16, torch.bfloat16: _pow_cuda_bf16}
 
 
 def _pow_float_fn(
@@ -274,7 +285,7 @@ def _pow_float_fn(
         special = _ROOTS.get(e) or _CUDA_POWERS.get(dtype, _POWERS).get(e)
         if special is not None:
             return special, e, 0.0, None
-        return _pow_cuda, _rounded_exponent(e, dtype), _pow_kind(e), None
+        return _CUDA_POW.get(dtype, _pow_cuda), e, _pow_kind(e), None
     if dtype in _ROOTS_DTYPES:
         special = _ROOTS.get(e)
         if special is not None:
@@ -482,6 +493,24 @@ for _fn, _inplace, _name, _kernel in (
     declare_flat(_fn, (_name,), (_kernel,), 1, inplace=_inplace)
 declare_flat(minimum, ("minimum.default",), (_minimum,), 2, integers=True)
 declare_flat(maximum, ("maximum.default",), (_maximum,), 2, integers=True)
+# pow of a floating tensor to a number (which keeps its dtype), on CUDA as _pow_float_fn
+# picks: the kernel by the exponent's exact value (CUDA eager's special cases; float16 and
+# bfloat16 have their own), else powf; an integer tensor goes to Python
+_POW_EXPONENTS = (0.0, 1.0, 0.5, -0.5, -1.0, 2.0, 3.0, -2.0)
+_POW_KERNELS = (
+    _ones, IDENTITY, _sqrt, _rsqrt, _reciprocal, _square,
+    {torch.float16: _cube_f16, torch.bfloat16: _cube_bf16, torch.float32: _cube,
+     torch.float64: _cube},
+    {torch.float16: _inv_square_f16, torch.bfloat16: _inv_square_bf16,
+     torch.float32: _inv_square, torch.float64: _inv_square},
+    {torch.float16: _pow_cuda_f16, torch.bfloat16: _pow_cuda_bf16, torch.float32: _pow_cuda,
+     torch.float64: _pow_cuda},
+)  # fmt: skip
+for _fn, _inplace, _name in (
+    (pow_tensor_scalar, False, "pow.Tensor_Scalar"), (pow_scalar_, True, "pow_.Scalar"),
+):  # fmt: skip
+    declare_flat(_fn, (_name,), _POW_KERNELS, 1, inplace=_inplace, param_args=(1, -1),
+                 choice_arg=1, choice_numbers=_POW_EXPONENTS)  # fmt: skip
 # clamp with both bounds given (one bound alone is clamp_min's kernel, NaN-aware per
 # device): integer tensors too with integer bounds, which keep self's dtype (a float bound
 # promotes, and goes to Python); bounds past float64's exact integers go to Python, which

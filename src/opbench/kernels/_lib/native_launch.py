@@ -58,6 +58,13 @@ def _takes(a_dtype: torch.dtype, b_mode: int, integers: bool) -> bool:
     return takes and b_mode in (ABSENT, TENSOR, ELEMENT, NUMBER)
 
 
+def _kernel_fn(fns: Sequence[Any], choice: int, dtype: torch.dtype) -> Any:
+    """``fns[choice]``: one scalar function, or one per dtype (a dict; None where the
+    dtype has none, whose calls go to Python)."""
+    fn = fns[choice]
+    return fn.get(dtype) if isinstance(fn, dict) else fn
+
+
 def _warps(block: int) -> int:
     """The warps :func:`~opbench.kernels._lib.pointwise.tile_plan` gives a ``block``."""
     if block < pointwise.BLOCK:
@@ -95,13 +102,14 @@ def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
         choice: int, a_dtype: torch.dtype, b_mode: int, b_dtype: torch.dtype, block: int,
         div16: bool,
     ) -> tuple[int, int, int, int] | None:  # fmt: skip
-        if not _takes(a_dtype, b_mode, integers):
+        fn = _kernel_fn(fns, choice, a_dtype)
+        if fn is None or not _takes(a_dtype, b_mode, integers):
             return None
         b_ptr = b_dtype if b_mode in (TENSOR, ELEMENT) else a_dtype
         warps = _warps(block)
         kernel = _flat_kernel.warmup(
             a_dtype, b_ptr, a_dtype, a_dtype, 16 if div16 else 17, 0.0, 0.0, 0.0, 0.0, 0.0,
-            grid=(1,), FN=fns[choice], A=TENSOR, B=b_mode, C=ABSENT,
+            grid=(1,), FN=fn, A=TENSOR, B=b_mode, C=ABSENT,
             COMPUTE=pointwise.compute_type(a_dtype), BLOCK=block, IDX=tl.int32,
             num_warps=warps,
         )  # fmt: skip
@@ -120,13 +128,16 @@ def strided_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
         choice: int, a_dtype: torch.dtype, b_mode: int, b_dtype: torch.dtype, block: int,
         ndim: int, idx64: bool,
     ) -> tuple[int, int, int, int] | None:  # fmt: skip
-        if not _takes(a_dtype, b_mode, integers) or not 1 <= ndim <= pointwise.MAX_DIMS:
+        fn = _kernel_fn(fns, choice, a_dtype)
+        if fn is None or not _takes(a_dtype, b_mode, integers):
+            return None
+        if not 1 <= ndim <= pointwise.MAX_DIMS:
             return None
         b_ptr = b_dtype if b_mode in (TENSOR, ELEMENT) else a_dtype
         warps = _warps(block)
         kernel = _strided_kernel.warmup(
             a_dtype, b_ptr, a_dtype, a_dtype, *([17] * 20), 0.0, 0.0, 0.0, 0.0, 0.0,
-            grid=(1,), FN=fns[choice], A=TENSOR, B=b_mode, C=ABSENT,
+            grid=(1,), FN=fn, A=TENSOR, B=b_mode, C=ABSENT,
             COMPUTE=pointwise.compute_type(a_dtype), BLOCK=block,
             IDX=tl.int64 if idx64 else tl.int32, NDIM=ndim, num_warps=warps,
         )  # fmt: skip
@@ -140,7 +151,8 @@ def declare_flat(
     strided: bool = True, **kw: Any,
 ) -> None:  # fmt: skip
     """Give the op function ``fn`` a native declaration launching the flat kernel with
-    ``fns`` (one, or one per choice), and the strided kernel for broadcast and strided
+    ``fns`` (one, or one per choice; each a scalar function or a dict of one per dtype),
+    and the strided kernel for broadcast and strided
     calls unless ``strided`` is False (an op whose result's layout is not the elementwise
     engine's: ``clone`` keeps its input's); ``kw``: the other fields of
     :class:`~opbench.backends.native.spec.NativeSpec` (``inplace``, ``param_args``, ...)."""
