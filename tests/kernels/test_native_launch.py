@@ -214,6 +214,25 @@ def test_broadcast_and_sliced_calls_take_the_strided_launch(backend, case, layou
     assert native.stride() == expected.stride(), (native.stride(), expected.stride())
 
 
+@pytest.mark.parametrize("op,call", [
+    ("add.Tensor", lambda a, b: torch.add(a, b)),
+    ("minimum.default", lambda a, b: torch.minimum(a, b)),
+    ("add_.Tensor", lambda a, b: a.add_(b)),
+])  # fmt: skip
+@pytest.mark.parametrize("b_shape", [(64, 96), (96,)])
+def test_a_narrower_other_is_launched_in_selfs_dtype(backend, op, call, b_shape):
+    """f32 activations and an f16 operand (same shape, or a broadcast bias): the result
+    is f32, as the gate's output is; the other way round goes to Python (the cases above)."""
+    make = lambda: [_values((64, 96), torch.float32, 3, False),  # noqa: E731
+                    _values(b_shape, torch.float16, 4, True)]  # fmt: skip
+    native, counts = _run(backend, op, call, make(), native=True, copy=False)
+    assert counts.get("native") == 1, counts
+    assert native.dtype == torch.float32
+    python, _ = _run(backend, op, call, make(), native=False, copy=False)
+    torch.testing.assert_close(native, python, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(native, call(*make()), rtol=0, atol=0, equal_nan=True)
+
+
 def test_a_clone_with_a_memory_format_goes_to_python(backend):
     (a,) = _inputs((8, 16, 4, 4), torch.float16, 1)
     call = lambda x: torch.clone(x, memory_format=torch.channels_last)  # noqa: E731

@@ -189,6 +189,16 @@ bool integer_number(const c10::IValue& v) {
   return x > -kExactInt && x < kExactInt;
 }
 
+// A tensor operand of type ``b`` beside ``a`` leaves the result ``a``'s type, which the
+// gate's output has (an f16 bias beside f32 activations; not the other way round): both
+// floating or both integer, and ``a`` the wider. The kernel loads b as its own type.
+bool promotes_into(at::ScalarType b, at::ScalarType a) {
+  if (b == a) return true;
+  const bool floats = is_native_float(a) && is_native_float(b);
+  const bool ints = is_native_int(a) && is_native_int(b);
+  return (floats || ints) && c10::promoteTypes(a, b) == a;
+}
+
 bool is_real(at::ScalarType t) {
   return is_native_float(t) || is_native_int(t) || t == at::kBool;
 }
@@ -498,14 +508,16 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
         } else {
           return false;
         }
-      } else if (b.scalar_type() == a_type && b.device() == a.device()) {
+      } else if (promotes_into(b.scalar_type(), a_type) && b.device() == a.device()) {
         pb = reinterpret_cast<uint64_t>(b.data_ptr());
         if (pb & 15) return false;
+        b_type = b.scalar_type();
         if (flat && b.sizes().equals(a.sizes()) && b.is_contiguous()) {
           if (sp.inplace && pb != pa) {
             // a partial overlap of self and other: eager refuses it; Python decides
-            const uint64_t bytes = static_cast<uint64_t>(a.numel()) * a.element_size();
-            if (pb < pa + bytes && pa < pb + bytes) return false;
+            const uint64_t n = static_cast<uint64_t>(a.numel());
+            const uint64_t a_end = pa + n * a.element_size(), b_end = pb + n * b.element_size();
+            if (pb < a_end && pa < b_end) return false;
           }
         } else if (sp.strided) {
           flat = false;

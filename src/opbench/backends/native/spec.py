@@ -7,7 +7,9 @@ opbench). The registry (:mod:`opbench.backends.registry`) then puts the C++ gate
 for the calls it can read: the first argument a contiguous f16/bf16/f32/f64 CUDA tensor
 (or an integer one, where the spec says ``integers``) of at most ``max_numel`` elements,
 16-byte aligned; for a two-operand op the second a
-contiguous tensor of the same shape and dtype, a 0-dim tensor or a number; every other
+contiguous tensor of the same shape, of the first's dtype or a narrower one of its kind
+(an f16 operand beside f32: the result keeps the first's dtype), a 0-dim tensor or a
+number; every other
 argument a number (``param_args``), one of ``choices`` (``choice_arg``) or None
 (``none_args``). Every other
 call goes to the kernel's Python function, unchanged.
