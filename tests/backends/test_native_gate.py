@@ -156,7 +156,7 @@ def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
     def arm(param_args: list[int], none_args: list[int]) -> None:
         limits = (False, False, 1 << 30, 132, 128, 1024)
         gate.set_native(
-            1, False, param_args, [0.0, 0.0], -1, [], [], none_args, *limits, print, None
+            1, False, param_args, [0.0, 0.0], -1, [], [], none_args, -1, *limits, print, None
         )
 
     with pytest.raises(RuntimeError, match="past them"):

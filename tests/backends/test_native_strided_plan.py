@@ -18,10 +18,29 @@ import pytest
 import torch
 
 from opbench.backends.native import gate_module, unavailable_reason
-from opbench.kernels._lib import pointwise
-from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
 pytestmark = pytest.mark.slow
+
+
+def _pointwise() -> Any:
+    """The Python path's planning (``opbench.kernels._lib.pointwise``), imported when a
+    test runs: imported as this module is collected, the kernels would be decorated before
+    tests/kernels/conftest.py sets TRITON_INTERPRET (which then refuses to run)."""
+    from opbench.kernels._lib import pointwise
+
+    return pointwise
+
+
+def broadcast_shape(*operands: Any) -> tuple[int, ...]:
+    from opbench.kernels._lib.pointwise_rules import broadcast_shape as rule
+
+    return rule(*operands)
+
+
+def destination(shape: tuple[int, ...], dtype: torch.dtype, operands: list[Any]) -> torch.Tensor:
+    from opbench.kernels._lib.pointwise_rules import destination as rule
+
+    return rule(shape, dtype, operands)
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +55,10 @@ def gate() -> Any:
 
 
 def _python_plan(a: torch.Tensor, b: torch.Tensor | None, dest: torch.Tensor) -> Any:
-    """``pointwise._strided_plan`` for the call, as the Python path plans it."""
+    """``_pointwise()._strided_plan`` for the call, as the Python path plans it."""
     operands = [a] if b is None else [a, b]
-    modes, tensors = pointwise._modes(operands, dest)
-    return pointwise._strided_plan(tuple(dest.shape), modes, tensors, dest, dest.numel())
+    modes, tensors = _pointwise()._modes(operands, dest)
+    return _pointwise()._strided_plan(tuple(dest.shape), modes, tensors, dest, dest.numel())
 
 
 def _addresses(ints: list[int], t: torch.Tensor, k: int, shape: tuple[int, ...]) -> None:
@@ -68,10 +87,10 @@ def _check_taken(gate: Any, a: torch.Tensor, b: torch.Tensor | None, inplace: bo
         dest = destination(tuple(shape), a.dtype, operands)
         assert dest.is_contiguous(), "the Python path's result is not contiguous"
     python = _python_plan(a, b, dest)
-    assert python is not pointwise._SPLIT
+    assert python is not _pointwise()._SPLIT
     p_ints, p_idx, p_ndim = python[0], python[1], python[2]
     assert list(p_ints) == list(ints)
-    assert p_ndim == ndim and (p_idx is pointwise.tl.int64) == idx64
+    assert p_ndim == ndim and (p_idx is _pointwise().tl.int64) == idx64
     _addresses(ints, a, 0, tuple(shape))
     if b is not None:
         _addresses(ints, b, 1, tuple(shape))
@@ -184,7 +203,7 @@ def test_random_layouts_are_planned_as_python_plans_them_or_left_to_python(gate)
             eager = torch.add(a, b) if b is not None else torch.neg(a)
             out = torch.empty(broadcast_shape(*operands))
             python = _python_plan(a, b, out)
-            merged_dims = python is pointwise._SPLIT
+            merged_dims = python is _pointwise()._SPLIT
             assert (
                 not eager.is_contiguous()
                 or merged_dims

@@ -27,6 +27,7 @@ the CPU only: see ``tests/conftest.py``."""
 
 import hashlib
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -42,6 +43,17 @@ if ON_GPU:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 else:
+    # Triton decides at decoration whether a kernel is interpreted: a test module collected
+    # before this one that imports the kernels at module level leaves them compiled-mode
+    # functions, and every kernel test after it fails with "Cannot call @triton.jit'd
+    # outside of the scope of a kernel" (2026-11-30: 460 failures from one import)
+    _early = sorted(m for m in sys.modules if m.startswith("opbench.kernels._lib."))
+    if _early and os.environ.get("TRITON_INTERPRET") != "1":
+        raise pytest.UsageError(
+            f"{_early[0]} was imported before tests/kernels/conftest.py set TRITON_INTERPRET: "
+            "a test module outside tests/kernels imports the kernels at module level; "
+            "import them inside its tests"
+        )
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 _HERE = Path(__file__).parent

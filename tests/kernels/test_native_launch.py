@@ -76,6 +76,16 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
     ("maximum.default", lambda a, b: torch.maximum(a, b), 2),
     ("clamp.default", lambda a: torch.clamp(a, -1.5, 2), 1),
     ("clamp_.default", lambda a: torch.clamp_(a, -1, 0.5), 1),
+    (
+        "leaky_relu_backward.default",
+        lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.1, False),
+        2,
+    ),
+    (
+        "leaky_relu_backward.default",
+        lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.01, True),
+        2,
+    ),
     # the exponent picks the kernel (CUDA eager's special cases, else powf)
     ("pow.Tensor_Scalar", lambda a: torch.pow(a, 3.0), 1),
     ("pow.Tensor_Scalar", lambda a: torch.pow(a, 2), 1),
@@ -302,6 +312,18 @@ def test_integer_calls_the_native_path_cannot_take_go_to_python(backend, name, c
     out, counts = _run(backend, op, call, [a], native=True)
     assert counts.get("native") == 0, counts
     torch.testing.assert_close(out, call(a.clone()), rtol=0, atol=0)
+
+
+def test_an_in_place_backward_with_a_negative_slope_raises_eagers_error(backend):
+    g, x = _inputs((1000,), torch.float32, 2)
+    call = lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, -0.1, True)  # noqa: E731
+    with pytest.raises(RuntimeError, match="In-place leakyReLu backward"):
+        call(g, x)  # eager's own words first
+    with registry.backend(backend, "cuda", ops=["leaky_relu_backward.default"]):
+        registry.reset_counts()
+        with pytest.raises(RuntimeError, match="In-place leakyReLu backward"):
+            call(g, x)
+        assert registry.call_counts()["leaky_relu_backward.default"].get("native") == 0
 
 
 def test_native_launches_capture_in_a_cuda_graph(backend):

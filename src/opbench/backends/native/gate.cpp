@@ -146,6 +146,8 @@ struct NativeSpec {
   // or a number argument's exact values (pow's exponent); any other value: the last kernel
   std::vector<double> choice_numbers;
   std::vector<int> none_args;  // arguments that must be None (clone's memory_format)
+  // a bool (self_is_result): when true, a negative p0 goes to Python (eager's error)
+  int is_result_arg = -1;
   // p0 / p1 must be given (clamp's bounds: a None bound is another kernel)
   bool params_required = false;
   // integer tensors too (clamp keeps an integer self's dtype for integer numbers)
@@ -555,6 +557,10 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   for (const int i : sp.none_args) {
     if (!stack[base + i].isNone()) return false;
   }
+  if (sp.is_result_arg >= 0) {
+    const c10::IValue& r = stack[base + sp.is_result_arg];
+    if (!r.isBool() || (r.toBool() && p[0] < 0)) return false;
+  }
   int choice = 0;
   if (sp.choice_arg >= 0 && !sp.choice_numbers.empty()) {
     double x = 0.0;
@@ -717,7 +723,7 @@ class Gate {
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
                   std::vector<std::string> choices, std::vector<double> choice_numbers,
-                  std::vector<int> none_args,
+                  std::vector<int> none_args, int is_result_arg,
                   bool params_required, bool integers, int64_t max_numel, int64_t spread,
                   int64_t min_block, int64_t max_block, py::object compile,
                   py::object compile_strided) {
@@ -739,6 +745,8 @@ class Gate {
     TORCH_CHECK(choice_numbers.size() < 255, s_->name, ": too many choice_numbers");
     sp.choice_numbers = std::move(choice_numbers);
     sp.none_args = std::move(none_args);
+    TORCH_CHECK(is_result_arg < n, s_->name, ": is_result_arg names position ", is_result_arg);
+    sp.is_result_arg = is_result_arg;
     sp.params_required = params_required;
     sp.integers = integers;
     sp.max_numel = max_numel;

@@ -92,6 +92,10 @@ class NativeSpec:
     #: argument positions that must be None for a native launch (``clone``'s
     #: ``memory_format``: the gate writes a contiguous output, right only when none is asked)
     none_args: tuple[int, ...] = ()
+    #: a bool argument's position (``self_is_result``): when True, a negative p0 goes to
+    #: Python, which raises eager's error (``leaky_relu_backward`` of an in-place
+    #: ``leaky_relu_`` with a negative slope cannot tell the input's sign from the result's)
+    is_result_arg: int = -1
     #: p0 and p1 must be given: a None there goes to Python (``clamp``'s bounds: one
     #: bound alone is another kernel, ``clamp_min``'s, and a NaN default is no default)
     params_required: bool = False

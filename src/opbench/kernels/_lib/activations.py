@@ -447,3 +447,7 @@ declare_flat(leaky_relu, ("leaky_relu.default",), (_leaky_relu,), 1, param_args=
              param_defaults=(0.01, 0.0))  # fmt: skip
 declare_flat(leaky_relu_, ("leaky_relu_.default",), (_leaky_relu,), 1, inplace=True,
              param_args=(1, -1), param_defaults=(0.01, 0.0))  # fmt: skip
+# self_is_result (the backward of an in-place leaky_relu_) with a negative slope: eager
+# refuses it, so those calls go to Python, which raises its error
+declare_flat(leaky_relu_backward, ("leaky_relu_backward.default",), (_leaky_relu_backward,), 2,
+             param_args=(2, -1), is_result_arg=3)  # fmt: skip
