@@ -176,6 +176,34 @@ def test_the_reference_backend_declares_native_launches():
     assert "div.Tensor_mode" not in declared  # its rounding modes stay on the Python path
 
 
+def test_every_reference_declaration_arms_a_gate(native_on):
+    """Each of the reference backend's declarations, handed to a real gate as the registry
+    hands it (``arm_native``): the positions it names fit the overload's schema, and its
+    compile callbacks reach the spec's with torch dtypes (the gate passes c10 codes)."""
+    from opbench.backends.loader import load_backend, reference_kernels_folder
+    from opbench.backends.native.build import dtype_of_code
+    from opbench.backends.native.gates import arm_native, native_compiler, new_gate
+
+    be = load_backend(str(reference_kernels_folder()), "cpu")
+    codes = dtype_of_code()
+    armed = 0
+    for op in be.served_ops():
+        spec = NativeSpec.of(be.kernel_for(op), op)
+        if spec is None:
+            continue
+        arm_native(new_gate(gate_module(), "aten", op, "CPU"), op, spec, codes)
+        armed += 1
+    assert armed >= 40, armed
+    seen = []
+    compile_variant = native_compiler("pow.Tensor_Scalar", lambda *a: seen.append(a), codes)
+    code = {v: k for k, v in codes.items()}
+    compile_variant(6, code[torch.float16], 3, code[torch.float16], 128, 2, False)
+    assert seen == [(6, torch.float16, 3, torch.float16, 128, 2, False)]
+    assert (
+        native_compiler("x", lambda *a: 1 / 0, codes)(0, code[torch.float32], 0, 0, 128, 1) is None
+    )
+
+
 def test_a_model_trains_on_the_backend_with_and_without_the_gate(native_on, tmp_path, monkeypatch):
     """check-model's encoder with a policy that serves only its smaller adds: the same verdict,
     the same served and declined calls through the gate as through the Python policy."""

@@ -146,6 +146,7 @@ LEFT: list[tuple[str, Callable[[], tuple[torch.Tensor, torch.Tensor | None]], bo
     ),
     ("not broadcastable: Python raises eager's error", lambda: (_t(3, 4), _t(5, 4)), False),
     ("no operand of the result's shape", lambda: (_t(8, 1), _t(1, 8)), False),
+    ("an empty result: nothing to launch", lambda: (_t(1, 4), _t(0, 4)), False),
     ("in place, self would broadcast", lambda: (_t(1, 64), _t(32, 64)), True),
     ("in place, self overlaps itself", lambda: (_t(1).expand(64), _t(64)), True),
     ("in place, other overlaps self in part", _overlapping, True),

@@ -163,6 +163,7 @@ def test_native_launch_matches_the_python_path_and_eager(backend, case, shape, d
         ("misaligned", lambda a, b: (a.view(-1)[1:], b.view(-1)[1:])),
         ("mixed dtypes", lambda a, b: (a, b.float())),
         ("mixed dtypes broadcast", lambda a, b: (a, b[:1].float())),
+        ("an empty broadcast result", lambda a, b: (a[:1], b[:0])),
     ],
 )
 def test_calls_the_native_path_cannot_take_go_to_python(backend, name, make):

@@ -332,6 +332,7 @@ StridedPlan plan_strided(const at::Tensor& a, const at::Tensor* b, bool inplace)
   if (!row_major(st[0], shape) || !row_major(st[1], shape)) return p;
   int64_t n = 1;
   for (const int64_t d : shape) n *= d;
+  if (n == 0) return p;  // [1, 4] + [0, 4]: nothing to launch (a grid of 0 is an error)
   if (inplace) {
     if (!no_self_overlap(st[0], shape)) return p;
     if (b != nullptr) {
@@ -543,7 +544,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
     if (!plan.ok) return false;
   }
   const int64_t n = flat ? a.numel() : plan.n;
-  if (n > sp.max_numel) return false;
+  if (n == 0 || n > sp.max_numel) return false;
   std::array<double, 2> p{0.0, 0.0};
   for (int k = 0; k < 2; ++k) {
     p[k] = sp.param_defaults[k];
