@@ -8,6 +8,7 @@ Slow: the first test builds the extension (about 20 s on 2 cores, cached after).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -137,6 +138,7 @@ def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
         {"choice_numbers": (0.5,)},  # no argument to read
         {"choice_arg": 1, "choices": ("a",), "choice_numbers": (0.5,)},  # two ways at once
         {"compile_strided": 3},
+        {"operands": 1, "mask_other": True},  # the mask is the second operand
     ):
         kernel.opbench_native = {**base, **wrong}
         with pytest.raises(ValueError, match="not a valid native spec"):
@@ -153,16 +155,25 @@ def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
 def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
     gate = gate_module().Gate("aten::relu", "", "CPU")
 
-    def arm(param_args: list[int], none_args: list[int]) -> None:
-        limits = (False, False, 1 << 30, 132, 128, 1024)
-        gate.set_native(
-            1, False, param_args, [0.0, 0.0], -1, [], [], none_args, -1, *limits, print, None
-        )
+    def arm(**changes: Any) -> None:
+        fields = dict(
+            operands=1, inplace=False, param_args=[-1, -1], param_defaults=[0.0, 0.0],
+            choice_arg=-1, choices=[], choice_numbers=[], none_args=[], is_result_arg=-1,
+            mask_other=False, fill_value=False, params_required=False, integers=False,
+            max_numel=1 << 30, spread=132, min_block=128, max_block=1024, compile=print,
+            compile_strided=None,
+        )  # fmt: skip
+        gate.set_native(**{**fields, **changes})
 
+    arm()  # the defaults are a valid spec
     with pytest.raises(RuntimeError, match="past them"):
-        arm([3, -1], [])
+        arm(param_args=[3, -1])
     with pytest.raises(RuntimeError, match="none_args names position 0"):  # an operand
-        arm([-1, -1], [0])
+        arm(none_args=[0])
+    with pytest.raises(RuntimeError, match="is_result_arg names position 4"):
+        arm(is_result_arg=4)
+    with pytest.raises(RuntimeError, match="a mask is the second operand"):
+        arm(mask_other=True)
 
 
 def test_the_reference_backend_declares_native_launches():

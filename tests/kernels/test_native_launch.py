@@ -86,6 +86,9 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
         lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.01, True),
         2,
     ),
+    ("masked_fill.Scalar", lambda a, b: torch.masked_fill(a, b > 1.0, -1000.0), 2),
+    ("masked_fill.Scalar", lambda a, b: torch.masked_fill(a, b > 1.0, float("-inf")), 2),
+    ("masked_fill_.Scalar", lambda a, b: a.masked_fill_(b > 1.0, 0.5), 2),
     # the exponent picks the kernel (CUDA eager's special cases, else powf)
     ("pow.Tensor_Scalar", lambda a: torch.pow(a, 3.0), 1),
     ("pow.Tensor_Scalar", lambda a: torch.pow(a, 2), 1),
@@ -315,16 +318,24 @@ def test_integer_calls_the_native_path_cannot_take_go_to_python(backend, name, c
     torch.testing.assert_close(out, call(a.clone()), rtol=0, atol=0)
 
 
-def test_an_in_place_backward_with_a_negative_slope_raises_eagers_error(backend):
-    g, x = _inputs((1000,), torch.float32, 2)
-    call = lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, -0.1, True)  # noqa: E731
-    with pytest.raises(RuntimeError, match="In-place leakyReLu backward"):
-        call(g, x)  # eager's own words first
-    with registry.backend(backend, "cuda", ops=["leaky_relu_backward.default"]):
+@pytest.mark.parametrize("op,call,dtype,error", [
+    # an in-place leaky_relu_'s backward with a negative slope (is_result_arg)
+    ("leaky_relu_backward.default",
+     lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, -0.1, True), torch.float32,
+     "In-place leakyReLu backward"),
+    # a fill value past float16 (fill_value)
+    ("masked_fill.Scalar", lambda a, b: torch.masked_fill(a, b > 1.0, 1e6), torch.float16,
+     "without overflow"),
+])  # fmt: skip
+def test_calls_eager_refuses_go_to_python_which_raises_its_error(backend, op, call, dtype, error):
+    args = _inputs((1000,), dtype, 2)
+    with pytest.raises(RuntimeError, match=error):
+        call(*args)  # eager's own words first
+    with registry.backend(backend, "cuda", ops=[op]):
         registry.reset_counts()
-        with pytest.raises(RuntimeError, match="In-place leakyReLu backward"):
-            call(g, x)
-        assert registry.call_counts()["leaky_relu_backward.default"].get("native") == 0
+        with pytest.raises(RuntimeError, match=error):
+            call(*args)
+        assert registry.call_counts()[op].get("native") == 0
 
 
 def test_native_launches_capture_in_a_cuda_graph(backend):

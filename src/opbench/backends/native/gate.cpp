@@ -148,6 +148,11 @@ struct NativeSpec {
   std::vector<int> none_args;  // arguments that must be None (clone's memory_format)
   // a bool (self_is_result): when true, a negative p0 goes to Python (eager's error)
   int is_result_arg = -1;
+  // the second operand is a bool mask that broadcasts to self (masked_fill's), never a
+  // number; p0 is a fill value: a finite one past self's dtype goes to Python (eager's
+  // overflow error)
+  bool mask_other = false;
+  bool fill_value = false;
   // p0 / p1 must be given (clamp's bounds: a None bound is another kernel)
   bool params_required = false;
   // integer tensors too (clamp keeps an integer self's dtype for integer numbers)
@@ -199,6 +204,17 @@ bool promotes_into(at::ScalarType b, at::ScalarType a) {
   const bool floats = is_native_float(a) && is_native_float(b);
   const bool ints = is_native_int(a) && is_native_int(b);
   return (floats || ints) && c10::promoteTypes(a, b) == a;
+}
+
+// The largest finite value of a floating dtype (torch.finfo(dtype).max); an integer
+// dtype's fill values are never launched (the spec's integers is off for masked_fill).
+double finite_max(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return 65504.0;
+    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
+    case at::kFloat: return static_cast<double>(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
+  }
 }
 
 bool is_real(at::ScalarType t) {
@@ -495,6 +511,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
     const c10::IValue& v1 = stack[base + 1];
     if (v1.isTensor()) {
       const at::Tensor& b = v1.toTensor();
+      if (sp.mask_other && b.scalar_type() != at::kBool) return false;  // Python's error
       if (b.dim() == 0) {
         if (!is_real(b.scalar_type())) return false;
         // a floating 0-dim tensor promotes an integer self
@@ -511,7 +528,9 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
         } else {
           return false;
         }
-      } else if (promotes_into(b.scalar_type(), a_type) && b.device() == a.device()) {
+      } else if ((sp.mask_other ? b.scalar_type() == at::kBool
+                                : promotes_into(b.scalar_type(), a_type)) &&
+                 b.device() == a.device()) {
         pb = reinterpret_cast<uint64_t>(b.data_ptr());
         if (pb & 15) return false;
         b_type = b.scalar_type();
@@ -532,7 +551,8 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       } else {
         return false;
       }
-    } else if (v1.isNone() || !scalar_arg(v1, 0.0, nb) || (integral && !integer_number(v1))) {
+    } else if (sp.mask_other || v1.isNone() || !scalar_arg(v1, 0.0, nb) ||
+               (integral && !integer_number(v1))) {
       return false;  // no second operand, a complex number, or a float on integers
     } else {
       mode_b = kNumber;
@@ -557,6 +577,9 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   }
   for (const int i : sp.none_args) {
     if (!stack[base + i].isNone()) return false;
+  }
+  if (sp.fill_value && std::isfinite(p[0]) && std::abs(p[0]) > finite_max(a_type)) {
+    return false;
   }
   if (sp.is_result_arg >= 0) {
     const c10::IValue& r = stack[base + sp.is_result_arg];
@@ -724,9 +747,9 @@ class Gate {
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
                   std::vector<std::string> choices, std::vector<double> choice_numbers,
-                  std::vector<int> none_args, int is_result_arg,
-                  bool params_required, bool integers, int64_t max_numel, int64_t spread,
-                  int64_t min_block, int64_t max_block, py::object compile,
+                  std::vector<int> none_args, int is_result_arg, bool mask_other,
+                  bool fill_value, bool params_required, bool integers, int64_t max_numel,
+                  int64_t spread, int64_t min_block, int64_t max_block, py::object compile,
                   py::object compile_strided) {
     TORCH_CHECK(operands == 1 || operands == 2, "a native path takes 1 or 2 operands");
     TORCH_CHECK(param_args.size() == 2 && param_defaults.size() == 2, "two parameters");
@@ -748,6 +771,9 @@ class Gate {
     sp.none_args = std::move(none_args);
     TORCH_CHECK(is_result_arg < n, s_->name, ": is_result_arg names position ", is_result_arg);
     sp.is_result_arg = is_result_arg;
+    TORCH_CHECK(!mask_other || operands == 2, s_->name, ": a mask is the second operand");
+    sp.mask_other = mask_other;
+    sp.fill_value = fill_value;
     sp.params_required = params_required;
     sp.integers = integers;
     sp.max_numel = max_numel;
@@ -852,7 +878,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(py::init<const std::string&, const std::string&, const std::string&>())
       .def("capture_eager", &Gate::capture_eager)
       .def("set_policy", &Gate::set_policy)
-      .def("set_native", &Gate::set_native)
+      .def("set_native", &Gate::set_native, py::arg("operands"), py::arg("inplace"),
+           py::arg("param_args"), py::arg("param_defaults"), py::arg("choice_arg"),
+           py::arg("choices"), py::arg("choice_numbers"), py::arg("none_args"),
+           py::arg("is_result_arg"), py::arg("mask_other"), py::arg("fill_value"),
+           py::arg("params_required"), py::arg("integers"), py::arg("max_numel"),
+           py::arg("spread"), py::arg("min_block"), py::arg("max_block"), py::arg("compile"),
+           py::arg("compile_strided"))
       .def("install", &Gate::install)
       .def("close", &Gate::close)
       .def("counts", &Gate::counts)

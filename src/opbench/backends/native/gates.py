@@ -115,16 +115,28 @@ def new_gate(module: Any, namespace: str, op: str, key: str) -> Any:
 
 def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtype]) -> None:
     """Give ``gate`` the native launch ``spec`` declares for ``op``."""
+    strided = spec.compile_strided
     gate.set_native(
-        spec.operands, spec.inplace, list(spec.param_args),
-        [float(x) for x in spec.param_defaults], spec.choice_arg, list(spec.choices),
-        [float(x) for x in spec.choice_numbers],
-        list(spec.none_args), spec.is_result_arg, spec.params_required, spec.integers,
-        spec.max_numel, spec.spread,
-        spec.min_block, spec.max_block,
-        native_compiler(op, spec.compile, codes),
-        None if spec.compile_strided is None else native_compiler(op, spec.compile_strided, codes),
-    )  # fmt: skip
+        operands=spec.operands,
+        inplace=spec.inplace,
+        param_args=list(spec.param_args),
+        param_defaults=[float(x) for x in spec.param_defaults],
+        choice_arg=spec.choice_arg,
+        choices=list(spec.choices),
+        choice_numbers=[float(x) for x in spec.choice_numbers],
+        none_args=list(spec.none_args),
+        is_result_arg=spec.is_result_arg,
+        mask_other=spec.mask_other,
+        fill_value=spec.fill_value,
+        params_required=spec.params_required,
+        integers=spec.integers,
+        max_numel=spec.max_numel,
+        spread=spec.spread,
+        min_block=spec.min_block,
+        max_block=spec.max_block,
+        compile=native_compiler(op, spec.compile, codes),
+        compile_strided=None if strided is None else native_compiler(op, strided, codes),
+    )
 
 
 def native_compiler(op: str, compile: Any, codes: dict[int, torch.dtype]) -> Any:

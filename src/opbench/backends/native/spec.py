@@ -96,6 +96,12 @@ class NativeSpec:
     #: Python, which raises eager's error (``leaky_relu_backward`` of an in-place
     #: ``leaky_relu_`` with a negative slope cannot tell the input's sign from the result's)
     is_result_arg: int = -1
+    #: the second operand is a bool mask that broadcasts to self (``masked_fill``'s): any
+    #: other dtype, or a number, goes to Python
+    mask_other: bool = False
+    #: p0 is a fill value: a finite one past self's dtype's range goes to Python, which
+    #: raises eager's overflow error
+    fill_value: bool = False
     #: p0 and p1 must be given: a None there goes to Python (``clamp``'s bounds: one
     #: bound alone is another kernel, ``clamp_min``'s, and a NaN default is no default)
     params_required: bool = False
@@ -118,6 +124,8 @@ class NativeSpec:
             raise ValueError("choice_arg goes with choices or choice_numbers")
         if not callable(self.compile):
             raise TypeError("compile must be callable")
+        if self.mask_other and self.operands != 2:
+            raise ValueError("a mask is the second operand: operands must be 2")
         if self.compile_strided is not None and not callable(self.compile_strided):
             raise TypeError("compile_strided must be callable or None")
 

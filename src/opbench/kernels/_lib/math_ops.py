@@ -493,6 +493,14 @@ for _fn, _inplace, _name, _kernel in (
     declare_flat(_fn, (_name,), (_kernel,), 1, inplace=_inplace)
 declare_flat(minimum, ("minimum.default",), (_minimum,), 2, integers=True)
 declare_flat(maximum, ("maximum.default",), (_maximum,), 2, integers=True)
+# masked_fill of a floating tensor by a bool mask that broadcasts to it: a fill value past
+# the dtype goes to Python, which raises eager's overflow error (_fill_value)
+for _fn, _inplace, _name in (
+    (masked_fill_scalar, False, "masked_fill.Scalar"),
+    (masked_fill_scalar_, True, "masked_fill_.Scalar"),
+):
+    declare_flat(_fn, (_name,), (_masked_fill,), 2, inplace=_inplace, param_args=(2, -1),
+                 mask_other=True, fill_value=True)  # fmt: skip
 # pow of a floating tensor to a number (which keeps its dtype), on CUDA as _pow_float_fn
 # picks: the kernel by the exponent's exact value (CUDA eager's special cases; float16 and
 # bfloat16 have their own), else powf; an integer tensor goes to Python
