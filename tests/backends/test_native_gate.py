@@ -138,7 +138,8 @@ def test_native_specs_are_checked_and_ignored_on_the_cpu(native_on):
         {"choice_numbers": (0.5,)},  # no argument to read
         {"choice_arg": 1, "choices": ("a",), "choice_numbers": (0.5,)},  # two ways at once
         {"compile_strided": 3},
-        {"operands": 1, "mask_other": True},  # the mask is the second operand
+        {"operands": 1, "other": "mask"},  # the mask is the second operand
+        {"other": "tensor"},  # not a kind
     ):
         kernel.opbench_native = {**base, **wrong}
         with pytest.raises(ValueError, match="not a valid native spec"):
@@ -159,7 +160,7 @@ def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
         fields = dict(
             operands=1, inplace=False, param_args=[-1, -1], param_defaults=[0.0, 0.0],
             choice_arg=-1, choices=[], choice_numbers=[], none_args=[], is_result_arg=-1,
-            mask_other=False, fill_value=False, params_required=False, integers=False,
+            other=0, fill_value=False, params_required=False, integers=False,
             max_numel=1 << 30, spread=132, min_block=128, max_block=1024, compile=print,
             compile_strided=None,
         )  # fmt: skip
@@ -172,8 +173,8 @@ def test_a_spec_naming_an_argument_past_the_schema_is_refused(native_on):
         arm(none_args=[0])
     with pytest.raises(RuntimeError, match="is_result_arg names position 4"):
         arm(is_result_arg=4)
-    with pytest.raises(RuntimeError, match="a mask is the second operand"):
-        arm(mask_other=True)
+    with pytest.raises(RuntimeError, match="a mask or a source is the second operand"):
+        arm(other=1)
 
 
 def test_the_reference_backend_declares_native_launches():

@@ -86,6 +86,7 @@ CASES: list[tuple[str, Callable[..., Any], int]] = [
         lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.01, True),
         2,
     ),
+    ("copy_.default", lambda a, b: a.copy_(b), 2),
     ("masked_fill.Scalar", lambda a, b: torch.masked_fill(a, b > 1.0, -1000.0), 2),
     ("masked_fill.Scalar", lambda a, b: torch.masked_fill(a, b > 1.0, float("-inf")), 2),
     ("masked_fill_.Scalar", lambda a, b: a.masked_fill_(b > 1.0, 0.5), 2),
@@ -232,6 +233,7 @@ def test_broadcast_and_sliced_calls_take_the_strided_launch(backend, case, layou
     ("add.Tensor", lambda a, b: torch.add(a, b)),
     ("minimum.default", lambda a, b: torch.minimum(a, b)),
     ("add_.Tensor", lambda a, b: a.add_(b)),
+    ("copy_.default", lambda a, b: a.copy_(b)),
 ])  # fmt: skip
 @pytest.mark.parametrize("b_shape", [(64, 96), (96,)])
 def test_a_narrower_other_is_launched_in_selfs_dtype(backend, op, call, b_shape):
@@ -245,6 +247,10 @@ def test_a_narrower_other_is_launched_in_selfs_dtype(backend, op, call, b_shape)
     python, _ = _run(backend, op, call, make(), native=False, copy=False)
     torch.testing.assert_close(native, python, rtol=0, atol=0, equal_nan=True)
     torch.testing.assert_close(native, call(*make()), rtol=0, atol=0, equal_nan=True)
+    # the other way round (an f16 self, an f32 other) widens the result, or narrows a copy
+    wide = [t.to(torch.float16 if t.dtype == torch.float32 else torch.float32) for t in make()]
+    _, counts = _run(backend, op, call, wide, native=True, copy=False)
+    assert counts.get("native") == 0, counts
 
 
 def test_a_clone_with_a_memory_format_goes_to_python(backend):

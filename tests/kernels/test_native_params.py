@@ -4,7 +4,9 @@ own: these tests run under Triton's interpreter), their PTX parameters read agai
 ``gate.cpp``'s: pointers, the integers (one count, or the strided kernel's 20), five
 float64 numbers, then only Triton's scratch pointers, which the gate passes as null. A
 kernel signature changed without the gate would launch with its numbers in the wrong
-slots; the GPU tests (test_native_launch.py) would see wrong values, this sees it here."""
+slots; the GPU tests (test_native_launch.py) would see wrong values, this sees it here.
+And ``copy_``'s gate kernel, which is handed self as its first operand, loads only the
+source: Triton drops the dead load, so the copy reads what the Python path's reads."""
 
 from __future__ import annotations
 
@@ -31,10 +33,19 @@ from triton.compiler import ASTSource
 from opbench.kernels._lib import arithmetic
 from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _strided_kernel
 
+from opbench.kernels._lib import copy
+from opbench.kernels._lib.pointwise import IDENTITY
+
 out = {}
-for name, fn, extra in (("flat", _flat_kernel, {}), ("strided", _strided_kernel, {"NDIM": 2})):
-    consts = dict(FN=arithmetic._add, A=1, B=1, C=0, COMPUTE=tl.float32, BLOCK=1024,
-                  IDX=tl.int32, **extra)
+for name, fn, extra in (
+    ("flat", _flat_kernel, {}),
+    ("strided", _strided_kernel, {"NDIM": 2}),
+    # copy_ on the gate (self as a, its load dead) and the Python path's copy (the source as a)
+    ("copy_source", _flat_kernel, {"FN": copy._source}),
+    ("copy_identity", _flat_kernel, {"FN": IDENTITY, "B": 0}),
+):
+    consts = {**dict(FN=arithmetic._add, A=1, B=1, C=0, COMPUTE=tl.float32, BLOCK=1024,
+                     IDX=tl.int32), **extra}
     sig, cst = {}, {}
     for i, arg in enumerate(fn.arg_names):
         if arg in consts:
@@ -51,6 +62,7 @@ for name, fn, extra in (("flat", _flat_kernel, {}), ("strided", _strided_kernel,
                        options={"num_warps": 4})
     entry = re.search(r"\.entry\s+[\w$]+\s*\((.*?)\)", k.asm["ptx"], re.S).group(1)
     out[name] = [("ptr" if ".ptr" in p else p.split()[1]) for p in entry.split(",") if p.strip()]
+    out[name + " loads"] = len(re.findall(r"\bld\.global", k.asm["ptx"]))
 print(json.dumps(out))
 """
 
@@ -71,6 +83,8 @@ def test_the_gate_passes_each_kernel_its_parameters_in_order():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     params = json.loads(done.stdout.strip().splitlines()[-1])
+    # copy_'s kernel on the gate reads one stream, as the Python path's copy does
+    assert params["copy_source loads"] == params["copy_identity loads"] > 0, params
     ints = {"flat": 1, "strided": 20}
     for name, count in _gate_constants().items():
         got = params[name]

@@ -136,6 +136,9 @@ std::string shape_class(const torch::jit::Stack& stack, size_t begin) {
 // operand modes, as opbench.kernels._lib.pointwise names them
 constexpr int kAbsent = 0, kTensor = 1, kElement = 2, kNumber = 3;
 
+// NativeSpec::other, in spec.OTHER_KINDS's order
+constexpr int kOperand = 0, kMask = 1, kSource = 2;
+
 struct NativeSpec {
   int operands = 0;  // 0: the operator has no native path
   bool inplace = false;
@@ -148,10 +151,12 @@ struct NativeSpec {
   std::vector<int> none_args;  // arguments that must be None (clone's memory_format)
   // a bool (self_is_result): when true, a negative p0 goes to Python (eager's error)
   int is_result_arg = -1;
-  // the second operand is a bool mask that broadcasts to self (masked_fill's), never a
-  // number; p0 is a fill value: a finite one past self's dtype goes to Python (eager's
-  // overflow error)
-  bool mask_other = false;
+  // what the second operand may be (spec.OTHER_KINDS): an operand (a tensor promoting
+  // into self, a 0-dim tensor, a number), a bool mask that broadcasts to self
+  // (masked_fill's), or a source tensor on self's device promoting into it (copy_'s)
+  int other = kOperand;
+  // p0 is a fill value: a finite one past self's dtype goes to Python (eager's overflow
+  // error)
   bool fill_value = false;
   // p0 / p1 must be given (clamp's bounds: a None bound is another kernel)
   bool params_required = false;
@@ -511,7 +516,11 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
     const c10::IValue& v1 = stack[base + 1];
     if (v1.isTensor()) {
       const at::Tensor& b = v1.toTensor();
-      if (sp.mask_other && b.scalar_type() != at::kBool) return false;  // Python's error
+      if (sp.other == kMask && b.scalar_type() != at::kBool) return false;  // Python's error
+      if (sp.other == kSource &&
+          (b.device() != a.device() || !promotes_into(b.scalar_type(), a_type))) {
+        return false;  // a copy between devices, or one that narrows: Python's
+      }
       if (b.dim() == 0) {
         if (!is_real(b.scalar_type())) return false;
         // a floating 0-dim tensor promotes an integer self
@@ -528,8 +537,8 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
         } else {
           return false;
         }
-      } else if ((sp.mask_other ? b.scalar_type() == at::kBool
-                                : promotes_into(b.scalar_type(), a_type)) &&
+      } else if ((sp.other == kMask ? b.scalar_type() == at::kBool
+                                    : promotes_into(b.scalar_type(), a_type)) &&
                  b.device() == a.device()) {
         pb = reinterpret_cast<uint64_t>(b.data_ptr());
         if (pb & 15) return false;
@@ -551,7 +560,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
       } else {
         return false;
       }
-    } else if (sp.mask_other || v1.isNone() || !scalar_arg(v1, 0.0, nb) ||
+    } else if (sp.other != kOperand || v1.isNone() || !scalar_arg(v1, 0.0, nb) ||
                (integral && !integer_number(v1))) {
       return false;  // no second operand, a complex number, or a float on integers
     } else {
@@ -747,7 +756,7 @@ class Gate {
   void set_native(int operands, bool inplace, std::vector<int> param_args,
                   std::vector<double> param_defaults, int choice_arg,
                   std::vector<std::string> choices, std::vector<double> choice_numbers,
-                  std::vector<int> none_args, int is_result_arg, bool mask_other,
+                  std::vector<int> none_args, int is_result_arg, int other,
                   bool fill_value, bool params_required, bool integers, int64_t max_numel,
                   int64_t spread, int64_t min_block, int64_t max_block, py::object compile,
                   py::object compile_strided) {
@@ -771,8 +780,10 @@ class Gate {
     sp.none_args = std::move(none_args);
     TORCH_CHECK(is_result_arg < n, s_->name, ": is_result_arg names position ", is_result_arg);
     sp.is_result_arg = is_result_arg;
-    TORCH_CHECK(!mask_other || operands == 2, s_->name, ": a mask is the second operand");
-    sp.mask_other = mask_other;
+    TORCH_CHECK(other >= kOperand && other <= kSource, s_->name, ": other kind ", other);
+    TORCH_CHECK(other == kOperand || operands == 2, s_->name,
+                ": a mask or a source is the second operand");
+    sp.other = other;
     sp.fill_value = fill_value;
     sp.params_required = params_required;
     sp.integers = integers;
@@ -881,7 +892,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("set_native", &Gate::set_native, py::arg("operands"), py::arg("inplace"),
            py::arg("param_args"), py::arg("param_defaults"), py::arg("choice_arg"),
            py::arg("choices"), py::arg("choice_numbers"), py::arg("none_args"),
-           py::arg("is_result_arg"), py::arg("mask_other"), py::arg("fill_value"),
+           py::arg("is_result_arg"), py::arg("other"), py::arg("fill_value"),
            py::arg("params_required"), py::arg("integers"), py::arg("max_numel"),
            py::arg("spread"), py::arg("min_block"), py::arg("max_block"), py::arg("compile"),
            py::arg("compile_strided"))

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
-from opbench.backends.native.spec import NativeSpec
+from opbench.backends.native.spec import OTHER_KINDS, NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
 __all__ = ["GateSet", "arm_native", "dispatcher_name", "native_compiler", "new_gate"]
@@ -126,7 +126,7 @@ def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtyp
         choice_numbers=[float(x) for x in spec.choice_numbers],
         none_args=list(spec.none_args),
         is_result_arg=spec.is_result_arg,
-        mask_other=spec.mask_other,
+        other=OTHER_KINDS.index(spec.other),
         fill_value=spec.fill_value,
         params_required=spec.params_required,
         integers=spec.integers,

@@ -53,10 +53,12 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["ATTRIBUTE", "NativeSpec"]
+__all__ = ["ATTRIBUTE", "OTHER_KINDS", "NativeSpec"]
 
 #: the attribute of a kernel function that holds its :class:`NativeSpec`
 ATTRIBUTE = "opbench_native"
+#: :attr:`NativeSpec.other`'s values, in the order of their codes in ``gate.cpp``
+OTHER_KINDS = ("operand", "mask", "source")
 
 CompileFn = Callable[
     [int, torch.dtype, int, torch.dtype, int, bool], "tuple[int, int, int, int] | None"
@@ -96,9 +98,12 @@ class NativeSpec:
     #: Python, which raises eager's error (``leaky_relu_backward`` of an in-place
     #: ``leaky_relu_`` with a negative slope cannot tell the input's sign from the result's)
     is_result_arg: int = -1
-    #: the second operand is a bool mask that broadcasts to self (``masked_fill``'s): any
-    #: other dtype, or a number, goes to Python
-    mask_other: bool = False
+    #: what the second operand may be: ``"operand"`` (a tensor of self's dtype or a
+    #: narrower one of its kind, a 0-dim tensor or a number), ``"mask"`` (a bool tensor
+    #: that broadcasts to self: ``masked_fill``'s) or ``"source"`` (a tensor on self's
+    #: device of self's dtype or a narrower one of its kind, 0-dim included, never a
+    #: number: ``copy_``'s, whose kernel returns it); anything else goes to Python
+    other: str = "operand"
     #: p0 is a fill value: a finite one past self's dtype's range goes to Python, which
     #: raises eager's overflow error
     fill_value: bool = False
@@ -124,8 +129,10 @@ class NativeSpec:
             raise ValueError("choice_arg goes with choices or choice_numbers")
         if not callable(self.compile):
             raise TypeError("compile must be callable")
-        if self.mask_other and self.operands != 2:
-            raise ValueError("a mask is the second operand: operands must be 2")
+        if self.other not in OTHER_KINDS:
+            raise ValueError(f"other is one of {', '.join(OTHER_KINDS)}, not {self.other!r}")
+        if self.other != "operand" and self.operands != 2:
+            raise ValueError(f"a {self.other} is the second operand: operands must be 2")
         if self.compile_strided is not None and not callable(self.compile_strided):
             raise TypeError("compile_strided must be callable or None")
 

@@ -84,6 +84,14 @@ def copy_(self: torch.Tensor, src: Any, non_blocking: bool = False) -> torch.Ten
     return copy_into(self, src)
 
 
+@triton.jit
+def _source(a, b, c, p0, p1):
+    """copy_'s kernel on the C++ gate, which launches self as ``a`` and the source as
+    ``b``: the result is ``b`` (self's load is dead code, and Triton drops it: the sm_90
+    code loads one stream, as the Python path's identity of the source does)."""
+    return b
+
+
 def _overlaps_itself(t: torch.Tensor) -> bool:
     """A stride-0 dimension of size > 1 (expanded tensor): writes would collide."""
     return any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape))
@@ -462,3 +470,8 @@ def cat_out(tensors: Sequence[torch.Tensor], dim: int = 0, *, out: torch.Tensor)
 # clone keeps a strided input's layout (preserve_format), which the strided launch does not
 declare_flat(clone, ("clone.default",), (pointwise.IDENTITY,), 1, none_args=(1,), integers=True,
              strided=False)  # fmt: skip
+# copy_ from a tensor on self's device of self's dtype or a narrower one of its kind (the
+# compute type is then self's, as copy_into's _compute_type picks it); a copy between
+# devices, or one that narrows, goes to Python
+declare_flat(copy_, ("copy_.default",), (_source,), 2, inplace=True, integers=True,
+             other="source")  # fmt: skip

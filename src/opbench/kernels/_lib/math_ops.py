@@ -500,7 +500,7 @@ for _fn, _inplace, _name in (
     (masked_fill_scalar_, True, "masked_fill_.Scalar"),
 ):
     declare_flat(_fn, (_name,), (_masked_fill,), 2, inplace=_inplace, param_args=(2, -1),
-                 mask_other=True, fill_value=True)  # fmt: skip
+                 other="mask", fill_value=True)  # fmt: skip
 # pow of a floating tensor to a number (which keeps its dtype), on CUDA as _pow_float_fn
 # picks: the kernel by the exponent's exact value (CUDA eager's special cases; float16 and
 # bfloat16 have their own), else powf; an integer tensor goes to Python
