@@ -321,3 +321,77 @@ def test_a_read_only_build_is_loaded_from_a_copy(native_on, tmp_path):
     assert "opbench-native-" in loaded_from and not loaded_from.startswith(str(folder))
     assert float(seconds) < 15  # a load, not a 20-30 s build
     assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.iterdir()) == before
+
+
+def _t(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(shape, dtype=dtype)  # no .to(): that copies through copy_
+
+
+#: (op, call, whether the gate launches it): its decisions on CUDA, read on CPU tensors
+#: by dry calls (the gate's CUDA check aside); the values the GPU tests check
+DECISIONS: list[tuple[str, Any, bool]] = [
+    ("add.Tensor", lambda: torch.add(_t(64, 96), _t(64, 96)), True),
+    ("add.Tensor", lambda: torch.add(_t(16, 128, 96), _t(16, 128, 1)), True),  # a row
+    ("add.Tensor", lambda: torch.add(_t(8, 33, 96), _t(96)), True),  # a bias
+    ("add.Tensor", lambda: torch.add(_t(96, 64).t(), _t(64, 96)), False),  # transposed
+    ("add.Tensor", lambda: torch.add(_t(64, 96), _t(64, 96, dtype=torch.float16)), True),
+    ("add.Tensor", lambda: torch.add(_t(64, 96, dtype=torch.float16), _t(64, 96)), False),
+    ("add.Tensor", lambda: torch.add(_t(4097)[1:], _t(4097)[1:]), False),  # misaligned
+    ("mul.Tensor", lambda: torch.mul(_t(64, 96), 0.125), True),  # a wrapped number
+    ("exp.default", lambda: torch.exp(_t(5000, 4)[:, 0]), True),  # a stride-4 view
+    ("clone.default", lambda: torch.clone(_t(64, 96)), True),
+    ("clone.default", lambda: torch.clone(_t(64, 96)[:, :80]), False),  # keeps its layout
+    ("masked_fill.Scalar", lambda: torch.masked_fill(_t(64, 96), _t(64, 1) > 0, -1e4), True),
+    ("masked_fill.Scalar",
+     lambda: torch.masked_fill(_t(64, 96, dtype=torch.float16), _t(64, 96) > 0, 1e6), False),
+    ("masked_fill.Scalar",
+     lambda: torch.masked_fill(_t(64, 96, dtype=torch.float16), _t(64, 96) > 0, -float("inf")),
+     True),
+    ("masked_fill.Scalar",
+     lambda: torch.masked_fill(_t(64, 96), (_t(64, 96) > 0).to(torch.uint8), 0.0), False),
+    ("copy_.default", lambda: _t(64, 96).copy_(_t(64, 96, dtype=torch.float16)), True),
+    ("copy_.default", lambda: _t(64, 96, dtype=torch.float16).copy_(_t(64, 96)), False),
+    ("leaky_relu_backward.default",
+     lambda: torch.ops.aten.leaky_relu_backward(_t(64), _t(64), 0.1, True), True),
+    ("leaky_relu_backward.default",
+     lambda: torch.ops.aten.leaky_relu_backward(_t(64), _t(64), -0.1, True), False),
+    ("pow.Tensor_Scalar", lambda: torch.pow(_t(64, dtype=torch.float16), 3.0), True),
+    ("pow.Tensor_Scalar", lambda: torch.pow(torch.arange(64), 2), False),  # integers
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(DECISIONS)))
+def test_the_gate_decides_which_calls_it_launches(native_on, case):
+    """Each case through a gate armed with the reference backend's declaration, on the
+    CPU key, in dry mode: the answer the judge's dry call reads on a GPU."""
+    from opbench.backends.loader import load_backend, reference_kernels_folder
+    from opbench.backends.native.build import dtype_of_code
+    from opbench.backends.native.gates import arm_native, dispatcher_name, new_gate
+
+    op, call, launches = DECISIONS[case]
+    be = load_backend(str(reference_kernels_folder()), "cpu")
+    spec = NativeSpec.of(be.kernel_for(op), op)
+    gate = new_gate(gate_module(), "aten", op, "CPU")
+    gate.capture_eager()
+    arm_native(gate, op, spec, dtype_of_code())
+    gate.install(dispatcher_name(op))
+    try:
+        gate.set_dry(True, any_device=True)
+        try:
+            call()
+        except (RuntimeError, TypeError):
+            pass  # a dry call returns no tensor, which some Python bindings refuse
+        finally:
+            gate.set_dry(False)
+        assert bool(gate.dry_native()) == launches
+        # the call reaches the gate (a "no" is the gate's, not a call that never got there):
+        # run for real on the CPU, it takes the captured kernel
+        gate.reset_counts()
+        try:
+            call()
+        except RuntimeError:
+            pass  # eager's own refusal (a fill value past float16)
+        counts = gate.counts()
+        assert counts["python"] + counts["declined"] == 1, counts
+    finally:
+        gate.close()

@@ -444,6 +444,8 @@ struct State {
   // dry calls (the judge's worker asking whether a call would be launched here): read
   // the call, run nothing, return an undefined tensor
   std::atomic<bool> dry{false}, dry_native{false};
+  // dry calls on any device read as CUDA ones would (the CPU tests of the decisions)
+  std::atomic<bool> dry_any_device{false};
 
   State(std::string n, c10::OperatorHandle h, c10::DispatchKey k)
       : name(std::move(n)), op(std::move(h)), key(k) {}
@@ -497,7 +499,7 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   const c10::IValue& v0 = stack[base];
   if (!v0.isTensor()) return false;
   const at::Tensor& a = v0.toTensor();
-  if (!a.is_cuda() || a.dim() == 0) return false;
+  if ((!a.is_cuda() && !(dry && s.dry_any_device.load())) || a.dim() == 0) return false;
   bool flat = a.is_contiguous();
   if (!flat && !sp.strided) return false;
   const at::ScalarType a_type = a.scalar_type();
@@ -831,8 +833,12 @@ class Gate {
   }
 
   // While on, every call is dry: read, not run (see State::dry); ``dry_native`` says
-  // whether the last dry call would have been launched natively.
-  void set_dry(bool on) { s_->dry = on; }
+  // whether the last dry call would have been launched natively. ``any_device``: a
+  // call on another device is read as a CUDA one would be (so the CPU tests can ask).
+  void set_dry(bool on, bool any_device) {
+    s_->dry_any_device = on && any_device;
+    s_->dry = on;
+  }
   bool dry_native() const { return s_->dry_native.load(); }
 
   void reset_counts() {
@@ -900,7 +906,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("close", &Gate::close)
       .def("counts", &Gate::counts)
       .def("reset_counts", &Gate::reset_counts)
-      .def("set_dry", &Gate::set_dry)
+      .def("set_dry", &Gate::set_dry, py::arg("on"), py::arg("any_device") = false)
       .def("dry_native", &Gate::dry_native);
   m.def("dtype_code", &dtype_code);
   m.def("set_dtype_names", &set_dtype_names);
