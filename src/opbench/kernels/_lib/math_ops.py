@@ -505,15 +505,22 @@ for _fn, _inplace, _name in (
 # picks: the kernel by the exponent's exact value (CUDA eager's special cases; float16 and
 # bfloat16 have their own), else powf; an integer tensor goes to Python
 _POW_EXPONENTS = (0.0, 1.0, 0.5, -0.5, -1.0, 2.0, 3.0, -2.0)
-_POW_KERNELS = (
-    _ones, IDENTITY, _sqrt, _rsqrt, _reciprocal, _square,
-    {torch.float16: _cube_f16, torch.bfloat16: _cube_bf16, torch.float32: _cube,
-     torch.float64: _cube},
-    {torch.float16: _inv_square_f16, torch.bfloat16: _inv_square_bf16,
-     torch.float32: _inv_square, torch.float64: _inv_square},
-    {torch.float16: _pow_cuda_f16, torch.bfloat16: _pow_cuda_bf16, torch.float32: _pow_cuda,
-     torch.float64: _pow_cuda},
-)  # fmt: skip
+
+
+def _cuda_pow_fn(dtype: torch.dtype, e: float) -> Any:
+    """The kernel :func:`_pow_into` launches on CUDA for a ``dtype`` tensor to ``e`` (NaN:
+    any exponent that is no special case): the gate's table is read from the same rule."""
+    if e == 0:
+        return _ones
+    if e == 1:
+        return IDENTITY
+    return _pow_float_fn(dtype, e, cuda=True)[0]
+
+
+_POW_KERNELS = tuple(
+    {d: _cuda_pow_fn(d, e) for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
+    for e in (*_POW_EXPONENTS, float("nan"))
+)
 for _fn, _inplace, _name in (
     (pow_tensor_scalar, False, "pow.Tensor_Scalar"), (pow_scalar_, True, "pow_.Scalar"),
 ):  # fmt: skip
