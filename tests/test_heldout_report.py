@@ -26,6 +26,9 @@ TESTS = [
     ("relu.default", "((T([4], f16),), {})", 0.010, 0.2, 1.0, None),  # eager under 20 us
     ("mm.default", "((T([1024, 1024], f16), T([1024, 1024], f16)), {})", 0.034, 0.97, 0.95,
      None),
+    ("native_layer_norm.default", "((T([8, 128, 1024], f16), [1024], None, None, 1e-05), {})",
+     0.021, 1.05, 1.2, {"route": "native", "op": "opbench_candidate::native_layer_norm",
+                        "replay": True, "counts": {"native": 40, "python": 0, "replayed": 40}}),
 ]  # fmt: skip
 
 
@@ -54,13 +57,15 @@ def test_the_report_counts_the_slow_host_tests_by_route_and_names_the_lowest(tmp
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((tmp_path / "triton-heldout-h200.json").read_text())
-    assert summary["tests_eager_ge_20us"] == 4  # relu's 10 us call is not counted
+    assert summary["tests_eager_ge_20us"] == 5  # relu's 10 us call is not counted
     by_route = summary["host_by_route_eager_ge_20us"]
     assert by_route["native"]["tests"] == 1 and by_route["python"]["tests"] == 3
+    assert by_route["replay"] == {"tests": 1, "host_geomean": 1.05}
     assert summary["matmul_ge_1gflop"]["tests"] == 1
     md = (tmp_path / "triton-heldout-h200.md").read_text()
     table = md[md.index("Lowest host ratios") :].splitlines()
     rows = [x for x in table if x.startswith("| ") and "---" not in x][1:]
     assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == [
-        "div.Tensor", "mul.Tensor", "mm.default", "add.Tensor"]  # fmt: skip
-    assert rows[1].endswith(f"python: {WHY} |") and rows[3].endswith("| native |")
+        "div.Tensor", "mul.Tensor", "mm.default", "native_layer_norm.default", "add.Tensor"]  # fmt: skip
+    assert rows[1].endswith(f"python: {WHY} |") and rows[4].endswith("| native |")
+    assert rows[3].endswith("| replay |")

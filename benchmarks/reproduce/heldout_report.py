@@ -35,6 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 MATMULS = ("mm.default", "addmm.default", "bmm.default")
 CONVS = ("convolution.default", "convolution_backward.default")
+#: how the worker called a kernel (:func:`_route`)
+ROUTES = ("native", "replay", "python")
 
 
 def _geomean(xs: list[float]) -> float | None:
@@ -50,13 +52,17 @@ def _call_route(details: str | None) -> dict[str, Any]:
 
 
 def _route(details: str | None) -> tuple[str, str]:
-    """``(route, why)``: ``native`` or ``python``, how the worker called the kernel in one
-    test (the test's ``call_route``; runs before 2026-11-30 have none: ``python``), and
-    why a test with a declared native launch was called as its Python function (the
-    worker's words), or ``""``: no declaration, no dry call taken, or the gate."""
+    """``(route, why)``: ``native``, ``replay`` or ``python``, how the worker called the
+    kernel in one test (the test's ``call_route``; runs before 2026-11-30 have none:
+    ``python``): one elementwise launch of the C++ gate, the gate's replay of the Python
+    path's launches (its counts hold replayed calls), or the Python function; and why a
+    test with a declared native launch was called as its Python function (the worker's
+    words), or ``""``: no declaration, no dry call taken, or the gate."""
     route = _call_route(details)
-    return ("native" if route.get("route") == "native" else "python",
-            str(route.get("why") or ""))  # fmt: skip
+    if route.get("route") != "native":
+        return "python", str(route.get("why") or "")
+    replayed = (route.get("counts") or {}).get("replayed", 0)
+    return ("replay" if replayed else "native"), ""
 
 
 def lowest_host(rows: list[dict[str, Any]], n: int = 12) -> list[str]:
@@ -167,7 +173,7 @@ def main() -> int:
                 "tests": sum(r["route"] == route for r in slow_host),
                 "host_geomean": _geomean([r["host"] for r in slow_host if r["route"] == route]),
             }
-            for route in ("native", "python")
+            for route in ROUTES
         },
         "matmul_ge_1gflop": {
             "tests": len(big_mm),
@@ -203,8 +209,10 @@ def main() -> int:
         f"with eager >= 20 us {f(summary['host_geomean_eager_ge_20us'])} (target 0.9); "
         f"on the {summary['tests_eager_device_ge_20us']} whose eager device time is >= 20 us "
         f"{f(summary['host_geomean_eager_device_ge_20us'])}",
-        "- of those, called through the C++ gate: "
+        "- of those, launched by the C++ gate: "
         + _route_line(summary["host_by_route_eager_ge_20us"]["native"])
+        + "; replayed by the gate from the Python path's launches: "
+        + _route_line(summary["host_by_route_eager_ge_20us"]["replay"])
         + "; as Python functions: "
         + _route_line(summary["host_by_route_eager_ge_20us"]["python"]),
         f"- mm/addmm/bmm >= 1 GFLOP: {summary['matmul_ge_1gflop']['tests']} tests, geomean "

@@ -157,6 +157,7 @@ RUNTIME_MODULES = (
     "backends/native/__init__.py",
     "backends/native/build.py",
     "backends/native/gates.py",
+    "backends/native/replay.py",
     "backends/native/spec.py",
     "backends/native/gate.cpp",
 )

@@ -51,6 +51,7 @@ __all__ = [
     "backend",
     "call_counts",
     "reset_counts",
+    "replay_notes",
     "active_backends",
     "registration_notes",
     "default_device",
@@ -270,7 +271,8 @@ class _Registration:
 
     def call_counts(self) -> dict[str, dict[str, int]]:
         """The wrappers' counts with the gates' added: a call launched in C++ is
-        ``served`` (and counted in ``native`` too), one the gate sent to eager ``declined``."""
+        ``served`` (and counted in ``native`` too; in ``replayed`` too where the gate
+        repeated the Python path's launches), one the gate sent to eager ``declined``."""
         out = {}
         for op, d in self.counts.items():
             d = dict(d)
@@ -279,6 +281,7 @@ class _Registration:
                 d["served"] += g["native"]
                 d["declined"] += g["declined"]
                 d["native"] = g["native"]
+                d["replayed"] = g.get("replayed", 0)
             out[op] = d
         return out
 
@@ -388,6 +391,18 @@ def call_counts() -> dict[str, dict[str, int]]:
         if _stack:
             return _merge(r.call_counts() for r in _stack)
         return {k: dict(v) for k, v in _last_counts.items()}
+
+
+def replay_notes() -> dict[str, list[dict[str, object]]]:
+    """Per gated op of the active registrations, what launch replay knows of each call
+    signature it saw (ready, recordings, the recorder's reason for refusing one): why a
+    call stayed a Python call."""
+    with _lock:
+        out: dict[str, list[dict[str, object]]] = {}
+        for r in _stack:
+            for op, gate in r.gates.gates.items():
+                out.setdefault(op, []).extend(gate.replay_notes())
+        return out
 
 
 def reset_counts() -> None:

@@ -34,8 +34,9 @@ from typing import Any
 import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
-from opbench.backends.native.gates import arm_native, dispatcher_name, new_gate
+from opbench.backends.native.gates import arm_native, arm_replay, dispatcher_name, new_gate
 from opbench.backends.native.numbers import has_numbers, rewrapped
+from opbench.backends.native.replay import replay_enabled, wants_replay
 from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
 from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin
@@ -59,6 +60,9 @@ class NativeRoute:
     op: str
     call: Any
     gate: Any
+    #: the gate replays the kernel's launches (``opbench_replay``): a call signature is
+    #: recorded on its first calls (:meth:`prime`) and launched from C++ after
+    replays: bool = False
 
     def entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[..., Any]:
         """What a test's calls go through: :attr:`call`, or, where the test passes a
@@ -92,10 +96,29 @@ class NativeRoute:
             self.gate.set_dry(False)
         return bool(self.gate.dry_native())
 
+    def prime(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Record this call's launches for replay: the call is made through the gate (on
+        the probe's own tensors) until the gate has two recordings that agree, at most
+        :data:`PRIME_CALLS` times; True once the gate replays it. A call that raises is
+        left to the trials, which see the same error."""
+        for _ in range(PRIME_CALLS):
+            if self.launches_natively(args, kwargs):
+                return True
+            try:
+                self.entry(args, kwargs)(*args, **kwargs)
+            except Exception:  # the trials report it
+                return False
+        return self.launches_natively(args, kwargs)
+
     def counts(self) -> dict[str, int]:
-        """The gate's ``native`` and ``python`` calls since the last :meth:`reset`."""
+        """The gate's ``native`` (of them ``replayed``) and ``python`` calls since the
+        last :meth:`reset`."""
         c = self.gate.counts()
-        return {"native": int(c["native"]), "python": int(c["python"])}
+        return {
+            "native": int(c["native"]),
+            "python": int(c["python"]),
+            "replayed": int(c.get("replayed", 0)),
+        }
 
     def trials_were_native(self) -> bool:
         """Every call since the last :meth:`reset` was launched in C++. A call that
@@ -107,7 +130,7 @@ class NativeRoute:
     def describe(self, gated: bool) -> dict[str, Any]:
         """What the worker reports: the route its judged and timed calls took."""
         if gated:
-            return {"route": "native", "op": candidate_twin(self.op)}
+            return {"route": "native", "op": candidate_twin(self.op), "replay": self.replays}
         foreign = self.foreign()
         why = (
             f"a kernel was registered on the twin while judged: {foreign[0]}"
@@ -125,6 +148,10 @@ class NativeRoute:
         timing."""
         return foreign_kernels(self.call.name())
 
+
+#: calls that record a signature for replay before the trials (two must agree; a first
+#: call that compiles or tunes launches more than the next)
+PRIME_CALLS = 4
 
 #: where the twin's own kernels are registered: the gate, and the definition's Python kernel
 _OURS = ("opbench/backends/native/gate.cpp", "opbench/instrument/native_calls.py")
@@ -195,7 +222,8 @@ class NativeCalls:
         except ValueError as e:  # a malformed declaration: the Python function is judged
             self.notes[op] = str(e)
             return None
-        if spec is None:
+        replays = wants_replay(kernel) and replay_enabled() and self.key == "CUDA"
+        if spec is None and not replays:
             return None
         module = gate_module()
         if module is None:
@@ -217,11 +245,14 @@ class NativeCalls:
         gate.capture_eager()
         gate.set_policy("python", "all", {}, True)
         gate.set_policy("native", "all", {}, True)
-        arm_native(gate, op, spec, dtype_of_code())
+        if spec is not None:
+            arm_native(gate, op, spec, dtype_of_code())
+        if replays:
+            arm_replay(gate, dtype_of_code())
         gate.install(dispatcher_name(op))
         name, _, overload = op.partition(".")
         packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)
-        route = NativeRoute(op, getattr(packet, overload or "default"), gate)
+        route = NativeRoute(op, getattr(packet, overload or "default"), gate, replays)
         foreign = route.foreign()
         if foreign:
             self.notes[op] = f"another kernel is registered on the twin: {foreign[0]}; not gated"
@@ -270,6 +301,8 @@ def judge_with_route(
         native.drop(op)
         route = None
     probe = probe_args() if route is not None else None
+    if route is not None and probe is not None and route.replays:
+        route.prime(*probe)
     if route is not None and probe is not None and route.launches_natively(*probe):
         entry = route.entry(*probe)
         route.reset()

@@ -2,7 +2,8 @@
 backend's Python wrappers, their counts, and removing them.
 
 An operator gets a gate where it pays: on CUDA for a kernel that declares a native launch
-(:class:`~opbench.backends.native.spec.NativeSpec`), and on any device where the serve
+(:class:`~opbench.backends.native.spec.NativeSpec`) or asks for its launches to be
+replayed (:mod:`~opbench.backends.native.replay`), and on any device where the serve
 policy's answer depends on the call's shape class (the gate then sends the declined calls
 to eager's kernel without entering Python). Every other operator keeps the Python wrapper
 alone. Without the extension (:func:`~opbench.backends.native.build.gate_module` is None)
@@ -17,10 +18,18 @@ from typing import Any
 import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
+from opbench.backends.native.replay import Recorder, replay_enabled, wants_replay
 from opbench.backends.native.spec import OTHER_KINDS, NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
-__all__ = ["GateSet", "arm_native", "dispatcher_name", "native_compiler", "new_gate"]
+__all__ = [
+    "GateSet",
+    "arm_native",
+    "arm_replay",
+    "dispatcher_name",
+    "native_compiler",
+    "new_gate",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +44,9 @@ class GateSet:
         self.native = native
         self.module: Any = None
         self.gates: dict[str, Any] = {}
-        #: op -> (its gate, its native spec, the policy's host and device verdicts)
+        #: op -> (its gate, its native spec, the policy's host and device verdicts, replay)
         self._pending: dict[
-            str, tuple[Any, NativeSpec | None, OpPolicy | None, OpPolicy | None]
+            str, tuple[Any, NativeSpec | None, OpPolicy | None, OpPolicy | None, bool]
         ] = {}
         self._codes: dict[int, torch.dtype] = {}
         #: why no gate was installed where one was wanted (once per registration)
@@ -59,7 +68,8 @@ class GateSet:
         if not self.native:  # the Python path alone, on purpose
             return False
         spec = self.native_spec(op, kernel)
-        if spec is None and (entry is None or (entry.uniform and entry.serve)):
+        replay = self.key == "CUDA" and wants_replay(kernel) and replay_enabled()
+        if spec is None and not replay and (entry is None or (entry.uniform and entry.serve)):
             return False
         if self.module is None:
             self.module = gate_module()
@@ -69,16 +79,18 @@ class GateSet:
             self._codes = dtype_of_code()
         gate = new_gate(self.module, "aten", op, self.key)
         gate.capture_eager()
-        self._pending[op] = (gate, spec, entry, native_entry)
+        self._pending[op] = (gate, spec, entry, native_entry, replay)
         return True
 
     def install(self, op: str, dispatcher_name: str) -> None:
         """Put the prepared gate of ``op`` over the wrapper registered since."""
-        gate, spec, entry, native_entry = self._pending.pop(op)
+        gate, spec, entry, native_entry, replay = self._pending.pop(op)
         gate.set_policy("python", *_verdict(entry))
         if spec is not None:
             gate.set_policy("native", *_verdict(native_entry))
             arm_native(gate, op, spec, self._codes)
+        if replay:
+            arm_replay(gate, self._codes)
         gate.install(dispatcher_name)
         self.gates[op] = gate
 
@@ -137,6 +149,12 @@ def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtyp
         compile=native_compiler(op, spec.compile, codes),
         compile_strided=None if strided is None else native_compiler(op, strided, codes),
     )
+
+
+def arm_replay(gate: Any, codes: dict[int, torch.dtype]) -> None:
+    """Have ``gate`` replay the launches of the calls its Python path serves."""
+    code_of = {dtype: code for code, dtype in codes.items()}
+    gate.set_replay(Recorder(code_of.__getitem__))
 
 
 def native_compiler(op: str, compile: Any, codes: dict[int, torch.dtype]) -> Any:

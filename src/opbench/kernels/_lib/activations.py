@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import exp_f, expm1_f, sigmoid_f, tanh_f
-from opbench.kernels._lib.native_launch import declare_flat
+from opbench.kernels._lib.native_launch import declare_flat, declare_replay
 from opbench.kernels._lib.pointwise import backward_op, elementwise, unary
 from opbench.kernels._lib.pointwise_rules import check_number, require_float, result_type
 
@@ -451,3 +451,46 @@ declare_flat(leaky_relu_, ("leaky_relu_.default",), (_leaky_relu,), 1, inplace=T
 # refuses it, so those calls go to Python, which raises its error
 declare_flat(leaky_relu_backward, ("leaky_relu_backward.default",), (_leaky_relu_backward,), 2,
              param_args=(2, -1), is_result_arg=3)  # fmt: skip
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    elu,
+    elu_,
+    elu_backward,
+    elu_out,
+    gelu,
+    gelu_,
+    gelu_backward,
+    gelu_out,
+    hardsigmoid,
+    hardsigmoid_,
+    hardsigmoid_backward,
+    hardsigmoid_out,
+    hardswish,
+    hardswish_,
+    hardswish_backward,
+    hardswish_out,
+    hardtanh,
+    hardtanh_,
+    hardtanh_backward,
+    hardtanh_out,
+    leaky_relu,
+    leaky_relu_,
+    leaky_relu_backward,
+    leaky_relu_out,
+    relu,
+    relu_,
+    sigmoid,
+    sigmoid_,
+    sigmoid_backward,
+    sigmoid_out,
+    silu,
+    silu_,
+    silu_backward,
+    silu_out,
+    tanh,
+    tanh_,
+    tanh_backward,
+    tanh_out,
+    threshold_backward,
+)

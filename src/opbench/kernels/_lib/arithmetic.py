@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import ON_GPU, libdevice
-from opbench.kernels._lib.native_launch import declare_flat
+from opbench.kernels._lib.native_launch import declare_flat, declare_replay
 from opbench.kernels._lib.pointwise import elementwise, unary
 from opbench.kernels._lib.pointwise_rules import check_number, dtype_name, result_type
 
@@ -239,3 +239,25 @@ declare_flat(div_, ("div_.Tensor", "div_.Scalar"), (_divide,), 2, inplace=True)
 declare_flat(neg, ("neg.default",), (_neg,), 1, integers=True)
 declare_flat(rsub, ("rsub.Tensor", "rsub.Scalar"), (_rsub,), 2, param_args=(2, -1),
              param_defaults=(1.0, 0.0), integers=True)  # fmt: skip
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    add,
+    add_,
+    add_out,
+    div,
+    div_,
+    div_out,
+    mul,
+    mul_,
+    mul_out,
+    neg,
+    neg_,
+    neg_out,
+    rsub,
+    sub,
+    sub_,
+    sub_out,
+    where,
+    where_out,
+)

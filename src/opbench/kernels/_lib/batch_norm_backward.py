@@ -31,6 +31,7 @@ from opbench.kernels._lib.batch_norm import (
     rows_strides,
 )
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, remember
+from opbench.kernels._lib.native_launch import declare_replay
 from opbench.kernels._lib.norm import compute_types, inv_sqrt, sum_f
 from opbench.kernels._lib.pointwise import index_type
 
@@ -445,3 +446,7 @@ def batch_norm_backward(
         if d_dst is not dx:
             dx.copy_(d_dst)  # type: ignore[union-attr]
     return dx, dw, db
+
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(batch_norm_backward)

@@ -41,6 +41,7 @@ from opbench.kernels._lib.conv_pointwise import _pointwise, pointwise_weight_gra
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
+from opbench.kernels._lib.native_launch import declare_replay
 
 __all__ = ["convolution_backward"]
 
@@ -207,3 +208,7 @@ def convolution_backward(
     if want_gb:
         gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())])
     return gi, gw, gb
+
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(convolution_backward)

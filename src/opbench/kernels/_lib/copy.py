@@ -26,7 +26,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
-from opbench.kernels._lib.native_launch import declare_flat
+from opbench.kernels._lib.native_launch import declare_flat, declare_replay
 from opbench.kernels._lib.pointwise_kernels import unravel
 from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
@@ -475,3 +475,12 @@ declare_flat(clone, ("clone.default",), (pointwise.IDENTITY,), 1, none_args=(1,)
 # devices, or one that narrows, goes to Python
 declare_flat(copy_, ("copy_.default",), (_source,), 2, inplace=True, integers=True,
              other="source")  # fmt: skip
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    cat,
+    cat_out,
+    clone,
+    clone_out,
+    copy_,
+)

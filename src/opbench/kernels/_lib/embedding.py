@@ -59,6 +59,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2, remember
+from opbench.kernels._lib.native_launch import declare_replay
 from opbench.kernels._lib.reduction import (
     _MAX_COMBINE,
     merge_side,
@@ -482,3 +483,7 @@ def _backward_plan(
         cast = ((cdiv(n, FLAT_BLOCK),), n // cvec, cvec)
     launch = (False, grid, tail, consts, count, cast, copy_g, copy_idx)
     return shape, acc_dtype, dtype, launch
+
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(embedding, embedding_dense_backward)

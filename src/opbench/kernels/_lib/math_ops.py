@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.device_math import ON_GPU, exp_f, libdevice, log_f
-from opbench.kernels._lib.native_launch import declare_flat
+from opbench.kernels._lib.native_launch import declare_flat, declare_replay
 from opbench.kernels._lib.pointwise import IDENTITY, elementwise
 from opbench.kernels._lib.pointwise_rules import check_number, result_type
 
@@ -533,3 +533,32 @@ for _fn, _inplace, _name in (
 for _fn, _inplace, _name in ((clamp, False, "clamp.default"), (clamp_, True, "clamp_.default")):
     declare_flat(_fn, (_name,), (_clamp_bounds,), 1, inplace=_inplace, param_args=(1, 2),
                  params_required=True, integers=True)  # fmt: skip
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    clamp,
+    clamp_,
+    clamp_out,
+    exp,
+    exp_,
+    exp_out,
+    masked_fill_scalar,
+    masked_fill_scalar_,
+    masked_fill_scalar_out,
+    maximum,
+    maximum_out,
+    minimum,
+    minimum_out,
+    pow_scalar_,
+    pow_tensor_scalar,
+    pow_tensor_scalar_out,
+    reciprocal,
+    reciprocal_,
+    reciprocal_out,
+    rsqrt,
+    rsqrt_,
+    rsqrt_out,
+    sqrt,
+    sqrt_,
+    sqrt_out,
+)

@@ -79,6 +79,7 @@ from opbench.kernels._lib.matmul_pointer import (
 from opbench.kernels._lib.matmul_rule import in_domain, layout_class, ranked
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
+from opbench.kernels._lib.native_launch import declare_replay
 
 __all__ = [
     "addmm", "baddbmm", "bmm", "matmul_into", "matmul_ruled_into", "mm",
@@ -497,3 +498,12 @@ def _check_scalars(alpha: Any, beta: Any) -> None:
     for s in (alpha, beta):
         if isinstance(s, complex) or isinstance(s, torch.Tensor):
             raise NotImplementedError("complex or tensor alpha/beta: no Triton kernel here")
+
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    addmm,
+    baddbmm,
+    bmm,
+    mm,
+)

@@ -35,7 +35,13 @@ from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.pointwise import ABSENT, ELEMENT, NUMBER, TENSOR
 from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _strided_kernel
 
-__all__ = ["declare_flat", "flat_compiler", "ptx_param_count", "strided_compiler"]
+__all__ = [
+    "declare_flat",
+    "declare_replay",
+    "flat_compiler",
+    "ptx_param_count",
+    "strided_compiler",
+]
 
 #: compiled variants, kept so Triton never unloads a module the gate holds a handle to
 _KEEP: list[Any] = []
@@ -168,3 +174,14 @@ def declare_flat(
         "max_block": pointwise.BLOCK,
         **kw,
     }
+
+
+def declare_replay(*fns: Any) -> None:
+    """Ask the C++ gate to replay the launches of ``fns``' calls
+    (:mod:`opbench.backends.native.replay`): an op of several launches, or an elementwise
+    call its native launch does not take (a transposed operand, mixed dtypes), then costs
+    a model its launches alone once a call signature has been seen twice. The reference
+    backend declares it on every op function: the recorder refuses, per signature, any
+    call whose launches it cannot repeat exactly."""
+    for fn in fns:
+        fn.opbench_replay = True

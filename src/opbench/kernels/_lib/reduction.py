@@ -45,6 +45,7 @@ import triton
 
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
+from opbench.kernels._lib.native_launch import declare_replay
 from opbench.kernels._lib.pointwise import index_type
 
 # re-exported: softmax, softmax_long, embedding, the benchmarks and the tests import the
@@ -589,3 +590,18 @@ def amax_out(
     self: torch.Tensor, dim: Any = (), keepdim: bool = False, *, out: torch.Tensor
 ) -> torch.Tensor:
     return _amax(self, dim, keepdim, out)
+
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    amax,
+    amax_out,
+    mean_default,
+    mean_dim,
+    mean_dtype_out,
+    mean_out,
+    sum_default,
+    sum_dim,
+    sum_dim_out,
+    sum_out,
+)

@@ -47,6 +47,7 @@ import triton.language as tl
 from opbench.kernels._lib import softmax_long as long_rows
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
+from opbench.kernels._lib.native_launch import declare_replay
 from opbench.kernels._lib.pointwise import index_type
 from opbench.kernels._lib.pointwise_rules import destination
 from opbench.kernels._lib.reduction import vec_of
@@ -478,3 +479,16 @@ def log_softmax_backward_data_out(
     out: torch.Tensor,
 ) -> torch.Tensor:
     return _backward_op(grad_output, output, dim, input_dtype, out, True)
+
+
+# the gate repeats these functions' launches (native_launch.declare_replay)
+declare_replay(
+    log_softmax,
+    log_softmax_backward_data,
+    log_softmax_backward_data_out,
+    log_softmax_out,
+    softmax,
+    softmax_backward_data,
+    softmax_backward_data_out,
+    softmax_out,
+)

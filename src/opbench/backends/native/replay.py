@@ -1,0 +1,427 @@
+"""Recording a kernel's Python call as launches the C++ gate can repeat without Python.
+
+Why: an op of several launches (a norm's statistics and its output, a split-K product and
+its sum, a weight gradient's partials) cannot be declared as one elementwise launch
+(:class:`~opbench.backends.native.spec.NativeSpec`), so every call of it entered Python:
+on the held-out H200 run at 474f074 such calls read host 0.42-0.65 of eager
+(``native_batch_norm_backward`` 131 us a call where eager took 55 and the GPU 24). Yet for
+one call signature (every tensor's dtype, shape, strides, offset and alignment, every
+number) the Python path makes the same launches every time: the same kernels, grids and
+numbers, on addresses that are the call's tensors or tensors it allocated. The gate
+(``gate.cpp``, the ``replay`` section) records those launches on a signature's first calls
+and repeats them from then on: it allocates the same buffers, launches the same kernels
+with ``cuLaunchKernel`` and returns the same views, at the cost of the launches alone.
+
+What is recorded, by :class:`Recorder` while the gate runs the Python function:
+
+* every Triton launch, from the compiled kernel's ``launch_metadata`` (which the launch
+  paths call once a launch hook is installed; opbench's lanes and direct launches step
+  aside then): the kernel, its grid and its arguments, checked against the kernel's
+  signature and its PTX parameter count;
+* every PyTorch call, through a dispatch mode: allocations (``empty``, ``empty_strided``,
+  ``new_empty``, ``zeros`` ...) become buffers, views are free, ``zero_`` of a whole buffer
+  is a memset; anything else (a copy, a PyTorch kernel, reading a value with ``.item()``)
+  makes the signature unrepeatable.
+
+A recording is refused, and the call stays a Python call, wherever a launch reads an
+address that is neither one of the call's tensors nor a buffer it allocated (a cache kept
+between calls), passes an integer that falls inside one of those tensors (an address
+computed in Python), uses a tensor descriptor, scratch memory, clusters or cooperative
+launch, or where an output is not a view of a buffer or an input itself. The gate repeats
+a signature only after two recordings in a row came out the same (a first call that
+tunes or compiles launches more than the next), so an integer that moved with the
+addresses of the call is caught too where the addresses moved.
+
+The plan handed to the gate (plain tuples; codes as ``gate.cpp`` reads them)::
+
+    (buffers, steps, outputs)
+    buffers: (sizes, strides, dtype code, zeroed)
+    steps:   (LAUNCH, function, grid x, y, z, warps, shared bytes, args) | (ZERO, buffer)
+    args:    (RAW, 0, bits) | (INPUT, i, byte offset) | (BUFFER, j, byte offset)
+    outputs: (NONE, 0, 0, (), ()) | (INPUT, i, 0, (), ()) | (BUFFER, j, offset, sizes, strides)
+
+``i`` counts the call's tensors in argument order (a list's tensors in place), as the
+gate hands them to :meth:`Recorder.begin`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = [
+    "ATTRIBUTE",
+    "Recorder",
+    "launch_handle",
+    "ptx_param_count",
+    "raw_bits",
+    "replay_enabled",
+    "wants_replay",
+]
+
+#: the attribute of a kernel function that asks for replay (``fn.opbench_replay = True``)
+ATTRIBUTE = "opbench_replay"
+#: step and argument kinds, as ``gate.cpp`` reads them
+LAUNCH, ZERO = 0, 1
+RAW, INPUT, BUFFER = 0, 1, 2
+NONE = 0
+#: the key of a launch's ticket in its launch metadata
+_TICKET = "opbench_replay"
+_ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\((.*?)\)", re.S)
+
+aten = torch.ops.aten
+#: calls that allocate (their result becomes a buffer of the plan) and whether it is zeroed
+_ALLOCATIONS: dict[Any, bool] = {
+    aten.empty.memory_format: False,
+    aten.empty_strided.default: False,
+    aten.empty_like.default: False,
+    aten.new_empty.default: False,
+    aten.new_empty_strided.default: False,
+    aten.zeros.default: True,
+    aten.new_zeros.default: True,
+    aten.zeros_like.default: True,
+}
+#: calls that make a view (no work on the device)
+_VIEWS = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.as_strided.default,
+    aten.expand.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.unsqueeze.default,
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.alias.default,
+    aten.detach.default,
+    aten.split.Tensor,
+    aten.split_with_sizes.default,
+    aten.unbind.int,
+    aten.diagonal.default,
+    aten.unfold.default,
+    aten.view.dtype,
+}
+_ZEROES = {aten.zero_.default}
+#: Triton's scalar types: their size in bytes, and how a value is packed
+_INTS = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u1": 1, "u8": 1, "u16": 2,
+         "u32": 4, "u64": 8}  # fmt: skip
+_FLOATS = {"fp32": "<f", "fp64": "<d"}
+
+
+def replay_enabled() -> bool:
+    """False when ``OPBENCH_REPLAY=0`` (or ``off``/``false``/``no``) turns replay off:
+    every call a gate hands to Python then runs the Python function."""
+    return os.environ.get("OPBENCH_REPLAY", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def wants_replay(kernel: Any) -> bool:
+    """Whether ``kernel`` (a backend's function for one op) asks the gate to replay it."""
+    return getattr(kernel, ATTRIBUTE, False) is True
+
+
+def ptx_param_count(ptx: str) -> int:
+    """The parameter count of the (only) kernel entry in ``ptx``."""
+    m = _ENTRY.search(ptx)
+    if m is None:
+        raise ValueError("no .entry in the PTX")
+    return m.group(1).count(".param")
+
+
+#: compiled kernels a gate holds a handle to, kept so Triton never unloads their modules
+_KEEP: dict[int, Any] = {}
+
+
+def launch_handle(kernel: Any, least: int) -> tuple[int, int, int, int] | None:
+    """``(function, warps, shared, params)`` of a compiled Triton kernel, loaded in the
+    current context and kept; None for a launch that a plain ``cuLaunchKernel`` does not
+    make (clusters, scratch memory, cooperative or programmatic launch) or a kernel of
+    fewer than ``least`` parameters."""
+    kernel._init_handles()
+    meta = kernel.metadata
+    if (
+        getattr(meta, "num_ctas", 1) != 1
+        or getattr(meta, "global_scratch_size", 0)
+        or getattr(meta, "profile_scratch_size", 0)
+        or getattr(meta, "launch_cooperative_grid", False)
+        or getattr(meta, "launch_pdl", False)
+    ):
+        return None
+    params = ptx_param_count(kernel.asm["ptx"])
+    if params < least:
+        return None
+    _KEEP[id(kernel)] = kernel
+    return int(kernel.function), int(meta.num_warps), int(meta.shared), params
+
+
+def raw_bits(ty: str, value: Any) -> int | None:
+    """The bits of a scalar argument of Triton type ``ty``, as its launcher packs them
+    (little-endian, in a 64-bit slot); None for a type not replayed (fp16/bf16 scalars)."""
+    if ty in _INTS:
+        size = _INTS[ty]
+        return int(value) & ((1 << (8 * size)) - 1)
+    if ty in _FLOATS:
+        packed = struct.pack(_FLOATS[ty], float(value))
+        return int.from_bytes(packed.ljust(8, b"\0"), "little")
+    return None
+
+
+class Unrepeatable(Exception):
+    """Why a recording cannot be replayed."""
+
+
+class _Region:
+    """An address range a launch may read: one of the call's tensors, or a buffer."""
+
+    def __init__(self, kind: int, index: int, base: int, start: int, end: int) -> None:
+        self.kind, self.index, self.base, self.start, self.end = kind, index, base, start, end
+
+    def holds(self, p: int) -> bool:
+        return self.start <= p < self.end
+
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    start = s.data_ptr()
+    return start, start + s.nbytes()
+
+
+class _Watch(TorchDispatchMode):
+    """Every PyTorch call of the recorded function: allocations become buffers."""
+
+    def __init__(self, recording: _Recording) -> None:
+        super().__init__()
+        self.rec = recording
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        rec = self.rec
+        if rec.why is not None or func in _VIEWS:
+            return out
+        if func in _ALLOCATIONS:
+            if isinstance(out, torch.Tensor) and out.device.type == rec.device_type:
+                rec.buffer(out, zeroed=_ALLOCATIONS[func])
+            else:
+                rec.refuse(f"{func} allocated off the call's device")
+        elif func in _ZEROES:
+            rec.zero(args[0])
+        else:
+            rec.refuse(f"the function called {func}")
+        return out
+
+
+class _Recording:
+    """One call's record (see :class:`Recorder`)."""
+
+    def __init__(self, inputs: Sequence[torch.Tensor | None], device_type: str) -> None:
+        self.device_type = device_type
+        self.why: str | None = None
+        self.thread = threading.get_ident()
+        self.inputs = list(inputs)
+        self.regions: list[_Region] = []
+        for i, t in enumerate(inputs):
+            if (
+                isinstance(t, torch.Tensor)
+                and t.device.type == device_type
+                and t.untyped_storage().nbytes()
+            ):
+                start, end = _storage_range(t)
+                self.regions.append(_Region(INPUT, i, t.data_ptr(), start, end))
+        self.buffers: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, bool]] = []
+        self.buffer_tensors: list[torch.Tensor] = []
+        self.steps: list[tuple] = []
+        self.pending: dict[int, tuple] = {}  # launch_metadata seen, launch not yet
+        self.tickets = itertools.count(1)
+
+    def refuse(self, why: str) -> None:
+        if self.why is None:
+            self.why = why
+
+    def buffer(self, t: torch.Tensor, zeroed: bool) -> None:
+        if t.storage_offset() != 0 or t.untyped_storage().data_ptr() != t.data_ptr():
+            self.refuse("an allocation that is a view")
+            return
+        j = len(self.buffers)
+        self.buffers.append((tuple(t.shape), tuple(t.stride()), t.dtype, zeroed))
+        self.buffer_tensors.append(t)
+        start, end = _storage_range(t)
+        if end > start:
+            # newest first: an address freed and allocated again is the newer buffer's
+            self.regions.insert(0, _Region(BUFFER, j, start, start, end))
+
+    def zero(self, t: torch.Tensor) -> None:
+        for j, b in enumerate(self.buffer_tensors):
+            if (
+                t.data_ptr() == b.data_ptr()
+                and t.is_contiguous()
+                and t.numel() * t.element_size() == b.untyped_storage().nbytes()
+            ):
+                self.steps.append((ZERO, j))
+                return
+        self.refuse("zero_ of a tensor that is not a whole buffer")
+
+    def address(self, p: int) -> tuple[int, int, int]:
+        for r in self.regions:
+            if r.holds(p):
+                return (r.kind, r.index, p - r.base)
+        raise Unrepeatable(f"a launch reads address {p:#x}, outside the call's tensors")
+
+    def launch_seen(self, kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> int:
+        """Note a launch about to be made; returns its ticket for the enter hook."""
+        ticket = next(self.tickets)
+        if self.why is None:
+            try:
+                self.pending[ticket] = self._launch(kernel, grid, args)
+            except Unrepeatable as e:
+                self.refuse(str(e))
+        return ticket
+
+    def launched(self, ticket: int | None) -> None:
+        if ticket is None:
+            self.refuse("a launch that did not go through launch_metadata")
+            return
+        step = self.pending.pop(ticket, None)
+        if step is not None:
+            self.steps.append(step)
+
+    def _launch(self, kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> tuple:
+        src = getattr(kernel, "src", None)
+        signature = getattr(src, "signature", None)
+        if not isinstance(signature, dict) or len(signature) != len(args):
+            raise Unrepeatable("a kernel whose signature does not match its arguments")
+        packed: list[tuple[int, int, int]] = []
+        for ty, value in zip(signature.values(), args):
+            if not isinstance(ty, str):
+                raise Unrepeatable(f"a tuple argument ({ty})")
+            if ty == "constexpr":
+                continue
+            if ty.startswith("*"):
+                p = value if isinstance(value, int) else getattr(value, "data_ptr", lambda: None)()
+                if not isinstance(p, int):
+                    raise Unrepeatable(f"a pointer argument of type {type(value).__name__}")
+                packed.append((RAW, 0, 0) if p == 0 else self.address(p))
+                continue
+            bits = raw_bits(ty, value)
+            if bits is None:
+                raise Unrepeatable(f"an argument of type {ty}")
+            if ty in ("i64", "u64") and any(r.holds(int(value)) for r in self.regions):
+                raise Unrepeatable("an integer argument that is an address of the call")
+            packed.append((RAW, 0, bits))
+        handle = launch_handle(kernel, len(packed))
+        if handle is None:
+            raise Unrepeatable(f"{kernel.name}: a launch cuLaunchKernel does not make")
+        function, warps, shared, params = handle
+        if params > len(packed) + 2:
+            raise Unrepeatable(f"{kernel.name}: {params} parameters for {len(packed)} arguments")
+        packed += [(RAW, 0, 0)] * (params - len(packed))  # Triton's scratch pointers: null
+        g = [int(x) for x in grid] + [1, 1]
+        return (LAUNCH, function, g[0], g[1], g[2], warps, shared, tuple(packed))
+
+    def output(self, t: Any, same: int) -> tuple:
+        """An output: None, the call's tensor ``same`` itself (the gate compares the
+        tensors in C++), or a view of a buffer."""
+        if same >= 0:
+            return (INPUT, same, 0, (), ())
+        if t is None:
+            return (NONE, 0, 0, (), ())
+        if not isinstance(t, torch.Tensor):
+            raise Unrepeatable(f"an output of type {type(t).__name__}")
+        for j, b in enumerate(self.buffer_tensors):
+            if t.untyped_storage().data_ptr() == b.untyped_storage().data_ptr():
+                if t.dtype != b.dtype:
+                    raise Unrepeatable("an output viewed as another dtype")
+                return (BUFFER, j, t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        raise Unrepeatable("an output that is neither an input nor a buffer of the call")
+
+
+class Recorder:
+    """What the gate calls around the Python function on a signature it has not repeated
+    yet: :meth:`begin` with the call's tensors, then :meth:`end` with its outputs (the
+    plan, or ``(None, why)``), or :meth:`abort` when the function raised."""
+
+    def __init__(self, dtype_code: Callable[[torch.dtype], int], device_type: str = "cuda") -> None:
+        self._code = dtype_code
+        self._device_type = device_type  # "cpu" in the CPU tests of the record
+        self._rec: _Recording | None = None
+        self._mode: _Watch | None = None
+        self._saved: Any = None
+
+    def begin(self, inputs: Sequence[torch.Tensor | None]) -> None:
+        from triton import knobs
+        from triton.compiler.compiler import CompiledKernel
+
+        rec = _Recording(inputs, self._device_type)
+        self._rec = rec
+        tag = f"{_TICKET}-{id(rec)}"  # a recording's own key: another may record inside it
+        original = CompiledKernel.launch_metadata
+
+        def launch_metadata(kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
+            meta = original(kernel, grid, stream, *args)
+            if threading.get_ident() != rec.thread:
+                return meta
+            ticket = rec.launch_seen(kernel, grid, args)
+            data = getattr(meta, "data", None)
+            if isinstance(data, dict):  # Triton's LazyDict: the hook receives it whole
+                data[tag] = ticket
+            else:
+                rec.refuse("launch metadata without a LazyDict")
+            return meta
+
+        def enter_hook(meta: Any) -> None:
+            if threading.get_ident() == rec.thread:
+                data = getattr(meta, "data", None)
+                rec.launched(data.get(tag) if isinstance(data, dict) else None)
+
+        CompiledKernel.launch_metadata = launch_metadata  # type: ignore[method-assign]
+        knobs.runtime.launch_enter_hook.add(enter_hook)
+        self._saved = (CompiledKernel, original, knobs, enter_hook)
+        self._mode = _Watch(rec)
+        self._mode.__enter__()
+
+    def _restore(self) -> _Recording | None:
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+        if self._saved is not None:
+            kernel_cls, original, knobs, hook = self._saved
+            kernel_cls.launch_metadata = original
+            knobs.runtime.launch_enter_hook.remove(hook)
+            self._saved = None
+        rec, self._rec = self._rec, None
+        return rec
+
+    def abort(self) -> None:
+        self._restore()
+
+    def end(self, outputs: Sequence[torch.Tensor | None], same: Sequence[int]) -> tuple:
+        """The plan of the call that returned ``outputs`` (``same[k]``: the index of the
+        call's tensor that output ``k`` is, or -1), or ``(None, why)``."""
+        rec = self._restore()
+        if rec is None:
+            return (None, "no recording")
+        if rec.why is None and rec.pending:
+            rec.refuse("a launch that was prepared and not made")
+        if rec.why is None and not rec.steps:
+            rec.refuse("no launch")
+        try:
+            outs = tuple(rec.output(t, k) for t, k in zip(outputs, same))
+        except Unrepeatable as e:
+            rec.refuse(str(e))
+        if rec.why is not None:
+            return (None, rec.why)
+        buffers = tuple(
+            (sizes, strides, self._code(dtype), zeroed)
+            for sizes, strides, dtype, zeroed in rec.buffers
+        )
+        return ((buffers, tuple(rec.steps), outs), "")

@@ -1,0 +1,206 @@
+"""The recorder behind the C++ gate's launch replay (``opbench.backends.native.replay``),
+on the CPU: what it makes of a call's launches and PyTorch calls, and what it refuses.
+
+A launch is made here as Triton's launch paths make one: the compiled kernel's
+``launch_metadata`` (which the recorder patches while it records), then the launch enter
+hook with that metadata (which Triton's C launcher calls). The kernel is a stand-in with
+the attributes of Triton's ``CompiledKernel`` that the recorder reads (its signature, its
+PTX's parameters, its metadata): a real one needs a GPU to load, and
+``tests/kernels/test_replay.py`` replays real kernels there.
+"""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from triton import knobs  # noqa: E402
+from triton.compiler.compiler import CompiledKernel  # noqa: E402
+
+from opbench.backends.native import replay  # noqa: E402
+from opbench.backends.native.replay import BUFFER, INPUT, LAUNCH, NONE, RAW, ZERO  # noqa: E402
+
+CODES = {torch.float32: 6, torch.float16: 5, torch.int32: 3}
+
+
+class Kernel:
+    """Stands in for a compiled Triton kernel: its signature and PTX entry."""
+
+    def __init__(self, signature: dict[str, str], scratch: int = 2, **meta: Any) -> None:
+        self.src = SimpleNamespace(signature=signature)
+        self.name = "k"
+        self.function = 0xF00D
+        params = sum(t != "constexpr" for t in signature.values()) + scratch
+        self.asm = {"ptx": ".entry k(" + ", ".join(f".param .u64 p{i}" for i in range(params)) + ")"}
+        self.metadata = SimpleNamespace(num_warps=4, shared=1024, num_ctas=1, **meta)
+
+    def _init_handles(self) -> None:
+        pass
+
+
+SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "alpha": "fp32", "BLOCK": "constexpr"}
+
+
+def launch(kernel: Kernel, grid: tuple[int, ...], *args: Any, made: bool = True) -> None:
+    meta = CompiledKernel.launch_metadata(kernel, grid, 0, *args)
+    if made:
+        knobs.runtime.launch_enter_hook(meta)
+
+
+def record(fn: Any, inputs: list[torch.Tensor]) -> tuple:
+    rec = replay.Recorder(CODES.__getitem__, device_type="cpu")
+    rec.begin(inputs)
+    try:
+        out, same = fn()
+    except BaseException:
+        rec.abort()
+        raise
+    return rec.end(out, same)
+
+
+def bits32(x: float) -> int:
+    return int.from_bytes(struct.pack("<f", x), "little")
+
+
+def test_a_call_becomes_buffers_launches_and_views():
+    x = torch.randn(4, 8)
+    k = Kernel(SIG)
+
+    def fn():
+        buf = torch.empty(32)
+        launch(k, (2,), x[1:], buf, 32, 0.5, 128)
+        return [buf.view(4, 8)[1:]], [-1]
+
+    plan, why = record(fn, [x])
+    assert why == ""
+    buffers, steps, outputs = plan
+    assert buffers == (((32,), (1,), CODES[torch.float32], False),)
+    args = ((INPUT, 0, 8 * 4), (BUFFER, 0, 0), (RAW, 0, 32), (RAW, 0, bits32(0.5)))
+    assert steps == ((LAUNCH, 0xF00D, 2, 1, 1, 4, 1024, args + ((RAW, 0, 0),) * 2),)
+    assert outputs == ((BUFFER, 0, 8, (3, 8), (8, 1)),)
+
+
+def test_an_output_that_is_an_input_and_a_missing_one():
+    x = torch.randn(16)
+    k = Kernel(SIG)
+
+    def fn():
+        launch(k, (1,), x, x, 16, 1.0, 128)
+        return [x, None], [0, -1]
+
+    plan, why = record(fn, [x])
+    assert why == "" and plan[2] == ((INPUT, 0, 0, (), ()), (NONE, 0, 0, (), ()))
+
+
+def test_zeroed_buffers_and_zero_of_a_whole_buffer():
+    x = torch.randn(16)
+    k = Kernel(SIG)
+
+    def fn():
+        z = torch.zeros(16)
+        e = torch.empty(16)
+        e.zero_()
+        launch(k, (1,), z, e, 16, 1.0, 128)
+        return [e], [-1]
+
+    plan, why = record(fn, [x])
+    assert why == ""
+    assert [b[3] for b in plan[0]] == [True, False]
+    assert plan[1][0] == (ZERO, 1) and plan[1][1][0] == LAUNCH
+
+
+@pytest.mark.parametrize(
+    "name,body,reason",
+    [
+        ("a PyTorch kernel", lambda x, k: (torch.add(x, 1), None), "called aten.add.Tensor"),
+        ("a value read on the host", lambda x, k: (x.sum().item(), None), "called aten.sum"),
+        ("part of a buffer zeroed", lambda x, k: (torch.empty(16)[:8].zero_(), None), "zero_"),
+        ("an address outside the call", lambda x, k: launch(k, (1,), _Stray.t, x, 4, 1.0, 128),
+         "outside the call's tensors"),
+        ("an address passed as an integer",
+         lambda x, k: launch(Kernel({"p": "*fp32", "a": "i64"}), (1,), x, x.data_ptr() + 4),
+         "an integer argument that is an address"),
+        ("a half-precision number", lambda x, k: launch(Kernel({"p": "*fp32", "h": "fp16"}),
+                                                        (1,), x, 1.0), "of type fp16"),
+        ("a tensor descriptor", lambda x, k: launch(Kernel({"p": "*fp32", "d": "tensordesc<fp16[64]>"}),
+                                                    (1,), x, None), "tensordesc"),
+        ("scratch memory", lambda x, k: launch(Kernel(SIG, global_scratch_size=64), (1,), x, x, 4,
+                                               1.0, 128), "cuLaunchKernel does not make"),
+        ("a signature that does not match", lambda x, k: launch(k, (1,), x, x), "signature"),
+        ("a launch prepared and not made",
+         lambda x, k: launch(k, (1,), x, x, 4, 1.0, 128, made=False), "not made"),
+    ],
+)  # fmt: skip
+def test_what_the_recorder_refuses(name, body, reason):
+    x = torch.randn(16)
+    k = Kernel(SIG)
+
+    def fn():
+        body(x, k)
+        launch(k, (1,), x, x, 16, 1.0, 128)
+        return [x], [0]
+
+    plan, why = record(fn, [x])
+    assert plan is None and reason in why, (name, why)
+
+
+class _Stray:
+    """A tensor kept between calls (a cache): not one of the call's tensors."""
+
+    t = torch.randn(64)
+
+
+def test_an_output_that_is_not_the_calls():
+    x = torch.randn(16)
+    k = Kernel(SIG)
+
+    def fn():
+        launch(k, (1,), x, x, 16, 1.0, 128)
+        return [_Stray.t], [-1]
+
+    plan, why = record(fn, [x])
+    assert plan is None and "neither an input nor a buffer" in why
+
+
+def test_recording_leaves_triton_as_it_found_it():
+    original = CompiledKernel.launch_metadata
+    hooks = list(knobs.runtime.launch_enter_hook.calls)
+    x = torch.randn(4)
+    record(lambda: ([x], [0]), [x])
+    assert CompiledKernel.launch_metadata is original
+    assert knobs.runtime.launch_enter_hook.calls == hooks
+
+    def raises():
+        raise RuntimeError("the function failed")
+
+    with pytest.raises(RuntimeError):
+        record(raises, [x])
+    assert CompiledKernel.launch_metadata is original
+    assert knobs.runtime.launch_enter_hook.calls == hooks
+
+
+def test_no_launch_is_nothing_to_replay():
+    x = torch.randn(4)
+    plan, why = record(lambda: ([x], [0]), [x])
+    assert plan is None and why == "no launch"
+
+
+@pytest.mark.parametrize(
+    "ty,value,bits",
+    [
+        ("i32", -1, 0xFFFFFFFF),
+        ("i64", -2, (1 << 64) - 2),
+        ("u1", 1, 1),
+        ("fp32", 0.5, 0x3F000000),
+        ("fp64", -2.0, int.from_bytes(struct.pack("<d", -2.0), "little")),
+        ("fp16", 1.0, None),
+    ],
+)
+def test_scalar_arguments_are_packed_as_the_launcher_packs_them(ty, value, bits):
+    assert replay.raw_bits(ty, value) == bits
