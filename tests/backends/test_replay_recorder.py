@@ -37,7 +37,9 @@ class Kernel:
         self.name = "k"
         self.function = 0xF00D
         params = sum(t != "constexpr" for t in signature.values()) + scratch
-        self.asm = {"ptx": ".entry k(" + ", ".join(f".param .u64 p{i}" for i in range(params)) + ")"}
+        self.asm = {
+            "ptx": ".entry k(" + ", ".join(f".param .u64 p{i}" for i in range(params)) + ")"
+        }
         self.metadata = SimpleNamespace(num_warps=4, shared=1024, num_ctas=1, **meta)
 
     def _init_handles(self) -> None:

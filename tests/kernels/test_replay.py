@@ -40,8 +40,9 @@ def _ln_backward_args() -> tuple:
 def _bn_backward_args() -> tuple:
     x = _t((64, 256, 14, 14))
     w, b = _t((256,), seed=1), _t((256,), seed=2)
-    rm, rv = torch.zeros(256, device="cuda", dtype=torch.float16), torch.ones(
-        256, device="cuda", dtype=torch.float16
+    rm, rv = (
+        torch.zeros(256, device="cuda", dtype=torch.float16),
+        torch.ones(256, device="cuda", dtype=torch.float16),
     )
     _, mean, invstd = aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
     return (_t((64, 256, 14, 14), seed=3), x, w, rm, rv, mean, invstd, True, 1e-5,
