@@ -154,17 +154,22 @@ def judge_outcome(
 
 def call_route_details(route: Any) -> dict[str, Any]:
     """``{"call_route": ...}``: how the worker called the kernel (``native``: through the
-    C++ gate, :mod:`opbench.instrument.native_calls`), as plain strings and counts; {}
-    when it called the Python function alone or sent something else."""
+    C++ gate, :mod:`opbench.instrument.native_calls`; ``replay``: the gate repeats the
+    Python path's launches), as plain strings, a flag and counts; {} when it called the
+    Python function alone or sent something else."""
     if not isinstance(route, dict) or route.get("route") not in ("native", "python"):
         return {}
     out: dict[str, Any] = {"route": route["route"]}
     for key in ("op", "why"):
         if isinstance(route.get(key), str):
             out[key] = route[key][:300]
+    if isinstance(route.get("replay"), bool):
+        out["replay"] = route["replay"]
     counts = route.get("counts")
     if isinstance(counts, dict):
         out["counts"] = {
-            k: int(v) for k, v in counts.items() if k in ("native", "python") and isinstance(v, int)
+            k: int(v)
+            for k, v in counts.items()
+            if k in ("native", "python", "replayed") and isinstance(v, int)
         }
     return {"call_route": out}

@@ -958,23 +958,27 @@ void run_replay(const State& s, const ReplayPlan& plan, torch::jit::Stack& stack
   TORCH_CHECK(drv.launch != nullptr, "opbench replay: ", drv.why);
   std::vector<at::Tensor> bufs;
   bufs.reserve(plan.buffers.size());
-  for (const ReplayBuffer& b : plan.buffers) {
-    bufs.push_back(at::empty_strided(b.sizes, b.strides,
-                                     at::TensorOptions().dtype(b.dtype).device(device)));
-  }
   const c10::Stream stream =
       c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device);
   const auto native_stream = static_cast<CUstream>(stream.native_handle());
+  auto zero = [&](const at::Tensor& b) {
+    const size_t bytes = b.storage().nbytes();
+    if (bytes == 0) return;
+    TORCH_CHECK(drv.memset != nullptr, "opbench replay: libcuda.so.1 has no cuMemsetD8Async");
+    check_launch(drv.memset(reinterpret_cast<uint64_t>(b.data_ptr()), 0, bytes, native_stream),
+                 s, "a memset");
+  };
+  for (const ReplayBuffer& b : plan.buffers) {
+    bufs.push_back(at::empty_strided(b.sizes, b.strides,
+                                     at::TensorOptions().dtype(b.dtype).device(device)));
+    // torch.zeros and its like: a fresh buffer, zeroed before any step reads it
+    if (b.zeroed) zero(bufs.back());
+  }
   std::array<uint64_t, kReplayMaxParams> slots{};
   std::array<void*, kReplayMaxParams> params{};
   for (const ReplayStep& st : plan.steps) {
     if (st.kind == kStepZero) {
-      const at::Tensor& b = bufs[st.buffer];
-      const size_t bytes = b.storage().nbytes();
-      if (bytes == 0) continue;
-      TORCH_CHECK(drv.memset != nullptr, "opbench replay: libcuda.so.1 has no cuMemsetD8Async");
-      check_launch(drv.memset(reinterpret_cast<uint64_t>(b.data_ptr()), 0, bytes, native_stream),
-                   s, "a memset");
+      zero(bufs[st.buffer]);
       continue;
     }
     for (size_t k = 0; k < st.args.size(); ++k) {

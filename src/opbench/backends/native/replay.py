@@ -19,8 +19,8 @@ What is recorded, by :class:`Recorder` while the gate runs the Python function:
   aside then): the kernel, its grid and its arguments, checked against the kernel's
   signature and its PTX parameter count;
 * every PyTorch call, through a dispatch mode: allocations (``empty``, ``empty_strided``,
-  ``new_empty``, ``zeros`` ...) become buffers, views are free, ``zero_`` of a whole buffer
-  is a memset; anything else (a copy, a PyTorch kernel, reading a value with ``.item()``)
+  ``new_empty``, ``zeros`` ...) become buffers, views and the type-promotion queries
+  (``result_type``) are free, ``zero_`` of a whole buffer is a memset; anything else (a copy, a PyTorch kernel, reading a value with ``.item()``)
   makes the signature unrepeatable.
 
 A recording is refused, and the call stays a Python call, wherever a launch reads an
@@ -112,6 +112,14 @@ _VIEWS = {
     aten.diagonal.default,
     aten.unfold.default,
     aten.view.dtype,
+}
+#: calls that read only dtypes and shapes (the promotion rules)
+_METADATA = {
+    aten.result_type.Tensor,
+    aten.result_type.Scalar,
+    aten.result_type.Scalar_Tensor,
+    aten.result_type.Scalar_Scalar,
+    aten.can_cast.default,
 }
 _ZEROES = {aten.zero_.default}
 #: Triton's scalar types: their size in bytes, and how a value is packed
@@ -207,7 +215,7 @@ class _Watch(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         rec = self.rec
-        if rec.why is not None or func in _VIEWS:
+        if rec.why is not None or func in _VIEWS or func in _METADATA:
             return out
         if func in _ALLOCATIONS:
             if isinstance(out, torch.Tensor) and out.device.type == rec.device_type:
