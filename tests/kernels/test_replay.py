@@ -131,8 +131,10 @@ def _check(got: Any, want: Any, tol: float | None) -> None:
         if tol is None:
             assert g.stride() == w.stride(), (g.stride(), w.stride())
             torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
-        else:
-            torch.testing.assert_close(g.float(), w.float(), rtol=tol, atol=tol, equal_nan=True)
+        else:  # a sum of many terms (a weight gradient) errs in proportion to its largest
+            scale = max(1.0, float(w.float().abs().nan_to_num(0, 0, 0).max()))
+            torch.testing.assert_close(g.float(), w.float(), rtol=tol, atol=tol * scale,
+                                       equal_nan=True)  # fmt: skip
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0] for c in CASES])

@@ -110,6 +110,12 @@ class NativeRoute:
                 return False
         return self.launches_natively(args, kwargs)
 
+    def replay_refusal(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """Why the gate does not replay this call: the recorder's reason for refusing
+        its signature ("" where it was not refused)."""
+        self.launches_natively(args, kwargs)
+        return str(self.gate.dry_replay_why())
+
     def counts(self) -> dict[str, int]:
         """The gate's ``native`` (of them ``replayed``) and ``python`` calls since the
         last :meth:`reset`."""
@@ -314,6 +320,12 @@ def judge_with_route(
     report = judge(kernel)
     if native is not None and op in native.notes:  # declared, and no gate for it: say why
         return report, kernel, {"route": "python", "why": native.notes[op]}
+    refused = (
+        route.replay_refusal(*probe) if route is not None and probe is not None and route.replays
+        else ""
+    )  # fmt: skip
+    if refused:
+        return report, kernel, {"route": "python", "why": f"not replayed: {refused}"}
     return report, kernel, None
 
 

@@ -528,6 +528,8 @@ struct State {
   // a recording is under way: a call of the same operator inside it (the Python
   // function calling its own op) is a plain Python call
   std::atomic<bool> recording{false};
+  // the recorder's reason for refusing the signature of the last dry call (under replay_mu)
+  std::string dry_why;
   // dry calls (the judge's worker asking whether a call would be launched here): read
   // the call, run nothing, return an undefined tensor
   std::atomic<bool> dry{false}, dry_native{false};
@@ -1035,6 +1037,7 @@ bool replay_call(State& s, const c10::OperatorHandle& op, c10::DispatchKeySet ks
     } else {
       give_up = s.replays.size() >= kReplayMaxKeys;
     }
+    if (dry) s.dry_why = it != s.replays.end() ? it->second.why : std::string();
   }
   if (dry) return ready != nullptr;
   if (ready) {
@@ -1274,6 +1277,13 @@ class Gate {
     return out;
   }
 
+  // Why the signature of the last dry call is not replayed: the recorder's reason for its
+  // last recording, or "" (not recorded yet, or ready).
+  std::string dry_replay_why() const {
+    std::lock_guard<std::mutex> lock(s_->replay_mu);
+    return s_->dry_why;
+  }
+
   // Removes the registration (the backend's wrapper serves again) and drops the Python
   // objects while the GIL is held.
   void close() {
@@ -1370,6 +1380,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::arg("compile_strided"))
       .def("set_replay", &Gate::set_replay, py::arg("recorder"))
       .def("replay_notes", &Gate::replay_notes)
+      .def("dry_replay_why", &Gate::dry_replay_why)
       .def("install", &Gate::install)
       .def("close", &Gate::close)
       .def("counts", &Gate::counts)
