@@ -12,6 +12,7 @@ PTX's parameters, its metadata): a real one needs a GPU to load, and
 from __future__ import annotations
 
 import struct
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -206,3 +207,57 @@ def test_no_launch_is_nothing_to_replay():
 )
 def test_scalar_arguments_are_packed_as_the_launcher_packs_them(ty, value, bits):
     assert replay.raw_bits(ty, value) == bits
+
+
+def test_an_operator_recorded_inside_another_leaves_the_outer_unrepeatable():
+    """The outer call ran an operator (which recorded its own launches): the outer
+    recording is refused, the inner one holds only its launch."""
+    x = torch.randn(16)
+    k = Kernel(SIG)
+    inner: dict[str, Any] = {}
+
+    def outer():
+        launch(k, (1,), x, x, 16, 1.0, 128)
+
+        def inner_fn():
+            launch(k, (2,), x, x, 16, 1.0, 128)
+            return [x], [0]
+
+        inner["plan"] = record(inner_fn, [x])
+        return [x], [0]
+
+    plan, why = record(outer, [x])
+    assert plan is None and "recorded inside" in why
+    inner_plan, inner_why = inner["plan"]
+    assert inner_why == "" and [s[2] for s in inner_plan[1]] == [2]
+
+
+def test_two_threads_record_their_own_launches():
+    """Recordings on two threads at once: each holds its own thread's launches, and
+    Triton is as it was once both are done."""
+    original = CompiledKernel.launch_metadata
+    barrier = threading.Barrier(2)
+    plans: dict[int, tuple] = {}
+
+    def worker(grid: int) -> None:
+        x = torch.randn(16)
+        k = Kernel(SIG)
+
+        def fn():
+            for _ in range(3):
+                barrier.wait()
+                launch(k, (grid,), x, x, 16, 1.0, 128)
+            return [x], [0]
+
+        plans[grid] = record(fn, [x])
+
+    threads = [threading.Thread(target=worker, args=(g,)) for g in (5, 7)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for grid in (5, 7):
+        plan, why = plans[grid]
+        assert why == "" and [s[2] for s in plan[1]] == [grid] * 3
+    assert CompiledKernel.launch_metadata is original
+    assert not any("Taps" in repr(h) for h in knobs.runtime.launch_enter_hook.calls)

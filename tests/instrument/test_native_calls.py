@@ -77,7 +77,7 @@ def test_the_twin_calls_the_python_function_and_counts_it(native: NativeCalls) -
     x = torch.randn(64)
     torch.testing.assert_close(route.call(x), torch.relu(x))
     assert CALLS == ["relu"]
-    assert route.counts() == {"native": 0, "python": 1}
+    assert route.counts() == {"native": 0, "python": 1, "replayed": 0}
     assert not route.trials_were_native()  # a Python-path call: judged on the function
     assert torch.ops.aten.relu.default(x) is not None and CALLS == ["relu"]  # aten untouched
     assert native.route("relu.default", _relu) is route  # one registration per overload
@@ -146,7 +146,7 @@ def test_a_number_survives_the_trials_dispatch_recorder(native: NativeCalls) -> 
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, torch.ops.aten.mul.Tensor(x, 0.5))
     assert [c.name for c in recorder.calls][0] == f"{CANDIDATE_NAMESPACE}::mul.Tensor"
-    assert route.counts() == {"native": 0, "python": 1}  # through the gate (CPU: Python)
+    assert route.counts() == {"native": 0, "python": 1, "replayed": 0}  # through the gate (CPU: Python)
 
 
 def test_a_judged_test_with_a_number_goes_through_the_entry(native: NativeCalls) -> None:
@@ -175,7 +175,7 @@ def test_a_dry_call_runs_nothing(native: NativeCalls) -> None:
     before = x.clone()
     assert route.launches_natively((x,), {}) is False  # a CPU tensor: never launched in C++
     assert CALLS == []
-    assert route.counts() == {"native": 0, "python": 0}
+    assert route.counts() == {"native": 0, "python": 0, "replayed": 0}
     assert torch.equal(x, before)
     route.call(x)  # and the gate is live again after the dry call
     assert CALLS == ["relu"]
@@ -293,7 +293,7 @@ def test_a_number_where_the_schema_says_tensor_is_not_routed(native: NativeCalls
     route = native.route("mul.Tensor", kernel)
     assert route is not None
     assert route.launches_natively((torch.randn(4), 0.125), {}) is False
-    assert route.counts() == {"native": 0, "python": 0}
+    assert route.counts() == {"native": 0, "python": 0, "replayed": 0}
 
 
 def test_the_timed_guard_allows_the_twin_too() -> None:
@@ -358,7 +358,7 @@ def test_a_test_the_gate_does_not_launch_is_judged_on_the_function(native: Nativ
         native, route, "relu.default", _relu, _judge_on(x), lambda: ((x,), {})
     )
     assert report is _relu and timed is _relu and call_route is None  # CPU: never native
-    assert route is not None and route.counts() == {"native": 0, "python": 0}
+    assert route is not None and route.counts() == {"native": 0, "python": 0, "replayed": 0}
 
 
 def test_trials_that_reached_python_through_the_gate_are_judged_again(
@@ -409,7 +409,7 @@ def test_after_timing_reports_the_counts_and_a_kernel_put_on_the_twin(
     route.call(torch.randn(4))
     out: dict[str, Any] = {"timing": {}, "timing_tamper": []}
     after_timing(route, out)
-    assert out["call_route"]["counts"] == {"native": 0, "python": 1}
+    assert out["call_route"]["counts"] == {"native": 0, "python": 1, "replayed": 0}
     assert out["timing_tamper"] == []
     late = torch.library.Library(CANDIDATE_NAMESPACE, "IMPL")
     try:

@@ -422,7 +422,8 @@ StridedPlan plan_strided(const at::Tensor& a, const at::Tensor* b, bool inplace)
 constexpr int kStepLaunch = 0, kStepZero = 1;
 constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2;
 constexpr int kOutNone = 0, kOutInput = 1, kOutBuffer = 2;
-constexpr size_t kReplayMaxParams = 64;
+// a launch's parameters (8 bytes each: cuLaunchKernel takes 4 KB of them on every GPU)
+constexpr size_t kReplayMaxParams = 256;
 // signatures remembered per operator: past it, new signatures stay Python calls
 constexpr size_t kReplayMaxKeys = 512;
 // recordings of one signature before it is given up on (two in a row must agree)
@@ -873,10 +874,11 @@ bool replay_key(const torch::jit::Stack& stack, size_t base, size_t n, std::stri
   return cuda;
 }
 
-// The recorder's plan (replay.py's tuples) as a ReplayPlan; null where it is malformed
-// or a launch has more parameters than the gate passes. Called with the GIL held.
-std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan,
-                                    const std::vector<at::Tensor>& tensors) {
+// The recorder's plan (replay.py's tuples) as a ReplayPlan; null, with ``why`` set, where
+// it names a tensor the call does not have or a launch has more parameters than the gate
+// passes. Called with the GIL held.
+std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at::Tensor>& tensors,
+                                    std::string& why) {
   auto out = std::make_shared<ReplayPlan>();
   const auto t = plan.cast<py::tuple>();
   for (const py::handle b : t[0].cast<py::tuple>()) {
@@ -886,7 +888,10 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan,
     rb.strides = bt[1].cast<std::vector<int64_t>>();
     rb.dtype = static_cast<at::ScalarType>(bt[2].cast<int>());
     rb.zeroed = bt[3].cast<bool>();
-    if (rb.sizes.size() != rb.strides.size()) return nullptr;
+    if (rb.sizes.size() != rb.strides.size()) {
+      why = "a buffer whose sizes and strides differ in rank";
+      return nullptr;
+    }
     out->buffers.push_back(std::move(rb));
   }
   const auto n_buffers = static_cast<int64_t>(out->buffers.size());
@@ -897,7 +902,10 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan,
     step.kind = s[0].cast<int>();
     if (step.kind == kStepZero) {
       step.buffer = s[1].cast<int64_t>();
-      if (step.buffer < 0 || step.buffer >= n_buffers) return nullptr;
+      if (step.buffer < 0 || step.buffer >= n_buffers) {
+        why = "a memset of no buffer";
+        return nullptr;
+      }
     } else if (step.kind == kStepLaunch) {
       step.fn = reinterpret_cast<CUfunction>(s[1].cast<uintptr_t>());
       step.grid = {s[2].cast<unsigned>(), s[3].cast<unsigned>(), s[4].cast<unsigned>()};
@@ -911,12 +919,20 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan,
         arg.value = arg.kind == kArgRaw ? at[2].cast<uint64_t>()
                                         : static_cast<uint64_t>(at[2].cast<int64_t>());
         const int64_t bound = arg.kind == kArgInput ? n_tensors : n_buffers;
-        if (arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) return nullptr;
-        if (arg.kind == kArgInput && !tensors[arg.index].defined()) return nullptr;
+        if ((arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) ||
+            (arg.kind == kArgInput && !tensors[arg.index].defined())) {
+          why = "a launch argument naming no tensor of the call";
+          return nullptr;
+        }
         step.args.push_back(arg);
       }
-      if (step.fn == nullptr || step.args.size() > kReplayMaxParams) return nullptr;
+      if (step.fn == nullptr || step.args.size() > kReplayMaxParams) {
+        why = "a launch of " + std::to_string(step.args.size()) + " parameters (the gate passes " +
+              std::to_string(kReplayMaxParams) + ")";
+        return nullptr;
+      }
     } else {
+      why = "a step of kind " + std::to_string(step.kind);
       return nullptr;
     }
     out->steps.push_back(std::move(step));
@@ -930,7 +946,10 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan,
     ro.sizes = ot[3].cast<std::vector<int64_t>>();
     ro.strides = ot[4].cast<std::vector<int64_t>>();
     const int64_t bound = ro.kind == kOutInput ? n_tensors : n_buffers;
-    if (ro.kind != kOutNone && (ro.index < 0 || ro.index >= bound)) return nullptr;
+    if (ro.kind != kOutNone && (ro.index < 0 || ro.index >= bound)) {
+      why = "an output naming no tensor";
+      return nullptr;
+    }
     out->outputs.push_back(std::move(ro));
   }
   return out;
@@ -1108,8 +1127,7 @@ bool replay_call(State& s, const c10::OperatorHandle& op, c10::DispatchKeySet ks
     } else if (r[0].is_none()) {
       why = r[1].cast<std::string>();
     } else {
-      plan = plan_of(r[0], tensors);
-      if (!plan) why = "a plan the gate cannot launch";
+      plan = plan_of(r[0], tensors, why);
     }
   }
   std::lock_guard<std::mutex> lock(s.replay_mu);

@@ -73,7 +73,7 @@ ATTRIBUTE = "opbench_replay"
 LAUNCH, ZERO = 0, 1
 RAW, INPUT, BUFFER = 0, 1, 2
 NONE = 0
-#: the key of a launch's ticket in its launch metadata
+#: the key of a launch's ticket (its recording's id, its number) in its launch metadata
 _TICKET = "opbench_replay"
 _ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\((.*?)\)", re.S)
 
@@ -235,7 +235,6 @@ class _Recording:
     def __init__(self, inputs: Sequence[torch.Tensor | None], device_type: str) -> None:
         self.device_type = device_type
         self.why: str | None = None
-        self.thread = threading.get_ident()
         self.inputs = list(inputs)
         self.regions: list[_Region] = []
         for i, t in enumerate(inputs):
@@ -353,47 +352,101 @@ class _Recording:
         raise Unrepeatable("an output that is neither an input nor a buffer of the call")
 
 
+class _Taps:
+    """Triton's launch paths, tapped while any thread records: ``CompiledKernel.launch_metadata``
+    patched and a launch enter hook added on the first recording, both removed after the
+    last (an installed hook sends every launch through the slower hooked path, and a
+    process that records nothing keeps Triton as it was). A launch is noted in the
+    innermost recording of its own thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.local = threading.local()
+        self.original: Any = None
+
+    def stack(self) -> list[_Recording]:
+        st = getattr(self.local, "stack", None)
+        if st is None:
+            st = self.local.stack = []
+        return st
+
+    def push(self, rec: _Recording) -> None:
+        from triton import knobs
+        from triton.compiler.compiler import CompiledKernel
+
+        st = self.stack()
+        for outer in st:  # another op recorded inside: the outer one called an op
+            outer.refuse("another operator recorded inside its call")
+        st.append(rec)
+        with self.lock:
+            self.users += 1
+            if self.users == 1:
+                self.original = CompiledKernel.launch_metadata
+                CompiledKernel.launch_metadata = _launch_metadata  # type: ignore[method-assign]
+                knobs.runtime.launch_enter_hook.add(self._enter_hook)
+
+    def pop(self, rec: _Recording) -> None:
+        from triton import knobs
+        from triton.compiler.compiler import CompiledKernel
+
+        st = self.stack()
+        if rec in st:
+            st.remove(rec)
+        with self.lock:
+            self.users -= 1
+            if self.users == 0:
+                CompiledKernel.launch_metadata = self.original  # type: ignore[method-assign]
+                knobs.runtime.launch_enter_hook.remove(self._enter_hook)
+                self.original = None
+
+    def launch_metadata(self, kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
+        meta = self.original(kernel, grid, stream, *args)
+        st = self.stack()
+        if st:
+            rec = st[-1]
+            ticket = rec.launch_seen(kernel, grid, args)
+            data = getattr(meta, "data", None)
+            if isinstance(data, dict):  # Triton's LazyDict: the hook receives it whole
+                data[_TICKET] = (id(rec), ticket)
+            else:
+                rec.refuse("launch metadata without a LazyDict")
+        return meta
+
+    def _enter_hook(self, meta: Any) -> None:
+        st = self.stack()
+        if st:
+            rec = st[-1]
+            data = getattr(meta, "data", None)
+            tag = data.get(_TICKET) if isinstance(data, dict) else None
+            rec.launched(tag[1] if tag is not None and tag[0] == id(rec) else None)
+
+
+_TAPS = _Taps()
+
+
+def _launch_metadata(kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
+    """``CompiledKernel.launch_metadata`` while recording (a function: the class calls it
+    with the kernel first)."""
+    return _TAPS.launch_metadata(kernel, grid, stream, *args)
+
+
 class Recorder:
     """What the gate calls around the Python function on a signature it has not repeated
     yet: :meth:`begin` with the call's tensors, then :meth:`end` with its outputs (the
-    plan, or ``(None, why)``), or :meth:`abort` when the function raised."""
+    plan, or ``(None, why)``), or :meth:`abort` when the function raised. One per gate;
+    the gate never records two calls of its operator at once."""
 
     def __init__(self, dtype_code: Callable[[torch.dtype], int], device_type: str = "cuda") -> None:
         self._code = dtype_code
         self._device_type = device_type  # "cpu" in the CPU tests of the record
         self._rec: _Recording | None = None
         self._mode: _Watch | None = None
-        self._saved: Any = None
 
     def begin(self, inputs: Sequence[torch.Tensor | None]) -> None:
-        from triton import knobs
-        from triton.compiler.compiler import CompiledKernel
-
         rec = _Recording(inputs, self._device_type)
         self._rec = rec
-        tag = f"{_TICKET}-{id(rec)}"  # a recording's own key: another may record inside it
-        original = CompiledKernel.launch_metadata
-
-        def launch_metadata(kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
-            meta = original(kernel, grid, stream, *args)
-            if threading.get_ident() != rec.thread:
-                return meta
-            ticket = rec.launch_seen(kernel, grid, args)
-            data = getattr(meta, "data", None)
-            if isinstance(data, dict):  # Triton's LazyDict: the hook receives it whole
-                data[tag] = ticket
-            else:
-                rec.refuse("launch metadata without a LazyDict")
-            return meta
-
-        def enter_hook(meta: Any) -> None:
-            if threading.get_ident() == rec.thread:
-                data = getattr(meta, "data", None)
-                rec.launched(data.get(tag) if isinstance(data, dict) else None)
-
-        CompiledKernel.launch_metadata = launch_metadata  # type: ignore[method-assign]
-        knobs.runtime.launch_enter_hook.add(enter_hook)
-        self._saved = (CompiledKernel, original, knobs, enter_hook)
+        _TAPS.push(rec)
         self._mode = _Watch(rec)
         self._mode.__enter__()
 
@@ -401,12 +454,9 @@ class Recorder:
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
-        if self._saved is not None:
-            kernel_cls, original, knobs, hook = self._saved
-            kernel_cls.launch_metadata = original
-            knobs.runtime.launch_enter_hook.remove(hook)
-            self._saved = None
         rec, self._rec = self._rec, None
+        if rec is not None:
+            _TAPS.pop(rec)
         return rec
 
     def abort(self) -> None:

@@ -19,18 +19,18 @@ depend on.
 A variant is compiled on first use by Triton's own ``warmup`` (no launch), for 16-byte
 aligned pointers; the flat kernel for an element count divisible by 16 or not, with int32
 indexing, the strided one per merged rank and index type. The compiled kernels are kept
-here so their modules stay loaded.
+(:func:`opbench.backends.native.replay.launch_handle`) so their modules stay loaded.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import triton.language as tl
 
+from opbench.backends.native.replay import launch_handle
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.pointwise import ABSENT, ELEMENT, NUMBER, TENSOR
 from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _strided_kernel
@@ -39,21 +39,8 @@ __all__ = [
     "declare_flat",
     "declare_replay",
     "flat_compiler",
-    "ptx_param_count",
     "strided_compiler",
 ]
-
-#: compiled variants, kept so Triton never unloads a module the gate holds a handle to
-_KEEP: list[Any] = []
-_ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\((.*?)\)", re.S)
-
-
-def ptx_param_count(ptx: str) -> int:
-    """The parameter count of the (only) kernel entry in ``ptx``."""
-    m = _ENTRY.search(ptx)
-    if m is None:
-        raise ValueError("no .entry in the PTX")
-    return m.group(1).count(".param")
 
 
 def _takes(a_dtype: torch.dtype, b_mode: int, integers: bool) -> bool:
@@ -78,27 +65,6 @@ def _warps(block: int) -> int:
     return pointwise.NUM_WARPS
 
 
-def _loaded(kernel: Any, warps: int, least: int) -> tuple[int, int, int, int] | None:
-    """``(function, warps, shared, params)`` of a compiled kernel, loaded in the current
-    context and kept; None for a launch the gate's plain ``cuLaunchKernel`` does not make,
-    or fewer than ``least`` parameters (the gate's own arguments)."""
-    kernel._init_handles()
-    meta = kernel.metadata
-    if (
-        getattr(meta, "num_ctas", 1) != 1
-        or getattr(meta, "global_scratch_size", 0)
-        or getattr(meta, "profile_scratch_size", 0)
-        or getattr(meta, "launch_cooperative_grid", False)
-        or getattr(meta, "launch_pdl", False)
-    ):
-        return None
-    params = ptx_param_count(kernel.asm["ptx"])
-    if params < least:
-        return None
-    _KEEP.append(kernel)
-    return int(kernel.function), warps, int(meta.shared), params
-
-
 def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
     """The ``compile`` of a native declaration launching ``_flat_kernel`` with
     ``fns[choice]``; over integer tensors too with ``integers`` (computed in
@@ -119,7 +85,7 @@ def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
             COMPUTE=pointwise.compute_type(a_dtype), BLOCK=block, IDX=tl.int32,
             num_warps=warps,
         )  # fmt: skip
-        return _loaded(kernel, warps, 10)
+        return launch_handle(kernel, 10)
 
     return compile_variant
 
@@ -147,7 +113,7 @@ def strided_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
             COMPUTE=pointwise.compute_type(a_dtype), BLOCK=block,
             IDX=tl.int64 if idx64 else tl.int32, NDIM=ndim, num_warps=warps,
         )  # fmt: skip
-        return _loaded(kernel, warps, 29)
+        return launch_handle(kernel, 29)
 
     return compile_variant
 
