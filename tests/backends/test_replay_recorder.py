@@ -31,20 +31,29 @@ CODES = {torch.float32: 6, torch.float16: 5, torch.int32: 3}
 
 
 class Kernel:
-    """Stands in for a compiled Triton kernel: its signature and PTX entry."""
+    """Stands in for a compiled Triton kernel: its signature, and what the loader a kernel
+    declares reads of it (its parameter count, with Triton's two scratch pointers;
+    ``launchable`` False for a launch the loader refuses, scratch memory say)."""
 
-    def __init__(self, signature: dict[str, str], scratch: int = 2, **meta: Any) -> None:
+    def __init__(
+        self, signature: dict[str, str], scratch: int = 2, launchable: bool = True
+    ) -> None:
         self.src = SimpleNamespace(signature=signature)
         self.name = "k"
         self.function = 0xF00D
-        params = sum(t != "constexpr" for t in signature.values()) + scratch
-        self.asm = {
-            "ptx": ".entry k(" + ", ".join(f".param .u64 p{i}" for i in range(params)) + ")"
-        }
-        self.metadata = SimpleNamespace(num_warps=4, shared=1024, num_ctas=1, **meta)
+        self.params = sum(t != "constexpr" for t in signature.values()) + scratch
+        self.launchable = launchable
 
     def _init_handles(self) -> None:
         pass
+
+
+def loader(kernel: Kernel, least: int) -> tuple[int, int, int, int] | None:
+    """The loader a kernel declares (``opbench.kernels._lib.native_launch.launch_handle``
+    on a GPU; ``tests/kernels/test_native_params.py`` checks that one)."""
+    if not kernel.launchable or kernel.params < least:
+        return None
+    return kernel.function, 4, 1024, kernel.params
 
 
 SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "alpha": "fp32", "BLOCK": "constexpr"}
@@ -57,7 +66,7 @@ def launch(kernel: Kernel, grid: tuple[int, ...], *args: Any, made: bool = True)
 
 
 def record(fn: Any, inputs: list[torch.Tensor]) -> tuple:
-    rec = replay.Recorder(CODES.__getitem__, device_type="cpu")
+    rec = replay.Recorder(CODES.__getitem__, loader, device_type="cpu")
     rec.begin(inputs)
     try:
         out, same = fn()
@@ -133,8 +142,9 @@ def test_zeroed_buffers_and_zero_of_a_whole_buffer():
                                                         (1,), x, 1.0), "of type fp16"),
         ("a tensor descriptor", lambda x, k: launch(Kernel({"p": "*fp32", "d": "tensordesc<fp16[64]>"}),
                                                     (1,), x, None), "tensordesc"),
-        ("scratch memory", lambda x, k: launch(Kernel(SIG, global_scratch_size=64), (1,), x, x, 4,
-                                               1.0, 128), "cuLaunchKernel does not make"),
+        ("a launch the loader refuses", lambda x, k: launch(Kernel(SIG, launchable=False), (1,),
+                                                            x, x, 4, 1.0, 128),
+         "cuLaunchKernel does not make"),
         ("a signature that does not match", lambda x, k: launch(k, (1,), x, x), "signature"),
         ("a launch prepared and not made",
          lambda x, k: launch(k, (1,), x, x, 4, 1.0, 128, made=False), "not made"),

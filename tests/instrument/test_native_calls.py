@@ -146,7 +146,11 @@ def test_a_number_survives_the_trials_dispatch_recorder(native: NativeCalls) -> 
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, torch.ops.aten.mul.Tensor(x, 0.5))
     assert [c.name for c in recorder.calls][0] == f"{CANDIDATE_NAMESPACE}::mul.Tensor"
-    assert route.counts() == {"native": 0, "python": 1, "replayed": 0}  # through the gate (CPU: Python)
+    assert route.counts() == {
+        "native": 0,
+        "python": 1,
+        "replayed": 0,
+    }  # through the gate (CPU: Python)
 
 
 def test_a_judged_test_with_a_number_goes_through_the_entry(native: NativeCalls) -> None:

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,3 +94,40 @@ def test_the_gate_passes_each_kernel_its_parameters_in_order():
         assert got[:count] == want, (name, got)
         assert all(p == "ptr" for p in got[count:]), (name, got[count:])
         assert len(got) - count <= 6, "more scratch pointers than the gate accepts"
+
+
+class _Compiled:
+    """Stands in for a compiled Triton kernel (a real one needs a GPU to load): what
+    ``launch_handle`` reads of it, its metadata and its PTX entry of ``params``."""
+
+    def __init__(self, params: int, **meta: object) -> None:
+        self.function = 0xBEEF
+        self.asm = {
+            "ptx": ".entry k(" + ", ".join(f".param .u64 p{i}" for i in range(params)) + ")"
+        }
+        self.metadata = SimpleNamespace(**{"num_warps": 8, "shared": 4096, "num_ctas": 1, **meta})
+        self.loaded = False
+
+    def _init_handles(self) -> None:
+        self.loaded = True
+
+
+@pytest.mark.parametrize(
+    "meta,least,ok",
+    [
+        ({}, 12, True),
+        ({}, 13, False),  # fewer parameters than the launch passes
+        ({"num_ctas": 2}, 0, False),  # a cluster launch
+        ({"global_scratch_size": 64}, 0, False),  # Triton's scratch memory
+        ({"profile_scratch_size": 8}, 0, False),
+        ({"launch_cooperative_grid": True}, 0, False),
+        ({"launch_pdl": True}, 0, False),
+    ],
+)
+def test_a_kernel_is_handed_to_the_gate_only_where_cuLaunchKernel_launches_it(meta, least, ok):
+    from opbench.kernels._lib.native_launch import launch_handle
+
+    k = _Compiled(12, **meta)
+    got = launch_handle(k, least)
+    assert k.loaded  # loaded in the current context first
+    assert got == ((0xBEEF, 8, 4096, 12) if ok else None)

@@ -36,7 +36,7 @@ import torch
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
 from opbench.backends.native.gates import arm_native, arm_replay, dispatcher_name, new_gate
 from opbench.backends.native.numbers import has_numbers, rewrapped
-from opbench.backends.native.replay import replay_enabled, wants_replay
+from opbench.backends.native.replay import replay_enabled, replay_loader
 from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
 from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin
@@ -228,7 +228,8 @@ class NativeCalls:
         except ValueError as e:  # a malformed declaration: the Python function is judged
             self.notes[op] = str(e)
             return None
-        replays = wants_replay(kernel) and replay_enabled() and self.key == "CUDA"
+        loader = replay_loader(kernel) if self.key == "CUDA" and replay_enabled() else None
+        replays = loader is not None
         if spec is None and not replays:
             return None
         module = gate_module()
@@ -253,8 +254,8 @@ class NativeCalls:
         gate.set_policy("native", "all", {}, True)
         if spec is not None:
             arm_native(gate, op, spec, dtype_of_code())
-        if replays:
-            arm_replay(gate, dtype_of_code())
+        if loader is not None:
+            arm_replay(gate, dtype_of_code(), loader)
         gate.install(dispatcher_name(op))
         name, _, overload = op.partition(".")
         packet = getattr(getattr(torch.ops, CANDIDATE_NAMESPACE), name)

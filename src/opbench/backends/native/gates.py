@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
-from opbench.backends.native.replay import Recorder, replay_enabled, wants_replay
+from opbench.backends.native.replay import Recorder, replay_enabled, replay_loader
 from opbench.backends.native.spec import OTHER_KINDS, NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
@@ -44,9 +44,10 @@ class GateSet:
         self.native = native
         self.module: Any = None
         self.gates: dict[str, Any] = {}
-        #: op -> (its gate, its native spec, the policy's host and device verdicts, replay)
+        #: op -> (its gate, its native spec, the policy's host and device verdicts, the
+        #: loader of its replayed kernels or None)
         self._pending: dict[
-            str, tuple[Any, NativeSpec | None, OpPolicy | None, OpPolicy | None, bool]
+            str, tuple[Any, NativeSpec | None, OpPolicy | None, OpPolicy | None, Any]
         ] = {}
         self._codes: dict[int, torch.dtype] = {}
         #: why no gate was installed where one was wanted (once per registration)
@@ -68,8 +69,8 @@ class GateSet:
         if not self.native:  # the Python path alone, on purpose
             return False
         spec = self.native_spec(op, kernel)
-        replay = self.key == "CUDA" and wants_replay(kernel) and replay_enabled()
-        if spec is None and not replay and (entry is None or (entry.uniform and entry.serve)):
+        loader = replay_loader(kernel) if self.key == "CUDA" and replay_enabled() else None
+        if spec is None and loader is None and (entry is None or (entry.uniform and entry.serve)):
             return False
         if self.module is None:
             self.module = gate_module()
@@ -79,18 +80,18 @@ class GateSet:
             self._codes = dtype_of_code()
         gate = new_gate(self.module, "aten", op, self.key)
         gate.capture_eager()
-        self._pending[op] = (gate, spec, entry, native_entry, replay)
+        self._pending[op] = (gate, spec, entry, native_entry, loader)
         return True
 
     def install(self, op: str, dispatcher_name: str) -> None:
         """Put the prepared gate of ``op`` over the wrapper registered since."""
-        gate, spec, entry, native_entry, replay = self._pending.pop(op)
+        gate, spec, entry, native_entry, loader = self._pending.pop(op)
         gate.set_policy("python", *_verdict(entry))
         if spec is not None:
             gate.set_policy("native", *_verdict(native_entry))
             arm_native(gate, op, spec, self._codes)
-        if replay:
-            arm_replay(gate, self._codes)
+        if loader is not None:
+            arm_replay(gate, self._codes, loader)
         gate.install(dispatcher_name)
         self.gates[op] = gate
 
@@ -151,10 +152,11 @@ def arm_native(gate: Any, op: str, spec: NativeSpec, codes: dict[int, torch.dtyp
     )
 
 
-def arm_replay(gate: Any, codes: dict[int, torch.dtype]) -> None:
-    """Have ``gate`` replay the launches of the calls its Python path serves."""
+def arm_replay(gate: Any, codes: dict[int, torch.dtype], loader: Any) -> None:
+    """Have ``gate`` replay the launches of the calls its Python path serves, its kernels
+    loaded by ``loader`` (the kernel's declaration)."""
     code_of = {dtype: code for code, dtype in codes.items()}
-    gate.set_replay(Recorder(code_of.__getitem__))
+    gate.set_replay(Recorder(code_of.__getitem__, loader))
 
 
 def native_compiler(op: str, compile: Any, codes: dict[int, torch.dtype]) -> Any:

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -60,14 +59,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 __all__ = [
     "ATTRIBUTE",
     "Recorder",
-    "launch_handle",
-    "ptx_param_count",
     "raw_bits",
     "replay_enabled",
-    "wants_replay",
+    "replay_loader",
 ]
 
-#: the attribute of a kernel function that asks for replay (``fn.opbench_replay = True``)
+#: the attribute of a kernel function that asks for replay: the loader of its compiled
+#: Triton kernels, ``loader(kernel, least) -> (function, warps, shared, params) | None``
+#: (:func:`opbench.kernels._lib.native_launch.launch_handle`: the CUfunction loaded in the
+#: current context and kept, its warps, shared memory and PTX parameter count; None for a
+#: launch a plain ``cuLaunchKernel`` does not make)
 ATTRIBUTE = "opbench_replay"
 #: step and argument kinds, as ``gate.cpp`` reads them
 LAUNCH, ZERO = 0, 1
@@ -75,7 +76,6 @@ RAW, INPUT, BUFFER = 0, 1, 2
 NONE = 0
 #: the key of a launch's ticket (its recording's id, its number) in its launch metadata
 _TICKET = "opbench_replay"
-_ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\((.*?)\)", re.S)
 
 aten = torch.ops.aten
 #: calls that allocate (their result becomes a buffer of the plan) and whether it is zeroed
@@ -134,43 +134,11 @@ def replay_enabled() -> bool:
     return os.environ.get("OPBENCH_REPLAY", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def wants_replay(kernel: Any) -> bool:
-    """Whether ``kernel`` (a backend's function for one op) asks the gate to replay it."""
-    return getattr(kernel, ATTRIBUTE, False) is True
-
-
-def ptx_param_count(ptx: str) -> int:
-    """The parameter count of the (only) kernel entry in ``ptx``."""
-    m = _ENTRY.search(ptx)
-    if m is None:
-        raise ValueError("no .entry in the PTX")
-    return m.group(1).count(".param")
-
-
-#: compiled kernels a gate holds a handle to, kept so Triton never unloads their modules
-_KEEP: dict[int, Any] = {}
-
-
-def launch_handle(kernel: Any, least: int) -> tuple[int, int, int, int] | None:
-    """``(function, warps, shared, params)`` of a compiled Triton kernel, loaded in the
-    current context and kept; None for a launch that a plain ``cuLaunchKernel`` does not
-    make (clusters, scratch memory, cooperative or programmatic launch) or a kernel of
-    fewer than ``least`` parameters."""
-    kernel._init_handles()
-    meta = kernel.metadata
-    if (
-        getattr(meta, "num_ctas", 1) != 1
-        or getattr(meta, "global_scratch_size", 0)
-        or getattr(meta, "profile_scratch_size", 0)
-        or getattr(meta, "launch_cooperative_grid", False)
-        or getattr(meta, "launch_pdl", False)
-    ):
-        return None
-    params = ptx_param_count(kernel.asm["ptx"])
-    if params < least:
-        return None
-    _KEEP[id(kernel)] = kernel
-    return int(kernel.function), int(meta.num_warps), int(meta.shared), params
+def replay_loader(kernel: Any) -> Callable[..., Any] | None:
+    """The loader ``kernel`` (a backend's function for one op) declares for the replay of
+    its launches, or None: it asks for none."""
+    loader = getattr(kernel, ATTRIBUTE, None)
+    return loader if callable(loader) else None
 
 
 def raw_bits(ty: str, value: Any) -> int | None:
@@ -232,7 +200,10 @@ class _Watch(TorchDispatchMode):
 class _Recording:
     """One call's record (see :class:`Recorder`)."""
 
-    def __init__(self, inputs: Sequence[torch.Tensor | None], device_type: str) -> None:
+    def __init__(
+        self, inputs: Sequence[torch.Tensor | None], loader: Callable[..., Any], device_type: str
+    ) -> None:
+        self.loader = loader
         self.device_type = device_type
         self.why: str | None = None
         self.inputs = list(inputs)
@@ -325,7 +296,7 @@ class _Recording:
             if ty in ("i64", "u64") and any(r.holds(int(value)) for r in self.regions):
                 raise Unrepeatable("an integer argument that is an address of the call")
             packed.append((RAW, 0, bits))
-        handle = launch_handle(kernel, len(packed))
+        handle = self.loader(kernel, len(packed))
         if handle is None:
             raise Unrepeatable(f"{kernel.name}: a launch cuLaunchKernel does not make")
         function, warps, shared, params = handle
@@ -437,14 +408,20 @@ class Recorder:
     plan, or ``(None, why)``), or :meth:`abort` when the function raised. One per gate;
     the gate never records two calls of its operator at once."""
 
-    def __init__(self, dtype_code: Callable[[torch.dtype], int], device_type: str = "cuda") -> None:
+    def __init__(
+        self,
+        dtype_code: Callable[[torch.dtype], int],
+        loader: Callable[..., Any],
+        device_type: str = "cuda",
+    ) -> None:
         self._code = dtype_code
+        self._loader = loader  # the kernel's declaration (ATTRIBUTE)
         self._device_type = device_type  # "cpu" in the CPU tests of the record
         self._rec: _Recording | None = None
         self._mode: _Watch | None = None
 
     def begin(self, inputs: Sequence[torch.Tensor | None]) -> None:
-        rec = _Recording(inputs, self._device_type)
+        rec = _Recording(inputs, self._loader, self._device_type)
         self._rec = rec
         _TAPS.push(rec)
         self._mode = _Watch(rec)

@@ -19,18 +19,18 @@ depend on.
 A variant is compiled on first use by Triton's own ``warmup`` (no launch), for 16-byte
 aligned pointers; the flat kernel for an element count divisible by 16 or not, with int32
 indexing, the strided one per merged rank and index type. The compiled kernels are kept
-(:func:`opbench.backends.native.replay.launch_handle`) so their modules stay loaded.
+here so their modules stay loaded.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import triton.language as tl
 
-from opbench.backends.native.replay import launch_handle
 from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.pointwise import ABSENT, ELEMENT, NUMBER, TENSOR
 from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _strided_kernel
@@ -39,8 +39,22 @@ __all__ = [
     "declare_flat",
     "declare_replay",
     "flat_compiler",
+    "launch_handle",
+    "ptx_param_count",
     "strided_compiler",
 ]
+
+#: compiled variants, kept so Triton never unloads a module the gate holds a handle to
+_KEEP: dict[int, Any] = {}
+_ENTRY = re.compile(r"\.entry\s+[\w$]+\s*\((.*?)\)", re.S)
+
+
+def ptx_param_count(ptx: str) -> int:
+    """The parameter count of the (only) kernel entry in ``ptx``."""
+    m = _ENTRY.search(ptx)
+    if m is None:
+        raise ValueError("no .entry in the PTX")
+    return m.group(1).count(".param")
 
 
 def _takes(a_dtype: torch.dtype, b_mode: int, integers: bool) -> bool:
@@ -63,6 +77,29 @@ def _warps(block: int) -> int:
     if block < pointwise.BLOCK:
         return max(1, min(pointwise.NUM_WARPS, block // (32 * pointwise.SMALL_EPT)))
     return pointwise.NUM_WARPS
+
+
+def launch_handle(kernel: Any, least: int = 0) -> tuple[int, int, int, int] | None:
+    """``(function, warps, shared, params)`` of a compiled Triton kernel, loaded in the
+    current context and kept; None for a launch the gate's plain ``cuLaunchKernel`` does
+    not make (clusters, scratch memory, cooperative or programmatic launch), or fewer than
+    ``least`` parameters (the gate's own arguments). The elementwise variants' loader,
+    and the one :func:`declare_replay` hands the gate's recorder."""
+    kernel._init_handles()
+    meta = kernel.metadata
+    if (
+        getattr(meta, "num_ctas", 1) != 1
+        or getattr(meta, "global_scratch_size", 0)
+        or getattr(meta, "profile_scratch_size", 0)
+        or getattr(meta, "launch_cooperative_grid", False)
+        or getattr(meta, "launch_pdl", False)
+    ):
+        return None
+    params = ptx_param_count(kernel.asm["ptx"])
+    if params < least:
+        return None
+    _KEEP[id(kernel)] = kernel
+    return int(kernel.function), int(meta.num_warps), int(meta.shared), params
 
 
 def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:
@@ -148,6 +185,7 @@ def declare_replay(*fns: Any) -> None:
     call its native launch does not take (a transposed operand, mixed dtypes), then costs
     a model its launches alone once a call signature has been seen twice. The reference
     backend declares it on every op function: the recorder refuses, per signature, any
-    call whose launches it cannot repeat exactly."""
+    call whose launches it cannot repeat exactly. The declaration is the loader of the
+    recorded kernels (:func:`launch_handle`)."""
     for fn in fns:
-        fn.opbench_replay = True
+        fn.opbench_replay = launch_handle
