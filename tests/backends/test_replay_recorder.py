@@ -98,6 +98,24 @@ def test_a_call_becomes_buffers_launches_and_views():
     assert outputs == ((BUFFER, 0, 8, (3, 8), (8, 1)),)
 
 
+def test_a_buffer_returned_whole_is_allocated_in_the_outputs_shape():
+    """``mean`` allocated flat and returned as ``[4, 1]``: the plan allocates ``[4, 1]``
+    (no view made per replay); a buffer returned in part keeps its own shape."""
+    x = torch.randn(4, 8)
+    k = Kernel(SIG)
+
+    def fn():
+        mean, part = torch.empty(4), torch.empty(8)
+        launch(k, (1,), x, mean, 4, 1.0, 128)
+        launch(k, (1,), x, part, 8, 1.0, 128)
+        return [mean.view(4, 1), part[2:]], [-1, -1]
+
+    plan, why = record(fn, [x])
+    assert why == ""
+    assert [b[:2] for b in plan[0]] == [((4, 1), (1, 1)), ((8,), (1,))]
+    assert plan[2] == ((BUFFER, 0, 0, (4, 1), (1, 1)), (BUFFER, 1, 2, (6,), (1,)))
+
+
 def test_an_output_that_is_an_input_and_a_missing_one():
     x = torch.randn(16)
     k = Kernel(SIG)

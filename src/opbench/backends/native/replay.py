@@ -455,8 +455,35 @@ class Recorder:
             rec.refuse(str(e))
         if rec.why is not None:
             return (None, rec.why)
+        shaped = _shaped_as_outputs(rec.buffers, outs)
         buffers = tuple(
-            (sizes, strides, self._code(dtype), zeroed)
-            for sizes, strides, dtype, zeroed in rec.buffers
+            (sizes, strides, self._code(dtype), zeroed) for sizes, strides, dtype, zeroed in shaped
         )
         return ((buffers, tuple(rec.steps), outs), "")
+
+
+def _extent(sizes: Sequence[int], strides: Sequence[int]) -> int:
+    """The elements a tensor of these sizes and strides spans from its first (0: none)."""
+    if any(n == 0 for n in sizes):
+        return 0
+    return 1 + sum((n - 1) * st for n, st in zip(sizes, strides))
+
+
+def _shaped_as_outputs(buffers: list[tuple], outs: tuple[tuple, ...]) -> list[tuple]:
+    """The buffers, each that is one output's whole storage (offset 0, the same extent, no
+    other output on it: ``mean`` and ``rstd`` allocated flat and returned as ``[N, 1]``)
+    allocated in that output's shape instead, so a replay returns the buffer itself rather
+    than a view made per call (``as_strided`` goes through the dispatcher). The launches
+    address buffers by their first byte, which this keeps."""
+    out = list(buffers)
+    uses: dict[int, int] = {}
+    for kind, j, *_ in outs:
+        if kind == BUFFER:
+            uses[j] = uses.get(j, 0) + 1
+    for kind, j, offset, sizes, strides in outs:
+        if kind != BUFFER or uses[j] != 1 or offset != 0:
+            continue
+        b_sizes, b_strides, dtype, zeroed = out[j]
+        if _extent(sizes, strides) == _extent(b_sizes, b_strides) > 0:
+            out[j] = (tuple(sizes), tuple(strides), dtype, zeroed)
+    return out
