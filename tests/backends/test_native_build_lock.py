@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -60,3 +61,24 @@ def test_a_lock_left_by_a_killed_build_is_removed(
         assert _within(5, lambda: wait_for_lock(tmp_path, stale_s=300, poll_s=0.05)) is True
     assert not lock.exists()
     assert "a build that was killed left it" in caplog.text
+
+
+def test_a_changed_header_changes_the_build_flags(tmp_path: Path, monkeypatch) -> None:
+    """torch's loader rebuilds when a source or a flag changes, not a header: the headers'
+    digest is a flag, so editing gate_replay.h rebuilds the gate."""
+    from opbench.backends.native import build
+
+    for name in ("gate.cpp", *build.HEADERS):
+        (tmp_path / name).write_text(f"// {name}\n")
+    monkeypatch.setattr(build, "_SOURCE", tmp_path / "gate.cpp")
+    before = build._headers_digest()
+    assert before == build._headers_digest()
+    (tmp_path / "gate_replay.h").write_text("// gate_replay.h, edited\n")
+    assert build._headers_digest() != before
+
+
+def test_every_header_gate_cpp_includes_is_hashed() -> None:
+    from opbench.backends.native import build
+
+    text = build._SOURCE.read_text()
+    assert sorted(re.findall(r'#include "(gate_\w+\.h)"', text)) == sorted(build.HEADERS)

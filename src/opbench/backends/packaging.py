@@ -138,7 +138,7 @@ package-dir = {{"" = "src"}}
 
 [tool.setuptools.package-data]
 {name} = [{patterns}]
-"{name}._runtime.backends.native" = ["gate.cpp"]
+"{name}._runtime.backends.native" = ["gate.cpp", "gate_*.h"]
 """
 
 
@@ -160,6 +160,9 @@ RUNTIME_MODULES = (
     "backends/native/replay.py",
     "backends/native/spec.py",
     "backends/native/gate.cpp",
+    "backends/native/gate_driver.h",
+    "backends/native/gate_replay.h",
+    "backends/native/gate_strided.h",
 )
 _OPBENCH = Path(__file__).resolve().parents[1]
 _OPBENCH_IMPORT = re.compile(r"\bopbench\.(spec|backends)\b")
@@ -176,7 +179,7 @@ def _copy_runtime(pkg: Path, name: str) -> None:
     for rel in RUNTIME_MODULES:
         text = (_OPBENCH / rel).read_text()
         text = _OPBENCH_IMPORT.sub(lambda m: f"{name}._runtime.{m.group(1)}", text)
-        comment = "//" if rel.endswith(".cpp") else "#"
+        comment = "//" if rel.endswith((".cpp", ".h")) else "#"
         banner = (
             f"{comment} Copied from opbench's src/opbench/{rel} by `opbench package`; "
             "regenerate the package rather than editing this file.\n"

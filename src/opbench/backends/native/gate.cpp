@@ -24,6 +24,11 @@
 // and Triton loaded it), and the current stream comes from c10's device-guard interface,
 // so the same source builds on a CPU-only machine, where only steps 1 and 3 run.
 //
+// Files: this one (the native path, the gate's kernel and its Python face) includes
+// gate_driver.h (the driver functions), gate_strided.h (planning a strided call) and
+// gate_replay.h (launch replay): one translation unit, built by build.py, which rebuilds
+// when any of them changes.
+//
 // Threads: counters are atomics; a kernel variant is compiled at most once per key under
 // the GIL (Python compiles it), the variant table is guarded by a mutex that is never held
 // while Python runs. Python objects are dropped only with the GIL held (close()).
@@ -35,8 +40,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-
-#include <dlfcn.h>
 
 #include <array>
 #include <atomic>
@@ -53,42 +56,11 @@
 
 namespace py = pybind11;
 
+#include "gate_driver.h"
+#include "gate_replay.h"
+#include "gate_strided.h"
+
 namespace {
-
-// ------------------------------------------------------------------ the CUDA driver
-
-using CUresult = int;
-using CUfunction = void*;
-using CUstream = void*;
-using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                                    unsigned, unsigned, unsigned, CUstream, void**, void**);
-using ErrorStringFn = CUresult (*)(CUresult, const char**);
-using MemsetD8AsyncFn = CUresult (*)(uint64_t, unsigned char, size_t, CUstream);
-
-struct Driver {
-  LaunchKernelFn launch = nullptr;
-  ErrorStringFn error_string = nullptr;
-  MemsetD8AsyncFn memset = nullptr;  // a replay's zeroed buffers
-  std::string why;  // empty when usable
-};
-
-const Driver& driver() {
-  static const Driver d = [] {
-    Driver d;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* e = dlerror();
-      d.why = std::string("cannot open libcuda.so.1: ") + (e ? e : "?");
-      return d;
-    }
-    d.launch = reinterpret_cast<LaunchKernelFn>(dlsym(lib, "cuLaunchKernel"));
-    d.error_string = reinterpret_cast<ErrorStringFn>(dlsym(lib, "cuGetErrorString"));
-    d.memset = reinterpret_cast<MemsetD8AsyncFn>(dlsym(lib, "cuMemsetD8Async"));
-    if (d.launch == nullptr) d.why = "libcuda.so.1 has no cuLaunchKernel";
-    return d;
-  }();
-  return d;
-}
 
 // ------------------------------------------------------------------ shape classes
 
@@ -262,232 +234,6 @@ int64_t next_pow2(int64_t n) {
   return p;
 }
 
-// ------------------------------------------------------------------ strided calls
-
-// pointwise.MAX_DIMS and pointwise.I32_SAFE
-constexpr int kMaxDims = 4;
-constexpr int64_t kI32Safe = (int64_t{1} << 31) - 1 - 16384;
-
-// The strided kernel's launch (pointwise_kernels._strided_kernel) for a call whose
-// operands the flat kernel cannot read: a broadcast second operand ([16, 128, 768] /
-// [16, 128, 1]), a sliced or strided one. ``ints`` are the kernel's 20 integers as
-// pointwise._strided_plan computes them: the element count, the merged dims d1..d3, and
-// a's, b's, c's (absent: 0) and the output's strides, 4 each; ``ndim`` the merged rank.
-struct StridedPlan {
-  bool ok = false;
-  std::vector<int64_t> shape;  // the result's
-  int64_t n = 0;
-  int ndim = 1;
-  bool idx64 = false;
-  std::array<int64_t, 20> ints{};
-};
-
-// ``t``'s strides broadcast to ``shape`` (0 where broadcast), as pointwise._expanded_strides.
-std::vector<int64_t> expanded_strides(const at::Tensor& t, const std::vector<int64_t>& shape) {
-  const int64_t nd = static_cast<int64_t>(shape.size());
-  const int64_t pad = nd - t.dim();
-  std::vector<int64_t> out(shape.size(), 0);
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    out[pad + i] = (t.size(i) == 1 && shape[pad + i] != 1) ? 0 : t.stride(i);
-  }
-  return out;
-}
-
-// Over the dims of more than one element, the operand's non-zero strides fall strictly
-// from the outermost dim in: a row-major order, with gaps (a slice) and broadcast dims
-// anywhere. Where every operand has it and one operand has the result's shape,
-// TensorIterator's reorder_dimensions keeps the identity order (the full operand decides
-// every pair of such dims, and never swaps them), so eager's result is contiguous, as
-// the gate's is; the Python path's (pointwise._new_plan) is then contiguous too, since no
-// operand is channels-last. A transposed or channels-last operand fails it: eager keeps
-// such layouts, and those calls go to Python.
-bool row_major(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape) {
-  int64_t prev = std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1 || strides[i] == 0) continue;
-    if (strides[i] < 0 || strides[i] >= prev) return false;
-    prev = strides[i];
-  }
-  return true;
-}
-
-// No two elements of a written tensor share memory: with row_major strides, each dim's
-// stride passes the largest offset of the dims inside it. (at::has_internal_overlap says
-// "too hard" for any slice; eager then writes anyway, the gate leaves it to Python.)
-bool no_self_overlap(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape) {
-  int64_t extent = 0;
-  for (size_t k = shape.size(); k-- > 0;) {
-    if (shape[k] == 1) continue;
-    if (strides[k] <= extent) return false;
-    extent += (shape[k] - 1) * strides[k];
-  }
-  return true;
-}
-
-// The bytes [first, last) an operand's elements span (strides are never negative).
-std::pair<uint64_t, uint64_t> span(const at::Tensor& t) {
-  int64_t last = 0;
-  for (int64_t i = 0; i < t.dim(); ++i) last += (t.size(i) - 1) * t.stride(i);
-  const uint64_t p = reinterpret_cast<uint64_t>(t.data_ptr());
-  return {p, p + static_cast<uint64_t>((last + 1) * t.element_size())};
-}
-
-// The plan for ``a`` (and ``b``, a tensor with dims, or null) into a new contiguous result
-// or, ``inplace``, into ``a``; ok false sends the call to Python (not broadcastable, a
-// layout eager keeps, an in-place write that may overlap an input, more than kMaxDims
-// merged dims).
-StridedPlan plan_strided(const at::Tensor& a, const at::Tensor* b, bool inplace) {
-  StridedPlan p;
-  const int64_t nd = std::max<int64_t>(a.dim(), b != nullptr ? b->dim() : 0);
-  std::vector<int64_t> shape(static_cast<size_t>(nd));
-  for (int64_t i = 0; i < nd; ++i) {
-    const int64_t ia = i - (nd - a.dim()), ib = b != nullptr ? i - (nd - b->dim()) : -1;
-    const int64_t sa = ia >= 0 ? a.size(ia) : 1, sb = ib >= 0 ? b->size(ib) : 1;
-    if (sa != sb && sa != 1 && sb != 1) return p;  // Python raises eager's error
-    shape[i] = sa == 1 ? sb : sa;
-  }
-  const bool a_full = a.sizes().equals(shape);
-  if (inplace && !a_full) return p;
-  if (!a_full && (b == nullptr || !b->sizes().equals(shape))) return p;
-  std::array<std::vector<int64_t>, 4> st;  // a, b, c, out
-  st[0] = expanded_strides(a, shape);
-  st[1] = b != nullptr ? expanded_strides(*b, shape) : std::vector<int64_t>(shape.size(), 0);
-  st[2] = std::vector<int64_t>(shape.size(), 0);
-  if (!row_major(st[0], shape) || !row_major(st[1], shape)) return p;
-  int64_t n = 1;
-  for (const int64_t d : shape) n *= d;
-  if (n == 0) return p;  // [1, 4] + [0, 4]: nothing to launch (a grid of 0 is an error)
-  if (inplace) {
-    if (!no_self_overlap(st[0], shape)) return p;
-    if (b != nullptr) {
-      const auto [a0, a1] = span(a);
-      const auto [b0, b1] = span(*b);
-      const bool same = b->data_ptr() == a.data_ptr() && b->sizes().equals(a.sizes()) &&
-                        b->strides().equals(a.strides());
-      if (!same && b0 < a1 && a0 < b1) return p;
-    }
-    st[3] = st[0];
-  } else {
-    st[3].assign(shape.size(), 0);
-    int64_t run = 1;
-    for (size_t k = shape.size(); k-- > 0;) {
-      st[3][k] = run;
-      run *= shape[k];
-    }
-  }
-  // pointwise._merge_dims: drop size-1 dims, merge neighbours contiguous in every operand
-  std::vector<int64_t> dims;
-  std::array<std::vector<int64_t>, 4> ms;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    bool merge = !dims.empty();
-    for (int k = 0; k < 4 && merge; ++k) merge = ms[k].back() == st[k][i] * shape[i];
-    if (merge) {
-      dims.back() *= shape[i];
-      for (int k = 0; k < 4; ++k) ms[k].back() = st[k][i];
-    } else {
-      dims.push_back(shape[i]);
-      for (int k = 0; k < 4; ++k) ms[k].push_back(st[k][i]);
-    }
-  }
-  if (dims.size() > static_cast<size_t>(kMaxDims)) return p;  // Python splits the launch
-  const size_t pad = kMaxDims - dims.size();
-  std::array<int64_t, kMaxDims> d{1, 1, 1, 1};
-  for (size_t i = 0; i < dims.size(); ++i) d[pad + i] = dims[i];
-  p.ints[0] = n;
-  p.ints[1] = d[1];
-  p.ints[2] = d[2];
-  p.ints[3] = d[3];
-  p.idx64 = n > kI32Safe;
-  for (int k = 0; k < 4; ++k) {
-    int64_t reach = 0;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      p.ints[4 + 4 * k + pad + i] = ms[k][i];
-      reach += (dims[i] - 1) * std::abs(ms[k][i]);
-    }
-    if (reach > kI32Safe) p.idx64 = true;
-  }
-  p.ndim = std::max<int>(1, static_cast<int>(dims.size()));
-  p.n = n;
-  p.shape = std::move(shape);
-  p.ok = true;
-  return p;
-}
-
-// ------------------------------------------------------------------ launch replay: the plan
-
-// An op's Python function makes the same launches every time for one call signature (see
-// opbench.backends.native.replay, which records them): the plan of those launches, as the
-// recorder hands it over. Codes as replay.py names them.
-constexpr int kStepLaunch = 0, kStepZero = 1;
-constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2;
-constexpr int kOutNone = 0, kOutInput = 1, kOutBuffer = 2;
-// a launch's parameters (8 bytes each: cuLaunchKernel takes 4 KB of them on every GPU)
-constexpr size_t kReplayMaxParams = 256;
-// signatures remembered per operator: past it, new signatures stay Python calls
-constexpr size_t kReplayMaxKeys = 512;
-// recordings of one signature before it is given up on (two in a row must agree)
-constexpr int kReplayMaxRecordings = 4;
-
-struct ReplayArg {
-  int kind = kArgRaw;
-  int64_t index = 0;
-  uint64_t value = 0;  // raw bits, or a byte offset (two's complement) from the tensor
-  bool operator==(const ReplayArg& o) const {
-    return kind == o.kind && index == o.index && value == o.value;
-  }
-};
-
-struct ReplayStep {
-  int kind = kStepLaunch;
-  CUfunction fn = nullptr;
-  std::array<unsigned, 3> grid{1, 1, 1};
-  unsigned warps = 0, shared = 0;
-  int64_t buffer = -1;  // kStepZero: the buffer zeroed
-  std::vector<ReplayArg> args;
-  bool operator==(const ReplayStep& o) const {
-    return kind == o.kind && fn == o.fn && grid == o.grid && warps == o.warps &&
-           shared == o.shared && buffer == o.buffer && args == o.args;
-  }
-};
-
-struct ReplayBuffer {
-  std::vector<int64_t> sizes, strides;
-  at::ScalarType dtype = at::ScalarType::Undefined;
-  bool zeroed = false;
-  bool operator==(const ReplayBuffer& o) const {
-    return sizes == o.sizes && strides == o.strides && dtype == o.dtype && zeroed == o.zeroed;
-  }
-};
-
-struct ReplayOutput {
-  int kind = kOutNone;
-  int64_t index = 0, offset = 0;
-  std::vector<int64_t> sizes, strides;
-  bool operator==(const ReplayOutput& o) const {
-    return kind == o.kind && index == o.index && offset == o.offset && sizes == o.sizes &&
-           strides == o.strides;
-  }
-};
-
-struct ReplayPlan {
-  std::vector<ReplayBuffer> buffers;
-  std::vector<ReplayStep> steps;
-  std::vector<ReplayOutput> outputs;
-  bool operator==(const ReplayPlan& o) const {
-    return buffers == o.buffers && steps == o.steps && outputs == o.outputs;
-  }
-};
-
-// One signature: its plan once two recordings in a row agreed, the last recording's
-// plan until then, and the recorder's reason where it refused the last one.
-struct ReplayEntry {
-  std::shared_ptr<const ReplayPlan> ready, last;
-  int recordings = 0;
-  bool given_up = false;
-  std::string why;
-};
-
 // ------------------------------------------------------------------ one gated operator
 
 // One side's serve policy: every call, none, or by shape class (a class the run did not
@@ -518,19 +264,7 @@ struct State {
   std::mutex mu;
   std::unordered_map<uint64_t, Variant> variants;
   std::atomic<int64_t> n_native{0}, n_declined{0}, n_python{0}, n_compiled{0};
-  // launch replay (see the replay section): the Python recorder (None: off), the
-  // signatures seen, and how many calls were replayed (of n_native) and recorded (of
-  // n_python)
-  py::object recorder;
-  bool replay = false;  // recorder is set (read without the GIL)
-  std::mutex replay_mu;
-  std::unordered_map<std::string, ReplayEntry> replays;
-  std::atomic<int64_t> n_replayed{0}, n_recorded{0};
-  // a recording is under way: a call of the same operator inside it (the Python
-  // function calling its own op) is a plain Python call
-  std::atomic<bool> recording{false};
-  // the recorder's reason for refusing the signature of the last dry call (under replay_mu)
-  std::string dry_why;
+  Replayer replay;  // launch replay (gate_replay.h)
   // dry calls (the judge's worker asking whether a call would be launched here): read
   // the call, run nothing, return an undefined tensor
   std::atomic<bool> dry{false}, dry_native{false};
@@ -538,7 +272,9 @@ struct State {
   std::atomic<bool> dry_any_device{false};
 
   State(std::string n, c10::OperatorHandle h, c10::DispatchKey k)
-      : name(std::move(n)), op(std::move(h)), key(k) {}
+      : name(std::move(n)), op(std::move(h)), key(k) {
+    replay.name = name;
+  }
 };
 
 // The flat kernel's arguments (a, b, c, out, n, na, nb, nc, p0, p1), and the strided
@@ -779,371 +515,6 @@ bool try_native(State& s, torch::jit::Stack& stack, bool dry = false) {
   return true;
 }
 
-// ------------------------------------------------------------------ launch replay: the calls
-
-// The call's signature, appended to ``key`` as 64-bit words: every argument's kind and
-// value, and of every tensor its dtype, device, layout flags, sizes, strides, storage
-// offset, address modulo 16 (what Triton specialises on) and which earlier tensor of the
-// call shares its storage, at what distance (an in-place call on an alias takes another
-// path). ``tensors`` gets the call's tensors in order (an undefined one for None in a
-// tensor slot), as the recorder numbers them. False for an argument replay does not read.
-void key_word(std::string& key, int64_t w) {
-  key.append(reinterpret_cast<const char*>(&w), sizeof(w));
-}
-
-bool key_tensor(const at::Tensor& t, std::string& key, std::vector<at::Tensor>& tensors) {
-  if (!t.defined()) {
-    key_word(key, -1);
-    tensors.push_back(t);
-    return true;
-  }
-  if (t.layout() != at::kStrided || t.is_conj() || t.is_neg()) return false;
-  key_word(key, static_cast<int64_t>(t.scalar_type()));
-  key_word(key, static_cast<int64_t>(t.device().type()));
-  key_word(key, t.device().index());
-  key_word(key, t.unsafeGetTensorImpl()->is_wrapped_number());
-  key_word(key, t.dim());
-  for (const int64_t x : t.sizes()) key_word(key, x);
-  for (const int64_t x : t.strides()) key_word(key, x);
-  key_word(key, t.storage_offset());
-  const auto p = reinterpret_cast<uintptr_t>(t.data_ptr());
-  key_word(key, static_cast<int64_t>(p % 16));
-  int64_t alias = -1, delta = 0;
-  const void* storage = t.storage().data();
-  for (size_t i = 0; i < tensors.size() && storage != nullptr; ++i) {
-    const at::Tensor& o = tensors[i];
-    if (o.defined() && o.storage().data() == storage) {
-      alias = static_cast<int64_t>(i);
-      delta = static_cast<int64_t>(p - reinterpret_cast<uintptr_t>(o.data_ptr()));
-      break;
-    }
-  }
-  key_word(key, alias);
-  key_word(key, delta);
-  tensors.push_back(t);
-  return true;
-}
-
-bool key_value(const c10::IValue& v, std::string& key, std::vector<at::Tensor>& tensors) {
-  if (v.isNone()) {
-    key_word(key, 0);
-  } else if (v.isTensor()) {
-    key_word(key, 1);
-    return key_tensor(v.toTensor(), key, tensors);
-  } else if (v.isInt()) {
-    key_word(key, 2);
-    key_word(key, v.toInt());
-  } else if (v.isDouble()) {
-    key_word(key, 3);
-    const double d = v.toDouble();
-    int64_t bits = 0;
-    std::memcpy(&bits, &d, sizeof(bits));
-    key_word(key, bits);
-  } else if (v.isBool()) {
-    key_word(key, 4);
-    key_word(key, v.toBool());
-  } else if (v.isString()) {
-    key_word(key, 5);
-    const std::string_view sv = v.toStringView();
-    key_word(key, static_cast<int64_t>(sv.size()));
-    key.append(sv.data(), sv.size());
-  } else if (v.isDevice()) {
-    key_word(key, 6);
-    key_word(key, static_cast<int64_t>(v.toDevice().type()));
-    key_word(key, v.toDevice().index());
-  } else if (v.isList()) {  // ints, floats, bools, tensors, optional tensors
-    const auto list = v.toListRef();
-    key_word(key, 7);
-    key_word(key, static_cast<int64_t>(list.size()));
-    for (const c10::IValue& x : list) {
-      if (x.isList() || !key_value(x, key, tensors)) return false;
-    }
-  } else {
-    return false;  // a Generator, a complex number, a stream...
-  }
-  return true;
-}
-
-bool replay_key(const torch::jit::Stack& stack, size_t base, size_t n, std::string& key,
-                std::vector<at::Tensor>& tensors) {
-  bool cuda = false;
-  for (size_t i = base; i < base + n; ++i) {
-    if (!key_value(stack[i], key, tensors)) return false;
-  }
-  for (const at::Tensor& t : tensors) cuda = cuda || (t.defined() && t.is_cuda());
-  return cuda;
-}
-
-// The recorder's plan (replay.py's tuples) as a ReplayPlan; null, with ``why`` set, where
-// it names a tensor the call does not have or a launch has more parameters than the gate
-// passes. Called with the GIL held.
-std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at::Tensor>& tensors,
-                                    std::string& why) {
-  auto out = std::make_shared<ReplayPlan>();
-  const auto t = plan.cast<py::tuple>();
-  for (const py::handle b : t[0].cast<py::tuple>()) {
-    const auto bt = b.cast<py::tuple>();
-    ReplayBuffer rb;
-    rb.sizes = bt[0].cast<std::vector<int64_t>>();
-    rb.strides = bt[1].cast<std::vector<int64_t>>();
-    rb.dtype = static_cast<at::ScalarType>(bt[2].cast<int>());
-    rb.zeroed = bt[3].cast<bool>();
-    if (rb.sizes.size() != rb.strides.size()) {
-      why = "a buffer whose sizes and strides differ in rank";
-      return nullptr;
-    }
-    out->buffers.push_back(std::move(rb));
-  }
-  const auto n_buffers = static_cast<int64_t>(out->buffers.size());
-  const auto n_tensors = static_cast<int64_t>(tensors.size());
-  for (const py::handle st : t[1].cast<py::tuple>()) {
-    const auto s = st.cast<py::tuple>();
-    ReplayStep step;
-    step.kind = s[0].cast<int>();
-    if (step.kind == kStepZero) {
-      step.buffer = s[1].cast<int64_t>();
-      if (step.buffer < 0 || step.buffer >= n_buffers) {
-        why = "a memset of no buffer";
-        return nullptr;
-      }
-    } else if (step.kind == kStepLaunch) {
-      step.fn = reinterpret_cast<CUfunction>(s[1].cast<uintptr_t>());
-      step.grid = {s[2].cast<unsigned>(), s[3].cast<unsigned>(), s[4].cast<unsigned>()};
-      step.warps = s[5].cast<unsigned>();
-      step.shared = s[6].cast<unsigned>();
-      for (const py::handle a : s[7].cast<py::tuple>()) {
-        const auto at = a.cast<py::tuple>();
-        ReplayArg arg;
-        arg.kind = at[0].cast<int>();
-        arg.index = at[1].cast<int64_t>();
-        arg.value = arg.kind == kArgRaw ? at[2].cast<uint64_t>()
-                                        : static_cast<uint64_t>(at[2].cast<int64_t>());
-        const int64_t bound = arg.kind == kArgInput ? n_tensors : n_buffers;
-        if ((arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) ||
-            (arg.kind == kArgInput && !tensors[arg.index].defined())) {
-          why = "a launch argument naming no tensor of the call";
-          return nullptr;
-        }
-        step.args.push_back(arg);
-      }
-      if (step.fn == nullptr || step.args.size() > kReplayMaxParams) {
-        why = "a launch of " + std::to_string(step.args.size()) + " parameters (the gate passes " +
-              std::to_string(kReplayMaxParams) + ")";
-        return nullptr;
-      }
-    } else {
-      why = "a step of kind " + std::to_string(step.kind);
-      return nullptr;
-    }
-    out->steps.push_back(std::move(step));
-  }
-  for (const py::handle o : t[2].cast<py::tuple>()) {
-    const auto ot = o.cast<py::tuple>();
-    ReplayOutput ro;
-    ro.kind = ot[0].cast<int>();
-    ro.index = ot[1].cast<int64_t>();
-    ro.offset = ot[2].cast<int64_t>();
-    ro.sizes = ot[3].cast<std::vector<int64_t>>();
-    ro.strides = ot[4].cast<std::vector<int64_t>>();
-    const int64_t bound = ro.kind == kOutInput ? n_tensors : n_buffers;
-    if (ro.kind != kOutNone && (ro.index < 0 || ro.index >= bound)) {
-      why = "an output naming no tensor";
-      return nullptr;
-    }
-    out->outputs.push_back(std::move(ro));
-  }
-  return out;
-}
-
-void check_launch(CUresult r, const State& s, const char* what) {
-  if (r == 0) return;
-  const char* msg = nullptr;
-  if (driver().error_string) driver().error_string(r, &msg);
-  TORCH_CHECK(false, "opbench replay of ", s.name, ": ", what, " failed: CUDA error ", r, " (",
-              msg ? msg : "?", ")");
-}
-
-// The plan's launches on this call's tensors: allocate its buffers, zero and launch in
-// order on the current stream, push its outputs in place of the arguments.
-void run_replay(const State& s, const ReplayPlan& plan, torch::jit::Stack& stack,
-                const std::vector<at::Tensor>& tensors, size_t n_args) {
-  at::Device device(at::kCUDA);
-  for (const at::Tensor& t : tensors) {
-    if (t.defined() && t.is_cuda()) {
-      device = t.device();
-      break;
-    }
-  }
-  c10::DeviceGuard guard(device);
-  const Driver& drv = driver();
-  TORCH_CHECK(drv.launch != nullptr, "opbench replay: ", drv.why);
-  std::vector<at::Tensor> bufs;
-  bufs.reserve(plan.buffers.size());
-  const c10::Stream stream =
-      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device);
-  const auto native_stream = static_cast<CUstream>(stream.native_handle());
-  auto zero = [&](const at::Tensor& b) {
-    const size_t bytes = b.storage().nbytes();
-    if (bytes == 0) return;
-    TORCH_CHECK(drv.memset != nullptr, "opbench replay: libcuda.so.1 has no cuMemsetD8Async");
-    check_launch(drv.memset(reinterpret_cast<uint64_t>(b.data_ptr()), 0, bytes, native_stream),
-                 s, "a memset");
-  };
-  for (const ReplayBuffer& b : plan.buffers) {
-    bufs.push_back(at::empty_strided(b.sizes, b.strides,
-                                     at::TensorOptions().dtype(b.dtype).device(device)));
-    // torch.zeros and its like: a fresh buffer, zeroed before any step reads it
-    if (b.zeroed) zero(bufs.back());
-  }
-  std::array<uint64_t, kReplayMaxParams> slots{};
-  std::array<void*, kReplayMaxParams> params{};
-  for (const ReplayStep& st : plan.steps) {
-    if (st.kind == kStepZero) {
-      zero(bufs[st.buffer]);
-      continue;
-    }
-    for (size_t k = 0; k < st.args.size(); ++k) {
-      const ReplayArg& a = st.args[k];
-      uint64_t v = a.value;
-      if (a.kind == kArgInput) {
-        v += reinterpret_cast<uint64_t>(tensors[a.index].data_ptr());
-      } else if (a.kind == kArgBuffer) {
-        v += reinterpret_cast<uint64_t>(bufs[a.index].data_ptr());
-      }
-      slots[k] = v;
-      params[k] = &slots[k];
-    }
-    check_launch(drv.launch(st.fn, st.grid[0], st.grid[1], st.grid[2], 32 * st.warps, 1, 1,
-                            st.shared, native_stream, params.data(), nullptr),
-                 s, "a launch");
-  }
-  std::vector<c10::IValue> outs;
-  for (const ReplayOutput& o : plan.outputs) {
-    if (o.kind == kOutNone) {
-      outs.emplace_back(at::Tensor());
-    } else if (o.kind == kOutInput) {
-      outs.emplace_back(tensors[o.index]);
-    } else {
-      const at::Tensor& b = bufs[o.index];
-      const bool whole =
-          o.offset == 0 && b.sizes().vec() == o.sizes && b.strides().vec() == o.strides;
-      outs.emplace_back(whole ? b : b.as_strided(o.sizes, o.strides, o.offset));
-    }
-  }
-  torch::jit::drop(stack, n_args);
-  for (c10::IValue& v : outs) torch::jit::push(stack, std::move(v));
-}
-
-// A signature's plan, once ready; with ``dry`` nothing else. Otherwise, on a signature not
-// yet ready, the Python function runs under the recorder (true: the call was made) and
-// its plan is kept; false sends the call to the Python function as usual (replay off, an
-// argument replay does not read, a signature given up on, too many signatures).
-bool replay_call(State& s, const c10::OperatorHandle& op, c10::DispatchKeySet ks,
-                 torch::jit::Stack& stack, bool dry = false) {
-  if (!s.replay) return false;
-  const size_t base = stack.size() - s.n_args;
-  std::string key;
-  std::vector<at::Tensor> tensors;
-  if (!replay_key(stack, base, s.n_args, key, tensors)) return false;
-  std::shared_ptr<const ReplayPlan> ready;
-  bool give_up = false;
-  {
-    std::lock_guard<std::mutex> lock(s.replay_mu);
-    auto it = s.replays.find(key);
-    if (it != s.replays.end()) {
-      ready = it->second.ready;
-      give_up = it->second.given_up;
-    } else {
-      give_up = s.replays.size() >= kReplayMaxKeys;
-    }
-    if (dry) s.dry_why = it != s.replays.end() ? it->second.why : std::string();
-  }
-  if (dry) return ready != nullptr;
-  if (ready) {
-    run_replay(s, *ready, stack, tensors, s.n_args);
-    s.n_native++;
-    s.n_replayed++;
-    return true;
-  }
-  if (give_up) return false;
-  bool idle = false;
-  if (!s.recording.compare_exchange_strong(idle, true)) return false;
-  struct Done {
-    std::atomic<bool>& flag;
-    ~Done() { flag = false; }
-  } done{s.recording};
-  s.n_python++;
-  s.n_recorded++;
-  {
-    py::gil_scoped_acquire gil;
-    py::list inputs;
-    for (const at::Tensor& t : tensors) {
-      if (t.defined()) {
-        inputs.append(py::cast(t));
-      } else {
-        inputs.append(py::none());
-      }
-    }
-    s.recorder.attr("begin")(inputs);
-  }
-  try {
-    s.python->callBoxed(op, ks, &stack);
-  } catch (...) {
-    py::gil_scoped_acquire gil;
-    s.recorder.attr("abort")();
-    throw;
-  }
-  const size_t n_returns = op.schema().returns().size();
-  std::shared_ptr<ReplayPlan> plan;
-  std::string why;
-  {
-    py::gil_scoped_acquire gil;
-    py::list outputs, same;
-    bool readable = stack.size() >= n_returns;
-    for (size_t i = stack.size() - std::min(n_returns, stack.size()); i < stack.size(); ++i) {
-      const c10::IValue& v = stack[i];
-      int64_t input = -1;
-      if (v.isTensor() && v.toTensor().defined()) {
-        const at::Tensor& t = v.toTensor();
-        for (size_t j = 0; j < tensors.size(); ++j) {
-          if (tensors[j].defined() &&
-              tensors[j].unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
-            input = static_cast<int64_t>(j);
-            break;
-          }
-        }
-        outputs.append(py::cast(t));
-      } else if (v.isNone() || v.isTensor()) {
-        outputs.append(py::none());
-      } else {
-        readable = false;  // a list of tensors, a number
-        outputs.append(py::none());
-      }
-      same.append(input);
-    }
-    py::tuple r = s.recorder.attr("end")(outputs, same);
-    if (!readable) {
-      why = "an output that is not a tensor";
-    } else if (r[0].is_none()) {
-      why = r[1].cast<std::string>();
-    } else {
-      plan = plan_of(r[0], tensors, why);
-    }
-  }
-  std::lock_guard<std::mutex> lock(s.replay_mu);
-  if (s.replays.size() >= kReplayMaxKeys && !s.replays.count(key)) return true;
-  ReplayEntry& e = s.replays[key];
-  e.recordings++;
-  e.why = why;
-  if (plan && e.last && *plan == *e.last) {
-    e.ready = plan;
-  } else {
-    e.last = plan;
-  }
-  if (!e.ready && e.recordings >= kReplayMaxRecordings) e.given_up = true;
-  return true;
-}
-
 class GateKernel final : public c10::OperatorKernel {
  public:
   explicit GateKernel(std::shared_ptr<State> s) : s_(std::move(s)) {}
@@ -1153,7 +524,7 @@ class GateKernel final : public c10::OperatorKernel {
     State& s = *s_;
     if (s.dry.load()) {
       s.dry_native = (s.native.operands > 0 && try_native(s, *stack, /*dry=*/true)) ||
-                     replay_call(s, op, ks, *stack, /*dry=*/true);
+                     replay_ready(s.replay, s.n_args, *stack);
       torch::jit::drop(*stack, s.n_args);
       torch::jit::push(*stack, at::Tensor());
       return;
@@ -1168,7 +539,15 @@ class GateKernel final : public c10::OperatorKernel {
       return;
     }
     if (s.python_verdict.serves(cls)) {
-      if (replay_call(s, op, ks, *stack)) return;
+      const Replayed r = replay_call(s.replay, s.n_args, *s.python, op, ks, *stack);
+      if (r == Replayed::kReplayed) {
+        s.n_native++;
+        return;
+      }
+      if (r == Replayed::kRecorded) {
+        s.n_python++;
+        return;
+      }
       s.n_python++;
       s.python->callBoxed(op, ks, stack);
       return;
@@ -1274,16 +653,16 @@ class Gate {
   // Launch replay for the calls the Python path serves (see replay_call), with the
   // recorder of opbench.backends.native.replay; None turns it off.
   void set_replay(py::object recorder) {
-    s_->replay = !recorder.is_none();
-    s_->recorder = std::move(recorder);
+    s_->replay.on = !recorder.is_none();
+    s_->replay.recorder = std::move(recorder);
   }
 
   // What replay knows of each signature seen: ready or not, recordings, given up, and the
   // recorder's reason for the last one it refused.
   py::list replay_notes() const {
-    std::lock_guard<std::mutex> lock(s_->replay_mu);
+    std::lock_guard<std::mutex> lock(s_->replay.mu);
     py::list out;
-    for (const auto& [key, e] : s_->replays) {
+    for (const auto& [key, e] : s_->replay.entries) {
       py::dict d;
       d["ready"] = e.ready != nullptr;
       d["recordings"] = e.recordings;
@@ -1298,16 +677,16 @@ class Gate {
   // Why the signature of the last dry call is not replayed: the recorder's reason for its
   // last recording, or "" (not recorded yet, or ready).
   std::string dry_replay_why() const {
-    std::lock_guard<std::mutex> lock(s_->replay_mu);
-    return s_->dry_why;
+    std::lock_guard<std::mutex> lock(s_->replay.mu);
+    return s_->replay.dry_why;
   }
 
   // Removes the registration (the backend's wrapper serves again) and drops the Python
   // objects while the GIL is held.
   void close() {
     lib_.reset();
-    s_->replay = false;
-    s_->recorder = py::none();
+    s_->replay.on = false;
+    s_->replay.recorder = py::none();
     s_->native.compile = py::none();
     s_->native.compile_strided = py::none();
     s_->native.strided = false;
@@ -1319,8 +698,8 @@ class Gate {
     d["declined"] = s_->n_declined.load();
     d["python"] = s_->n_python.load();
     d["compiled"] = s_->n_compiled.load();
-    d["replayed"] = s_->n_replayed.load();
-    d["recorded"] = s_->n_recorded.load();
+    d["replayed"] = s_->replay.n_replayed.load();
+    d["recorded"] = s_->replay.n_recorded.load();
     return d;
   }
 
@@ -1337,8 +716,8 @@ class Gate {
     s_->n_native = 0;
     s_->n_declined = 0;
     s_->n_python = 0;
-    s_->n_replayed = 0;
-    s_->n_recorded = 0;
+    s_->replay.n_replayed = 0;
+    s_->replay.n_recorded = 0;
   }
 
   ~Gate() { lib_.reset(); }

@@ -8,8 +8,8 @@ on the held-out H200 run at 474f074 such calls read host 0.42-0.65 of eager
 one call signature (every tensor's dtype, shape, strides, offset and alignment, every
 number) the Python path makes the same launches every time: the same kernels, grids and
 numbers, on addresses that are the call's tensors or tensors it allocated. The gate
-(``gate.cpp``, the ``replay`` section) records those launches on a signature's first calls
-and repeats them from then on: it allocates the same buffers, launches the same kernels
+(``gate_replay.h``, included by ``gate.cpp``) records those launches on a signature's
+first calls and repeats them from then on: it allocates the same buffers, launches the same kernels
 with ``cuLaunchKernel`` and returns the same views, at the cost of the launches alone.
 
 What is recorded, by :class:`Recorder` while the gate runs the Python function:

@@ -1,0 +1,47 @@
+// opbench's C++ gate: the CUDA driver functions it calls, opened with dlopen at the first
+// launch (no CUDA headers and no CUDA library at build time). Included by gate.cpp alone:
+// one translation unit (the anonymous namespace is gate.cpp's).
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstddef>
+#include <string>
+
+namespace {
+
+using CUresult = int;
+using CUfunction = void*;
+using CUstream = void*;
+using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, unsigned, unsigned, CUstream, void**, void**);
+using ErrorStringFn = CUresult (*)(CUresult, const char**);
+using MemsetD8AsyncFn = CUresult (*)(uint64_t, unsigned char, size_t, CUstream);
+
+struct Driver {
+  LaunchKernelFn launch = nullptr;
+  ErrorStringFn error_string = nullptr;
+  MemsetD8AsyncFn memset = nullptr;  // a replay's zeroed buffers
+  std::string why;  // empty when usable
+};
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver d;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* e = dlerror();
+      d.why = std::string("cannot open libcuda.so.1: ") + (e ? e : "?");
+      return d;
+    }
+    d.launch = reinterpret_cast<LaunchKernelFn>(dlsym(lib, "cuLaunchKernel"));
+    d.error_string = reinterpret_cast<ErrorStringFn>(dlsym(lib, "cuGetErrorString"));
+    d.memset = reinterpret_cast<MemsetD8AsyncFn>(dlsym(lib, "cuMemsetD8Async"));
+    if (d.launch == nullptr) d.why = "libcuda.so.1 has no cuLaunchKernel";
+    return d;
+  }();
+  return d;
+}
+
+}  // namespace

@@ -1,0 +1,493 @@
+// opbench's C++ gate: launch replay. For one call signature a backend's Python kernel
+// makes the same launches every time; opbench.backends.native.replay records them while
+// the gate runs the Python function, and the gate repeats them from then on (buffers,
+// cuLaunchKernel, memsets, the same views). Included by gate.cpp alone: one translation
+// unit (the anonymous namespace is gate.cpp's).
+#pragma once
+
+#include <torch/extension.h>
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gate_driver.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// An op's Python function makes the same launches every time for one call signature (see
+// opbench.backends.native.replay, which records them): the plan of those launches, as the
+// recorder hands it over. Codes as replay.py names them.
+constexpr int kStepLaunch = 0, kStepZero = 1;
+constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2;
+constexpr int kOutNone = 0, kOutInput = 1, kOutBuffer = 2;
+// a launch's parameters (8 bytes each: cuLaunchKernel takes 4 KB of them on every GPU)
+constexpr size_t kReplayMaxParams = 256;
+// signatures remembered per operator: past it, new signatures stay Python calls
+constexpr size_t kReplayMaxKeys = 512;
+// recordings of one signature before it is given up on (two in a row must agree)
+constexpr int kReplayMaxRecordings = 4;
+
+struct ReplayArg {
+  int kind = kArgRaw;
+  int64_t index = 0;
+  uint64_t value = 0;  // raw bits, or a byte offset (two's complement) from the tensor
+  bool operator==(const ReplayArg& o) const {
+    return kind == o.kind && index == o.index && value == o.value;
+  }
+};
+
+struct ReplayStep {
+  int kind = kStepLaunch;
+  CUfunction fn = nullptr;
+  std::array<unsigned, 3> grid{1, 1, 1};
+  unsigned warps = 0, shared = 0;
+  int64_t buffer = -1;  // kStepZero: the buffer zeroed
+  std::vector<ReplayArg> args;
+  bool operator==(const ReplayStep& o) const {
+    return kind == o.kind && fn == o.fn && grid == o.grid && warps == o.warps &&
+           shared == o.shared && buffer == o.buffer && args == o.args;
+  }
+};
+
+struct ReplayBuffer {
+  std::vector<int64_t> sizes, strides;
+  at::ScalarType dtype = at::ScalarType::Undefined;
+  bool zeroed = false;
+  bool operator==(const ReplayBuffer& o) const {
+    return sizes == o.sizes && strides == o.strides && dtype == o.dtype && zeroed == o.zeroed;
+  }
+};
+
+struct ReplayOutput {
+  int kind = kOutNone;
+  int64_t index = 0, offset = 0;
+  std::vector<int64_t> sizes, strides;
+  bool operator==(const ReplayOutput& o) const {
+    return kind == o.kind && index == o.index && offset == o.offset && sizes == o.sizes &&
+           strides == o.strides;
+  }
+};
+
+struct ReplayPlan {
+  std::vector<ReplayBuffer> buffers;
+  std::vector<ReplayStep> steps;
+  std::vector<ReplayOutput> outputs;
+  bool operator==(const ReplayPlan& o) const {
+    return buffers == o.buffers && steps == o.steps && outputs == o.outputs;
+  }
+};
+
+// One signature: its plan once two recordings in a row agreed, the last recording's
+// plan until then, and the recorder's reason where it refused the last one.
+struct ReplayEntry {
+  std::shared_ptr<const ReplayPlan> ready, last;
+  int recordings = 0;
+  bool given_up = false;
+  std::string why;
+};
+
+// One gate's replay: the Python recorder (None: off), the signatures seen, and how many
+// calls were replayed and recorded.
+struct Replayer {
+  std::string name;  // the operator, for messages
+  py::object recorder;
+  bool on = false;  // recorder is set (read without the GIL)
+  std::mutex mu;
+  std::unordered_map<std::string, ReplayEntry> entries;
+  std::atomic<int64_t> n_replayed{0}, n_recorded{0};
+  // a recording is under way: a call of the same operator inside it (the Python
+  // function calling its own op) is a plain Python call
+  std::atomic<bool> recording{false};
+  // the recorder's reason for refusing the signature of the last dry call (under mu)
+  std::string dry_why;
+};
+
+// The call's signature, appended to ``key`` as 64-bit words: every argument's kind and
+// value, and of every tensor its dtype, device, layout flags, sizes, strides, storage
+// offset, address modulo 16 (what Triton specialises on) and which earlier tensor of the
+// call shares its storage, at what distance (an in-place call on an alias takes another
+// path). ``tensors`` gets the call's tensors in order (an undefined one for None in a
+// tensor slot), as the recorder numbers them. False for an argument replay does not read.
+void key_word(std::string& key, int64_t w) {
+  key.append(reinterpret_cast<const char*>(&w), sizeof(w));
+}
+
+bool key_tensor(const at::Tensor& t, std::string& key, std::vector<at::Tensor>& tensors) {
+  if (!t.defined()) {
+    key_word(key, -1);
+    tensors.push_back(t);
+    return true;
+  }
+  if (t.layout() != at::kStrided || t.is_conj() || t.is_neg()) return false;
+  key_word(key, static_cast<int64_t>(t.scalar_type()));
+  key_word(key, static_cast<int64_t>(t.device().type()));
+  key_word(key, t.device().index());
+  key_word(key, t.unsafeGetTensorImpl()->is_wrapped_number());
+  key_word(key, t.dim());
+  for (const int64_t x : t.sizes()) key_word(key, x);
+  for (const int64_t x : t.strides()) key_word(key, x);
+  key_word(key, t.storage_offset());
+  const auto p = reinterpret_cast<uintptr_t>(t.data_ptr());
+  key_word(key, static_cast<int64_t>(p % 16));
+  int64_t alias = -1, delta = 0;
+  const void* storage = t.storage().data();
+  for (size_t i = 0; i < tensors.size() && storage != nullptr; ++i) {
+    const at::Tensor& o = tensors[i];
+    if (o.defined() && o.storage().data() == storage) {
+      alias = static_cast<int64_t>(i);
+      delta = static_cast<int64_t>(p - reinterpret_cast<uintptr_t>(o.data_ptr()));
+      break;
+    }
+  }
+  key_word(key, alias);
+  key_word(key, delta);
+  tensors.push_back(t);
+  return true;
+}
+
+bool key_value(const c10::IValue& v, std::string& key, std::vector<at::Tensor>& tensors) {
+  if (v.isNone()) {
+    key_word(key, 0);
+  } else if (v.isTensor()) {
+    key_word(key, 1);
+    return key_tensor(v.toTensor(), key, tensors);
+  } else if (v.isInt()) {
+    key_word(key, 2);
+    key_word(key, v.toInt());
+  } else if (v.isDouble()) {
+    key_word(key, 3);
+    const double d = v.toDouble();
+    int64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof(bits));
+    key_word(key, bits);
+  } else if (v.isBool()) {
+    key_word(key, 4);
+    key_word(key, v.toBool());
+  } else if (v.isString()) {
+    key_word(key, 5);
+    const std::string_view sv = v.toStringView();
+    key_word(key, static_cast<int64_t>(sv.size()));
+    key.append(sv.data(), sv.size());
+  } else if (v.isDevice()) {
+    key_word(key, 6);
+    key_word(key, static_cast<int64_t>(v.toDevice().type()));
+    key_word(key, v.toDevice().index());
+  } else if (v.isList()) {  // ints, floats, bools, tensors, optional tensors
+    const auto list = v.toListRef();
+    key_word(key, 7);
+    key_word(key, static_cast<int64_t>(list.size()));
+    for (const c10::IValue& x : list) {
+      if (x.isList() || !key_value(x, key, tensors)) return false;
+    }
+  } else {
+    return false;  // a Generator, a complex number, a stream...
+  }
+  return true;
+}
+
+bool replay_key(const torch::jit::Stack& stack, size_t base, size_t n, std::string& key,
+                std::vector<at::Tensor>& tensors) {
+  bool cuda = false;
+  for (size_t i = base; i < base + n; ++i) {
+    if (!key_value(stack[i], key, tensors)) return false;
+  }
+  for (const at::Tensor& t : tensors) cuda = cuda || (t.defined() && t.is_cuda());
+  return cuda;
+}
+
+// The recorder's plan (replay.py's tuples) as a ReplayPlan; null, with ``why`` set, where
+// it names a tensor the call does not have or a launch has more parameters than the gate
+// passes. Called with the GIL held.
+std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at::Tensor>& tensors,
+                                    std::string& why) {
+  auto out = std::make_shared<ReplayPlan>();
+  const auto t = plan.cast<py::tuple>();
+  for (const py::handle b : t[0].cast<py::tuple>()) {
+    const auto bt = b.cast<py::tuple>();
+    ReplayBuffer rb;
+    rb.sizes = bt[0].cast<std::vector<int64_t>>();
+    rb.strides = bt[1].cast<std::vector<int64_t>>();
+    rb.dtype = static_cast<at::ScalarType>(bt[2].cast<int>());
+    rb.zeroed = bt[3].cast<bool>();
+    if (rb.sizes.size() != rb.strides.size()) {
+      why = "a buffer whose sizes and strides differ in rank";
+      return nullptr;
+    }
+    out->buffers.push_back(std::move(rb));
+  }
+  const auto n_buffers = static_cast<int64_t>(out->buffers.size());
+  const auto n_tensors = static_cast<int64_t>(tensors.size());
+  for (const py::handle st : t[1].cast<py::tuple>()) {
+    const auto s = st.cast<py::tuple>();
+    ReplayStep step;
+    step.kind = s[0].cast<int>();
+    if (step.kind == kStepZero) {
+      step.buffer = s[1].cast<int64_t>();
+      if (step.buffer < 0 || step.buffer >= n_buffers) {
+        why = "a memset of no buffer";
+        return nullptr;
+      }
+    } else if (step.kind == kStepLaunch) {
+      step.fn = reinterpret_cast<CUfunction>(s[1].cast<uintptr_t>());
+      step.grid = {s[2].cast<unsigned>(), s[3].cast<unsigned>(), s[4].cast<unsigned>()};
+      step.warps = s[5].cast<unsigned>();
+      step.shared = s[6].cast<unsigned>();
+      for (const py::handle a : s[7].cast<py::tuple>()) {
+        const auto at = a.cast<py::tuple>();
+        ReplayArg arg;
+        arg.kind = at[0].cast<int>();
+        arg.index = at[1].cast<int64_t>();
+        arg.value = arg.kind == kArgRaw ? at[2].cast<uint64_t>()
+                                        : static_cast<uint64_t>(at[2].cast<int64_t>());
+        const int64_t bound = arg.kind == kArgInput ? n_tensors : n_buffers;
+        if ((arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) ||
+            (arg.kind == kArgInput && !tensors[arg.index].defined())) {
+          why = "a launch argument naming no tensor of the call";
+          return nullptr;
+        }
+        step.args.push_back(arg);
+      }
+      if (step.fn == nullptr || step.args.size() > kReplayMaxParams) {
+        why = "a launch of " + std::to_string(step.args.size()) + " parameters (the gate passes " +
+              std::to_string(kReplayMaxParams) + ")";
+        return nullptr;
+      }
+    } else {
+      why = "a step of kind " + std::to_string(step.kind);
+      return nullptr;
+    }
+    out->steps.push_back(std::move(step));
+  }
+  for (const py::handle o : t[2].cast<py::tuple>()) {
+    const auto ot = o.cast<py::tuple>();
+    ReplayOutput ro;
+    ro.kind = ot[0].cast<int>();
+    ro.index = ot[1].cast<int64_t>();
+    ro.offset = ot[2].cast<int64_t>();
+    ro.sizes = ot[3].cast<std::vector<int64_t>>();
+    ro.strides = ot[4].cast<std::vector<int64_t>>();
+    const int64_t bound = ro.kind == kOutInput ? n_tensors : n_buffers;
+    if (ro.kind != kOutNone && (ro.index < 0 || ro.index >= bound)) {
+      why = "an output naming no tensor";
+      return nullptr;
+    }
+    out->outputs.push_back(std::move(ro));
+  }
+  return out;
+}
+
+void check_launch(CUresult r, const std::string& name, const char* what) {
+  if (r == 0) return;
+  const char* msg = nullptr;
+  if (driver().error_string) driver().error_string(r, &msg);
+  TORCH_CHECK(false, "opbench replay of ", name, ": ", what, " failed: CUDA error ", r, " (",
+              msg ? msg : "?", ")");
+}
+
+// The plan's launches on this call's tensors: allocate its buffers, zero and launch in
+// order on the current stream, push its outputs in place of the arguments.
+void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Stack& stack,
+                const std::vector<at::Tensor>& tensors, size_t n_args) {
+  at::Device device(at::kCUDA);
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && t.is_cuda()) {
+      device = t.device();
+      break;
+    }
+  }
+  c10::DeviceGuard guard(device);
+  const Driver& drv = driver();
+  TORCH_CHECK(drv.launch != nullptr, "opbench replay: ", drv.why);
+  std::vector<at::Tensor> bufs;
+  bufs.reserve(plan.buffers.size());
+  const c10::Stream stream =
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device);
+  const auto native_stream = static_cast<CUstream>(stream.native_handle());
+  auto zero = [&](const at::Tensor& b) {
+    const size_t bytes = b.storage().nbytes();
+    if (bytes == 0) return;
+    TORCH_CHECK(drv.memset != nullptr, "opbench replay: libcuda.so.1 has no cuMemsetD8Async");
+    check_launch(drv.memset(reinterpret_cast<uint64_t>(b.data_ptr()), 0, bytes, native_stream),
+                 name, "a memset");
+  };
+  for (const ReplayBuffer& b : plan.buffers) {
+    bufs.push_back(at::empty_strided(b.sizes, b.strides,
+                                     at::TensorOptions().dtype(b.dtype).device(device)));
+    // torch.zeros and its like: a fresh buffer, zeroed before any step reads it
+    if (b.zeroed) zero(bufs.back());
+  }
+  std::array<uint64_t, kReplayMaxParams> slots{};
+  std::array<void*, kReplayMaxParams> params{};
+  for (const ReplayStep& st : plan.steps) {
+    if (st.kind == kStepZero) {
+      zero(bufs[st.buffer]);
+      continue;
+    }
+    for (size_t k = 0; k < st.args.size(); ++k) {
+      const ReplayArg& a = st.args[k];
+      uint64_t v = a.value;
+      if (a.kind == kArgInput) {
+        v += reinterpret_cast<uint64_t>(tensors[a.index].data_ptr());
+      } else if (a.kind == kArgBuffer) {
+        v += reinterpret_cast<uint64_t>(bufs[a.index].data_ptr());
+      }
+      slots[k] = v;
+      params[k] = &slots[k];
+    }
+    check_launch(drv.launch(st.fn, st.grid[0], st.grid[1], st.grid[2], 32 * st.warps, 1, 1,
+                            st.shared, native_stream, params.data(), nullptr),
+                 name, "a launch");
+  }
+  std::vector<c10::IValue> outs;
+  for (const ReplayOutput& o : plan.outputs) {
+    if (o.kind == kOutNone) {
+      outs.emplace_back(at::Tensor());
+    } else if (o.kind == kOutInput) {
+      outs.emplace_back(tensors[o.index]);
+    } else {
+      const at::Tensor& b = bufs[o.index];
+      const bool whole =
+          o.offset == 0 && b.sizes().vec() == o.sizes && b.strides().vec() == o.strides;
+      outs.emplace_back(whole ? b : b.as_strided(o.sizes, o.strides, o.offset));
+    }
+  }
+  torch::jit::drop(stack, n_args);
+  for (c10::IValue& v : outs) torch::jit::push(stack, std::move(v));
+}
+
+// What replay_call did with a call.
+enum class Replayed { kNot, kReplayed, kRecorded };
+
+// A signature's plan, once ready: launched (kReplayed). Otherwise, on a signature not yet
+// ready, the Python function ``python`` runs under the recorder (kRecorded: the call was
+// made) and its plan is kept; kNot sends the call to the Python function as usual (replay
+// off, an argument replay does not read, a signature given up on, too many signatures, a
+// recording of this operator under way).
+Replayed replay_call(Replayer& r, size_t n_args, const c10::SafeKernelFunction& python,
+                     const c10::OperatorHandle& op, c10::DispatchKeySet ks,
+                     torch::jit::Stack& stack) {
+  if (!r.on) return Replayed::kNot;
+  std::string key;
+  std::vector<at::Tensor> tensors;
+  if (!replay_key(stack, stack.size() - n_args, n_args, key, tensors)) return Replayed::kNot;
+  std::shared_ptr<const ReplayPlan> ready;
+  bool give_up = false;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.entries.find(key);
+    if (it != r.entries.end()) {
+      ready = it->second.ready;
+      give_up = it->second.given_up;
+    } else {
+      give_up = r.entries.size() >= kReplayMaxKeys;
+    }
+  }
+  if (ready) {
+    run_replay(r.name, *ready, stack, tensors, n_args);
+    r.n_replayed++;
+    return Replayed::kReplayed;
+  }
+  if (give_up) return Replayed::kNot;
+  bool idle = false;
+  if (!r.recording.compare_exchange_strong(idle, true)) return Replayed::kNot;
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag = false; }
+  } done{r.recording};
+  r.n_recorded++;
+  {
+    py::gil_scoped_acquire gil;
+    py::list inputs;
+    for (const at::Tensor& t : tensors) {
+      if (t.defined()) {
+        inputs.append(py::cast(t));
+      } else {
+        inputs.append(py::none());
+      }
+    }
+    r.recorder.attr("begin")(inputs);
+  }
+  try {
+    python.callBoxed(op, ks, &stack);
+  } catch (...) {
+    py::gil_scoped_acquire gil;
+    r.recorder.attr("abort")();
+    throw;
+  }
+  const size_t n_returns = op.schema().returns().size();
+  std::shared_ptr<ReplayPlan> plan;
+  std::string why;
+  {
+    py::gil_scoped_acquire gil;
+    py::list outputs, same;
+    bool readable = stack.size() >= n_returns;
+    for (size_t i = stack.size() - std::min(n_returns, stack.size()); i < stack.size(); ++i) {
+      const c10::IValue& v = stack[i];
+      int64_t input = -1;
+      if (v.isTensor() && v.toTensor().defined()) {
+        const at::Tensor& t = v.toTensor();
+        for (size_t j = 0; j < tensors.size(); ++j) {
+          if (tensors[j].defined() &&
+              tensors[j].unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
+            input = static_cast<int64_t>(j);
+            break;
+          }
+        }
+        outputs.append(py::cast(t));
+      } else if (v.isNone() || v.isTensor()) {
+        outputs.append(py::none());
+      } else {
+        readable = false;  // a list of tensors, a number
+        outputs.append(py::none());
+      }
+      same.append(input);
+    }
+    py::tuple got = r.recorder.attr("end")(outputs, same);
+    if (!readable) {
+      why = "an output that is not a tensor";
+    } else if (got[0].is_none()) {
+      why = got[1].cast<std::string>();
+    } else {
+      plan = plan_of(got[0], tensors, why);
+    }
+  }
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.entries.size() >= kReplayMaxKeys && !r.entries.count(key)) return Replayed::kRecorded;
+  ReplayEntry& e = r.entries[key];
+  e.recordings++;
+  e.why = why;
+  if (plan && e.last && *plan == *e.last) {
+    e.ready = plan;
+  } else {
+    e.last = plan;
+  }
+  if (!e.ready && e.recordings >= kReplayMaxRecordings) e.given_up = true;
+  return Replayed::kRecorded;
+}
+
+// A dry call: whether the call's signature has a ready plan (and, in ``r.dry_why``, the
+// recorder's reason for refusing it, if it did).
+bool replay_ready(Replayer& r, size_t n_args, const torch::jit::Stack& stack) {
+  if (!r.on) return false;
+  std::string key;
+  std::vector<at::Tensor> tensors;
+  if (!replay_key(stack, stack.size() - n_args, n_args, key, tensors)) return false;
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.entries.find(key);
+  r.dry_why = it != r.entries.end() ? it->second.why : std::string();
+  return it != r.entries.end() && it->second.ready != nullptr;
+}
+
+}  // namespace
