@@ -9,8 +9,9 @@ one call signature (every tensor's dtype, shape, strides, offset and alignment, 
 number) the Python path makes the same launches every time: the same kernels, grids and
 numbers, on addresses that are the call's tensors or tensors it allocated. The gate
 (``gate_replay.h``, included by ``gate.cpp``) records those launches on a signature's
-first calls and repeats them from then on: it allocates the same buffers, launches the same kernels
-with ``cuLaunchKernel`` and returns the same views, at the cost of the launches alone.
+first calls and repeats them from then on: it allocates the same buffers, launches the
+same kernels with ``cuLaunchKernel`` and returns the same views, at the cost of the
+launches alone. A kernel asks for it with its loader (:data:`ATTRIBUTE`).
 
 What is recorded, by :class:`Recorder` while the gate runs the Python function:
 
@@ -20,8 +21,9 @@ What is recorded, by :class:`Recorder` while the gate runs the Python function:
   signature and its PTX parameter count;
 * every PyTorch call, through a dispatch mode: allocations (``empty``, ``empty_strided``,
   ``new_empty``, ``zeros`` ...) become buffers, views and the type-promotion queries
-  (``result_type``) are free, ``zero_`` of a whole buffer is a memset; anything else (a copy, a PyTorch kernel, reading a value with ``.item()``)
-  makes the signature unrepeatable.
+  (``result_type``) are free, ``zero_`` of a whole buffer is a memset; anything else (a
+  copy, a PyTorch kernel, reading a value with ``.item()``) makes the signature
+  unrepeatable.
 
 A recording is refused, and the call stays a Python call, wherever a launch reads an
 address that is neither one of the call's tensors nor a buffer it allocated (a cache kept
@@ -32,7 +34,7 @@ a signature only after two recordings in a row came out the same (a first call t
 tunes or compiles launches more than the next), so an integer that moved with the
 addresses of the call is caught too where the addresses moved.
 
-The plan handed to the gate (plain tuples; codes as ``gate.cpp`` reads them)::
+The plan handed to the gate (plain tuples; codes as ``gate_replay.h`` reads them)::
 
     (buffers, steps, outputs)
     buffers: (sizes, strides, dtype code, zeroed)
