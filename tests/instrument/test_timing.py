@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from typing import Any
 
 import pytest
 import torch
@@ -121,6 +122,25 @@ def test_mutation_is_detected_for_plain_callables_by_schema_or_observation():
     assert t.mutating  # seen to change its input
 
 
+def _on_a_quiet_try(measure: Any, holds: Any, tries: int = 3) -> Any:
+    """``measure()`` on one intra-op thread, again (up to ``tries`` times) while
+    ``holds(result)`` is false; the last result. The slow pass shares 2 cores with a
+    neighbour that may be compiling (the C++ gate, a packaged backend's): a 320^3 product
+    then read 8 ms where it takes 0.3 (CI, 2026-11-30: OpenMP's two threads spinning
+    against the compiler), both sides alike, ratios near 1. A protocol that cannot tell
+    doubled work apart fails every try; a neighbour does not keep every try busy."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for _ in range(tries):
+            result = measure()
+            if holds(result):
+                break
+        return result
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.slow
 def test_double_work_is_clearly_slower_and_result_is_json_friendly():
     # 320^3 (about 0.3 ms a product): at 192^3 (0.06 ms) a busy CI host read the
@@ -135,7 +155,11 @@ def test_double_work_is_clearly_slower_and_result_is_json_friendly():
     # Seven host rounds (not FAST's three): the median must survive a busy neighbour
     # process stealing a round or two on a 2-core machine.
     opts = TimingOptions(warmup_ms=2.0, min_reps=10, budget_ms=40.0, host_budget_ms=120.0)
-    t = time_pair(mm, twice, lambda: ([a, a], {}), "cpu", opts)
+
+    def measure() -> PairTiming:
+        return time_pair(mm, twice, lambda: ([a, a], {}), "cpu", opts)
+
+    t = _on_a_quiet_try(measure, lambda t: max(t.speedup_device, t.speedup_host) < 0.8)
     assert isinstance(t, PairTiming)
     assert t.timer == "cpu-wall"
     assert t.speedup_device < 0.8
@@ -181,7 +205,9 @@ def test_geomean_in_log_space():
 
 @pytest.mark.slow
 def test_cpu_selftest_protocol_runs_and_double_work_is_below_one():
-    r = run_selftest("cpu", quick=True)
+    r = _on_a_quiet_try(
+        lambda: run_selftest("cpu", quick=True), lambda r: r["double_work"]["geomean"] < 0.8
+    )
     assert r["timer"] == "cpu-wall"
     assert r["aten_vs_aten"]["cases"] >= 2
     assert 0.8 < r["aten_vs_aten"]["geomean"] < 1.25
