@@ -36,7 +36,7 @@ import torch
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
 from opbench.backends.native.gates import arm_native, arm_replay, dispatcher_name, new_gate
 from opbench.backends.native.numbers import has_numbers, rewrapped
-from opbench.backends.native.replay import replay_enabled, replay_loader
+from opbench.backends.native.replay import replay_loader
 from opbench.backends.native.spec import NativeSpec
 from opbench.spec.ops import get_overload
 from opbench.spec.reference import CANDIDATE_NAMESPACE, candidate_twin
@@ -228,7 +228,7 @@ class NativeCalls:
         except ValueError as e:  # a malformed declaration: the Python function is judged
             self.notes[op] = str(e)
             return None
-        loader = replay_loader(kernel) if self.key == "CUDA" and replay_enabled() else None
+        loader = replay_loader(kernel, self.key)
         replays = loader is not None
         if spec is None and not replays:
             return None

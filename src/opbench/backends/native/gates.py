@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from opbench.backends.native.build import dtype_of_code, gate_module, unavailable_reason
-from opbench.backends.native.replay import Recorder, replay_enabled, replay_loader
+from opbench.backends.native.replay import Recorder, replay_loader
 from opbench.backends.native.spec import OTHER_KINDS, NativeSpec
 from opbench.backends.serve_policy import OpPolicy
 
@@ -69,7 +69,7 @@ class GateSet:
         if not self.native:  # the Python path alone, on purpose
             return False
         spec = self.native_spec(op, kernel)
-        loader = replay_loader(kernel) if self.key == "CUDA" and replay_enabled() else None
+        loader = replay_loader(kernel, self.key)
         if spec is None and loader is None and (entry is None or (entry.uniform and entry.serve)):
             return False
         if self.module is None:

@@ -136,9 +136,12 @@ def replay_enabled() -> bool:
     return os.environ.get("OPBENCH_REPLAY", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def replay_loader(kernel: Any) -> Callable[..., Any] | None:
+def replay_loader(kernel: Any, key: str) -> Callable[..., Any] | None:
     """The loader ``kernel`` (a backend's function for one op) declares for the replay of
-    its launches, or None: it asks for none."""
+    its launches, where a gate on dispatch key ``key`` replays them (CUDA, replay not
+    turned off); else None."""
+    if key != "CUDA" or not replay_enabled():
+        return None
     loader = getattr(kernel, ATTRIBUTE, None)
     return loader if callable(loader) else None
 
