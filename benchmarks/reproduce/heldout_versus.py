@@ -13,7 +13,7 @@ Usage: python benchmarks/reproduce/heldout_versus.py OURS.json THEIRS.json
     --names triton,flag_gems --out benchmarks/results/NAME (writes NAME.md and NAME.json)
 
 Committed: ``heldout-versus-flag_gems-h200.md``/``.json`` (2026-11-30: the Triton backend
-at 474f074 against FlagGems 5.0.2 at 38b5a4a's command, H200, the held-out half, 2 rows an op).
+at dde9349 against FlagGems 5.0.2 at 38b5a4a's command, H200, the held-out half, 2 rows an op).
 """
 
 from __future__ import annotations
