@@ -25,7 +25,8 @@ from triton import knobs  # noqa: E402
 from triton.compiler.compiler import CompiledKernel  # noqa: E402
 
 from opbench.backends.native import replay  # noqa: E402
-from opbench.backends.native.replay import BUFFER, INPUT, LAUNCH, NONE, RAW, ZERO  # noqa: E402
+from opbench.backends.native.replay import BUFFER, INPUT, KEPT, LAUNCH, NONE, RAW, ZERO  # noqa: E402
+from opbench.kernels._lib import native_launch  # noqa: E402
 
 CODES = {torch.float32: 6, torch.float16: 5, torch.int32: 3}
 
@@ -65,8 +66,8 @@ def launch(kernel: Kernel, grid: tuple[int, ...], *args: Any, made: bool = True)
         knobs.runtime.launch_enter_hook(meta)
 
 
-def record(fn: Any, inputs: list[torch.Tensor]) -> tuple:
-    rec = replay.Recorder(CODES.__getitem__, loader, device_type="cpu")
+def record(fn: Any, inputs: list[torch.Tensor], load: Any = loader) -> tuple:
+    rec = replay.Recorder(CODES.__getitem__, load, device_type="cpu")
     rec.begin(inputs)
     try:
         out, same = fn()
@@ -91,7 +92,8 @@ def test_a_call_becomes_buffers_launches_and_views():
 
     plan, why = record(fn, [x])
     assert why == ""
-    buffers, steps, outputs = plan
+    buffers, steps, outputs, kept = plan
+    assert kept == ()
     assert buffers == (((32,), (1,), CODES[torch.float32], False),)
     args = ((INPUT, 0, 8 * 4), (BUFFER, 0, 0), (RAW, 0, 32), (RAW, 0, bits32(0.5)))
     assert steps == ((LAUNCH, 0xF00D, 2, 1, 1, 4, 1024, args + ((RAW, 0, 0),) * 2),)
@@ -179,6 +181,57 @@ def test_what_the_recorder_refuses(name, body, reason):
 
     plan, why = record(fn, [x])
     assert plan is None and reason in why, (name, why)
+
+
+def _kept_loader(kernel: Kernel, least: int) -> tuple[int, int, int, int] | None:
+    return loader(kernel, least)
+
+
+_kept_loader.kept = native_launch.kept_scratch  # type: ignore[attr-defined]
+
+
+def test_scratch_the_kernel_keeps_is_addressed_as_kept():
+    """A launch on scratch declared kept (``native_launch.keep_scratch``: a reduction's
+    counters) is recorded against the plan's kept scratch, by its byte offset; the same
+    launch through a loader that declares none is refused."""
+    x = torch.randn(16)
+    k = Kernel(SIG)
+    scratch = native_launch.keep_scratch(torch.zeros(64))
+    other = native_launch.keep_scratch(torch.zeros(8, dtype=torch.int32))
+
+    def fn():
+        out = torch.empty(16)
+        launch(k, (1,), scratch[4:], out, 16, 1.0, 128)
+        launch(k, (1,), other, scratch, 16, 1.0, 128)
+        return [out], [-1]
+
+    plan, why = record(fn, [x], _kept_loader)
+    assert why == ""
+    assert plan[3] == (64 * 4, 8 * 4)
+    assert plan[1][0][7][:2] == ((KEPT, 0, 16), (BUFFER, 0, 0))
+    assert plan[1][1][7][:2] == ((KEPT, 1, 0), (KEPT, 0, 0))
+    plan, why = record(fn, [x])
+    assert plan is None and "outside the call's tensors" in why
+
+
+def test_kept_scratch_is_forgotten_with_its_tensor():
+    scratch = native_launch.keep_scratch(torch.zeros(64))
+    address = scratch.data_ptr()
+    assert native_launch.kept_scratch(address + 4) == (address, address + 256)
+    del scratch
+    assert native_launch.kept_scratch(address + 4) is None
+
+
+def test_an_address_of_kept_scratch_passed_as_an_integer_is_refused():
+    x = torch.randn(16)
+    scratch = native_launch.keep_scratch(torch.zeros(64))
+
+    def fn():
+        launch(Kernel({"p": "*fp32", "a": "i64"}), (1,), x, scratch.data_ptr())
+        return [x], [0]
+
+    plan, why = record(fn, [x], _kept_loader)
+    assert plan is None and "an integer argument that is an address" in why
 
 
 class _Stray:

@@ -85,7 +85,8 @@ CASES: list[tuple[str, Callable[[], tuple], Callable[..., Any], bool]] = [
     ("embedding_dense_backward.default",
      lambda: (_t((16, 512, 768)), _indices((16, 512), 1024), 1024, -1, False),
      aten.embedding_dense_backward, True),
-    ("sum.default", lambda: (_t((1, 88, 20, 20)),), aten.sum.default, False),
+    ("sum.default", lambda: (_t((1, 88, 20, 20)),), aten.sum.default, True),
+    ("mean.default", lambda: (_t((6, 3, 352, 352)),), aten.mean.default, True),
     ("mean.dim", lambda: (_t((64, 1024, 14, 14)), [2, 3]), aten.mean.dim, False),
     ("where.self",
      lambda: (_t((1, 1, 128, 128)) > 0, _t((1, 16, 128, 128), torch.float32, 1),
@@ -183,6 +184,32 @@ def test_a_replayed_call_captures_in_a_cuda_graph(backend):
     assert counts["replayed"] >= 2, counts
     want = torch.nn.functional.layer_norm(x.float(), [1024], w.float(), b.float(), 1e-5)
     torch.testing.assert_close(out[0].float(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_kept_scratch_is_one_set_a_stream(backend):
+    """A whole ``sum`` splits over programs that count themselves done in scratch the
+    kernel keeps between calls (``keep_scratch``): replayed on two streams at once, each
+    stream gets a set of its own, and every result is the sum."""
+    op = "sum.default"
+    xs = [_t((1, 88, 20, 20), seed=s) for s in range(8)]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    with registry.backend(backend, "cuda", ops=[op]):
+        for _ in range(3):  # recorded twice, then replayed
+            aten.sum.default(xs[0])
+        registry.reset_counts()
+        torch.cuda.synchronize()
+        outs: list[list[torch.Tensor]] = [[], []]
+        for _ in range(20):
+            for k, stream in enumerate(streams):
+                with torch.cuda.stream(stream):
+                    outs[k] += [aten.sum.default(x) for x in xs]
+        torch.cuda.synchronize()
+        counts = registry.call_counts()[op]
+    assert counts.get("replayed", 0) == 2 * 20 * len(xs), counts
+    want = [x.double().sum() for x in xs]
+    for got in outs:
+        for i, g in enumerate(got):
+            torch.testing.assert_close(g.double(), want[i % len(xs)], rtol=2e-3, atol=0.5)
 
 
 def test_another_signature_is_recorded_again(backend):

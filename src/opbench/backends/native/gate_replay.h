@@ -10,14 +10,17 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "gate_driver.h"
@@ -30,7 +33,7 @@ namespace {
 // opbench.backends.native.replay, which records them): the plan of those launches, as the
 // recorder hands it over. Codes as replay.py names them.
 constexpr int kStepLaunch = 0, kStepZero = 1;
-constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2;
+constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2, kArgKept = 3;
 constexpr int kOutNone = 0, kOutInput = 1, kOutBuffer = 2;
 // a launch's parameters (8 bytes each: cuLaunchKernel takes 4 KB of them on every GPU)
 constexpr size_t kReplayMaxParams = 256;
@@ -80,12 +83,23 @@ struct ReplayOutput {
   }
 };
 
+// A plan's kept scratch (replay.py's ``kept``: scratch its kernels keep between calls and
+// leave as they found it, a reduction's counters): one set per stream, zeroed once when
+// the stream first replays the plan, kept with the plan. Launches on one stream run in
+// order, so they share a set; another stream gets its own.
+struct KeptScratch {
+  std::mutex mu;
+  std::vector<std::pair<c10::StreamId, std::vector<at::Tensor>>> by_stream;
+};
+
 struct ReplayPlan {
   std::vector<ReplayBuffer> buffers;
   std::vector<ReplayStep> steps;
   std::vector<ReplayOutput> outputs;
+  std::vector<int64_t> kept;  // bytes of each kept scratch
+  std::shared_ptr<KeptScratch> scratch = std::make_shared<KeptScratch>();
   bool operator==(const ReplayPlan& o) const {
-    return buffers == o.buffers && steps == o.steps && outputs == o.outputs;
+    return buffers == o.buffers && steps == o.steps && outputs == o.outputs && kept == o.kept;
   }
 };
 
@@ -227,8 +241,19 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at
     }
     out->buffers.push_back(std::move(rb));
   }
+  if (t.size() > 3) {
+    for (const py::handle k : t[3].cast<py::tuple>()) {
+      const auto bytes = k.cast<int64_t>();
+      if (bytes <= 0) {
+        why = "a kept scratch of no bytes";
+        return nullptr;
+      }
+      out->kept.push_back(bytes);
+    }
+  }
   const auto n_buffers = static_cast<int64_t>(out->buffers.size());
   const auto n_tensors = static_cast<int64_t>(tensors.size());
+  const auto n_kept = static_cast<int64_t>(out->kept.size());
   for (const py::handle st : t[1].cast<py::tuple>()) {
     const auto s = st.cast<py::tuple>();
     ReplayStep step;
@@ -251,8 +276,11 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at
         arg.index = at[1].cast<int64_t>();
         arg.value = arg.kind == kArgRaw ? at[2].cast<uint64_t>()
                                         : static_cast<uint64_t>(at[2].cast<int64_t>());
-        const int64_t bound = arg.kind == kArgInput ? n_tensors : n_buffers;
-        if ((arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) ||
+        const int64_t bound = arg.kind == kArgInput  ? n_tensors
+                              : arg.kind == kArgKept ? n_kept
+                                                     : n_buffers;
+        if (arg.kind < kArgRaw || arg.kind > kArgKept ||
+            (arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) ||
             (arg.kind == kArgInput && !tensors[arg.index].defined())) {
           why = "a launch argument naming no tensor of the call";
           return nullptr;
@@ -328,6 +356,23 @@ void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
     // torch.zeros and its like: a fresh buffer, zeroed before any step reads it
     if (b.zeroed) zero(bufs.back());
   }
+  // the kept scratch of this stream: made (zeroed) on the stream's first replay
+  std::vector<uint64_t> kept;
+  if (!plan.kept.empty()) {
+    std::lock_guard<std::mutex> lock(plan.scratch->mu);
+    auto& by_stream = plan.scratch->by_stream;
+    auto it = std::find_if(by_stream.begin(), by_stream.end(),
+                           [&](const auto& e) { return e.first == stream.id(); });
+    if (it == by_stream.end()) {
+      std::vector<at::Tensor> made;
+      for (const int64_t bytes : plan.kept) {
+        made.push_back(at::zeros({bytes}, at::TensorOptions().dtype(at::kByte).device(device)));
+      }
+      by_stream.emplace_back(stream.id(), std::move(made));
+      it = std::prev(by_stream.end());
+    }
+    for (const at::Tensor& k : it->second) kept.push_back(reinterpret_cast<uint64_t>(k.data_ptr()));
+  }
   std::array<uint64_t, kReplayMaxParams> slots{};
   std::array<void*, kReplayMaxParams> params{};
   for (const ReplayStep& st : plan.steps) {
@@ -342,6 +387,8 @@ void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
         v += reinterpret_cast<uint64_t>(tensors[a.index].data_ptr());
       } else if (a.kind == kArgBuffer) {
         v += reinterpret_cast<uint64_t>(bufs[a.index].data_ptr());
+      } else if (a.kind == kArgKept) {
+        v += kept[a.index];
       }
       slots[k] = v;
       params[k] = &slots[k];

@@ -26,8 +26,8 @@ What is recorded, by :class:`Recorder` while the gate runs the Python function:
   unrepeatable.
 
 A recording is refused, and the call stays a Python call, wherever a launch reads an
-address that is neither one of the call's tensors nor a buffer it allocated (a cache kept
-between calls), passes an integer that falls inside one of those tensors (an address
+address that is neither one of the call's tensors, nor a buffer it allocated, nor scratch
+the kernel declared kept (``loader.kept``: a cache kept between calls), passes an integer that falls inside one of those tensors (an address
 computed in Python), uses a tensor descriptor, scratch memory, clusters or cooperative
 launch, or where an output is not a view of a buffer or an input itself. The gate repeats
 a signature only after two recordings in a row came out the same (a first call that
@@ -36,11 +36,14 @@ addresses of the call is caught too where the addresses moved.
 
 The plan handed to the gate (plain tuples; codes as ``gate_replay.h`` reads them)::
 
-    (buffers, steps, outputs)
+    (buffers, steps, outputs, kept)
     buffers: (sizes, strides, dtype code, zeroed)
     steps:   (LAUNCH, function, grid x, y, z, warps, shared bytes, args) | (ZERO, buffer)
     args:    (RAW, 0, bits) | (INPUT, i, byte offset) | (BUFFER, j, byte offset)
+             | (KEPT, k, byte offset)
     outputs: (NONE, 0, 0, (), ()) | (INPUT, i, 0, (), ()) | (BUFFER, j, offset, sizes, strides)
+    kept:    (bytes, ...): scratch the kernel keeps between calls, every launch leaving it
+             as it found it; the gate keeps one of each per stream, zeroed once
 
 ``i`` counts the call's tensors in argument order (a list's tensors in place), as the
 gate hands them to :meth:`Recorder.begin`.
@@ -70,11 +73,14 @@ __all__ = [
 #: Triton kernels, ``loader(kernel, least) -> (function, warps, shared, params) | None``
 #: (:func:`opbench.kernels._lib.native_launch.launch_handle`: the CUfunction loaded in the
 #: current context and kept, its warps, shared memory and PTX parameter count; None for a
-#: launch a plain ``cuLaunchKernel`` does not make)
+#: launch a plain ``cuLaunchKernel`` does not make). The loader may carry
+#: ``kept(address) -> (first byte, one past the last) | None``: the scratch the kernels keep
+#: between calls and leave as they found it
+#: (:func:`opbench.kernels._lib.native_launch.keep_scratch`)
 ATTRIBUTE = "opbench_replay"
 #: step and argument kinds, as ``gate.cpp`` reads them
 LAUNCH, ZERO = 0, 1
-RAW, INPUT, BUFFER = 0, 1, 2
+RAW, INPUT, BUFFER, KEPT = 0, 1, 2, 3
 NONE = 0
 #: the key of a launch's ticket (its recording's id, its number) in its launch metadata
 _TICKET = "opbench_replay"
@@ -209,6 +215,8 @@ class _Recording:
         self, inputs: Sequence[torch.Tensor | None], loader: Callable[..., Any], device_type: str
     ) -> None:
         self.loader = loader
+        self.kept_of: Callable[[int], tuple[int, int] | None] | None = getattr(loader, "kept", None)
+        self.kept: list[tuple[int, int]] = []  # (first byte, one past the last)
         self.device_type = device_type
         self.why: str | None = None
         self.inputs = list(inputs)
@@ -258,6 +266,11 @@ class _Recording:
         for r in self.regions:
             if r.holds(p):
                 return (r.kind, r.index, p - r.base)
+        span = self.kept_of(p) if self.kept_of is not None else None
+        if span is not None:
+            if span not in self.kept:
+                self.kept.append(span)
+            return (KEPT, self.kept.index(span), p - span[0])
         raise Unrepeatable(f"a launch reads address {p:#x}, outside the call's tensors")
 
     def launch_seen(self, kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> int:
@@ -298,7 +311,10 @@ class _Recording:
             bits = raw_bits(ty, value)
             if bits is None:
                 raise Unrepeatable(f"an argument of type {ty}")
-            if ty in ("i64", "u64") and any(r.holds(int(value)) for r in self.regions):
+            if ty in ("i64", "u64") and (
+                any(r.holds(int(value)) for r in self.regions)
+                or (self.kept_of is not None and self.kept_of(int(value)) is not None)
+            ):
                 raise Unrepeatable("an integer argument that is an address of the call")
             packed.append((RAW, 0, bits))
         handle = self.loader(kernel, len(packed))
@@ -464,7 +480,8 @@ class Recorder:
         buffers = tuple(
             (sizes, strides, self._code(dtype), zeroed) for sizes, strides, dtype, zeroed in shaped
         )
-        return ((buffers, tuple(rec.steps), outs), "")
+        kept = tuple(end - start for start, end in rec.kept)
+        return ((buffers, tuple(rec.steps), outs, kept), "")
 
 
 def _extent(sizes: Sequence[int], strides: Sequence[int]) -> int:

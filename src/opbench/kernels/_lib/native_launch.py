@@ -25,6 +25,7 @@ here so their modules stay loaded.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,6 +101,39 @@ def launch_handle(kernel: Any, least: int = 0) -> tuple[int, int, int, int] | No
         return None
     _KEEP[id(kernel)] = kernel
     return int(kernel.function), int(meta.num_warps), int(meta.shared), params
+
+
+#: scratch the kernels keep from call to call (:func:`keep_scratch`): the address of its
+#: first byte -> one past its last
+_KEPT: dict[int, int] = {}
+
+
+def keep_scratch(t: torch.Tensor) -> torch.Tensor:
+    """Declare ``t`` scratch a kernel keeps from call to call that every launch leaves as
+    it found it: counters each launch resets to zero, partials no launch reads before it
+    writes them. Why: a launch that reads an address outside its call's tensors makes the
+    call unrepeatable for the C++ gate's replay (a cache it cannot see), and a whole
+    ``sum`` read host 0.69 of eager as a Python call on the held-out H200 run at dde9349.
+    Declared, the recorder addresses it as a kept buffer of the plan: the gate allocates
+    its own, zeroed once per stream, and never zeroes it again. Returns ``t``."""
+    nbytes = t.untyped_storage().nbytes()
+    if nbytes:
+        start = t.untyped_storage().data_ptr()
+        _KEPT[start] = start + nbytes
+        weakref.finalize(t, _KEPT.pop, start, None)
+    return t
+
+
+def kept_scratch(address: int) -> tuple[int, int] | None:
+    """``(first byte, one past the last)`` of the kept scratch (:func:`keep_scratch`) that
+    holds ``address``, or None. The recorder reads it as ``launch_handle.kept``."""
+    for start, end in _KEPT.items():
+        if start <= address < end:
+            return start, end
+    return None
+
+
+launch_handle.kept = kept_scratch  # type: ignore[attr-defined]
 
 
 def flat_compiler(fns: Sequence[Any], integers: bool = False) -> Any:

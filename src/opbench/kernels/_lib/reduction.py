@@ -30,7 +30,8 @@ How a call is launched (:func:`reduce_into`):
   its rows into a partial, and the last program of each row block to finish sums the
   partials (:mod:`reduction_kernels`): no second launch and no memset (the
   counters live in a kept scratch buffer, :func:`_scratch`, that each launch leaves at
-  zero). A split launch has about :data:`PROGRAMS_PER_SM` programs an SM, all resident
+  zero; declared with ``native_launch.keep_scratch``, so the C++ gate replays the launch
+  with a scratch of its own). A split launch has about :data:`PROGRAMS_PER_SM` programs an SM, all resident
   at once.
 """
 
@@ -45,7 +46,7 @@ import triton
 
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
-from opbench.kernels._lib.native_launch import declare_replay
+from opbench.kernels._lib.native_launch import declare_replay, keep_scratch
 from opbench.kernels._lib.pointwise import index_type
 
 # re-exported: softmax, softmax_long, embedding, the benchmarks and the tests import the
@@ -350,9 +351,12 @@ def _scratch(x: torch.Tensor, need: tuple) -> tuple[torch.Tensor, torch.Tensor]:
     key = (dev, stream, acc)
     hit = _SCRATCH.get(key)
     if hit is None or hit[0].numel() < parts or hit[1].numel() < counters:
+        # kept: the C++ gate's replay keeps its own (zeroed once per stream) in their place
         hit = (
-            torch.empty(next_pow2(max(parts, 4096)), dtype=acc, device=x.device),
-            torch.zeros(next_pow2(max(counters, 256)), dtype=torch.int32, device=x.device),
+            keep_scratch(torch.empty(next_pow2(max(parts, 4096)), dtype=acc, device=x.device)),
+            keep_scratch(
+                torch.zeros(next_pow2(max(counters, 256)), dtype=torch.int32, device=x.device)
+            ),
         )
         _SCRATCH[key] = hit
     return hit
