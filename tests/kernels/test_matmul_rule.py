@@ -289,3 +289,13 @@ def test_a_sweep_of_other_products_is_added_whole_and_never_twice(tmp_path) -> N
     assert [r["M"] for r in rows] == [1024, 64] and rows[1]["times"][cand] == 0.1
     with pytest.raises(ValueError, match="already swept"):
         fitter.merge_sweeps([str(paths[0])], [str(paths[2])])
+
+
+def test_the_domain_reaches_aligned_products_further_down() -> None:
+    """Products of 0.1-1 GFLOP are ranked by the rule where M, N and K are multiples of
+    8 and left to the bucket tables where one is not (the tables led there on the tuning
+    half); under 0.1 GFLOP neither is ranked, over 1 GFLOP both are."""
+    assert matmul_rule.in_domain(128, 128, 128, 64)  # 0.27 GFLOP, the held-out bmm
+    assert not matmul_rule.in_domain(2048, 33, 64, 33)  # 0.28 GFLOP, K = 33
+    assert not matmul_rule.in_domain(8, 128, 128, 64)  # 17 MFLOP
+    assert matmul_rule.in_domain(1, 1023, 1024, 1024)  # 2.1 GFLOP, M = 1023

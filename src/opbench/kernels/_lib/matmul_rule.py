@@ -63,6 +63,7 @@ from typing import Any
 __all__ = [
     "DISTANCE",
     "MIN_FLOP",
+    "MIN_FLOP_ALIGNED",
     "POINTER",
     "RANK_H",
     "SMS",
@@ -123,13 +124,26 @@ TMA_BATCHED: list[tuple[int, ...]] = [
 #: and on the held-out half ``mm`` went the other way (0.881 against 0.935), so the domain
 #: was not widened: those products are the rule's neighbours, not its domain.
 MIN_FLOP = 1e9
+#: The smallest :func:`aligned` product the rule ranks. Split by alignment, the same
+#: ``-small`` sweep read the other way: by leave-one-out over the tuning half's products of
+#: 0.1-1 GFLOP, the rule beat the tables wherever M, N and K are multiples of 8 (``mm``
+#: 0.876 against 0.775 on 109, ``addmm`` 0.929 against 0.774 on 44, ``bmm`` 0.948 against
+#: 0.873 on 67) and lost wherever one is not (``mm`` 0.759 against 1.008, ``addmm`` 0.155
+#: against 0.831, ``bmm`` 0.801 against 0.941): the unaligned neighbours the rule ranks
+#: such a product by are few, and the tables' tiles were timed on those products
+#: themselves. Held out (never fitted on), the aligned ones read ``mm`` 0.840 against
+#: 0.833 on 22, ``addmm`` 0.819 against 0.671 on 8, ``bmm`` 0.948 against 0.831 on 40
+#: (``benchmarks/tune/matmul_rule.py ... --out matmul-rule-h200-2026-11-30-aligned``).
+MIN_FLOP_ALIGNED = 1e8
 
 
 def in_domain(batch: int, M: int, N: int, K: int) -> bool:
-    """Whether the rule ranks this product (at least :data:`MIN_FLOP`): the entry points
+    """Whether the rule ranks this product (at least :data:`MIN_FLOP`, or
+    :data:`MIN_FLOP_ALIGNED` where it is :func:`aligned`): the entry points
     (:func:`~opbench.kernels._lib.matmul.matmul_ruled_into`) and the fitter, which scores
     only these, ask the same question."""
-    return 2 * batch * M * N * K >= MIN_FLOP
+    flop = 2 * batch * M * N * K
+    return flop >= MIN_FLOP or (flop >= MIN_FLOP_ALIGNED and aligned((M, N, K)))
 
 
 #: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
