@@ -212,6 +212,34 @@ def test_kept_scratch_is_one_set_a_stream(backend):
             torch.testing.assert_close(g.double(), want[i % len(xs)], rtol=2e-3, atol=0.5)
 
 
+def test_kept_scratch_first_made_under_capture_stays_right_outside_it(backend):
+    """A stream's first replay of a plan with kept scratch, under CUDA graph capture, runs
+    the Python path instead (its scratch is the graph's alone): the graph's replays and
+    the stream's calls after it, outside the graph, all sum right."""
+    op = "sum.default"
+    x = _t((1, 96, 20, 20), seed=4)  # a signature no other test makes
+    with registry.backend(backend, "cuda", ops=[op]):
+        for _ in range(3):  # recorded twice, then replayed, on the default stream
+            aten.sum.default(x)
+        torch.cuda.synchronize()
+        stream = torch.cuda.Stream()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            captured = aten.sum.default(x)
+        x.copy_(_t((1, 96, 20, 20), seed=5))
+        for _ in range(2):
+            graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(captured.double(), x.double().sum(), rtol=2e-3, atol=0.5)
+        with torch.cuda.stream(stream):
+            after = [aten.sum.default(x) for _ in range(4)]
+        torch.cuda.synchronize()
+        counts = registry.call_counts()[op]
+    for got in after:
+        torch.testing.assert_close(got.double(), x.double().sum(), rtol=2e-3, atol=0.5)
+    assert counts["replayed"] >= 4, counts
+
+
 def test_another_signature_is_recorded_again(backend):
     """A call of another shape, or of the same shape at another alignment, is not
     replayed from the first's plan: it is recorded (a Python call) and correct."""

@@ -18,11 +18,14 @@ using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, un
                                     unsigned, unsigned, unsigned, CUstream, void**, void**);
 using ErrorStringFn = CUresult (*)(CUresult, const char**);
 using MemsetD8AsyncFn = CUresult (*)(uint64_t, unsigned char, size_t, CUstream);
+// CUstreamCaptureStatus: 0 CU_STREAM_CAPTURE_STATUS_NONE
+using StreamIsCapturingFn = CUresult (*)(CUstream, int*);
 
 struct Driver {
   LaunchKernelFn launch = nullptr;
   ErrorStringFn error_string = nullptr;
   MemsetD8AsyncFn memset = nullptr;  // a replay's zeroed buffers
+  StreamIsCapturingFn is_capturing = nullptr;  // a replay's kept scratch
   std::string why;  // empty when usable
 };
 
@@ -38,6 +41,7 @@ const Driver& driver() {
     d.launch = reinterpret_cast<LaunchKernelFn>(dlsym(lib, "cuLaunchKernel"));
     d.error_string = reinterpret_cast<ErrorStringFn>(dlsym(lib, "cuGetErrorString"));
     d.memset = reinterpret_cast<MemsetD8AsyncFn>(dlsym(lib, "cuMemsetD8Async"));
+    d.is_capturing = reinterpret_cast<StreamIsCapturingFn>(dlsym(lib, "cuStreamIsCapturing"));
     if (d.launch == nullptr) d.why = "libcuda.so.1 has no cuLaunchKernel";
     return d;
   }();

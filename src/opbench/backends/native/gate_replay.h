@@ -325,8 +325,11 @@ void check_launch(CUresult r, const std::string& name, const char* what) {
 }
 
 // The plan's launches on this call's tensors: allocate its buffers, zero and launch in
-// order on the current stream, push its outputs in place of the arguments.
-void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Stack& stack,
+// order on the current stream, push its outputs in place of the arguments. False, with
+// nothing done, where the plan keeps scratch this stream has none of yet and the stream
+// is capturing a CUDA graph: the zeroing of new scratch would be captured, not run, and
+// the scratch would stay unzeroed for the stream's later calls outside the graph.
+bool run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Stack& stack,
                 const std::vector<at::Tensor>& tensors, size_t n_args) {
   at::Device device(at::kCUDA);
   for (const at::Tensor& t : tensors) {
@@ -338,11 +341,33 @@ void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
   c10::DeviceGuard guard(device);
   const Driver& drv = driver();
   TORCH_CHECK(drv.launch != nullptr, "opbench replay: ", drv.why);
-  std::vector<at::Tensor> bufs;
-  bufs.reserve(plan.buffers.size());
   const c10::Stream stream =
       c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device);
   const auto native_stream = static_cast<CUstream>(stream.native_handle());
+  // the kept scratch of this stream: made (zeroed) on the stream's first replay
+  std::vector<uint64_t> kept;
+  if (!plan.kept.empty()) {
+    std::lock_guard<std::mutex> lock(plan.scratch->mu);
+    auto& by_stream = plan.scratch->by_stream;
+    auto it = std::find_if(by_stream.begin(), by_stream.end(),
+                           [&](const auto& e) { return e.first == stream.id(); });
+    if (it == by_stream.end()) {
+      int capturing = 0;
+      if (drv.is_capturing != nullptr &&
+          (drv.is_capturing(native_stream, &capturing) != 0 || capturing != 0)) {
+        return false;
+      }
+      std::vector<at::Tensor> made;
+      for (const int64_t bytes : plan.kept) {
+        made.push_back(at::zeros({bytes}, at::TensorOptions().dtype(at::kByte).device(device)));
+      }
+      by_stream.emplace_back(stream.id(), std::move(made));
+      it = std::prev(by_stream.end());
+    }
+    for (const at::Tensor& k : it->second) kept.push_back(reinterpret_cast<uint64_t>(k.data_ptr()));
+  }
+  std::vector<at::Tensor> bufs;
+  bufs.reserve(plan.buffers.size());
   auto zero = [&](const at::Tensor& b) {
     const size_t bytes = b.storage().nbytes();
     if (bytes == 0) return;
@@ -355,23 +380,6 @@ void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
                                      at::TensorOptions().dtype(b.dtype).device(device)));
     // torch.zeros and its like: a fresh buffer, zeroed before any step reads it
     if (b.zeroed) zero(bufs.back());
-  }
-  // the kept scratch of this stream: made (zeroed) on the stream's first replay
-  std::vector<uint64_t> kept;
-  if (!plan.kept.empty()) {
-    std::lock_guard<std::mutex> lock(plan.scratch->mu);
-    auto& by_stream = plan.scratch->by_stream;
-    auto it = std::find_if(by_stream.begin(), by_stream.end(),
-                           [&](const auto& e) { return e.first == stream.id(); });
-    if (it == by_stream.end()) {
-      std::vector<at::Tensor> made;
-      for (const int64_t bytes : plan.kept) {
-        made.push_back(at::zeros({bytes}, at::TensorOptions().dtype(at::kByte).device(device)));
-      }
-      by_stream.emplace_back(stream.id(), std::move(made));
-      it = std::prev(by_stream.end());
-    }
-    for (const at::Tensor& k : it->second) kept.push_back(reinterpret_cast<uint64_t>(k.data_ptr()));
   }
   std::array<uint64_t, kReplayMaxParams> slots{};
   std::array<void*, kReplayMaxParams> params{};
@@ -412,6 +420,7 @@ void run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
   }
   torch::jit::drop(stack, n_args);
   for (c10::IValue& v : outs) torch::jit::push(stack, std::move(v));
+  return true;
 }
 
 // What replay_call did with a call.
@@ -442,7 +451,7 @@ Replayed replay_call(Replayer& r, size_t n_args, const c10::SafeKernelFunction& 
     }
   }
   if (ready) {
-    run_replay(r.name, *ready, stack, tensors, n_args);
+    if (!run_replay(r.name, *ready, stack, tensors, n_args)) return Replayed::kNot;
     r.n_replayed++;
     return Replayed::kReplayed;
   }

@@ -351,13 +351,16 @@ def _scratch(x: torch.Tensor, need: tuple) -> tuple[torch.Tensor, torch.Tensor]:
     key = (dev, stream, acc)
     hit = _SCRATCH.get(key)
     if hit is None or hit[0].numel() < parts or hit[1].numel() < counters:
-        # kept: the C++ gate's replay keeps its own (zeroed once per stream) in their place
-        hit = (
-            keep_scratch(torch.empty(next_pow2(max(parts, 4096)), dtype=acc, device=x.device)),
-            keep_scratch(
-                torch.zeros(next_pow2(max(counters, 256)), dtype=torch.int32, device=x.device)
-            ),
+        fresh = (
+            torch.empty(next_pow2(max(parts, 4096)), dtype=acc, device=x.device),
+            torch.zeros(next_pow2(max(counters, 256)), dtype=torch.int32, device=x.device),
         )
+        if dev >= 0 and torch.cuda.is_current_stream_capturing():
+            # a CUDA graph records the zeroing without running it: scratch made now is
+            # the graph's alone (zeroed on every replay of it), never kept for the stream
+            return fresh
+        # kept: the C++ gate's replay keeps its own (zeroed once per stream) in their place
+        hit = (keep_scratch(fresh[0]), keep_scratch(fresh[1]))
         _SCRATCH[key] = hit
     return hit
 
