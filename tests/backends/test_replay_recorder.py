@@ -26,7 +26,6 @@ from triton.compiler.compiler import CompiledKernel  # noqa: E402
 
 from opbench.backends.native import replay  # noqa: E402
 from opbench.backends.native.replay import BUFFER, INPUT, KEPT, LAUNCH, NONE, RAW, ZERO  # noqa: E402
-from opbench.kernels._lib import native_launch  # noqa: E402
 
 CODES = {torch.float32: 6, torch.float16: 5, torch.int32: 3}
 
@@ -183,17 +182,26 @@ def test_what_the_recorder_refuses(name, body, reason):
     assert plan is None and reason in why, (name, why)
 
 
+def _native_launch() -> Any:
+    """The kernels' launch helpers, imported in the test (tests/kernels/conftest.py sets
+    the interpreter up before any kernel module loads)."""
+    from opbench.kernels._lib import native_launch
+
+    return native_launch
+
+
 def _kept_loader(kernel: Kernel, least: int) -> tuple[int, int, int, int] | None:
     return loader(kernel, least)
 
 
-_kept_loader.kept = native_launch.kept_scratch  # type: ignore[attr-defined]
+_kept_loader.kept = lambda address: _native_launch().kept_scratch(address)  # type: ignore[attr-defined]
 
 
 def test_scratch_the_kernel_keeps_is_addressed_as_kept():
     """A launch on scratch declared kept (``native_launch.keep_scratch``: a reduction's
     counters) is recorded against the plan's kept scratch, by its byte offset; the same
     launch through a loader that declares none is refused."""
+    native_launch = _native_launch()
     x = torch.randn(16)
     k = Kernel(SIG)
     scratch = native_launch.keep_scratch(torch.zeros(64))
@@ -215,6 +223,7 @@ def test_scratch_the_kernel_keeps_is_addressed_as_kept():
 
 
 def test_kept_scratch_is_forgotten_with_its_tensor():
+    native_launch = _native_launch()
     scratch = native_launch.keep_scratch(torch.zeros(64))
     address = scratch.data_ptr()
     assert native_launch.kept_scratch(address + 4) == (address, address + 256)
@@ -224,7 +233,7 @@ def test_kept_scratch_is_forgotten_with_its_tensor():
 
 def test_an_address_of_kept_scratch_passed_as_an_integer_is_refused():
     x = torch.randn(16)
-    scratch = native_launch.keep_scratch(torch.zeros(64))
+    scratch = _native_launch().keep_scratch(torch.zeros(64))
 
     def fn():
         launch(Kernel({"p": "*fp32", "a": "i64"}), (1,), x, scratch.data_ptr())

@@ -1,7 +1,7 @@
 """The kernels the C++ gate launches take the arguments it passes, in its order: the flat
 and strided elementwise kernels compiled for sm_90 on the CPU machine (in a process of its
 own: these tests run under Triton's interpreter), their PTX parameters read against
-``gate.cpp``'s: pointers, the integers (one count, or the strided kernel's 20), five
+``gate_native.h``'s: pointers, the integers (one count, or the strided kernel's 20), five
 float64 numbers, then only Triton's scratch pointers, which the gate passes as null. A
 kernel signature changed without the gate would launch with its numbers in the wrong
 slots; the GPU tests (test_native_launch.py) would see wrong values, this sees it here.
@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("triton")
 
 ROOT = Path(__file__).resolve().parents[2]
-GATE = ROOT / "src" / "opbench" / "backends" / "native" / "gate.cpp"
+GATE = ROOT / "src" / "opbench" / "backends" / "native" / "gate_native.h"
 
 COMPILE = r"""
 import json, re, sys
@@ -71,7 +71,7 @@ print(json.dumps(out))
 def _gate_constants() -> dict[str, int]:
     text = GATE.read_text()
     m = re.search(r"constexpr int kFlatParams = (\d+), kStridedParams = (\d+)", text)
-    assert m, "gate.cpp no longer names kFlatParams and kStridedParams"
+    assert m, "gate_native.h no longer names kFlatParams and kStridedParams"
     return {"flat": int(m.group(1)), "strided": int(m.group(2))}
 
 
@@ -90,7 +90,7 @@ def test_the_gate_passes_each_kernel_its_parameters_in_order():
     for name, count in _gate_constants().items():
         got = params[name]
         want = ["ptr"] * 4 + [".u64"] * ints[name] + [".f64"] * 5
-        assert len(want) == count, f"gate.cpp's {name} count {count} is not {len(want)}"
+        assert len(want) == count, f"gate_native.h's {name} count {count} is not {len(want)}"
         assert got[:count] == want, (name, got)
         assert all(p == "ptr" for p in got[count:]), (name, got[count:])
         assert len(got) - count <= 6, "more scratch pointers than the gate accepts"

@@ -161,6 +161,7 @@ RUNTIME_MODULES = (
     "backends/native/spec.py",
     "backends/native/gate.cpp",
     "backends/native/gate_driver.h",
+    "backends/native/gate_native.h",
     "backends/native/gate_replay.h",
     "backends/native/gate_strided.h",
 )

@@ -57,7 +57,7 @@ __all__ = ["ATTRIBUTE", "OTHER_KINDS", "NativeSpec"]
 
 #: the attribute of a kernel function that holds its :class:`NativeSpec`
 ATTRIBUTE = "opbench_native"
-#: :attr:`NativeSpec.other`'s values, in the order of their codes in ``gate.cpp``
+#: :attr:`NativeSpec.other`'s values, in the order of their codes in ``gate_native.h``
 OTHER_KINDS = ("operand", "mask", "source")
 
 CompileFn = Callable[
