@@ -25,7 +25,16 @@ from triton import knobs  # noqa: E402
 from triton.compiler.compiler import CompiledKernel  # noqa: E402
 
 from opbench.backends.native import replay  # noqa: E402
-from opbench.backends.native.replay import BUFFER, INPUT, KEPT, LAUNCH, NONE, RAW, ZERO  # noqa: E402
+from opbench.backends.native.replay import (  # noqa: E402
+    BUFFER,
+    INPUT,
+    KEPT,
+    LAUNCH,
+    NONE,
+    RAW,
+    TMAP,
+    ZERO,
+)
 
 CODES = {torch.float32: 6, torch.float16: 5, torch.int32: 3}
 
@@ -159,8 +168,15 @@ def test_zeroed_buffers_and_zero_of_a_whole_buffer():
          "an integer argument that is an address"),
         ("a half-precision number", lambda x, k: launch(Kernel({"p": "*fp32", "h": "fp16"}),
                                                         (1,), x, 1.0), "of type fp16"),
-        ("a tensor descriptor", lambda x, k: launch(Kernel({"p": "*fp32", "d": "tensordesc<fp16[64]>"}),
-                                                    (1,), x, None), "tensordesc"),
+        ("a tensor descriptor without metadata",
+         lambda x, k: launch(Kernel({"p": "*fp32", "d": "tensordesc<fp16[64]>"}), (1,), x, None),
+         "a tensor descriptor without its metadata"),
+        ("an im2col tensor descriptor",
+         lambda x, k: launch(_desc_kernel(is_im2col=True), (1,), x, _Desc(x, [16], [1])),
+         "not plainly tiled"),
+        ("a tensor descriptor over a cache",
+         lambda x, k: launch(_desc_kernel(), (1,), x, _Desc(_Stray.t, [64], [1])),
+         "outside the call's tensors"),
         ("a launch the loader refuses", lambda x, k: launch(Kernel(SIG, launchable=False), (1,),
                                                             x, x, 4, 1.0, 128),
          "cuLaunchKernel does not make"),
@@ -241,6 +257,45 @@ def test_an_address_of_kept_scratch_passed_as_an_integer_is_refused():
 
     plan, why = record(fn, [x], _kept_loader)
     assert plan is None and "an integer argument that is an address" in why
+
+
+class _Desc:
+    """A host-side tensor descriptor as Triton's launcher reads one."""
+
+    def __init__(self, base: torch.Tensor, shape: list[int], strides: list[int]) -> None:
+        self.base, self.shape, self.strides, self.padding = base, shape, strides, "zero"
+
+
+def _desc_kernel(block: tuple[int, ...] = (16,), **meta: Any) -> Kernel:
+    """A kernel taking a pointer and a 1-D descriptor, with the metadata Triton's compiler
+    writes for the descriptor; its PTX takes the map, the shape and the stride."""
+    k = Kernel({"p": "*fp32", "d": f"tensordesc<fp32{list(block)}>"}, scratch=2 + 2 * len(block))
+    k.metadata = SimpleNamespace(tensordesc_meta=[
+        {"swizzle": 0, "elem_size": 4, "elem_type": 7, "block_size": list(block),
+         "fp4_padded": False, **meta}])  # fmt: skip
+    return k
+
+
+def test_a_tensor_descriptor_is_encoded_again_over_the_calls_address():
+    """A descriptor is recorded as its map's spec over the region its base lies in (an
+    input here, at a byte offset), then its shape (32-bit) and strides (64-bit), as
+    Triton's launcher expands it; the dtype is the driver's code for Triton's."""
+    from triton.backends.nvidia.driver import TMA_DTYPE_DEVICE_TO_HOST
+
+    x = torch.randn(8, 32)
+    k = _desc_kernel(block=(4, 16))
+
+    def fn():
+        launch(k, (1,), x, _Desc(x[2:], [6, 32], [32, 1]))
+        return [x], [0]
+
+    plan, why = record(fn, [x])
+    assert why == "", why
+    args = plan[1][0][7]
+    spec = (INPUT, 0, TMA_DTYPE_DEVICE_TO_HOST[7], 4, 0, 0, (4, 16), (6, 32), (32, 1))
+    assert args[:2] == ((INPUT, 0, 0), (TMAP, 0, 2 * 32 * 4, spec))
+    assert args[2:6] == ((RAW, 0, 6), (RAW, 0, 32), (RAW, 0, 32), (RAW, 0, 1))
+    assert args[6:] == ((RAW, 0, 0),) * 2  # Triton's scratch pointers
 
 
 class _Stray:

@@ -97,7 +97,11 @@ CASES: list[tuple[str, Callable[[], tuple], Callable[..., Any], bool]] = [
               [0], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False]),
      aten.convolution_backward, False),
     ("bmm.default", lambda: (_t((128, 128, 64)), _t((128, 128, 64), seed=1).transpose(1, 2)),
-     aten.bmm, False),
+     aten.bmm, True),  # the batched TMA kernel: three tensor descriptors
+    ("mm.default", lambda: (_t((1024, 1024)), _t((1024, 1024), seed=1)), aten.mm, True),
+    ("addmm.default",
+     lambda: (_t((1024,)), _t((512, 1024), seed=1), _t((1024, 1024), seed=2).t()),
+     aten.addmm, True),
 ]  # fmt: skip
 TOLERANCE = {torch.float16: 2e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5}
 #: ops whose results vary in their last bits from call to call (atomic adds in a float

@@ -20,12 +20,18 @@ using ErrorStringFn = CUresult (*)(CUresult, const char**);
 using MemsetD8AsyncFn = CUresult (*)(uint64_t, unsigned char, size_t, CUstream);
 // CUstreamCaptureStatus: 0 CU_STREAM_CAPTURE_STATUS_NONE
 using StreamIsCapturingFn = CUresult (*)(CUstream, int*);
+// cuTensorMapEncodeTiled: (map, data type, rank, address, dims, byte strides, box, element
+// strides, interleave, swizzle, L2 promotion, out-of-bounds fill); the enums are ints
+using TensorMapEncodeTiledFn = CUresult (*)(void*, int, uint32_t, void*, const uint64_t*,
+                                            const uint64_t*, const uint32_t*, const uint32_t*,
+                                            int, int, int, int);
 
 struct Driver {
   LaunchKernelFn launch = nullptr;
   ErrorStringFn error_string = nullptr;
   MemsetD8AsyncFn memset = nullptr;  // a replay's zeroed buffers
   StreamIsCapturingFn is_capturing = nullptr;  // a replay's kept scratch
+  TensorMapEncodeTiledFn encode_tiled = nullptr;  // a replay's tensor descriptors
   std::string why;  // empty when usable
 };
 
@@ -42,6 +48,8 @@ const Driver& driver() {
     d.error_string = reinterpret_cast<ErrorStringFn>(dlsym(lib, "cuGetErrorString"));
     d.memset = reinterpret_cast<MemsetD8AsyncFn>(dlsym(lib, "cuMemsetD8Async"));
     d.is_capturing = reinterpret_cast<StreamIsCapturingFn>(dlsym(lib, "cuStreamIsCapturing"));
+    d.encode_tiled =
+        reinterpret_cast<TensorMapEncodeTiledFn>(dlsym(lib, "cuTensorMapEncodeTiled"));
     if (d.launch == nullptr) d.why = "libcuda.so.1 has no cuLaunchKernel";
     return d;
   }();

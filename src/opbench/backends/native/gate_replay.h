@@ -33,7 +33,7 @@ namespace {
 // opbench.backends.native.replay, which records them): the plan of those launches, as the
 // recorder hands it over. Codes as replay.py names them.
 constexpr int kStepLaunch = 0, kStepZero = 1;
-constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2, kArgKept = 3;
+constexpr int kArgRaw = 0, kArgInput = 1, kArgBuffer = 2, kArgKept = 3, kArgTmap = 4;
 constexpr int kOutNone = 0, kOutInput = 1, kOutBuffer = 2;
 // a launch's parameters (8 bytes each: cuLaunchKernel takes 4 KB of them on every GPU)
 constexpr size_t kReplayMaxParams = 256;
@@ -42,13 +42,36 @@ constexpr size_t kReplayMaxKeys = 512;
 // recordings of one signature before it is given up on (two in a row must agree)
 constexpr int kReplayMaxRecordings = 4;
 
+// A tensor descriptor's map, encoded again on every replay over the call's address, as
+// Triton's fill_tma_descriptor encodes it (dims, box and strides innermost first).
+struct ReplayTmap {
+  int region = kArgInput;  // where its base lies: kArgInput, kArgBuffer or kArgKept
+  int64_t index = 0;
+  int dtype = 0, swizzle = 0, padding = 0;
+  uint32_t rank = 0;
+  std::array<uint64_t, 5> dims{}, strides{};  // strides in bytes, rank - 1 of them
+  std::array<uint32_t, 5> box{};
+  bool operator==(const ReplayTmap& o) const {
+    return region == o.region && index == o.index && dtype == o.dtype && swizzle == o.swizzle &&
+           padding == o.padding && rank == o.rank && dims == o.dims && strides == o.strides &&
+           box == o.box;
+  }
+};
+
 struct ReplayArg {
   int kind = kArgRaw;
   int64_t index = 0;
   uint64_t value = 0;  // raw bits, or a byte offset (two's complement) from the tensor
+  ReplayTmap tmap;     // kArgTmap
   bool operator==(const ReplayArg& o) const {
-    return kind == o.kind && index == o.index && value == o.value;
+    return kind == o.kind && index == o.index && value == o.value &&
+           (kind != kArgTmap || tmap == o.tmap);
   }
+};
+
+// 128 bytes, 64-byte aligned: a CUtensorMap
+struct alignas(64) TensorMap {
+  std::array<unsigned char, 128> bytes{};
 };
 
 struct ReplayStep {
@@ -221,6 +244,35 @@ bool replay_key(const torch::jit::Stack& stack, size_t base, size_t n, std::stri
   return cuda;
 }
 
+// replay.py's descriptor spec (region kind, region index, host dtype code, element bytes,
+// swizzle, padding, box, shape, strides; outermost first) as fill_tma_descriptor reads it:
+// dims and box reversed, the byte strides of all but the innermost dim. Called with the
+// GIL held.
+bool tmap_of(const py::handle& spec, ReplayTmap& m, std::string& why) {
+  const auto t = spec.cast<py::tuple>();
+  m.region = t[0].cast<int>();
+  m.index = t[1].cast<int64_t>();
+  m.dtype = t[2].cast<int>();
+  const auto elem = t[3].cast<uint64_t>();
+  m.swizzle = t[4].cast<int>();
+  m.padding = t[5].cast<int>();
+  const auto box = t[6].cast<std::vector<uint32_t>>();
+  const auto shape = t[7].cast<std::vector<uint64_t>>();
+  const auto strides = t[8].cast<std::vector<uint64_t>>();
+  const size_t rank = box.size();
+  if (rank == 0 || rank > 5 || shape.size() != rank || strides.size() != rank) {
+    why = "a tensor descriptor of rank " + std::to_string(rank);
+    return false;
+  }
+  m.rank = static_cast<uint32_t>(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    m.box[rank - 1 - i] = box[i];
+    m.dims[rank - 1 - i] = shape[i];
+  }
+  for (size_t i = 0; i + 1 < rank; ++i) m.strides[rank - 2 - i] = elem * strides[i];
+  return true;
+}
+
 // The recorder's plan (replay.py's tuples) as a ReplayPlan; null, with ``why`` set, where
 // it names a tensor the call does not have or a launch has more parameters than the gate
 // passes. Called with the GIL held.
@@ -276,12 +328,16 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at
         arg.index = at[1].cast<int64_t>();
         arg.value = arg.kind == kArgRaw ? at[2].cast<uint64_t>()
                                         : static_cast<uint64_t>(at[2].cast<int64_t>());
-        const int64_t bound = arg.kind == kArgInput  ? n_tensors
-                              : arg.kind == kArgKept ? n_kept
-                                                     : n_buffers;
-        if (arg.kind < kArgRaw || arg.kind > kArgKept ||
-            (arg.kind != kArgRaw && (arg.index < 0 || arg.index >= bound)) ||
-            (arg.kind == kArgInput && !tensors[arg.index].defined())) {
+        if (arg.kind == kArgTmap && !tmap_of(at[3], arg.tmap, why)) return nullptr;
+        const int region = arg.kind == kArgTmap ? arg.tmap.region : arg.kind;
+        arg.index = arg.kind == kArgTmap ? arg.tmap.index : arg.index;
+        const int64_t bound = region == kArgInput  ? n_tensors
+                              : region == kArgKept ? n_kept
+                                                   : n_buffers;
+        if (arg.kind < kArgRaw || arg.kind > kArgTmap ||
+            (arg.kind != kArgRaw &&
+             (region < kArgInput || region > kArgKept || arg.index < 0 || arg.index >= bound)) ||
+            (region == kArgInput && !tensors[arg.index].defined())) {
           why = "a launch argument naming no tensor of the call";
           return nullptr;
         }
@@ -383,20 +439,41 @@ bool run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
   }
   std::array<uint64_t, kReplayMaxParams> slots{};
   std::array<void*, kReplayMaxParams> params{};
+  std::vector<TensorMap> maps;
   for (const ReplayStep& st : plan.steps) {
     if (st.kind == kStepZero) {
       zero(bufs[st.buffer]);
       continue;
     }
+    maps.clear();
+    for (const ReplayArg& a : st.args) maps.resize(maps.size() + (a.kind == kArgTmap ? 1 : 0));
+    size_t n_maps = 0;
     for (size_t k = 0; k < st.args.size(); ++k) {
       const ReplayArg& a = st.args[k];
+      const int region = a.kind == kArgTmap ? a.tmap.region : a.kind;
       uint64_t v = a.value;
-      if (a.kind == kArgInput) {
+      if (region == kArgInput) {
         v += reinterpret_cast<uint64_t>(tensors[a.index].data_ptr());
-      } else if (a.kind == kArgBuffer) {
+      } else if (region == kArgBuffer) {
         v += reinterpret_cast<uint64_t>(bufs[a.index].data_ptr());
-      } else if (a.kind == kArgKept) {
+      } else if (region == kArgKept) {
         v += kept[a.index];
+      }
+      if (a.kind == kArgTmap) {
+        const ReplayTmap& m = a.tmap;
+        TORCH_CHECK(drv.encode_tiled != nullptr,
+                    "opbench replay: libcuda.so.1 has no cuTensorMapEncodeTiled");
+        const std::array<uint32_t, 5> ones{1, 1, 1, 1, 1};
+        TensorMap& map = maps[n_maps++];
+        // interleave none, L2 promotion 128 B, out-of-bounds fill NaN where padded: as
+        // Triton's fill_tma_descriptor
+        check_launch(drv.encode_tiled(map.bytes.data(), m.dtype, m.rank,
+                                      reinterpret_cast<void*>(v), m.dims.data(),
+                                      m.strides.data(), m.box.data(), ones.data(), 0, m.swizzle,
+                                      2, m.padding),
+                     name, "a tensor map's encoding");
+        params[k] = map.bytes.data();
+        continue;
       }
       slots[k] = v;
       params[k] = &slots[k];

@@ -28,8 +28,9 @@ What is recorded, by :class:`Recorder` while the gate runs the Python function:
 A recording is refused, and the call stays a Python call, wherever a launch reads an
 address that is neither one of the call's tensors, nor a buffer it allocated, nor scratch
 the kernel declared kept (``loader.kept``: a cache kept between calls), passes an integer that falls inside one of those tensors (an address
-computed in Python), uses a tensor descriptor, scratch memory, clusters or cooperative
-launch, or where an output is not a view of a buffer or an input itself. The gate repeats
+computed in Python), uses a tensor descriptor Triton does not encode as a plain tiled
+``CUtensorMap`` (im2col, fp4, tf32 rounding, no metadata), scratch memory, clusters or
+cooperative launch, or where an output is not a view of a buffer or an input itself. The gate repeats
 a signature only after two recordings in a row came out the same (a first call that
 tunes or compiles launches more than the next), so an integer that moved with the
 addresses of the call is caught too where the addresses moved.
@@ -41,6 +42,8 @@ The plan handed to the gate (plain tuples; codes as ``gate_replay.h`` reads them
     steps:   (LAUNCH, function, grid x, y, z, warps, shared bytes, args) | (ZERO, buffer)
     args:    (RAW, 0, bits) | (INPUT, i, byte offset) | (BUFFER, j, byte offset)
              | (KEPT, k, byte offset)
+             | (TMAP, 0, byte offset, (region kind, region index, host dtype code, element
+                bytes, swizzle, padding, box, shape, strides))
     outputs: (NONE, 0, 0, (), ()) | (INPUT, i, 0, (), ()) | (BUFFER, j, offset, sizes, strides)
     kept:    (bytes, ...): scratch the kernel keeps between calls, every launch leaving it
              as it found it; the gate keeps one of each per stream, zeroed once
@@ -80,7 +83,7 @@ __all__ = [
 ATTRIBUTE = "opbench_replay"
 #: step and argument kinds, as ``gate.cpp`` reads them
 LAUNCH, ZERO = 0, 1
-RAW, INPUT, BUFFER, KEPT = 0, 1, 2, 3
+RAW, INPUT, BUFFER, KEPT, TMAP = 0, 1, 2, 3, 4
 NONE = 0
 #: the key of a launch's ticket (its recording's id, its number) in its launch metadata
 _TICKET = "opbench_replay"
@@ -150,6 +153,16 @@ def replay_loader(kernel: Any, key: str) -> Callable[..., Any] | None:
         return None
     loader = getattr(kernel, ATTRIBUTE, None)
     return loader if callable(loader) else None
+
+
+def _tma_host_types() -> dict[int, int] | None:
+    """Triton's map from its TMA element types to the driver's (``CUtensorMapDataType``),
+    as its launcher applies it; None where this Triton has none."""
+    try:
+        from triton.backends.nvidia.driver import TMA_DTYPE_DEVICE_TO_HOST
+    except ImportError:
+        return None
+    return dict(TMA_DTYPE_DEVICE_TO_HOST)
 
 
 def raw_bits(ty: str, value: Any) -> int | None:
@@ -296,11 +309,16 @@ class _Recording:
         signature = getattr(src, "signature", None)
         if not isinstance(signature, dict) or len(signature) != len(args):
             raise Unrepeatable("a kernel whose signature does not match its arguments")
-        packed: list[tuple[int, int, int]] = []
+        packed: list[tuple] = []
+        descriptors = 0
         for ty, value in zip(signature.values(), args):
             if not isinstance(ty, str):
                 raise Unrepeatable(f"a tuple argument ({ty})")
             if ty == "constexpr":
+                continue
+            if ty.startswith("tensordesc"):
+                packed += self._descriptor(kernel, descriptors, value)
+                descriptors += 1
                 continue
             if ty.startswith("*"):
                 p = value if isinstance(value, int) else getattr(value, "data_ptr", lambda: None)()
@@ -326,6 +344,38 @@ class _Recording:
         packed += [(RAW, 0, 0)] * (params - len(packed))  # Triton's scratch pointers: null
         g = [int(x) for x in grid] + [1, 1]
         return (LAUNCH, function, g[0], g[1], g[2], warps, shared, tuple(packed))
+
+    def _descriptor(self, kernel: Any, j: int, d: Any) -> list[tuple]:
+        """A host-side tensor descriptor, as Triton's launcher expands it (its
+        ``make_tensordesc_arg``): one ``CUtensorMap`` encoded over the base's address, then
+        the shape (32-bit) and strides (64-bit). The gate encodes the map again over each
+        call's address with what this records (``cuTensorMapEncodeTiled``, as Triton's
+        ``fill_tma_descriptor`` calls it)."""
+        metas = getattr(getattr(kernel, "metadata", None), "tensordesc_meta", None)
+        meta = metas[j] if metas and j < len(metas) else None
+        if not isinstance(meta, dict):
+            raise Unrepeatable("a tensor descriptor without its metadata")
+        if (
+            meta.get("fp4_padded")
+            or meta.get("is_im2col")
+            or getattr(d, "round_f32_to_tf32", False)
+        ):
+            raise Unrepeatable("a tensor descriptor that is not plainly tiled")
+        host = _tma_host_types()
+        base = getattr(d, "base", None)
+        ptr = getattr(base, "data_ptr", lambda: None)()
+        shape = [int(x) for x in getattr(d, "shape", ())]
+        strides = [int(x) for x in getattr(d, "strides", ())]
+        box = [int(x) for x in meta["block_size"]]
+        if (host is None or meta["elem_type"] not in host or not isinstance(ptr, int)
+                or not 0 < len(shape) == len(strides) == len(box) <= 5 or strides[-1] != 1):  # fmt: skip
+            raise Unrepeatable("a tensor descriptor the gate cannot encode")
+        kind, index, offset = self.address(ptr)
+        padding = 1 if getattr(d, "padding", "zero") == "nan" else 0
+        spec = (kind, index, host[meta["elem_type"]], int(meta["elem_size"]), int(meta["swizzle"]),
+                padding, tuple(box), tuple(shape), tuple(strides))  # fmt: skip
+        return [(TMAP, 0, offset, spec), *((RAW, 0, raw_bits("i32", n)) for n in shape),
+                *((RAW, 0, raw_bits("i64", n)) for n in strides)]  # fmt: skip
 
     def output(self, t: Any, same: int) -> tuple:
         """An output: None, the call's tensor ``same`` itself (the gate compares the
