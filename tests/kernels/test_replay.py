@@ -107,6 +107,10 @@ TOLERANCE = {torch.float16: 2e-2, torch.bfloat16: 5e-2, torch.float32: 1e-5}
 #: ops whose results vary in their last bits from call to call (atomic adds in a float
 #: accumulator): compared with the Python path within the dtype's tolerance
 UNORDERED = {"embedding_dense_backward.default"}
+#: ops whose first call launches otherwise than the next (the TMA products: their first
+#: launch of a kernel goes through ``kernel[grid]``), so a signature is ready after three
+#: recordings, not two (H200, 2026-11-30: one replay of four calls each)
+FIRST_CALL_DIFFERS = {"mm.default", "addmm.default", "bmm.default"}
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +171,8 @@ def test_replay_returns_what_the_python_path_returns(backend, case):
         _check(out, python, tol if op in UNORDERED else None)
     _check(got[-1][0], eager, tol)
     if replays:
-        assert counts.get("replayed", 0) >= CALLS - 2, (counts, notes)
+        recordings = 3 if op in FIRST_CALL_DIFFERS else 2
+        assert counts.get("replayed", 0) >= CALLS - recordings, (counts, notes)
     print("\nREPLAY", op, counts, notes)
 
 
