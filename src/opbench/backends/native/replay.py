@@ -242,8 +242,8 @@ class _Recording:
             ):
                 start, end = _storage_range(t)
                 self.regions.append(_Region(INPUT, i, t.data_ptr(), start, end))
-        self.buffers: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype, bool]] = []
-        self.buffer_tensors: list[torch.Tensor] = []
+        # the call's allocations, in order, and whether each was zeroed (``zeros``)
+        self.buffers: list[tuple[torch.Tensor, bool]] = []
         self.steps: list[tuple] = []
         self.pending: dict[int, tuple] = {}  # launch_metadata seen, launch not yet
         self.tickets = itertools.count(1)
@@ -257,15 +257,14 @@ class _Recording:
             self.refuse("an allocation that is a view")
             return
         j = len(self.buffers)
-        self.buffers.append((tuple(t.shape), tuple(t.stride()), t.dtype, zeroed))
-        self.buffer_tensors.append(t)
+        self.buffers.append((t, zeroed))
         start, end = _storage_range(t)
         if end > start:
             # newest first: an address freed and allocated again is the newer buffer's
             self.regions.insert(0, _Region(BUFFER, j, start, start, end))
 
     def zero(self, t: torch.Tensor) -> None:
-        for j, b in enumerate(self.buffer_tensors):
+        for j, (b, _) in enumerate(self.buffers):
             if (
                 t.data_ptr() == b.data_ptr()
                 and t.is_contiguous()
@@ -386,7 +385,7 @@ class _Recording:
             return (NONE, 0, 0, (), ())
         if not isinstance(t, torch.Tensor):
             raise Unrepeatable(f"an output of type {type(t).__name__}")
-        for j, b in enumerate(self.buffer_tensors):
+        for j, (b, _) in enumerate(self.buffers):
             if t.untyped_storage().data_ptr() == b.untyped_storage().data_ptr():
                 if t.dtype != b.dtype:
                     raise Unrepeatable("an output viewed as another dtype")
@@ -526,7 +525,10 @@ class Recorder:
             rec.refuse(str(e))
         if rec.why is not None:
             return (None, rec.why)
-        shaped = _shaped_as_outputs(rec.buffers, outs)
+        shaped = _shaped_as_outputs(
+            [(tuple(b.shape), tuple(b.stride()), b.dtype, zeroed) for b, zeroed in rec.buffers],
+            outs,
+        )
         buffers = tuple(
             (sizes, strides, self._code(dtype), zeroed) for sizes, strides, dtype, zeroed in shaped
         )
