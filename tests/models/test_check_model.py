@@ -131,3 +131,25 @@ def test_float32_precision_pinned_for_the_check_and_restored(monkeypatch) -> Non
         assert (cpu.fp32_precision, gpu.fp32_precision) == ("bf16", "tf32")
     finally:
         cpu.fp32_precision, gpu.fp32_precision = before
+
+
+def test_the_reasons_a_models_calls_stay_python_each_once():
+    """What check-model's op table says of an op whose served calls were not all launched
+    from C++: launch replay's reasons for the signatures it refused, each once, in the
+    order met, at most three; nothing of a signature that replays."""
+    from opbench.models.check import python_reasons
+
+    notes = [
+        {"ready": False, "why": "the function called aten.add.Tensor"},
+        {"ready": True, "why": ""},
+        {"ready": False, "why": "a launch reads address 0x10, outside the call's tensors"},
+        {"ready": False, "why": "the function called aten.add.Tensor"},
+        {"ready": False, "why": ""},  # recorded once, not refused
+    ]
+    assert python_reasons(notes) == (
+        "the function called aten.add.Tensor; "
+        "a launch reads address 0x10, outside the call's tensors"
+    )
+    assert python_reasons([]) == ""
+    many = [{"ready": False, "why": f"reason {i}"} for i in range(5)]
+    assert python_reasons(many) == "reason 0; reason 1; reason 2 (+2 more)"

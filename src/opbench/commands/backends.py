@@ -322,11 +322,14 @@ def register(app: typer.Typer) -> None:
                 t = Table(
                     title=f"{r.model} ({'compile' if r.compiled else 'eager'}): ATen overloads"
                 )
-                for col in ("op", "model calls", "served", "from C++", "fell back"):
+                for col in ("op", "model calls", "served", "from C++", "fell back",
+                            "why not from C++"):  # fmt: skip
                     t.add_column(col)
                 for c in r.coverage:
                     if c.served or c.fallback or be.name != "aten":
-                        t.add_row(c.op, str(c.calls), str(c.served), str(c.native), str(c.fallback))
+                        why = c.python_why if c.served > c.native else ""
+                        t.add_row(c.op, str(c.calls), str(c.served), str(c.native),
+                                  str(c.fallback), escape(why))  # fmt: skip
                 console.print(t)
         console.print(f"total {time.perf_counter() - started:.2f} s")
         if json_out:

@@ -68,6 +68,23 @@ class OpCoverage:
     fallback: int
     #: of ``served``, the calls the C++ gate launched itself (opbench.backends.native)
     native: int = 0
+    #: why served calls stayed Python calls: launch replay's reasons for the signatures it
+    #: refused (:func:`python_reasons`), "" where it refused none
+    python_why: str = ""
+
+
+def python_reasons(notes: list[dict[str, Any]], most: int = 3) -> str:
+    """The reasons launch replay gave for the call signatures of one op it does not
+    repeat (``registry.replay_notes()[op]``), each once, in the order first met, at most
+    ``most`` of them: what a model's author reads to learn why those calls still enter
+    Python."""
+    seen: list[str] = []
+    for note in notes:
+        why = str(note.get("why") or "")
+        if why and not note.get("ready") and why not in seen:
+            seen.append(why)
+    more = f" (+{len(seen) - most} more)" if len(seen) > most else ""
+    return "; ".join(seen[:most]) + more
 
 
 # Record fields of the same shape as run/store.TestResult's and instrument/timing's
@@ -363,6 +380,7 @@ def _check_model(
             with registry.backend(be, device, ops=ops, policy=policy, native=native):
                 cand = _run(spec, cand_model, batch, compile_backend=cb, count_ops=not compile)
                 counts = registry.call_counts()
+                notes = registry.replay_notes()
             if compile:
                 torch._dynamo.reset()
     except Exception as e:
@@ -406,6 +424,7 @@ def _check_model(
             counts.get(op, {}).get("served", 0),
             counts.get(op, {}).get("fallback", 0),
             counts.get(op, {}).get("native", 0),
+            python_reasons(notes.get(op, [])),
         )
         for op in sorted(names)
         if cand.ops.get(op, 0)
