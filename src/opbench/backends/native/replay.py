@@ -274,16 +274,24 @@ class _Recording:
                 return
         self.refuse("zero_ of a tensor that is not a whole buffer")
 
+    def _kept_span(self, p: int) -> tuple[int, int] | None:
+        """The declared kept scratch holding address ``p`` (``loader.kept``), or None."""
+        return self.kept_of(p) if self.kept_of is not None else None
+
     def address(self, p: int) -> tuple[int, int, int]:
         for r in self.regions:
             if r.holds(p):
                 return (r.kind, r.index, p - r.base)
-        span = self.kept_of(p) if self.kept_of is not None else None
+        span = self._kept_span(p)
         if span is not None:
             if span not in self.kept:
                 self.kept.append(span)
             return (KEPT, self.kept.index(span), p - span[0])
         raise Unrepeatable(f"a launch reads address {p:#x}, outside the call's tensors")
+
+    def is_address(self, p: int) -> bool:
+        """Whether ``p`` lies in what :meth:`address` resolves (nothing recorded)."""
+        return any(r.holds(p) for r in self.regions) or self._kept_span(p) is not None
 
     def launch_seen(self, kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> int:
         """Note a launch about to be made; returns its ticket for the enter hook."""
@@ -328,10 +336,7 @@ class _Recording:
             bits = raw_bits(ty, value)
             if bits is None:
                 raise Unrepeatable(f"an argument of type {ty}")
-            if ty in ("i64", "u64") and (
-                any(r.holds(int(value)) for r in self.regions)
-                or (self.kept_of is not None and self.kept_of(int(value)) is not None)
-            ):
+            if ty in ("i64", "u64") and self.is_address(int(value)):
                 raise Unrepeatable("an integer argument that is an address of the call")
             packed.append((RAW, 0, bits))
         handle = self.loader(kernel, len(packed))
