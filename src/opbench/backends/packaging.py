@@ -163,6 +163,7 @@ RUNTIME_MODULES = (
     "backends/native/gate_driver.h",
     "backends/native/gate_native.h",
     "backends/native/gate_replay.h",
+    "backends/native/gate_replay_key.h",
     "backends/native/gate_strided.h",
 )
 _OPBENCH = Path(__file__).resolve().parents[1]

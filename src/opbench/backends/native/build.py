@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 _SOURCE = Path(__file__).with_name("gate.cpp")
 #: the headers gate.cpp includes: torch's loader hashes only the sources it compiles, so
 #: their digest goes into the build's flags, and a changed header rebuilds the gate
-HEADERS = ("gate_driver.h", "gate_native.h", "gate_replay.h", "gate_strided.h")
+HEADERS = ("gate_driver.h", "gate_native.h", "gate_replay.h", "gate_replay_key.h", "gate_strided.h")
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 

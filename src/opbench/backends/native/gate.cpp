@@ -27,8 +27,8 @@
 // Files: this one (shape classes, the gate's kernel and its Python face) includes
 // gate_driver.h (the driver functions), gate_native.h (the native path: a call's checks,
 // its kernel variant and the launch), gate_strided.h (planning a strided call) and
-// gate_replay.h (launch replay): one translation unit, built by build.py, which rebuilds
-// when any of them changes.
+// gate_replay.h (launch replay, with gate_replay_key.h: its call signatures): one
+// translation unit, built by build.py, which rebuilds when any of them changes.
 //
 // Threads: counters are atomics; a kernel variant is compiled at most once per key under
 // the GIL (Python compiles it), the variant table is guarded by a mutex that is never held
