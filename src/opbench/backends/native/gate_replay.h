@@ -46,14 +46,12 @@ constexpr int kReplayMaxRecordings = 4;
 // A tensor descriptor's map, encoded again on every replay over the call's address, as
 // Triton's fill_tma_descriptor encodes it (dims, box and strides innermost first).
 struct ReplayTmap {
-  int region = kArgInput;  // where its base lies: kArgInput, kArgBuffer or kArgKept
-  int64_t index = 0;
   int dtype = 0, swizzle = 0, padding = 0;
   uint32_t rank = 0;
   std::array<uint64_t, 5> dims{}, strides{};  // strides in bytes, rank - 1 of them
   std::array<uint32_t, 5> box{};
   bool operator==(const ReplayTmap& o) const {
-    return region == o.region && index == o.index && dtype == o.dtype && swizzle == o.swizzle &&
+    return dtype == o.dtype && swizzle == o.swizzle &&
            padding == o.padding && rank == o.rank && dims == o.dims && strides == o.strides &&
            box == o.box;
   }
@@ -61,11 +59,14 @@ struct ReplayTmap {
 
 struct ReplayArg {
   int kind = kArgRaw;
+  // where the address lies (a tensor map's base included): kArgInput, kArgBuffer or
+  // kArgKept, the index-th of them; kArgRaw for raw bits
+  int region = kArgRaw;
   int64_t index = 0;
-  uint64_t value = 0;  // raw bits, or a byte offset (two's complement) from the tensor
+  uint64_t value = 0;  // raw bits, or a byte offset (two's complement) from the region
   ReplayTmap tmap;     // kArgTmap
   bool operator==(const ReplayArg& o) const {
-    return kind == o.kind && index == o.index && value == o.value &&
+    return kind == o.kind && region == o.region && index == o.index && value == o.value &&
            (kind != kArgTmap || tmap == o.tmap);
   }
 };
@@ -154,12 +155,13 @@ struct Replayer {
 
 // replay.py's descriptor spec (region kind, region index, host dtype code, element bytes,
 // swizzle, padding, box, shape, strides; outermost first) as fill_tma_descriptor reads it:
-// dims and box reversed, the byte strides of all but the innermost dim. Called with the
-// GIL held.
-bool tmap_of(const py::handle& spec, ReplayTmap& m, std::string& why) {
+// the base's region into the argument, dims and box reversed, the byte strides of all but
+// the innermost dim. Called with the GIL held.
+bool tmap_of(const py::handle& spec, ReplayArg& arg, std::string& why) {
   const auto t = spec.cast<py::tuple>();
-  m.region = t[0].cast<int>();
-  m.index = t[1].cast<int64_t>();
+  arg.region = t[0].cast<int>();
+  arg.index = t[1].cast<int64_t>();
+  ReplayTmap& m = arg.tmap;
   m.dtype = t[2].cast<int>();
   const auto elem = t[3].cast<uint64_t>();
   m.swizzle = t[4].cast<int>();
@@ -236,16 +238,15 @@ std::shared_ptr<ReplayPlan> plan_of(const py::handle& plan, const std::vector<at
         arg.index = at[1].cast<int64_t>();
         arg.value = arg.kind == kArgRaw ? at[2].cast<uint64_t>()
                                         : static_cast<uint64_t>(at[2].cast<int64_t>());
-        if (arg.kind == kArgTmap && !tmap_of(at[3], arg.tmap, why)) return nullptr;
-        const int region = arg.kind == kArgTmap ? arg.tmap.region : arg.kind;
-        arg.index = arg.kind == kArgTmap ? arg.tmap.index : arg.index;
-        const int64_t bound = region == kArgInput  ? n_tensors
-                              : region == kArgKept ? n_kept
-                                                   : n_buffers;
+        arg.region = arg.kind;
+        if (arg.kind == kArgTmap && !tmap_of(at[3], arg, why)) return nullptr;
+        const int64_t bound = arg.region == kArgInput  ? n_tensors
+                              : arg.region == kArgKept ? n_kept
+                                                       : n_buffers;
         if (arg.kind < kArgRaw || arg.kind > kArgTmap ||
-            (arg.kind != kArgRaw &&
-             (region < kArgInput || region > kArgKept || arg.index < 0 || arg.index >= bound)) ||
-            (region == kArgInput && !tensors[arg.index].defined())) {
+            (arg.kind != kArgRaw && (arg.region < kArgInput || arg.region > kArgKept ||
+                                     arg.index < 0 || arg.index >= bound)) ||
+            (arg.region == kArgInput && !tensors[arg.index].defined())) {
           why = "a launch argument naming no tensor of the call";
           return nullptr;
         }
@@ -358,13 +359,12 @@ bool run_replay(const std::string& name, const ReplayPlan& plan, torch::jit::Sta
     size_t n_maps = 0;
     for (size_t k = 0; k < st.args.size(); ++k) {
       const ReplayArg& a = st.args[k];
-      const int region = a.kind == kArgTmap ? a.tmap.region : a.kind;
       uint64_t v = a.value;
-      if (region == kArgInput) {
+      if (a.region == kArgInput) {
         v += reinterpret_cast<uint64_t>(tensors[a.index].data_ptr());
-      } else if (region == kArgBuffer) {
+      } else if (a.region == kArgBuffer) {
         v += reinterpret_cast<uint64_t>(bufs[a.index].data_ptr());
-      } else if (region == kArgKept) {
+      } else if (a.region == kArgKept) {
         v += kept[a.index];
       }
       if (a.kind == kArgTmap) {
