@@ -136,7 +136,8 @@ def test_float32_precision_pinned_for_the_check_and_restored(monkeypatch) -> Non
 def test_the_reasons_a_models_calls_stay_python_each_once():
     """What check-model's op table says of an op whose served calls were not all launched
     from C++: launch replay's reasons for the signatures it refused, each once, in the
-    order met, at most three; nothing of a signature that replays."""
+    order met, at most three; then how many are still being recorded; nothing of a
+    signature that replays."""
     from opbench.models.check import python_reasons
 
     notes = [
@@ -148,7 +149,16 @@ def test_the_reasons_a_models_calls_stay_python_each_once():
     ]
     assert python_reasons(notes) == (
         "the function called aten.add.Tensor; "
-        "a launch reads address 0x10, outside the call's tensors"
+        "a launch reads address 0x10, outside the call's tensors; "
+        "1 signature met too few times to replay yet (from a signature's third or fourth call)"
+    )
+    # a model's checked step meets most signatures once: all still recording, none refused
+    recording = [{"ready": False, "why": ""}, {"ready": False, "why": ""}, {"ready": True}]
+    assert python_reasons(recording) == (
+        "2 signatures met too few times to replay yet (from a signature's third or fourth call)"
+    )
+    assert python_reasons([{"ready": False, "why": "", "given_up": True, "recordings": 4}]) == (
+        "4 recordings of a signature that never agreed"
     )
     assert python_reasons([]) == ""
     many = [{"ready": False, "why": f"reason {i}"} for i in range(5)]

@@ -73,18 +73,39 @@ class OpCoverage:
     python_why: str = ""
 
 
+#: The call of one signature from which launch replay serves it: two recordings must agree
+#: (gate_replay.h), so the third; a kernel whose first call compiles and launches
+#: through ``kernel[grid]`` (the TMA matmuls) differs on that call, so the fourth.
+REPLAY_FROM_CALL = "third or fourth"
+
+
 def python_reasons(notes: list[dict[str, Any]], most: int = 3) -> str:
     """The reasons launch replay gave for the call signatures of one op it does not
     repeat (``registry.replay_notes()[op]``), each once, in the order first met, at most
-    ``most`` of them: what a model's author reads to learn why those calls still enter
-    Python."""
+    ``most`` of them, then how many signatures it is still recording (met fewer times
+    than it needs, with no refusal): what a model's author reads to learn why those
+    calls still enter Python."""
     seen: list[str] = []
+    recording = 0
     for note in notes:
         why = str(note.get("why") or "")
-        if why and not note.get("ready") and why not in seen:
+        if note.get("ready"):
+            continue
+        if not why and note.get("given_up"):
+            why = f"{note.get('recordings')} recordings of a signature that never agreed"
+        if not why:
+            recording += 1
+        elif why not in seen:
             seen.append(why)
     more = f" (+{len(seen) - most} more)" if len(seen) > most else ""
-    return "; ".join(seen[:most]) + more
+    said = "; ".join(seen[:most]) + more
+    if recording:
+        # a checked step meets most signatures once or twice: they replay in later steps
+        said += ("; " if said else "") + (
+            f"{recording} signature{'s' if recording > 1 else ''} met too few times to "
+            f"replay yet (from a signature's {REPLAY_FROM_CALL} call)"
+        )
+    return said
 
 
 # Record fields of the same shape as run/store.TestResult's and instrument/timing's
