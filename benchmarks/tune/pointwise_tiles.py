@@ -15,7 +15,7 @@ whose result has at most ``SPREAD * BLOCK`` elements. Each row is timed as our k
 function called in this process (the Python path; the C++ gate launches the same
 kernel with the same plan: ``native_launch`` hands it ``MIN_BLOCK`` and ``SPREAD``), eager
 beside it, by ``triton.testing.do_bench`` (L2 cleared before each repetition, median),
-the best of ``--rounds`` rounds over the settings in turn. A setting whose result
+the median of ``--rounds`` rounds over eager and the settings in turn. A setting whose result
 differs from eager's is never eligible.
 
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -101,7 +102,8 @@ def rows(traces: str, split: str, limit: int) -> list[dict[str, Any]]:
 
 
 def time_row(row: dict[str, Any], rounds: int) -> dict[str, Any]:
-    """eager's and each setting's device ms on one row (inf: wrong or failed)."""
+    """eager's and each setting's device ms on one row (inf: wrong or failed): the
+    median over ``rounds`` rounds, each timing eager and then every setting in turn."""
     import triton
 
     from opbench.suites.materialize import materialize
@@ -113,8 +115,9 @@ def time_row(row: dict[str, Any], rounds: int) -> dict[str, Any]:
     args, kwargs = materialize(case, DEVICE)
     check_args, check_kwargs = materialize(case, DEVICE)
     want = ref(*check_args, **check_kwargs)
-    times: dict[str, float] = {"eager": bench(lambda: ref(*args, **kwargs))}
+    samples: dict[str, list[float]] = {"eager": []}
     for _ in range(rounds):
+        samples["eager"].append(bench(lambda: ref(*args, **kwargs)))
         for mb, ept in SETTINGS:
             key = f"{mb}x{ept}"
             _set(mb, ept)
@@ -122,16 +125,17 @@ def time_row(row: dict[str, Any], rounds: int) -> dict[str, Any]:
                 fresh_args, fresh_kwargs = materialize(case, DEVICE)
                 if not _agrees(cand(*fresh_args, **fresh_kwargs), want):
                     print(f"  {row['op']} {key}: WRONG RESULT (not eligible)", flush=True)
-                    times[key] = math.inf
-                    continue
-                t = bench(lambda: cand(*args, **kwargs))
+                    t = math.inf
+                else:
+                    t = bench(lambda: cand(*args, **kwargs))
             except Exception as e:
                 print(f"  {row['op']} {key}: {type(e).__name__}: {str(e)[:100]}", flush=True)
                 t = math.inf
-            times[key] = min(times.get(key, math.inf), t)
-        times["eager"] = min(times["eager"], bench(lambda: ref(*args, **kwargs)))
+            samples.setdefault(key, []).append(t)
     _set(*SETTINGS[0])
-    return times
+    # the median of the rounds: one slow round (a clock dip, another process) moves it
+    # less than a minimum chases the luckiest one
+    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def geo(xs: list[float]) -> float | None:
@@ -156,7 +160,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", required=True)
     ap.add_argument("--limit-per-op", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", required=True, help="path without suffix: .json and .md")
     opt = ap.parse_args()
     import torch
