@@ -13,10 +13,11 @@ over the traced rows rather than on one.
 Rows: each op's ``--limit-per-op`` most used traced calls (``host_profile.served_cases``)
 whose result has at most ``SPREAD * BLOCK`` elements. Each row is timed as our kernel
 function called in this process (the Python path; the C++ gate launches the same
-kernel with the same plan: ``native_launch`` hands it ``MIN_BLOCK`` and ``SPREAD``), eager
-beside it, by ``triton.testing.do_bench`` (L2 cleared before each repetition, median),
-the median of ``--rounds`` rounds over eager and the settings in turn. A setting whose result
-differs from eager's is never eligible.
+kernel with the same plan: ``native_launch`` hands it ``MIN_BLOCK`` and ``SPREAD``)
+against eager, by the judge's device timing (``time_pair``): at 3-5 µs a call, plain
+event medians sit on the event timer's 0.5 µs ticks (``triton.testing.do_bench`` gave
+3.97 and 4.51 µs to one plan). A setting whose result differs from eager's is never
+eligible.
 
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/tune/pointwise_tiles.py --traces .gpu_data/traces --out DIR/pointwise-tiles
@@ -102,22 +103,20 @@ def rows(traces: str, split: str, limit: int) -> list[dict[str, Any]]:
 
 
 def time_row(row: dict[str, Any], rounds: int) -> dict[str, Any]:
-    """eager's and each setting's device ms on one row (inf: wrong or failed): the
-    median over ``rounds`` rounds, each timing eager and then every setting in turn."""
-    import triton
-
+    """Each setting's device speedup over eager on one row (0: wrong or failed), timed
+    as the judge times a test (:func:`opbench.instrument.timing.time_pair`: eager and ours
+    interleaved, L2 flushed, the event ticks' interpolated median), its host rounds cut
+    short; with ``rounds`` > 1 the median over that many pairs, the settings in turn."""
+    from opbench.instrument.timing import time_pair
+    from opbench.instrument.timing_stats import TimingOptions
     from opbench.suites.materialize import materialize
 
-    def bench(fn: Any) -> float:
-        return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
-
+    options = TimingOptions(host_rounds=1, host_round_ms=0.2, side_stream_check=False)
     case, ref, cand = row["case"], row["ref"], row["cand"]
-    args, kwargs = materialize(case, DEVICE)
     check_args, check_kwargs = materialize(case, DEVICE)
     want = ref(*check_args, **check_kwargs)
-    samples: dict[str, list[float]] = {"eager": []}
+    samples: dict[str, list[float]] = {}
     for _ in range(rounds):
-        samples["eager"].append(bench(lambda: ref(*args, **kwargs)))
         for mb, ept in SETTINGS:
             key = f"{mb}x{ept}"
             _set(mb, ept)
@@ -125,16 +124,15 @@ def time_row(row: dict[str, Any], rounds: int) -> dict[str, Any]:
                 fresh_args, fresh_kwargs = materialize(case, DEVICE)
                 if not _agrees(cand(*fresh_args, **fresh_kwargs), want):
                     print(f"  {row['op']} {key}: WRONG RESULT (not eligible)", flush=True)
-                    t = math.inf
+                    speedup = 0.0
                 else:
-                    t = bench(lambda: cand(*args, **kwargs))
+                    pt = time_pair(ref, cand, lambda: materialize(case, DEVICE), DEVICE, options)
+                    speedup = pt.ref_device_ms / pt.cand_device_ms
             except Exception as e:
                 print(f"  {row['op']} {key}: {type(e).__name__}: {str(e)[:100]}", flush=True)
-                t = math.inf
-            samples.setdefault(key, []).append(t)
+                speedup = 0.0
+            samples.setdefault(key, []).append(speedup)
     _set(*SETTINGS[0])
-    # the median of the rounds: one slow round (a clock dip, another process) moves it
-    # less than a minimum chases the luckiest one
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
@@ -149,8 +147,8 @@ def summarise(timed: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     keys = [f"{mb}x{ept}" for mb, ept in SETTINGS]
     table: dict[str, dict[str, float | None]] = {}
     for half, rs in timed.items():
-        ok = [r for r in rs if all(r["ms"].get(k, math.inf) < math.inf for k in keys)]
-        table[half] = {k: geo([r["ms"]["eager"] / r["ms"][k] for r in ok]) for k in keys}
+        ok = [r for r in rs if all(r["speedup"].get(k, 0.0) > 0 for k in keys)]
+        table[half] = {k: geo([r["speedup"][k] for r in ok]) for k in keys}
         table[half]["rows"] = len(ok)
     pick = max(keys, key=lambda k: table["tuning"][k] or 0.0)
     return {"settings": keys, "shipped": keys[0], "pick": pick, "geomean": table}
@@ -160,7 +158,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", required=True)
     ap.add_argument("--limit-per-op", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", required=True, help="path without suffix: .json and .md")
     opt = ap.parse_args()
     import torch
@@ -173,12 +171,10 @@ def main() -> int:
         print(f"{half}: {len(rs)} small elementwise rows", flush=True)
         timed[half] = []
         for i, r in enumerate(rs):
-            ms = time_row(r, opt.rounds)
-            best = min((k for k in ms if k != "eager"), key=ms.__getitem__)
-            print(f"  [{i + 1}/{len(rs)}] {r['op']} n={r['n']} eager {ms['eager'] * 1e3:.2f} µs, "
-                  f"{SETTINGS[0][0]}x{SETTINGS[0][1]} {ms[f'{SETTINGS[0][0]}x{SETTINGS[0][1]}'] * 1e3:.2f},"
-                  f" best {best} {ms[best] * 1e3:.2f}", flush=True)  # fmt: skip
-            timed[half].append({"op": r["op"], "args": r["args"], "n": r["n"], "ms": ms})
+            sp = time_row(r, opt.rounds)
+            print(f"  [{i + 1}/{len(rs)}] {r['op']} n={r['n']}: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in sp.items()), flush=True)  # fmt: skip
+            timed[half].append({"op": r["op"], "args": r["args"], "n": r["n"], "speedup": sp})
             # kept as it grows: a run cut short by the device's time limit keeps its rows
             Path(opt.out).with_suffix(".partial.json").write_text(json.dumps(timed) + "\n")
     result = {
@@ -208,7 +204,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"`{result['command']}` ({result['torch']}, Triton {result['triton']}, "
         f"{result['seconds']} s). Settings are `MIN_BLOCK x SMALL_EPT`; values are the "
-        "geomean of eager's device time over ours (> 1: faster) on the rows of each half "
+        "geomean device speedup over eager (> 1: faster), judged as a test is, on the rows of each half "
         "(src/opbench/suites/trace_split.json) with at most 135K elements. The pick is the "
         f"best on the tuning half: **{result['pick']}** (shipped: {result['shipped']}).",
         "",
