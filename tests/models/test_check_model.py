@@ -163,3 +163,41 @@ def test_the_reasons_a_models_calls_stay_python_each_once():
     assert python_reasons([]) == ""
     many = [{"ready": False, "why": f"reason {i}"} for i in range(5)]
     assert python_reasons(many) == "reason 0; reason 1; reason 2 (+2 more)"
+
+
+def test_step_times_take_turns_eager_then_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timed steps alternate in blocks, eager's then the backend's, the backend
+    registered for its blocks only: a host that slows down over a run slows both sides
+    alike. Each side times ``steps`` steps in all, each block after its warm-up."""
+    import contextlib
+    from typing import Any
+
+    import torch
+
+    from opbench.models import check as ck
+    from opbench.models.zoo import get_model
+
+    spec = get_model("encoder")
+    base, batch = spec.build(), spec.inputs(torch.Generator().manual_seed(0))
+    order: list[str] = []
+    registered: list[bool] = []
+    real_times = ck.call_times_ms
+
+    def times(call: Any, device: str, steps: int, warmup: int) -> list[float]:
+        order.append(f"{'backend' if registered else 'eager'}:{steps}:{warmup}")
+        return real_times(call, device, steps, warmup)
+
+    @contextlib.contextmanager
+    def enable() -> Any:
+        registered.append(True)
+        yield
+        registered.pop()
+
+    monkeypatch.setattr(ck, "call_times_ms", times)
+    eager_ms, backend_ms = ck.alternating_step_ms(spec, base, batch, "cpu", 7, enable)
+    w = ck.TURN_WARMUP
+    assert order == [f"{side}:{n}:{w}" for n in (3, 2, 2) for side in ("eager", "backend")]
+    assert not registered and eager_ms > 0 and backend_ms > 0
+    order.clear()  # fewer steps than turns: one step a turn
+    ck.alternating_step_ms(spec, base, batch, "cpu", 2, enable)
+    assert order == [f"{side}:1:{w}" for _ in range(2) for side in ("eager", "backend")]

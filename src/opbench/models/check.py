@@ -18,9 +18,10 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from opbench.backends import registry
 from opbench.backends.loader import Backend, load_backend
-from opbench.models.graph_timing import median_ms, model_graph_times, training_step
+from opbench.models.graph_timing import call_times_ms, model_graph_times, training_step
 from opbench.models.zoo import MODEL_NAMES, ModelSpec, get_model
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,8 @@ class ModelCheck:
     coverage: list[OpCoverage] = field(default_factory=list)
     seconds: float = 0.0
     #: median wall time of one training step (forward, loss, backward, SGD step, device
-    #: synchronized), eager and on the backend, after warm-up steps (``time_steps``)
+    #: synchronized), eager and on the backend taking turns (``time_steps``,
+    #: :func:`alternating_step_ms`)
     eager_step_ms: float | None = None
     backend_step_ms: float | None = None
     #: ``cuda_graphs``: median replay time of the same step captured whole as a CUDA
@@ -231,13 +233,42 @@ def _run(
     )
 
 
-def step_ms(spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any], device: str,
-            steps: int, warmup: int = 2) -> float:  # fmt: skip
-    """Median wall time (ms) of one training step of ``model`` (forward, loss, backward,
-    SGD step; the device synchronized after each), after ``warmup`` untimed steps that
-    take first-call costs (kernel compiles, allocator growth) out. Host time counts: in
-    an eager model it is part of what a backend costs."""
-    return median_ms(training_step(spec, model, batch), device, steps, warmup)
+#: Eager and the backend take turns this many times over the timed steps, each turn a
+#: block of steps after its own warm-up: a host whose speed drifts over a run moves both
+#: sides alike, not the side timed second. (One H200 lend read GPT-2's eager step at
+#: 4.6 to 8.8 ms from one process to the next, and one eager-then-backend block of 10
+#: steps each read the backend 0.87x in one process and 1.11x in the next.)
+STEP_TURNS = 3
+#: Untimed steps before each turn: the backend is registered again for each, so launch
+#: replay records its signatures again; it serves a signature from its third or fourth
+#: call (:data:`REPLAY_FROM_CALL`), and the first timed step must find that done.
+TURN_WARMUP = 3
+
+
+def alternating_step_ms(spec: ModelSpec, base: torch.nn.Module, batch: dict[str, Any],
+                        device: str, steps: int, enable_backend: Callable[[], Any],
+                        turns: int = STEP_TURNS) -> tuple[float, float]:  # fmt: skip
+    """Median wall time (ms) of one training step eager and on the backend (forward,
+    loss, backward, SGD step; the device synchronized after each), each on its own copy
+    of ``base``: ``turns`` turns of eager's block then the backend's (registered by
+    ``enable_backend()``, a context manager, for its block only), ``steps`` timed steps
+    a side in all, each block after :data:`TURN_WARMUP` untimed steps. Host time counts:
+    in an eager model it is part of what a backend costs."""
+    eager_model = copy.deepcopy(base)
+    # copied before registering: deepcopy under the aten backend's detach and alias
+    # kernels fails ("Creating a new Tensor subclass Parameter")
+    backend_model = copy.deepcopy(base)
+    turns = max(1, min(turns, steps))
+    eager: list[float] = []
+    backend: list[float] = []
+    for turn in range(turns):
+        block = steps // turns + (1 if turn < steps % turns else 0)
+        eager += call_times_ms(training_step(spec, eager_model, batch), device, block,
+                               TURN_WARMUP)  # fmt: skip
+        with enable_backend():
+            backend += call_times_ms(training_step(spec, backend_model, batch), device, block,
+                                     TURN_WARMUP)  # fmt: skip
+    return statistics.median(eager), statistics.median(backend)
 
 
 def _err(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float, bool]:
@@ -337,8 +368,8 @@ def check_model(
 
     ``rtol`` bounds each compared tensor's max error relative to its largest value (a
     loose, scale-aware bound: kernels may reorder float sums). ``time_steps`` > 0 also
-    times that many training steps eager and on the backend (:func:`step_ms`), on fresh
-    copies of the model, after the comparison. ``only_ops`` registers just those of the
+    times that many training steps eager and on the backend, taking turns
+    (:func:`alternating_step_ms`), on fresh copies of the model, after the comparison. ``only_ops`` registers just those of the
     backend's overloads (to find which kernel breaks a model). Float32 matmuls and
     convolutions run in IEEE float32 for eager and the backend alike (TF32 only with
     ``allow_tf32``), the settings ``opbench run`` pins, restored afterwards. ``policy``:
@@ -455,13 +486,10 @@ def _check_model(
     if time_steps > 0 and not compile:
         try:
             with fastpath_off():
-                result.eager_step_ms = step_ms(spec, copy.deepcopy(base), batch, device,
-                                               time_steps)  # fmt: skip
-                # copied before registering: deepcopy under the aten backend's detach
-                # and alias kernels fails ("Creating a new Tensor subclass Parameter")
-                timed = copy.deepcopy(base)
-                with registry.backend(be, device, ops=ops, policy=policy, native=native):
-                    result.backend_step_ms = step_ms(spec, timed, batch, device, time_steps)
+                result.eager_step_ms, result.backend_step_ms = alternating_step_ms(
+                    spec, base, batch, device, time_steps,
+                    lambda: registry.backend(be, device, ops=ops, policy=policy, native=native),
+                )  # fmt: skip
         except Exception as e:  # the comparison stands; say why there is no time
             result.error = f"timing failed: {type(e).__name__}: {e}"
         if cuda_graphs:

@@ -28,6 +28,7 @@ from opbench.models.zoo import ModelSpec
 
 __all__ = [
     "GraphTiming",
+    "call_times_ms",
     "graph_step_ms",
     "median_ms",
     "model_graph_times",
@@ -72,8 +73,8 @@ class _FailingOp(TorchDispatchMode):
 
 
 def training_step(spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any]) -> Callable[[], None]:  # fmt: skip
-    """The step :func:`opbench.models.check.step_ms` times, as a closure over static
-    inputs (``batch``) for capture. Gradients are set to None first, as PyTorch's
+    """The step :func:`opbench.models.check.alternating_step_ms` times, as a closure over
+    static inputs (``batch``) for capture. Gradients are set to None first, as PyTorch's
     whole-network recipe does before capture: the captured backward then allocates them
     from the graph's pool and each replay overwrites them, the same work as an eager
     step after ``zero_grad(set_to_none=True)`` (no zeroing kernel, no accumulation)."""
@@ -111,10 +112,10 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def median_ms(call: Callable[[], Any], device: str, steps: int, warmup: int = 2) -> float:
-    """Median wall time (ms) of ``steps`` calls of ``call``, the device synchronized
-    before and after each, after ``warmup`` untimed calls that take first-call costs
-    (compiles, allocator growth) out: a training step's timing, eager or replayed."""
+def call_times_ms(call: Callable[[], Any], device: str, steps: int, warmup: int = 2) -> list[float]:
+    """Wall times (ms) of ``steps`` calls of ``call``, the device synchronized before and
+    after each, after ``warmup`` untimed calls that take first-call costs (compiles,
+    allocator growth) out: a training step's timings, eager or replayed."""
     times = []
     for i in range(warmup + steps):
         sync(device)
@@ -123,7 +124,13 @@ def median_ms(call: Callable[[], Any], device: str, steps: int, warmup: int = 2)
         sync(device)
         if i >= warmup:
             times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
+    return times
+
+
+def median_ms(call: Callable[[], Any], device: str, steps: int, warmup: int = 2) -> float:
+    """The median of :func:`call_times_ms`."""
+    times = sorted(call_times_ms(call, device, steps, warmup))
+    return times[len(times) // 2]
 
 
 def _root(e: BaseException) -> BaseException:
@@ -148,8 +155,8 @@ def graph_step_ms(
 ) -> GraphTiming:
     """Capture ``step`` and return the median wall time (ms) of ``steps`` replays, the
     device synchronized around each, after ``warmup`` untimed replays: the same count
-    and synchronization as :func:`opbench.models.check.step_ms`. Never raises: a failed
-    warm-up, capture or replay is the returned ``error``."""
+    and synchronization as :func:`opbench.models.check.alternating_step_ms`. Never
+    raises: a failed warm-up, capture or replay is the returned ``error``."""
     ops = _FailingOp()
     stage = "capture"
     try:
