@@ -251,9 +251,9 @@ def _bandwidth_rows(x: Any, y: Any, copy_Bps: float) -> list[dict[str, Any]]:
         "clone": (2 * n * item, lambda: cp.clone(x), lambda: x.clone()),
     }
     try:
-        from opbench.kernels._lib import reduction as red
+        from opbench.kernels._lib import reduction_ops
 
-        cases["sum"] = (n * item, lambda: red.sum_default(x), lambda: x.sum())
+        cases["sum"] = (n * item, lambda: reduction_ops.sum_default(x), lambda: x.sum())
     except (ImportError, AttributeError):
         pass
     rows = []

@@ -20,6 +20,7 @@ import triton.language as tl  # noqa: E402
 from kernel_checks import DEVICE, assert_matches, sample_input  # noqa: E402
 
 from opbench.kernels._lib import reduction as red  # noqa: E402
+from opbench.kernels._lib import reduction_ops as rops  # noqa: E402
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -29,9 +30,9 @@ LAYOUTS = ["contiguous", "transposed", "sliced", "4d"]
 DIMS = [None, [], [0], [1], [-1], [0, 2], [2, 0], [1, 2], [0, 1, 2]]
 
 OPS = {
-    "sum": (red.sum_dim, aten.sum.dim_IntList),
-    "mean": (red.mean_dim, aten.mean.dim),
-    "amax": (lambda x, d, k: red.amax(x, d or [], k), lambda x, d, k: aten.amax(x, d or [], k)),
+    "sum": (rops.sum_dim, aten.sum.dim_IntList),
+    "mean": (rops.mean_dim, aten.mean.dim),
+    "amax": (lambda x, d, k: rops.amax(x, d or [], k), lambda x, d, k: aten.amax(x, d or [], k)),
 }
 
 
@@ -50,14 +51,14 @@ def test_dims(name: str, layout: str, dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_default_overloads(dtype: torch.dtype) -> None:
     x = sample_input("transposed", dtype)
-    assert_matches(red.sum_default(x), aten.sum.default, x)
-    assert_matches(red.mean_default(x), aten.mean.default, x)
-    assert_matches(red.amax(x), aten.amax.default, x)
+    assert_matches(rops.sum_default(x), aten.sum.default, x)
+    assert_matches(rops.mean_default(x), aten.mean.default, x)
+    assert_matches(rops.amax(x), aten.amax.default, x)
     s = torch.tensor(2.5, dtype=dtype, device=DEVICE)  # 0-dim: dims 0 and -1 name the scalar
-    assert_matches(red.sum_default(s), aten.sum.default, s)
-    assert_matches(red.mean_dim(s, [0], True), aten.mean.dim, s, [0], True)
-    assert_matches(red.amax(s, [-1]), aten.amax.default, s, [-1])
-    assert_matches(red.sum_dim(s, None), aten.sum.dim_IntList, s, None)
+    assert_matches(rops.sum_default(s), aten.sum.default, s)
+    assert_matches(rops.mean_dim(s, [0], True), aten.mean.dim, s, [0], True)
+    assert_matches(rops.amax(s, [-1]), aten.amax.default, s, [-1])
+    assert_matches(rops.sum_dim(s, None), aten.sum.dim_IntList, s, None)
 
 
 @pytest.mark.slow  # 1.4-1.9 s on 2 cores (2026-11-28, --durations)
@@ -68,29 +69,29 @@ def test_split_path(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("patches _INTERP_TILE, which only the interpreter's plans read")
     monkeypatch.setattr(red, "_INTERP_TILE", 64)
     x = torch.randn(3, 1000).to(DEVICE)
-    for ours, ref in ((red.sum_dim, aten.sum.dim_IntList), (red.mean_dim, aten.mean.dim)):
+    for ours, ref in ((rops.sum_dim, aten.sum.dim_IntList), (rops.mean_dim, aten.mean.dim)):
         assert_matches(ours(x, [1]), ref, x, [1])
         assert_matches(ours(x.t(), [0], True), ref, x.t(), [0], True)
         assert_matches(ours(x, None), ref, x, None)
-    assert_matches(red.amax(x, [1]), aten.amax.default, x, [1])
-    assert_matches(red.amax(x), aten.amax.default, x)
+    assert_matches(rops.amax(x, [1]), aten.amax.default, x, [1])
+    assert_matches(rops.amax(x), aten.amax.default, x)
     i = torch.randint(-100, 100, (2000,), dtype=torch.int32).to(DEVICE)
-    assert_matches(red.sum_default(i), aten.sum.default, i)
-    assert_matches(red.amax(i), aten.amax.default, i)
+    assert_matches(rops.sum_default(i), aten.sum.default, i)
+    assert_matches(rops.amax(i), aten.amax.default, i)
 
 
 def test_empty_inputs() -> None:
     e = torch.empty(0, 4, device=DEVICE)
     for dim in ([0], [1], None):
-        assert_matches(red.sum_dim(e, dim), aten.sum.dim_IntList, e, dim)
-        assert_matches(red.mean_dim(e, dim, True), aten.mean.dim, e, dim, True)
-    assert_matches(red.sum_default(e), aten.sum.default, e)
-    assert_matches(red.mean_default(e), aten.mean.default, e)  # nan, as eager
-    assert_matches(red.amax(e, [1]), aten.amax.default, e, [1])
+        assert_matches(rops.sum_dim(e, dim), aten.sum.dim_IntList, e, dim)
+        assert_matches(rops.mean_dim(e, dim, True), aten.mean.dim, e, dim, True)
+    assert_matches(rops.sum_default(e), aten.sum.default, e)
+    assert_matches(rops.mean_default(e), aten.mean.default, e)  # nan, as eager
+    assert_matches(rops.amax(e, [1]), aten.amax.default, e, [1])
     with pytest.raises(IndexError, match="non-zero size"):
-        red.amax(e, [0])
+        rops.amax(e, [0])
     with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
-        red.amax(e)
+        rops.amax(e)
 
 
 def test_nan_and_inf() -> None:
@@ -101,35 +102,35 @@ def test_nan_and_inf() -> None:
     x[3, 5] = float("nan")
     x[3, 0] = float("inf")
     for dim in ([0], [1], None):
-        assert_matches(red.amax(x, dim or []), aten.amax.default, x, dim or [])
-        assert_matches(red.sum_dim(x, dim), aten.sum.dim_IntList, x, dim)
-        assert_matches(red.mean_dim(x, dim), aten.mean.dim, x, dim)
+        assert_matches(rops.amax(x, dim or []), aten.amax.default, x, dim or [])
+        assert_matches(rops.sum_dim(x, dim), aten.sum.dim_IntList, x, dim)
+        assert_matches(rops.mean_dim(x, dim), aten.mean.dim, x, dim)
     h = x.half()
-    assert_matches(red.amax(h.t(), [0]), aten.amax.default, h.t(), [0])
+    assert_matches(rops.amax(h.t(), [0]), aten.amax.default, h.t(), [0])
 
 
 def test_integer_bool_and_dtype_kwarg() -> None:
     i = torch.randint(-50, 50, (5, 7), dtype=torch.int32).to(DEVICE)
     b = (torch.rand(5, 7) > 0.5).to(DEVICE)
-    assert_matches(red.sum_dim(i, [1]), aten.sum.dim_IntList, i, [1])  # int64 result
-    assert_matches(red.sum_default(b), aten.sum.default, b)
-    assert_matches(red.amax(i, [0]), aten.amax.default, i, [0])  # keeps int32
-    assert_matches(red.amax(b, [1]), aten.amax.default, b, [1])  # keeps bool
+    assert_matches(rops.sum_dim(i, [1]), aten.sum.dim_IntList, i, [1])  # int64 result
+    assert_matches(rops.sum_default(b), aten.sum.default, b)
+    assert_matches(rops.amax(i, [0]), aten.amax.default, i, [0])  # keeps int32
+    assert_matches(rops.amax(b, [1]), aten.amax.default, b, [1])  # keeps bool
     h = torch.randn(5, 7).half().to(DEVICE)
-    assert_matches(red.sum_dim(h, [1], dtype=torch.float32), aten.sum.dim_IntList, h, [1],
+    assert_matches(rops.sum_dim(h, [1], dtype=torch.float32), aten.sum.dim_IntList, h, [1],
                    dtype=torch.float32)  # fmt: skip
-    assert_matches(red.sum_default(h, dtype=torch.float64), aten.sum.default, h,
+    assert_matches(rops.sum_default(h, dtype=torch.float64), aten.sum.default, h,
                    dtype=torch.float64)  # fmt: skip
-    assert_matches(red.mean_dim(i, [0], dtype=torch.float32), aten.mean.dim, i, [0],
+    assert_matches(rops.mean_dim(i, [0], dtype=torch.float32), aten.mean.dim, i, [0],
                    dtype=torch.float32)  # fmt: skip
-    assert_matches(red.sum_default(h * 8, dtype=torch.int32), aten.sum.default, h * 8,
+    assert_matches(rops.sum_default(h * 8, dtype=torch.int32), aten.sum.default, h * 8,
                    dtype=torch.int32)  # fmt: skip
     with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
-        red.mean_dim(i, [0])
+        rops.mean_dim(i, [0])
     with pytest.raises(RuntimeError, match="appears multiple times"):
-        red.sum_dim(h, [1, -1])
+        rops.sum_dim(h, [1, -1])
     with pytest.raises(IndexError, match="Dimension out of range"):
-        red.sum_dim(h, [2])
+        rops.sum_dim(h, [2])
 
 
 def _same(got: torch.Tensor, want: torch.Tensor) -> None:
@@ -140,23 +141,23 @@ def _same(got: torch.Tensor, want: torch.Tensor) -> None:
 def test_out_variants() -> None:
     x = torch.randn(4, 6, 5).to(DEVICE)
     out = torch.empty(0, device=DEVICE)
-    assert red.sum_dim_out(x, [1], True, out=out) is out
+    assert rops.sum_dim_out(x, [1], True, out=out) is out
     _same(out, x.sum(1, keepdim=True))
     out = torch.empty((), device=DEVICE)
-    assert red.sum_out(x, out=out) is out
+    assert rops.sum_out(x, out=out) is out
     _same(out, x.sum())
     out = torch.empty(5, 4, device=DEVICE).t()  # a strided out keeps its strides
-    assert red.mean_out(x, [1], out=out) is out
+    assert rops.mean_out(x, [1], out=out) is out
     assert out.stride() == (1, 4)
     _same(out, x.mean(1))
     out = torch.empty((), dtype=torch.float64, device=DEVICE)  # out's dtype: the result's
-    assert red.mean_dtype_out(x, out=out) is out
+    assert rops.mean_dtype_out(x, out=out) is out
     _same(out, aten.mean.dtype_out(x, out=torch.empty((), dtype=torch.float64, device=DEVICE)))
     out = torch.empty(4, 5, device=DEVICE)
-    assert red.amax_out(x, [1], out=out) is out
+    assert rops.amax_out(x, [1], out=out) is out
     _same(out, x.amax(1))
     with pytest.raises(RuntimeError, match="Expected the dtype for input and out to match"):
-        red.amax_out(x, [1], out=torch.empty(4, 5, dtype=torch.float16, device=DEVICE))
+        rops.amax_out(x, [1], out=torch.empty(4, 5, dtype=torch.float16, device=DEVICE))
 
 
 @pytest.mark.slow
@@ -168,7 +169,7 @@ def test_kernels_run_when_triton_was_imported_first() -> None:
     code = (
         "import triton, os, torch\n"
         "os.environ['TRITON_INTERPRET'] = '1'\n"
-        "from opbench.kernels._lib import reduction as r, softmax as s\n"
+        "from opbench.kernels._lib import reduction_ops as r, softmax as s\n"
         "x = torch.randn(3, 5)\n"
         "assert torch.allclose(r.sum_dim(x, [1]), x.sum(1), atol=1e-5)\n"
         "assert torch.equal(r.amax(x, [0]), x.amax(0))\n"
@@ -186,20 +187,20 @@ def test_repeat_calls_reuse_the_plan_and_allocate_fresh_outputs() -> None:
     values, a new tensor; arguments that failed the checks fail them again."""
     x = torch.randn(6, 40).half().to(DEVICE)
     for fn, ref, args in (
-        (red.sum_dim, aten.sum.dim_IntList, ([1], True)),
-        (red.sum_default, aten.sum.default, ()),
-        (red.mean_dim, aten.mean.dim, ([0],)),
-        (red.mean_default, aten.mean.default, ()),
-        (red.amax, aten.amax.default, ([1],)),
+        (rops.sum_dim, aten.sum.dim_IntList, ([1], True)),
+        (rops.sum_default, aten.sum.default, ()),
+        (rops.mean_dim, aten.mean.dim, ([0],)),
+        (rops.mean_default, aten.mean.default, ()),
+        (rops.amax, aten.amax.default, ([1],)),
     ):
         first, second = fn(x, *args), fn(x, *args)
         assert second is not first and torch.equal(first, second)
         assert_matches(second, ref, x, *args)
     e = torch.empty(0, 3, device=DEVICE)
-    assert red.sum_dim(e, [0]).shape == red.sum_dim(e, [0]).shape == (3,)
+    assert rops.sum_dim(e, [0]).shape == rops.sum_dim(e, [0]).shape == (3,)
     for _ in range(2):
         with pytest.raises(IndexError, match="Dimension out of range"):
-            red.sum_dim(x, [2])
+            rops.sum_dim(x, [2])
 
 
 #: Traced shapes (and a few layouts around them) with the GPU's plan for each: every
@@ -242,6 +243,7 @@ def test_gpu_plans_are_one_launch(
     monkeypatch.setattr(red, "TARGET_PROGRAMS", None)  # the H100's: 132 SMs (_CPU_SMS)
     monkeypatch.setattr(red, "MIN_SPLITS", 4)
     monkeypatch.setattr(red, "_PLANS", {})
+    monkeypatch.setattr(rops, "_CALLS", {})
     monkeypatch.setattr(red, "_SCRATCH", {})
     calls: list[tuple[tuple[int, ...], int]] = []
     launch = red._reduce
@@ -253,10 +255,10 @@ def test_gpu_plans_are_one_launch(
     monkeypatch.setattr(red, "_reduce", counted)
     g = torch.Generator().manual_seed(len(shape))
     x = torch.randn(shape, generator=g).half().to(DEVICE)
-    ops = [(red.sum_dim, aten.sum.dim_IntList), (red.sum_dim, aten.sum.dim_IntList)]
+    ops = [(rops.sum_dim, aten.sum.dim_IntList), (rops.sum_dim, aten.sum.dim_IntList)]
     if x.numel() < 300_000:  # the interpreter's time: the big ones are summed only
-        ops += [(red.mean_dim, aten.mean.dim),
-                (lambda x, d, k: red.amax(x, d or [], k), lambda x, d, k: aten.amax(x, d or [], k))]  # fmt: skip
+        ops += [(rops.mean_dim, aten.mean.dim),
+                (lambda x, d, k: rops.amax(x, d or [], k), lambda x, d, k: aten.amax(x, d or [], k))]  # fmt: skip
     for ours, ref in ops:  # the second sum: the cached plan and the reset counters
         calls.clear()
         assert_matches(ours(x, dims, True), ref, x, dims, True)
@@ -276,19 +278,20 @@ def test_split_combine_is_deterministic_and_exact_for_integers(
     monkeypatch.setattr(red, "_INTERP_TILE", 64)
     monkeypatch.setattr(red, "TARGET_PROGRAMS", 64)
     monkeypatch.setattr(red, "_PLANS", {})
+    monkeypatch.setattr(rops, "_CALLS", {})
     x = torch.randn(5000).to(DEVICE)
-    first = red.sum_default(x)
-    assert all(torch.equal(first, red.sum_default(x)) for _ in range(3))
+    first = rops.sum_default(x)
+    assert all(torch.equal(first, rops.sum_default(x)) for _ in range(3))
     assert_matches(first, aten.sum.default, x)
     i = torch.randint(-(2**40), 2**40, (3000,), dtype=torch.int64).to(DEVICE)
-    assert torch.equal(red.sum_default(i), i.sum())
+    assert torch.equal(rops.sum_default(i), i.sum())
     b = (torch.rand(3, 3000) > 0.3).to(DEVICE)
-    assert torch.equal(red.sum_dim(b, [1]), b.sum(1))
+    assert torch.equal(rops.sum_dim(b, [1]), b.sum(1))
     y = torch.full((2, 4000), -float("inf")).to(DEVICE)
     y[0, 3999] = float("nan")
-    assert_matches(red.amax(y, [1]), aten.amax.default, y, [1])
-    assert_matches(red.sum_dim(y, [1]), aten.sum.dim_IntList, y, [1])
-    assert_matches(red.mean_dim(x.view(50, 100).t(), [1]), aten.mean.dim, x.view(50, 100).t(), [1])
+    assert_matches(rops.amax(y, [1]), aten.amax.default, y, [1])
+    assert_matches(rops.sum_dim(y, [1]), aten.sum.dim_IntList, y, [1])
+    assert_matches(rops.mean_dim(x.view(50, 100).t(), [1]), aten.mean.dim, x.view(50, 100).t(), [1])
 
 
 #: Rows of N reduced elements whose GPU plan (4,096-wide chunks, or [128, 32] column
@@ -329,32 +332,33 @@ def test_pipelined_loops_sum_every_chunk_count(
         monkeypatch.setattr(red, "STAGES", 3 if pipelined and loop == "stages" else 1)
         monkeypatch.setattr(red, "PINGPONG", pipelined and loop == "pingpong")
         monkeypatch.setattr(red, "_PLANS", {})
+        monkeypatch.setattr(rops, "_CALLS", {})
         launched.clear()
         out = fn(t, *args, **kw)
         (c,) = launched
         assert (c["STAGES"] > 1 or c["PINGPONG"]) == pipelined
         return out, c
 
-    got, c = run(red.sum_dim, x, dims)
+    got, c = run(rops.sum_dim, x, dims)
     grid = c["grid"]
     assert grid[0] * grid[1] == programs or (grid[1] == 1 and programs < grid[0])
     n_rows = n if rows == "col" else x.shape[1]
     full, per = n_rows // c["BLOCK_N"], c["per_split"]
     assert [max(0, min(full, (s + 1) * per) - s * per) for s in range(grid[1])] == counts
     assert_matches(got, aten.sum.dim_IntList, x, dims)
-    assert torch.equal(got, run(red.sum_dim, x, dims, pipelined=False)[0])
+    assert torch.equal(got, run(rops.sum_dim, x, dims, pipelined=False)[0])
     h = x.half()
-    got_h = run(red.sum_dim, h, dims)[0]
+    got_h = run(rops.sum_dim, h, dims)[0]
     assert_matches(got_h, aten.sum.dim_IntList, h, dims)
-    assert torch.equal(got_h, run(red.sum_dim, h, dims, pipelined=False)[0])
-    assert_matches(run(red.mean_dim, h, dims, True)[0], aten.mean.dim, h, dims, True)
+    assert torch.equal(got_h, run(rops.sum_dim, h, dims, pipelined=False)[0])
+    assert_matches(run(rops.mean_dim, h, dims, True)[0], aten.mean.dim, h, dims, True)
     y = x.clone()
     y.view(-1)[y.numel() // 3] = float("nan")  # in a full chunk of one row (or column)
     y[-1] = -float("inf")
-    assert_matches(run(red.amax, y, dims)[0], aten.amax.default, y, dims)
-    assert_matches(run(red.amax, h, dims)[0], aten.amax.default, h, dims)
+    assert_matches(run(rops.amax, y, dims)[0], aten.amax.default, y, dims)
+    assert_matches(run(rops.amax, h, dims)[0], aten.amax.default, h, dims)
     i = torch.randint(-(2**20), 2**20, x.shape, generator=gen, dtype=torch.int32).to(DEVICE)
-    assert torch.equal(run(red.sum_dim, i, dims)[0], i.sum(dims))
+    assert torch.equal(run(rops.sum_dim, i, dims)[0], i.sum(dims))
 
 
 def test_h100_plan_of_a_256_mib_sum_is_one_wave_pipelined(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -383,6 +387,7 @@ def _gpu_plans(monkeypatch: pytest.MonkeyPatch, programs: int | None = None) -> 
     monkeypatch.setattr(red, "TARGET_PROGRAMS", programs)
     monkeypatch.setattr(red, "MIN_SPLITS", 4)
     monkeypatch.setattr(red, "_PLANS", {})
+    monkeypatch.setattr(rops, "_CALLS", {})
     monkeypatch.setattr(red, "_SCRATCH", {})
     launched: list[dict[str, Any]] = []
     launch = red._reduce
@@ -398,14 +403,14 @@ def _gpu_plans(monkeypatch: pytest.MonkeyPatch, programs: int | None = None) -> 
 def _check_ops(x: torch.Tensor, dims: list[int]) -> None:
     """sum, mean and amax (a NaN in one column, -inf in another) against eager and
     float64; integer sums exact."""
-    assert_matches(red.sum_dim(x, dims), aten.sum.dim_IntList, x, dims)
-    assert_matches(red.mean_dim(x, dims, True), aten.mean.dim, x, dims, True)
+    assert_matches(rops.sum_dim(x, dims), aten.sum.dim_IntList, x, dims)
+    assert_matches(rops.mean_dim(x, dims, True), aten.mean.dim, x, dims, True)
     y = x.clone()
     y.view(-1)[y.numel() // 3] = float("nan")
     y.view(-1)[-1] = -float("inf")
-    assert_matches(red.amax(y, dims), aten.amax.default, y, dims)
+    assert_matches(rops.amax(y, dims), aten.amax.default, y, dims)
     i = (x * 100).to(torch.int32)
-    assert torch.equal(red.sum_dim(i, dims), i.sum(dims))
+    assert torch.equal(rops.sum_dim(i, dims), i.sum(dims))
 
 
 _FEW = {"COL_TALL_MIN_PROGRAMS": 1}  # let a handful of programs read a column plan
@@ -445,7 +450,7 @@ def test_tall_column_plans(
         monkeypatch.setattr(red, name, value)
     g = torch.Generator().manual_seed(sum(shape))
     x = (torch.randn(shape, generator=g) * 3).to(dtype).to(DEVICE)
-    got = red.sum_dim(x, dims)
+    got = rops.sum_dim(x, dims)
     (c,) = launched
     assert (c["grid"], c["BLOCK_M"], c["BLOCK_N"], c["SPLIT_BLOCK"]) == (grid, bm, bn, 0)
     n = x.numel() // got.numel()
@@ -455,8 +460,9 @@ def test_tall_column_plans(
     _check_ops(x, dims)
     monkeypatch.setattr(red, "COL_TALL_MAX_BYTES", 0)
     monkeypatch.setattr(red, "_PLANS", {})
+    monkeypatch.setattr(rops, "_CALLS", {})
     launched.clear()
-    split = red.sum_dim(x, dims)
+    split = rops.sum_dim(x, dims)
     assert launched[0]["BLOCK_M"] == red.COL_TILE[0]
     torch.testing.assert_close(split.double(), got.double(), atol=1e-2, rtol=1e-3)
 
@@ -527,7 +533,7 @@ def test_one_chunk_path_is_the_loop_bit_for_bit(
         _check_ops(x, every)
         x.view(-1)[7] = float("nan")
         x.view(-1)[-2] = -float("inf")
-        fns = [red.sum_dim, red.mean_dim, lambda t, d: red.amax(t, d or [])]
+        fns = [rops.sum_dim, rops.mean_dim, lambda t, d: rops.amax(t, d or [])]
         straight = [f(x, dims) for f in fns]
         seen = _flipped(monkeypatch, ONE_CHUNK=False)
         looped = [f(x, dims) for f in fns]
@@ -554,19 +560,19 @@ def test_unrolled_combine_is_the_loop_bit_for_bit(
     r[1, 5] = float("nan")
     for t, dims in ((x, [0, 1]), (r, [1])):
         launched.clear()
-        got = red.sum_dim(t, dims)
-        amax = red.amax(t, dims)
+        got = rops.sum_dim(t, dims)
+        amax = rops.amax(t, dims)
         c = launched[0]
         iters = red.cdiv(c["grid"][1], c["SPLIT_BLOCK"])
         assert c["grid"][1] > 1
         assert c["COMBINE_ITERS"] == (iters if iters <= red.COMBINE_UNROLL else 0)
         seen = _flipped(monkeypatch, COMBINE_ITERS=0)
-        assert _same_bits(got, red.sum_dim(t, dims)) and _same_bits(amax, red.amax(t, dims))
+        assert _same_bits(got, rops.sum_dim(t, dims)) and _same_bits(amax, rops.amax(t, dims))
         monkeypatch.setattr(red, "_reduce", spy)
         assert seen
         assert_matches(got, aten.sum.dim_IntList, t, dims)
         assert_matches(amax, aten.amax.default, t, dims)
-        assert_matches(red.mean_dim(t, dims), aten.mean.dim, t, dims)
+        assert_matches(rops.mean_dim(t, dims), aten.mean.dim, t, dims)
 
 
 @pytest.mark.slow
@@ -579,14 +585,15 @@ def test_row_tile_warps_and_min_programs(monkeypatch: pytest.MonkeyPatch) -> Non
     tree (the H100 differed in the last bit)."""
     launched = _gpu_plans(monkeypatch)
     x = (torch.randn(4, 64, 768) * 3).to(DEVICE)
-    base = red.mean_dim(x, [-1], True)
+    base = rops.mean_dim(x, [-1], True)
     assert (launched[-1]["grid"], launched[-1]["BLOCK_M"], launched[-1]["num_warps"]) == (
         (64, 1), 4, 8)  # fmt: skip
-    red.mean_dim(x.half(), [-1], True)
+    rops.mean_dim(x.half(), [-1], True)
     assert launched[-1]["num_warps"] == 4
     monkeypatch.setattr(red, "ROW_MIN_PROGRAMS", 200)
     monkeypatch.setattr(red, "_PLANS", {})
-    got = red.mean_dim(x, [-1], True)
+    monkeypatch.setattr(rops, "_CALLS", {})
+    got = rops.mean_dim(x, [-1], True)
     assert (launched[-1]["grid"], launched[-1]["BLOCK_M"]) == ((256, 1), 1)
     torch.testing.assert_close(got, base, rtol=1e-6, atol=1e-6)
     assert_matches(got, aten.mean.dim, x, [-1], True)

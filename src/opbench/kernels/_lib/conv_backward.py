@@ -170,7 +170,7 @@ def convolution_backward(
     (a transposed convolution of ``grad_output`` for a convolution, and the reverse), the
     weight gradient :func:`~opbench.kernels._lib.conv_kernels._wgrad_kernel`, the bias gradient a sum over all but channels
     (the reduction kernels)."""
-    from opbench.kernels._lib.reduction import sum_dim
+    from opbench.kernels._lib.reduction_ops import sum_dim
 
     dtypes = {grad_output.dtype, input.dtype, weight.dtype}
     if len(dtypes) != 1 or input.dtype not in _SERVED:

@@ -1,8 +1,10 @@
 """Reductions (``sum``, ``mean``, ``amax``) over any set of dimensions of a strided
 input: the plan and the launch of one 2-D kernel (rows = kept elements, columns =
-reduced elements; the kernel and its device helpers are in :mod:`reduction_kernels`),
-and the ATen entry points that follow the schemas (their argument rules: dims, dtypes,
-eager's errors, the result tensor, are in :mod:`reduction_rules`). The tuning constants
+reduced elements; the kernel and its device helpers are in :mod:`reduction_kernels`).
+The ATen entry points that follow the schemas are in :mod:`reduction_ops` (their
+argument rules: dims, dtypes, eager's errors, the result tensor, in
+:mod:`reduction_rules`); the softmaxes, ``embedding`` and the convolutions' bias
+gradient reduce through :func:`reduce_into` and the device helpers here. The tuning constants
 below and the plan caches are read from this module at plan time:
 ``benchmarks/reproduce/device_profile.py --set reduction.NAME=VALUE`` and the tests set
 them here.
@@ -46,7 +48,7 @@ import triton
 
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
-from opbench.kernels._lib.native_launch import declare_replay, keep_scratch
+from opbench.kernels._lib.native_launch import keep_scratch
 from opbench.kernels._lib.pointwise import index_type
 
 # re-exported: softmax, softmax_long, embedding, the benchmarks and the tests import the
@@ -67,18 +69,16 @@ from opbench.kernels._lib.reduction_kernels import (  # noqa: F401
     vec_of,
 )
 
-# the ATen argument rules (dims, dtypes, eager's errors, the result tensor); normalize_dims,
-# reduced_shape and acc_dtype were defined here and stay importable from here
+# normalize_dims, reduced_shape and acc_dtype were defined here and stay importable from here
 from opbench.kernels._lib.reduction_rules import (  # noqa: F401
     acc_dtype,
-    amax_args,
-    mean_args,
     normalize_dims,
     reduced_shape,
-    sum_args,
 )
 
 __all__ = [
+    "MAX",
+    "SUM",
     "reduce_into",
     "normalize_dims",
     "merge_side",
@@ -90,16 +90,6 @@ __all__ = [
     "vec_of",
     "used_values",
     "divided",
-    "sum_default",
-    "sum_dim",
-    "sum_dim_out",
-    "sum_out",
-    "mean_default",
-    "mean_dim",
-    "mean_out",
-    "mean_dtype_out",
-    "amax",
-    "amax_out",
 ]
 
 #: Programs a split launch aims for on each SM (times the device's SM count, read once per
@@ -414,18 +404,11 @@ def _reduce_into(
     return plan
 
 
-#: Two kinds of entries, both cleared together (``benchmarks/reproduce/launch_profile.py`` clears
-#: it after changing the tiles):
-#:
-#: * (input layout and dtype, dims, result dtype, op, mean, cast) -> :func:`_reduce_plan`'s
-#:   plan: the planning (merged sides, tiles, splits, index type) cost more host time
-#:   than the launches, and models reduce the same layouts over and over;
-#: * (entry point, input layout and dtype, its arguments as given) -> :func:`_call`'s
-#:   ``(output shape, strides, dtype, launch)``: a repeat call of ``sum``/``mean``/
-#:   ``amax`` without ``out=`` checks nothing again (the same arguments passed the checks
-#:   before) and only allocates and launches: 6.5-13.4 -> 2.8-5.3 us of Python a call on
-#:   the 15 traced sum/mean cases (launches stubbed, CPU; ``benchmarks/reproduce/host_profile.py
-#:   --python-only --ops sum,mean``).
+#: (input layout and dtype, dims, result dtype, op, mean, cast) -> :func:`_reduce_plan`'s
+#: plan: the planning (merged sides, tiles, splits, index type) cost more host time than
+#: the launches, and models reduce the same layouts over and over. Cleared with
+#: :data:`opbench.kernels._lib.reduction_ops._CALLS` after a change of the tiles
+#: (``benchmarks/reproduce/launch_profile.py``).
 _PLANS: dict[tuple, Any] = {}
 _NOTHING = object()  # no kept element: nothing to launch
 
@@ -463,152 +446,3 @@ def _reduce_plan(
     )
     consts = dict(OP=op, MEAN=mean, CAST=cast_tl, ACC=tl_dtype(acc), **consts)
     return permute, (grid, (*ints, init, denom), consts, need)
-
-
-def _call(key: tuple, x: torch.Tensor) -> torch.Tensor | None:
-    """A repeat call's result (allocated and launched), or None on a first call."""
-    call = _PLANS.get(key)
-    if call is None:
-        return None
-    shape, stride, dtype, launch = call
-    out = torch.empty_strided(shape, stride, dtype=dtype, device=x.device)
-    if launch is not None:
-        grid, tail, consts, need = launch
-        if need is None:
-            _reduce(grid, (x, out, out, out, *tail), **consts)
-        else:
-            part, cnt = _scratch(x, need)
-            _reduce(grid, (x, out, part, cnt, *tail), **consts)
-    return out
-
-
-def _first(key: tuple, x: torch.Tensor, dims: list[int], dest: torch.Tensor, op: int,
-           mean: bool, cast: torch.dtype | None) -> torch.Tensor:  # fmt: skip
-    """A first call's reduction into ``dest`` (allocated without ``out=``); remembers
-    what a repeat call needs when ``x`` reads in place and ``dest`` is contiguous."""
-    plan = _reduce_into(x, dims, dest, op, mean, cast)
-    if plan is _NOTHING:
-        remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, None))
-    elif plan[0] is None and dest.is_contiguous():
-        remember(_PLANS, key, (tuple(dest.shape), dest.stride(), dest.dtype, plan[1]))
-    return dest
-
-
-def _dims_key(dim: Any) -> Any:
-    return tuple(dim) if dim.__class__ is list else dim
-
-
-# ----------------------------------------------------------------------------- ATen ops
-
-
-def _sum(self, dim, keepdim, dtype, out, key=None) -> torch.Tensor:
-    dims, dest, cast = sum_args(self, dim, keepdim, dtype, out)
-    if key is not None:
-        return _first(key, self, dims, dest, SUM, False, cast)
-    return reduce_into(self, dims, dest, SUM, cast=cast)
-
-
-# sum_* alike mean_* on purpose: one def per ATen schema, and a shared helper would put
-# one more Python call on every repeat call (_PLANS's second kind cuts that time).
-def sum_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    key = ("sum", self.shape, self.stride(), self.dtype, None, False, dtype)
-    got = _call(key, self)
-    return got if got is not None else _sum(self, None, False, dtype, None, key)
-
-
-def sum_dim(
-    self: torch.Tensor, dim: Any, keepdim: bool = False, *, dtype: torch.dtype | None = None
-) -> torch.Tensor:
-    key = ("sum", self.shape, self.stride(), self.dtype, _dims_key(dim), keepdim, dtype)
-    got = _call(key, self)
-    return got if got is not None else _sum(self, dim, keepdim, dtype, None, key)
-
-
-def sum_dim_out(
-    self: torch.Tensor,
-    dim: Any,
-    keepdim: bool = False,
-    *,
-    dtype: torch.dtype | None = None,
-    out: torch.Tensor,
-) -> torch.Tensor:
-    return _sum(self, dim, keepdim, dtype, out)
-
-
-def sum_out(
-    self: torch.Tensor, *, dtype: torch.dtype | None = None, out: torch.Tensor
-) -> torch.Tensor:
-    return _sum(self, None, False, dtype, out)
-
-
-def _mean(self, dim, keepdim, dtype, out, key=None) -> torch.Tensor:
-    dims, dest, cast = mean_args(self, dim, keepdim, dtype, out)
-    if key is not None:
-        return _first(key, self, dims, dest, SUM, True, cast)
-    return reduce_into(self, dims, dest, SUM, mean=True, cast=cast)
-
-
-# Alike sum_* on purpose (one def per schema, no extra call on a repeat: see sum_default).
-def mean_default(self: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    key = ("mean", self.shape, self.stride(), self.dtype, None, False, dtype)
-    got = _call(key, self)
-    return got if got is not None else _mean(self, None, False, dtype, None, key)
-
-
-def mean_dim(
-    self: torch.Tensor, dim: Any, keepdim: bool = False, *, dtype: torch.dtype | None = None
-) -> torch.Tensor:
-    key = ("mean", self.shape, self.stride(), self.dtype, _dims_key(dim), keepdim, dtype)
-    got = _call(key, self)
-    return got if got is not None else _mean(self, dim, keepdim, dtype, None, key)
-
-
-def mean_out(
-    self: torch.Tensor,
-    dim: Any,
-    keepdim: bool = False,
-    *,
-    dtype: torch.dtype | None = None,
-    out: torch.Tensor,
-) -> torch.Tensor:
-    return _mean(self, dim, keepdim, dtype, out)
-
-
-def mean_dtype_out(
-    self: torch.Tensor, *, dtype: torch.dtype | None = None, out: torch.Tensor
-) -> torch.Tensor:
-    return _mean(self, None, False, dtype, out)
-
-
-def _amax(self, dim, keepdim, out, key=None) -> torch.Tensor:
-    dims, dest = amax_args(self, dim, keepdim, out)
-    if key is not None:
-        return _first(key, self, dims, dest, MAX, False, None)
-    return reduce_into(self, dims, dest, MAX)
-
-
-def amax(self: torch.Tensor, dim: Any = (), keepdim: bool = False) -> torch.Tensor:
-    key = ("amax", self.shape, self.stride(), self.dtype, _dims_key(dim), keepdim)
-    got = _call(key, self)
-    return got if got is not None else _amax(self, dim, keepdim, None, key)
-
-
-def amax_out(
-    self: torch.Tensor, dim: Any = (), keepdim: bool = False, *, out: torch.Tensor
-) -> torch.Tensor:
-    return _amax(self, dim, keepdim, out)
-
-
-# the gate repeats these functions' launches (native_launch.declare_replay)
-declare_replay(
-    amax,
-    amax_out,
-    mean_default,
-    mean_dim,
-    mean_dtype_out,
-    mean_out,
-    sum_default,
-    sum_dim,
-    sum_dim_out,
-    sum_out,
-)
