@@ -54,6 +54,7 @@ gate hands them to :meth:`Recorder.begin`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import struct
@@ -155,9 +156,11 @@ def replay_loader(kernel: Any, key: str) -> Callable[..., Any] | None:
     return loader if callable(loader) else None
 
 
+@functools.cache
 def _tma_host_types() -> dict[int, int] | None:
     """Triton's map from its TMA element types to the driver's (``CUtensorMapDataType``),
-    as its launcher applies it; None where this Triton has none."""
+    as its launcher applies it; None where this Triton has none. Read once: a recording
+    asks for every descriptor it meets."""
     try:
         from triton.backends.nvidia.driver import TMA_DTYPE_DEVICE_TO_HOST
     except ImportError:
