@@ -92,6 +92,7 @@ def summary_rows(plain: dict[str, Any], graphs: dict[str, Any] | None) -> list[d
                 "error": r["error"],
                 "served_call_share": r["served_call_share"],
                 "native_call_share": r.get("native_call_share"),
+                "timed_native_share": r.get("timed_native_share"),
                 "eager_step_ms": r["eager_step_ms"],
                 "backend_step_ms": r["backend_step_ms"],
                 "step_speedup": r["step_speedup"],
@@ -115,16 +116,24 @@ def markdown(env: dict[str, Any], rows: list[dict[str, Any]], runs: list[dict[st
         "synchronized. Graph: the same step captured whole as a CUDA graph, median replay "
         "(no host launch cost). Speedup: eager over backend (> 1: backend faster).",
         "",
-        "| model | verdict | calls served | of them from C++ | eager ms/step | backend ms/step "
+        "From C++: the share of the step's ATen calls the C++ gate launched (natively or "
+        "replayed), in the checked step (each call signature's first call) and over the "
+        "last block of timed steps (replay serves a signature from its third or fourth "
+        "call).",
+        "",
+        "| model | verdict | calls served | from C++, checked step | from C++, timed steps "
+        "| eager ms/step | backend ms/step "
         "| step speedup | eager ms/graph | backend ms/graph | graph speedup |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         share, native = r["served_call_share"], r.get("native_call_share")
+        timed = r.get("timed_native_share")
         md.append(
             f"| {r['model']} | {'ok' if r['ok'] else 'FAIL'} "
             f"| {'-' if share is None else f'{share:.0%}'} "
             f"| {'-' if native is None else f'{native:.0%}'} "
+            f"| {'-' if timed is None else f'{timed:.0%}'} "
             f"| {_ms(r['eager_step_ms'])} | {_ms(r['backend_step_ms'])} | {_x(r['step_speedup'])} "
             f"| {_ms(r['eager_graph_ms'])} | {_ms(r['backend_graph_ms'])} "
             f"| {_x(r['graph_speedup'])} |"

@@ -168,7 +168,8 @@ def test_the_reasons_a_models_calls_stay_python_each_once():
 def test_step_times_take_turns_eager_then_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     """The timed steps alternate in blocks, eager's then the backend's, the backend
     registered for its blocks only: a host that slows down over a run slows both sides
-    alike. Each side times ``steps`` steps in all, each block after its warm-up."""
+    alike. Each side times ``steps`` steps in all, each block after its own untimed
+    warm-up, and the backend's counts are read over its last block's timed steps."""
     import contextlib
     from typing import Any
 
@@ -193,11 +194,33 @@ def test_step_times_take_turns_eager_then_backend(monkeypatch: pytest.MonkeyPatc
         yield
         registered.pop()
 
+    def blocks(*sizes: int) -> list[str]:
+        w = ck.TURN_WARMUP
+        out = []
+        for n in sizes:
+            out += [f"eager:0:{w}", f"eager:{n}:0"]
+            # the backend's counts: zeroed after its warm-up, read after its timed steps
+            out += [f"backend:0:{w}", "reset", f"backend:{n}:0", "counts"]
+        return out
+
     monkeypatch.setattr(ck, "call_times_ms", times)
-    eager_ms, backend_ms = ck.alternating_step_ms(spec, base, batch, "cpu", 7, enable)
-    w = ck.TURN_WARMUP
-    assert order == [f"{side}:{n}:{w}" for n in (3, 2, 2) for side in ("eager", "backend")]
-    assert not registered and eager_ms > 0 and backend_ms > 0
+    monkeypatch.setattr(ck.registry, "reset_counts", lambda: order.append("reset"))
+    monkeypatch.setattr(ck.registry, "call_counts", lambda: order.append("counts") or {})
+    t = ck.alternating_step_ms(spec, base, batch, "cpu", 7, enable)
+    assert order == blocks(3, 2, 2)
+    assert not registered and t.eager_ms > 0 and t.backend_ms > 0 and t.timed_steps == 2
     order.clear()  # fewer steps than turns: one step a turn
     ck.alternating_step_ms(spec, base, batch, "cpu", 2, enable)
-    assert order == [f"{side}:1:{w}" for _ in range(2) for side in ("eager", "backend")]
+    assert order == blocks(1, 1)
+
+
+@pytest.mark.slow
+def test_the_timed_steps_native_share_is_read_over_timed_steps(tmp_path: Path) -> None:
+    """``timed_native_share`` comes with ``time_steps`` only, in the record and its
+    dict (on the CPU no call is launched from C++: 0)."""
+    be = DirectoryBackend(write_dir(tmp_path, NUMPY_KERNELS), "cpu")
+    assert check_model("encoder", be, "cpu").timed_native_share is None
+    r = check_model("encoder", be, "cpu", time_steps=3)
+    assert r.error is None, r.error
+    assert r.timed_native_share == 0.0
+    assert r.to_dict()["timed_native_share"] == 0.0

@@ -23,6 +23,15 @@ if TYPE_CHECKING:
     from opbench.models.check import ModelCheck
 
 
+def _from_cpp(r: ModelCheck) -> str:
+    """The share of calls launched from C++: in the checked step (each signature's
+    first call) and, with ``--time-steps``, in the timed steps, where replay serves."""
+    if r.native_call_share is None:
+        return "-"
+    first = f"{r.native_call_share:.0%}"
+    return first if r.timed_native_share is None else f"{first}, timed {r.timed_native_share:.0%}"
+
+
 def _graph_cells(r: ModelCheck) -> tuple[str, str, str]:
     """The graph columns of a check-model row: ms per replay, or "failed" (the reason
     is printed under the table, whole: a table cell would cut it)."""
@@ -300,7 +309,7 @@ def register(app: typer.Typer) -> None:
                 str(len(r.ops_called)) if r.ops_called else "-",
                 str(len(r.served_ops)),
                 "-" if r.served_call_share is None else f"{r.served_call_share:.0%}",
-                "-" if r.native_call_share is None else f"{r.native_call_share:.0%}",
+                _from_cpp(r),
                 "-" if r.eager_step_ms is None else f"{r.eager_step_ms:.2f}",
                 "-" if r.backend_step_ms is None else f"{r.backend_step_ms:.2f}",
                 *(_graph_cells(r) if cuda_graphs else ()),

@@ -141,6 +141,11 @@ class ModelCheck:
     backend_graph_ms: float | None = None
     eager_graph_error: str | None = None
     backend_graph_error: str | None = None
+    #: ``time_steps``: the share of a timed backend step's ATen calls launched from C++,
+    #: read over the last block of timed steps. Launch replay serves a signature from
+    #: its third or fourth call, so :attr:`native_call_share` (the checked step, every
+    #: signature's first call) undercounts what a training loop runs.
+    timed_native_share: float | None = None
 
     @property
     def served_ops(self) -> list[str]:
@@ -245,15 +250,28 @@ STEP_TURNS = 3
 TURN_WARMUP = 3
 
 
+@dataclass
+class StepTimes:
+    """:func:`alternating_step_ms`'s answer: each side's median step, and the backend's
+    call counts over its last block of timed steps (``registry.call_counts()``)."""
+
+    eager_ms: float
+    backend_ms: float
+    timed_counts: dict[str, dict[str, int]]
+    timed_steps: int
+
+
 def alternating_step_ms(spec: ModelSpec, base: torch.nn.Module, batch: dict[str, Any],
                         device: str, steps: int, enable_backend: Callable[[], Any],
-                        turns: int = STEP_TURNS) -> tuple[float, float]:  # fmt: skip
+                        turns: int = STEP_TURNS) -> StepTimes:  # fmt: skip
     """Median wall time (ms) of one training step eager and on the backend (forward,
     loss, backward, SGD step; the device synchronized after each), each on its own copy
     of ``base``: ``turns`` turns of eager's block then the backend's (registered by
     ``enable_backend()``, a context manager, for its block only), ``steps`` timed steps
     a side in all, each block after :data:`TURN_WARMUP` untimed steps. Host time counts:
-    in an eager model it is part of what a backend costs."""
+    in an eager model it is part of what a backend costs. The backend's call counts are
+    read over its last block's timed steps alone: what a training loop runs once replay
+    serves its signatures (the checked step's counts are its first calls)."""
     eager_model = copy.deepcopy(base)
     # copied before registering: deepcopy under the aten backend's detach and alias
     # kernels fails ("Creating a new Tensor subclass Parameter")
@@ -261,14 +279,20 @@ def alternating_step_ms(spec: ModelSpec, base: torch.nn.Module, batch: dict[str,
     turns = max(1, min(turns, steps))
     eager: list[float] = []
     backend: list[float] = []
+    counts: dict[str, dict[str, int]] = {}
+    block = 0
     for turn in range(turns):
         block = steps // turns + (1 if turn < steps % turns else 0)
-        eager += call_times_ms(training_step(spec, eager_model, batch), device, block,
-                               TURN_WARMUP)  # fmt: skip
+        step = training_step(spec, eager_model, batch)
+        call_times_ms(step, device, 0, TURN_WARMUP)
+        eager += call_times_ms(step, device, block, 0)
         with enable_backend():
-            backend += call_times_ms(training_step(spec, backend_model, batch), device, block,
-                                     TURN_WARMUP)  # fmt: skip
-    return statistics.median(eager), statistics.median(backend)
+            step = training_step(spec, backend_model, batch)
+            call_times_ms(step, device, 0, TURN_WARMUP)
+            registry.reset_counts()
+            backend += call_times_ms(step, device, block, 0)
+            counts = registry.call_counts()
+    return StepTimes(statistics.median(eager), statistics.median(backend), counts, block)
 
 
 def _err(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float, bool]:
@@ -486,10 +510,14 @@ def _check_model(
     if time_steps > 0 and not compile:
         try:
             with fastpath_off():
-                result.eager_step_ms, result.backend_step_ms = alternating_step_ms(
+                timed = alternating_step_ms(
                     spec, base, batch, device, time_steps,
                     lambda: registry.backend(be, device, ops=ops, policy=policy, native=native),
                 )  # fmt: skip
+                result.eager_step_ms, result.backend_step_ms = timed.eager_ms, timed.backend_ms
+                calls = sum(c.calls for c in result.coverage) * timed.timed_steps
+                native_calls = sum(d.get("native", 0) for d in timed.timed_counts.values())
+                result.timed_native_share = native_calls / calls if calls else None
         except Exception as e:  # the comparison stands; say why there is no time
             result.error = f"timing failed: {type(e).__name__}: {e}"
         if cuda_graphs:
