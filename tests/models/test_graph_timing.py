@@ -105,6 +105,10 @@ def test_failed_capture_is_that_sides_error(tmp_path: Path, monkeypatch) -> None
     error = f"capture failed in relu.default: RuntimeError: {SYNC_ERROR}"
     assert r["backend_graph_error"] == error
     assert "backend graph ms" in result.output and "failed" in result.output
+    # the timed steps' share launched from C++, under the table (none on a CPU)
+    assert "encoder: 0% of a timed step's calls launched from C++ (0% in the checked step)" in (
+        result.output
+    )
     assert f"no graph encoder (backend): {error}" in result.output
 
 
