@@ -27,6 +27,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from opbench.report.metrics import geomean
+
 COLUMN = {"device": "speedup", "host": "speedup_host"}
 
 
@@ -44,10 +46,6 @@ def read_run(run: str | Path, measure: str = "device") -> dict[tuple[str, str], 
             for op, args, status, v in rows}  # fmt: skip
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
 def compare(ours: list[dict], theirs: list[dict]) -> dict[str, Any]:
     """Per op, each run's geomean over the tests every run passed, and the verdict:
     ``ours`` / ``theirs`` where every run of that side is above every run of the other,
@@ -58,8 +56,8 @@ def compare(ours: list[dict], theirs: list[dict]) -> dict[str, Any]:
     ops: dict[str, Any] = {}
     for op in sorted({op for op, _ in passed}):
         keys = [k for k in passed if k[0] == op]
-        a = [_geomean([r[k] for k in keys]) for r in ours]
-        b = [_geomean([r[k] for k in keys]) for r in theirs]
+        a = [geomean(r[k] for k in keys) for r in ours]
+        b = [geomean(r[k] for k in keys) for r in theirs]
         verdict = "ours" if min(a) > max(b) else "theirs" if min(b) > max(a) else "overlap"
         ops[op] = {"tests": len(keys), "ours": a, "theirs": b, "verdict": verdict}
     left_out = sorted({op for op, _ in common} - set(ops))

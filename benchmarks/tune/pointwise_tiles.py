@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
@@ -136,19 +135,16 @@ def time_row(row: dict[str, Any], rounds: int) -> dict[str, Any]:
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def geo(xs: list[float]) -> float | None:
-    xs = [x for x in xs if 0 < x < math.inf]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
-
-
 def summarise(timed: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Per setting and half, the geomean of eager over it (rows where every setting ran);
     the pick is the best on the tuning half."""
+    from opbench.report.metrics import geomean
+
     keys = [f"{mb}x{ept}" for mb, ept in SETTINGS]
     table: dict[str, dict[str, float | None]] = {}
     for half, rs in timed.items():
         ok = [r for r in rs if all(r["speedup"].get(k, 0.0) > 0 for k in keys)]
-        table[half] = {k: geo([r["speedup"][k] for r in ok]) for k in keys}
+        table[half] = {k: geomean(r["speedup"][k] for r in ok) for k in keys}
         table[half]["rows"] = len(ok)
     pick = max(keys, key=lambda k: table["tuning"][k] or 0.0)
     return {"settings": keys, "shipped": keys[0], "pick": pick, "geomean": table}

@@ -393,8 +393,9 @@ def check_model(
     ``rtol`` bounds each compared tensor's max error relative to its largest value (a
     loose, scale-aware bound: kernels may reorder float sums). ``time_steps`` > 0 also
     times that many training steps eager and on the backend, taking turns
-    (:func:`alternating_step_ms`), on fresh copies of the model, after the comparison. ``only_ops`` registers just those of the
-    backend's overloads (to find which kernel breaks a model). Float32 matmuls and
+    (:func:`alternating_step_ms`), on fresh copies of the model, after the comparison.
+    ``only_ops`` registers just those of the backend's overloads (to find which kernel
+    breaks a model). Float32 matmuls and
     convolutions run in IEEE float32 for eager and the backend alike (TF32 only with
     ``allow_tf32``), the settings ``opbench run`` pins, restored afterwards. ``policy``:
     serve only where a judged run found the kernels faster
