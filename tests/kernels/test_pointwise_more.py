@@ -135,6 +135,18 @@ def test_unary_special_values(name: str, dtype: torch.dtype) -> None:
     assert_matches(ours(x), ref, x)
 
 
+def test_rsqrt_keeps_denormals() -> None:
+    """A float32 or bfloat16 denormal's rsqrt is finite in eager (1e20 for 1e-40): on the
+    GPU the kernel takes CUDA's ``rsqrtf`` as PTX, not libdevice's, which Triton links
+    flushing denormals (inf). bfloat16 on the GPU only: Triton's interpreter widens a
+    bfloat16 denormal wrongly (1e-45 to 0; 5e-39's rsqrt came out 1.1e19, not 1.4e19)."""
+    x = torch.tensor([1e-40, -1e-40, 5e-39, 1e-45, 1e-30, 0.0, -0.0], device=DEVICE).repeat(4)
+    for dtype in (torch.float32,) + ((torch.bfloat16,) if DEVICE != "cpu" else ()):
+        xd = x.to(dtype)
+        assert_matches(mo.rsqrt(xd), aten.rsqrt, xd)
+        assert_matches(mo.pow_tensor_scalar(xd, -0.5), aten.pow.Tensor_Scalar, xd, -0.5)
+
+
 @pytest.mark.parametrize("e", [INF, -INF, NAN, 1e10, -7.0, 0.3])
 def test_pow_special_exponents(e: float) -> None:
     assert_matches(mo.pow_tensor_scalar(SPECIAL, e), aten.pow.Tensor_Scalar, SPECIAL, e)
