@@ -132,3 +132,22 @@ def test_smallk_declines() -> None:
     assert conv._run_of_positions(14, 128, True, True) == 2
     assert conv._run_of_positions(7, 128, True, True) == 1
     assert conv._run_of_positions(56, 128, True, False) == 1
+
+
+def test_fill_rows_cuts_tiles_until_the_grid_fills_the_gpu(monkeypatch) -> None:
+    """A convolution's tile rows halve, to ``MIN_BLOCK_M`` at least, while its grid leaves
+    multiprocessors idle; one that fills them, or a tile already under the floor, keeps
+    its tile."""
+    floor = conv.MIN_BLOCK_M
+    assert conv.fill_rows(32 * 56 * 56, 1, 128, 132) == 128  # 784 programs
+    assert conv.fill_rows(2 * 16 * 16, 1, 128, 132) == floor  # ResNet's stem: 4 programs
+    assert conv.fill_rows(4096, 4, 128, 132) == 64  # 32 x 4 programs < 132 <= 64 x 4
+    assert conv.fill_rows(4096, 200, 128, 132) == 128  # the channels fill it
+    assert conv.fill_rows(512, 1, 16, 132) == 16
+    # the forward kernels take it on the GPU: flattened reduction, NCHW implicit GEMM (its
+    # channels-last tiles stay: untimed under the rule)
+    monkeypatch.setattr(conv, "_INTERPRETING", False)
+    assert conv._blocks(512, 16, 8, True, 1, 132)[0] == floor
+    assert conv._blocks(512, 16, 8, False, 1, 132)[0] == conv.CONV_BLOCK_M_CL
+    assert conv._smallk_blocks(512, 16, 72, 1, 132)[0] == floor
+    assert conv._smallk_blocks(32 * 56 * 56, 16, 72, 1, 132)[0] == conv.SMALLK_BLOCK_M

@@ -79,6 +79,7 @@ from opbench.kernels._lib.conv_pointwise import (
 from opbench.kernels._lib.conv_smallk import _smallk
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
+from opbench.kernels._lib.matmul_shared import sm_count
 from opbench.kernels._lib.native_launch import declare_replay
 
 __all__ = ["convolution"]
@@ -118,6 +119,8 @@ CONV_STAGES = 1
 #: registers, 2,544 instructions a program (Triton 3.9: 122, 2,216), no spills, the next
 #: step's gathers issued before this step's products; untimed (``conv_probe.py``).
 SMALLK_MAX_K = 1024
+#: The fewest rows :func:`fill_rows` cuts the forward kernels' tiles to (``tl.dot`` takes 16).
+MIN_BLOCK_M = 32
 SMALLK_BLOCK_M = 128
 SMALLK_BLOCK_N_MAX = 64
 SMALLK_BLOCK_K = 16
@@ -182,9 +185,13 @@ def _fits_i32(*tensors: torch.Tensor, counts: Sequence[int] = ()) -> bool:
     return fits_i32(*tensors, counts=counts, limit=_I32_LIMIT)
 
 
-def _blocks(M: int, cout_g: int, cin_g: int, pos_cols: bool) -> tuple[int, int, int, int]:
+def _blocks(
+    M: int, cout_g: int, cin_g: int, pos_cols: bool, groups: int = 1, sms: int = 0
+) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps) of the forward kernel for ``M`` rows and a
-    group's ``cout_g`` output and ``cin_g`` input channels (``BLOCK_K`` of them a step).
+    group's ``cout_g`` output and ``cin_g`` input channels (``BLOCK_K`` of them a step),
+    over NCHW-like inputs as few rows a tile as fill ``sms`` multiprocessors
+    (:func:`fill_rows`).
     The old kernel's H100 probe (``benchmarks/results/conv-probe-h100.md``) preferred
     narrow tiles only because each of its K steps was a 64-bit gather of 16 channels."""
     bn = min(CONV_BLOCK_N_MAX, max(16, next_pow2(cout_g)))
@@ -192,17 +199,39 @@ def _blocks(M: int, cout_g: int, cin_g: int, pos_cols: bool) -> tuple[int, int, 
     if _INTERPRETING:  # few, tall programs: the interpreter pays per program and per step
         return min(1024, max(16, next_pow2(M))), min(bn, 64), max(16, next_pow2(cin_g)), 4
     bm = CONV_BLOCK_M if pos_cols else CONV_BLOCK_M_CL
+    if pos_cols:
+        bm = fill_rows(M, cdiv(cout_g, bn) * groups, bm, sms)
     return bm, bn, bk, max(CONV_WARPS, 8 if bm * bn >= 128 * 128 else 4)
 
 
-def _smallk_blocks(M: int, cout_g: int, K: int) -> tuple[int, int, int, int]:
+def fill_rows(M: int, cols: int, block_m: int, sms: int) -> int:
+    """``block_m`` halved (down to :data:`MIN_BLOCK_M`) while ``M`` rows in tiles of it,
+    times ``cols`` programs along the channels, leave some of ``sms`` multiprocessors idle.
+
+    A small convolution's grid is its whole parallelism: the tiny float32 ResNet of
+    ``check-model`` (batch 2, 3-16 channels, 16x16 to 4x4 positions: 32-512 rows) spent
+    59.4 µs a step in 9 flattened small-reduction convolutions of 128-row tiles, against
+    cuDNN's 4.6 µs a forward call (H200, ``model-profile-resnet-h200-2026-11-30.txt``);
+    64-row tiles took 49.4 µs and 32-row 35.8 (``--set conv.SMALLK_BLOCK_M=...``), and its
+    NCHW implicit GEMM 24.7 -> 14.9 µs in 64-row tiles. A rule of the grid against the SM
+    count, not a table of those shapes: a convolution that fills the GPU keeps its tile."""
+    while block_m > MIN_BLOCK_M and cdiv(M, block_m) * cols < sms:
+        block_m //= 2
+    return block_m
+
+
+def _smallk_blocks(
+    M: int, cout_g: int, K: int, groups: int = 1, sms: int = 0
+) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps) of the flattened-reduction kernel over
-    ``M`` rows, a group's ``cout_g`` output channels and ``K`` (channel, tap) pairs."""
+    ``M`` rows, a group's ``cout_g`` output channels and ``K`` (channel, tap) pairs, as few
+    rows a tile as fill ``sms`` multiprocessors (:func:`fill_rows`)."""
     if _INTERPRETING:  # few, tall programs and one step: the interpreter pays per step
         return min(1024, max(16, next_pow2(M))), min(64, max(16, next_pow2(cout_g))), \
             max(16, next_pow2(K)), 4  # fmt: skip
     bn = min(SMALLK_BLOCK_N_MAX, max(16, next_pow2(cout_g)))
-    return SMALLK_BLOCK_M, bn, SMALLK_BLOCK_K, SMALLK_WARPS
+    bm = fill_rows(M, cdiv(cout_g, bn) * groups, SMALLK_BLOCK_M, sms)
+    return bm, bn, SMALLK_BLOCK_K, SMALLK_WARPS
 
 
 def _run_of_positions(width: int, block_m: int, *unit_strides: bool) -> int:
@@ -248,7 +277,7 @@ def _smallk_forward(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
     OD, OH, OW = y.shape[2:]
     M = N * OD * OH * OW
     K = cin_g * kvol
-    bm, bn, bk, warps = _smallk_blocks(M, cout_g, K)
+    bm, bn, bk, warps = _smallk_blocks(M, cout_g, K, groups, sm_count(x.device))
     vec = _run_of_positions(OW, bm, x.stride(4) == 1, y.stride(4) == 1, sw == 1)
     _smallk(
         (cdiv(M, bm), cdiv(cout_g, bn) * groups),
@@ -426,7 +455,7 @@ def convolution(
                        [dd, dh, dw], bool(transposed), spatial == 3):  # fmt: skip
         return out
     pos_cols = x.stride(1) != 1  # NCHW: neighbouring positions are neighbours in memory
-    bm, bn, bk, warps = _blocks(M, cout_g, cin_g, pos_cols)
+    bm, bn, bk, warps = _blocks(M, cout_g, cin_g, pos_cols, groups, sm_count(x.device))
     grid = (cdiv(M, bm), cdiv(cout_g, bn) * groups)
     _conv(
         grid,
