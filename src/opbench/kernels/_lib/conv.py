@@ -126,7 +126,7 @@ SMALLK_MAX_K = 1024
 #: none of the tuning half's) read slower under ``conv_heldout.py``'s ``do_bench`` (0.31-0.43x
 #: eager against 0.43-0.46), whose rows the rule leaves alone moved as much between its
 #: two timings (``conv-heldout-fill-rows-h200-2026-11-30.md``). To be judged by device
-#: time (``conv_heldout.py --profile``, or the held-out run with ``--set conv.MIN_BLOCK_M=32``).
+#: time: ``conv_heldout.py --variant rule=conv.MIN_BLOCK_M=32`` (``--profile`` on).
 MIN_BLOCK_M = 128
 SMALLK_BLOCK_M = 128
 SMALLK_BLOCK_N_MAX = 64
