@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import itertools
 import json
-import math
 import sys
 import time
 from collections import defaultdict
@@ -43,6 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from opbench.report.means import geomean  # noqa: E402
 
 OPS = ("convolution.default", "convolution_backward.default")
 HALVES = ("tuning", "heldout")
@@ -275,7 +275,8 @@ def _overridden(settings: list[str]) -> Iterator[None]:
 
 
 def _geo(xs: list[float]) -> float | None:
-    return round(math.exp(sum(map(math.log, xs)) / len(xs)), 3) if xs else None
+    """The shared geomean, to three places for the table."""
+    return None if (g := geomean(xs)) is None else round(g, 3)
 
 
 def summarize(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:

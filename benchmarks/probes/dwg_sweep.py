@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -27,13 +26,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "probes"))
+from opbench.report.means import geomean  # noqa: E402
 
 #: a weight of one channel a group, ``[C, 1, k...]``: the depthwise rows
 DEPTHWISE = r"T\(\[\d+, 1, \d+"
 
 
 def _geo(xs: list[float]) -> float | None:
-    return round(math.exp(sum(map(math.log, xs)) / len(xs)), 3) if xs else None
+    """The shared geomean, to three places for the table."""
+    return None if (g := geomean(xs)) is None else round(g, 3)
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
 __all__ = ["VARIANTS", "launch_variant", "main"]
 
 from opbench.kernels._lib.launch import INTERPRETING  # noqa: E402
+from opbench.report.means import geomean  # noqa: E402
 
 #: name -> (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, warp_specialize)
 VARIANTS: dict[str, tuple[int, int, int, int, int, bool]] = {
@@ -250,7 +251,6 @@ def report(path: str, command: str) -> str:
     with opener(path, "rt") as f:
         rows = [json.loads(x) for x in f]
     names = [k for k in rows[0]["times"] if k != "eager"]
-    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
     r0 = rows[0]
     out = [f"# TMA matmul kernels on one-wave products, {r0['gpu']}", "",
            f"`{command}` (torch {r0['torch']}, Triton {r0['triton']}); device time by the "
@@ -267,9 +267,9 @@ def report(path: str, command: str) -> str:
         out += [f"## {half} half: {len(ok)} products", "", "| kernel | geomean | fastest on |",
                 "| --- | --- | --- |"]  # fmt: skip
         for n in names:
-            g = geo([r["times"]["eager"] / r["times"][n] for r in ok])
+            g = geomean([r["times"]["eager"] / r["times"][n] for r in ok])
             out.append(f"| {n} | {g:.3f} | {wins.get(n, 0)} |")
-        best = geo([r["times"]["eager"] / min(v for k, v in r["times"].items() if k != "eager")
+        best = geomean([r["times"]["eager"] / min(v for k, v in r["times"].items() if k != "eager")
                     for r in ok])  # fmt: skip
         out += [f"| best of all | {best:.3f} | |", ""]
     return "\n".join(out)

@@ -29,7 +29,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
-from matmul_rule import geomean  # noqa: E402
+
+from opbench.report.means import geomean  # noqa: E402
 
 __all__ = ["SHAPES", "TILES", "main", "report"]
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -55,6 +54,7 @@ from kernel_overrides import apply_overrides  # noqa: E402
 from triton_backend import COVERED  # noqa: E402
 
 from opbench.instrument.timing import TimingOptions, time_pair  # noqa: E402
+from opbench.report.means import geomean  # noqa: E402
 from opbench.suites.materialize import materialize  # noqa: E402
 
 
@@ -92,10 +92,6 @@ def kernels_launched(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> list[l
         if ev.device_type == torch.autograd.DeviceType.CUDA:
             out.append([ev.name[:90], round(ev.device_time, 2)])
     return out
-
-
-def _geomean(xs: list[float]) -> float | None:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def main() -> int:
@@ -154,7 +150,7 @@ def main() -> int:
         "protocol": f"instrument.timing.time_pair, device phase budget {opt.budget_ms} ms a case",
         "overrides": overrides,
         "split": opt.split,
-        "geomean_of_ops": {h: _geomean([v for v in m.values() if v]) for h, m in per_half.items()},
+        "geomean_of_ops": {h: geomean([v for v in m.values() if v]) for h, m in per_half.items()},
         "per_op": per_half,
         "seconds": round(time.time() - started, 1),
         "rows": rows,
@@ -171,7 +167,7 @@ def _op_geomeans(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     for r in rows:
         if "ratio" in r:
             by_op.setdefault(r["op"], []).append(r["ratio"])
-    return {op: _geomean(v) for op, v in by_op.items()}
+    return {op: geomean(v) for op, v in by_op.items()}
 
 
 if __name__ == "__main__":

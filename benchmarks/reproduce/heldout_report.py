@@ -25,23 +25,19 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import math
 import re
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
+from opbench.report.means import geomean_of_timed
+
 REPO = Path(__file__).resolve().parents[2]
 MATMULS = ("mm.default", "addmm.default", "bmm.default")
 CONVS = ("convolution.default", "convolution_backward.default")
 #: how the worker called a kernel (:func:`_route`)
 ROUTES = ("native", "replay", "python")
-
-
-def _geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
 def _call_route(details: str | None) -> dict[str, Any]:
@@ -156,13 +152,13 @@ def main() -> int:
         "tests": len(rows),
         "passed": sum(r["status"] == "passed" for r in rows),
         "ops": len({r["op"] for r in rows}),
-        "device_geomean": _geomean([r["speedup"] for r in timed]),
-        "host_geomean": _geomean([r["host"] for r in timed]),
-        "host_geomean_eager_ge_20us": _geomean([r["host"] for r in slow_host]),
+        "device_geomean": geomean_of_timed([r["speedup"] for r in timed]),
+        "host_geomean": geomean_of_timed([r["host"] for r in timed]),
+        "host_geomean_eager_ge_20us": geomean_of_timed([r["host"] for r in slow_host]),
         "tests_eager_ge_20us": len(slow_host),
         # the same on eager's device time: a lend whose host is slow puts eager's launch of
         # a 5 us kernel over 20 us (113 of 124 tests were host-bound on 2026-11-29's H200)
-        "host_geomean_eager_device_ge_20us": _geomean(
+        "host_geomean_eager_device_ge_20us": geomean_of_timed(
             [r["host"] for r in timed if (r["ref_device_ms"] or 0) >= 0.020]
         ),
         "tests_eager_device_ge_20us": sum((r["ref_device_ms"] or 0) >= 0.020 for r in timed),
@@ -171,21 +167,23 @@ def main() -> int:
         "host_by_route_eager_ge_20us": {
             route: {
                 "tests": sum(r["route"] == route for r in slow_host),
-                "host_geomean": _geomean([r["host"] for r in slow_host if r["route"] == route]),
+                "host_geomean": geomean_of_timed(
+                    [r["host"] for r in slow_host if r["route"] == route]
+                ),
             }
             for route in ROUTES
         },
         "matmul_ge_1gflop": {
             "tests": len(big_mm),
-            "device_geomean": _geomean([r["speedup"] for r in big_mm]),
+            "device_geomean": geomean_of_timed([r["speedup"] for r in big_mm]),
             "min": min((r["speedup"] for r in big_mm), default=None),
         },
-        "conv": {op: _geomean([r["speedup"] for r in per_op.get(op, [])]) for op in CONVS},
+        "conv": {op: geomean_of_timed([r["speedup"] for r in per_op.get(op, [])]) for op in CONVS},
         "per_op": {
             op: {
                 "tests": len(rs),
-                "device": _geomean([r["speedup"] for r in rs]),
-                "host": _geomean([r["host"] for r in rs]),
+                "device": geomean_of_timed([r["speedup"] for r in rs]),
+                "host": geomean_of_timed([r["host"] for r in rs]),
             }
             for op, rs in sorted(per_op.items())
         },  # fmt: skip

@@ -22,14 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-
-def _geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+from opbench.report.means import geomean_of_timed
 
 
 def _failures(summary: dict[str, Any]) -> dict[str, str]:
@@ -66,8 +62,8 @@ def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
             )
     return {
         "ops_both_pass": len(both),
-        "device_geomean": [_geomean([r["device"][i] for r in both]) for i in (0, 1)],
-        "host_geomean": [_geomean([r["host"][i] for r in both]) for i in (0, 1)],
+        "device_geomean": [geomean_of_timed([r["device"][i] for r in both]) for i in (0, 1)],
+        "host_geomean": [geomean_of_timed([r["host"][i] for r in both]) for i in (0, 1)],
         "both": both,
         "not_both": only,
     }

@@ -21,7 +21,6 @@ reference was wrapped like the candidate):
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
@@ -31,6 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "common"))
 from run_results import device_env, device_slug, stored_rows, write_result  # noqa: E402
+
+from opbench.report.means import geomean_of_timed  # noqa: E402
 
 OPS = (
     "add.Tensor mul.Tensor relu.default addmm.default mm.default bmm.default "
@@ -53,11 +54,6 @@ def write_kernels(dest: Path, ops: list[str]) -> Path:
             f"    return torch.ops.aten.{name}.{overload}(*args, **kwargs)\n"
         )
     return dest
-
-
-def _geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def main() -> int:
@@ -110,8 +106,8 @@ def main() -> int:
         "tests": len(rows),
         "timed": len(timed),
         "passed": sum(r["status"] == "passed" for r in rows),
-        "device_geomean": _geomean(dev),
-        "host_geomean": _geomean(host),
+        "device_geomean": geomean_of_timed(dev),
+        "host_geomean": geomean_of_timed(host),
         "device_within_2pct": sum(abs(x - 1) <= 0.02 for x in dev),
         "host_within_5pct": sum(abs(x - 1) <= 0.05 for x in host),
         "performance_score": (summary or {}).get("performance_score"),

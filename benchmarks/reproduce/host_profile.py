@@ -58,6 +58,7 @@ from kernel_overrides import apply_overrides  # noqa: E402
 from triton_backend import COVERED  # noqa: E402
 
 from opbench.backends.directory import DirectoryBackend  # noqa: E402
+from opbench.report.means import geomean  # noqa: E402
 from opbench.spec.ops import get_overload, select_ops  # noqa: E402
 from opbench.suites.inputs import resolve_op_name  # noqa: E402
 from opbench.suites.materialize import materialize  # noqa: E402
@@ -148,10 +149,6 @@ def _stub_launches() -> None:
     launch.Launcher.__call__ = lambda self, grid, args, **constexprs: None  # type: ignore[method-assign]
 
 
-def _geomean(xs: list[float]) -> float | None:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
 def compare(old_path: str, new_path: str, title: str) -> str:
     """A markdown table of two runs of this script: per op, eager and ours µs per call
     (medians over its cases) and the geomean eager/ours ratio, before and after; only
@@ -167,8 +164,8 @@ def compare(old_path: str, new_path: str, title: str) -> str:
         f"({new['torch']}, {new['gpu']}); {len(rows)} traced cases in both. "
         "µs per call, back-to-back on one input, best of 3 rounds (host_profile.py).",
         "",
-        f"**geomean eager/ours: {_geomean([a['ratio'] for a, _ in rows]):.3f} -> "
-        f"{_geomean([b['ratio'] for _, b in rows]):.3f}**",
+        f"**geomean eager/ours: {geomean([a['ratio'] for a, _ in rows]):.3f} -> "
+        f"{geomean([b['ratio'] for _, b in rows]):.3f}**",
         "",
         "| op | cases | eager µs (before / after) | ours µs before | ours µs after "
         "| eager/ours before | after |",
@@ -183,8 +180,8 @@ def compare(old_path: str, new_path: str, title: str) -> str:
             f"| {op} | {len(pairs)} | {med(a['eager_us'] for a, _ in pairs):.1f} / "
             f"{med(b['eager_us'] for _, b in pairs):.1f} | {med(a['ours_us'] for a, _ in pairs):.1f}"
             f" | {med(b['ours_us'] for _, b in pairs):.1f} | "
-            f"{_geomean([a['ratio'] for a, _ in pairs]):.3f} | "
-            f"{_geomean([b['ratio'] for _, b in pairs]):.3f} |"
+            f"{geomean([a['ratio'] for a, _ in pairs]):.3f} | "
+            f"{geomean([b['ratio'] for _, b in pairs]):.3f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -255,7 +252,7 @@ def main() -> int:
             f" ratio {row.get('ratio', '-')} {'' if row['matches'] is True else row['matches']}",
             flush=True,
         )
-    gm = _geomean([r["ratio"] for r in rows if "ratio" in r])
+    gm = geomean([r["ratio"] for r in rows if "ratio" in r])
     result = {
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "none (--python-only)",

@@ -56,6 +56,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from opbench.report.means import geomean_of_timed
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "src"))
 
@@ -394,7 +396,7 @@ def report(args: argparse.Namespace) -> None:
         )
     # rows timed in eval mode computed something else: kept in the table, not in the scores
     ok = [r for r in rows if r["status"] == "ok" and r["mode"] == "train"]
-    summary["compile_speedup_geomean"] = _geomean([r["compile_speedup"] for r in ok])
+    summary["compile_speedup_geomean"] = geomean_of_timed([r["compile_speedup"] for r in ok])
     summary["under_1ms_eager"] = sum(r["eager_ms"] < 1.0 for r in ok)
     lines[6:6] = [f"Summary: `{json.dumps(summary)}`", ""]
     out = Path(args.out)
@@ -423,11 +425,6 @@ def journal_from_result(result: Path, journal: Path) -> int:
 def _num(name: str) -> int:
     head = name.split("_", 1)[0]
     return int(head) if head.isdigit() else 1 << 30
-
-
-def _geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
 def main() -> None:

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from opbench.report.means import geomean_of_timed
 
 #: eager device time (ms) from which a backend's launch cost should no longer show
 LONG_CASE_MS = 0.020
@@ -94,8 +95,8 @@ def delta_from_summary(summary: Path, *new: Path) -> dict[str, Any]:
 
 
 def _gm(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return round(math.exp(sum(map(math.log, values)) / len(values)), 3) if values else None
+    """The timed rows' geomean, to three places."""
+    return None if (g := geomean_of_timed(values)) is None else round(g, 3)
 
 
 def delta(old: Path, *new: Path) -> dict[str, Any]:

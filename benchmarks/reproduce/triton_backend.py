@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import sqlite3
 import statistics
@@ -66,6 +65,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from opbench.report.means import geomean_of_timed
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
@@ -409,8 +410,8 @@ def per_op(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def _gm(values: list[Any]) -> float | None:
-    v = [x for x in values if x and x > 0]
-    return round(math.exp(sum(map(math.log, v)) / len(v)), 3) if v else None
+    """The timed rows' geomean, to three places."""
+    return None if (g := geomean_of_timed(values)) is None else round(g, 3)
 
 
 def _r(x: Any) -> Any:

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from matmul_rows import judged_products, shapes_from_traces
-from matmul_timing import geo, measure_shape, warm
+from matmul_timing import measure_shape, warm
+
+from opbench.report.means import geomean
 
 __all__ = [
     "add_heldout",
@@ -76,7 +78,7 @@ def heldout_products(
     return {
         "summary": {
             "products": len(rows),
-            "served_vs_eager": geo([r["eager_ms"] / r["served_ms"] for r in ok]),
+            "served_vs_eager": geomean([r["eager_ms"] / r["served_ms"] for r in ok]),
             "tuned_products_among_them": sum(r["tuned_here"] for r in rows),
             "failed_or_wrong": len(rows) - len(ok),
         },
@@ -126,8 +128,8 @@ def heldout_buckets(
     return {
         "summary": {
             "shapes": len(rows),
-            "pick_vs_eager": geo([r["eager_ms"] / r["pick_ms"] for r in ok]),
-            "default_vs_eager": geo([r["eager_ms"] / r["default_ms"] for r in ok]),
+            "pick_vs_eager": geomean([r["eager_ms"] / r["pick_ms"] for r in ok]),
+            "default_vs_eager": geomean([r["eager_ms"] / r["default_ms"] for r in ok]),
             "failed_or_wrong": len(rows) - len(ok),
         },
         "shapes": rows,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from opbench.kernels._lib import matmul_rule as rule
+from opbench.report.means import geomean
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "src" / "opbench" / "kernels" / "_lib" / "matmul_rule_data.py"
@@ -68,7 +69,7 @@ SEARCH: dict[str, dict[str, Any]] = {
     "CAP 0.5": dict(cap=0.5),
 }  # fmt: skip
 
-__all__ = ["fit_points", "geomean", "main", "merge_sweeps", "read_sweep", "rule_time", "search",
+__all__ = ["fit_points", "main", "merge_sweeps", "read_sweep", "rule_time", "search",
            "time_key", "served_summary", "write_data"]  # fmt: skip
 
 
@@ -106,10 +107,6 @@ def merge_sweeps(paths: list[str], more_products: list[str] = ()) -> list[dict[s
             for name, err in r.get("errors", {}).items():
                 base.setdefault("errors", {}).setdefault(name, err)
     return rows
-
-
-def geomean(xs: list[float]) -> float | None:
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
 def time_key(kind: str, cfg: tuple[int, ...] | None = None) -> str:

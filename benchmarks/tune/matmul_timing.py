@@ -12,7 +12,7 @@ from typing import Any
 
 from matmul_rows import operands, reference
 
-__all__ = ["agrees", "bench", "device_bench", "geo", "measure_shape", "warm"]
+__all__ = ["agrees", "bench", "device_bench", "measure_shape", "warm"]
 
 
 def _warm_one(task: tuple[str, str, tuple[int, ...]]) -> str:
@@ -67,10 +67,6 @@ def measure_shape(row: dict[str, Any], cands: list[tuple[int, ...]]) -> dict[str
             t = math.inf
         times[json.dumps(list(c))] = t
     return times
-
-
-def geo(xs: list[float]) -> float | None:
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
 def bench(fn: Any) -> float:

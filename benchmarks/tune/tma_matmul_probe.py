@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from opbench.report.means import geomean_of_timed
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
@@ -253,19 +255,14 @@ def measure(
     return row
 
 
-def _geo(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x == x]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cur = [r["eager_ms"] / r["current_ms"] for r in rows]
     tma = [r["eager_ms"] / r["best_ms"] for r in rows if r["best_ms"]]
     either = [r["eager_ms"] / min(r["current_ms"], r["best_ms"] or math.inf) for r in rows]
     return {
         "best_config": {r["product"]: r["best"] for r in rows},
-        "geomean_current": _geo(cur), "geomean_tma_best": _geo(tma),
-        "geomean_better_of_two": _geo(either), "products": len(rows),
+        "geomean_current": geomean_of_timed(cur), "geomean_tma_best": geomean_of_timed(tma),
+        "geomean_better_of_two": geomean_of_timed(either), "products": len(rows),
         "tma_products": len(tma),
     }  # fmt: skip
 

@@ -81,7 +81,9 @@ from matmul_rows import (  # noqa: E402  (the traced rows and their operands)
     shapes_from_traces,
     traced_time,
 )
-from matmul_timing import agrees, bench, geo, measure_shape, warm  # noqa: E402
+from matmul_timing import agrees, bench, measure_shape, warm  # noqa: E402
+
+from opbench.report.means import geomean, geomean_of_timed  # noqa: E402
 
 CONFIGS_PY = REPO / "src/opbench/kernels/_lib/matmul_configs.py"
 
@@ -214,16 +216,16 @@ def shape_report(
     chosen = {}
     for key, rs in by_key.items():
         names = set.intersection(*(set(r["times"]) for r in rs)) - {"eager"}
-        scored = {n: geo([r["times"][n] for r in rs]) for n in names}
+        scored = {n: geomean([r["times"][n] for r in rs]) for n in names}
         chosen[key] = tuple(json.loads(min(scored, key=scored.get)))
     for r in results:
         pick = json.dumps(list(chosen[(r["itemsize"], r["batch"], r["M"], r["N"], r["K"])]))
         r["chosen"], r["chosen_ms"] = json.loads(pick), r["times"][pick]
     summary = {
         "products": len(results),
-        "current_vs_eager": geo([r["eager_ms"] / r["current_ms"] for r in results]),
-        "best_vs_eager": geo([r["eager_ms"] / r["best_ms"] for r in results]),
-        "chosen_vs_eager": geo([r["eager_ms"] / r["chosen_ms"] for r in results]),
+        "current_vs_eager": geomean([r["eager_ms"] / r["current_ms"] for r in results]),
+        "best_vs_eager": geomean([r["eager_ms"] / r["best_ms"] for r in results]),
+        "chosen_vs_eager": geomean([r["eager_ms"] / r["chosen_ms"] for r in results]),
     }
     print(json.dumps(summary), flush=True)
     if args.out:
@@ -376,15 +378,11 @@ def report(args: argparse.Namespace) -> None:
 
     env = environment("cuda")
     command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
-    geo = [t["vs_eager"] for t in table if t["vs_eager"]]
-    geo_d = [t["default_vs_eager"] for t in table if t["default_vs_eager"]]
     summary = {
         "buckets": len(table),
         "tuned_buckets": len(tuned),
-        "geomean_vs_eager_tuned": math.exp(sum(map(math.log, geo)) / len(geo)) if geo else None,
-        "geomean_vs_eager_default": math.exp(sum(map(math.log, geo_d)) / len(geo_d))
-        if geo_d
-        else None,
+        "geomean_vs_eager_tuned": geomean_of_timed(t["vs_eager"] for t in table),
+        "geomean_vs_eager_default": geomean_of_timed(t["default_vs_eager"] for t in table),
     }
     if args.out:
         out = Path(args.out)

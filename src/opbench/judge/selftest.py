@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from opbench.instrument.timing import PairTiming, TimingOptions, measure_launch_floor, time_pair
+from opbench.report.means import geomean_of_timed
 
 __all__ = ["EXPERIMENTS", "geomean", "run_selftest"]
 
@@ -46,11 +47,10 @@ aten = torch.ops.aten
 
 
 def geomean(xs: list[float]) -> float:
-    """Geometric mean, computed in log space; NaN for an empty list."""
-    vals = [x for x in xs if x > 0 and math.isfinite(x)]
-    if not vals:
-        return math.nan
-    return math.exp(sum(math.log(x) for x in vals) / len(vals))
+    """:func:`~opbench.report.means.geomean_of_timed` (a case that failed is left out),
+    NaN rather than ``None`` for no timed case: the self-test's JSON keeps a number."""
+    g = geomean_of_timed(xs)
+    return math.nan if g is None else g
 
 
 def _maker(

@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from opbench.report.means import geomean_of_timed
+
 __all__ = ["KERNEL_SOURCE", "TOLERANCE", "run_python_kernel_case"]
 
 #: The operator, its kernel folder, and the kernel a user would write for it.
@@ -208,11 +210,6 @@ def _judge(kernel_dir: Path, trace: Path, out: Path, device: str) -> list[Any]:
         store.close()
 
 
-def _geomean(xs: list[float]) -> float:
-    vals = [x for x in xs if x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else math.nan
-
-
 def run_python_kernel_case(
     device: str, *, quick: bool = False, work_dir: Path | None = None
 ) -> dict[str, Any]:
@@ -262,9 +259,11 @@ def run_python_kernel_case(
             }
         )
     judged = [x["speedup_host"] for x in rows if x["speedup_host"] is not None]
-    host = _geomean(judged)
-    expected = _geomean([x["expected"] for x in rows])
-    ratio = host / expected if judged else math.nan
+    host = geomean_of_timed(judged)
+    expected = geomean_of_timed([x["expected"] for x in rows])
+    ratio = host / expected if host is not None and expected is not None else math.nan
+    host = math.nan if host is None else host  # the JSON keeps a number
+    expected = math.nan if expected is None else expected
     all_passed = all(x["status"] == "passed" for x in rows) and len(judged) == len(rows)
     return {
         "host_geomean": host,

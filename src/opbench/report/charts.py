@@ -14,6 +14,8 @@ import html
 import math
 from collections.abc import Sequence
 
+from opbench.report.means import geomean
+
 __all__ = ["per_op_speedups", "speedup_histogram", "speedup_vs_roofline"]
 
 _W = 640
@@ -90,7 +92,7 @@ def speedup_histogram(speedups: Sequence[float], title: str = "speedup over eage
         )
     body += _x_axis(base, top)
     body.append(f"<text x='{_PAD_L - 6}' y='{top + 8}' class='tl' text-anchor='end'>{peak}</text>")
-    gm = math.exp(sum(math.log(v) for v in vals) / len(vals))
+    gm = geomean(vals)
     return _frame(title, h, body, f"{len(vals)} tests, geomean {gm:.3f}x")
 
 

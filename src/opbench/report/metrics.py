@@ -31,6 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from opbench.report.means import geomean
 from opbench.run.judge_errors import JUDGE_ERROR
 from opbench.run.store import TestResult
 
@@ -38,21 +39,6 @@ FAST_P_THRESHOLDS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0)
 
 #: Statuses that mean a test produced no verdict at all.
 _NO_VERDICT = {"skipped", JUDGE_ERROR}
-
-
-def geomean(values: Iterable[float]) -> float | None:
-    """Geometric mean computed in log space; ``None`` for no values.
-
-    Non-positive or non-finite values have no logarithm: they raise, because a
-    speedup of 0 or inf means a timing bug upstream, not a number to average.
-    """
-    vals = list(values)
-    if not vals:
-        return None
-    for v in vals:
-        if not (v > 0 and math.isfinite(v)):
-            raise ValueError(f"geomean needs positive finite values, got {v!r}")
-    return math.exp(math.fsum(math.log(v) for v in vals) / len(vals))
 
 
 def _median(values: list[float]) -> float | None:
