@@ -3,15 +3,15 @@ and the same step captured whole as a CUDA graph (device time only).
 
 Runs ``opbench check-model --backend triton --device cuda --time-steps 10 --json ...``
 over the zoo (``src/opbench/models/zoo.py``: bert, gpt2, resnet, encoder) twice, in its
-own process each time: once as is, once with ``--cuda-graphs``; ``--policy RUN_DIR`` is
-passed to both. A backend slower per step but not per graph replay loses on its launch
-path, not on its kernels. Writes ``benchmarks/results/check-model-<gpu>[-policy].json``
+own process each time: once as is, once with ``--cuda-graphs``; ``--policy RUN_DIR`` and
+``--autocast bf16`` (mixed-precision training's forward) are passed to both. A backend slower per step but not per graph replay loses on its launch
+path, not on its kernels. Writes ``benchmarks/results/check-model-<gpu>[-policy][-bf16].json``
 and ``.md`` (and copies under ``$OUT``): per model the verdict, the share of ATen calls
 served, eager and backend ms per step and per graph replay, both speedups, and why a side
 could not be captured; the JSON keeps both runs' full ``check-model`` rows.
 
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
-    python3 benchmarks/reproduce/check_models.py [--policy RUN_DIR]
+    python3 benchmarks/reproduce/check_models.py [--policy RUN_DIR] [--autocast bf16]
 CPU smoke test (no graph run on a CPU; writes where ``--out-dir`` says):
     python3 benchmarks/reproduce/check_models.py --device cpu --time-steps 1 \
         --models encoder --out-dir /tmp/check-models
@@ -51,6 +51,8 @@ def check_model(args: argparse.Namespace, cuda_graphs: bool, json_out: Path) -> 
         cmd += ["--policy", args.policy, "--policy-measure", "device" if cuda_graphs else "host"]
     if cuda_graphs:
         cmd.append("--cuda-graphs")
+    if args.autocast:
+        cmd += ["--autocast", args.autocast]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
     t0 = time.perf_counter()
@@ -106,13 +108,19 @@ def summary_rows(plain: dict[str, Any], graphs: dict[str, Any] | None) -> list[d
     return out
 
 
-def markdown(env: dict[str, Any], rows: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[str]:  # fmt: skip
+def markdown(env: dict[str, Any], rows: list[dict[str, Any]], runs: list[dict[str, Any]],
+             autocast: str | None = None) -> list[str]:  # fmt: skip
+    precision = (
+        f"The forward and loss under `torch.autocast` to {autocast} (eager and backend alike)"
+        if autocast
+        else "Float32 throughout (IEEE matmuls and convolutions)"
+    )
     md = [
         f"# check-model: the zoo eager and on the backend ({env['device']})",
         "",
         f"{env['date']}, torch {env['torch']}, triton {env['triton']}, `{env['command']}`",
         "",
-        "Step: forward, loss, backward, SGD step, median of the timed steps, device "
+        f"{precision}. Step: forward, loss, backward, SGD step, median of the timed steps, device "
         "synchronized. Graph: the same step captured whole as a CUDA graph, median replay "
         "(no host launch cost). Speedup: eager over backend (> 1: backend faster).",
         "",
@@ -161,6 +169,8 @@ def main() -> int:
     p.add_argument("--time-steps", type=int, default=10)
     p.add_argument("--models", default=",".join(MODEL_NAMES))
     p.add_argument("--policy", default=None, help="serve policy run directory, passed through")
+    p.add_argument("--autocast", default=None, help="bf16 | f16: the forward under autocast, "
+                   "passed through; the files are named -<autocast>")  # fmt: skip
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per check-model")
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
     args = p.parse_args()
@@ -178,12 +188,14 @@ def main() -> int:
         f"python3 benchmarks/reproduce/check_models.py --backend {args.backend} --device "
         f"{args.device} --time-steps {args.time_steps} --models {args.models}"
         + (f" --policy {args.policy}" if args.policy else "")
+        + (f" --autocast {args.autocast}" if args.autocast else "")
     )
     env = device_env(args.device, command)
     rows = summary_rows(runs[0], runs[1] if cuda else None)
     result = {"env": env, "models": rows, "runs": runs}
     stem = f"check-model-{device_slug(env['device'])}" + ("-policy" if args.policy else "")
-    md = markdown(env, rows, runs)
+    stem += f"-{args.autocast}" if args.autocast else ""
+    md = markdown(env, rows, runs, args.autocast)
     write_result(Path(args.out_dir), stem, result, md)
     print("\n".join(md))
     return 0

@@ -83,7 +83,7 @@ def test_training_steps_timed_eager_and_on_the_backend(tmp_path: Path) -> None:
     assert r.eager_step_ms and r.eager_step_ms > 0
     assert r.backend_step_ms and r.backend_step_ms > 0
     assert r.step_speedup == pytest.approx(r.eager_step_ms / r.backend_step_ms)
-    served = sum(c.served for c in r.coverage)
+    served = sum(min(c.served, c.calls) for c in r.coverage)  # the model's own calls
     assert 0 < r.served_call_share == served / sum(c.calls for c in r.coverage) < 1
     d = r.to_dict()
     assert d["served_call_share"] == r.served_call_share and d["backend_step_ms"] > 0
@@ -224,3 +224,105 @@ def test_the_timed_steps_native_share_is_read_over_timed_steps(tmp_path: Path) -
     assert r.error is None, r.error
     assert r.timed_native_share == 0.0
     assert r.to_dict()["timed_native_share"] == 0.0
+
+
+def test_autocast_runs_the_forward_in_16_bits_on_both_sides() -> None:
+    """``autocast="bf16"``: the forward runs under torch.autocast (the ResNet's linear
+    head returns bfloat16), eager and the backend alike (the aten backend stays
+    bit-identical), and the record says so; without it the output is float32."""
+    r = check_model("resnet", "aten", "cpu", autocast="bf16")
+    assert r.error is None, r.error
+    assert r.ok and r.identical
+    assert r.autocast == "bf16" and r.output_dtype == "torch.bfloat16"
+    assert r.to_dict()["autocast"] == "bf16"
+    assert check_model("resnet", "aten", "cpu").output_dtype == "torch.float32"
+
+
+#: A correct matmul that rounds otherwise than eager's: 16-bit results truncated toward
+#: zero from float32 (up to one unit in the last place off, eager's half a unit).
+WIDE_ADDMM = {
+    "addmm/addmm_implementation.py": """
+        import torch
+
+        CALLS = []
+
+        def addmm_kernel_impl(bias, a, b, *, beta=1, alpha=1):
+            CALLS.append(a.dtype)
+            out = beta * bias.float() + alpha * (a.float() @ b.float())
+            if a.dtype == torch.bfloat16:  # truncate: keep the top 16 bits of each float32
+                out = (out.view(torch.int32) & -65536).view(torch.float32)
+            return out.to(torch.result_type(a, b))
+    """,
+}
+
+
+def test_autocast_admits_a_correct_kernel_that_rounds_otherwise(tmp_path: Path) -> None:
+    """A bfloat16 matmul that truncates where eager rounds to nearest differs from eager
+    (not identical) and is within 16-bit rounding: the check passes it, and the matmuls
+    it served ran in bfloat16 (autocast's)."""
+    import torch
+
+    be = DirectoryBackend(write_dir(tmp_path, WIDE_ADDMM), "cpu")
+    calls = be.kernels["addmm"].fn.__globals__["CALLS"]
+    r = check_model("encoder", be, "cpu", autocast="bf16")
+    assert r.error is None, r.error
+    assert r.ok and not r.identical
+    assert "addmm.default" in r.served_ops and set(calls) == {torch.bfloat16}
+
+
+def test_autocast_still_catches_wrong_kernels(tmp_path: Path) -> None:
+    """Under autocast the bound is eager's 16-bit error against float64 (x10) plus rtol:
+    a kernel that is wrong, not merely rounded, still fails."""
+    be = DirectoryBackend(write_dir(tmp_path, MARKED_KERNELS), "cpu")
+    r = check_model("encoder", be, "cpu", autocast="bf16")
+    assert not r.ok and "mismatch" in (r.error or "")
+
+
+def test_autocast_names_are_checked_before_any_model_runs(tmp_path: Path) -> None:
+    """A bad ``--autocast`` is one clear line and exit 2; a good one reaches the record
+    and the table's title."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from opbench.cli import app
+
+    with pytest.raises(ValueError, match="use bf16 or f16"):
+        check_model("resnet", "aten", "cpu", autocast="fp8")
+    bad = CliRunner().invoke(app, ["check-model", "--models", "resnet", "--autocast", "fp8"])
+    assert bad.exit_code == 2 and "--autocast: autocast 'fp8': use bf16 or f16" in bad.output
+    out = tmp_path / "r.json"
+    args = ["check-model", "--models", "resnet", "--autocast", "bf16", "--json", str(out)]
+    good = CliRunner().invoke(app, args)
+    assert good.exit_code == 0, good.output
+    assert "forward under autocast bf16" in good.output
+    [r] = json.loads(out.read_text())
+    assert r["ok"] and r["autocast"] == "bf16" and r["output_dtype"] == "torch.bfloat16"
+
+
+def test_the_timed_step_runs_its_forward_under_autocast() -> None:
+    """``training_step(..., autocast)``, the step the timers and the CUDA graph run: the
+    model's linear layers see autocast's dtype inside it, float32 outside it."""
+    import torch
+
+    from opbench.models.graph_timing import training_step
+    from opbench.models.zoo import get_model
+
+    spec = get_model("resnet")
+    model, batch = spec.build(), spec.inputs(torch.Generator().manual_seed(0))
+    seen: list[torch.dtype] = []
+    model.head.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    training_step(spec, model, batch, "bf16")()
+    training_step(spec, model, batch)()
+    assert seen == [torch.bfloat16, torch.float32]
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters())
+
+
+def test_call_shares_count_the_models_own_calls_only() -> None:
+    """The aten backend serves every call, and the dispatches its kernels make inside
+    theirs too (served above the model's calls for some ops): the share is 100%, not the
+    212% that counting those gave."""
+    r = check_model("resnet", "aten", "cpu")
+    assert any(c.served > c.calls for c in r.coverage), "no nested dispatch to count"
+    assert r.served_call_share == 1.0
+    assert r.native_call_share == 0.0  # nothing launched from C++ on a CPU

@@ -208,6 +208,13 @@ def register(app: typer.Typer) -> None:
             help="With --time-steps on CUDA: also capture each whole training step as a "
             "CUDA graph, eager and on the backend, and time its replays (no host cost).",
         ),
+        autocast: str = typer.Option(
+            None,
+            "--autocast",
+            help="bf16 | f16: run each step's forward and loss under torch.autocast, as "
+            "mixed-precision training does (matmuls and convolutions in 16 bits), eager "
+            "and backend alike; float32 throughout otherwise.",
+        ),
     ) -> None:
         """Run real models eager and on a backend (forward + training step); compare and show coverage.
 
@@ -215,8 +222,14 @@ def register(app: typer.Typer) -> None:
         """
         from opbench.backends.loader import BackendError, load_backend
         from opbench.models.check import check_model, cuda_graphs_usable
+        from opbench.models.precision import autocast_dtype
 
         names = [m.strip() for m in models.split(",") if m.strip()]
+        try:
+            autocast_dtype(autocast)
+        except ValueError as e:
+            fail(f"--autocast: {e}")
+            return
         if cuda_graphs:
             try:
                 cuda_graphs_usable(device, time_steps)
@@ -261,12 +274,14 @@ def register(app: typer.Typer) -> None:
                         policy=serve,
                         cuda_graphs=cuda_graphs,
                         native=native,
+                        autocast=autocast,
                     )
                 except ValueError as e:
                     fail(str(e))
                     return
                 results.append(r)
-        table = Table(title=f"check-model: {be.name} on {device}")
+        precision = f", forward under autocast {autocast}" if autocast else ""
+        table = Table(title=f"check-model: {be.name} on {device}{precision}")
         graph_cols = ("eager graph ms", "backend graph ms", "graph speedup") if cuda_graphs else ()
         for col in (
             "model",

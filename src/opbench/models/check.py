@@ -32,6 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from opbench.backends import registry
 from opbench.backends.loader import Backend, load_backend
 from opbench.models.graph_timing import call_times_ms, model_graph_times, training_step
+from opbench.models.precision import autocast_dtype, forward_precision
 from opbench.models.zoo import MODEL_NAMES, ModelSpec, get_model
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "ModelCheck",
     "OpCoverage",
+    "call_share",
     "check_model",
     "check_models",
     "cuda_graphs_usable",
@@ -65,6 +67,10 @@ class OpCounter(TorchDispatchMode):
 class OpCoverage:
     op: str
     calls: int  # calls the model made with the backend enabled
+    #: every dispatch of the op the backend took, the calls other kernels make inside
+    #: theirs included (the aten backend's convolution allocates through
+    #: ``empty.memory_format``: 102 served against the ResNet's own 6): more than ``calls``
+    #: where that happens
     served: int
     fallback: int
     #: of ``served``, the calls the C++ gate launched itself (opbench.backends.native)
@@ -72,6 +78,17 @@ class OpCoverage:
     #: why served calls stayed Python calls: launch replay's reasons for the signatures it
     #: refused (:func:`python_reasons`), "" where it refused none
     python_why: str = ""
+
+
+def call_share(coverage: list[OpCoverage], counts: dict[str, int], steps: int = 1) -> float | None:
+    """The share of ``steps`` steps' worth of the model's ATen calls that ``counts`` (op
+    -> calls served, or launched from C++) covers, each op's count taken up to the
+    model's own calls of it: a dispatch made inside another kernel is not one of the
+    model's calls, and counted whole it put the aten backend's ResNet at 212%."""
+    calls = sum(c.calls for c in coverage) * steps
+    if not calls:
+        return None
+    return sum(min(counts.get(c.op, 0), c.calls * steps) for c in coverage) / calls
 
 
 #: The call of one signature from which launch replay serves it: two recordings must agree
@@ -146,6 +163,10 @@ class ModelCheck:
     #: its third or fourth call, so :attr:`native_call_share` (the checked step, every
     #: signature's first call) undercounts what a training loop runs.
     timed_native_share: float | None = None
+    #: ``autocast``: the dtype the forward ran under (None: float32 throughout), and the
+    #: dtype of the model's output on the backend, which shows autocast took effect
+    autocast: str | None = None
+    output_dtype: str | None = None
 
     @property
     def served_ops(self) -> list[str]:
@@ -153,15 +174,14 @@ class ModelCheck:
 
     @property
     def served_call_share(self) -> float | None:
-        """The share of the model's ATen calls (with the backend on) that it served."""
-        calls = sum(c.calls for c in self.coverage)
-        return sum(c.served for c in self.coverage) / calls if calls else None
+        """The share of the model's ATen calls (with the backend on) that it served, each
+        op's served calls counted up to the model's own (:func:`call_share`)."""
+        return call_share(self.coverage, {c.op: c.served for c in self.coverage})
 
     @property
     def native_call_share(self) -> float | None:
         """The share of the model's ATen calls launched from C++ without entering Python."""
-        calls = sum(c.calls for c in self.coverage)
-        return sum(c.native for c in self.coverage) / calls if calls else None
+        return call_share(self.coverage, {c.op: c.native for c in self.coverage})
 
     @property
     def step_speedup(self) -> float | None:
@@ -217,6 +237,7 @@ def _run(
     *,
     compile_backend: str | None,
     count_ops: bool,
+    autocast: str | None = None,
 ) -> _RunOut:
     model.train()
     fn: Any = model
@@ -224,9 +245,11 @@ def _run(
         fn = torch.compile(model, backend=compile_backend)
     counter = OpCounter() if count_ops else None
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    device = str(next(model.parameters()).device)
     with counter if counter is not None else nullcontext():
-        out = spec.call(fn, batch)
-        loss = spec.loss(out, batch)
+        with forward_precision(device, autocast):
+            out = spec.call(fn, batch)
+            loss = spec.loss(out, batch)
         loss.backward()
         opt.step()
     return _RunOut(
@@ -263,7 +286,7 @@ class StepTimes:
 
 def alternating_step_ms(spec: ModelSpec, base: torch.nn.Module, batch: dict[str, Any],
                         device: str, steps: int, enable_backend: Callable[[], Any],
-                        turns: int = STEP_TURNS) -> StepTimes:  # fmt: skip
+                        turns: int = STEP_TURNS, autocast: str | None = None) -> StepTimes:  # fmt: skip
     """Median wall time (ms) of one training step eager and on the backend (forward,
     loss, backward, SGD step; the device synchronized after each), each on its own copy
     of ``base``: ``turns`` turns of eager's block then the backend's (registered by
@@ -271,7 +294,8 @@ def alternating_step_ms(spec: ModelSpec, base: torch.nn.Module, batch: dict[str,
     a side in all, each block after :data:`TURN_WARMUP` untimed steps. Host time counts:
     in an eager model it is part of what a backend costs. The backend's call counts are
     read over its last block's timed steps alone: what a training loop runs once replay
-    serves its signatures (the checked step's counts are its first calls)."""
+    serves its signatures (the checked step's counts are its first calls). ``autocast``:
+    the forward and loss under ``torch.autocast`` (:mod:`opbench.models.precision`)."""
     eager_model = copy.deepcopy(base)
     # copied before registering: deepcopy under the aten backend's detach and alias
     # kernels fails ("Creating a new Tensor subclass Parameter")
@@ -283,11 +307,11 @@ def alternating_step_ms(spec: ModelSpec, base: torch.nn.Module, batch: dict[str,
     block = 0
     for turn in range(turns):
         block = steps // turns + (1 if turn < steps % turns else 0)
-        step = training_step(spec, eager_model, batch)
+        step = training_step(spec, eager_model, batch, autocast)
         call_times_ms(step, device, 0, TURN_WARMUP)
         eager += call_times_ms(step, device, block, 0)
         with enable_backend():
-            step = training_step(spec, backend_model, batch)
+            step = training_step(spec, backend_model, batch, autocast)
             call_times_ms(step, device, 0, TURN_WARMUP)
             registry.reset_counts()
             backend += call_times_ms(step, device, block, 0)
@@ -387,6 +411,7 @@ def check_model(
     policy: Any = None,
     cuda_graphs: bool = False,
     native: bool = True,
+    autocast: str | None = None,
 ) -> ModelCheck:
     """Run ``name`` eager and on ``backend``; compare outputs, loss, gradients, step.
 
@@ -404,14 +429,18 @@ def check_model(
     (:mod:`opbench.models.graph_timing`); a side that cannot be captured gets a
     ``*_graph_error`` instead of a time. ``native``: the C++ gate in front of the
     registered ops (:mod:`opbench.backends.native`); False measures the Python path alone.
+    ``autocast`` (``bf16``, ``f16``): every step's forward and loss under
+    ``torch.autocast``, as mixed-precision training runs them; the float64 reference
+    without (:mod:`opbench.models.precision`). ValueError for another name.
     """
     from opbench.instrument.settings import pinned
 
+    autocast_dtype(autocast)  # a bad name fails before any model is built
     if cuda_graphs:
         cuda_graphs_usable(device, time_steps)
     with pinned(allow_tf32=allow_tf32):
         return _check_model(name, backend, device, compile, compile_backend, seed, scale, rtol,
-                            time_steps, only_ops, policy, cuda_graphs, native)  # fmt: skip
+                            time_steps, only_ops, policy, cuda_graphs, native, autocast)  # fmt: skip
 
 
 def cuda_graphs_usable(device: str, time_steps: int) -> None:
@@ -429,11 +458,13 @@ def _check_model(
     name: str, backend: Backend | str, device: str, compile: bool, compile_backend: str,
     seed: int, scale: int, rtol: float, time_steps: int, only_ops: list[str] | None,
     policy: Any = None, cuda_graphs: bool = False, native: bool = True,
+    autocast: str | None = None,
 ) -> ModelCheck:  # fmt: skip
     started = time.perf_counter()
     spec = get_model(name, scale)
     be = backend if isinstance(backend, Backend) else load_backend(backend, device)
-    result = ModelCheck(name, be.name, device, compile, ok=False, identical=False)
+    result = ModelCheck(name, be.name, device, compile, ok=False, identical=False,
+                        autocast=autocast)  # fmt: skip
     try:
         torch.manual_seed(seed)
         base = spec.build().to(device)
@@ -444,7 +475,8 @@ def _check_model(
         eager_model, cand_model = copy.deepcopy(base), copy.deepcopy(base)
         cb = compile_backend if compile else None
         with fastpath_off():
-            ref = _run(spec, eager_model, batch, compile_backend=cb, count_ops=not compile)
+            ref = _run(spec, eager_model, batch, compile_backend=cb, count_ops=not compile,
+                       autocast=autocast)  # fmt: skip
             ref64 = _float64_run(spec, base, batch)
             if compile:
                 torch._dynamo.reset()
@@ -455,7 +487,8 @@ def _check_model(
                 ops = set(only_ops) if ops is None else ops & set(only_ops)
             registry.reset_counts()
             with registry.backend(be, device, ops=ops, policy=policy, native=native):
-                cand = _run(spec, cand_model, batch, compile_backend=cb, count_ops=not compile)
+                cand = _run(spec, cand_model, batch, compile_backend=cb, count_ops=not compile,
+                            autocast=autocast)  # fmt: skip
                 counts = registry.call_counts()
                 notes = registry.replay_notes()
             if compile:
@@ -477,6 +510,7 @@ def _check_model(
             rel = _err_against_float64(a, b, r64, rtol) * rtol
         if rel > worst_rel or (math.isinf(rel) and worst is None):
             worst_rel, worst = rel, label
+    result.output_dtype = str(cand.output.dtype)
     result.output_max_abs = maxes["output"]
     result.loss_abs = maxes["loss"]
     result.grad_max_abs = maxes["grad"]
@@ -514,25 +548,31 @@ def _check_model(
                 timed = alternating_step_ms(
                     spec, base, batch, device, time_steps,
                     lambda: registry.backend(be, device, ops=ops, policy=policy, native=native),
+                    autocast=autocast,
                 )  # fmt: skip
                 result.eager_step_ms, result.backend_step_ms = timed.eager_ms, timed.backend_ms
-                calls = sum(c.calls for c in result.coverage) * timed.timed_steps
-                native_calls = sum(d.get("native", 0) for d in timed.timed_counts.values())
-                result.timed_native_share = native_calls / calls if calls else None
+                result.timed_native_share = call_share(
+                    result.coverage,
+                    {op: d.get("native", 0) for op, d in timed.timed_counts.items()},
+                    timed.timed_steps,
+                )
         except Exception as e:  # the comparison stands; say why there is no time
             result.error = f"timing failed: {type(e).__name__}: {e}"
         if cuda_graphs:
             _time_graphs(result, spec, base, batch, device, time_steps,
-                         lambda: registry.backend(be, device, ops=ops, policy=policy, native=native))  # fmt: skip
+                         lambda: registry.backend(be, device, ops=ops, policy=policy, native=native),
+                         autocast)  # fmt: skip
     result.seconds = time.perf_counter() - started
     return result
 
 
 def _time_graphs(result: ModelCheck, spec: ModelSpec, base: torch.nn.Module,
-                 batch: dict[str, Any], device: str, steps: int, enable_backend: Any) -> None:  # fmt: skip
+                 batch: dict[str, Any], device: str, steps: int, enable_backend: Any,
+                 autocast: str | None = None) -> None:  # fmt: skip
     """Fill ``result``'s graph fields: a time, or why that side has none."""
     with fastpath_off():
-        eager, cand = model_graph_times(spec, base, batch, device, steps, enable_backend)
+        eager, cand = model_graph_times(spec, base, batch, device, steps, enable_backend,
+                                        autocast)  # fmt: skip
     result.eager_graph_ms, result.eager_graph_error = eager.ms, eager.error
     result.backend_graph_ms, result.backend_graph_error = cand.ms, cand.error
 

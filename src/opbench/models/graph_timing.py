@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from opbench.models.precision import forward_precision
 from opbench.models.zoo import ModelSpec
 
 __all__ = [
@@ -72,17 +73,24 @@ class _FailingOp(TorchDispatchMode):
             raise
 
 
-def training_step(spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any]) -> Callable[[], None]:  # fmt: skip
+def training_step(
+    spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any], autocast: str | None = None
+) -> Callable[[], None]:
     """The step :func:`opbench.models.check.alternating_step_ms` times, as a closure over
     static inputs (``batch``) for capture. Gradients are set to None first, as PyTorch's
     whole-network recipe does before capture: the captured backward then allocates them
     from the graph's pool and each replay overwrites them, the same work as an eager
-    step after ``zero_grad(set_to_none=True)`` (no zeroing kernel, no accumulation)."""
+    step after ``zero_grad(set_to_none=True)`` (no zeroing kernel, no accumulation).
+    ``autocast`` (bf16, f16): the forward and loss under ``torch.autocast``
+    (:mod:`opbench.models.precision`)."""
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    device = str(next(model.parameters()).device)
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
-        spec.loss(spec.call(model, batch), batch).backward()
+        with forward_precision(device, autocast):
+            loss = spec.loss(spec.call(model, batch), batch)
+        loss.backward()
         opt.step()
 
     return step
@@ -179,16 +187,18 @@ def model_graph_times(
     device: str,
     steps: int,
     enable_backend: Callable[[], AbstractContextManager[Any]],
+    autocast: str | None = None,
 ) -> tuple[GraphTiming, GraphTiming]:
-    """(eager, backend) graph times of ``base``'s training step, each on its own copy;
-    the backend's capture runs inside ``enable_backend()`` so its kernels are what the
-    graph records. Never raises: the backend failing to enable is that side's error."""
+    """(eager, backend) graph times of ``base``'s training step (its forward under
+    ``autocast`` if given), each on its own copy; the backend's capture runs inside
+    ``enable_backend()`` so its kernels are what the graph records. Never raises: the
+    backend failing to enable is that side's error."""
     out = []
     for enable in (nullcontext, enable_backend):
         try:
             model = copy.deepcopy(base)  # before enabling: see check.py's step timing
             with enable():
-                timing = graph_step_ms(training_step(spec, model, batch), device, steps)
+                timing = graph_step_ms(training_step(spec, model, batch, autocast), device, steps)
         except Exception as e:
             timing = GraphTiming(error=_describe(e, None, "setup"))
         out.append(timing)
