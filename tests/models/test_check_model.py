@@ -175,7 +175,7 @@ def test_step_times_take_turns_eager_then_backend(monkeypatch: pytest.MonkeyPatc
 
     import torch
 
-    from opbench.models import check as ck
+    from opbench.models import step_timing as ck
     from opbench.models.zoo import get_model
 
     spec = get_model("encoder")

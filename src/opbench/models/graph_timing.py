@@ -76,7 +76,7 @@ class _FailingOp(TorchDispatchMode):
 def training_step(
     spec: ModelSpec, model: torch.nn.Module, batch: dict[str, Any], autocast: str | None = None
 ) -> Callable[[], None]:
-    """The step :func:`opbench.models.check.alternating_step_ms` times, as a closure over
+    """The step :func:`opbench.models.step_timing.alternating_step_ms` times, as a closure over
     static inputs (``batch``) for capture. Gradients are set to None first, as PyTorch's
     whole-network recipe does before capture: the captured backward then allocates them
     from the graph's pool and each replay overwrites them, the same work as an eager
@@ -163,7 +163,7 @@ def graph_step_ms(
 ) -> GraphTiming:
     """Capture ``step`` and return the median wall time (ms) of ``steps`` replays, the
     device synchronized around each, after ``warmup`` untimed replays: the same count
-    and synchronization as :func:`opbench.models.check.alternating_step_ms`. Never
+    and synchronization as :func:`opbench.models.step_timing.alternating_step_ms`. Never
     raises: a failed warm-up, capture or replay is the returned ``error``."""
     ops = _FailingOp()
     stage = "capture"
