@@ -90,9 +90,10 @@ def rows(
 
 
 @contextlib.contextmanager
-def served_by(paths: list[str]) -> Iterator[None]:
+def served_by(paths: list[str], launches: list[tuple[Any, ...]] | None = None) -> Iterator[None]:
     """Inside the block, every launcher of :data:`PATHS` that serves a call appends its
-    path to ``paths`` (and runs as before)."""
+    path to ``paths`` and, given ``launches``, its launch there (:func:`launch_key`),
+    and runs as before."""
     import importlib
 
     saved: list[tuple[Any, str, Any]] = []
@@ -100,7 +101,7 @@ def served_by(paths: list[str]) -> Iterator[None]:
         mod = importlib.import_module(f"opbench.kernels._lib.{module}")
         real = getattr(mod, name)
         saved.append((mod, name, real))
-        setattr(mod, name, _Recorder(real, label, paths))
+        setattr(mod, name, _Recorder(real, label, paths, launches))
     try:
         yield
     finally:
@@ -108,14 +109,34 @@ def served_by(paths: list[str]) -> Iterator[None]:
             setattr(mod, name, real)
 
 
-class _Recorder:
-    """A launcher (``conv``'s are called with their grid first) that notes its path."""
+def launch_key(label: str, a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells two launches apart for a variant: the path, the grid (``conv``'s
+    launchers take it first) and the scalar keyword arguments (tiles, warps, flags);
+    tensors and other objects by their type alone."""
 
-    def __init__(self, real: Any, label: str, paths: list[str]) -> None:
-        self._real, self._label, self._paths = real, label, paths
+    def plain(v: Any) -> Any:
+        if isinstance(v, (bool, int, float, str, type(None))):
+            return v
+        if isinstance(v, tuple) and all(isinstance(x, int) for x in v):
+            return v
+        return type(v).__name__
+
+    grid = plain(a[0]) if a else None
+    return (label, grid, tuple(sorted((k, plain(v)) for k, v in kw.items())))
+
+
+class _Recorder:
+    """A launcher (``conv``'s are called with their grid first) that notes its path and,
+    given a list, its launch (:func:`launch_key`)."""
+
+    def __init__(self, real: Any, label: str, paths: list[str],
+                 launches: list[tuple[Any, ...]] | None = None) -> None:  # fmt: skip
+        self._real, self._label, self._paths, self._launches = real, label, paths, launches
 
     def __call__(self, *a: Any, **kw: Any) -> Any:
         self._paths.append(self._label)
+        if self._launches is not None:
+            self._launches.append(launch_key(self._label, a, kw))
         return self._real(*a, **kw)
 
     def __getattr__(self, name: str) -> Any:
@@ -177,13 +198,14 @@ def measure(
             conv.convolution if op == "convolution.default" else conv_backward.convolution_backward
         )
         used: list[str] = []
+        launched: list[tuple[Any, ...]] = []
         try:
-            with served_by(used):
+            with served_by(used, launched):
                 got = mine(*call, **kw)
         except NotImplementedError as e:  # the backend declines it: PyTorch serves it
             return {"path": "declined", "detail": str(e)[:200]}
         got_row = {"path": " + ".join(dict.fromkeys(used)) or "none",
-                   "correct": _agrees(got, want)}  # fmt: skip
+                   "correct": _agrees(got, want), "launches": launched}  # fmt: skip
         if timed and got_row["correct"]:
             got_row["backend_ms"] = bench(lambda: mine(*call, **kw))
             if profile:
@@ -209,10 +231,13 @@ def measure(
     for name, settings in (variants or {}).items():
         with _overridden(settings):
             v = backend()
+        # a variant that launches what the defaults launched is this row's noise control
+        v["changed"] = v.pop("launches", None) != out.get("launches")
         if "backend_ms" in v and "eager_ms" in out:
             v["speedup"] = out["eager_ms"] / v["backend_ms"]
             device_speedup(v)
         out.setdefault("variants", {})[name] = v
+    out.pop("launches", None)
     return out
 
 
@@ -305,6 +330,35 @@ def summarize(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+def variant_effects(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per variant, half and operator: each variant's speed-up over the defaults'
+    (geomean of the row ratios, ``do_bench`` and device), apart over the rows whose
+    launches it changed and the rows it launched as the defaults did. The second is the
+    noise floor of the first: with the same kernels, grids and tiles, a ratio away from
+    1 is the timing's, not the variant's (2026-11-30: ``do_bench`` moved such rows
+    20-75%)."""
+    groups: dict[tuple[str, str, str, bool], list[tuple[float | None, float | None]]]
+    groups = defaultdict(list)
+
+    def ratio(v: dict[str, Any], r: dict[str, Any], key: str) -> float | None:
+        return v[key] / r[key] if v.get(key) and r.get(key) else None
+
+    for r in measured:
+        for name, v in r.get("variants", {}).items():
+            groups[(name, r["half"], r["op"], bool(v.get("changed")))].append(
+                (ratio(v, r, "speedup"), ratio(v, r, "device_speedup"))
+            )
+    table = []
+    for (name, half, op, changed), ratios in sorted(groups.items()):
+        table.append({
+            "variant": name, "half": half, "op": op,
+            "rows": "changed" if changed else "unchanged (noise floor)", "count": len(ratios),
+            "vs_defaults": _geo([x for x, _ in ratios if x]),
+            "device_vs_defaults": _geo([y for _, y in ratios if y]),
+        })  # fmt: skip
+    return table
+
+
 def markdown(result: dict[str, Any]) -> list[str]:
     lines = [
         "# The reference backend's convolutions on each half of the traces, by path",
@@ -325,6 +379,21 @@ def markdown(result: dict[str, Any]) -> list[str]:
             f"| {t['half']} | {t['op']} | {t['path']} | {t['rows']} | {t['wrong']} | "
             f"{t['declined']} | {t['geomean']} | {t['lowest']} | {t.get('device_geomean')} |"
         )
+    effects = result.get("variant_effects") or []
+    if effects:
+        lines += [
+            "", "Each variant against the defaults, row by row (geomean of the ratio of its "
+            "speed-up to the defaults'; > 1: the variant faster), over the rows whose "
+            "launches (kernels, grids, tiles) it changed and, as the timing's noise floor, "
+            "the rows it launched as the defaults did:", "",
+            "| variant | half | op | rows | count | do_bench | device |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]  # fmt: skip
+        lines += [
+            f"| {e['variant']} | {e['half']} | {e['op']} | {e['rows']} | {e['count']} "
+            f"| {e['vs_defaults']} | {e['device_vs_defaults']} |"
+            for e in effects
+        ]
     return lines + ["", f"Command: `{result['command']}`"]
 
 
@@ -395,7 +464,8 @@ def _result(ns: argparse.Namespace, measured: list[dict[str, Any]], planned: int
         "limit": ns.limit, "command": "python3 " + " ".join(sys.argv),
         "overrides": getattr(ns, "overrides", {}),
         "rows_measured": f"{len(measured)} of {planned}",
-        "table": summarize(measured), "rows": measured,
+        "table": summarize(measured), "variant_effects": variant_effects(measured),
+        "rows": measured,
     }  # fmt: skip
 
 

@@ -113,6 +113,36 @@ def test_variants_are_served_and_checked_apart(conv_heldout, tmp_path):
     table = conv_heldout.summarize([m, skipped])
     assert {t["path"] for t in table} >= {"[general] all", "[general] implicit GEMM"}
     assert next(t for t in table if t["path"] == "all")["rows"] == 1
+    assert m["variants"]["general"]["changed"] and "launches" not in m
+
+
+def test_a_variant_that_launches_as_the_defaults_is_the_noise_floor(conv_heldout):
+    """A variant whose launches (kernels, grids, tiles) are the defaults' is marked
+    unchanged, and the effects table keeps such rows apart from the changed ones: their
+    ratio is the timing's noise, not the variant's."""
+    from opbench.kernels._lib import conv
+
+    row = {"half": "heldout", "op": "convolution.default", "args": GEMM, "weight": 1}
+    variants = {
+        "same": [f"conv.DW_WARPS={conv.DW_WARPS}"],  # a depthwise setting: no change here
+        "general": ["conv_nhwc.NHWC_MIN_CIN=100000"],
+    }
+    m = conv_heldout.measure(row, "cpu", variants)
+    assert not m["variants"]["same"]["changed"] and m["variants"]["general"]["changed"]
+    # made-up timings: the effects table sorts each variant's rows by whether it changed
+    m = dict(m, speedup=1.0, device_speedup=1.0)
+    m["variants"]["same"].update(speedup=1.1, device_speedup=1.0)
+    m["variants"]["general"].update(speedup=0.5, device_speedup=0.8)
+    effects = {(e["variant"], e["rows"]): e for e in conv_heldout.variant_effects([m])}
+    same = effects[("same", "unchanged (noise floor)")]
+    assert same["count"] == 1 and same["vs_defaults"] == 1.1 and same["device_vs_defaults"] == 1.0
+    assert effects[("general", "changed")]["vs_defaults"] == 0.5
+    text = "\n".join(conv_heldout.markdown({"date": "D", "device": "G", "torch": "T",
+        "limit": 1, "rows_measured": "1 of 1", "table": [], "variant_effects":
+        list(effects.values()), "command": "C"}))  # fmt: skip
+    assert (
+        "| same | heldout | convolution.default | unchanged (noise floor) | 1 | 1.1 | 1.0 |" in text
+    )
 
 
 def test_a_channels_last_depthwise_backward_is_served_by_the_tap_rows(conv_heldout):
