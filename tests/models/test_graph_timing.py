@@ -9,6 +9,7 @@ after that, from the error handling to the result fields, is the code under test
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -121,3 +122,20 @@ def test_graph_speedup_from_both_sides(monkeypatch) -> None:
     r = cm.ModelCheck("m", "b", "cuda", False, True, True, eager_graph_ms=3.0)
     r.backend_graph_ms = 1.5
     assert r.graph_speedup == 2.0 and r.to_dict()["graph_speedup"] == 2.0
+
+
+def test_the_captured_step_runs_its_forward_under_autocast(monkeypatch) -> None:
+    """``model_graph_times(..., autocast)``: both sides' captured steps (and their
+    warm-up) run the forward in autocast's dtype; the model's head sees bfloat16."""
+    from opbench.models.zoo import get_model
+
+    _fake_capture(monkeypatch)
+    spec = get_model("resnet")
+    base, batch = spec.build(), spec.inputs(torch.Generator().manual_seed(0))
+    seen: list[torch.dtype] = []
+    base.head.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    eager, backend = gt.model_graph_times(
+        spec, base, batch, "cpu", 1, contextlib.nullcontext, "bf16"
+    )
+    assert eager.error is None and backend.error is None, (eager, backend)
+    assert seen and set(seen) == {torch.bfloat16}
