@@ -30,8 +30,6 @@ from typing import Any
 
 import torch
 
-from opbench.report.means import geomean_of_timed
-
 __all__ = [
     "POLICY_FILE",
     "OpPolicy",
@@ -173,6 +171,14 @@ class ServePolicy:
         return cls.from_json(path.read_text(encoding="utf-8"))
 
 
+def _geomean_of_timed(xs: list[float]) -> float | None:
+    """:func:`opbench.report.means.geomean_of_timed`, kept here: this module is copied
+    into packaged backends (``opbench package``), whose runtime may import only
+    ``opbench.spec`` and ``opbench.backends`` (``packaging.RUNTIME_MODULES``)."""
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
 def policy_from_run(
     run_dir: str | Path, *, measure: str = "host", min_speedup: float = 1.0
 ) -> ServePolicy:
@@ -230,12 +236,12 @@ def _verdicts(
     )
     for op in sorted({r[0].removeprefix("aten.") for r in rows}):
         by_class = speedups.get(op, {})
-        overall = geomean_of_timed([x for xs in by_class.values() for x in xs])
+        overall = _geomean_of_timed([x for xs in by_class.values() for x in xs])
         ok = op not in failed and overall is not None
         default = bool(ok and overall is not None and overall > min_speedup)
         classes = {}
         for cls, xs in sorted(by_class.items(), key=lambda kv: str(kv[0])):
-            g = geomean_of_timed(xs)
+            g = _geomean_of_timed(xs)
             if cls is None or g is None:
                 continue
             classes[cls] = {"speedup": round(g, 4), "tests": len(xs), "serve": g > min_speedup}
