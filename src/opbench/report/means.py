@@ -1,6 +1,7 @@
-"""Geometric means of speedups: the one definition the reports, the judge's self-test,
-the serve policy and the benchmark scripts share (each script had kept its own, and they
-differed in what they did with a zero, a missing timing or an infinity).
+"""Geometric means of speedups: the one definition the reports, the judge's self-test and
+the benchmark scripts share (each script had kept its own, and they differed in what they
+did with a zero, a missing timing or an infinity). The serve policy keeps a copy of
+:func:`geomean_of_timed`: it is packaged into backends that run without opbench.
 
 Two, because a speedup list means one of two things:
 
