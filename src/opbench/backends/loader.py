@@ -59,6 +59,10 @@ def load_backend(
                 "the reference Triton backend (opbench.kernels) holds no kernels in this install"
             )
         spec = str(path)
+    if str(device).startswith("cpu"):  # bfloat16 stores rounded under the interpreter as on a GPU
+        from opbench.instrument.interpreter_rounding import install_if_interpreting
+
+        install_if_interpreting()
     path = Path(spec).expanduser()
     if path.is_dir():
         from opbench.backends.directory import DirectoryBackend

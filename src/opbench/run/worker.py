@@ -39,6 +39,7 @@ WORKER_MODULES = (
     "opbench.backends.loader",
     "opbench.instrument.candidate",
     "opbench.instrument.integrity",
+    "opbench.instrument.interpreter_rounding",
     "opbench.instrument.native_calls",
     "opbench.instrument.neighbours",
     "opbench.instrument.observer",
@@ -111,6 +112,9 @@ def main() -> int:
     from opbench.instrument.tensors import bind_device
 
     bind_device(device)
+    from opbench.instrument.interpreter_rounding import install_if_interpreting
+
+    install_if_interpreting()  # bfloat16 stores rounded as on a GPU, before candidate code
     if not (device == "cpu" and WARMED_BY_TEMPLATE):
         warm_up(device)  # a fork of the template (opbench.run.forkserver) is warm on CPU
     protocol.write_plain(
@@ -366,6 +370,10 @@ def preload() -> None:
     for name in WORKER_MODULES:
         importlib.import_module(name)
     import torch
+
+    from opbench.instrument.interpreter_rounding import install_if_interpreting
+
+    install_if_interpreting()
 
     from opbench.run import protocol
 
