@@ -42,6 +42,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from kernel_times import kernel_times_us  # noqa: E402
+
 from opbench.report.means import geomean  # noqa: E402
 
 OPS = ("convolution.default", "convolution_backward.default")
@@ -245,27 +247,10 @@ def _kernel_times(fn: Any, calls: int = 20) -> dict[str, float]:
     """Mean device microseconds a call of each kernel ``fn`` launches (torch.profiler);
     empty where the profiler fails (the row keeps its ``do_bench`` times)."""
     try:
-        return _profiled(fn, calls)
+        return {k: round(v, 1) for k, v in kernel_times_us(fn, calls).items()}
     except Exception as e:  # noqa: BLE001 - a probe's extra column, never the row
         print(f"profiler failed: {type(e).__name__}: {e}", flush=True)
         return {}
-
-
-def _profiled(fn: Any, calls: int) -> dict[str, float]:
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    times: dict[str, float] = defaultdict(float)
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            times[e.name[:60]] += e.device_time / calls
-    return {k: round(v, 1) for k, v in sorted(times.items(), key=lambda kv: -kv[1])}
 
 
 @contextlib.contextmanager

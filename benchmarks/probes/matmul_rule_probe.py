@@ -27,22 +27,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
+from kernel_times import kernel_times_us  # noqa: E402
 
 
 def kernel_us(fn) -> list:
     """[name, device µs per call] of the kernels 20 calls launch (torch.profiler)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(20):
-            fn()
-        torch.cuda.synchronize()
-    total: dict = {}
-    for ev in prof.events():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
-            total[ev.name[:60]] = total.get(ev.name[:60], 0.0) + ev.device_time / 20
-    return [[n, round(v, 2)] for n, v in total.items()]
+    return [[n, round(v, 2)] for n, v in kernel_times_us(fn, 20, warmup=0).items()]
 
 
 def main() -> int:

@@ -38,8 +38,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
+sys.path.insert(0, str(REPO / "benchmarks" / "common"))
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+from kernel_times import kernel_times_us  # noqa: E402
 
 from opbench.kernels._lib.device_math import libdevice  # noqa: E402
 
@@ -175,19 +177,7 @@ def _edges_agree(got: Any, want: Any) -> str:
 
 def kernel_us(fn: Callable[[], Any], calls: int = 200) -> float:
     """Mean GPU duration of one call's kernels (CUPTI), in µs."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    total = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total > 0
-                and not e.key.startswith(("cudaDeviceSynchronize", "Activity Buffer")))  # fmt: skip
-    return total / calls
+    return sum(kernel_times_us(fn, calls, warmup=10).values())
 
 
 def _time(fn: Callable[[], Any], gems: Any) -> dict[str, float]:

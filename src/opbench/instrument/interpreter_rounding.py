@@ -14,9 +14,9 @@ nearest even, bit for bit as ``torch.Tensor.to(torch.bfloat16)``; every other ca
 through Triton's own. Only the interpreter changes: compiled kernels never call it.
 
 The harness installs it wherever it runs kernels under the interpreter
-(:func:`install_if_interpreting`): in a CPU worker before any candidate code (and in the
-fork server's template), when a backend is loaded on the CPU in-process (``check-model``,
-``opbench.enable``), and in ``tests/kernels``. Not from a kernel directory: the judge's
+(:func:`install_if_interpreting`): in every CPU worker before any candidate code (forked
+from the template or not: ``worker.main``), when a backend is loaded on the CPU in-process
+(``check-model``, ``opbench.enable``), and in ``tests/kernels``. Not from a kernel directory: the judge's
 static scan rightly calls a kernel that patches a module tampering, the reference
 backend's included. Every backend judged on the CPU gets the same rounding. Where
 Triton's interpreter has no such method (another version), nothing is patched and the

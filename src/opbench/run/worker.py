@@ -371,10 +371,6 @@ def preload() -> None:
         importlib.import_module(name)
     import torch
 
-    from opbench.instrument.interpreter_rounding import install_if_interpreting
-
-    install_if_interpreting()
-
     from opbench.run import protocol
 
     protocol.write_plain(io.BytesIO(), {"type": "preload", "tensor": torch.zeros(1)})
