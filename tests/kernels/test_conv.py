@@ -156,9 +156,14 @@ def test_bias_gradient_alone_is_declined_on_the_cpu() -> None:
 @pytest.mark.slow  # over 1.5 s on 2 cores (2026-11-28, --durations)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool) -> None:
+@pytest.mark.parametrize("flat", [True, False], ids=["flat-taps", "tap-a-program"])
+def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last: bool,
+                                              flat: bool, monkeypatch) -> None:  # fmt: skip
     """Few weights over many positions (a network's stem): the positions are split across
-    programs and their fp32 partials summed by a second kernel, in the weight's layout."""
+    programs and their fp32 partials summed by a second kernel, in the weight's layout,
+    with either column layout of the kernel."""
+    if not flat:
+        monkeypatch.setattr(conv_backward, "WGRAD_FLAT_MAX_CHANNELS", 0)
     x, w = _r((2, 3, 48, 48), dtype, 1), _r((4, 3, 3, 3), dtype, 2)
     if channels_last:
         x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
@@ -170,6 +175,27 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     got = conv_backward.convolution_backward(*args)
     assert got[1].stride() == aten.convolution_backward(*args)[1].stride()
     assert_matches(got, aten.convolution_backward, *args)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("flat", [True, False], ids=["flat-taps", "tap-a-program"])
+@pytest.mark.parametrize("case", ["1d_strided_dilated", "2d_asymmetric", "2d_groups", "3d",
+                                  "2d_transposed_groups", "3d_transposed"])  # fmt: skip
+def test_weight_gradient_columns(case: str, flat: bool, dtype: torch.dtype,
+                                 monkeypatch) -> None:  # fmt: skip
+    """The weight gradient kernel's two column layouts against eager: (channel, kernel
+    position) pairs (``FLAT_TAPS``, which groups of few channels of ``b`` take: an RGB
+    stem's 3) and one kernel position a program (the floor at 0 forces it), over
+    strides, dilation, groups, 1-3-D and transposed convolutions."""
+    if not flat:
+        monkeypatch.setattr(conv_backward, "WGRAD_FLAT_MAX_CHANNELS", 0)
+    launched: list[bool] = []
+    real = conv_backward._wgrad
+    monkeypatch.setattr(conv_backward, "_wgrad",
+                        lambda *a, **k: (launched.append(k["FLAT_TAPS"]), real(*a, **k))[1])  # fmt: skip
+    args = _backward_args(case, dtype, [False, True, False])
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert launched == [flat]
 
 
 @pytest.mark.parametrize("ruled", [False, True], ids=["tables", "ruled"])

@@ -137,8 +137,9 @@ def test_input_gradient_of_a_unit_stride_convolution(case: str, monkeypatch) -> 
 
 @pytest.mark.parametrize("phased", [False, True])
 def test_strided_transposed_convolutions_are_phased_only_when_asked(phased, monkeypatch):
-    """Off (the default until timed) the general kernel serves them; on, a phase of the
-    output a program (grid axis 2: 4 phases of stride 2 x 2). Dilated ones stay general."""
+    """On (the default since timed) a phase of the output a program (grid axis 2: 4
+    phases of stride 2 x 2); off, the general kernel serves them. Dilated ones stay
+    general."""
     grids = _served(monkeypatch)
     monkeypatch.setattr(conv_nhwc, "NHWC_STRIDED_TRANSPOSED", phased)
     x, w = _r((1, 32, 4, 4), torch.float32, 7), _r((32, 16, 3, 3), torch.float32, 8)
@@ -158,6 +159,24 @@ def test_the_input_gradient_of_a_strided_convolution_is_phased(monkeypatch):
             [0, 0], 1, [True, False, False]]  # fmt: skip
     assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert grids and grids[0][2] == 4
+
+
+def test_few_channels_a_group_of_a_strided_input_gradient_are_phased(monkeypatch) -> None:
+    """Under the shipped floors a strided convolution's input gradient of 8 channels a
+    group (a held-out ResNeXt row's shape, scaled down) is phased here: the flattened-
+    reduction kernel declines strided transposed convolutions, and the general kernel ran
+    that row at 0.08x eager (H200). At ``NHWC_MIN_CIN_PHASED`` above it, it is not."""
+    grids = _launch_grids(monkeypatch, conv_nhwc, "_nhwc")
+    x, w = _r((2, 16, 8, 8), torch.float32, 33), _r((16, 8, 3, 3), torch.float32, 34)
+    y = aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 2)
+    args = [_r(tuple(y.shape), torch.float32, 35), x, w, None, [2, 2], [1, 1], [1, 1], False,
+            [0, 0], 2, [True, False, False]]  # fmt: skip
+    assert conv_nhwc.NHWC_MIN_CIN > 8
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert [g[2] for g in grids] == [4]
+    monkeypatch.setattr(conv_nhwc, "NHWC_MIN_CIN_PHASED", 9)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert len(grids) == 1
 
 
 def test_few_channels_stay_on_the_small_reduction_kernel(monkeypatch) -> None:

@@ -137,10 +137,9 @@ def test_smallk_declines() -> None:
 def test_fill_rows_cuts_tiles_until_the_grid_fills_the_gpu(monkeypatch) -> None:
     """A convolution's tile rows halve, to ``MIN_BLOCK_M`` at least, while its grid leaves
     multiprocessors idle; one that fills them, or a tile already under the floor, keeps
-    its tile. Off as shipped (the floor at the tiles' 128): the rule at a floor of 32."""
-    assert conv.fill_rows(2 * 16 * 16, 1, conv.SMALLK_BLOCK_M, 132) == conv.SMALLK_BLOCK_M
-    monkeypatch.setattr(conv, "MIN_BLOCK_M", 32)
-    floor = 32
+    its tile. A floor at the tiles' own 128 turns the rule off."""
+    floor = conv.MIN_BLOCK_M
+    assert 16 <= floor < conv.SMALLK_BLOCK_M
     assert conv.fill_rows(32 * 56 * 56, 1, 128, 132) == 128  # 784 programs
     assert conv.fill_rows(2 * 16 * 16, 1, 128, 132) == floor  # ResNet's stem: 4 programs
     assert conv.fill_rows(4096, 4, 128, 132) == 64  # 32 x 4 programs < 132 <= 64 x 4
@@ -153,3 +152,5 @@ def test_fill_rows_cuts_tiles_until_the_grid_fills_the_gpu(monkeypatch) -> None:
     assert conv._blocks(512, 16, 8, False, 1, 132)[0] == conv.CONV_BLOCK_M_CL
     assert conv._smallk_blocks(512, 16, 72, 1, 132)[0] == floor
     assert conv._smallk_blocks(32 * 56 * 56, 16, 72, 1, 132)[0] == conv.SMALLK_BLOCK_M
+    monkeypatch.setattr(conv, "MIN_BLOCK_M", 128)
+    assert conv._smallk_blocks(512, 16, 72, 1, 132)[0] == conv.SMALLK_BLOCK_M

@@ -120,14 +120,16 @@ CONV_STAGES = 1
 #: step's gathers issued before this step's products; untimed (``conv_probe.py``).
 SMALLK_MAX_K = 1024
 #: The fewest rows :func:`fill_rows` cuts the forward kernels' tiles to (``tl.dot`` takes
-#: 16); at the tiles' own 128 the rule is off. Off as shipped: on the tiny ResNet of
-#: ``check-model`` 32 took its flattened convolutions from 59.4 to 35.8 µs of kernel a
-#: step (H200, CUPTI), but the trace rows it changes (three held-out input gradients,
-#: none of the tuning half's) read slower under ``conv_heldout.py``'s ``do_bench`` (0.31-0.43x
-#: eager against 0.43-0.46), whose rows the rule leaves alone moved as much between its
-#: two timings (``conv-heldout-fill-rows-h200-2026-11-30.md``). To be judged by device
-#: time: ``conv_heldout.py --variant rule=conv.MIN_BLOCK_M=32`` (``--profile`` on).
-MIN_BLOCK_M = 128
+#: 16; at the tiles' own 128 the rule is off). Found on the tiny ResNet of ``check-model``
+#: (32 took its flattened convolutions from 59.4 to 35.8 µs of kernel a step; H200,
+#: CUPTI), judged on the trace rows it changes: three held-out input gradients, none of
+#: the tuning half's rows (their grids fill the GPU). Device time (H200, 2026-12-01,
+#: ``conv-heldout-min-block-m-h200-2026-12-01.md``): those three 1.219x faster than at
+#: 128 (held-out backward on its paths 0.498x -> 0.578x eager), the 14 rows it left alone
+#: 0.999-1.002x (the noise floor). An earlier ``do_bench`` reading (0.31-0.43x against
+#: 0.43-0.46, ``conv-heldout-fill-rows-h200-2026-11-30.md``) moved unchanged rows by
+#: 20-75%: host gaps, not the kernels.
+MIN_BLOCK_M = 32
 SMALLK_BLOCK_M = 128
 SMALLK_BLOCK_N_MAX = 64
 SMALLK_BLOCK_K = 16

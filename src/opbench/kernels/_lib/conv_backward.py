@@ -59,6 +59,12 @@ WGRAD_WARPS = 4
 WGRAD_BLOCK_K_NARROW = 256
 WGRAD_NARROW_ROWS = 8
 WGRAD_STAGES = 1
+#: Groups of fewer channels of ``b`` than this take the kernel's ``FLAT_TAPS`` columns,
+#: (channel, kernel position) pairs: a tile of one kernel position pads its channels to
+#: ``tl.dot``'s 16 and every kernel position re-reads ``a``. An RGB stem's 7x7 stride-2
+#: weight gradient (``[128, 3, 224, 224]``, 64 channels, tuning half) took 55 ms of
+#: kernel on an H200 that way, eager 0.68 (``conv-heldout-strided-bwd-h200-2026-12-01``).
+WGRAD_FLAT_MAX_CHANNELS = 16
 
 
 def _wgrad_blocks(r_g: int, columns: int, ieee: bool = False) -> tuple[int, int, int]:
@@ -125,16 +131,19 @@ def _weight_grad(
                         [dd, dh, dw_], spatial == 3, fits_i32):  # fmt: skip
         return dw
     kvol = KD * KH * KW
-    bm, bn, bk = _wgrad_blocks(R_G, C_G, a.dtype == torch.float32)
+    flat = C_G < WGRAD_FLAT_MAX_CHANNELS and kvol > 1
+    cols = C_G * kvol if flat else C_G  # a program's kernel positions: all, or one
+    bm, bn, bk = _wgrad_blocks(R_G, cols, a.dtype == torch.float32)
     # The weights are few and the positions summed over many (a ResNet stem: 32 x 27
     # weights over 800K positions): the positions are split across programs as matmul's
     # split-K, fp32 partials summed in a fixed order by the second kernel.
-    tiles = cdiv(R_G, bm) * cdiv(C_G, bn) * groups * kvol
+    programs = groups * (1 if flat else kvol)
+    tiles = cdiv(R_G, bm) * cdiv(cols, bn) * programs
     p_iters = cdiv(P, bk)
     splits, p_per_q = split_plan(tiles, p_iters, dw.device)
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
     target = split_target(dw, splits)
-    grid = (cdiv(R_G, bm), cdiv(C_G, bn), groups * kvol * splits)
+    grid = (cdiv(R_G, bm), cdiv(cols, bn), programs * splits)
     _wgrad(
         grid,
         (a5, b5, target, P, R_G, C_G, splits, p_per_q, dw.numel() if splits > 1 else 0,
@@ -142,9 +151,11 @@ def _weight_grad(
          *a5.stride(), *b5.stride(), *w5.stride()),
         KD=KD, KH=KH, KW=KW, SD=sd, SH=sh, SW=sw, HAS_D=spatial == 3,
         IEEE=a.dtype == torch.float32, TO_F32=_TO_F32,
-        BIG=not _fits_i32(a5, b5, target, counts=(P + (p_per_q + 1) * bk, C_G + bn)),
+        BIG=not _fits_i32(a5, b5, target, counts=(P + (p_per_q + 1) * bk, cols + bn)),
         B_POS_MAJOR=b5.stride(1) != 1,
+        VEC_A=_run_of_positions(QW, bk, a5.stride(4) == 1),
         VEC_P=_run_of_positions(QW, bk, a5.stride(4) == 1, b5.stride(4) == 1, sw == 1),
+        FLAT_TAPS=flat,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=WGRAD_WARPS, num_stages=WGRAD_STAGES,
     )  # fmt: skip
     sum_split_target(target, dw)

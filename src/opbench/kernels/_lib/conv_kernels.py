@@ -218,7 +218,8 @@ def _wgrad_kernel(
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     HAS_D: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr, BIG: tl.constexpr,
-    B_POS_MAJOR: tl.constexpr, VEC_P: tl.constexpr,
+    B_POS_MAJOR: tl.constexpr, VEC_A: tl.constexpr, VEC_P: tl.constexpr,
+    FLAT_TAPS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """dw[g*R_G + r, c, k] = sum over batch and positions q of A[n, g*R_G + r, q] *
@@ -231,7 +232,13 @@ def _wgrad_kernel(
     are tested once per step and a tile element costs one add and one AND. Where B's
     positions are contiguous (NCHW) its tile is loaded ``[channels, positions]`` and
     multiplied transposed (the K-major operand tl.dot takes as it is). The positions'
-    fp32 partials are summed in a fixed order by the caller."""
+    fp32 partials are summed in a fixed order by the caller.
+
+    ``FLAT_TAPS``: the columns are (channel, kernel position) pairs instead, and grid axis
+    2 runs over group and split alone: for a group of few channels of B (an RGB stem's
+    3), whose per-position tiles pad 3 channels to ``tl.dot``'s 16 and read A once per
+    kernel position (49 times for a 7x7 stem). Each B element then has its own bounds
+    test, and its tile is loaded ``[positions, columns]``."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     gks = tl.program_id(2)
@@ -244,20 +251,26 @@ def _wgrad_kernel(
     splits = _idx(splits, BIG)
     split = gks % splits
     t = gks // splits
-    kpos = t % (KD * KH * KW)
-    g = t // (KD * KH * KW)
-    kd, kh, kw = _kpos(kpos, KH, KW)
-    p_lo = split * _idx(p_per_q, BIG) * BLOCK_K
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows: channels r of A's group
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns: channels c of B's group
+    if FLAT_TAPS:  # columns: (channel, kernel position) pairs, the kernel position inner
+        g = t
+        kd, kh, kw = _kpos(rn % (KD * KH * KW), KH, KW)
+        cc = rn // (KD * KH * KW)
+        n_ok = rn < C_G * (KD * KH * KW)
+    else:
+        g = t // (KD * KH * KW)
+        kd, kh, kw = _kpos(t % (KD * KH * KW), KH, KW)
+        cc = rn
+        n_ok = rn < C_G
+    p_lo = split * _idx(p_per_q, BIG) * BLOCK_K
     rk = tl.arange(0, BLOCK_K)
     m_ok = rm < R_G
-    n_ok = rn < C_G
     ed = kd * _idx(dd, BIG) - _idx(pd, BIG)
     eh = kh * _idx(dh, BIG) - _idx(ph, BIG)
     ew = kw * _idx(dw, BIG) - _idx(pw, BIG)
     a_chan = (g * R_G + rm) * as1
-    b_chan = (g * C_G + rn) * bs1 + eh * bs3 + ew * bs4
+    b_chan = (g * C_G + cc) * bs1 + eh * bs3 + ew * bs4
     if HAS_D:
         b_chan += ed * bs2
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
@@ -269,32 +282,45 @@ def _wgrad_kernel(
         a_pos = nb * as0 + qh * as3 + qw * as4
         if HAS_D:
             a_pos += qd * as2
-        # A's and B's positions are neighbours in runs of VEC_P (the caller's proof: unit
-        # column strides, VEC_P divides the width): Triton 3.6 otherwise breaks the
-        # contiguity tie by the first dim and puts the threads along the channels
-        # (every warp load 32 channel planes apart; sm_90 32x32x64: 1,451 instructions a
-        # step for 32 loaded elements)
-        a_pos = tl.max_contiguous(a_pos, VEC_P)
+        # A's positions are neighbours in runs of VEC_A, B's in runs of VEC_P (the
+        # caller's proof: unit column strides, the run divides the width; B's need a unit
+        # convolution stride too): Triton 3.6 otherwise breaks the contiguity tie by the
+        # first dim and puts the threads along the channels (every warp load 32 channel
+        # planes apart; sm_90 32x32x64: 1,451 instructions a step for 32 loaded
+        # elements). One hint for both left every strided convolution's A uncoalesced
+        # (a 7x7 stride-2 stem's weight gradient: 55 ms on an H200, eager 0.68)
+        a_pos = tl.max_contiguous(a_pos, VEC_A)
         a = tl.load(a_ptr + a_chan[:, None] + a_pos[None, :],
                     mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
-        ih = qh * SH + eh
-        iw = qw * SW + ew
-        ok = p_ok & (ih >= 0) & (ih < PH) & (iw >= 0) & (iw < PW)
         b_pos = nb * bs0 + (qh * SH) * bs3 + (qw * SW) * bs4
         if HAS_D:
-            i_d = qd * SD + ed
-            ok = ok & (i_d >= 0) & (i_d < PD)
             b_pos += (qd * SD) * bs2
         b_pos = tl.max_contiguous(b_pos, VEC_P)
-        if B_POS_MAJOR:  # NCHW: [channels, positions], neighbouring threads on positions
-            bt = tl.load(b_ptr + b_chan[:, None] + b_pos[None, :],
-                         mask=n_ok[:, None] & ok[None, :], other=0.0)  # fmt: skip
-            acc, comp = dot_acc(a, tl.trans(bt), acc, comp, IEEE, TO_F32)
-        else:
-            b = tl.load(b_ptr + b_pos[:, None] + b_chan[None, :],
-                        mask=ok[:, None] & n_ok[None, :], other=0.0)  # fmt: skip
+        if FLAT_TAPS:  # [positions, columns], each element's own bounds
+            ih = (qh * SH)[:, None] + eh[None, :]
+            iw = (qw * SW)[:, None] + ew[None, :]
+            ok2 = p_ok[:, None] & n_ok[None, :] & (ih >= 0) & (ih < PH) & (iw >= 0) & (iw < PW)
+            if HAS_D:
+                i_d = (qd * SD)[:, None] + ed[None, :]
+                ok2 = ok2 & (i_d >= 0) & (i_d < PD)
+            b = tl.load(b_ptr + b_pos[:, None] + b_chan[None, :], mask=ok2, other=0.0)
             acc, comp = dot_acc(a, b, acc, comp, IEEE, TO_F32)
-    offs = ((g * R_G + rm) * ws0)[:, None] + (rn * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
+        else:
+            ih = qh * SH + eh
+            iw = qw * SW + ew
+            ok = p_ok & (ih >= 0) & (ih < PH) & (iw >= 0) & (iw < PW)
+            if HAS_D:
+                i_d = qd * SD + ed
+                ok = ok & (i_d >= 0) & (i_d < PD)
+            if B_POS_MAJOR:  # NCHW: [channels, positions], neighbouring threads on positions
+                bt = tl.load(b_ptr + b_chan[:, None] + b_pos[None, :],
+                             mask=n_ok[:, None] & ok[None, :], other=0.0)  # fmt: skip
+                acc, comp = dot_acc(a, tl.trans(bt), acc, comp, IEEE, TO_F32)
+            else:
+                b = tl.load(b_ptr + b_pos[:, None] + b_chan[None, :],
+                            mask=ok[:, None] & n_ok[None, :], other=0.0)  # fmt: skip
+                acc, comp = dot_acc(a, b, acc, comp, IEEE, TO_F32)
+    offs = ((g * R_G + rm) * ws0)[:, None] + (cc * ws1 + kd * ws2 + kh * ws3 + kw * ws4)[None, :]
     # split partials (fp32) go to a workspace [splits, *dw], s_split apart
     tl.store(dw_ptr + split * _idx(s_split, BIG) + offs, acc.to(dw_ptr.dtype.element_ty),
              mask=m_ok[:, None] & n_ok[None, :])  # fmt: skip

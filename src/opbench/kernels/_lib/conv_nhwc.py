@@ -24,8 +24,8 @@ is the forward convolution of the flipped, transposed weight with padding
 ``dilation * (k - 1) - padding``; packing the weight does the flip and transposition
 for free. A strided one (unit dilation) splits its output into phases (``o mod stride``
 in each dim): the rows of one phase read the same taps, so a program of one phase runs
-a dense product over just those (``PHASED``; off until timed,
-``NHWC_STRIDED_TRANSPOSED``); otherwise it stays on ``conv_kernels``.
+a dense product over just those (``PHASED``, ``NHWC_STRIDED_TRANSPOSED``: on since
+timed, 2.5x on the rows it serves); a dilated one stays on ``conv_kernels``.
 
 Measured (H100, 2026-11-28, ``conv-heldout-nhwc-h100-2026-11-28.md``, device time): the
 rows it serves at 0.646x eager on the held-out half of the traces and 0.844x on the tuning
@@ -77,14 +77,20 @@ NHWC_BLOCK_K = 64
 NHWC_WARPS = 8
 NHWC_STAGES = 3
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
-#: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program.
-#: Off: the general kernel serves them (it took 285 us of ``[32, 320, 14, 14]``'s 2x2
-#: stride-2 backward on the H100, eager's whole backward 50). Timed on an H200 on the 20
-#: most used backward rows of each half (``conv-heldout-bwd-variants-h200-2026-11-28.md``,
-#: ``[phased]``): no row of either half reached it (no strided dense convolution of >= 48
-#: channels among them), so it changed nothing and stays off, compiled and tested, until a
-#: row it serves is timed.
-NHWC_STRIDED_TRANSPOSED = False
+#: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
+#: off, the general kernel (``conv_kernels``) serves them, every tap of every output
+#: position tried and masked. Judged on device time on an H200 (2026-12-01,
+#: ``conv-heldout-strided-bwd-h200-2026-12-01.md``: the 25 most used strided backward
+#: rows of each half, ``--variant phased=...``): the 11 rows of each half it changes ran
+#: 2.48x (held out) and 2.74x (tuning) faster, the 14 it left alone 0.997-1.000x; the
+#: held-out rows' backward 0.347x -> 0.517x eager. ``[32, 320, 7, 7]``'s 2x2 stride-2
+#: input gradient: 284 -> ~100 us of kernel (cuDNN's whole backward: 38).
+NHWC_STRIDED_TRANSPOSED = True
+#: Fewest channels a group a phased convolution needs here. Not :data:`NHWC_MIN_CIN`:
+#: that floor hands few channels to ``conv_smallk``, which declines strided transposed
+#: convolutions, so below it they fell to the general kernel (the held-out ``[128, 64,
+#: 28, 28]`` groups-of-8 stride-2 input gradient: 1,092 us, eager's whole backward 291).
+NHWC_MIN_CIN_PHASED = 1
 
 
 @jit_unspecialized
@@ -483,14 +489,17 @@ def nhwc_convolution(
     dilation: list[int], transposed: bool, has_d: bool, i32_limit: int,
 ) -> bool:  # fmt: skip
     """The convolution of 5-D views ``x5 * w5 -> y5`` through this module's kernel, or
-    False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group,
-    or a strided transposed convolution unless ``NHWC_STRIDED_TRANSPOSED`` (and of unit
-    dilation). ``i32_limit``: offsets from it on need 64-bit
+    False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group
+    (``NHWC_MIN_CIN_PHASED`` for a strided transposed convolution, which it serves while
+    ``NHWC_STRIDED_TRANSPOSED`` and of unit dilation). ``i32_limit``: offsets from it on need 64-bit
     indexing (``conv._I32_LIMIT``)."""
     phased = transposed and any(s != 1 for s in stride)
-    if cin_g < NHWC_MIN_CIN or (
-        phased and (not NHWC_STRIDED_TRANSPOSED or any(d != 1 for d in dilation))
-    ):
+    if phased:
+        if cin_g < NHWC_MIN_CIN_PHASED or not NHWC_STRIDED_TRANSPOSED or any(
+            d != 1 for d in dilation
+        ):
+            return False
+    elif cin_g < NHWC_MIN_CIN:
         return False
     bn, splits, grid, ints, consts = _gemm_plan(
         tuple(x5.shape), x5.stride(), tuple(w5.shape), tuple(y5.shape), y5.stride(), cin_g,
