@@ -495,8 +495,10 @@ def nhwc_convolution(
     indexing (``conv._I32_LIMIT``)."""
     phased = transposed and any(s != 1 for s in stride)
     if phased:
-        if cin_g < NHWC_MIN_CIN_PHASED or not NHWC_STRIDED_TRANSPOSED or any(
-            d != 1 for d in dilation
+        if (
+            cin_g < NHWC_MIN_CIN_PHASED
+            or not NHWC_STRIDED_TRANSPOSED
+            or any(d != 1 for d in dilation)
         ):
             return False
     elif cin_g < NHWC_MIN_CIN:
