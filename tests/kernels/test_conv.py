@@ -162,7 +162,9 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     """Few weights over many positions (a network's stem): the positions are split across
     programs and their fp32 partials summed by a second kernel, in the weight's layout,
     with either column layout of the kernel."""
-    if not flat:
+    if flat:
+        monkeypatch.setattr(conv_backward, "sm_count", lambda device: 1)
+    else:
         monkeypatch.setattr(conv_backward, "WGRAD_FLAT_MAX_CHANNELS", 0)
     x, w = _r((2, 3, 48, 48), dtype, 1), _r((4, 3, 3, 3), dtype, 2)
     if channels_last:
@@ -187,7 +189,9 @@ def test_weight_gradient_columns(case: str, flat: bool, dtype: torch.dtype,
     position) pairs (``FLAT_TAPS``, which groups of few channels of ``b`` take: an RGB
     stem's 3) and one kernel position a program (the floor at 0 forces it), over
     strides, dilation, groups, 1-3-D and transposed convolutions."""
-    if not flat:
+    if flat:  # every flat grid "fills" a GPU of one multiprocessor
+        monkeypatch.setattr(conv_backward, "sm_count", lambda device: 1)
+    else:
         monkeypatch.setattr(conv_backward, "WGRAD_FLAT_MAX_CHANNELS", 0)
     launched: list[bool] = []
     real = conv_backward._wgrad
@@ -196,6 +200,29 @@ def test_weight_gradient_columns(case: str, flat: bool, dtype: torch.dtype,
     args = _backward_args(case, dtype, [False, True, False])
     assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert launched == [flat]
+
+
+def test_weight_gradient_takes_flat_columns_where_their_grid_fills_the_gpu(monkeypatch) -> None:
+    """Few channels of ``b`` a group: flat (channel, kernel position) columns where their
+    grid fills the GPU (an RGB stem's 802,816 positions) or launches as many programs as
+    a kernel position a program would; a tiny problem (the zoo ResNet's 512 positions),
+    whose flat grid is 3 programs against 9, keeps a kernel position a program; 16
+    channels or a 1x1 kernel never go flat."""
+    monkeypatch.setattr(conv_backward, "_INTERPRETING", False)
+    from opbench.kernels._lib import matmul
+
+    gpu = torch.device("cpu")  # with an H100's 132 multiprocessors
+    monkeypatch.setattr(conv_backward, "sm_count", lambda device: 132)
+    monkeypatch.setattr(matmul, "sm_count", lambda device: 132)
+    layout = conv_backward._wgrad_layout
+    stem = layout(128 * 112 * 112, 64, 3, 49, 1, False, gpu)
+    assert stem[0] and stem[1] == 147 and stem[5] == 1 and stem[6] > 1
+    tiny = layout(2 * 16 * 16, 16, 16, 9, 1, True, gpu)
+    assert not tiny[0]
+    tiny = layout(2 * 16 * 16, 16, 12, 9, 1, True, gpu)
+    assert not tiny[0] and tiny[5] == 9
+    assert not layout(128 * 56 * 56, 64, 8, 1, 8, False, gpu)[0]
+    assert layout(128 * 28 * 28, 64, 8, 9, 8, False, gpu)[0]
 
 
 @pytest.mark.parametrize("ruled", [False, True], ids=["tables", "ruled"])
