@@ -203,11 +203,11 @@ def test_weight_gradient_columns(case: str, flat: bool, dtype: torch.dtype,
 
 
 def test_weight_gradient_takes_flat_columns_where_their_grid_fills_the_gpu(monkeypatch) -> None:
-    """Few channels of ``b`` a group: flat (channel, kernel position) columns where their
-    grid fills the GPU (an RGB stem's 802,816 positions) or launches as many programs as
-    a kernel position a program would; a tiny problem (the zoo ResNet's 512 positions),
-    whose flat grid is 3 programs against 9, keeps a kernel position a program; 16
-    channels or a 1x1 kernel never go flat."""
+    """Few channels of ``b`` a group: flat (channel, kernel position) columns where the
+    positions are split across programs (an RGB stem's 802,816) or the grid fills the GPU
+    or launches as many programs as a kernel position a program would; a tiny problem
+    (the zoo ResNet's 512 positions), whose flat grid is 1-3 programs against 9, keeps a
+    kernel position a program; 16 channels or a 1x1 kernel never go flat."""
     monkeypatch.setattr(conv_backward, "_INTERPRETING", False)
     from opbench.kernels._lib import matmul
 
@@ -217,6 +217,12 @@ def test_weight_gradient_takes_flat_columns_where_their_grid_fills_the_gpu(monke
     layout = conv_backward._wgrad_layout
     stem = layout(128 * 112 * 112, 64, 3, 49, 1, False, gpu)
     assert stem[0] and stem[1] == 147 and stem[5] == 1 and stem[6] > 1
+    # a 3x3 stem: one flat tile, split 128 ways (the splits' cap), under the GPU's 132
+    assert layout(128 * 112 * 112, 32, 3, 9, 1, False, gpu)[0]
+    # a ViT's 16x16 patches: 768 columns in 12 tiles x 12 row tiles, no split needed
+    vit = layout(64 * 14 * 14, 768, 3, 256, 1, False, gpu)
+    assert vit[0] and vit[6] == 1
+    assert layout(64 * 14 * 14, 384, 3, 256, 1, False, gpu)[0]  # 72 programs, long
     tiny = layout(2 * 16 * 16, 16, 16, 9, 1, True, gpu)
     assert not tiny[0]
     tiny = layout(2 * 16 * 16, 16, 12, 9, 1, True, gpu)

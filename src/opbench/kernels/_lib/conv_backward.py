@@ -160,12 +160,18 @@ def _wgrad_layout(
 ) -> tuple[bool, int, int, int, int, int, int, int]:
     """``(flat, columns, BLOCK_M, BLOCK_N, BLOCK_K, programs a split, splits, position
     blocks a split)`` of :func:`_weight_grad`'s kernel: ``FLAT_TAPS`` columns for groups
-    of fewer than ``WGRAD_FLAT_MAX_CHANNELS`` channels of ``b`` where their grid fills the
-    GPU or has as many programs as a kernel position a program would. The tiny float32
-    ResNet of ``check-model`` (512 positions, 3-16 channels) ran its 6 weight gradients
-    in 52.4 us of kernel a step over 3 flat programs each, 32.5 over a kernel position a
-    program (H200, CUPTI, 2026-12-01); an RGB stem's 264 flat programs (88 splits of
-    the positions) filled the GPU and ran 23x faster than 294 a kernel position."""
+    of fewer than ``WGRAD_FLAT_MAX_CHANNELS`` channels of ``b`` where the positions are
+    many enough for :func:`~opbench.kernels._lib.matmul.split_k` to split them (16
+    blocks), or their grid is as large as the GPU or as a kernel position a program's.
+
+    Measured on an H200 (2026-12-01, device time): the tiny float32 ResNet of
+    ``check-model`` (512 positions, 3-16 channels) ran its 6 weight gradients in 52.4 us
+    a step over 1-3 flat programs each, 32.5 over a kernel position a program (CUPTI);
+    RGB stems (3x3 and 7x7, 200K-1.6M positions) and a ViT's 16x16 patches ran 5-10x
+    faster flat (``conv-heldout-stem-wgrad-h200-2026-12-01.md``). A first rule, a flat
+    grid of the GPU's 132 programs, missed the 3x3 stems (128 programs: the splits'
+    cap; per tap 0.26-0.33x eager, flat 1.6-2.7x in the run before) and the 384-channel
+    patches (72 programs; per tap 0.061x): this one takes them, untimed since."""
 
     def plan(flat: bool) -> tuple[bool, int, int, int, int, int, int, int]:
         cols = C_G * kvol if flat else C_G  # a program's kernel positions: all, or one
@@ -186,7 +192,10 @@ def _wgrad_layout(
     def launched(p: tuple[bool, int, int, int, int, int, int, int]) -> int:
         return cdiv(R_G, p[2]) * cdiv(p[1], p[3]) * p[5] * p[6]
 
-    fills = launched(flat) >= min(sm_count(device), launched(per_tap))
+    # positions enough for split_k to split them (16 blocks), or a grid as large as the
+    # per-tap one's or the GPU
+    long = cdiv(P, flat[4]) >= 16
+    fills = long or launched(flat) >= min(sm_count(device), launched(per_tap))
     return flat if fills else per_tap
 
 
