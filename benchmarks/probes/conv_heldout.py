@@ -16,7 +16,8 @@ path. Nothing here is picked or written.
 Rows: ``convolution.default`` and ``convolution_backward.default`` of the traces, the
 tuning half through :func:`opbench.suites.trace_split.without_heldout` and the held-out
 half through ``select(..., "heldout")``, distinct argument lists weighted by their counts,
-the ``--limit`` most used of each half and operator.
+the ``--limit`` most used of each half and operator. ``--strided`` keeps the rows of a stride above 1
+(the judged run's two rows a op hold none), ``--match`` those whose argument text matches.
 
 Timing: ``triton.testing.do_bench`` (L2 cleared before each repetition, median) on CUDA;
 on the CPU (``TRITON_INTERPRET=1``, a correctness smoke test) nothing is timed.
@@ -66,13 +67,30 @@ PATHS = {
 }
 
 
+#: Where each operator's ``stride`` argument sits (forward: input, weight, bias, stride;
+#: backward: grad_output, input, weight, bias_sizes, stride).
+STRIDE_ARG = {"convolution.default": 3, "convolution_backward.default": 4}
+
+
+def strided(op: str, args: str) -> bool:
+    """Whether a row's convolution strides by more than 1 in some dimension: its input
+    gradient is a strided transposed convolution (the phased GEMM's rows), and its weight
+    gradient gathers the input at a stride. 177 tuning and 146 held-out backward rows are
+    strided, and the judged run's two most used rows a op hold none (2026-12-01)."""
+    from opbench.spec.args import parse_args
+
+    stride = parse_args(args).args[STRIDE_ARG[op]]
+    return isinstance(stride, (list, tuple)) and any(int(s) > 1 for s in stride)
+
+
 def rows(
-    traces: str, half: str, limit: int | None, ops: tuple[str, ...] = OPS, match: str | None = None
-) -> list[dict[str, Any]]:
+    traces: str, half: str, limit: int | None, ops: tuple[str, ...] = OPS, match: str | None = None,
+    only_strided: bool = False,
+) -> list[dict[str, Any]]:  # fmt: skip
     """The ``limit`` most used distinct convolution rows of ``half`` per operator of
     ``ops``, those whose argument text matches the regular expression ``match`` if given
     (``'T\\(\\[\\d+, 1, \\d+'``: a weight or input of one channel a group, the
-    depthwise rows)."""
+    depthwise rows), and with ``only_strided`` those of a stride above 1 (:func:`strided`)."""
     import re
 
     from opbench.suites.trace_files import load_traces
@@ -83,7 +101,8 @@ def rows(
     weights: dict[tuple[str, str], int] = defaultdict(int)
     for e in chosen:
         if e.op in ops and (match is None or re.search(match, e.args)):
-            weights[(e.op, e.args)] += max(e.count, 1)
+            if not only_strided or strided(e.op, e.args):
+                weights[(e.op, e.args)] += max(e.count, 1)
     out: list[dict[str, Any]] = []
     for op in ops:
         mine = sorted(((w, a) for (o, a), w in weights.items() if o == op), reverse=True)
@@ -390,6 +409,8 @@ def main() -> None:
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, of " + ", ".join(OPS))
     ap.add_argument("--match", default=None,
                     help="only rows whose argument text matches this regular expression")  # fmt: skip
+    ap.add_argument("--strided", action="store_true",
+                    help="only rows of a stride above 1 (the judged run's rows hold none)")  # fmt: skip
     ap.add_argument("--out", help="write OUT.json and OUT.md")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="a kernel module's constant for the whole run")  # fmt: skip
@@ -417,7 +438,7 @@ def main() -> None:
     import torch
 
     # the halves in turn, most used first: a run cut short keeps both halves alike
-    halves = [rows(ns.traces, half, ns.limit, ops, ns.match) for half in HALVES]
+    halves = [rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided) for half in HALVES]
     todo = [r for pair in itertools.zip_longest(*halves) for r in pair if r is not None]
     measured = []
     for i, r in enumerate(todo):

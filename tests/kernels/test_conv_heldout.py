@@ -65,6 +65,23 @@ def test_rows_of_some_ops_and_argument_texts(conv_heldout, tmp_path):
     assert conv_heldout.rows(traces, "heldout", None, match=r"T\(\[\d+, 1, \d+") == []
 
 
+def test_strided_rows_alone(conv_heldout, tmp_path):
+    """``--strided``: a stride above 1 in any dimension, read from the parsed arguments
+    (the stride sits after the bias in the forward, after the bias sizes in the backward)."""
+    traces = str(_traces(tmp_path))
+    assert [r["args"] for r in conv_heldout.rows(traces, "tuning", None, only_strided=True)] == [
+        SHARED
+    ]
+    assert conv_heldout.rows(traces, "heldout", None, only_strided=True) == []
+    bwd = "((T([2, 8, 3, 6], f16), T([2, 4, 6, 6], f16), T([8, 4, 2, 1], f16), {}, [{}], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]), {{}})"  # fmt: skip
+    assert conv_heldout.strided("convolution_backward.default", bwd.format("[8]", "2, 1"))
+    assert conv_heldout.strided("convolution_backward.default", bwd.format("None", "1, 2"))
+    assert not conv_heldout.strided("convolution_backward.default", bwd.format("[0]", "1, 1"))
+    fwd = "((T([2, 4, 6, 6], f16), T([8, 4, 3, 3], f16), T([8], f16), [1, 3], [1, 1], [1, 1], False, [0, 0], 1), {})"  # fmt: skip
+    assert conv_heldout.strided("convolution.default", fwd)
+    assert not conv_heldout.strided("convolution.default", POINTWISE)
+
+
 def test_the_path_is_the_launchers_that_ran_and_every_result_agrees(conv_heldout, tmp_path):
     traces = str(_traces(tmp_path))
     got = {
