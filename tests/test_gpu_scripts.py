@@ -32,8 +32,8 @@ def test_opbench_run_flags_exist() -> None:
         text = script.read_text()
         for cmd in re.findall(r"opbench(?:\.cli)? run\b[^)]*\)", text, flags=re.S):
             used |= set(re.findall(r"(--[a-z][a-z-]+)", cmd))
-        used |= set(re.findall(r"CMD\+=\((--[a-z][a-z-]+)\)", text))
-    assert {"--trace-split", "--resume", "--limit-per-op"} <= used, used
+        used |= set(re.findall(r"CMD\+=\((--[a-z][a-z-]+)", text))
+    assert {"--trace-split", "--resume", "--limit-per-op", "--workers"} <= used, used
     missing = sorted(f for f in used if f not in help_text)
     assert not missing, missing
 
@@ -52,13 +52,10 @@ def test_heldout_run_default_ops_are_operators() -> None:
     assert not selected and len(names) > 70
 
 
-@pytest.mark.slow
-def test_heldout_run_resumes_packs_and_reports(tmp_path: Path) -> None:
-    """The whole script on the CPU (``DEVICE=cpu``, ``BACKEND=aten``: the Triton kernels
-    would run in the interpreter, past the judge's time limit; one op), in a copy of the repository's
-    layout with ``gpu_env.sh`` stubbed (its ``pack_run`` kept): a first call cut by its
-    limit packs the run and says how to go on; ``RESTORE`` of the pack on a "new machine"
-    (another /tmp folder) resumes it, and the finished run is reported into ``$OUT``."""
+def _script_copy(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """``heldout_run.sh`` in a copy of the repository's layout with ``gpu_env.sh`` stubbed
+    (its ``pack_run`` kept): the script, the folder it runs in, and an environment for a
+    CPU run of the aten backend."""
     traces = REPO.parent / "shared" / "traces"
     if not traces.is_dir():
         pytest.skip(f"traces not found at {traces}")
@@ -81,6 +78,34 @@ def test_heldout_run_resumes_packs_and_reports(tmp_path: Path) -> None:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "OUT": str(out),
            "DEVICE": "cpu", "BACKEND": "aten", "OPS": "relu", "GPU": "cpu", "HOME": str(tmp_path),
            "RUN": str(tmp_path / "m1" / "heldout-run")}  # fmt: skip
+    return script, root, env
+
+
+def test_heldout_run_all_rows_and_workers(tmp_path: Path) -> None:
+    """``LIMIT_PER_OP=all`` drops ``--limit-per-op`` (every held-out row of every op) and
+    ``WORKERS`` passes ``--workers``; the default keeps the two most used rows an op."""
+    script, root, env = _script_copy(tmp_path)
+
+    def command(**extra: str) -> str:
+        done = subprocess.run(["bash", str(script)], cwd=root, env={**env, "LIMIT": "1", **extra},
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return next(line for line in done.stdout.splitlines() if "opbench.cli run" in line)
+
+    every = command(LIMIT_PER_OP="all", WORKERS="4")
+    assert "--limit-per-op" not in every and "--workers 4" in every
+    assert "--limit-per-op 2" in command() and "--workers" not in command()
+
+
+@pytest.mark.slow
+def test_heldout_run_resumes_packs_and_reports(tmp_path: Path) -> None:
+    """The whole script on the CPU (``DEVICE=cpu``, ``BACKEND=aten``: the Triton kernels
+    would run in the interpreter, past the judge's time limit; one op), in a copy of the repository's
+    layout with ``gpu_env.sh`` stubbed (its ``pack_run`` kept): a first call cut by its
+    limit packs the run and says how to go on; ``RESTORE`` of the pack on a "new machine"
+    (another /tmp folder) resumes it, and the finished run is reported into ``$OUT``."""
+    script, root, env = _script_copy(tmp_path)
+    out = Path(env["OUT"])
 
     def call(**extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(script)], cwd=root, env={**env, **extra},

@@ -14,11 +14,19 @@
 # Once the run is whole, $OUT holds the report (triton-heldout-<GPU>.json and .md); set
 # COMMIT=<the commit run> for its command line (the GPU machine's copy has no reliable git).
 # The H200 took 335 + 101 s for 124 tests over 63 ops (2026-11-29).
+# LIMIT_PER_OP (2) sets the rows an op: `all` judges every held-out row of every served op
+# (6,712 distinct rows, 2026-12-01), which the done-when asks for and the two most used
+# rows an op hide: no strided convolution is among them, and the strided backward rows
+# read 0.35x eager where the 2-row file read 0.86x. At the 2-row run's pace that is hours
+# of one GPU: ask for several (nvidia-h200-x4 or -x8) and set WORKERS to their count (a
+# worker a GPU, round-robin), and let RESUME/RESTORE carry it across calls. Its files are
+# named triton-heldout-<gpu>-all-rows.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh
 RUN=${RUN:-/tmp/heldout-run}
 LIMIT=${LIMIT:-500}
 BACKEND=${BACKEND:-triton}
+LIMIT_PER_OP=${LIMIT_PER_OP:-2}
 GPU=${GPU:-$(python3 -c "import torch; n = torch.cuda.get_device_name(); print(next((g for g in ('h100', 'h200', 'b200', 'a100') if g in n.lower()), 'gpu'))")}
 # every op the reference backend serves that the traces use: benchmarks/reproduce/
 # triton_backend.py's COVERED (part 1) and PART2 (the matmul family, convolution)
@@ -26,7 +34,9 @@ OPS=${OPS:-$(python3 -c "import sys; sys.path.insert(0, 'benchmarks/reproduce');
 if [ -n "${RESTORE:-}" ]; then mkdir -p "$(dirname "$RUN")" && tar xzf "$RESTORE" -C "$(dirname "$RUN")"; fi
 # python3 -m opbench.cli, not the opbench() function of gpu_env.sh: timeout runs programs
 CMD=(python3 -m opbench.cli run --suite traces --traces .gpu_data/traces --trace-split heldout --backend "$BACKEND"
-     --device "${DEVICE:-cuda}" --perf --limit-per-op 2 --ops "$OPS" --out "$RUN" --quiet)
+     --device "${DEVICE:-cuda}" --perf --ops "$OPS" --out "$RUN" --quiet)
+[ "$LIMIT_PER_OP" = all ] || CMD+=(--limit-per-op "$LIMIT_PER_OP")
+[ -n "${WORKERS:-}" ] && CMD+=(--workers "$WORKERS")
 [ -n "${RESUME:-}${RESTORE:-}" ] && CMD+=(--resume)
 echo "${CMD[*]}"
 timeout "$LIMIT" "${CMD[@]}"
@@ -44,6 +54,7 @@ if [ "$rc" != 0 ]; then
 fi
 # module:flag_gems:enable -> flag_gems beside the GPU's name in the files' names
 name=$([ "$BACKEND" = triton ] || echo "$BACKEND" | cut -d: -f2)
+[ "$LIMIT_PER_OP" = all ] && name="${name:+$name-}all-rows"
 label=$([ "$BACKEND" = triton ] && echo "Triton backend" || echo "$BACKEND")
 python3 benchmarks/reproduce/heldout_report.py "$RUN" --gpu "$GPU" --name "$name" --label "$label" --out-dir "$OUT" \
   --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh${COMMIT:+ at $COMMIT})"
