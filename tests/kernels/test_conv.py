@@ -216,19 +216,18 @@ def test_weight_gradient_takes_flat_columns_where_their_grid_fills_the_gpu(monke
     monkeypatch.setattr(matmul, "sm_count", lambda device: 132)
     layout = conv_backward._wgrad_layout
     stem = layout(128 * 112 * 112, 64, 3, 49, 1, False, gpu)
-    assert stem[0] and stem[1] == 147 and stem[5] == 1 and stem[6] > 1
+    assert stem.flat and stem.columns == 147 and stem.programs == 1 and stem.splits > 1
     # a 3x3 stem: one flat tile, split 128 ways (the splits' cap), under the GPU's 132
-    assert layout(128 * 112 * 112, 32, 3, 9, 1, False, gpu)[0]
+    assert layout(128 * 112 * 112, 32, 3, 9, 1, False, gpu).flat
     # a ViT's 16x16 patches: 768 columns in 12 tiles x 12 row tiles, no split needed
     vit = layout(64 * 14 * 14, 768, 3, 256, 1, False, gpu)
-    assert vit[0] and vit[6] == 1
-    assert layout(64 * 14 * 14, 384, 3, 256, 1, False, gpu)[0]  # 72 programs, long
-    tiny = layout(2 * 16 * 16, 16, 16, 9, 1, True, gpu)
-    assert not tiny[0]
+    assert vit.flat and vit.splits == 1
+    assert layout(64 * 14 * 14, 384, 3, 256, 1, False, gpu).flat  # 72 programs, long
+    assert not layout(2 * 16 * 16, 16, 16, 9, 1, True, gpu).flat
     tiny = layout(2 * 16 * 16, 16, 12, 9, 1, True, gpu)
-    assert not tiny[0] and tiny[5] == 9
-    assert not layout(128 * 56 * 56, 64, 8, 1, 8, False, gpu)[0]
-    assert layout(128 * 28 * 28, 64, 8, 9, 8, False, gpu)[0]
+    assert not tiny.flat and tiny.programs == 9
+    assert not layout(128 * 56 * 56, 64, 8, 1, 8, False, gpu).flat
+    assert layout(128 * 28 * 28, 64, 8, 9, 8, False, gpu).flat
 
 
 @pytest.mark.parametrize("ruled", [False, True], ids=["tables", "ruled"])

@@ -16,6 +16,7 @@ programs as matmul's split-K. Its tiles are this module's ``WGRAD_*`` constants,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -133,7 +134,7 @@ def _weight_grad(
     kvol = KD * KH * KW
     flat, cols, bm, bn, bk, programs, splits, p_per_q = _wgrad_layout(
         P, R_G, C_G, kvol, groups, a.dtype == torch.float32, dw.device
-    )
+    )  # fmt: skip
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
     target = split_target(dw, splits)
     grid = (cdiv(R_G, bm), cdiv(cols, bn), programs * splits)
@@ -155,11 +156,34 @@ def _weight_grad(
     return dw
 
 
+class WgradLayout(NamedTuple):
+    """How :func:`_weight_grad` launches its kernel: the column layout, the tile, and the
+    grid's programs along axis 2 (groups, times kernel positions unless ``flat``) and
+    splits of the positions."""
+
+    flat: bool
+    columns: int
+    block_m: int
+    block_n: int
+    block_k: int
+    programs: int
+    splits: int
+    blocks_per_split: int
+
+    def launched(self, rows: int) -> int:
+        """Programs of the whole grid over ``rows`` rows (a group's channels of ``a``)."""
+        return (
+            cdiv(rows, self.block_m)
+            * cdiv(self.columns, self.block_n)
+            * self.programs
+            * self.splits
+        )
+
+
 def _wgrad_layout(
     P: int, R_G: int, C_G: int, kvol: int, groups: int, ieee: bool, device: torch.device
-) -> tuple[bool, int, int, int, int, int, int, int]:
-    """``(flat, columns, BLOCK_M, BLOCK_N, BLOCK_K, programs a split, splits, position
-    blocks a split)`` of :func:`_weight_grad`'s kernel: ``FLAT_TAPS`` columns for groups
+) -> WgradLayout:
+    """The launch layout of :func:`_weight_grad`'s kernel: ``FLAT_TAPS`` columns for groups
     of fewer than ``WGRAD_FLAT_MAX_CHANNELS`` channels of ``b`` where the positions are
     many enough for :func:`~opbench.kernels._lib.matmul.split_k` to split them (16
     blocks), or their grid is as large as the GPU or as a kernel position a program's.
@@ -173,7 +197,7 @@ def _wgrad_layout(
     cap; per tap 0.26-0.33x eager, flat 1.6-2.7x in the run before) and the 384-channel
     patches (72 programs; per tap 0.061x): this one takes them, untimed since."""
 
-    def plan(flat: bool) -> tuple[bool, int, int, int, int, int, int, int]:
+    def plan(flat: bool) -> WgradLayout:
         cols = C_G * kvol if flat else C_G  # a program's kernel positions: all, or one
         bm, bn, bk = _wgrad_blocks(R_G, cols, ieee)
         programs = groups * (1 if flat else kvol)
@@ -182,20 +206,16 @@ def _wgrad_layout(
         # weights over 800K positions): the positions are split across programs as
         # matmul's split-K, fp32 partials summed in a fixed order by the second kernel.
         splits, p_per_q = split_plan(tiles, cdiv(P, bk), device)
-        return flat, cols, bm, bn, bk, programs, splits, p_per_q
+        return WgradLayout(flat, cols, bm, bn, bk, programs, splits, p_per_q)
 
     per_tap = plan(False)
     if C_G >= WGRAD_FLAT_MAX_CHANNELS or kvol == 1:
         return per_tap
     flat = plan(True)
-
-    def launched(p: tuple[bool, int, int, int, int, int, int, int]) -> int:
-        return cdiv(R_G, p[2]) * cdiv(p[1], p[3]) * p[5] * p[6]
-
     # positions enough for split_k to split them (16 blocks), or a grid as large as the
     # per-tap one's or the GPU
-    long = cdiv(P, flat[4]) >= 16
-    fills = long or launched(flat) >= min(sm_count(device), launched(per_tap))
+    long = cdiv(P, flat.block_k) >= 16
+    fills = long or flat.launched(R_G) >= min(sm_count(device), per_tap.launched(R_G))
     return flat if fills else per_tap
 
 
