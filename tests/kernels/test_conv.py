@@ -182,13 +182,15 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("flat", [True, False], ids=["flat-taps", "tap-a-program"])
 @pytest.mark.parametrize("case", ["1d_strided_dilated", "2d_asymmetric", "2d_groups", "3d",
-                                  "2d_transposed_groups", "3d_transposed"])  # fmt: skip
+                                  "2d_transposed_groups", "3d_transposed", "2d_asymmetric-cl",
+                                  "3d-cl"])  # fmt: skip
 def test_weight_gradient_columns(case: str, flat: bool, dtype: torch.dtype,
                                  monkeypatch) -> None:  # fmt: skip
     """The weight gradient kernel's two column layouts against eager: (channel, kernel
     position) pairs (``FLAT_TAPS``, which groups of few channels of ``b`` take: an RGB
     stem's 3) and one kernel position a program (the floor at 0 forces it), over
-    strides, dilation, groups, 1-3-D and transposed convolutions."""
+    strides, dilation, groups, 1-3-D, transposed convolutions and channels-last
+    operands."""
     if flat:  # every flat grid "fills" a GPU of one multiprocessor
         monkeypatch.setattr(conv_backward, "sm_count", lambda device: 1)
     else:
@@ -197,7 +199,10 @@ def test_weight_gradient_columns(case: str, flat: bool, dtype: torch.dtype,
     real = conv_backward._wgrad
     monkeypatch.setattr(conv_backward, "_wgrad",
                         lambda *a, **k: (launched.append(k["FLAT_TAPS"]), real(*a, **k))[1])  # fmt: skip
-    args = _backward_args(case, dtype, [False, True, False])
+    args = _backward_args(case.removesuffix("-cl"), dtype, [False, True, False])
+    if case.endswith("-cl"):  # channels-last operands: b's positions not contiguous
+        fmt = torch.channels_last if args[1].dim() == 4 else torch.channels_last_3d
+        args[:2] = [t.to(memory_format=fmt) for t in args[:2]]
     assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert launched == [flat]
 
