@@ -29,8 +29,11 @@ Dense convolutions of at least ``conv_nhwc.NHWC_MIN_CIN`` channels a group (forw
 the input gradient of unit-stride ones) take the channels-last GEMM of
 :mod:`opbench.kernels._lib.conv_nhwc` instead of the general kernel below, which reads
 NCHW tiles with 2-byte gathers (0.11-0.13x cuDNN's device time on the H100 where the
-channels-last one reads 0.65-0.84x). Strided transposed convolutions, fewer channels and
-every weight gradient stay on the paths below.
+channels-last one reads 0.65-0.84x); so do strided transposed convolutions of unit
+dilation at any channel count (the input gradients of strided convolutions, a phase of
+the output a program: 2.5x on the rows it took, H200, 2026-12-01). Fewer channels of
+other convolutions and every weight gradient stay on the paths below and in
+:mod:`~opbench.kernels._lib.conv_backward`.
 
 Depthwise convolutions (one input channel per output channel, ``groups == C_in``, and
 their input gradients, where each input channel feeds one output channel) take a direct
