@@ -129,3 +129,24 @@ def assert_batch_norm_backward_matches(ours: Callable[..., Any], *args: Any) -> 
     else:
         assert_matches(got, aten.native_batch_norm_backward, *args)
     assert [meta(t) for t in got] == [meta(t) for t in want]
+
+
+def seeded_randn(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """Normal values of ``shape`` drawn on the CPU from ``seed`` (the same on every
+    device), then moved to the tests' device in ``dtype``."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(DEVICE, dtype)
+
+
+def launch_grids(monkeypatch: Any, module: Any, name: str) -> list[tuple[int, ...]]:
+    """The grids of ``module.name``'s launches from now on (a launcher takes its grid
+    first), the launches themselves run unchanged."""
+    grids: list[tuple[int, ...]] = []
+    launch = getattr(module, name)
+
+    def counted(grid, *a, **k):
+        grids.append(tuple(grid))
+        return launch(grid, *a, **k)
+
+    monkeypatch.setattr(module, name, counted)
+    return grids

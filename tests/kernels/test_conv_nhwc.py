@@ -12,7 +12,8 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, launch_grids  # noqa: E402
+from kernel_checks import seeded_randn as _r
 
 from opbench.kernels._lib import (  # noqa: E402
     conv,
@@ -48,11 +49,6 @@ CASES = {
 }  # fmt: skip
 
 
-def _r(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(DEVICE, dtype)
-
-
 def _args(case: str, dtype: torch.dtype, channels_last: bool) -> list:
     shape, wshape, stride, padding, dilation, transposed, out_pad, groups = CASES[case]
     x, w = _r(shape, dtype, 1), _r(wshape, dtype, 2)
@@ -74,20 +70,7 @@ def _served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ...]]:
             monkeypatch.setattr(conv_nhwc, name, 16)
     if tiles == "int64":
         monkeypatch.setattr(conv, "_I32_LIMIT", 0)
-    return _launch_grids(monkeypatch, conv_nhwc, "_nhwc")
-
-
-def _launch_grids(monkeypatch, module, name: str) -> list[tuple[int, ...]]:
-    """The grids of ``module.name``'s launches (a launcher takes its grid first)."""
-    grids: list[tuple[int, ...]] = []
-    launch = getattr(module, name)
-
-    def counted(grid, *a, **k):
-        grids.append(tuple(grid))
-        return launch(grid, *a, **k)
-
-    monkeypatch.setattr(module, name, counted)
-    return grids
+    return launch_grids(monkeypatch, conv_nhwc, "_nhwc")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
@@ -166,7 +149,7 @@ def test_few_channels_a_group_of_a_strided_input_gradient_are_phased(monkeypatch
     group (a held-out ResNeXt row's shape, scaled down) is phased here: the flattened-
     reduction kernel declines strided transposed convolutions, and the general kernel ran
     that row at 0.08x eager (H200). At ``NHWC_MIN_CIN_PHASED`` above it, it is not."""
-    grids = _launch_grids(monkeypatch, conv_nhwc, "_nhwc")
+    grids = launch_grids(monkeypatch, conv_nhwc, "_nhwc")
     x, w = _r((2, 16, 8, 8), torch.float32, 33), _r((16, 8, 3, 3), torch.float32, 34)
     y = aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 2)
     args = [_r(tuple(y.shape), torch.float32, 35), x, w, None, [2, 2], [1, 1], [1, 1], False,
@@ -222,7 +205,7 @@ def _wgrad_served(monkeypatch, tiles: str = "interpreter") -> list[tuple[int, ..
             monkeypatch.setattr(conv_nhwc_wgrad, name, 16)
     if tiles == "int64":
         monkeypatch.setattr(conv, "_I32_LIMIT", 0)
-    return _launch_grids(monkeypatch, conv_nhwc_wgrad, "_nhwc_wgrad")
+    return launch_grids(monkeypatch, conv_nhwc_wgrad, "_nhwc_wgrad")
 
 
 def _backward_args(case: str, dtype: torch.dtype, channels_last: bool, mask: list[bool]) -> list:

@@ -11,7 +11,8 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from kernel_checks import assert_matches  # noqa: E402
+from kernel_checks import seeded_randn as _r
 
 from opbench.kernels._lib import (
     conv,  # noqa: E402
@@ -46,11 +47,6 @@ CASES = {
     "2d_transposed_strided": ((2, 3, 5, 4), (3, 5, 3, 2), [2, 3], [1, 0], [1, 2], True, [1, 2],
                               1, (False, True)),
 }  # fmt: skip
-
-
-def _r(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(DEVICE, dtype)
 
 
 def _args(case: str, dtype: torch.dtype) -> list:

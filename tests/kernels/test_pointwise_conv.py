@@ -15,6 +15,7 @@ import torch
 pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
+from kernel_checks import seeded_randn as _r
 
 from opbench.kernels._lib import (  # noqa: E402
     conv,
@@ -27,11 +28,6 @@ from opbench.kernels._lib.matmul_pointer import ROW, layout_of, pow2_multiple  #
 
 aten = torch.ops.aten
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-
-
-def _r(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(DEVICE, dtype)
 
 
 def _batch_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
