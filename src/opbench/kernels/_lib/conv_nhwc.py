@@ -491,17 +491,12 @@ def nhwc_convolution(
     """The convolution of 5-D views ``x5 * w5 -> y5`` through this module's kernel, or
     False where it does not serve it: fewer than ``NHWC_MIN_CIN`` input channels a group
     (``NHWC_MIN_CIN_PHASED`` for a strided transposed convolution, which it serves while
-    ``NHWC_STRIDED_TRANSPOSED`` and of unit dilation). ``i32_limit``: offsets from it on need 64-bit
-    indexing (``conv._I32_LIMIT``)."""
+    ``NHWC_STRIDED_TRANSPOSED`` and of unit dilation). ``i32_limit``: offsets from it on
+    need 64-bit indexing (``conv._I32_LIMIT``)."""
     phased = transposed and any(s != 1 for s in stride)
-    if phased:
-        if (
-            cin_g < NHWC_MIN_CIN_PHASED
-            or not NHWC_STRIDED_TRANSPOSED
-            or any(d != 1 for d in dilation)
-        ):
-            return False
-    elif cin_g < NHWC_MIN_CIN:
+    if cin_g < (NHWC_MIN_CIN_PHASED if phased else NHWC_MIN_CIN):
+        return False
+    if phased and (not NHWC_STRIDED_TRANSPOSED or any(d != 1 for d in dilation)):
         return False
     bn, splits, grid, ints, consts = _gemm_plan(
         tuple(x5.shape), x5.stride(), tuple(w5.shape), tuple(y5.shape), y5.stride(), cin_g,
