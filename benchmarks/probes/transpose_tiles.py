@@ -41,6 +41,9 @@ SHAPES = {
     (128, 72, 14, 14): "tuning", (128, 56, 14, 14): "tuning", (128, 144, 7, 7): "tuning",
     (32, 2048, 14, 14): "tuning", (3, 256, 130, 130): "tuning",
     (64, 256, 14, 14): "heldout", (64, 104, 14, 14): "heldout", (64, 128, 14, 14): "heldout",
+    # 2026-12-01: the strided backward rows' large inputs (positions a multiple of 8, or not)
+    (128, 256, 64, 64): "tuning", (128, 288, 35, 35): "tuning",
+    (64, 128, 56, 56): "heldout", (8, 128, 96, 128): "heldout",
 }  # fmt: skip
 #: (BLOCK_C, BLOCK_S, warps); the first is the one before 2026-11-29, the baseline
 TILES = [

@@ -207,7 +207,8 @@ def test_weight_gradient_takes_flat_columns_where_their_grid_fills_the_gpu(monke
     positions are split across programs (an RGB stem's 802,816) or the grid fills the GPU
     or launches as many programs as a kernel position a program would; a tiny problem
     (the zoo ResNet's 512 positions), whose flat grid is 1-3 programs against 9, keeps a
-    kernel position a program; 16 channels or a 1x1 kernel never go flat."""
+    kernel position a program; ``WGRAD_FLAT_MAX_CHANNELS`` (48) or a 1x1 kernel never go
+    flat."""
     monkeypatch.setattr(conv_backward, "_INTERPRETING", False)
     from opbench.kernels._lib import matmul
 
@@ -227,6 +228,10 @@ def test_weight_gradient_takes_flat_columns_where_their_grid_fills_the_gpu(monke
     tiny = layout(2 * 16 * 16, 16, 12, 9, 1, True, gpu)
     assert not tiny.flat and tiny.programs == 9
     assert not layout(128 * 56 * 56, 64, 8, 1, 8, False, gpu).flat
+    # a strided 3x3 of 18 channels, and 16 a group in 8 groups: flat; 48 channels: per tap
+    assert layout(128 * 28 * 28, 18, 18, 9, 1, False, gpu).flat
+    assert layout(128 * 14 * 14, 16, 16, 9, 8, False, gpu).flat
+    assert not layout(128 * 28 * 28, 48, 48, 9, 1, False, gpu).flat
     assert layout(128 * 28 * 28, 64, 8, 9, 8, False, gpu).flat
 
 

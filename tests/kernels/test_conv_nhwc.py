@@ -43,6 +43,9 @@ CASES = {
                          [1, 0], 1),
     "2d_transposed_s2_groups": ((1, 32, 3, 4), (32, 8, 3, 2), [2, 3], [1, 0], [1, 1], True,
                                 [0, 2], 2),
+    # 36 channels: 16-channel steps, the last one masked (nhwc_block_k)
+    "2d_transposed_s2_36": ((2, 36, 3, 4), (36, 16, 3, 3), [2, 2], [1, 1], [1, 1], True,
+                            [1, 0], 1),
     "1d_transposed_s3": ((2, 16, 5), (16, 16, 2), [3], [0], [1], True, [2], 1),
     "3d_transposed_s2": ((1, 16, 2, 3, 3), (16, 8, 3, 2, 3), [2, 1, 2], [1, 0, 1], [1, 1, 1],
                          True, [1, 0, 0], 1),
@@ -93,6 +96,28 @@ def test_gpu_tiles(case: str, tiles: str, monkeypatch) -> None:
     args = _args(case, torch.float32, channels_last=False)
     assert_matches(conv.convolution(*args), aten.convolution, *args)
     assert grids
+
+
+def test_channel_steps_divide_the_channels_or_pad_them_little(monkeypatch) -> None:
+    """A step divides the channels where one of 64, 32 and 16 does; otherwise it pads them
+    by less than a step and no more than the rule before (the smallest power of two past
+    them, at most ``NHWC_BLOCK_K``): 36 channels to 48 in 16-channel steps, not to 64."""
+
+    def padded(c: int, bk: int) -> int:
+        return -(-c // bk) * bk
+
+    counts = range(1, 300)
+    new = {c: conv_nhwc.nhwc_block_k(c) for c in counts}
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_LEAST_PADDING", False)
+    old = {c: conv_nhwc.nhwc_block_k(c) for c in counts}
+    for c in counts:
+        divisors = [k for k in (64, 32, 16) if c % k == 0]
+        assert new[c] == (divisors[0] if divisors else new[c]), c
+        assert padded(c, new[c]) - c < new[c] and padded(c, new[c]) <= padded(c, old[c]), c
+    assert new[36] == 16 and new[108] == 64 and old[36] == 64
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_LEAST_PADDING", True)
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K", 32)
+    assert all(conv_nhwc.nhwc_block_k(c) <= 32 for c in counts)
 
 
 def test_the_reduction_splits_where_tiles_are_few(monkeypatch) -> None:

@@ -65,7 +65,11 @@ WGRAD_STAGES = 1
 #: ``tl.dot``'s 16 and every kernel position re-reads ``a``. An RGB stem's 7x7 stride-2
 #: weight gradient (``[128, 3, 224, 224]``, 64 channels, tuning half) took 55 ms of
 #: kernel on an H200 that way, eager 0.68 (``conv-heldout-strided-bwd-h200-2026-12-01``).
-WGRAD_FLAT_MAX_CHANNELS = 16
+#: 48 from the tuning half's strided rows timed flat below 64 (device time, H200,
+#: ``conv-heldout-strided-flat64-h200-2026-12-01``): 18, 28 and 36 channels ran their
+#: weight gradients 1.5-7.4x faster flat, 56 ran 0.84x; the held-out half's 16 (in 8
+#: groups), 32 and 52 ran 10.5x, 1.13x and 1.39x, judged after the choice.
+WGRAD_FLAT_MAX_CHANNELS = 48
 
 
 def _wgrad_blocks(r_g: int, columns: int, ieee: bool = False) -> tuple[int, int, int]:

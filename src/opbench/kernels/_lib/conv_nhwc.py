@@ -64,8 +64,8 @@ __all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"
 #: to 0.48x too; the held-out half has no row between 16 and 48 channels (0.755 against 0.756).
 NHWC_MIN_CIN = 48
 #: Tiles: ``BLOCK_M`` output positions x ``BLOCK_N`` of a group's output channels (at
-#: most ``NHWC_BLOCK_N``, at least 16) x ``BLOCK_K`` input channels a step (the largest
-#: of 64, 32, 16 dividing the group's channels, so no step needs a channel mask).
+#: most ``NHWC_BLOCK_N``, at least 16) x ``BLOCK_K`` input channels a step (at most
+#: ``NHWC_BLOCK_K``: :func:`nhwc_block_k`).
 #: First choices (Triton's Hopper matmul tutorial's 128x128x64, 8 warps, 3 stages). The
 #: H100 sweep of 2026-11-28 (``conv-nhwc-h100-2026-11-28-sweep.md``: 128x256, 64-row
 #: tiles, 32-channel steps at 4 stages) was read through ``do_bench`` around whole calls,
@@ -76,6 +76,10 @@ NHWC_BLOCK_N = 128
 NHWC_BLOCK_K = 64
 NHWC_WARPS = 8
 NHWC_STAGES = 3
+#: Channel counts no step divides take a step that pads them little (:func:`nhwc_block_k`);
+#: off, the smallest power of two past them, at most ``NHWC_BLOCK_K`` (the rule before
+#: 2026-12-01, kept to time the two against each other as a ``conv_heldout.py`` variant).
+NHWC_BLOCK_K_LEAST_PADDING = True
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
 #: off, the general kernel (``conv_kernels``) serves them, every tap of every output
@@ -247,12 +251,33 @@ def _nhwc_kernel(
 _nhwc = Launcher(_nhwc_kernel)
 
 
+def nhwc_block_k(cin_g: int) -> int:
+    """Input channels a step: the largest of ``NHWC_BLOCK_K``, 32 and 16 that divides
+    ``cin_g``; else the largest that pads it by at most a quarter; else the one that pads
+    it least (the larger on a tie). Padded channels are loaded masked and multiplied as
+    zeros, and small steps cost loop trips, so a quarter of waste is borne for a large
+    step.
+
+    On an H200 (device time, 2026-12-01, ``conv-heldout-phased-bk-h200-2026-12-01.md``,
+    tuning half) the phased input gradients of 36 channels ran their GEMM 5.6x faster
+    in 16-channel steps (126 us against 707 in one 64-channel step, 28 of it masked) and
+    1.4x faster than in 32-channel steps, whose padding is the 64-channel one's."""
+    steps = [k for k in (NHWC_BLOCK_K, 32, 16) if k <= NHWC_BLOCK_K]
+    exact = [k for k in steps if cin_g % k == 0]
+    if exact:
+        return exact[0]
+    if not NHWC_BLOCK_K_LEAST_PADDING:
+        return min(NHWC_BLOCK_K, max(16, next_pow2(cin_g)))
+    padded = {k: cdiv(cin_g, k) * k for k in steps}
+    within = [k for k in steps if padded[k] * 4 <= cin_g * 5]
+    return within[0] if within else min(steps, key=lambda k: (padded[k], -k))
+
+
 def nhwc_blocks(cout_g: int, cin_g: int) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for a group's ``cout_g`` output
     and ``cin_g`` input channels."""
     bn = min(NHWC_BLOCK_N, max(16, next_pow2(cout_g)))
-    bk = next((k for k in (NHWC_BLOCK_K, 32, 16) if k <= NHWC_BLOCK_K and cin_g % k == 0),
-              min(NHWC_BLOCK_K, max(16, next_pow2(cin_g))))  # fmt: skip
+    bk = nhwc_block_k(cin_g)
     if _INTERPRETING:  # few, tall programs: the interpreter pays per program and per step
         return 256, bn, bk, 4, 1
     bm = NHWC_BLOCK_M
@@ -290,26 +315,41 @@ def _packed_weight(w5: torch.Tensor, groups: int, transposed: bool, bn: int) -> 
 #: the time over all five); held out, ``[64, 256, 14, 14]`` 18.4 -> 16.0, ``[64, 104, 14,
 #: 14]`` 14.0 -> 11.7, ``[64, 128, 14, 14]`` 12.2 -> 12.6. PyTorch's own copy: 9.7, 8.6,
 #: 7.6, 81.3, 76.9 us on the tuning ones, ahead on few channels; kept a Triton kernel.
-TRANSPOSE_TILE = (64, 16, 2)
-TRANSPOSE_TILE_SMALL_C = (128, 32, 4)
+#: Every access of those tiles was 2 bytes wide (the kernel's docstring); with vectors
+#: (2026-12-01, ``transpose-tiles-h200-2026-12-01-vector.json``, the same five tuning and
+#: three held-out inputs and four larger ones) the five took 6.4, 6.2, 5.8, 18.0, 17.9 us
+#: (PyTorch's copy 9.7, 8.8, 7.5, 81.2, 77.2: the same as before), the largest at 2.8-4.1
+#: TB/s, and the tile mattered within 5%: 64x64/8w picked on the tuning half above 128
+#: channels (0.978 of 64x64/4w; held out 0.967, the tile before 1.041), 64x32/4w at most
+#: 128 (0.971; held out 1.005, the tile before 1.017).
+TRANSPOSE_TILE = (64, 64, 8)
+TRANSPOSE_TILE_SMALL_C = (64, 32, 4)
 TRANSPOSE_SMALL_C_MAX = 128
 
 
 @jit_unspecialized
 def _to_channels_last_kernel(
-    x_ptr, y_ptr, C: tl.int64, S: tl.int64, xs0: tl.int64, xs1: tl.int64,
-    BIG: tl.constexpr, X_ALIGN: tl.constexpr, Y_ALIGN: tl.constexpr,
+    x_ptr, y_ptr, C_RUNS: tl.int64, S_RUNS: tl.int64, xs0: tl.int64, xs1: tl.int64,
+    BIG: tl.constexpr, X_ALIGN: tl.constexpr, Y_ALIGN: tl.constexpr, S_ALIGN: tl.constexpr,
     BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """``y[n, s, c] = x[n, c, s]``: a ``[BLOCK_C, BLOCK_S]`` tile read along the positions
     (contiguous in ``x``) and written along the channels (contiguous in ``y``), Triton
     turning the tile through shared memory between the two. ``X_ALIGN``/``Y_ALIGN``:
     the rows of ``x`` (``n * xs0 + c * xs1``) and of ``y`` (``s * C``) start at multiples
-    of that many elements."""
+    of that many elements.
+
+    The channel and position counts arrive as runs of ``Y_ALIGN`` and ``S_ALIGN``
+    (``C = C_RUNS * Y_ALIGN``): the bounds masks are then provably constant over a run,
+    which is what lets a load or store be a vector. With the counts passed as they are
+    (unspecialized integers) every access compiled to 2-byte ``ld``/``st.global.b16``
+    (``kernel_ptx.py``, sm_90) and the H200 copied at about 1.1 TB/s whatever the tile
+    (``transpose-tiles-h200-2026-11-29.json``)."""
     pid_s = tl.program_id(0)
     pid_c = tl.program_id(1)
     n = _idx(tl.program_id(2), BIG)
-    C, S = _idx(C, BIG), _idx(S, BIG)
+    C = _idx(C_RUNS, BIG) * Y_ALIGN
+    S = _idx(S_RUNS, BIG) * S_ALIGN
     c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     sp = _idx(pid_s, BIG) * BLOCK_S + tl.arange(0, BLOCK_S)
     mask = (c < C)[:, None] & (sp < S)[None, :]
@@ -399,12 +439,13 @@ def _transpose_plan(
     if interpreting:  # few programs: the interpreter pays per program
         bc, bs = max(16, next_pow2(C)), max(16, next_pow2(S))
     last = max((N - 1) * st[0] + (C - 1) * st[1] + S + bs, N * S * C + bs * C)
+    y_align, s_align = _common_power_of_two(C), _common_power_of_two(S)
     consts = dict(
         BIG=last >= 2**31 - 2**17,  # conv._I32_LIMIT: a last tile's rows past the end
-        X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=_common_power_of_two(C),
+        X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=y_align, S_ALIGN=s_align,
         BLOCK_C=bc, BLOCK_S=bs, num_warps=warps,
     )  # fmt: skip
-    return (cdiv(S, bs), cdiv(C, bc), N), (C, S, st[0], st[1]), consts
+    return (cdiv(S, bs), cdiv(C, bc), N), (C // y_align, S // s_align, st[0], st[1]), consts
 
 
 def _y_run(y_shape: tuple[int, ...], s: tuple[int, ...], bm: int) -> int:
