@@ -54,7 +54,7 @@ def test_the_weight_gradient_copies_16_byte_rows_into_wgmma():
 def test_the_forward_copies_16_byte_rows_and_stores_vectors(flip: bool):
     """Forward, and an input gradient's weight read with its taps reversed (``FLIP_W``)."""
     got = _counts("conv_nhwc._nhwc_kernel", "X_ALIGN=8", "EVEN_K=True", "Y_VEC=4",
-                  "SPLIT=False", "PHASED=False", f"FLIP_W={flip}", "HAS_BIAS=False",
+                  "SPLIT=False", "PHASED=False", f"FLIP_W={flip}", "HAS_BIAS=False", "Y_CVEC=1",
                   "BLOCK_K=64")  # fmt: skip
     assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
     assert got.get("st.global.b16", 0) == 0 and got.get("st.global.v2.b32", 0) > 0, got
@@ -65,7 +65,7 @@ def test_the_phased_transposed_mode_keeps_16_byte_copies():
     """A strided transposed convolution's phases (strides 2 x 2, passed after the common
     unit strides: the last value of a name wins) read the same 16-byte rows."""
     got = _counts("conv_nhwc._nhwc_kernel", "SH=2", "SW=2", "X_ALIGN=8", "EVEN_K=True",
-                  "Y_VEC=1", "SPLIT=False", "PHASED=True", "FLIP_W=False", "HAS_BIAS=False",
+                  "Y_VEC=1", "SPLIT=False", "PHASED=True", "FLIP_W=False", "HAS_BIAS=False", "Y_CVEC=1",
                   "BLOCK_K=64")  # fmt: skip
     assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
     assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
@@ -102,3 +102,35 @@ def test_the_channels_last_transpose_reads_and_writes_vectors(align: int):
     width = "ld.global.v4.b32" if align == 8 else "ld.global.v2.b32"
     assert got.get(width, 0) > 0 and got.get("st.global.v4.b32", 0) > 0, got
     assert not any(k.endswith(".b16") and n for k, n in got.items()), got
+
+
+@pytest.mark.slow
+def test_uneven_channel_tiles_keep_16_byte_copies():
+    """Channel counts the tiles do not divide (a weight gradient of 96 or 288 channels a
+    side, a forward step of 16 over 36 channels): their channel masks are constant over 8
+    channels once the host's alignment proof is restated in the kernel; against the bare
+    counts both weight-gradient operands left ``cp.async`` for 2-byte loads."""
+    got = _counts("conv_nhwc_wgrad._nhwc_wgrad_kernel", "ALIGN=8", "EVEN_M=False",
+                  "EVEN_N=False", "BLOCK_K=32")  # fmt: skip
+    assert got["cp.async 16-byte (.cg)"] >= 12 and got["wgmma"] > 0, got
+    assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
+    got = _counts("conv_nhwc._nhwc_kernel", "SH=2", "SW=2", "X_ALIGN=8", "EVEN_K=False",
+                  "Y_VEC=1", "Y_CVEC=8", "SPLIT=False", "PHASED=True", "FLIP_W=False",
+                  "HAS_BIAS=False", "BLOCK_K=16")  # fmt: skip
+    assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
+    assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
+    # a channels-last output: its stores run along the channels, 16 bytes at a time
+    assert got.get("st.global.v4.b32", 0) > 0 and got.get("st.global.b16", 0) == 0, got
+
+
+@pytest.mark.slow
+def test_the_split_k_sum_reads_and_writes_vectors():
+    """The sum of split-K partials after every split matmul and convolution: one vector
+    load a split and one vector store, no divisions, for a dense output."""
+    got = _probe("matmul_shared._split_k_sum_kernel", "--warps", "4", "--stages", "1",
+                 "--const", "HAS_BIAS=False", "SCALED=False", "BLOCK=1024", "V=8",
+                 "DENSE=True")  # fmt: skip
+    assert got.get("ld.global.v4.b32", 0) > 0 and got.get("st.global.v4.b32", 0) > 0, got
+    scalar = ("ld.global.b16", "ld.global.b32", "st.global.b16", "st.global.b32")
+    assert not any(got.get(k, 0) for k in scalar), got
+    assert got.get("div/rem (integer)", 0) == 0, got

@@ -110,7 +110,7 @@ def _nhwc_kernel(
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     HAS_D: tl.constexpr, HAS_BIAS: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr,
     BIG: tl.constexpr, X_ALIGN: tl.constexpr, EVEN_K: tl.constexpr, Y_VEC: tl.constexpr,
-    SPLIT: tl.constexpr, PHASED: tl.constexpr, FLIP_W: tl.constexpr,
+    SPLIT: tl.constexpr, PHASED: tl.constexpr, FLIP_W: tl.constexpr, Y_CVEC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """``y[m, g*COUT_G + n] = sum over taps t and channels c of
@@ -127,7 +127,15 @@ def _nhwc_kernel(
     in ``y``'s memory order, the bias added by the first). ``X_ALIGN``: every row's
     channel offset is a multiple of 8 (16-byte loads); ``EVEN_K``: ``BLOCK_K`` divides
     ``CIN_G`` (no channel mask, which would stop the loads vectorizing); ``Y_VEC``: runs
-    of that many rows are neighbours in ``y`` (an NCHW output).
+    of that many rows are neighbours in ``y`` (an NCHW output); ``Y_CVEC``: ``y``'s
+    channels are contiguous and every row and ``COUT_G`` a multiple of that many (a
+    channels-last output, stored in vectors along the channels).
+
+    The host's divisibility proofs are restated as arithmetic (``CIN_G = (CIN_G //
+    X_ALIGN) * X_ALIGN``): Triton ignores ``tl.multiple_of`` on a scalar, and against an
+    unspecialized count a channel mask left the activation's loads of uneven channel
+    steps 2-byte and outside ``cp.async``, and channels-last outputs' stores 2-byte
+    (sm_90 PTX, ``kernel_ptx.py``).
 
     ``PHASED``: a strided transposed convolution (unit dilation), ``y[o]`` summing
     ``x[(o + pad - k) / stride] * w[k]`` over the taps where the division is exact, ``w``
@@ -138,6 +146,8 @@ def _nhwc_kernel(
     pid = tl.program_id(0)
     split = tl.program_id(1)
     M, CIN_G, COUT_G = _idx(M, BIG), _idx(CIN_G, BIG), _idx(COUT_G, BIG)
+    CIN_G = (CIN_G // X_ALIGN) * X_ALIGN
+    COUT_G = (COUT_G // Y_CVEC) * Y_CVEC
     W_ROW = _idx(W_ROW, BIG)
     D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
     OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
@@ -233,8 +243,10 @@ def _nhwc_kernel(
         acc += tl.where(split == 0, bias, 0.0)[None, :]
     y_row = nb * ys0 + od * ys2 + oh * ys3 + ow * ys4
     y_row = tl.max_contiguous(tl.multiple_of(y_row, Y_VEC), Y_VEC)
-    # Y_VEC divides every channel's offset too (the caller's proof: ys1 is a multiple)
-    offs = y_row[:, None] + tl.multiple_of(co * ys1, Y_VEC)[None, :]
+    if Y_CVEC > 1:  # channels contiguous, every row a multiple of Y_CVEC
+        offs = tl.multiple_of(y_row, Y_CVEC)[:, None] + co[None, :]
+    else:  # Y_VEC divides every channel's offset too (the caller's proof: ys1 a multiple)
+        offs = y_row[:, None] + tl.multiple_of(co * ys1, Y_VEC)[None, :]
     # rows in whole runs of Y_VEC (M is a multiple of it): the same mask as rm < M, in a
     # form whose runs Triton sees are constant, so the stores can be vectors
     if PHASED:  # a phase's rows are strides apart in y (Y_VEC is 1) and some past its end
@@ -243,7 +255,9 @@ def _nhwc_kernel(
         m_store = (rm // Y_VEC) * Y_VEC < M
     mask = m_store[:, None] & n_ok[None, :]
     if SPLIT:
-        tl.store(y_ptr + split * _idx(s_split, BIG) + offs, acc, mask=mask)
+        # Y_VEC * Y_CVEC divides s_split (y's element count)
+        s_split = (_idx(s_split, BIG) // (Y_VEC * Y_CVEC)) * (Y_VEC * Y_CVEC)
+        tl.store(y_ptr + split * s_split + offs, acc, mask=mask)
     else:
         tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -517,6 +531,9 @@ def _gemm_plan(
         HAS_BIAS=has_bias, IEEE=ieee, TO_F32=_INTERPRETING, BIG=big,
         X_ALIGN=8 if all(s % 8 == 0 for s in (xs[0], xs[2], xs[3], xs[4], cin_g)) else 1,
         EVEN_K=cin_g % bk == 0, Y_VEC=1 if phased else _y_run(y_shape, y_stride, bm),
+        Y_CVEC=8 if y_stride[1] == 1 and all(
+            s % 8 == 0 for s in (y_stride[0], y_stride[2], y_stride[3], y_stride[4], cout_g)
+        ) else 1,
         SPLIT=splits > 1, PHASED=phased, FLIP_W=transposed and not phased,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip

@@ -83,6 +83,12 @@ def _nhwc_wgrad_kernel(
     pid_n = tl.program_id(1)
     gks = tl.program_id(2)
     P, R_G, C_G = _idx(P, BIG), _idx(R_G, BIG), _idx(C_G, BIG)
+    # ALIGN divides both groups' channel counts (the host's check), said as arithmetic
+    # Triton reads: the channel masks of uneven tiles (96, 144, 288 channels) are then
+    # constant over 8 channels, where they left those operands' loads 2-byte and outside
+    # cp.async (none at all with both uneven; sm_90 PTX, kernel_ptx.py)
+    R_G = (R_G // ALIGN) * ALIGN
+    C_G = (C_G // ALIGN) * ALIGN
     PD, PH, PW = _idx(PD, BIG), _idx(PH, BIG), _idx(PW, BIG)
     QD, QH, QW = _idx(QD, BIG), _idx(QH, BIG), _idx(QW, BIG)
     as0, as2, as3, as4 = _idx(as0, BIG), _idx(as2, BIG), _idx(as3, BIG), _idx(as4, BIG)
