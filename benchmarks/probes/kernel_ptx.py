@@ -73,7 +73,8 @@ def compile_kernel(kernel: Any, constexprs: dict[str, Any], warps: int, stages: 
             signature[p.name] = "constexpr"
             constexprs[p.name] = 1
         elif p.annotation:
-            signature[p.name] = "i64" if "64" in str(p.annotation) else "i32"
+            a = str(p.annotation)  # tl.int64, tl.int32 or tl.float64 (eps, scalars)
+            signature[p.name] = "fp64" if "float" in a else ("i64" if "64" in a else "i32")
             if p.name in div16:
                 aligned[(i,)] = [["tt.divisibility", 16]]
         else:
@@ -91,6 +92,16 @@ def compile_ptx(kernel: Any, constexprs: dict[str, Any], warps: int, stages: int
                 dtype: str = "fp16") -> str:  # fmt: skip
     """The sm_90 PTX of ``kernel`` (a ``triton.JITFunction``) with ``constexprs``."""
     return compile_kernel(kernel, constexprs, warps, stages, dtype).asm["ptx"]
+
+
+def _constexpr(text: str) -> Any:
+    """A ``--const`` value: a Python literal, or a ``triton.language`` name (``tl.int32``,
+    ``tl.float32``: the index and compute types some kernels take)."""
+    if text.startswith("tl."):
+        import triton.language as tl
+
+        return getattr(tl, text[3:])
+    return ast.literal_eval(text)
 
 
 def sass_counts(cubin: bytes) -> dict[str, int]:
@@ -146,7 +157,7 @@ def main() -> None:
     ns = ap.parse_args()
     module, _, name = ns.kernel.rpartition(".")
     kernel = getattr(importlib.import_module(f"opbench.kernels._lib.{module}"), name)
-    constexprs = {k: ast.literal_eval(v) for k, _, v in (c.partition("=") for c in ns.const)}
+    constexprs = {k: _constexpr(v) for k, _, v in (c.partition("=") for c in ns.const)}
     compiled = compile_kernel(kernel, constexprs, ns.warps, ns.stages, ns.dtype,
                               tuple(ns.ones), tuple(ns.div16))  # fmt: skip
     ptx = compiled.asm["ptx"]

@@ -117,3 +117,14 @@ def test_rows_statistics_of_a_large_offset() -> None:
     )
     got = bn.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
     assert_matches(got, aten.native_batch_norm, x, None, None, None, None, True, 0.1, 1e-5)
+
+
+def test_plane_runs_divide_the_positions_and_the_plane_strides() -> None:
+    """``SV``: 4 for 14x14 planes, 8 for 56x56, 1 for 7x7 or where positions are strided
+    (the kernels then restate nothing); a channel slice's strides count too."""
+    nchw = lambda c, s: (c * s, s, 1)  # noqa: E731
+    assert planes.plane_runs(196, nchw(256, 196), nchw(256, 196)) == 4
+    assert planes.plane_runs(3136, nchw(64, 3136), nchw(64, 3136)) == 8
+    assert planes.plane_runs(49, nchw(512, 49)) == 1
+    assert planes.plane_runs(196, (256 * 196, 196, 2)) == 1
+    assert planes.plane_runs(196, nchw(256, 196), (255 * 196 + 2, 196, 1)) == 2

@@ -134,3 +134,19 @@ def test_the_split_k_sum_reads_and_writes_vectors():
     scalar = ("ld.global.b16", "ld.global.b32", "st.global.b16", "st.global.b32")
     assert not any(got.get(k, 0) for k in scalar), got
     assert got.get("div/rem (integer)", 0) == 0, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runs", [1, 4])
+def test_batch_norm_planes_of_196_positions_load_and_store_vectors(runs: int):
+    """Batch norm over 14x14 NCHW planes (196 positions: Triton's specialization proves
+    no divisor but 16): with the host's runs of 4 restated in the kernel (``SV``), the
+    planes' tiles load and store 8 bytes at a time; without, 2."""
+    got = _probe(
+        "batch_norm_planes._bnp_apply_kernel", "--warps", "8", "--stages", "1", "--div16",
+        "xsN", "ysN", "--const", "TRAINING=True", "HAS_RUNNING=True", "HAS_SAVE=True",
+        "HAS_W=True", "HAS_B=True", "UNIT_S=True", "IDX=tl.int32", "COMPUTE=tl.float32",
+        "SPLIT_P2=4", "BLOCK_N=8", "BLOCK_S=256", f"SV={runs}",
+    )  # fmt: skip
+    vectors = got.get("ld.global.v2.b32", 0) + got.get("st.global.v2.b32", 0)
+    assert (vectors >= 4) if runs == 4 else (vectors == 0), got

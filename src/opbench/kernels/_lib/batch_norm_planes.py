@@ -80,6 +80,15 @@ def _bnp_tile_count(t, s_blocks, N, S, BLOCK_N: tl.constexpr, BLOCK_S: tl.conste
 
 
 @triton.jit
+def _runs(v, SV: tl.constexpr):
+    """``v`` (a size or stride the host found divisible by ``SV``) restated as arithmetic
+    Triton reads: the specialization proves only a divisor of 16 and ``tl.multiple_of`` of
+    a scalar is ignored, so 14x14 planes (196 positions) loaded and stored 2 bytes at a
+    time (sm_90 PTX, ``kernel_ptx.py``); with ``SV`` 4, 8 bytes."""
+    return (v // SV) * SV
+
+
+@triton.jit
 def _bnp_off(c, ns, ss, sN, sC, sS, UNIT_S: tl.constexpr, IDX: tl.constexpr):
     """Offsets of channel ``c``'s elements (ns, ss) under strides (sN, sC, sS): the
     channel's base in int64 (a scalar), the per-element part in IDX (int32 where every
@@ -190,10 +199,13 @@ def _bnp_fwd_kernel(
     FUSED: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, IDX: tl.constexpr, COMPUTE: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    SV: tl.constexpr,
 ):  # fmt: skip
     """Training statistics of channel ``c = pid // split`` over its tiles of split
     ``pid % split``: (count, mean, M2) into part[3, split, C]; FUSED (split 1): the
     channel's invstd, running and saved statistics, and y = (x - mean) * invstd * w + b."""
+    S, xsN, xsC = _runs(S, SV), _runs(xsN, SV), _runs(xsC, SV)
+    ysN, ysC = _runs(ysN, SV), _runs(ysC, SV)
     c, j, t0, t1 = _bnp_split_range(split, tiles_per_split, n_tiles)
     n, mean, m2 = _bnp_moments(
         x_ptr, c, t0, t1, s_blocks, N, S, xsN, xsC, xsS, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S
@@ -274,10 +286,13 @@ def _bnp_apply_kernel(
     TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, UNIT_S: tl.constexpr, IDX: tl.constexpr, COMPUTE: tl.constexpr,
     SPLIT_P2: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    SV: tl.constexpr,
 ):  # fmt: skip
     """One tile ``t = pid % n_tiles`` of channel ``c = pid // n_tiles``: training, its
     channel's partials merged (tile 0 writes the running and saved statistics); eval,
     the running statistics (tile 0 writes the saved ones)."""
+    S, xsN, xsC = _runs(S, SV), _runs(xsN, SV), _runs(xsC, SV)
+    ysN, ysC = _runs(ysN, SV), _runs(ysC, SV)
     pid = tl.program_id(0).to(tl.int64)
     c = pid // n_tiles
     t = pid - c * n_tiles
@@ -375,10 +390,14 @@ def _bnp_bwd_kernel(
     FUSED: tl.constexpr, TRAINING: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
     DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, UNIT_S: tl.constexpr,
     IDX: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_S: tl.constexpr,
+    SV: tl.constexpr,
 ):  # fmt: skip
     """Channel ``c = pid // split``'s gradient sums over its tiles of split ``pid %
     split`` into part[2, split, C]; FUSED (split 1): grad_weight, grad_bias and then
     grad_input (``ys*`` are its strides) of the whole channel."""
+    S, gsN, gsC = _runs(S, SV), _runs(gsN, SV), _runs(gsC, SV)
+    xsN, xsC, ysN = _runs(xsN, SV), _runs(xsC, SV), _runs(ysN, SV)
+    ysC = _runs(ysC, SV)
     c, j, t0, t1 = _bnp_split_range(split, tiles_per_split, n_tiles)
     mean, invstd, scale = _bnp_channel(
         mean_ptr, inv_ptr, w_ptr, c, mean_stride, inv_stride, eps, RUNNING, HAS_W, COMPUTE
@@ -415,10 +434,14 @@ def _bnp_bwd_apply_kernel(
     DX: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, UNIT_S: tl.constexpr,
     IDX: tl.constexpr, COMPUTE: tl.constexpr, SPLIT_P2: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_S: tl.constexpr,
+    SV: tl.constexpr,
 ):  # fmt: skip
     """grad_input (DX) of one tile ``t = pid % n_tiles`` of channel ``c = pid //
     n_tiles``; SUMS: the channel's partial sums merged first (one vector load each), tile
     0 writing grad_weight and grad_bias."""
+    S, gsN, gsC = _runs(S, SV), _runs(gsN, SV), _runs(gsC, SV)
+    xsN, xsC, ysN = _runs(xsN, SV), _runs(xsC, SV), _runs(ysN, SV)
+    ysC = _runs(ysC, SV)
     pid = tl.program_id(0).to(tl.int64)
     c = pid // n_tiles
     t = pid - c * n_tiles
@@ -481,6 +504,16 @@ class PlanesPlan:
         self.warps = warps_for(self.block_n * self.block_s)
 
 
+def plane_runs(S: int, *strides: tuple[int, int, int]) -> int:
+    """``SV`` of the planes kernels: the largest of 8, 4, 2 and 1 dividing ``S`` and every
+    tensor's ``n`` and ``c`` strides, where every ``s`` stride is 1 (else 1): runs of that
+    many positions start aligned and end together, so they load and store as vectors."""
+    if not unit_s(*strides):
+        return 1
+    values = (S, *(v for st in strides for v in st[:2]))
+    return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in values))
+
+
 def unit_s(*strides: tuple[int, int, int]) -> bool:
     """Whether every tensor's ``s`` stride is 1 (offsets then add ``s`` itself, which
     Triton sees as contiguous)."""
@@ -498,6 +531,7 @@ def forward(
     common = dict(
         HAS_RUNNING=flags["HAS_RUNNING"], HAS_SAVE=flags["HAS_SAVE"], HAS_W=flags["HAS_W"],
         HAS_B=flags["HAS_B"], UNIT_S=flags["UNIT_S"], IDX=flags["IDX"], COMPUTE=flags["COMPUTE"],
+        SV=plane_runs(S, xs, ys),
     )  # fmt: skip
     ptrs = (x, y, work, rm, rv, sm, si, w, b)
     if flags["TRAINING"]:
@@ -528,6 +562,7 @@ def backward(
     ptrs = (g, x, mean, inv, w, work, dx, dw, db)
     common = dict(
         TRAINING=flags["TRAINING"], RUNNING=flags["RUNNING"], HAS_W=flags["HAS_W"],
+        SV=plane_runs(S, gs, xs, ds),
     )  # fmt: skip
     sums = flags["DW"] or flags["DB"] or (flags["DX"] and flags["TRAINING"])
     if sums:

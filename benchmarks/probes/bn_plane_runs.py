@@ -1,0 +1,156 @@
+"""Batch norm over NCHW planes whose positions are not a multiple of 16 (14x14: 196),
+with the planes kernels' runs (``batch_norm_planes.plane_runs``: ``SV`` of 2-8 restated in
+the kernel, so its tiles load and store as vectors) against without (``SV`` 1: 2-byte
+accesses, as before 2026-12-01), on the traced rows of each half, by device time.
+
+Each row's forward (``native_batch_norm``) or backward is checked against eager first
+(``torch.testing.assert_close`` at the judge's 16-bit bounds); the timing is the judge's
+device-time protocol (``benchmarks/tune/matmul_timing.py``'s ``device_bench``: L2
+overwritten and the GPU kept busy while the host queues each call), median of 15. A row
+whose runs come out 1 either way (7x7 planes) is the noise floor.
+
+Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
+    python3 benchmarks/probes/bn_plane_runs.py --traces .gpu_data/traces --limit 8 \\
+        --out $OUT/bn-plane-runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks" / "tune"))
+
+OPS = ("native_batch_norm.default", "native_batch_norm_backward.default")
+#: An NCHW input (no stride given) whose positions are no multiple of 16
+_SHAPE = re.compile(r"^\(\(T\(\[([\d, ]+)\], (f16|bf16|f32)\)")
+
+
+def _positions(args: str) -> int | None:
+    """The plane size of a row's first tensor, if it is a dense NCHW one of 3+ dims."""
+    m = _SHAPE.match(args)
+    if not m:
+        return None
+    dims = [int(d) for d in m.group(1).split(",")]
+    return math.prod(dims[2:]) if len(dims) >= 3 else None
+
+
+def rows(traces: str, half: str, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` most used distinct rows of ``half`` per op whose planes are no
+    multiple of 16 positions."""
+    from opbench.suites.trace_files import load_traces
+    from opbench.suites.trace_split import select, without_heldout
+
+    entries = load_traces(traces)
+    chosen = without_heldout(entries) if half == "tuning" else select(entries, "heldout")
+    weights: dict[tuple[str, str], int] = defaultdict(int)
+    for e in chosen:
+        s = _positions(e.args) if e.op in OPS else None
+        if s is not None and s % 16:
+            weights[(e.op, e.args)] += max(e.count, 1)
+    out = []
+    for op in OPS:
+        mine = sorted(((w, a) for (o, a), w in weights.items() if o == op), reverse=True)
+        out += [{"half": half, "op": op, "args": a, "weight": w} for w, a in mine[:limit]]
+    return out
+
+
+def measure(row: dict[str, Any]) -> dict[str, Any]:
+    """The row checked against eager, then timed with and without the runs."""
+    import torch
+    from matmul_timing import device_bench
+
+    from opbench.kernels._lib import batch_norm, batch_norm_backward, batch_norm_planes
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    args, kw = make_inputs(row["op"], parse_args(row["args"]), "cuda", 0)
+    forward = row["op"].startswith("native_batch_norm.")
+    ours = batch_norm.batch_norm if forward else batch_norm_backward.batch_norm_backward
+    eager = (torch.ops.aten.native_batch_norm if forward
+             else torch.ops.aten.native_batch_norm_backward)  # fmt: skip
+
+    def fresh() -> list[Any]:  # running statistics are updated in place: a copy a call
+        return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+    want, got = eager(*fresh(), **kw), ours(*fresh(), **kw)
+    for w, g in zip(want, got):
+        if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.numel():
+            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
+    real = batch_norm_planes.plane_runs
+    out = dict(row, runs=None)
+    seen: list[int] = []
+
+    def spy(*a: Any) -> int:
+        seen.append(real(*a))
+        return seen[-1]
+
+    batch_norm_planes.plane_runs = spy
+    try:
+        call = fresh()
+        out["runs_ms"] = device_bench(lambda: ours(*call, **kw))
+        batch_norm_planes.plane_runs = lambda *a: 1
+        out["scalar_ms"] = device_bench(lambda: ours(*call, **kw))
+    finally:
+        batch_norm_planes.plane_runs = real
+    out["runs"] = max(seen) if seen else None
+    out["eager_ms"] = device_bench(lambda: eager(*call, **kw))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", required=True)
+    ap.add_argument("--limit", type=int, default=8, help="rows a half and op")
+    ap.add_argument("--out", required=True, help="path prefix: .json and .md are written")
+    ns = ap.parse_args()
+    import torch
+
+    measured = []
+    for half in ("tuning", "heldout"):
+        for row in rows(ns.traces, half, ns.limit):
+            try:
+                measured.append(measure(row))
+            except Exception as e:  # recorded, the run goes on
+                measured.append(dict(row, error=f"{type(e).__name__}: {str(e)[:200]}"))
+            r = measured[-1]
+            print(r["half"], r["op"], r["args"][:60], r.get("runs"),
+                  r.get("scalar_ms"), r.get("runs_ms"), r.get("error", ""), flush=True)  # fmt: skip
+    lines = [
+        "# Batch norm planes of no multiple of 16 positions: vector runs against 2-byte",
+        "",
+        f"{torch.cuda.get_device_name()}, torch {torch.__version__}. `{' '.join(sys.argv)}`",
+        "",
+        "Device time (ms, median of 15, L2 overwritten); speed-up: without runs over with.",
+        "",
+        "| half | op | runs | rows | geomean speed-up | geomean eager / ours (runs) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in measured:
+        if "error" not in r:
+            groups[(r["half"], r["op"], r["runs"])].append(r)
+    for (half, op, runs), rs in sorted(groups.items(), key=str):
+        gain = math.exp(sum(math.log(r["scalar_ms"] / r["runs_ms"]) for r in rs) / len(rs))
+        vs = math.exp(sum(math.log(r["eager_ms"] / r["runs_ms"]) for r in rs) / len(rs))
+        lines.append(f"| {half} | {op} | {runs} | {len(rs)} | {gain:.3f} | {vs:.3f} |")
+    errors = [r for r in measured if "error" in r]
+    lines += ["", f"Errors: {len(errors)}"] + [f"- {r['args'][:80]}: {r['error']}" for r in errors]
+    Path(ns.out + ".md").write_text("\n".join(lines) + "\n")
+    Path(ns.out + ".json").write_text(json.dumps(
+        {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+         "command": " ".join(sys.argv), "rows": measured}, indent=1) + "\n")  # fmt: skip
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
