@@ -43,9 +43,9 @@ def _positions(args: str) -> int | None:
     return math.prod(dims[2:]) if len(dims) >= 3 else None
 
 
-def rows(traces: str, half: str, limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` most used distinct rows of ``half`` per op whose planes are no
-    multiple of 16 positions."""
+def rows(traces: str, half: str, limit: int, ops: tuple[str, ...] = OPS) -> list[dict[str, Any]]:
+    """The ``limit`` most used distinct rows of ``half`` per op of ``ops`` whose planes are
+    no multiple of 16 positions."""
     from opbench.suites.trace_files import load_traces
     from opbench.suites.trace_split import select, without_heldout
 
@@ -53,11 +53,11 @@ def rows(traces: str, half: str, limit: int) -> list[dict[str, Any]]:
     chosen = without_heldout(entries) if half == "tuning" else select(entries, "heldout")
     weights: dict[tuple[str, str], int] = defaultdict(int)
     for e in chosen:
-        s = _positions(e.args) if e.op in OPS else None
+        s = _positions(e.args) if e.op in ops else None
         if s is not None and s % 16:
             weights[(e.op, e.args)] += max(e.count, 1)
     out = []
-    for op in OPS:
+    for op in ops:
         mine = sorted(((w, a) for (o, a), w in weights.items() if o == op), reverse=True)
         out += [{"half": half, "op": op, "args": a, "weight": w} for w, a in mine[:limit]]
     return out
@@ -84,7 +84,10 @@ def measure(row: dict[str, Any]) -> dict[str, Any]:
     want, got = eager(*fresh(), **kw), ours(*fresh(), **kw)
     for w, g in zip(want, got):
         if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.numel():
-            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2)
+            # scaled by the output's magnitude: a 16-bit grad_weight of 6,272 summed
+            # terms is 100-1000 large, a unit of rounding 0.06-0.5 (conv_heldout's bound)
+            scale = max(float(w.float().abs().max()), 1.0)
+            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2 * scale)
     real = batch_norm_planes.plane_runs
     out = dict(row, runs=None)
     seen: list[int] = []
@@ -111,12 +114,14 @@ def main() -> int:
     ap.add_argument("--traces", required=True)
     ap.add_argument("--limit", type=int, default=8, help="rows a half and op")
     ap.add_argument("--out", required=True, help="path prefix: .json and .md are written")
+    ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, of " + ", ".join(OPS))
     ns = ap.parse_args()
+    ops = tuple(ns.ops.split(","))
     import torch
 
     measured = []
     for half in ("tuning", "heldout"):
-        for row in rows(ns.traces, half, ns.limit):
+        for row in rows(ns.traces, half, ns.limit, ops):
             try:
                 measured.append(measure(row))
             except Exception as e:  # recorded, the run goes on
