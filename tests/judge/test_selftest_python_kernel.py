@@ -72,7 +72,10 @@ def test_python_kernel_case_runs_on_cpu_and_reaches_a_verdict(tmp_path, monkeypa
         assert len(r["expected_runs"]) == MEASUREMENTS
         assert sorted(r["expected_runs"])[MEASUREMENTS // 2] == r["expected"]  # the median
         for x in [r["speedup_host"], *r["expected_runs"]]:
-            assert 0.2 < x < 5, r  # a ratio of two times, not garbage
+            # a ratio of two times, not garbage (0, inf, NaN, a unit slip): a timing's
+            # spread is not under test, and a CI machine's 2 cores shared with another
+            # pytest worker compiling Triton read one delegating relu at 0.093 (2026-12-01)
+            assert math.isfinite(x) and 0.01 < x < 100, r
         for key in ("ref_host_us", "cand_host_us", "aten_us", "kernel_us"):
             assert r[key] > 0, (key, r)
     assert math.isclose(
