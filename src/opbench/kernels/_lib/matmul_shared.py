@@ -115,6 +115,16 @@ def sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+#: The split-K sum loads and stores vectors where its grid is at least this share of the
+#: SMs. On an H200 (2026-12-01, device time, the strided backward rows of
+#: ``conv-heldout-strided-bwd-h200-2026-12-01-restated.md`` against ``-vector.md``)
+#: vectors took the sums of 389K-element weight gradients from 33.8 to 25.3 us, and those
+#: of RGB stems' (1.7K-9.4K elements, 1-10 programs, 128 splits each) from 12.5 to 20 us;
+#: half the SMs is a line between the two, not a measured one (0: always, a large
+#: number: never, as ``conv_heldout.py --variant`` settings).
+SUM_VECTORS_SM_SHARE = 0.5
+
+
 def sum_split_partials(
     partials: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None,
     alpha: float = 1.0, beta: float = 1.0, launched: list | None = None,
@@ -133,12 +143,7 @@ def sum_split_partials(
     args = (partials, o3, x3, total, N, M * N, partials.shape[0], *o3.stride(), *x3.stride(),
             float(alpha), float(beta))  # fmt: skip
     dense = o3.stride() == (M * N, N, 1) or o3.is_contiguous()
-    # Vectors where the grid is wide. On an H200 (2026-12-01, device time, the strided
-    # backward rows of conv-heldout-strided-bwd-h200-2026-12-01-restated.md against
-    # -vector.md) they took the sums of 389K-element weight gradients from 33.8 to 25.3
-    # us, and those of RGB stems' (1.7K-9.4K elements, 1-10 programs, 128 splits each)
-    # from 12.5 to 20 us; half the SMs is a line between the two, not a measured one.
-    wide = grid[0] >= sm_count(out.device) // 2
+    wide = grid[0] >= sm_count(out.device) * SUM_VECTORS_SM_SHARE
     vec = next(v for v in (8, 4, 2, 1) if total % v == 0) if wide else 1
     constexprs = dict(HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, V=vec,
                       DENSE=dense)  # fmt: skip
