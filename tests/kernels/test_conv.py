@@ -177,6 +177,30 @@ def test_weight_gradient_split_over_positions(dtype: torch.dtype, channels_last:
     assert_matches(got, aten.convolution_backward, *args)
 
 
+@pytest.mark.parametrize("padded_rows", [False, True], ids=["dense", "rows-of-9"])
+@pytest.mark.parametrize("flat", [True, False], ids=["flat-taps", "tap-a-program"])
+def test_weight_gradient_a_runs(flat: bool, padded_rows: bool, monkeypatch) -> None:
+    """``WGRAD_A_RUNS``: grad_output's runs of positions loaded as proven vectors where
+    its strides allow (8 output columns, dense rows), not where a row is 9 apart (a
+    width-sliced view: the proof fails and the plain loads serve); eager's result both ways,
+    in both column layouts. A wrong proof would restate the row stride of 9 as 8."""
+    _wgrad_columns(monkeypatch, flat)
+    monkeypatch.setattr(conv_backward, "WGRAD_A_RUNS", True)
+    launched: list[bool] = []
+    real = conv_backward._wgrad
+    monkeypatch.setattr(conv_backward, "_wgrad",
+                        lambda *a, **k: (launched.append(k["A_RUNS"]), real(*a, **k))[1])  # fmt: skip
+    x, w = _r((2, 3, 16, 16), torch.float16, 1), _r((8, 3, 3, 3), torch.float16, 2)
+    gy = (
+        _r((2, 8, 8, 9), torch.float16, 3)[..., :8]
+        if padded_rows
+        else _r((2, 8, 8, 8), torch.float16, 3)
+    )
+    args = [gy, x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False]]
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert launched == [not padded_rows], launched
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("flat", [True, False], ids=["flat-taps", "tap-a-program"])
 @pytest.mark.parametrize("case", ["1d_strided_dilated", "2d_asymmetric", "2d_groups", "3d",

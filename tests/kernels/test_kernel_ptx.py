@@ -150,3 +150,17 @@ def test_batch_norm_planes_of_196_positions_load_and_store_vectors(runs: int):
     )  # fmt: skip
     vectors = got.get("ld.global.v2.b32", 0) + got.get("st.global.v2.b32", 0)
     assert (vectors >= 4) if runs == 4 else (vectors == 0), got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runs", [False, True])
+def test_the_weight_gradients_a_runs_load_as_vectors(runs: bool):
+    """The NCHW weight gradient (a 7x7 stride-2 stem, flat columns): with ``A_RUNS`` its
+    grad_output tile loads 16 bytes at a time; without, 2 (B is a gather either way)."""
+    got = _probe(
+        "conv_kernels._wgrad_kernel", "--warps", "4", "--stages", "1", "--const", "KD=1",
+        "KH=7", "KW=7", "SD=1", "SH=2", "SW=2", "HAS_D=False", "IEEE=False", "TO_F32=False",
+        "BIG=False", "B_POS_MAJOR=True", "VEC_A=8", "VEC_P=1", "FLAT_TAPS=True",
+        f"A_RUNS={runs}", "BLOCK_M=64", "BLOCK_N=64", "BLOCK_K=64",
+    )  # fmt: skip
+    assert (got.get("ld.global.v4.b32", 0) > 0) == runs, got

@@ -70,6 +70,11 @@ WGRAD_STAGES = 1
 #: weight gradients 1.5-7.4x faster flat, 56 ran 0.84x; the held-out half's 16 (in 8
 #: groups), 32 and 52 ran 10.5x, 1.13x and 1.39x, judged after the choice.
 WGRAD_FLAT_MAX_CHANNELS = 48
+#: A's runs of positions loaded as proven vectors (the kernel's ``A_RUNS``): 2-byte loads
+#: of A without it (sm_90 PTX, 2026-12-01). Off until timed: the split-K sum's vectors
+#: of that day ran slower on tiny grids, so this waits for its device-time A/B
+#: (``conv_heldout.py --variant a_runs=conv_backward.WGRAD_A_RUNS=True``).
+WGRAD_A_RUNS = False
 
 
 def _wgrad_blocks(r_g: int, columns: int, ieee: bool = False) -> tuple[int, int, int]:
@@ -142,6 +147,7 @@ def _weight_grad(
     # P == 0 (an empty batch): the loop is empty and the kernel writes zeros
     target = split_target(dw, splits)
     grid = (cdiv(R_G, bm), cdiv(cols, bn), programs * splits)
+    vec_a = _run_of_positions(QW, bk, a5.stride(4) == 1)
     _wgrad(
         grid,
         (a5, b5, target, P, R_G, C_G, splits, p_per_q, dw.numel() if splits > 1 else 0,
@@ -151,9 +157,10 @@ def _weight_grad(
         IEEE=a.dtype == torch.float32, TO_F32=_TO_F32,
         BIG=not _fits_i32(a5, b5, target, counts=(P + (p_per_q + 1) * bk, cols + bn)),
         B_POS_MAJOR=b5.stride(1) != 1,
-        VEC_A=_run_of_positions(QW, bk, a5.stride(4) == 1),
+        VEC_A=vec_a,
         VEC_P=_run_of_positions(QW, bk, a5.stride(4) == 1, b5.stride(4) == 1, sw == 1),
         FLAT_TAPS=flat,
+        A_RUNS=WGRAD_A_RUNS and vec_a > 1 and all(a5.stride(i) % vec_a == 0 for i in range(4)),
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=WGRAD_WARPS, num_stages=WGRAD_STAGES,
     )  # fmt: skip
     sum_split_target(target, dw)

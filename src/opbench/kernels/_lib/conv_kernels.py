@@ -219,7 +219,7 @@ def _wgrad_kernel(
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     HAS_D: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr, BIG: tl.constexpr,
     B_POS_MAJOR: tl.constexpr, VEC_A: tl.constexpr, VEC_P: tl.constexpr,
-    FLAT_TAPS: tl.constexpr,
+    FLAT_TAPS: tl.constexpr, A_RUNS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """dw[g*R_G + r, c, k] = sum over batch and positions q of A[n, g*R_G + r, q] *
@@ -248,6 +248,13 @@ def _wgrad_kernel(
     as0, as1, as2, as3, as4 = _idx5(as0, as1, as2, as3, as4, BIG)
     bs0, bs1, bs2, bs3, bs4 = _idx5(bs0, bs1, bs2, bs3, bs4, BIG)
     ws0, ws1, ws2, ws3, ws4 = _idx5(ws0, ws1, ws2, ws3, ws4, BIG)
+    if A_RUNS:  # the host's proof (VEC_A divides P and A's other strides, its column
+        # stride is 1) restated as arithmetic Triton reads: A's runs then load as vectors
+        # (sm_90: 2-byte loads without it; kernel_ptx.py)
+        P = (P // VEC_A) * VEC_A
+        as0, as1 = (as0 // VEC_A) * VEC_A, (as1 // VEC_A) * VEC_A
+        as2, as3 = (as2 // VEC_A) * VEC_A, (as3 // VEC_A) * VEC_A
+        as4 = 1
     splits = _idx(splits, BIG)
     split = gks % splits
     t = gks // splits
@@ -289,6 +296,8 @@ def _wgrad_kernel(
         # planes apart; sm_90 32x32x64: 1,451 instructions a step for 32 loaded
         # elements). One hint for both left every strided convolution's A uncoalesced
         # (a 7x7 stride-2 stem's weight gradient: 55 ms on an H200, eager 0.68)
+        if A_RUNS:
+            a_pos = tl.multiple_of(a_pos, VEC_A)
         a_pos = tl.max_contiguous(a_pos, VEC_A)
         a = tl.load(a_ptr + a_chan[:, None] + a_pos[None, :],
                     mask=m_ok[:, None] & p_ok[None, :], other=0.0)  # fmt: skip
