@@ -33,6 +33,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.norm import _INTERPRETING, inv_sqrt, sum_f, warps_for
+from opbench.kernels._lib.proven import multiple
 
 __all__ = ["PlanesPlan", "backward", "bn_finish", "bn_running_stats", "forward", "unit_s"]
 
@@ -77,15 +78,6 @@ def _bnp_tile_count(t, s_blocks, N, S, BLOCK_N: tl.constexpr, BLOCK_S: tl.conste
     rows = tl.minimum(N - nb * BLOCK_N, BLOCK_N)
     cols = tl.minimum(S - sb * BLOCK_S, BLOCK_S)
     return rows * cols
-
-
-@triton.jit
-def _runs(v, SV: tl.constexpr):
-    """``v`` (a size or stride the host found divisible by ``SV``) restated as arithmetic
-    Triton reads: the specialization proves only a divisor of 16 and ``tl.multiple_of`` of
-    a scalar is ignored, so 14x14 planes (196 positions) loaded and stored 2 bytes at a
-    time (sm_90 PTX, ``kernel_ptx.py``); with ``SV`` 4, 8 bytes."""
-    return (v // SV) * SV
 
 
 @triton.jit
@@ -204,8 +196,8 @@ def _bnp_fwd_kernel(
     """Training statistics of channel ``c = pid // split`` over its tiles of split
     ``pid % split``: (count, mean, M2) into part[3, split, C]; FUSED (split 1): the
     channel's invstd, running and saved statistics, and y = (x - mean) * invstd * w + b."""
-    S, xsN, xsC = _runs(S, SV), _runs(xsN, SV), _runs(xsC, SV)
-    ysN, ysC = _runs(ysN, SV), _runs(ysC, SV)
+    S, xsN, xsC = multiple(S, SV), multiple(xsN, SV), multiple(xsC, SV)
+    ysN, ysC = multiple(ysN, SV), multiple(ysC, SV)
     c, j, t0, t1 = _bnp_split_range(split, tiles_per_split, n_tiles)
     n, mean, m2 = _bnp_moments(
         x_ptr, c, t0, t1, s_blocks, N, S, xsN, xsC, xsS, UNIT_S, IDX, COMPUTE, BLOCK_N, BLOCK_S
@@ -291,8 +283,8 @@ def _bnp_apply_kernel(
     """One tile ``t = pid % n_tiles`` of channel ``c = pid // n_tiles``: training, its
     channel's partials merged (tile 0 writes the running and saved statistics); eval,
     the running statistics (tile 0 writes the saved ones)."""
-    S, xsN, xsC = _runs(S, SV), _runs(xsN, SV), _runs(xsC, SV)
-    ysN, ysC = _runs(ysN, SV), _runs(ysC, SV)
+    S, xsN, xsC = multiple(S, SV), multiple(xsN, SV), multiple(xsC, SV)
+    ysN, ysC = multiple(ysN, SV), multiple(ysC, SV)
     pid = tl.program_id(0).to(tl.int64)
     c = pid // n_tiles
     t = pid - c * n_tiles
@@ -395,9 +387,9 @@ def _bnp_bwd_kernel(
     """Channel ``c = pid // split``'s gradient sums over its tiles of split ``pid %
     split`` into part[2, split, C]; FUSED (split 1): grad_weight, grad_bias and then
     grad_input (``ys*`` are its strides) of the whole channel."""
-    S, gsN, gsC = _runs(S, SV), _runs(gsN, SV), _runs(gsC, SV)
-    xsN, xsC, ysN = _runs(xsN, SV), _runs(xsC, SV), _runs(ysN, SV)
-    ysC = _runs(ysC, SV)
+    S, gsN, gsC = multiple(S, SV), multiple(gsN, SV), multiple(gsC, SV)
+    xsN, xsC, ysN = multiple(xsN, SV), multiple(xsC, SV), multiple(ysN, SV)
+    ysC = multiple(ysC, SV)
     c, j, t0, t1 = _bnp_split_range(split, tiles_per_split, n_tiles)
     mean, invstd, scale = _bnp_channel(
         mean_ptr, inv_ptr, w_ptr, c, mean_stride, inv_stride, eps, RUNNING, HAS_W, COMPUTE
@@ -439,9 +431,9 @@ def _bnp_bwd_apply_kernel(
     """grad_input (DX) of one tile ``t = pid % n_tiles`` of channel ``c = pid //
     n_tiles``; SUMS: the channel's partial sums merged first (one vector load each), tile
     0 writing grad_weight and grad_bias."""
-    S, gsN, gsC = _runs(S, SV), _runs(gsN, SV), _runs(gsC, SV)
-    xsN, xsC, ysN = _runs(xsN, SV), _runs(xsC, SV), _runs(ysN, SV)
-    ysC = _runs(ysC, SV)
+    S, gsN, gsC = multiple(S, SV), multiple(gsN, SV), multiple(gsC, SV)
+    xsN, xsC, ysN = multiple(xsN, SV), multiple(xsC, SV), multiple(ysN, SV)
+    ysC = multiple(ysC, SV)
     pid = tl.program_id(0).to(tl.int64)
     c = pid // n_tiles
     t = pid - c * n_tiles
@@ -507,7 +499,10 @@ class PlanesPlan:
 def plane_runs(S: int, *strides: tuple[int, int, int]) -> int:
     """``SV`` of the planes kernels: the largest of 8, 4, 2 and 1 dividing ``S`` and every
     tensor's ``n`` and ``c`` strides, where every ``s`` stride is 1 (else 1): runs of that
-    many positions start aligned and end together, so they load and store as vectors."""
+    many positions start aligned and end together, so they load and store as vectors once
+    the kernels restate those values with it (``proven.multiple``): 14x14 planes (196
+    positions, which Triton's specialization proves no divisor of but 16) loaded and
+    stored 2 bytes at a time without it (sm_90 PTX, ``kernel_ptx.py``)."""
     if not unit_s(*strides):
         return 1
     values = (S, *(v for st in strides for v in st[:2]))

@@ -37,6 +37,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, jit_unspecialized
 from opbench.kernels._lib.matmul import dot_acc
+from opbench.kernels._lib.proven import multiple
 
 __all__ = ["_conv", "_wgrad"]
 
@@ -251,9 +252,8 @@ def _wgrad_kernel(
     if A_RUNS:  # the host's proof (VEC_A divides P and A's other strides, its column
         # stride is 1) restated as arithmetic Triton reads: A's runs then load as vectors
         # (sm_90: 2-byte loads without it; kernel_ptx.py)
-        P = (P // VEC_A) * VEC_A
-        as0, as1 = (as0 // VEC_A) * VEC_A, (as1 // VEC_A) * VEC_A
-        as2, as3 = (as2 // VEC_A) * VEC_A, (as3 // VEC_A) * VEC_A
+        P, as0, as1 = multiple(P, VEC_A), multiple(as0, VEC_A), multiple(as1, VEC_A)
+        as2, as3 = multiple(as2, VEC_A), multiple(as3, VEC_A)
         as4 = 1
     splits = _idx(splits, BIG)
     split = gks % splits

@@ -51,6 +51,7 @@ from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
+from opbench.kernels._lib.proven import multiple
 
 __all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"]
 
@@ -131,8 +132,7 @@ def _nhwc_kernel(
     channels are contiguous and every row and ``COUT_G`` a multiple of that many (a
     channels-last output, stored in vectors along the channels).
 
-    The host's divisibility proofs are restated as arithmetic (``CIN_G = (CIN_G //
-    X_ALIGN) * X_ALIGN``): Triton ignores ``tl.multiple_of`` on a scalar, and against an
+    The host's divisibility proofs are restated as arithmetic (``proven.multiple``): Triton ignores ``tl.multiple_of`` on a scalar, and against an
     unspecialized count a channel mask left the activation's loads of uneven channel
     steps 2-byte and outside ``cp.async``, and channels-last outputs' stores 2-byte
     (sm_90 PTX, ``kernel_ptx.py``).
@@ -146,8 +146,7 @@ def _nhwc_kernel(
     pid = tl.program_id(0)
     split = tl.program_id(1)
     M, CIN_G, COUT_G = _idx(M, BIG), _idx(CIN_G, BIG), _idx(COUT_G, BIG)
-    CIN_G = (CIN_G // X_ALIGN) * X_ALIGN
-    COUT_G = (COUT_G // Y_CVEC) * Y_CVEC
+    CIN_G, COUT_G = multiple(CIN_G, X_ALIGN), multiple(COUT_G, Y_CVEC)
     W_ROW = _idx(W_ROW, BIG)
     D, H, W = _idx(D, BIG), _idx(H, BIG), _idx(W, BIG)
     OD, OH, OW = _idx(OD, BIG), _idx(OH, BIG), _idx(OW, BIG)
@@ -256,7 +255,7 @@ def _nhwc_kernel(
     mask = m_store[:, None] & n_ok[None, :]
     if SPLIT:
         # Y_VEC * Y_CVEC divides s_split (y's element count)
-        s_split = (_idx(s_split, BIG) // (Y_VEC * Y_CVEC)) * (Y_VEC * Y_CVEC)
+        s_split = multiple(_idx(s_split, BIG), Y_VEC * Y_CVEC)
         tl.store(y_ptr + split * s_split + offs, acc, mask=mask)
     else:
         tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)

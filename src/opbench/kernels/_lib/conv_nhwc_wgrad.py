@@ -31,6 +31,7 @@ from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
+from opbench.kernels._lib.proven import multiple
 
 __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
@@ -87,8 +88,7 @@ def _nhwc_wgrad_kernel(
     # Triton reads: the channel masks of uneven tiles (96, 144, 288 channels) are then
     # constant over 8 channels, where they left those operands' loads 2-byte and outside
     # cp.async (none at all with both uneven; sm_90 PTX, kernel_ptx.py)
-    R_G = (R_G // ALIGN) * ALIGN
-    C_G = (C_G // ALIGN) * ALIGN
+    R_G, C_G = multiple(R_G, ALIGN), multiple(C_G, ALIGN)
     PD, PH, PW = _idx(PD, BIG), _idx(PH, BIG), _idx(PW, BIG)
     QD, QH, QW = _idx(QD, BIG), _idx(QH, BIG), _idx(QW, BIG)
     as0, as2, as3, as4 = _idx(as0, BIG), _idx(as2, BIG), _idx(as3, BIG), _idx(as4, BIG)

@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
+from opbench.kernels._lib.proven import multiple
 
 __all__ = [
     "bias_mode", "dot_acc", "sm_count", "split_target", "sum_split_partials", "sum_split_target",
@@ -68,7 +69,7 @@ def _split_k_sum_kernel(
     unspecialized ``total`` left every partial's load and the store 2 or 4 bytes wide on
     sm_90); ``DENSE``: the output is contiguous in the partials' order, so it is written
     at ``idx``, without the divisions that place it."""
-    total = (total // V) * V
+    total = multiple(total, V)
     idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = idx < total
     acc = tl.full([BLOCK], 0, tl.float32)

@@ -1,0 +1,26 @@
+"""What the host proves about a kernel's integers, said in a form Triton reads.
+
+Our launches leave integers unspecialized (``launch.jit_unspecialized``: one compiled
+kernel serves every shape), so a count or stride reaches a kernel with no divisibility
+Triton can see. A bounds mask against it (``c < C``) or an offset built from it is then
+not provably constant or aligned over a vector, and the access compiles to 2-byte
+``ld``/``st.global.b16`` with no ``cp.async`` (sm_90 PTX, ``kernel_ptx.py``; the transpose
+before the channels-last GEMMs copied at 1.1 TB/s of the H200's 4.8 that way). Triton
+ignores ``tl.multiple_of`` of a scalar; ``(v // A) * A`` for a constexpr power of two
+``A`` is a shift and a mask it does read. The host must have checked that ``A`` divides
+``v``: where it does not, the result is silently wrong, which the kernels' tests against
+eager catch for the shapes they draw.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+__all__ = ["multiple"]
+
+
+@triton.jit
+def multiple(v, A: tl.constexpr):
+    """``v``, which the host found divisible by ``A``, restated so Triton knows it is."""
+    return (v // A) * A
