@@ -33,7 +33,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.norm import _INTERPRETING, inv_sqrt, sum_f, warps_for
-from opbench.kernels._lib.proven import multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 
 __all__ = ["PlanesPlan", "backward", "bn_finish", "bn_running_stats", "forward", "unit_s"]
 
@@ -505,8 +505,7 @@ def plane_runs(S: int, *strides: tuple[int, int, int]) -> int:
     stored 2 bytes at a time without it (sm_90 PTX, ``kernel_ptx.py``)."""
     if not unit_s(*strides):
         return 1
-    values = (S, *(v for st in strides for v in st[:2]))
-    return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in values))
+    return common_power_of_two(S, *(v for st in strides for v in st[:2]))
 
 
 def unit_s(*strides: tuple[int, int, int]) -> bool:

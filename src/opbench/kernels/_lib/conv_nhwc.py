@@ -51,7 +51,7 @@ from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
-from opbench.kernels._lib.proven import multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 
 __all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"]
 
@@ -375,12 +375,6 @@ def _to_channels_last_kernel(
 _to_channels_last = Launcher(_to_channels_last_kernel)
 
 
-def _common_power_of_two(*values: int) -> int:
-    """The largest of 8, 4, 2 and 1 that divides every value: the widest vector (in
-    elements) whose alignment rows starting at multiples of ``values`` keep."""
-    return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in values))
-
-
 def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     """``x5`` (``[N, C, D, H, W]``) with its channels contiguous: itself if they are and
     the rest of its strides are whole rows of channels, else a channels-last copy. An
@@ -452,10 +446,10 @@ def _transpose_plan(
     if interpreting:  # few programs: the interpreter pays per program
         bc, bs = max(16, next_pow2(C)), max(16, next_pow2(S))
     last = max((N - 1) * st[0] + (C - 1) * st[1] + S + bs, N * S * C + bs * C)
-    y_align, s_align = _common_power_of_two(C), _common_power_of_two(S)
+    y_align, s_align = common_power_of_two(C), common_power_of_two(S)
     consts = dict(
         BIG=last >= 2**31 - 2**17,  # conv._I32_LIMIT: a last tile's rows past the end
-        X_ALIGN=_common_power_of_two(st[0], st[1]), Y_ALIGN=y_align, S_ALIGN=s_align,
+        X_ALIGN=common_power_of_two(st[0], st[1]), Y_ALIGN=y_align, S_ALIGN=s_align,
         BLOCK_C=bc, BLOCK_S=bs, num_warps=warps,
     )  # fmt: skip
     return (cdiv(S, bs), cdiv(C, bc), N), (C // y_align, S // s_align, st[0], st[1]), consts

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized
-from opbench.kernels._lib.proven import multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 
 __all__ = [
     "bias_mode", "dot_acc", "sm_count", "split_target", "sum_split_partials", "sum_split_target",
@@ -143,11 +143,11 @@ def sum_split_partials(
     grid = (cdiv(total, _SUM_BLOCK),)
     args = (partials, o3, x3, total, N, M * N, partials.shape[0], *o3.stride(), *x3.stride(),
             float(alpha), float(beta))  # fmt: skip
-    dense = o3.stride() == (M * N, N, 1) or o3.is_contiguous()
     wide = grid[0] >= sm_count(out.device) * SUM_VECTORS_SM_SHARE
-    vec = next(v for v in (8, 4, 2, 1) if total % v == 0) if wide else 1
-    constexprs = dict(HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK, V=vec,
-                      DENSE=dense)  # fmt: skip
+    constexprs = dict(
+        HAS_BIAS=bias is not None, SCALED=alpha != 1, BLOCK=_SUM_BLOCK,
+        V=common_power_of_two(total) if wide else 1, DENSE=o3.is_contiguous(),
+    )  # fmt: skip
     _split_k_sum(grid, args, **constexprs, num_warps=4)
     if launched is not None:
         compiled = _split_k_sum.compiled_for(args, {**constexprs, "num_warps": 4})

@@ -17,7 +17,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-__all__ = ["multiple"]
+__all__ = ["common_power_of_two", "multiple"]
+
+
+def common_power_of_two(*values: int) -> int:
+    """The largest of 8, 4, 2 and 1 that divides every value: the ``A`` a kernel may
+    restate them with (:func:`multiple`), the widest vector (in elements) whose alignment
+    rows starting at multiples of ``values`` keep."""
+    return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in values))
 
 
 @triton.jit
