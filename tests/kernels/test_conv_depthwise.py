@@ -267,6 +267,18 @@ def _dw_weight_grad_args(case: str, dtype: torch.dtype, layout: str) -> list:
     return [gy, x, w, [b.numel()], *rest, [False, True, True]]
 
 
+def _weight_grad_twice(x: torch.Tensor, w: torch.Tensor, rest: list, seed: int) -> None:
+    """The weight gradient of ``x`` and ``w`` (``rest``: the convolution's arguments after
+    the bias) under a drawn grad_output in the output's layout: against eager and float64,
+    and a second call gives the same bits (split partials summed in a fixed order)."""
+    y = aten.convolution(x, w, None, *rest)
+    gy = torch.empty_like(y).copy_(_r(tuple(y.shape), x.dtype, seed))
+    args = [gy, x, w, None, *rest, [False, True, False]]
+    got = conv_backward.convolution_backward(*args)
+    assert_matches(got, aten.convolution_backward, *args)
+    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
+
+
 def _count_dwg_dot(monkeypatch) -> list[tuple[int, ...]]:
     """The launches of the tensor-core depthwise weight-gradient kernel."""
     return launch_grids(monkeypatch, conv_depthwise_wgrad_dot, "_dwg_dot")
@@ -331,13 +343,7 @@ def test_depthwise_weight_gradient_dot_blocks_and_splits(dtype: torch.dtype, big
     monkeypatch.setattr(conv_depthwise_wgrad, "dwg_plane_splits", lambda p, n, sms: 3)
     grids = _count_dwg_dot(monkeypatch)
     x, w = _r((7, 3, 6, 40), dtype, 41), _r((6, 1, 3, 3), dtype, 42)
-    rest = [[1, 1], [2, 1], [2, 1], False, [0, 0], 3]
-    y = aten.convolution(x, w, None, *rest)
-    gy = _r(tuple(y.shape), dtype, 43)
-    args = [gy, x, w, None, *rest, [False, True, False]]
-    got = conv_backward.convolution_backward(*args)
-    assert_matches(got, aten.convolution_backward, *args)
-    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
+    _weight_grad_twice(x, w, [[1, 1], [2, 1], [2, 1], False, [0, 0], 3], 43)
     assert grids[0] == (6, 3 * 3, 3), grids  # weight rows, kernel rows x column blocks, splits
 
 
@@ -380,14 +386,8 @@ def test_depthwise_weight_gradient_tap_rows_split(dtype: torch.dtype, monkeypatc
     grids = launch_grids(monkeypatch, conv_depthwise_wgrad_rows, "_dwg_rows")
     x = _r((3, 12, 9, 8), dtype, 31).to(memory_format=torch.channels_last)
     w = _r((12, 1, 3, 5), dtype, 32)
-    rest = [[2, 1], [1, 2], [1, 1], False, [0, 0], 12]
-    y = aten.convolution(x, w, None, *rest)
-    gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 33))
-    args = [gy, x, w, None, *rest, [False, True, False]]
-    got = conv_backward.convolution_backward(*args)
+    _weight_grad_twice(x, w, [[2, 1], [1, 2], [1, 1], False, [0, 0], 12], 33)
     assert grids and grids[0] == (3, 2, 3), grids  # kernel rows, channel tiles, splits
-    assert_matches(got, aten.convolution_backward, *args)
-    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
 
 
 @pytest.mark.slow
@@ -406,15 +406,9 @@ def test_depthwise_weight_gradient_split(layout: str, dtype: torch.dtype, monkey
     x, w = _r((2, 5, 9, 7), dtype, 21), _r((5, 1, 3, 3), dtype, 22)
     if layout == "channels_last":
         x = x.to(memory_format=torch.channels_last)
-    rest = [[1, 1], [1, 1], [1, 1], False, [0, 0], 5]
-    y = aten.convolution(x, w, None, *rest)
-    gy = torch.empty_like(y).copy_(_r(tuple(y.shape), dtype, 23))
-    args = [gy, x, w, None, *rest, [False, True, False]]
-    got = conv_backward.convolution_backward(*args)
+    _weight_grad_twice(x, w, [[1, 1], [1, 1], [1, 1], False, [0, 0], 5], 23)
     assert grids and grids[0][1] == 3, grids  # split over positions
     assert grids[0][0] > 1 or layout == "channels_last", grids  # channel tiles (NCHW)
-    assert_matches(got, aten.convolution_backward, *args)
-    assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
 
 
 @pytest.mark.slow  # 4.9-7.7 s a case on 2 cores (2026-11-28, --durations)
@@ -434,13 +428,7 @@ def test_depthwise_weight_gradient_plane_split(dtype: torch.dtype, images: int,
     grids = _count_dwg_plane(monkeypatch)
     for shape in [(7, 5, 9, 7), (5, 5, 3, 2)]:
         x, w = _r(shape, dtype, 31), _r((5, 1, 3, 3), dtype, 32)
-        rest = [[1, 1], [1, 1], [1, 1], False, [0, 0], 5]
-        y = aten.convolution(x, w, None, *rest)
-        gy = _r(tuple(y.shape), dtype, 33)
-        args = [gy, x, w, None, *rest, [False, True, False]]
-        got = conv_backward.convolution_backward(*args)
-        assert_matches(got, aten.convolution_backward, *args)
-        assert torch.equal(got[1], conv_backward.convolution_backward(*args)[1])
+        _weight_grad_twice(x, w, [[1, 1], [1, 1], [1, 1], False, [0, 0], 5], 33)
     # 256 / 16 taps = 16 positions a block: 63 positions are 4 blocks; 7 images in 3 splits
     assert grids == [(5, 4, 3)] * 2 + [(5, 1, 3)] * 2, grids
 
