@@ -71,10 +71,11 @@ WGRAD_STAGES = 1
 #: groups), 32 and 52 ran 10.5x, 1.13x and 1.39x, judged after the choice.
 WGRAD_FLAT_MAX_CHANNELS = 48
 #: A's runs of positions loaded as proven vectors (the kernel's ``A_RUNS``): 2-byte loads
-#: of A without it (sm_90 PTX, 2026-12-01). Off until timed: the split-K sum's vectors
-#: of that day ran slower on tiny grids, so this waits for its device-time A/B
-#: (``conv_heldout.py --variant a_runs=conv_backward.WGRAD_A_RUNS=True``).
-WGRAD_A_RUNS = False
+#: of A without it (sm_90 PTX, 2026-12-01). Timed on an H200 (2026-12-01, device time,
+#: ``wgrad-a-runs-h200-2026-12-01-strided``) on the strided backward rows this path
+#: serves: tuning half 1.482x (13 rows; the 7x7 RGB stems 1.3-4.1x, three 3-channel
+#: stems of 16-32 outputs 0.82-0.98x), held out, judged after, 1.193x (5 rows).
+WGRAD_A_RUNS = True
 
 
 def _wgrad_blocks(r_g: int, columns: int, ieee: bool = False) -> tuple[int, int, int]:

@@ -50,11 +50,14 @@ __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 #: weight gradient here by setting it to 1.
 NHWC_WGRAD_MIN_CHANNELS = 64
 #: Tiles: ``BLOCK_M`` of ``a``'s channels x ``BLOCK_N`` of ``b``'s x ``BLOCK_K`` positions
-#: a step; warps and pipeline stages. Untimed first choices (swept by
-#: ``benchmarks/probes/conv_heldout.py --variant``).
+#: a step; warps and pipeline stages. ``BLOCK_K`` 64 from the tuning half on an H200
+#: (2026-12-01, device time, ``nhwc-wgrad-tile-h200-2026-12-01-*``): 1.078x over 32 on
+#: the 4 of the 20 most used backward rows this path serves, 1.141x on 8 strided ones;
+#: 4 stages or 128 positions on 2 stages were no better. Held out, judged after: 1.042x
+#: (2 rows), 1.058x (9 strided). The 128x128 tile and 8 warps are untimed first choices.
 NHWC_WGRAD_BLOCK_M = 128
 NHWC_WGRAD_BLOCK_N = 128
-NHWC_WGRAD_BLOCK_K = 32
+NHWC_WGRAD_BLOCK_K = 64
 NHWC_WGRAD_WARPS = 8
 NHWC_WGRAD_STAGES = 3
 
