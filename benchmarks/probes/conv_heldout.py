@@ -55,6 +55,7 @@ PATHS = {
     ("conv", "pointwise_forward"): "pointwise (matmul kernel)",
     ("conv_backward", "pointwise_weight_grad"): "pointwise weight grad (matmul kernel)",
     ("conv", "_depthwise"): "depthwise (direct)",
+    ("conv", "_dw_rows"): "depthwise (row walk)",
     ("conv", "_smallk"): "small reduction (flattened)",
     ("conv", "_conv"): "implicit GEMM",
     ("conv_nhwc", "_nhwc"): "implicit GEMM (channels-last)",

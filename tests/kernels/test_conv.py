@@ -338,9 +338,10 @@ def test_gpu_tiles_channels_last(case: str, monkeypatch) -> None:
 
 def test_grouped_convolution_stays_on_the_gemm(monkeypatch) -> None:
     calls = launch_grids(monkeypatch, conv, "_depthwise")
+    rows = launch_grids(monkeypatch, conv, "_dw_rows")
     args = _args("2d_groups", torch.float32, True)
     assert_matches(conv.convolution(*args), aten.convolution, *args)
-    assert len(calls) == 0
+    assert len(calls) == len(rows) == 0
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])

@@ -19,6 +19,7 @@ from opbench.kernels._lib import (  # noqa: E402
     conv,
     conv_backward,
     conv_depthwise,
+    conv_depthwise_rows,
     conv_depthwise_wgrad,
     conv_depthwise_wgrad_dot,
     conv_depthwise_wgrad_rows,
@@ -62,7 +63,10 @@ def _dw_args(case: str, dtype: torch.dtype, layout: str) -> list:
 
 
 def _count_direct(monkeypatch) -> list[tuple[int, ...]]:
-    """The launches of the direct depthwise kernel (forward and input gradient)."""
+    """The launches of the direct depthwise kernel (forward and input gradient), with the
+    NCHW 3x3 row walk off, so the gather kernel serves every case here (the walk's own
+    tests: ``test_conv_depthwise_rows.py``)."""
+    monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS", False)
     return launch_grids(monkeypatch, conv, "_depthwise")
 
 

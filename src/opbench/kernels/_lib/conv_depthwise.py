@@ -40,6 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.conv_depthwise_rows import rows_plan, rows_settings, rows_tile_max
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
 from opbench.kernels._lib.conv_nhwc import _span
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
@@ -407,9 +408,12 @@ class DepthwisePlan(NamedTuple):
 
     weight: str
     pads: tuple[tuple[int, int, int, int], bool] | None
-    grid: tuple[int, int]
+    grid: tuple[int, ...]
     ints: tuple[int, ...]
     consts: dict[str, Any]
+    #: Whether the launch is :mod:`~opbench.kernels._lib.conv_depthwise_rows`' row walk
+    #: (its ``rows_plan``), not the gather kernel here.
+    rows: bool = False
 
 
 def depthwise_plan(
@@ -423,12 +427,13 @@ def depthwise_plan(
     strides: everything of a depthwise convolution that follows from sizes, strides and
     settings alone, kept per distinct call (a model calls few shapes many times).
     ``tunables``: ``(BLOCK_P, BLOCK_C, num_warps, num_stages, W_TILE, unroll_max_kh)``
-    as ``conv`` picks them; the padding rule's settings (:data:`DW_PADDED`, ...) join the key here, so a
+    as ``conv`` picks them; the padding rule's settings (:data:`DW_PADDED`, ...) and the row
+    walk's (:func:`~opbench.kernels._lib.conv_depthwise_rows.rows_settings`) join the key here, so a
     change of any setting (a sweep's ``--set``, a test's) is a new plan. ``i32_limit``:
     offsets from it on need 64-bit indexing (``conv._I32_LIMIT``)."""
     return _plan(x_shape, x_stride, w_shape, w_stride, y_shape, y_stride, cin_g, cout_g,
                  stride, padding, dilation, transposed, spatial, has_bias, i32_limit,
-                 tunables, (DW_PADDED, DW_PAD_MIN_TAPS, DW_PAD_MAX_GROWTH))  # fmt: skip
+                 tunables, (DW_PADDED, DW_PAD_MIN_TAPS, DW_PAD_MAX_GROWTH, *rows_settings()))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -448,6 +453,12 @@ def _plan(
     pd, ph, pw = padding
     dd, dh, dw = dilation
     M = N * OD * OH * OW
+    rows_big = max(_span(x_shape, x_stride), _span(w_shape, w_stride), _span(y_shape, y_stride),
+                   N * C_in + rows_tile_max()) >= i32_limit  # fmt: skip
+    rows = rows_plan(x_shape, x_stride, w_stride, y_shape, y_stride, (KD, KH, KW), cin_g, cout_g,
+                     stride, padding, dilation, transposed, spatial, has_bias, rows_big)  # fmt: skip
+    if rows is not None:
+        return DepthwisePlan("as_is", None, *rows, rows=True)
     inner = x_stride[1] == 1 and C_in > 1  # channels-last: channels contiguous
     taps = KD * KH * KW
     dense_span = A * B * taps - 1  # the last element of a dense copy
