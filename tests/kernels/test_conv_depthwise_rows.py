@@ -101,12 +101,14 @@ def test_row_walk_views_and_64_bit(view: str, monkeypatch) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["channels_last", "5x5", "dilated", "multiplier", "transposed_stride2", "1d", "off"],
-)
+    ["channels_last", "5x5", "dilated", "multiplier", "transposed_stride2", "1d", "narrow",
+     "off"],
+)  # fmt: skip
 def test_row_walk_leaves_the_rest_to_the_gather_kernel(case: str, monkeypatch) -> None:
     """Calls outside the walk's cases take the gather kernel, still right: channels-last
     inputs, a 5x5 kernel, dilation 2, a channel multiplier of 2, a transposed convolution
-    of stride 2, 1-D planes; and every call with ``DW_ROWS`` off."""
+    of stride 2, 1-D planes, an output 8 wide (below ``DW_ROWS_MIN_WIDTH``); and every
+    call with ``DW_ROWS`` off."""
     rows, gather = _launches(monkeypatch)
     x, w = _r((2, 4, 9, 10), torch.float32, 12), _r((4, 1, 3, 3), torch.float32, 13)
     stride, padding, dilation, transposed, groups = [1, 1], [1, 1], [1, 1], False, 4
@@ -121,6 +123,8 @@ def test_row_walk_leaves_the_rest_to_the_gather_kernel(case: str, monkeypatch) -
         w = _r((8, 1, 3, 3), torch.float32, 15)
     elif case == "transposed_stride2":
         stride, transposed, out_pad = [2, 2], True, [1, 1]
+    elif case == "narrow":
+        x = x[..., :8]
     elif case == "1d":
         x, w = x[:, :, 0], w[:, :, 0]
         stride, padding, dilation, out_pad = [1], [1], [1], [0]
@@ -135,7 +139,7 @@ def test_row_walk_setting_makes_a_new_plan(monkeypatch) -> None:
     """A call's kept plan follows ``DW_ROWS``: the same call launches the walk, then,
     with the setting off, the gather kernel, then the walk again."""
     rows, gather = _launches(monkeypatch)
-    x, w = _r((1, 3, 7, 7), torch.float32, 16), _r((3, 1, 3, 3), torch.float32, 17)
+    x, w = _r((1, 3, 7, 9), torch.float32, 16), _r((3, 1, 3, 3), torch.float32, 17)
     args = [x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 3]
     conv.convolution(*args)
     monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS", False)

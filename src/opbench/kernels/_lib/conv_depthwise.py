@@ -25,7 +25,10 @@ the kernel alone still took 46.5 us. Each tap re-reads its input from L1 as 2-by
 cuDNN stages a tile with its halo in shared memory and reuses it across the taps. Triton
 gives no handle on that reuse here (no slices or shifts of a register tile); a kernel
 that wants it needs shared memory of its own (CUDA, or a Triton with explicit shared
-memory). The 5x5 and 7x7 rows, on zero-padded planes, run at 0.8-1.9x eager.
+memory). The 5x5 and 7x7 rows, on zero-padded planes, run at 0.8-1.9x eager. Since
+2026-12-01 the NCHW 3x3 calls of no channel multiplier (unit stride or 2; the unit-stride
+input gradient) walk their planes in :mod:`~opbench.kernels._lib.conv_depthwise_rows`
+instead, where that held registers for the reuse this kernel lacks (36 us on that row).
 
 Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
 ``conv_kernels``' docstring says why.

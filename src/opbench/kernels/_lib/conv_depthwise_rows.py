@@ -20,6 +20,18 @@ convolution of unit stride (the input gradient of a unit-stride depthwise convol
 the forward over ``grad_output`` with the taps reversed and the padding ``2 - p``). The
 rest stays on the gather kernel.
 
+Where it stands (H200, 2026-12-01, device time, the 12 most used 3x3 depthwise rows of
+each half and op; ``dw-rows-h200-2026-12-01*.md``): tiles were picked on the tuning half
+(128 elements: 1.3x over 256, and 64 or 32, 2 warps or strips of 8 lost). Against the
+gather kernel on the same rows, tuning: forward 1.72x (10 rows), backward 1.19x (the
+input gradient's share); held out, judged after: 1.14x and 1.035x (9 rows each). Planes
+of 42 x 42 and wider run 1.9-2.4x the gather's speed and at or above eager's; 11 x 11 and
+14 x 14 ones 1.3-1.4x; outputs under 9 wide stay on the gather (``DW_ROWS_MIN_WIDTH``: the
+walk ran 7 x 7 and 8 x 8 planes 0.74-0.83x its speed). Still slower than the gather: the
+held-out rows of one image and 88 channels (10 x 10 to 40 x 40: 0.59-0.75x, 1.4-4.5 us),
+whose few planes give the grid fewer programs than the GPU has SMs; and still slower than
+cuDNN: 19 x 19 planes (``[32, 728, 19, 19]``: 59 -> 36 us, cuDNN 19.9).
+
 Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
 ``conv_kernels``' docstring says why.
 """
@@ -35,7 +47,8 @@ from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 
 __all__ = [
-    "DW_ROWS", "DW_ROWS_STRIP", "DW_ROWS_TILE", "DW_ROWS_WARPS", "_dw_rows", "rows_plan",
+    "DW_ROWS", "DW_ROWS_MIN_WIDTH", "DW_ROWS_STRIP", "DW_ROWS_TILE", "DW_ROWS_WARPS", "_dw_rows",
+    "rows_plan",
     "rows_settings", "rows_tile_max",
 ]  # fmt: skip
 
@@ -47,12 +60,16 @@ DW_ROWS = True
 #: Elements of a program's ``[BLOCK_PL, BLOCK_W]`` tile: ``BLOCK_W`` covers the output
 #: width (a power of two, at most :data:`_MAX_BLOCK_W` and this), ``BLOCK_PL`` planes
 #: fill the rest.
-DW_ROWS_TILE = 256
+DW_ROWS_TILE = 128
 #: Output rows a program walks (its strip): the first rows' loads (2 input rows at unit
 #: stride, 1 at stride 2) are the strip's overhead, so longer strips waste less, shorter
 #: ones give more programs to a small batch.
 DW_ROWS_STRIP = 16
 DW_ROWS_WARPS = 4
+#: Narrowest output the walk serves: a narrower one's column tile of 8 leaves each warp's
+#: loads 16 bytes a plane, and the gather kernel (every tap from L1, positions flattened
+#: across planes) ran 7 x 7 and 8 x 8 planes faster (H200, 2026-12-01, below).
+DW_ROWS_MIN_WIDTH = 9
 #: Widest column tile: wider outputs are tiled over the grid's second axis.
 _MAX_BLOCK_W = 64
 
@@ -65,7 +82,7 @@ def rows_tile_max() -> int:
 
 def rows_settings() -> tuple[Any, ...]:
     """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
-    return (DW_ROWS, DW_ROWS_TILE, DW_ROWS_STRIP, DW_ROWS_WARPS)
+    return (DW_ROWS, DW_ROWS_TILE, DW_ROWS_STRIP, DW_ROWS_WARPS, DW_ROWS_MIN_WIDTH)
 
 
 @triton.jit
@@ -204,6 +221,7 @@ def rows_plan(
         DW_ROWS and spatial == 2 and D == 1 and cin_g == 1 and cout_g == 1
         and ksize == (1, 3, 3) and dilation[1:] == (1, 1) and strides_ok
         and x_stride[1] != 1 and y_shape[1] == C and N * C * OH * OW > 0
+        and OW >= DW_ROWS_MIN_WIDTH
     ):  # fmt: skip
         return None
     if transposed:  # the forward over grad_output, taps reversed
