@@ -24,7 +24,7 @@ here and compiled to 255 with 12 spilled there (2026-11-28,
 Usage:
     python benchmarks/probes/kernel_ptx.py conv_nhwc_wgrad._nhwc_wgrad_kernel \\
         --const KD=1 KH=3 KW=3 SD=1 SH=1 SW=1 HAS_D=False IEEE=False TO_F32=False \\
-        BIG=False ALIGN=8 EVEN_M=True EVEN_N=True BLOCK_M=128 BLOCK_N=128 BLOCK_K=32 \\
+        BIG=False ALIGN=8 EVEN_M=True EVEN_N=True WALK=True BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 \\
         --warps 8 --stages 3 [--out FILE.ptx]
 """
 

@@ -279,6 +279,26 @@ def test_weight_gradient_splits_the_positions(monkeypatch) -> None:
     assert grids and grids[0][2] > 2, grids  # 2 kernel positions, each split
 
 
+@pytest.mark.parametrize("walk", [True, False], ids=["walk", "divide"])
+def test_weight_gradient_walks_the_positions(walk: bool, monkeypatch) -> None:
+    """``WALK``: 16 positions a step over 2 images of 7 x 5 planes, so steps cross rows
+    and images at every lane offset (35 positions an image: the steps start at 0, 16,
+    32, 48, 64); 3 x 3 planes (9 positions, under a step) divide instead. Eager's result
+    either way; the flag as the setting and the plane say."""
+    _wgrad_served(monkeypatch, "small")
+    monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_WALK", walk)
+    flags: list[bool] = []
+    real = conv_nhwc_wgrad._nhwc_wgrad
+    monkeypatch.setattr(conv_nhwc_wgrad, "_nhwc_wgrad",
+                        lambda *a, **k: (flags.append(k["WALK"]), real(*a, **k))[1])  # fmt: skip
+    for size in ((7, 5), (3, 3)):
+        x, w = _r((2, 16, *size), torch.float16, 18), _r((16, 16, 3, 3), torch.float16, 19)
+        gy = _r((2, 16, *size), torch.float16, 20)
+        args = [gy, x, w, [16], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False]]
+        assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert flags == [walk, False], flags
+
+
 def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
     """Below ``NHWC_WGRAD_MIN_CHANNELS`` channels on either side the general kernel serves
     (its narrow-group step was timed on 8- and 18-channel groups)."""

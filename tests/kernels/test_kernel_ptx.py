@@ -44,7 +44,7 @@ def _counts(kernel: str, *constexprs: str) -> dict[str, int]:
 @pytest.mark.slow
 def test_the_weight_gradient_copies_16_byte_rows_into_wgmma():
     got = _counts("conv_nhwc_wgrad._nhwc_wgrad_kernel", "ALIGN=8", "EVEN_M=True",
-                  "EVEN_N=True", "BLOCK_K=32")  # fmt: skip
+                  "EVEN_N=True", "WALK=True", "BLOCK_K=32")  # fmt: skip
     assert got["cp.async 16-byte (.cg)"] > 0 and got["wgmma"] > 0, got
     assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
 
@@ -105,13 +105,31 @@ def test_the_channels_last_transpose_reads_and_writes_vectors(align: int):
 
 
 @pytest.mark.slow
+def test_the_weight_gradients_position_walk_leaves_the_divisions_out_of_the_lanes():
+    """A 128x128x64 step of the channels-last weight gradient divided every lane's
+    position by the plane's sizes (45 integer divisions or remainders in its sm_90 code,
+    issue slots that outnumber its ``wgmma``'s cycles); walking the positions leaves the
+    four of a step's first position and the lanes' offsets, divided once. Both keep their
+    16-byte copies and ``wgmma``."""
+
+    def divisions(walk: bool) -> int:
+        got = _counts("conv_nhwc_wgrad._nhwc_wgrad_kernel", "ALIGN=8", "EVEN_M=True",
+                      "EVEN_N=True", f"WALK={walk}", "BLOCK_K=64")  # fmt: skip
+        assert got["cp.async 16-byte (.cg)"] >= 12 and got["wgmma"] > 0, got
+        return got.get("div/rem (integer)", 0)
+
+    walked, divided = divisions(True), divisions(False)
+    assert walked <= 16 and divided >= 2 * walked, (walked, divided)
+
+
+@pytest.mark.slow
 def test_uneven_channel_tiles_keep_16_byte_copies():
     """Channel counts the tiles do not divide (a weight gradient of 96 or 288 channels a
     side, a forward step of 16 over 36 channels): their channel masks are constant over 8
     channels once the host's alignment proof is restated in the kernel; against the bare
     counts both weight-gradient operands left ``cp.async`` for 2-byte loads."""
     got = _counts("conv_nhwc_wgrad._nhwc_wgrad_kernel", "ALIGN=8", "EVEN_M=False",
-                  "EVEN_N=False", "BLOCK_K=32")  # fmt: skip
+                  "EVEN_N=False", "WALK=False", "BLOCK_K=32")  # fmt: skip
     assert got["cp.async 16-byte (.cg)"] >= 12 and got["wgmma"] > 0, got
     assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
     got = _counts("conv_nhwc._nhwc_kernel", "SH=2", "SW=2", "X_ALIGN=8", "EVEN_K=False",

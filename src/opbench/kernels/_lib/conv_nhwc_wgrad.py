@@ -23,6 +23,7 @@ Only triton.language builtins inside the kernel: ``conv_kernels``' docstring say
 from __future__ import annotations
 
 import torch
+import triton
 import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
@@ -60,6 +61,27 @@ NHWC_WGRAD_BLOCK_N = 128
 NHWC_WGRAD_BLOCK_K = 64
 NHWC_WGRAD_WARPS = 8
 NHWC_WGRAD_STAGES = 3
+#: Whether 2-D planes of at least a step's positions walk them (the kernel's ``WALK``:
+#: no vector divisions in the loop) rather than dividing each lane's position each step.
+NHWC_WGRAD_WALK = True
+
+
+@triton.jit
+def _walk(p0, d_row, d_col, QH, QW):
+    """``(image, row, column)`` of positions ``p0 + d_row * QW + d_col`` over planes of
+    ``QH x QW`` positions (``d_col < QW``), for a step that spans at most one plane
+    boundary (a plane of at least the step's positions): ``p0`` divided as a scalar, each
+    lane's column and row carried once."""
+    w0 = p0 % QW
+    t0 = p0 // QW
+    h0 = t0 % QH
+    qw = w0 + d_col
+    c_col = qw >= QW
+    qw = tl.where(c_col, qw - QW, qw)
+    qh = h0 + d_row + c_col.to(d_row.dtype)
+    c_row = qh >= QH
+    qh = tl.where(c_row, qh - QH, qh)
+    return t0 // QH + c_row.to(qh.dtype), qh, qw
 
 
 @jit_unspecialized
@@ -75,14 +97,21 @@ def _nhwc_wgrad_kernel(
     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
     HAS_D: tl.constexpr, IEEE: tl.constexpr, TO_F32: tl.constexpr, BIG: tl.constexpr,
-    ALIGN: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    ALIGN: tl.constexpr, EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, WALK: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     """``dw[g*R_G + r, c, k] = sum over positions q of a[q, g*R_G + r] *
     b[q * stride - padding + k * dilation, g*C_G + c]`` (zero outside ``b``), both
     channels-last (channel stride 1). Grid: (``a``'s channel tiles, ``b``'s, group x
     kernel position x split). ``ALIGN``: every position's channel offset is a multiple
     of 8 in both (16-byte rows); ``EVEN_M``/``EVEN_N``: the tiles divide the group's
-    channels (no channel mask, which would stop the loads vectorizing)."""
+    channels (no channel mask, which would stop the loads vectorizing). ``WALK`` (2-D,
+    planes of at least ``BLOCK_K`` positions): a step's positions from its first one's
+    (image, row, column), three scalar divisions, and each lane's fixed offset in rows
+    and columns (divided once, before the loop), with one carry into the next row and one
+    into the next image; without it every lane divides its position by the plane's sizes
+    each step (45 integer divisions or remainders in the sm_90 code of a 128x128x64 step,
+    whose issue slots outnumber its 4 ``wgmma``'s cycles)."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     gks = tl.program_id(2)
@@ -119,10 +148,16 @@ def _nhwc_wgrad_kernel(
     last = tl.minimum(first + _idx(steps_per_split, BIG), (P + BLOCK_K - 1) // BLOCK_K)
     acc = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
     comp = tl.full([BLOCK_M, BLOCK_N], 0, tl.float32)
+    if WALK:  # each lane's offset from a step's first position, in rows and columns
+        d_row, d_col = rk // QW, rk % QW
     for step in range(first, last):
         p = step * BLOCK_K + rk
         p_ok = p < P
-        nb, qd, qh, qw = _unflatten(p, QD, QH, QW)
+        if WALK:
+            nb, qh, qw = _walk(step * BLOCK_K, d_row, d_col, QH, QW)
+            qd = qh  # unused: WALK is 2-D only
+        else:
+            nb, qd, qh, qw = _unflatten(p, QD, QH, QW)
         a_row = nb * as0 + qh * as3 + qw * as4 + a_chan0
         ih = qh * SH + eh
         iw = qw * SW + ew
@@ -194,7 +229,7 @@ def nhwc_weight_grad(
         IEEE=a5.dtype == torch.float32, TO_F32=_INTERPRETING,
         BIG=not fits_i32(ac, bc, target, counts=(P + (per + 1) * bk, c_g + bn)),
         ALIGN=8 if all(s % 8 == 0 for s in rows) else 1, EVEN_M=r_g % bm == 0,
-        EVEN_N=c_g % bn == 0,
+        EVEN_N=c_g % bn == 0, WALK=NHWC_WGRAD_WALK and not has_d and QH * QW >= bk,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
     sum_split_target(target, w5)
