@@ -63,6 +63,10 @@ NHWC_WGRAD_WARPS = 8
 NHWC_WGRAD_STAGES = 3
 #: Whether 2-D planes of at least a step's positions walk them (the kernel's ``WALK``:
 #: no vector divisions in the loop) rather than dividing each lane's position each step.
+#: H200, 2026-12-01, device time (``nhwc-wgrad-walk-h200-2026-12-01-*``), against
+#: dividing: tuning half 1.11x (3 of the 20 most used backward rows this path serves) and
+#: 1.07x (3 strided); held out, judged after, 1.07x (2) and 1.08x (7). The held-out
+#: ``[64, 256, 14, 14]`` 3x3 weight gradient 147.5 -> 121.7 us (cuDNN 34.9).
 NHWC_WGRAD_WALK = True
 
 
