@@ -9,9 +9,14 @@ device-time protocol (``benchmarks/tune/matmul_timing.py``'s ``device_bench``: L
 overwritten and the GPU kept busy while the host queues each call), median of 15. A row
 whose runs come out 1 either way (7x7 planes) is the noise floor.
 
+``--rows``: the row kernels instead (channels-last and 2-D inputs, whose channels are
+adjacent): the traced rows whose first tensor is 2-D or has a channel stride of 1, with
+``batch_norm.BN_ROW_VECTORS`` on (a row's channels read and written ``CV`` at a time)
+against off; the runs column is then the ``CV`` the launches took.
+
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/probes/bn_plane_runs.py --traces .gpu_data/traces --limit 8 \\
-        --out $OUT/bn-plane-runs
+        --out $OUT/bn-plane-runs [--rows]
 """
 
 from __future__ import annotations
@@ -43,9 +48,25 @@ def _positions(args: str) -> int | None:
     return math.prod(dims[2:]) if len(dims) >= 3 else None
 
 
-def rows(traces: str, half: str, limit: int, ops: tuple[str, ...] = OPS) -> list[dict[str, Any]]:
+#: A row's first tensor: its sizes and, where given, its strides
+_FIRST = re.compile(r"^\(\(T\(\[([\d, ]+)\], (?:f16|bf16|f32)(?:, stride=\(([\d, ]+)\))?\)")
+
+
+def _row_layout(args: str) -> bool:
+    """Whether a row's first tensor reaches the row kernels: 2-D, or a channel stride of
+    1 over more than one channel (channels-last)."""
+    m = _FIRST.match(args)
+    if not m:
+        return False
+    sizes = [int(d) for d in m.group(1).split(",")]
+    strides = [int(d) for d in m.group(2).split(",")] if m.group(2) else None
+    return len(sizes) == 2 or (strides is not None and strides[1] == 1 and sizes[1] > 1)
+
+
+def rows(traces: str, half: str, limit: int, ops: tuple[str, ...] = OPS,
+         row_kernels: bool = False) -> list[dict[str, Any]]:  # fmt: skip
     """The ``limit`` most used distinct rows of ``half`` per op of ``ops`` whose planes are
-    no multiple of 16 positions."""
+    no multiple of 16 positions (``row_kernels``: whose input the row kernels serve)."""
     from opbench.suites.trace_files import load_traces
     from opbench.suites.trace_split import select, without_heldout
 
@@ -53,8 +74,10 @@ def rows(traces: str, half: str, limit: int, ops: tuple[str, ...] = OPS) -> list
     chosen = without_heldout(entries) if half == "tuning" else select(entries, "heldout")
     weights: dict[tuple[str, str], int] = defaultdict(int)
     for e in chosen:
-        s = _positions(e.args) if e.op in ops else None
-        if s is not None and s % 16:
+        if e.op not in ops:
+            continue
+        s = _positions(e.args)
+        if _row_layout(e.args) if row_kernels else (s is not None and s % 16):
             weights[(e.op, e.args)] += max(e.count, 1)
     out = []
     for op in ops:
@@ -63,8 +86,9 @@ def rows(traces: str, half: str, limit: int, ops: tuple[str, ...] = OPS) -> list
     return out
 
 
-def measure(row: dict[str, Any]) -> dict[str, Any]:
-    """The row checked against eager, then timed with and without the runs."""
+def measure(row: dict[str, Any], row_kernels: bool = False) -> dict[str, Any]:
+    """The row checked against eager, then timed with and without the runs (the row
+    kernels' channel vectors)."""
     import torch
     from matmul_timing import device_bench
 
@@ -88,7 +112,8 @@ def measure(row: dict[str, Any]) -> dict[str, Any]:
             # terms is 100-1000 large, a unit of rounding 0.06-0.5 (conv_heldout's bound)
             scale = max(float(w.float().abs().max()), 1.0)
             torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2 * scale)
-    real = batch_norm_planes.plane_runs
+    module, name = (batch_norm, "row_vector") if row_kernels else (batch_norm_planes, "plane_runs")
+    real = getattr(module, name)
     out = dict(row, runs=None)
     seen: list[int] = []
 
@@ -96,14 +121,24 @@ def measure(row: dict[str, Any]) -> dict[str, Any]:
         seen.append(real(*a))
         return seen[-1]
 
-    batch_norm_planes.plane_runs = spy
+    setattr(module, name, spy)
+    # the row kernels' setting joins their plans' keys; the planes' runs are read per plan
+    batch_norm.BN_ROW_VECTORS = row_kernels
+    batch_norm._BN_FWD_PLANS.clear()
+    batch_norm_backward._BN_BWD_PLANS.clear()
     try:
         call = fresh()
         out["runs_ms"] = device_bench(lambda: ours(*call, **kw))
-        batch_norm_planes.plane_runs = lambda *a: 1
+        if row_kernels:
+            batch_norm.BN_ROW_VECTORS = False
+        else:
+            setattr(module, name, lambda *a: 1)
+            batch_norm._BN_FWD_PLANS.clear()
+            batch_norm_backward._BN_BWD_PLANS.clear()
         out["scalar_ms"] = device_bench(lambda: ours(*call, **kw))
     finally:
-        batch_norm_planes.plane_runs = real
+        setattr(module, name, real)
+        batch_norm.BN_ROW_VECTORS = False
     out["runs"] = max(seen) if seen else None
     out["eager_ms"] = device_bench(lambda: eager(*call, **kw))
     return out
@@ -115,22 +150,29 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=8, help="rows a half and op")
     ap.add_argument("--out", required=True, help="path prefix: .json and .md are written")
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, of " + ", ".join(OPS))
+    ap.add_argument(
+        "--rows",
+        action="store_true",
+        help="the row kernels' channel vectors (2-D and channels-last inputs)",
+    )
     ns = ap.parse_args()
     ops = tuple(ns.ops.split(","))
     import torch
 
     measured = []
     for half in ("tuning", "heldout"):
-        for row in rows(ns.traces, half, ns.limit, ops):
+        for row in rows(ns.traces, half, ns.limit, ops, ns.rows):
             try:
-                measured.append(measure(row))
+                measured.append(measure(row, ns.rows))
             except Exception as e:  # recorded, the run goes on
                 measured.append(dict(row, error=f"{type(e).__name__}: {str(e)[:200]}"))
             r = measured[-1]
             print(r["half"], r["op"], r["args"][:60], r.get("runs"),
                   r.get("scalar_ms"), r.get("runs_ms"), r.get("error", ""), flush=True)  # fmt: skip
     lines = [
-        "# Batch norm planes of no multiple of 16 positions: vector runs against 2-byte",
+        "# Batch norm rows (channels-last, 2-D): channel vectors against 2-byte"
+        if ns.rows
+        else "# Batch norm planes of no multiple of 16 positions: vector runs against 2-byte",
         "",
         f"{torch.cuda.get_device_name()}, torch {torch.__version__}. `{' '.join(sys.argv)}`",
         "",

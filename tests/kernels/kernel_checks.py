@@ -4,6 +4,7 @@ so a kernel test fails exactly where ``opbench run`` would."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import zlib
 from collections.abc import Callable
@@ -129,6 +130,29 @@ def assert_batch_norm_backward_matches(ours: Callable[..., Any], *args: Any) -> 
     else:
         assert_matches(got, aten.native_batch_norm_backward, *args)
     assert [meta(t) for t in got] == [meta(t) for t in want]
+
+
+def assert_batch_norm_both_ways(forward: Callable[..., Any], backward: Callable[..., Any],
+                                x: torch.Tensor, w: torch.Tensor, b: torch.Tensor,
+                                rm: torch.Tensor, rv: torch.Tensor, g: torch.Tensor) -> None:  # fmt: skip
+    """``forward`` (a native_batch_norm) training and eval against eager, with the output
+    metadata and the running statistics it updates in place, then ``backward`` (a
+    native_batch_norm_backward, ``g`` the output's gradient) under every output mask."""
+    aten = torch.ops.aten
+    for training in (True, False):
+        ours_rm, ours_rv = rm.clone(), rv.clone()
+        got = forward(x, w, b, ours_rm, ours_rv, training, 0.1, 1e-5)
+        eager_rm, eager_rv = rm.clone(), rv.clone()
+        want = aten.native_batch_norm(x, w, b, eager_rm, eager_rv, training, 0.1, 1e-5)
+        assert [meta(t) for t in got] == [meta(t) for t in want]
+        assert_matches(got, aten.native_batch_norm, x, w, b, rm.clone(), rv.clone(), training,
+                       0.1, 1e-5)  # fmt: skip
+        torch.testing.assert_close(ours_rm, eager_rm)
+        torch.testing.assert_close(ours_rv, eager_rv)
+        _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
+        for mask in itertools.product([True, False], repeat=3):
+            args = (g, x, w, rm, rv, sm, si, training, 1e-5, list(mask))
+            assert_matches(backward(*args), aten.native_batch_norm_backward, *args)
 
 
 def seeded_randn(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:

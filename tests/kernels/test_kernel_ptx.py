@@ -182,3 +182,31 @@ def test_the_weight_gradients_a_runs_load_as_vectors(runs: bool):
         f"A_RUNS={runs}", "BLOCK_M=64", "BLOCK_N=64", "BLOCK_K=64",
     )  # fmt: skip
     assert (got.get("ld.global.v4.b32", 0) > 0) == runs, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cv", [8, 1])
+def test_batch_norm_rows_load_and_store_channel_vectors(cv: int):
+    """Batch norm's row kernels (channels-last and 2-D inputs): with ``CV`` 8 (the host
+    found the channels adjacent and the counts and row strides multiples of 8) the
+    forward's apply and the backward's reduce and apply read their tiles 16 bytes at a
+    time, and both applies store them so; with ``CV`` 1 (``BN_ROW_VECTORS`` off, as the
+    survey found them) every tile access is 2 bytes wide."""
+    tile = ["--warps", "8", "--stages", "1", "--const", "MERGED=True", f"CV={cv}",
+            "COMPUTE=tl.float32", "BLOCK_R=64", "BLOCK_C=64"]  # fmt: skip
+    flags = ["TRAINING=True", "HAS_W=True", "FOLD=False"]
+    runs = {
+        "batch_norm._bn_apply_kernel": [*flags, "HAS_RUNNING=False", "HAS_SAVE=False",
+                                        "HAS_B=True"],
+        "batch_norm_backward._bn_bwd_reduce_kernel": [],
+        "batch_norm_backward._bn_bwd_apply_kernel": [*flags, "RUNNING=False", "DW=False",
+                                                     "DB=False"],
+    }  # fmt: skip
+    for kernel, extra in runs.items():
+        got = _probe(kernel, *tile, *extra)
+        vectors = got.get("ld.global.v4.b32", 0)
+        assert (vectors >= 4) if cv == 8 else (vectors == 0), (kernel, got)
+        if "reduce" not in kernel:
+            stored = got.get("st.global.v4.b32", 0)
+            assert (stored >= 2 and got.get("st.global.b16", 0) == 0) if cv == 8 else stored == 0, (
+                kernel, got)  # fmt: skip

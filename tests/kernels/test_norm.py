@@ -20,6 +20,7 @@ pytest.importorskip("triton")
 from kernel_checks import (  # noqa: E402
     DEVICE,
     assert_batch_norm_backward_matches,
+    assert_batch_norm_both_ways,
     assert_matches,
     meta,
 )
@@ -448,19 +449,4 @@ def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:
     x = x.to(memory_format=layout) if layout is not None else x
     w, b, rm, rv = _bn_params(3, torch.float32)
     g = _rand(*x.shape, dtype=torch.float32, seed=5)
-    for training in (True, False):
-        ours_rm, ours_rv = rm.clone(), rv.clone()
-        got = bn.batch_norm(x, w, b, ours_rm, ours_rv, training, 0.1, 1e-5)
-        eager_rm, eager_rv = rm.clone(), rv.clone()
-        want = aten.native_batch_norm(x, w, b, eager_rm, eager_rv, training, 0.1, 1e-5)
-        assert [meta(t) for t in got] == [meta(t) for t in want]
-        assert_matches(got, aten.native_batch_norm, x, w, b, rm.clone(), rv.clone(), training,
-                       0.1, 1e-5)  # fmt: skip
-        torch.testing.assert_close(ours_rm, eager_rm)
-        torch.testing.assert_close(ours_rv, eager_rv)
-        _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
-        for mask in MASKS:
-            args = (g, x, w, rm, rv, sm, si, training, 1e-5, mask)
-            assert_matches(
-                bn_bwd.batch_norm_backward(*args), aten.native_batch_norm_backward, *args
-            )
+    assert_batch_norm_both_ways(bn.batch_norm, bn_bwd.batch_norm_backward, x, w, b, rm, rv, g)

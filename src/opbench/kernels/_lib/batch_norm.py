@@ -49,6 +49,7 @@ from opbench.kernels._lib.norm import (
     warps_for,
 )
 from opbench.kernels._lib.pointwise import index_type
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 
 __all__ = ["batch_norm"]
 
@@ -66,21 +67,43 @@ BN_FINALIZE_BLOCK = 256 if not _INTERPRETING else 4096
 #: program's reads (NCHW tiles of 4096 rows fold up to split 85; channels-last tiles of
 #: 64 rows fold only unsplit statistics). A bound by arithmetic, not yet timed on a GPU.
 BN_FOLD_RATIO = 48
+#: The row kernels (channels-last and 2-D inputs) read and write a row's channels as
+#: vectors where the strides allow (:func:`row_vector`): their sm_90 code made every
+#: access 2 bytes wide (``ptx-survey-2026-12-01.md``: ``sC`` and the row stride arrive
+#: as unspecialized integers) and with it 4-byte or 16-byte ones. Off until a device-time
+#: A/B on the traced rows (``benchmarks/gpu/conv_pending.sh``'s batch norm step).
+BN_ROW_VECTORS = False
 
 
 # ----------------------------------------------------------------------------- batch norm
 
 
 @triton.jit
-def _bn_offsets(rs, cs, S, sN, sC, sS, MERGED: tl.constexpr):
+def _bn_offsets(rs, cs, S, sN, sC, sS, MERGED: tl.constexpr, CV: tl.constexpr):
     """Memory offsets of rows ``rs`` (r = n*S + s) and channels ``cs`` in an [N, C, S]
     view with strides (sN, sC, sS); MERGED: the rows are one stride apart (``sS`` is it,
-    see :func:`rows_strides`), no per-element division."""
+    see :func:`rows_strides`), no per-element division. ``CV`` > 1 (:func:`row_vector`):
+    the host found ``sC`` 1 and ``sN``, ``sS`` multiples of ``CV``, said here as Triton
+    reads it, so a row's channels load and store ``CV`` at a time."""
+    if CV > 1:
+        sN, sS = multiple(sN, CV), multiple(sS, CV)
+        chan = cs
+    else:
+        chan = cs * sC
     if MERGED:
-        return (rs * sS)[:, None] + (cs * sC)[None, :]
+        return (rs * sS)[:, None] + chan[None, :]
     n = rs // S
     s = rs - n * S
-    return (n * sN + s * sS)[:, None] + (cs * sC)[None, :]
+    return (n * sN + s * sS)[:, None] + chan[None, :]
+
+
+@triton.jit
+def row_channels(C, CV: tl.constexpr):
+    """The channel count, restated as a multiple of ``CV`` (the host's proof, so the
+    channel mask is constant over ``CV`` channels)."""
+    if CV > 1:
+        C = multiple(C, CV)
+    return C
 
 
 @triton.jit
@@ -99,7 +122,8 @@ def _bn_stats_kernel(
     x_ptr, part_ptr,
     C: tl.int64, S: tl.int64, R: tl.int64, sN: tl.int64, sC: tl.int64, sS: tl.int64,
     rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64,
-    MERGED: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    MERGED: tl.constexpr, CV: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """Per channel and row range: count, mean and M2 into part[3, split, C], from per-lane
     sums of the values shifted by the first tile's column means (as the planes kernels:
@@ -107,13 +131,14 @@ def _bn_stats_kernel(
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_s = pid // n_cblocks
+    C = row_channels(C, CV)
     cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cs < C
     r0 = pid_s * rows_per_split
     r1 = tl.minimum(r0 + rows_per_split, R)
     rs = r0 + tl.arange(0, BLOCK_R)
     mask = (rs < r1)[:, None] & cmask[None, :]
-    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS, MERGED), mask=mask, other=0.0)
+    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS, MERGED, CV), mask=mask, other=0.0)
     k = sum_f(x.to(COMPUTE), axis=0) / tl.maximum(
         sum_f(tl.where(mask, 1.0, 0.0).to(COMPUTE), axis=0), 1.0
     )
@@ -123,7 +148,7 @@ def _bn_stats_kernel(
     for start in range(r0, r1, BLOCK_R):
         rs = start + tl.arange(0, BLOCK_R)
         mask = (rs < r1)[:, None] & cmask[None, :]
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS, MERGED), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, sN, sC, sS, MERGED, CV), mask=mask, other=0.0)
         d = tl.where(mask, x.to(COMPUTE) - k[None, :], 0.0)
         s1 += d
         s2 += d * d
@@ -207,7 +232,7 @@ def _bn_apply_kernel(
     rv_stride: tl.int64, eps: tl.float64, momentum: tl.float64,
     FOLD: tl.constexpr, TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr,
     HAS_SAVE: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, MERGED: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    CV: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """y = (x - mean[c]) * invstd[c] * w[c] + b[c]. FOLD: every program works out its
     channels' mean and invstd (:func:`_bn_channel_stats`) and the programs of the first
@@ -216,6 +241,7 @@ def _bn_apply_kernel(
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_r = pid // n_cblocks
+    C = row_channels(C, CV)
     cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cs < C
     rs = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -234,10 +260,10 @@ def _bn_apply_kernel(
     shift = mean * 0.0
     if HAS_B:
         shift = tl.load(b_ptr + cs, mask=cmask, other=0.0).to(COMPUTE)
-    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED), mask=mask, other=0.0)
+    x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED, CV), mask=mask, other=0.0)
     # (x - mean) * scale, not x * scale - mean * scale: see batch_norm_planes._bnp_normalize
     y = (x.to(COMPUTE) - mean[None, :]) * scale[None, :] + shift[None, :]
-    y_off = _bn_offsets(rs, cs, S, ysN, ysC, ysS, MERGED)
+    y_off = _bn_offsets(rs, cs, S, ysN, ysC, ysS, MERGED, CV)
     tl.store(y_ptr + y_off, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -335,6 +361,16 @@ def planes_layout(C: int, s_c: int) -> bool:
     return s_c != 1 or C == 1
 
 
+def row_vector(C: int, *strides: tuple[int, int, int]) -> int:
+    """The row kernels' ``CV``: the widest of 8, 4, 2, 1 channels a vector where every
+    tensor's channels are adjacent (``sC`` 1) and ``C`` and every row and image stride
+    are multiples of it (so each row's first channel keeps the tensor's alignment); 1
+    where :data:`BN_ROW_VECTORS` is off."""
+    if not BN_ROW_VECTORS or any(st[1] != 1 for st in strides):
+        return 1
+    return common_power_of_two(C, *(v for st in strides for v in (st[0], st[2])))
+
+
 def rows_strides(S: int, *strides: tuple[int, int, int]) -> tuple[bool, tuple]:
     """(MERGED, strides) for the row-tile kernels: where every tensor's rows ``r = n*S + s``
     are one stride apart (``S == 1``, or ``sN == S * sS``: channels-last and 2-D inputs),
@@ -407,6 +443,7 @@ def _bn_fwd_plan(
         plan = (save_len, sdt, y_fmt, y_st, copy_x, scratch, buf_dtype, None, None, None, on_planes)
         return remember(_BN_FWD_PLANS, key, plan)
     merged, ((xsN, xsC, xsS), (ysN, ysC, ysS)) = rows_strides(S, x_st, ys)
+    cv = row_vector(C, (xsN, xsC, xsS), (ysN, ysC, ysS))
     block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
     fold = R > 0 and (not training or _fold(split, block_r))
     scratch = 3 * split * C if training else 0
@@ -415,7 +452,7 @@ def _bn_fwd_plan(
         stats = (
             (n_cblocks * split,),
             (C, S, R, xsN, xsC, xsS, rows_per_split, n_cblocks, split),
-            dict(MERGED=merged, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
+            dict(MERGED=merged, CV=cv, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
                  num_warps=warps),
         )  # fmt: skip
     if not fold and (training or save_len):  # eval with no rows: only the saved stats
@@ -438,7 +475,7 @@ def _bn_fwd_plan(
              rv_stride),
             dict(
                 FOLD=fold, TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
-                HAS_W=weight is not None, HAS_B=bias is not None, MERGED=merged,
+                HAS_W=weight is not None, HAS_B=bias is not None, MERGED=merged, CV=cv,
                 COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
             ),
         )  # fmt: skip
@@ -465,7 +502,7 @@ def batch_norm(
     dev = input.device
     key = (
         input.shape, input.stride(), input.dtype, dev, _pkey(weight), _pkey(bias),
-        _rkey(running_mean), _rkey(running_var), bool(training),
+        _rkey(running_mean), _rkey(running_var), bool(training), BN_ROW_VECTORS,
     )  # fmt: skip
     plan = _BN_FWD_PLANS.get(key)
     if plan is None:

@@ -14,6 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib import batch_norm as bn
 from opbench.kernels._lib import batch_norm_planes as planes
 from opbench.kernels._lib.batch_norm import (
     BN_FINALIZE_BLOCK,
@@ -28,6 +29,8 @@ from opbench.kernels._lib.batch_norm import (
     _ncs_or_copy,
     _rkey,
     planes_layout,
+    row_channels,
+    row_vector,
     rows_strides,
 )
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, remember
@@ -54,12 +57,14 @@ def _bn_bwd_reduce_kernel(
     C: tl.int64, S: tl.int64, R: tl.int64,
     xsN: tl.int64, xsC: tl.int64, xsS: tl.int64, gsN: tl.int64, gsC: tl.int64, gsS: tl.int64,
     rows_per_split: tl.int64, n_cblocks: tl.int64, split: tl.int64, mean_stride: tl.int64,
-    MERGED: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    MERGED: tl.constexpr, CV: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """Per channel and row range: sum(dy) and sum(dy * (x - mean)) into part[2, split, C]."""
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_s = pid // n_cblocks
+    C = row_channels(C, CV)
     cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cs < C
     mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
@@ -70,8 +75,10 @@ def _bn_bwd_reduce_kernel(
     for start in range(r0, r1, BLOCK_R):
         rs = start + tl.arange(0, BLOCK_R)
         mask = (rs < r1)[:, None] & cmask[None, :]
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED), mask=mask, other=0.0)
-        dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS, MERGED), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED, CV), mask=mask, other=0.0)
+        dy = tl.load(
+            dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS, MERGED, CV), mask=mask, other=0.0
+        )
         dy = dy.to(COMPUTE)
         s_dy += dy
         s_dyx += tl.where(mask, dy * (x.to(COMPUTE) - mean[None, :]), 0.0)
@@ -131,7 +138,7 @@ def _bn_bwd_apply_kernel(
     osN: tl.int64, osC: tl.int64, osS: tl.int64, n_cblocks: tl.int64, split: tl.int64,
     sums_off: tl.int64, mean_stride: tl.int64, inv_stride: tl.int64, eps: tl.float64,
     TRAINING: tl.constexpr, HAS_W: tl.constexpr, RUNNING: tl.constexpr, FOLD: tl.constexpr,
-    DW: tl.constexpr, DB: tl.constexpr, MERGED: tl.constexpr,
+    DW: tl.constexpr, DB: tl.constexpr, MERGED: tl.constexpr, CV: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
 ):  # fmt: skip
     """grad_input: training, (dy - mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean)))
@@ -142,6 +149,7 @@ def _bn_bwd_apply_kernel(
     pid = tl.program_id(0).to(tl.int64)
     pid_c = pid % n_cblocks
     pid_r = pid // n_cblocks
+    C = row_channels(C, CV)
     cs = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cs < C
     rs = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -158,18 +166,18 @@ def _bn_bwd_apply_kernel(
     elif TRAINING:
         s_dy = tl.load(part_ptr + sums_off + cs, mask=cmask, other=0.0)
         s_dyx = tl.load(part_ptr + sums_off + C + cs, mask=cmask, other=0.0)
-    dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS, MERGED), mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + _bn_offsets(rs, cs, S, gsN, gsC, gsS, MERGED, CV), mask=mask, other=0.0)
     dy = dy.to(COMPUTE)
     if TRAINING:
         mean = tl.load(mean_ptr + cs * mean_stride, mask=cmask, other=0.0).to(COMPUTE)
-        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED), mask=mask, other=0.0)
+        x = tl.load(x_ptr + _bn_offsets(rs, cs, S, xsN, xsC, xsS, MERGED, CV), mask=mask, other=0.0)
         k = s_dyx / R * invstd * invstd
         dx = (dy - (s_dy / R)[None, :] - (x.to(COMPUTE) - mean[None, :]) * k[None, :]) * scale[
             None, :
         ]
     else:
         dx = dy * scale[None, :]
-    dx_off = _bn_offsets(rs, cs, S, osN, osC, osS, MERGED)
+    dx_off = _bn_offsets(rs, cs, S, osN, osC, osS, MERGED, CV)
     tl.store(dx_ptr + dx_off, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
@@ -305,6 +313,7 @@ def _bn_bwd_plan(
                 None, None, on_planes)  # fmt: skip
         return remember(_BN_BWD_PLANS, key, plan)
     merged, ((xsN, xsC, xsS), g_st, (osN, osC, osS)) = rows_strides(S, x_st, g_st, ds)
+    cv = row_vector(C, (xsN, xsC, xsS), g_st, (osN, osC, osS))
     block_r, block_c, n_cblocks, split, rows_per_split, warps = _bn_tiling(C, xsC, R)
     reduce = final = apply = None
     zero_params = R == 0
@@ -315,7 +324,7 @@ def _bn_bwd_plan(
         reduce = (
             (n_cblocks * split,),
             (C, S, R, xsN, xsC, xsS, *g_st, rows_per_split, n_cblocks, split, m_stride),  # type: ignore[misc]
-            dict(MERGED=merged, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
+            dict(MERGED=merged, CV=cv, COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
                  num_warps=warps),
         )  # fmt: skip
         fold = want_dx and _fold(split, block_r)
@@ -337,7 +346,8 @@ def _bn_bwd_plan(
              m_stride, v_stride),
             dict(
                 TRAINING=train, HAS_W=weight is not None, RUNNING=running, FOLD=fold,
-                DW=fold and want_dw, DB=fold and want_db, MERGED=merged, COMPUTE=compute,
+                DW=fold and want_dw, DB=fold and want_db, MERGED=merged, CV=cv,
+                COMPUTE=compute,
                 BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
             ),
         )  # fmt: skip
@@ -373,7 +383,7 @@ def batch_norm_backward(
     key = (
         input.shape, input.stride(), grad_out.stride(), input.dtype, dev, _rkey(weight),
         _rkey(running_mean), _rkey(running_var), _rkey(save_mean), _rkey(save_invstd),
-        bool(train), tuple(output_mask),
+        bool(train), tuple(output_mask), bn.BN_ROW_VECTORS,
     )  # fmt: skip
     plan = _BN_BWD_PLANS.get(key)
     if plan is None:
