@@ -100,6 +100,18 @@ def _row(p, ih, H, o0, o1, o2, k0, k1, k2):
 
 
 @triton.jit
+def _shifts(pl, q, q_ok, iw, W, xs4):
+    """The three column shifts of the tile's input columns ``iw`` (the first tap's, for
+    output columns ``q``): offsets ``[1, BLOCK_W]`` and masks over the whole tile (an op
+    over both axes: the interpreter refuses a broadcast view as a mask)."""
+    tile = (pl >= 0)[:, None]
+    k0 = tile & (q_ok & (iw >= 0) & (iw < W))[None, :]
+    k1 = tile & (q_ok & (iw + 1 >= 0) & (iw + 1 < W))[None, :]
+    k2 = tile & (q_ok & (iw + 2 >= 0) & (iw + 2 < W))[None, :]
+    return (iw * xs4)[None, :], ((iw + 1) * xs4)[None, :], ((iw + 2) * xs4)[None, :], k0, k1, k2
+
+
+@triton.jit
 def _taps(a0, a1, a2, w0, w1, w2):
     """One kernel row's contribution: its 3 taps over the row's 3 column shifts."""
     return a0 * w0 + a1 * w1 + a2 * w2
@@ -145,15 +157,7 @@ def _dw_rows_kernel(
     q_ok = q < OW
     first = _idx(tl.program_id(2), BIG) * _idx(strip, BIG)
     last = tl.minimum(first + _idx(strip, BIG), OH)
-    # the three column shifts: offsets and masks over the tile's columns, [1, BLOCK_W]
-    xs4 = _idx(xs4, BIG)
-    iw = q * SW - pw
-    # whole-tile masks (an op over both axes): the interpreter refuses a broadcast view
-    tile = (pl >= 0)[:, None]
-    k0 = tile & (q_ok & (iw >= 0) & (iw < W))[None, :]
-    k1 = tile & (q_ok & (iw + 1 >= 0) & (iw + 1 < W))[None, :]
-    k2 = tile & (q_ok & (iw + 2 >= 0) & (iw + 2 < W))[None, :]
-    o0, o1, o2 = (iw * xs4)[None, :], ((iw + 1) * xs4)[None, :], ((iw + 2) * xs4)[None, :]
+    o0, o1, o2, k0, k1, k2 = _shifts(pl, q, q_ok, q * SW - pw, W, _idx(xs4, BIG))
     xs3 = _idx(xs3, BIG)
     xb = x_ptr + (n * _idx(xs0, BIG) + c * _idx(xs1, BIG))[:, None]
     wc = c * _idx(ws0, BIG)

@@ -30,6 +30,7 @@ import triton.language as tl
 
 from opbench.kernels._lib import conv_depthwise_wgrad_dot as dot
 from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
+from opbench.kernels._lib import conv_depthwise_wgrad_walk as walk
 from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
@@ -326,7 +327,9 @@ def depthwise_weight_grad(
     """``dw`` (``w5`` its 5-D view, ``[C, 1, KD, KH, KW]``) from ``a5`` (the summed
     tensor, 5-D) and ``b5`` (the gathered one). Where the positions are contiguous: 1-D
     and 2-D 16-bit ones on the tensor cores where each program sums enough rows
-    (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`), the rest through the plane
+    (:mod:`~opbench.kernels._lib.conv_depthwise_wgrad_dot`; NCHW 3x3 16-bit ones through
+    the row walk of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_walk` before it, where
+    that is on), the rest through the plane
     kernel (:data:`DWG_PLANE`); where the channels are, the tap-row kernel of
     :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D, ``DWG_ROWS``); else the
     flattened kernel above, split over the positions as :func:`dwg_splits` says (evened
@@ -344,6 +347,12 @@ def depthwise_weight_grad(
     P = a5.shape[0] * QD * QH * QW
     pos_inner = a5.stride(4) == 1 and a5.stride(1) != 1
     kahan = a5.dtype == torch.float32
+    if (
+        pos_inner
+        and spatial == 2
+        and walk.walk_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big)
+    ):
+        return
     if pos_inner and dot.dot_serves(a5, w5, sw, dw_, spatial):
         sms = sm_count(dw.device)
         if dot.dot_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big,
