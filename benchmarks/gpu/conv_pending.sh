@@ -14,7 +14,9 @@
 #  3. the depthwise weight gradient's row walk (conv_depthwise_wgrad_walk.DWG_WALK, built
 #     and tested on the CPU, off until this A/B) against the tensor-core kernel, on the
 #     12 most used 3x3 depthwise backward rows of each half, and its GPU tests;
-#  4. the rest of tests/kernels/test_conv.py on the GPU (not yet run there whole).
+#  4. the depthwise row walk's grid fill (conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS, off)
+#     on the 3x3 depthwise rows of one image (the held-out half's 88-channel ones);
+#  5. the rest of tests/kernels/test_conv.py on the GPU (not yet run there whole).
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -42,6 +44,11 @@ grep "^| walk" "$OUT/dwg-walk.md"
 OPBENCH_KERNEL_DEVICE=cuda timeout 60 python3 -m pytest -q -p no:cacheprovider \
     tests/kernels/test_conv_depthwise_wgrad_walk.py 2>&1 | tail -2
 echo "dwg walk: $(( $(date +%s) - start )) s"
+timeout 60 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 \
+    --match 'T\(\[1, \d+, \d+, \d+\], f16\), T\(\[\d+, 1, 3, 3\]' \
+    --variant fill=conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS=264 --out "$OUT/dw-rows-fill" 2>&1 | tail -1
+grep "^| fill" "$OUT/dw-rows-fill.md"
+echo "fill: $(( $(date +%s) - start )) s"
 left=$(( 560 - $(date +%s) + start ))
 if [ "$left" -gt 30 ]; then
     OPBENCH_KERNEL_DEVICE=cuda timeout "$left" python3 -m pytest -q -p no:cacheprovider \

@@ -147,3 +147,18 @@ def test_row_walk_setting_makes_a_new_plan(monkeypatch) -> None:
     monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS", True)
     assert_matches(conv.convolution(*args), aten.convolution, *args)
     assert (len(rows), len(gather)) == (2, 1)
+
+
+@pytest.mark.parametrize("fill", [0, 64], ids=["off", "fill"])
+def test_row_walk_fills_a_small_grid(fill: int, monkeypatch) -> None:
+    """``DW_ROWS_MIN_PROGRAMS``: one image of 3 channels, 9 x 10 planes under the GPU's
+    tiles (one plane a program, strips of 4 rows: 3 x 1 x 3 programs) has its strips
+    halved until the grid has 64 programs or a strip is one row (9 strips: 27); off, the
+    strips stay. Eager's result either way."""
+    _gpu_tiles(monkeypatch)
+    monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS_MIN_PROGRAMS", fill)
+    rows, _ = _launches(monkeypatch)
+    x, w = _r((1, 3, 9, 10), torch.float32, 18), _r((3, 1, 3, 3), torch.float32, 19)
+    args = [x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 3]
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert rows == [(3, 1, 9 if fill else 3)], rows

@@ -47,7 +47,7 @@ from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 
 __all__ = [
-    "DW_ROWS", "DW_ROWS_MIN_WIDTH", "DW_ROWS_STRIP", "DW_ROWS_TILE", "DW_ROWS_WARPS", "_dw_rows",
+    "DW_ROWS", "DW_ROWS_MIN_PROGRAMS", "DW_ROWS_MIN_WIDTH", "DW_ROWS_STRIP", "DW_ROWS_TILE", "DW_ROWS_WARPS", "_dw_rows",
     "rows_plan",
     "rows_settings", "rows_tile_max",
 ]  # fmt: skip
@@ -70,6 +70,12 @@ DW_ROWS_WARPS = 4
 #: loads 16 bytes a plane, and the gather kernel (every tap from L1, positions flattened
 #: across planes) ran 7 x 7 and 8 x 8 planes faster (H200, 2026-12-01, below).
 DW_ROWS_MIN_WIDTH = 9
+#: Fewest programs the grid should have (0: no rule): strips are halved (down to one row)
+#: until it has them. The held-out rows of one image and 88 channels ran 0.59-0.75x the
+#: gather kernel's speed with 22-132 programs; the tuning half has no row whose grid is
+#: that small, so this is a principle (fill the SMs, 132 on an H200: twice that), off
+#: until a device-time A/B on those rows (``benchmarks/gpu/conv_pending.sh``).
+DW_ROWS_MIN_PROGRAMS = 0
 #: Widest column tile: wider outputs are tiled over the grid's second axis.
 _MAX_BLOCK_W = 64
 
@@ -82,7 +88,8 @@ def rows_tile_max() -> int:
 
 def rows_settings() -> tuple[Any, ...]:
     """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
-    return (DW_ROWS, DW_ROWS_TILE, DW_ROWS_STRIP, DW_ROWS_WARPS, DW_ROWS_MIN_WIDTH)
+    return (DW_ROWS, DW_ROWS_TILE, DW_ROWS_STRIP, DW_ROWS_WARPS, DW_ROWS_MIN_WIDTH,
+            DW_ROWS_MIN_PROGRAMS)  # fmt: skip
 
 
 @triton.jit
@@ -235,6 +242,10 @@ def rows_plan(
     else:
         bw = min(_MAX_BLOCK_W, DW_ROWS_TILE, max(8, next_pow2(OW)))
         bpl, strip = max(1, DW_ROWS_TILE // bw), min(OH, DW_ROWS_STRIP)
+        while (
+            strip > 1 and cdiv(N * C, bpl) * cdiv(OW, bw) * cdiv(OH, strip) < DW_ROWS_MIN_PROGRAMS
+        ):
+            strip = cdiv(strip, 2)
     grid = (cdiv(N * C, bpl), cdiv(OW, bw), cdiv(OH, strip))
     ints = (N * C, C, H, W, OH, OW, ph, pw, strip, x_stride[0], x_stride[1], x_stride[3],
             x_stride[4], w_stride[0], w_stride[3], w_stride[4], y_stride[0], y_stride[1],
