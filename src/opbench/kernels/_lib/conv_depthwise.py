@@ -43,7 +43,8 @@ import torch
 import triton
 import triton.language as tl
 
-from opbench.kernels._lib.conv_depthwise_rows import rows_plan, rows_settings, rows_tile_max
+from opbench.kernels._lib import conv_depthwise_rows
+from opbench.kernels._lib.conv_depthwise_rows import rows_plan, rows_settings
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
 from opbench.kernels._lib.conv_nhwc import _span
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
@@ -457,7 +458,7 @@ def _plan(
     dd, dh, dw = dilation
     M = N * OD * OH * OW
     rows_big = max(_span(x_shape, x_stride), _span(w_shape, w_stride), _span(y_shape, y_stride),
-                   N * C_in + rows_tile_max()) >= i32_limit  # fmt: skip
+                   N * C_in + conv_depthwise_rows.DW_ROWS_TILE) >= i32_limit  # fmt: skip
     rows = rows_plan(x_shape, x_stride, w_stride, y_shape, y_stride, (KD, KH, KW), cin_g, cout_g,
                      stride, padding, dilation, transposed, spatial, has_bias, rows_big)  # fmt: skip
     if rows is not None:

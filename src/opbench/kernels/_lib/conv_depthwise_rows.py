@@ -47,9 +47,8 @@ from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 
 __all__ = [
-    "DW_ROWS", "DW_ROWS_MIN_PROGRAMS", "DW_ROWS_MIN_WIDTH", "DW_ROWS_STRIP", "DW_ROWS_TILE", "DW_ROWS_WARPS", "_dw_rows",
-    "rows_plan",
-    "rows_settings", "rows_tile_max",
+    "DW_ROWS", "DW_ROWS_MIN_PROGRAMS", "DW_ROWS_MIN_WIDTH", "DW_ROWS_STRIP", "DW_ROWS_TILE",
+    "DW_ROWS_WARPS", "_dw_rows", "rows_plan", "rows_settings", "walk_tiles",
 ]  # fmt: skip
 
 _INTERPRETING = INTERPRETING
@@ -80,12 +79,6 @@ DW_ROWS_MIN_PROGRAMS = 0
 _MAX_BLOCK_W = 64
 
 
-def rows_tile_max() -> int:
-    """The most planes a program's tile can reach past the last one (64-bit offsets from
-    the plane count plus this on)."""
-    return DW_ROWS_TILE
-
-
 def rows_settings() -> tuple[Any, ...]:
     """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
     return (DW_ROWS, DW_ROWS_TILE, DW_ROWS_STRIP, DW_ROWS_WARPS, DW_ROWS_MIN_WIDTH,
@@ -93,9 +86,28 @@ def rows_settings() -> tuple[Any, ...]:
 
 
 @triton.jit
+def _program_tile(PLANES, C, OH, OW, strip, BIG: tl.constexpr, BLOCK_PL: tl.constexpr,
+                  BLOCK_W: tl.constexpr):  # fmt: skip
+    """A walking program's share of the grid (planes, column tiles, strips of rows):
+    its planes (past ``PLANES`` clamped to the last, ``pl_ok`` says which are real) with
+    their image and channel, its column tile's index and output columns, its strip's index
+    and rows ``[first, last)``."""
+    pl = _idx(tl.program_id(0), BIG) * BLOCK_PL + tl.arange(0, BLOCK_PL)
+    pl_ok = pl < PLANES
+    pl = tl.minimum(pl, PLANES - 1)
+    pid_q = _idx(tl.program_id(1), BIG)
+    q = pid_q * BLOCK_W + tl.arange(0, BLOCK_W)
+    pid_s = _idx(tl.program_id(2), BIG)
+    first = pid_s * _idx(strip, BIG)
+    last = tl.minimum(first + _idx(strip, BIG), OH)
+    return pl, pl_ok, pl // C, pl % C, pid_q, q, q < OW, pid_s, first, last
+
+
+@triton.jit
 def _row(p, ih, H, o0, o1, o2, k0, k1, k2):
-    """Input row ``ih`` of the tile's planes (``p``: its ``[BLOCK_PL, 1]`` pointers) at the 3 column shifts (offsets ``o*``, masks
-    ``k*`` over the columns), fp32, zeros outside the plane."""
+    """Input row ``ih`` of the tile's planes (``p``: its ``[BLOCK_PL, 1]`` pointers) at the
+    3 column shifts (offsets ``o*``, masks ``k*`` over the columns), fp32, zeros outside
+    the plane."""
     # the row as a [1, 1] tile: the interpreter's AND of a tile and a scalar bool is int32
     rr = ih + tl.full([1, 1], 0, ih.dtype)
     r_ok = (rr >= 0) & (rr < H)
@@ -156,14 +168,9 @@ def _dw_rows_kernel(
     it carries the one row shared with the output row before, and loads two."""
     PLANES, C, H, W = _idx(PLANES, BIG), _idx(C, BIG), _idx(H, BIG), _idx(W, BIG)
     OH, OW, ph, pw = _idx(OH, BIG), _idx(OW, BIG), _idx(ph, BIG), _idx(pw, BIG)
-    pl = _idx(tl.program_id(0), BIG) * BLOCK_PL + tl.arange(0, BLOCK_PL)
-    pl_ok = pl < PLANES
-    pl = tl.minimum(pl, PLANES - 1)
-    n, c = pl // C, pl % C
-    q = _idx(tl.program_id(1), BIG) * BLOCK_W + tl.arange(0, BLOCK_W)
-    q_ok = q < OW
-    first = _idx(tl.program_id(2), BIG) * _idx(strip, BIG)
-    last = tl.minimum(first + _idx(strip, BIG), OH)
+    pl, pl_ok, n, c, _, q, q_ok, _, first, last = _program_tile(
+        PLANES, C, OH, OW, strip, BIG, BLOCK_PL, BLOCK_W
+    )
     o0, o1, o2, k0, k1, k2 = _shifts(pl, q, q_ok, q * SW - pw, W, _idx(xs4, BIG))
     xs3 = _idx(xs3, BIG)
     xb = x_ptr + (n * _idx(xs0, BIG) + c * _idx(xs1, BIG))[:, None]
@@ -213,6 +220,19 @@ def _dw_rows_kernel(
 _dw_rows = Launcher(_dw_rows_kernel)
 
 
+def walk_tiles(planes: int, OH: int, OW: int, tile: int, strip: int,
+               interpreting: bool) -> tuple[int, int, int]:  # fmt: skip
+    """``(BLOCK_W, BLOCK_PL, strip)`` of a walking kernel (this module's, and the weight
+    gradient's of ``conv_depthwise_wgrad_walk``): ``BLOCK_W`` a power of two over the
+    output's width (at most :data:`_MAX_BLOCK_W` and ``tile``), ``BLOCK_PL`` planes
+    filling ``tile`` elements, strips of ``strip`` rows. Under the interpreter (which pays
+    per program) few, large programs: a tile over the whole width and every row."""
+    if interpreting:
+        return min(_MAX_BLOCK_W, next_pow2(OW)), min(16, next_pow2(planes)), OH
+    bw = min(_MAX_BLOCK_W, tile, max(8, next_pow2(OW)))
+    return bw, max(1, tile // bw), min(OH, strip)
+
+
 def rows_plan(
     x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_stride: tuple[int, ...],
     y_shape: tuple[int, ...], y_stride: tuple[int, ...], ksize: tuple[int, int, int],
@@ -237,11 +257,8 @@ def rows_plan(
         return None
     if transposed:  # the forward over grad_output, taps reversed
         ph, pw = 2 - ph, 2 - pw
-    if _INTERPRETING:  # few programs: the interpreter pays per program
-        bw, bpl, strip = min(_MAX_BLOCK_W, next_pow2(OW)), min(16, next_pow2(N * C)), OH
-    else:
-        bw = min(_MAX_BLOCK_W, DW_ROWS_TILE, max(8, next_pow2(OW)))
-        bpl, strip = max(1, DW_ROWS_TILE // bw), min(OH, DW_ROWS_STRIP)
+    bw, bpl, strip = walk_tiles(N * C, OH, OW, DW_ROWS_TILE, DW_ROWS_STRIP, _INTERPRETING)
+    if not _INTERPRETING:
         while (
             strip > 1 and cdiv(N * C, bpl) * cdiv(OW, bw) * cdiv(OH, strip) < DW_ROWS_MIN_PROGRAMS
         ):

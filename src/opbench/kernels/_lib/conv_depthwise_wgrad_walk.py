@@ -31,9 +31,9 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib import conv_depthwise_rows as dw_rows
-from opbench.kernels._lib.conv_depthwise_rows import _row, _shifts
+from opbench.kernels._lib.conv_depthwise_rows import _program_tile, _row, _shifts
 from opbench.kernels._lib.conv_kernels import _idx
-from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
+from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
@@ -49,7 +49,6 @@ DWG_WALK = False
 DWG_WALK_TILE = 128
 DWG_WALK_STRIP = 16
 DWG_WALK_WARPS = 4
-_MAX_BLOCK_W = 64
 
 
 @triton.jit
@@ -90,16 +89,9 @@ def _dwg_walk_kernel(
     The carried rows as in ``conv_depthwise_rows._dw_rows_kernel``."""
     PLANES, C, H, W = _idx(PLANES, BIG), _idx(C, BIG), _idx(H, BIG), _idx(W, BIG)
     OH, OW, ph, pw = _idx(OH, BIG), _idx(OW, BIG), _idx(ph, BIG), _idx(pw, BIG)
-    pl = _idx(tl.program_id(0), BIG) * BLOCK_PL + tl.arange(0, BLOCK_PL)
-    pl_ok = pl < PLANES
-    pl = tl.minimum(pl, PLANES - 1)
-    n, c = pl // C, pl % C
-    pid_q = _idx(tl.program_id(1), BIG)
-    q = pid_q * BLOCK_W + tl.arange(0, BLOCK_W)
-    q_ok = q < OW
-    pid_s = _idx(tl.program_id(2), BIG)
-    first = pid_s * _idx(strip, BIG)
-    last = tl.minimum(first + _idx(strip, BIG), OH)
+    pl, pl_ok, n, c, pid_q, q, q_ok, pid_s, first, last = _program_tile(
+        PLANES, C, OH, OW, strip, BIG, BLOCK_PL, BLOCK_W
+    )
     o0, o1, o2, k0, k1, k2 = _shifts(pl, q, q_ok, q * SW - pw, W, _idx(bs4, BIG))
     g_ok = (pl >= 0)[:, None] & q_ok[None, :]
     bs3, as3 = _idx(bs3, BIG), _idx(as3, BIG)
@@ -164,11 +156,8 @@ def walk_weight_grad(
         and OW >= dw_rows.DW_ROWS_MIN_WIDTH and N * C * OH * OW > 0
     ):  # fmt: skip
         return False
-    if _INTERPRETING:  # few programs: the interpreter pays per program
-        bw, bpl, strip = min(_MAX_BLOCK_W, next_pow2(OW)), min(16, next_pow2(N * C)), OH
-    else:
-        bw = min(_MAX_BLOCK_W, DWG_WALK_TILE, max(8, next_pow2(OW)))
-        bpl, strip = max(1, DWG_WALK_TILE // bw), min(OH, DWG_WALK_STRIP)
+    bw, bpl, strip = dw_rows.walk_tiles(N * C, OH, OW, DWG_WALK_TILE, DWG_WALK_STRIP,
+                                        _INTERPRETING)  # fmt: skip
     col_tiles, strips = cdiv(OW, bw), cdiv(OH, strip)
     splits = strips * col_tiles * N  # a partial a split, image, channel and tap
     target = split_target(dw, splits)
