@@ -105,14 +105,26 @@ def measure(row: dict[str, Any], row_kernels: bool = False) -> dict[str, Any]:
     def fresh() -> list[Any]:  # running statistics are updated in place: a copy a call
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
-    want, got = eager(*fresh(), **kw), ours(*fresh(), **kw)
-    for w, g in zip(want, got):
-        if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.numel():
-            # scaled by the output's magnitude: a 16-bit grad_weight of 6,272 summed
-            # terms is 100-1000 large, a unit of rounding 0.06-0.5 (conv_heldout's bound)
-            scale = max(float(w.float().abs().max()), 1.0)
-            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2 * scale)
-    module, name = (batch_norm, "row_vector") if row_kernels else (batch_norm_planes, "plane_runs")
+    want = eager(*fresh(), **kw)
+    # both kernels checked, each under its own plans: the row kernels' setting joins their
+    # plans' keys (a check with the setting off alone let the vectors go unchecked)
+    for on in (True, False) if row_kernels else (False,):
+        batch_norm.BN_ROW_VECTORS = on
+        try:
+            got = ours(*fresh(), **kw)
+        finally:
+            batch_norm.BN_ROW_VECTORS = False
+        for w, g in zip(want, got):
+            if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and w.numel():
+                # scaled by the output's magnitude: a 16-bit grad_weight of 6,272 summed
+                # terms is 100-1000 large, a unit of rounding 0.06-0.5 (conv_heldout's bound)
+                scale = max(float(w.float().abs().max()), 1.0)
+                torch.testing.assert_close(g.float(), w.float(), rtol=2e-2, atol=2e-2 * scale)
+    # the backward imports row_vector by name: the spy replaces it in the op's own module
+    module, name = (
+        ((batch_norm if forward else batch_norm_backward), "row_vector") if row_kernels
+        else (batch_norm_planes, "plane_runs")
+    )  # fmt: skip
     real = getattr(module, name)
     out = dict(row, runs=None)
     seen: list[int] = []

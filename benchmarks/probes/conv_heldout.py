@@ -85,14 +85,28 @@ def strided(op: str, args: str) -> bool:
     return isinstance(stride, (list, tuple)) and any(int(s) > 1 for s in stride)
 
 
+def with_batch(op: str, args: str, n: int) -> str:
+    """``args`` (a convolution row's argument text) with ``n`` images: the first size of
+    its activations (the input; for the backward grad_output and input too) replaced, the
+    weight's left alone. Strides stay: no stride of a contiguous or channels-last tensor
+    depends on its first size."""
+    import re
+
+    count = 2 if op.startswith("convolution_backward") else 1
+    return re.sub(r"T\(\[\d+,", f"T([{n},", args, count=count)
+
+
 def rows(
     traces: str, half: str, limit: int | None, ops: tuple[str, ...] = OPS, match: str | None = None,
-    only_strided: bool = False,
+    only_strided: bool = False, batch: int | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """The ``limit`` most used distinct convolution rows of ``half`` per operator of
     ``ops``, those whose argument text matches the regular expression ``match`` if given
     (``'T\\(\\[\\d+, 1, \\d+'``: a weight or input of one channel a group, the
-    depthwise rows), and with ``only_strided`` those of a stride above 1 (:func:`strided`)."""
+    depthwise rows), and with ``only_strided`` those of a stride above 1 (:func:`strided`).
+    ``batch``: each row rewritten to that many images first (:func:`with_batch`; rows
+    that become alike merge): a grid rule for the held-out half's one-image rows is then
+    decided on the tuning half's shapes at one image, not on the rows it is judged on."""
     import re
 
     from opbench.suites.trace_files import load_traces
@@ -104,7 +118,8 @@ def rows(
     for e in chosen:
         if e.op in ops and (match is None or re.search(match, e.args)):
             if not only_strided or strided(e.op, e.args):
-                weights[(e.op, e.args)] += max(e.count, 1)
+                a = e.args if batch is None else with_batch(e.op, e.args, batch)
+                weights[(e.op, a)] += max(e.count, 1)
     out: list[dict[str, Any]] = []
     for op in ops:
         mine = sorted(((w, a) for (o, a), w in weights.items() if o == op), reverse=True)
@@ -413,6 +428,9 @@ def main() -> None:
                     help="only rows whose argument text matches this regular expression")  # fmt: skip
     ap.add_argument("--strided", action="store_true",
                     help="only rows of a stride above 1 (the judged run's rows hold none)")  # fmt: skip
+    ap.add_argument("--batch", type=int, default=None, metavar="N",
+                    help="every row rewritten to N images (a grid rule tuned on the tuning "
+                    "half's shapes at the held-out rows' batch)")  # fmt: skip
     ap.add_argument("--out", help="write OUT.json and OUT.md")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="a kernel module's constant for the whole run")  # fmt: skip
@@ -440,7 +458,8 @@ def main() -> None:
     import torch
 
     # the halves in turn, most used first: a run cut short keeps both halves alike
-    halves = [rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided) for half in HALVES]
+    halves = [rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided, ns.batch)
+              for half in HALVES]
     todo = [r for pair in itertools.zip_longest(*halves) for r in pair if r is not None]
     measured = []
     for i, r in enumerate(todo):

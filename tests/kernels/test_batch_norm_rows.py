@@ -64,7 +64,12 @@ def test_row_kernels_with_channel_vectors(case: str, vectors: bool, monkeypatch)
         rm, rv = rm.to(x.dtype), rv.to(x.dtype)
     g = torch.empty_like(x).copy_(_r(tuple(x.shape), x.dtype, 15))  # laid out as x
     assert_batch_norm_both_ways(bn.batch_norm, bn_bwd.batch_norm_backward, x, w, b, rm, rv, g)
-    assert seen and set(seen) == {cv if vectors else 1}, seen
+    want = cv if vectors else 1
+    # CUDA eager's eval-mode backward returns grad_input contiguous whatever the input's
+    # layout (batch_norm_backward._cuda_returns): that apply launch writes channels a
+    # plane apart, one at a time; every other launch takes the input's vectors
+    contiguous_dx = x.is_cuda and x.dim() > 2
+    assert seen and want in seen and set(seen) <= {want, 1 if contiguous_dx else want}, seen
 
 
 def test_row_vector_needs_adjacent_channels(monkeypatch) -> None:

@@ -29,8 +29,10 @@ def _launches(monkeypatch) -> tuple[list, list]:
 def _gpu_tiles(monkeypatch, big: bool = False) -> None:
     """The GPU's tile choice under the interpreter, shrunk: 16 columns (so 19 need two
     column tiles), one plane a program, strips of 4 rows (9 rows: 3 strips, the last
-    short); ``big``: 64-bit offsets forced."""
+    short; the grid fill, which would halve them, off: its own test below); ``big``:
+    64-bit offsets forced."""
     monkeypatch.setattr(conv_depthwise_rows, "_INTERPRETING", False)
+    monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS_MIN_PROGRAMS", 0)
     monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS_TILE", 16)
     monkeypatch.setattr(conv_depthwise_rows, "DW_ROWS_STRIP", 4)
     if big:

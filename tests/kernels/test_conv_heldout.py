@@ -65,6 +65,33 @@ def test_rows_of_some_ops_and_argument_texts(conv_heldout, tmp_path):
     assert conv_heldout.rows(traces, "heldout", None, match=r"T\(\[\d+, 1, \d+") == []
 
 
+def test_rows_at_another_batch(conv_heldout, tmp_path):
+    """``--batch 1``: each row's activations at one image, the weight's sizes and every
+    stride kept; each rewritten row still parses into tensors eager convolves."""
+    import torch
+
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    traces = str(_traces(tmp_path))
+    picked = conv_heldout.rows(traces, "tuning", None, batch=1)
+    one = [r["args"] for r in picked]
+    assert one[0] == DEPTHWISE.replace("T([2, 4, 8, 8]", "T([1, 4, 8, 8]")
+    assert DW_BACKWARD.replace("T([2, 4, 8, 8]", "T([1, 4, 8, 8]") in one
+    assert BACKWARD.replace("T([2, 8, 6, 6]", "T([1, 8, 6, 6]").replace(
+        "T([2, 64, 6, 6]", "T([1, 64, 6, 6]") in one  # fmt: skip
+    assert all("T([4, 1, 3, 3]" in a for a in one if "4, 1, 3, 3" in a)  # weights alone
+    cl = "((T([2, 4, 5, 5], f16, stride=(100, 1, 20, 4)), T([4, 1, 3, 3], f16), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4), {})"  # fmt: skip
+    assert conv_heldout.with_batch("convolution.default", cl, 3).startswith(
+        "((T([3, 4, 5, 5], f16, stride=(100, 1, 20, 4)), T([4, 1, 3, 3]"
+    )  # fmt: skip
+    for r in picked:
+        args, kw = make_inputs(r["op"], parse_args(r["args"]), "cpu", 0)
+        getattr(torch.ops.aten, r["op"].split(".")[0])(*args, **kw)
+    doubled = conv_heldout.rows(traces, "tuning", None, batch=2)  # the rows' own batch
+    assert [r["args"] for r in doubled] == [r["args"] for r in conv_heldout.rows(traces, "tuning", None)]
+
+
 def test_strided_rows_alone(conv_heldout, tmp_path):
     """``--strided``: a stride above 1 in any dimension, read from the parsed arguments
     (the stride sits after the bias in the forward, after the bias sizes in the backward)."""

@@ -365,7 +365,9 @@ def test_batch_norm_edge_cases() -> None:
 def test_batch_norm_backward(case: str, dtype: torch.dtype, training: bool) -> None:
     x = _bn_input(case, dtype)
     w, b, rm, rv = _bn_params(x.shape[1], dtype)
-    _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), training, 0.1, 1e-5)
+    # the batch's statistics in eval mode too, unlike the running ones (a trace's eval-mode
+    # backward carries such): which of the two eager reads differs by device and path
+    _, sm, si = aten.native_batch_norm(x, w, b, rm.clone(), rv.clone(), True, 0.1, 1e-5)
     g = _rand(*x.shape, dtype=dtype, seed=5)
     for mask in MASKS:
         for ww in (w, None):
@@ -399,6 +401,30 @@ def test_cuda_eager_returns_of_the_backward() -> None:
     assert r(cl, cl, w, (m, m), True, only_dx, True) == ((True, True, True), False)
     # NCHW: the fused kernel, which follows the mask, contiguous grad_input
     assert r(nchw, nchw, w, (m, m), True, only_dx, True) == ((True, False, False), True)
+
+
+def test_cuda_eager_statistics_of_the_backward() -> None:
+    """Which statistics eager's batch norm backward reads, from ATen's
+    ``batch_norm_backward_cuda`` (checked on CPU tensors; ``test_batch_norm_backward``
+    compares with eager itself on each device): training the saved; eval on the CPU the
+    running; eval on CUDA the running in the fused kernel (NCHW, grad_input and a
+    reduction), else the saved unless empty."""
+    fused, reads = bn_bwd._cuda_fused, bn_bwd._reads_running
+    x2 = torch.randn(8, 3)
+    cl = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    nchw = torch.randn(2, 3, 4, 5)
+    all3, only_dx, only_dw = [True, True, True], [True, False, False], [False, True, False]
+    assert fused(nchw, nchw, False, all3) and fused(nchw, nchw, True, only_dx)
+    assert not fused(nchw, nchw, False, only_dx)  # eval, no parameter gradient: no reduction
+    assert not fused(nchw, nchw, True, only_dw)  # no grad_input
+    assert not fused(x2, x2, True, all3) and not fused(cl, cl, True, all3)
+    # (train, has running, has saved, fused, cuda)
+    assert not reads(True, True, True, True, True)
+    assert reads(False, True, True, False, False)  # the CPU: running, saved or not
+    assert reads(False, True, True, True, True)  # CUDA's fused kernel: running
+    assert not reads(False, True, True, False, True)  # CUDA elsewhere: the saved
+    assert reads(False, True, False, False, True)  # ... unless they are empty
+    assert not reads(False, False, True, True, True)  # no running statistics
 
 
 def test_batch_norm_backward_grad_layout_differs() -> None:

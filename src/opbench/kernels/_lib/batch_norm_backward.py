@@ -219,6 +219,32 @@ def _fits_int32(t: torch.Tensor) -> bool:
     return 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride())) <= 2**31 - 1
 
 
+def _cuda_fused(
+    grad_out: torch.Tensor, input: torch.Tensor, train: bool, output_mask: Sequence[bool]
+) -> bool:
+    """Whether CUDA eager's native_batch_norm_backward takes its fused kernel
+    (``batch_norm_backward_cuda_template``): a reduction needed, grad_input asked for, an
+    input its channels-last kernels do not serve and 32-bit offsets."""
+    needs_reduction = bool(train) or bool(output_mask[1]) or bool(output_mask[2])
+    small = _fits_int32(input) and _fits_int32(grad_out)
+    return needs_reduction and bool(output_mask[0]) and small and not _channels_last_kernels(input)
+
+
+def _reads_running(
+    train: bool, has_running: bool, has_saved: bool, fused: bool, cuda: bool
+) -> bool:
+    """Whether eager's batch norm backward reads the running statistics (else the saved
+    ones). Training always reads the saved. In eval mode the CPU reads the running ones;
+    CUDA eager (``batch_norm_backward_cuda``, ATen's Normalization.cu) reads them only in
+    its fused kernel, and elsewhere (channels-last and 2-D inputs, or no reduction) reads
+    save_mean and save_invstd whenever they are not empty: a trace's eval-mode backward
+    with saved statistics unlike the running ones (an H200 probe, 2026-12-01: grad_input
+    25x off on the channel whose two invstds differ 25x) differs by device."""
+    if train or not has_running:
+        return False
+    return not (cuda and has_saved and not fused)
+
+
 def _cuda_returns(
     grad_out: torch.Tensor,
     input: torch.Tensor,
@@ -246,8 +272,7 @@ def _cuda_returns(
         return want, False  # type: ignore[return-value]
     dx, dw, db = want
     needs_reduction = bool(train) or dw or db
-    small = _fits_int32(input) and _fits_int32(grad_out)
-    fused = needs_reduction and dx and small and not _channels_last_kernels(input)
+    fused = _cuda_fused(grad_out, input, train, output_mask)
     if (
         not fused and needs_reduction and _fits_int32(grad_out)
         and _channels_last_kernels(grad_out) and _channels_last_kernels(input)
@@ -273,8 +298,14 @@ def _bn_bwd_plan(
     N, C, S = _bn_shape(input)
     R = N * S
     compute, buf_dtype = compute_types(input.dtype)
-    running = not (train or running_mean is None or running_var is None)
-    has_saved = save_mean is not None and save_mean.numel() > 0
+    has_saved = (
+        save_mean is not None and save_mean.numel() > 0
+        and save_invstd is not None and save_invstd.numel() > 0
+    )  # fmt: skip
+    running = _reads_running(
+        train, running_mean is not None and running_var is not None, has_saved,
+        input.is_cuda and _cuda_fused(grad_out, input, train, output_mask), input.is_cuda,
+    )  # fmt: skip
     stats = (save_mean, save_invstd) if has_saved else (running_mean, None)
     returns, dx_contiguous = _cuda_returns(
         grad_out, input, weight, stats, train, output_mask, input.is_cuda

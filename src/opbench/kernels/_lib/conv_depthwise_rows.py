@@ -70,11 +70,12 @@ DW_ROWS_WARPS = 4
 #: across planes) ran 7 x 7 and 8 x 8 planes faster (H200, 2026-12-01, below).
 DW_ROWS_MIN_WIDTH = 9
 #: Fewest programs the grid should have (0: no rule): strips are halved (down to one row)
-#: until it has them. The held-out rows of one image and 88 channels ran 0.59-0.75x the
-#: gather kernel's speed with 22-132 programs; the tuning half has no row whose grid is
-#: that small, so this is a principle (fill the SMs, 132 on an H200: twice that), off
-#: until a device-time A/B on those rows (``benchmarks/gpu/conv_pending.sh``).
-DW_ROWS_MIN_PROGRAMS = 0
+#: until it has them (twice an H200's 132 SMs). Held-out rows of one image and 88
+#: channels ran 0.59-0.75x the gather kernel's speed with 22-132 programs. Decided on
+#: the tuning half's 3 x 3 depthwise rows rewritten to one image (H200, 2026-12-01,
+#: ``conv_heldout.py --batch 1``, device time, noise 0.98-1.01): forward 1.56x over its
+#: 8 changed rows, backward 1.17x over 7; the held-out half then ran 1.79x and 1.22x.
+DW_ROWS_MIN_PROGRAMS = 264
 #: Widest column tile: wider outputs are tiled over the grid's second axis.
 _MAX_BLOCK_W = 64
 

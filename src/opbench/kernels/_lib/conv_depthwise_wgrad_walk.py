@@ -41,8 +41,11 @@ __all__ = ["DWG_WALK", "DWG_WALK_STRIP", "DWG_WALK_TILE", "DWG_WALK_WARPS", "wal
 
 _INTERPRETING = INTERPRETING
 
-#: Whether :func:`walk_weight_grad` serves the calls it can. Off until timed on a GPU.
-DWG_WALK = False
+#: Whether :func:`walk_weight_grad` serves the calls it can. On since the H200's device-time
+#: A/B against the tensor-core kernel (2026-12-01, the 12 most used 3x3 depthwise backward
+#: rows of each half, ``benchmarks/results/dwg-walk-h200-2026-12-01.md``): decided on the
+#: tuning half, 1.27x over its 10 changed rows; the held-out half read 1.245x over its 9.
+DWG_WALK = True
 #: Elements of a program's ``[BLOCK_PL, BLOCK_W]`` tile (9 fp32 accumulators of it), rows
 #: of ``grad_output`` a program walks, warps: the forward walk's choices (128 elements,
 #: 16 rows, 4 warps), untimed here.
