@@ -70,9 +70,13 @@ BN_FOLD_RATIO = 48
 #: The row kernels (channels-last and 2-D inputs) read and write a row's channels as
 #: vectors where the strides allow (:func:`row_vector`): their sm_90 code made every
 #: access 2 bytes wide (``ptx-survey-2026-12-01.md``: ``sC`` and the row stride arrive
-#: as unspecialized integers) and with it 4-byte or 16-byte ones. Off until a device-time
-#: A/B on the traced rows (``benchmarks/gpu/conv_pending.sh``'s batch norm step).
-BN_ROW_VECTORS = False
+#: as unspecialized integers) and with it 4-byte or 16-byte ones. On since the H200's
+#: device-time A/B on the 8 most used such rows of each half (2026-12-02,
+#: ``benchmarks/results/bn-row-vectors-h200-2026-12-02.md``, both settings checked
+#: against eager): decided on the tuning half, forward 2.00x and backward 2.61x faster;
+#: the held-out half read 2.17x and 1.01x (its one backward row that runs here). Even so
+#: these rows run at ~0.6x eager on the tuning half: the row kernels' weakness.
+BN_ROW_VECTORS = True
 
 
 # ----------------------------------------------------------------------------- batch norm
