@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The checks docs/results.md's "Pending GPU checks" lists (after 2026-12-01's lends), in
-# one call of about 300 s on a lent GPU machine (the device tool), from the repository
-# root, carrying .gpu_data (the traces copied to .gpu_data/traces):
+# The GPU checks that decided batch_norm.BN_ROW_VECTORS and
+# conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS (H200, 2026-12-02: both on, files
+# bn-row-vectors-h200-2026-12-02 and dw-rows-fill-batch1-h200-2026-12-02 in
+# benchmarks/results); run again after changing either kernel. One call of about 260 s
+# on a lent GPU machine (the device tool), from the repository root, carrying .gpu_data
+# (the traces copied to .gpu_data/traces):
 #   bash benchmarks/gpu/conv_pending.sh
 # Each step writes its .md and .json into $OUT; a step that runs past its share is cut and
 # the next one runs.
 #  1. batch norm's row kernels (2-D and channels-last inputs) with their channel vectors
-#     (batch_norm.BN_ROW_VECTORS, off): their GPU tests (two channels-last cases failed on
-#     the H200 on 2026-12-01), then the A/B against scalar rows on the 8 most used such
-#     rows of each half and op, device time, each setting's results checked against eager;
+#     (batch_norm.BN_ROW_VECTORS): their GPU tests (with test_norm.py's batch norm ones:
+#     80 s), then the A/B against scalar rows on the 8 most used such rows of each half
+#     and op, device time, each setting's results checked against eager;
 #  2. the depthwise row walk's grid fill (conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS, 264):
 #     its GPU tests, and the A/B without it on the 3x3 depthwise rows of each half
 #     rewritten to one image (conv_heldout.py --batch 1), where grids are smallest.
@@ -18,8 +21,8 @@ TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
 start=$(date +%s)
-OPBENCH_KERNEL_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -m "" --tb=short \
-    tests/kernels/test_batch_norm_rows.py tests/kernels/test_norm.py -k "batch_norm or row" 2>&1 | tail -30
+OPBENCH_KERNEL_DEVICE=cuda timeout 150 python3 -m pytest -q -p no:cacheprovider -m "" --tb=short \
+    tests/kernels/test_batch_norm_rows.py tests/kernels/test_norm.py -k batch_norm 2>&1 | tail -30
 echo "bn tests: $(( $(date +%s) - start )) s"
 timeout 150 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limit 8 --rows \
     --out "$OUT/bn-row-vectors" 2>&1 | tail -12
