@@ -476,3 +476,36 @@ def test_batch_norm_split_statistics(monkeypatch, layout, fold_ratio) -> None:
     w, b, rm, rv = _bn_params(3, torch.float32)
     g = _rand(*x.shape, dtype=torch.float32, seed=5)
     assert_batch_norm_both_ways(bn.batch_norm, bn_bwd.batch_norm_backward, x, w, b, rm, rv, g)
+
+
+@pytest.mark.parametrize("fold_ratio", [1, 10**6], ids=["fold", "finalize"])
+def test_batch_norm_merges_split_partials_in_tiles(monkeypatch, fold_ratio) -> None:
+    """The row kernels' merge of the statistics' partials, several splits a step with a
+    short last step: a channels-last input of 3 channels over 256 rows split 6 ways (16-row
+    tiles, rows a split 48), the merge reading 4 splits a step (a tile of 16 elements over
+    4 channels), in the apply kernels (fold) and the finalize launch; forward and backward
+    against eager and float64."""
+    monkeypatch.setattr(bn, "BN_TILE", 64)
+    monkeypatch.setattr(bn, "BN_TARGET_PROGRAMS", 6)
+    monkeypatch.setattr(bn, "BN_FOLD_RATIO", fold_ratio)
+    monkeypatch.setattr(bn, "BN_FINALIZE_BLOCK", 4)
+    monkeypatch.setattr(bn, "BN_MERGE_TILE", 16)
+    monkeypatch.setattr(bn, "_BN_FWD_PLANS", {})
+    monkeypatch.setattr(bn_bwd, "_BN_BWD_PLANS", {})
+    steps: list[int] = []
+    for module, name in ((bn, "_bn_finalize"), (bn, "_bn_apply"), (bn_bwd, "_bn_bwd_finalize"),
+                         (bn_bwd, "_bn_bwd_apply")):  # fmt: skip
+        real = getattr(module, name)
+
+        def seen(grid, args, _real=real, **k):
+            steps.append(k["BLOCK_S"])
+            return _real(grid, args, **k)
+
+        monkeypatch.setattr(module, name, seen)
+    # values far from zero: a merge that cancelled (sum of squares minus a squared sum)
+    # would lose the variance
+    x = (_rand(4, 3, 8, 8, dtype=torch.float32) + 100.0).to(memory_format=torch.channels_last)
+    w, b, rm, rv = _bn_params(3, torch.float32)
+    g = _rand(*x.shape, dtype=torch.float32, seed=5)
+    assert_batch_norm_both_ways(bn.batch_norm, bn_bwd.batch_norm_backward, x, w, b, rm, rv, g)
+    assert 4 in steps, steps

@@ -59,8 +59,16 @@ BN_TILE = 4096 if not _INTERPRETING else 65536
 BN_BLOCK_C = 64
 #: Programs the statistics pass aims for (channel blocks x row splits).
 BN_TARGET_PROGRAMS = 1024 if not _INTERPRETING else 1
-#: Channels per program of the finalize kernels.
-BN_FINALIZE_BLOCK = 256 if not _INTERPRETING else 4096
+#: Channels per program of the finalize kernels: few, so a row kernel's channels (128-768
+#: on the traced 2-D rows) spread over several programs.
+BN_FINALIZE_BLOCK = 32 if not _INTERPRETING else 4096
+#: Elements of the ``[splits, channels]`` tile a merge of the statistics' partials reads a
+#: step (:func:`merge_rows`). Why: the merge read one split's partials a step, a chain of
+#: ``split`` dependent global loads; the 2-D rows' statistics split 98-392 ways (one
+#: 64-row tile a program), and the H200 took 50-144 us a forward on ``[6272, 256]`` to
+#: ``[25088, 128]`` f16 rows that eager did in 24-45 (``bn-row-vectors-h200-2026-12-02.md``):
+#: the longer the chain, the slower, whatever the bytes.
+BN_MERGE_TILE = 4096
 #: The apply kernels merge a channel block's ``split`` partial rows themselves (one
 #: launch fewer) when ``split * BN_FOLD_RATIO <= BLOCK_R``: up to 3 loads per split
 #: row against ``BLOCK_R`` loads of the tile, so the merge stays under ~1/16 of a
@@ -108,15 +116,6 @@ def row_channels(C, CV: tl.constexpr):
     if CV > 1:
         C = multiple(C, CV)
     return C
-
-
-@triton.jit
-def _chan_merge(count, mean, m2, cnt, tmean, tm2):
-    """Chan's merge of (count, mean, M2) with a second group's (cnt, tmean, tm2)."""
-    tot = count + cnt
-    delta = tmean - mean
-    frac = cnt / tl.maximum(tot, 1.0)
-    return tot, mean + delta * frac, m2 + tm2 + delta * delta * count * frac
 
 
 @triton.jit(
@@ -173,23 +172,36 @@ def _bn_channel_stats(
     part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask, wmask,
     C, split, rm_stride, rv_stride, eps, momentum,
     TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """(mean, invstd) of channels ``cs``: merged from the partials part[3, split, C] when
     training, from the running statistics in eval mode. Where ``wmask`` (the program
     that owns the channels), the running statistics are updated and the saved ones
-    written."""
+    written.
+
+    The merge reads ``BLOCK_S`` splits a step (:data:`BN_MERGE_TILE` says why) in two
+    passes: the count-weighted mean, then ``M2 = sum(m2_j + n_j (mean_j - mean)^2)``, the
+    parallel form of Chan's merge, whose terms are each >= 0 (no cancellation)."""
     if TRAINING:
-        count = tl.full([BLOCK], 0, COMPUTE)
-        mean = tl.full([BLOCK], 0, COMPUTE)
-        m2 = tl.full([BLOCK], 0, COMPUTE)
-        for j in range(0, split):
-            off = j * C + cs
-            cnt = tl.load(part_ptr + off, mask=cmask, other=0.0)
-            mu = tl.load(part_ptr + split * C + off, mask=cmask, other=0.0)
-            q = tl.load(part_ptr + 2 * split * C + off, mask=cmask, other=0.0)
-            # Like batch_norm_planes._bnp_apply_kernel's merge, kept apart: a block of channels here
-            count, mean, m2 = _chan_merge(count, mean, m2, cnt, mu, q)
+        js = tl.arange(0, BLOCK_S)
+        n_acc = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
+        s_acc = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
+        for j0 in range(0, split, BLOCK_S):
+            m = ((j0 + js) < split)[:, None] & cmask[None, :]
+            off = (j0 + js)[:, None] * C + cs[None, :]
+            cnt = tl.load(part_ptr + off, mask=m, other=0.0)
+            n_acc += cnt
+            s_acc += cnt * tl.load(part_ptr + split * C + off, mask=m, other=0.0)
+        count = sum_f(n_acc, axis=0)
+        mean = sum_f(s_acc, axis=0) / tl.maximum(count, 1.0)
+        q_acc = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
+        for j0 in range(0, split, BLOCK_S):
+            m = ((j0 + js) < split)[:, None] & cmask[None, :]
+            off = (j0 + js)[:, None] * C + cs[None, :]
+            cnt = tl.load(part_ptr + off, mask=m, other=0.0)
+            d = tl.load(part_ptr + split * C + off, mask=m, other=0.0) - mean[None, :]
+            q_acc += tl.load(part_ptr + 2 * split * C + off, mask=m, other=0.0) + cnt * d * d
+        m2 = sum_f(q_acc, axis=0)
         invstd = bn_finish(
             count, mean, m2, cs, wmask, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr,
             rm_stride, rv_stride, eps, momentum, HAS_RUNNING, HAS_SAVE, COMPUTE,
@@ -208,7 +220,7 @@ def _bn_finalize_kernel(
     C: tl.int64, split: tl.int64, stat_off: tl.int64, rm_stride: tl.int64,
     rv_stride: tl.int64, eps: tl.float64, momentum: tl.float64,
     TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr, HAS_SAVE: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """mean and invstd per channel into stat[2, C] at ``part_ptr + stat_off`` (and the
     saved statistics, and the running ones updated), for an apply kernel that does not
@@ -219,7 +231,7 @@ def _bn_finalize_kernel(
     mean, invstd = _bn_channel_stats(
         part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask, cmask,
         C, split, rm_stride, rv_stride, eps, momentum,
-        TRAINING, HAS_RUNNING, HAS_SAVE, COMPUTE, BLOCK,
+        TRAINING, HAS_RUNNING, HAS_SAVE, COMPUTE, BLOCK, BLOCK_S,
     )  # fmt: skip
     tl.store(part_ptr + stat_off + cs, mean, mask=cmask)
     tl.store(part_ptr + stat_off + C + cs, invstd, mask=cmask)
@@ -237,6 +249,7 @@ def _bn_apply_kernel(
     FOLD: tl.constexpr, TRAINING: tl.constexpr, HAS_RUNNING: tl.constexpr,
     HAS_SAVE: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, MERGED: tl.constexpr,
     CV: tl.constexpr, COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """y = (x - mean[c]) * invstd[c] * w[c] + b[c]. FOLD: every program works out its
     channels' mean and invstd (:func:`_bn_channel_stats`) and the programs of the first
@@ -254,7 +267,7 @@ def _bn_apply_kernel(
         mean, scale = _bn_channel_stats(
             part_ptr, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr, cs, cmask,
             cmask & ((cs * 0 + pid_r) == 0), C, split, rm_stride, rv_stride, eps, momentum,
-            TRAINING, HAS_RUNNING, HAS_SAVE, COMPUTE, BLOCK_C,
+            TRAINING, HAS_RUNNING, HAS_SAVE, COMPUTE, BLOCK_C, BLOCK_S,
         )  # fmt: skip
     else:
         mean = tl.load(part_ptr + stat_off + cs, mask=cmask, other=0.0)
@@ -357,6 +370,12 @@ def _rkey(p: torch.Tensor | None) -> tuple | None:
 def _fold(split: int, block_r: int) -> bool:
     """Whether the apply kernel merges the split partials itself (no finalize launch)."""
     return split * BN_FOLD_RATIO <= block_r
+
+
+def merge_rows(split: int, block: int) -> int:
+    """``BLOCK_S``: the splits a merge of ``block`` channels reads a step, every split at
+    once up to :data:`BN_MERGE_TILE` elements of tile."""
+    return max(1, min(next_pow2(max(split, 1)), BN_MERGE_TILE // max(block, 1)))
 
 
 def planes_layout(C: int, s_c: int) -> bool:
@@ -466,6 +485,7 @@ def _bn_fwd_plan(
             dict(
                 TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
                 COMPUTE=compute, BLOCK=BN_FINALIZE_BLOCK,
+                BLOCK_S=merge_rows(split, BN_FINALIZE_BLOCK),
             ),
         )  # fmt: skip
         stat_off = scratch
@@ -480,7 +500,8 @@ def _bn_fwd_plan(
             dict(
                 FOLD=fold, TRAINING=training, HAS_RUNNING=has_running, HAS_SAVE=save_len > 0,
                 HAS_W=weight is not None, HAS_B=bias is not None, MERGED=merged, CV=cv,
-                COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
+                COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
+                BLOCK_S=merge_rows(split, block_c) if fold and training else 1, num_warps=warps,
             ),
         )  # fmt: skip
     plan = (save_len, sdt, y_fmt, y_st, copy_x, scratch, buf_dtype, stats, final, apply, None)

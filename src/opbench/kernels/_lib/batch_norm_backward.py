@@ -17,7 +17,6 @@ import triton.language as tl
 from opbench.kernels._lib import batch_norm as bn
 from opbench.kernels._lib import batch_norm_planes as planes
 from opbench.kernels._lib.batch_norm import (
-    BN_FINALIZE_BLOCK,
     _alloc_like,
     _bn_check_param,
     _bn_offsets,
@@ -28,6 +27,7 @@ from opbench.kernels._lib.batch_norm import (
     _ncs,
     _ncs_or_copy,
     _rkey,
+    merge_rows,
     planes_layout,
     row_channels,
     row_vector,
@@ -91,14 +91,21 @@ def _bn_bwd_reduce_kernel(
 def _bn_bwd_sums(
     part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, wmask, C, split,
     DW: tl.constexpr, DB: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+    BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """(sum(dy), sum(dy * (x - mean))) of channels ``cs`` from the partials
-    part[2, split, C]; grad_weight and grad_bias written where ``wmask``."""
-    s_dy = tl.full([BLOCK], 0, COMPUTE)
-    s_dyx = tl.full([BLOCK], 0, COMPUTE)
-    for j in range(0, split):
-        s_dy += tl.load(part_ptr + j * C + cs, mask=cmask, other=0.0)
-        s_dyx += tl.load(part_ptr + (split + j) * C + cs, mask=cmask, other=0.0)
+    part[2, split, C], ``BLOCK_S`` splits a step (``batch_norm.BN_MERGE_TILE`` says
+    why); grad_weight and grad_bias written where ``wmask``."""
+    js = tl.arange(0, BLOCK_S)
+    a_dy = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
+    a_dyx = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
+    for j0 in range(0, split, BLOCK_S):
+        m = ((j0 + js) < split)[:, None] & cmask[None, :]
+        off = (j0 + js)[:, None] * C + cs[None, :]
+        a_dy += tl.load(part_ptr + off, mask=m, other=0.0)
+        a_dyx += tl.load(part_ptr + split * C + off, mask=m, other=0.0)
+    s_dy = sum_f(a_dy, axis=0)
+    s_dyx = sum_f(a_dyx, axis=0)
     if DW:
         tl.store(dw_ptr + cs, (s_dyx * invstd).to(dw_ptr.dtype.element_ty), mask=wmask)
     if DB:
@@ -111,7 +118,7 @@ def _bn_bwd_finalize_kernel(
     part_ptr, invstd_ptr, dw_ptr, db_ptr,
     C: tl.int64, split: tl.int64, sums_off: tl.int64, inv_stride: tl.int64, eps: tl.float64,
     RUNNING: tl.constexpr, SUMS: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
-    COMPUTE: tl.constexpr, BLOCK: tl.constexpr,
+    COMPUTE: tl.constexpr, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """grad_weight and grad_bias from the partials; with SUMS, also sums[2, C] at
     ``part_ptr + sums_off`` for an apply kernel that does not merge them itself."""
@@ -122,7 +129,20 @@ def _bn_bwd_finalize_kernel(
     if DW:
         invstd = _bn_invstd(invstd_ptr, cs, cmask, inv_stride, eps, RUNNING, COMPUTE)
     s_dy, s_dyx = _bn_bwd_sums(
-        part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask, C, split, DW, DB, COMPUTE, BLOCK
+        part_ptr,
+        invstd,
+        dw_ptr,
+        db_ptr,
+        cs,
+        cmask,
+        cmask,
+        C,
+        split,
+        DW,
+        DB,
+        COMPUTE,
+        BLOCK,
+        BLOCK_S,
     )
     if SUMS:
         tl.store(part_ptr + sums_off + cs, s_dy, mask=cmask)
@@ -140,6 +160,7 @@ def _bn_bwd_apply_kernel(
     TRAINING: tl.constexpr, HAS_W: tl.constexpr, RUNNING: tl.constexpr, FOLD: tl.constexpr,
     DW: tl.constexpr, DB: tl.constexpr, MERGED: tl.constexpr, CV: tl.constexpr,
     COMPUTE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """grad_input: training, (dy - mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean)))
     * invstd * w; eval, dy * invstd * w. FOLD: every program sums its channels' partials
@@ -161,7 +182,7 @@ def _bn_bwd_apply_kernel(
     if FOLD:
         s_dy, s_dyx = _bn_bwd_sums(
             part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask & ((cs * 0 + pid_r) == 0),
-            C, split, DW, DB, COMPUTE, BLOCK_C,
+            C, split, DW, DB, COMPUTE, BLOCK_C, BLOCK_S,
         )  # fmt: skip
     elif TRAINING:
         s_dy = tl.load(part_ptr + sums_off + cs, mask=cmask, other=0.0)
@@ -362,11 +383,11 @@ def _bn_bwd_plan(
         if not fold:
             sums = want_dx and train
             final = (
-                (cdiv(C, BN_FINALIZE_BLOCK),),
+                (cdiv(C, bn.BN_FINALIZE_BLOCK),),
                 (C, split, scratch, v_stride),
                 dict(
                     RUNNING=running, SUMS=sums, DW=want_dw, DB=want_db, COMPUTE=compute,
-                    BLOCK=BN_FINALIZE_BLOCK,
+                    BLOCK=bn.BN_FINALIZE_BLOCK, BLOCK_S=merge_rows(split, bn.BN_FINALIZE_BLOCK),
                 ),
             )  # fmt: skip
             scratch += 2 * C if sums else 0
@@ -378,8 +399,8 @@ def _bn_bwd_plan(
             dict(
                 TRAINING=train, HAS_W=weight is not None, RUNNING=running, FOLD=fold,
                 DW=fold and want_dw, DB=fold and want_db, MERGED=merged, CV=cv,
-                COMPUTE=compute,
-                BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps,
+                COMPUTE=compute, BLOCK_R=block_r, BLOCK_C=block_c,
+                BLOCK_S=merge_rows(split, block_c) if fold else 1, num_warps=warps,
             ),
         )  # fmt: skip
     plan = (

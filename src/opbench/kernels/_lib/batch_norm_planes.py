@@ -292,7 +292,7 @@ def _bnp_apply_kernel(
     first = (cs * 0 + t) == 0
     if TRAINING:
         # Like batch_norm._bn_channel_stats, kept apart: one channel's partials, merged by
-        # _bnp_merge; that one merges a block of channels in a loop
+        # _bnp_merge; that one merges a block of channels, BLOCK_S splits a step
         n, mean, m2 = _bnp_merge(part_ptr, c, C, split, COMPUTE, SPLIT_P2)
         invstd = bn_finish(
             n, mean, m2, cs, first, rm_ptr, rv_ptr, save_mean_ptr, save_invstd_ptr,
