@@ -67,7 +67,9 @@ BN_FINALIZE_BLOCK = 32 if not _INTERPRETING else 4096
 #: ``split`` dependent global loads; the 2-D rows' statistics split 98-392 ways (one
 #: 64-row tile a program), and the H200 took 50-144 us a forward on ``[6272, 256]`` to
 #: ``[25088, 128]`` f16 rows that eager did in 24-45 (``bn-row-vectors-h200-2026-12-02.md``):
-#: the longer the chain, the slower, whatever the bytes.
+#: the longer the chain, the slower, whatever the bytes. Tiled, the same rows ran 1.82x
+#: (forward) and 1.53x (backward) faster, 1.08x and 0.96x eager (H200, 2026-12-02,
+#: ``bn-row-merge-h200-2026-12-02.md``); this size and the finalize's 32 channels untimed.
 BN_MERGE_TILE = 4096
 #: The apply kernels merge a channel block's ``split`` partial rows themselves (one
 #: launch fewer) when ``split * BN_FOLD_RATIO <= BLOCK_R``: up to 3 loads per split
@@ -82,8 +84,7 @@ BN_FOLD_RATIO = 48
 #: device-time A/B on the 8 most used such rows of each half (2026-12-02,
 #: ``benchmarks/results/bn-row-vectors-h200-2026-12-02.md``, both settings checked
 #: against eager): decided on the tuning half, forward 2.00x and backward 2.61x faster;
-#: the held-out half read 2.17x and 1.01x (its one backward row that runs here). Even so
-#: these rows run at ~0.6x eager on the tuning half: the row kernels' weakness.
+#: the held-out half read 2.17x and 1.01x (its one backward row that runs here).
 BN_ROW_VECTORS = True
 
 
