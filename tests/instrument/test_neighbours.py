@@ -12,7 +12,12 @@ import threading
 import time
 
 from opbench.instrument.neighbours import NeighbourWatch, census
-from opbench.judge.neighbour_verdict import neighbour_lines, neighbour_verdict
+from opbench.judge.neighbour_verdict import (
+    OTHERS_CPU_FLOOR_NS,
+    OTHERS_CPU_SHARE,
+    neighbour_lines,
+    neighbour_verdict,
+)
 
 
 def _spin(seconds: float, stop: list[bool]) -> None:
@@ -68,7 +73,11 @@ def test_cpu_taken_beside_the_reference_is_counted() -> None:
         t.join()
     win = watch.readings()["reference_windows"]
     assert win["windows"] == 20
-    assert win["others_cpu_ns"] > 0.3 * win["wall_ns"], win
+    # the spinner's share of the windows' wall time is the scheduler's (0.30 on a CI
+    # machine whose two cores ran two test workers): counted, it must stand well clear of
+    # what the verdict lets pass (5x its allowance, 10% of the windows at the 2% share)
+    allowed = max(OTHERS_CPU_FLOOR_NS, OTHERS_CPU_SHARE * win["wall_ns"])
+    assert win["others_cpu_ns"] > 5 * allowed, win
     v = neighbour_verdict(watch.readings(), allow_threads=True, when="test")
     assert v is not None and v.category == "tampering"
     assert "while the reference was timed" in v.message
