@@ -6,7 +6,9 @@ script run under Triton's interpreter must set ``TRITON_INTERPRET`` before Trito
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -23,3 +25,27 @@ def apply_overrides(settings: list[str]) -> dict[str, Any]:
         setattr(mod, name, ast.literal_eval(value))
         done[target] = getattr(mod, name)
     return done
+
+
+@contextlib.contextmanager
+def overridden(settings: list[str], plans: Iterable[dict] = ()) -> Iterator[dict[str, Any]]:
+    """``MODULE.NAME=VALUE`` settings inside the block only (yields what was set), the
+    values before restored after. ``plans``: the caches of plans the settings shape,
+    emptied on the way in and out: a plan kept from other settings would serve the block,
+    and the block's plans the calls after it."""
+    plans = list(plans)
+    saved = []
+    for item in settings:
+        module, _, name = item.partition("=")[0].rpartition(".")
+        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
+        if hasattr(mod, name):  # apply_overrides ends the run on a name that is not
+            saved.append((mod, name, getattr(mod, name)))
+    for cache in plans:
+        cache.clear()
+    try:
+        yield apply_overrides(settings)
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)
+        for cache in plans:
+            cache.clear()

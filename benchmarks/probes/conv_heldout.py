@@ -292,32 +292,15 @@ def _kernel_times(fn: Any, calls: int = 20) -> dict[str, float]:
 @contextlib.contextmanager
 def _overridden(settings: list[str]) -> Iterator[None]:
     """``MODULE.NAME=VALUE`` settings of the backend's modules inside the block only,
-    with ``conv``'s kept plans dropped on the way in and out: a plan made under other
-    settings would otherwise serve the block (a depthwise forward's kept run is checked
-    only against the settings ``conv._dw_settings`` names; on 2026-11-29 a route switch
-    outside them was bypassed for every variant after the first), and the block's plans
-    would serve the rows after it."""
-    import importlib
-
-    from kernel_overrides import apply_overrides
+    with ``conv``'s kept plans dropped on the way in and out (a depthwise forward's kept
+    run is checked only against the settings ``conv._dw_settings`` names; on 2026-11-29 a
+    route switch outside them was bypassed for every variant after the first)."""
+    from kernel_overrides import overridden
 
     from opbench.kernels._lib import conv, conv_backward
 
-    saved = []
-    for item in settings:
-        module, _, name = item.partition("=")[0].rpartition(".")
-        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
-        saved.append((mod, name, getattr(mod, name)))
-    apply_overrides(settings)
-    conv._FORWARD_PLANS.clear()
-    conv_backward._POINTWISE_WGRAD_PLANS.clear()
-    try:
+    with overridden(settings, (conv._FORWARD_PLANS, conv_backward._POINTWISE_WGRAD_PLANS)):
         yield
-    finally:
-        for mod, name, value in saved:
-            setattr(mod, name, value)
-        conv._FORWARD_PLANS.clear()
-        conv_backward._POINTWISE_WGRAD_PLANS.clear()
 
 
 def _geo(xs: list[float]) -> float | None:

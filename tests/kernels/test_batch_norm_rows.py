@@ -99,3 +99,37 @@ def test_the_probe_picks_the_rows_these_kernels_serve(monkeypatch) -> None:
     assert not picks("((T([64, 32, 112, 112], f16), T([32], f16)), {})")
     assert not picks("((T([1, 16, 27], f16), T([16], f16)), {})")
     assert not picks("((T([4, 1, 8, 8], f16, stride=(64, 64, 8, 1)), T([1], f16)), {})")
+
+
+def test_the_probe_checks_each_variant_and_restores_the_defaults(monkeypatch) -> None:
+    """``bn_plane_runs.py --variant``: a row is checked against eager under each variant's
+    settings (on the CPU, untimed) and the module's settings and plans are the defaults'
+    after; a variant whose kernels compute wrong is an error, not a row."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks" / "probes"))
+    import bn_plane_runs
+
+    row = {
+        "half": "tuning", "op": "native_batch_norm.default", "weight": 1,
+        "args": "((T([40, 24], f32), T([24], f32), T([24], f32), T([24], f32), T([24], f32), "
+                "True, 0.1, 1e-05), {})",
+    }  # fmt: skip
+    before = (bn.BN_MERGE_TILE, bn.BN_ROW_VECTORS)
+    out = bn_plane_runs.measure(
+        row, True, {"tile16": ["batch_norm.BN_MERGE_TILE=16", "batch_norm.BN_TILE=64"]}, "cpu"
+    )
+    assert out["variants"]["tile16"]["correct"] and "ms" not in out["variants"]["tile16"]
+    assert (bn.BN_MERGE_TILE, bn.BN_ROW_VECTORS) == before
+    assert not bn._BN_FWD_PLANS  # the variant's plans gone with it
+    # a variant under which the kernels compute wrong (here: y left unwritten under the
+    # variant's setting alone) raises: the run records an error row, not a time
+    real = bn._bn_apply
+
+    def broken_under_tile16(grid, args, **k):
+        return None if bn.BN_MERGE_TILE == 16 else real(grid, args, **k)
+
+    monkeypatch.setattr(bn, "_bn_apply", broken_under_tile16)
+    bn_plane_runs.measure(row, True, {}, "cpu")  # the defaults still right
+    with pytest.raises(AssertionError):
+        bn_plane_runs.measure(row, True, {"tile16": ["batch_norm.BN_MERGE_TILE=16"]}, "cpu")
