@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The GPU checks that decided batch_norm.BN_ROW_VECTORS and
-# conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS (H200, 2026-12-02: both on, files
-# bn-row-vectors-h200-2026-12-02 and dw-rows-fill-batch1-h200-2026-12-02 in
-# benchmarks/results); run again after changing either kernel. One call of about 260 s
-# on a lent GPU machine (the device tool), from the repository root, carrying .gpu_data
-# (the traces copied to .gpu_data/traces):
+# GPU checks of batch norm's row kernels and the depthwise row walk: steps 1-2 decided
+# batch_norm.BN_ROW_VECTORS and conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS (H200,
+# 2026-12-02: both on, bn-row-vectors-h200-2026-12-02 and
+# dw-rows-fill-batch1-h200-2026-12-02 in benchmarks/results; run them again after
+# changing either kernel); step 3 is open (docs/results.md, "Pending GPU checks"). One
+# call of about 300 s on a lent GPU machine (the device tool), from the repository root,
+# carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   bash benchmarks/gpu/conv_pending.sh
 # Each step writes its .md and .json into $OUT; a step that runs past its share is cut and
 # the next one runs.
@@ -14,7 +15,10 @@
 #     and op, device time, each setting's results checked against eager;
 #  2. the depthwise row walk's grid fill (conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS, 264):
 #     its GPU tests, and the A/B without it on the 3x3 depthwise rows of each half
-#     rewritten to one image (conv_heldout.py --batch 1), where grids are smallest.
+#     rewritten to one image (conv_heldout.py --batch 1), where grids are smallest;
+#  3. batch norm's row kernels' untimed settings (the merge tile, the programs the
+#     statistics pass aims for, the finalize's channels a program) against the defaults
+#     on the 8 most used such rows of each half, device time, the tuning half deciding.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -33,4 +37,11 @@ timeout 120 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --match 'T\(\[\d+, 1, 3, 3\]' --variant nofill=conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS=0 \
     --out "$OUT/dw-rows-fill-batch1" 2>&1 | tail -1
 grep "^| nofill" "$OUT/dw-rows-fill-batch1.md"
+echo "fill: $(( $(date +%s) - start )) s"
+timeout 120 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limit 8 --rows \
+    --variant target256=batch_norm.BN_TARGET_PROGRAMS=256 \
+    --variant target4096=batch_norm.BN_TARGET_PROGRAMS=4096 \
+    --variant tile1024=batch_norm.BN_MERGE_TILE=1024 \
+    --variant final128=batch_norm.BN_FINALIZE_BLOCK=128 \
+    --out "$OUT/bn-row-settings" 2>&1 | grep -A20 "Each variant"
 echo "done: $(( $(date +%s) - start )) s"
