@@ -194,7 +194,7 @@ def test_batch_norm_rows_load_and_store_channel_vectors(cv: int):
     survey found them) every tile access is 2 bytes wide."""
     tile = ["--warps", "8", "--stages", "1", "--const", "MERGED=True", f"CV={cv}",
             "COMPUTE=tl.float32", "BLOCK_R=64", "BLOCK_C=64"]  # fmt: skip
-    flags = ["TRAINING=True", "HAS_W=True", "FOLD=False"]
+    flags = ["TRAINING=True", "HAS_W=True", "FOLD=False", "BLOCK_S=1"]
     runs = {
         "batch_norm._bn_apply_kernel": [*flags, "HAS_RUNNING=False", "HAS_SAVE=False",
                                         "HAS_B=True"],
