@@ -4,7 +4,7 @@
 # 2026-12-02: both on, bn-row-vectors-h200-2026-12-02 and
 # dw-rows-fill-batch1-h200-2026-12-02 in benchmarks/results; run them again after
 # changing either kernel); step 3 is open (docs/results.md, "Pending GPU checks"). One
-# call of about 300 s on a lent GPU machine (the device tool), from the repository root,
+# call of about 450 s on a lent GPU machine (the device tool), from the repository root,
 # carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   bash benchmarks/gpu/conv_pending.sh
 # Each step writes its .md and .json into $OUT; a step that runs past its share is cut and
@@ -18,7 +18,10 @@
 #     rewritten to one image (conv_heldout.py --batch 1), where grids are smallest;
 #  3. batch norm's row kernels' untimed settings (the merge tile, the programs the
 #     statistics pass aims for, the finalize's channels a program) against the defaults
-#     on the 8 most used such rows of each half, device time, the tuning half deciding.
+#     on the 8 most used such rows of each half, device time, the tuning half deciding;
+#  4. matmul.SPLIT_WHOLE_WAVES (split-K grids kept within two programs an SM) on the 20
+#     most used backward rows of each half, device time (--profile), the tuning half
+#     deciding; the rows it leaves alone are the noise floor.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -44,4 +47,9 @@ timeout 120 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limi
     --variant tile1024=batch_norm.BN_MERGE_TILE=1024 \
     --variant final128=batch_norm.BN_FINALIZE_BLOCK=128 \
     --out "$OUT/bn-row-settings" 2>&1 | grep -A20 "Each variant"
+echo "bn settings: $(( $(date +%s) - start )) s"
+timeout 150 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 20 --profile \
+    --ops convolution_backward.default --variant whole=matmul.SPLIT_WHOLE_WAVES=True \
+    --out "$OUT/split-whole-waves" 2>&1 | tail -1
+grep "^| whole" "$OUT/split-whole-waves.md"
 echo "done: $(( $(date +%s) - start )) s"

@@ -294,12 +294,16 @@ def _overridden(settings: list[str]) -> Iterator[None]:
     """``MODULE.NAME=VALUE`` settings of the backend's modules inside the block only,
     with ``conv``'s kept plans dropped on the way in and out (a depthwise forward's kept
     run is checked only against the settings ``conv._dw_settings`` names; on 2026-11-29 a
-    route switch outside them was bypassed for every variant after the first)."""
+    route switch outside them was bypassed for every variant after the first), and the
+    matmul's plans and lanes with them (the pointwise paths run on the matmul kernel,
+    whose plans and lanes are keyed by call signature)."""
     from kernel_overrides import overridden
 
-    from opbench.kernels._lib import conv, conv_backward
+    from opbench.kernels._lib import conv, conv_backward, conv_pointwise, matmul, matmul_lanes
 
-    with overridden(settings, (conv._FORWARD_PLANS, conv_backward._POINTWISE_WGRAD_PLANS)):
+    kept = (conv._FORWARD_PLANS, conv_backward._POINTWISE_WGRAD_PLANS, conv_pointwise._LANES,
+            matmul._MM_PLANS, matmul_lanes.LANES)  # fmt: skip
+    with overridden(settings, kept):
         yield
 
 
@@ -441,8 +445,9 @@ def main() -> None:
     import torch
 
     # the halves in turn, most used first: a run cut short keeps both halves alike
-    halves = [rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided, ns.batch)
-              for half in HALVES]
+    halves = [
+        rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided, ns.batch) for half in HALVES
+    ]
     todo = [r for pair in itertools.zip_longest(*halves) for r in pair if r is not None]
     measured = []
     for i, r in enumerate(todo):

@@ -89,7 +89,9 @@ def test_rows_at_another_batch(conv_heldout, tmp_path):
         args, kw = make_inputs(r["op"], parse_args(r["args"]), "cpu", 0)
         getattr(torch.ops.aten, r["op"].split(".")[0])(*args, **kw)
     doubled = conv_heldout.rows(traces, "tuning", None, batch=2)  # the rows' own batch
-    assert [r["args"] for r in doubled] == [r["args"] for r in conv_heldout.rows(traces, "tuning", None)]
+    assert [r["args"] for r in doubled] == [
+        r["args"] for r in conv_heldout.rows(traces, "tuning", None)
+    ]
 
 
 def test_strided_rows_alone(conv_heldout, tmp_path):

@@ -125,6 +125,32 @@ def test_split_k_only_where_the_gpu_would_sit_idle() -> None:
     assert matmul.split_k(tiles=4, k_iters=64, sms=132) == 8  # >= 8 K blocks each
 
 
+def test_split_k_in_whole_waves(monkeypatch) -> None:
+    """``SPLIT_WHOLE_WAVES``: the split grid stays within two programs an SM (36 tiles on
+    132 SMs: 7 ways, 252 programs, not 8 ways and 288); off, it reaches past them."""
+    assert matmul.split_k(tiles=36, k_iters=196, sms=132) == 8
+    monkeypatch.setattr(matmul, "SPLIT_WHOLE_WAVES", True)
+    assert matmul.split_k(tiles=36, k_iters=196, sms=132) == 7
+    assert matmul.split_k(tiles=4, k_iters=64, sms=132) == 8  # K's 8 blocks a piece still bind
+    assert matmul.split_k(tiles=66, k_iters=1000, sms=132) == 4  # 264 programs: whole already
+    for tiles in range(1, 67):
+        assert tiles * matmul.split_k(tiles, 10**6, 132) <= 2 * 132
+
+
+def test_whole_wave_splits_give_eagers_result(monkeypatch) -> None:
+    """Under the setting and without it, a split product sums to eager's, each through a
+    plan of its own split (the plan keyed by the setting: one made before does not serve
+    it): 4 tiles of 32 x 32 on 11 SMs over 63 K blocks split 6 ways, 5 in whole waves."""
+    monkeypatch.setattr(matmul, "sm_count", lambda device: 11)
+    monkeypatch.setattr(matmul, "_MM_PLANS", {})
+    a, b = _r(64, 2000, dtype=torch.float32, seed=41), _r(2000, 64, dtype=torch.float32, seed=42)
+    for whole, splits in ((False, 6), (True, 5)):
+        monkeypatch.setattr(matmul, "SPLIT_WHOLE_WAVES", whole)
+        assert_matches(matmul.mm(a, b), aten.mm, a, b)
+        used = [plan[1] for key, plan in matmul._MM_PLANS.items() if key[-1] == whole]
+        assert used == [splits], (whole, used)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bmm_with_batch_strides(dtype: torch.dtype) -> None:
     a = _r(3, 19, 40, dtype=dtype, seed=5)

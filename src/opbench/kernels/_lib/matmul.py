@@ -165,6 +165,16 @@ def config_for(itemsize: int, M: int, N: int, K: int, batch: int = 1) -> Config:
 # ----------------------------------------------------------------------------- launching
 
 
+#: Whether :func:`split_k` keeps the split grid within ``2 x SMs`` programs (rounding the
+#: split down) rather than reaching past it (rounding up). Why: a program of a 128 x 128
+#: fp32 tile at 8 warps holds an SM alone, so past the second wave a few programs run a
+#: third one: the channels-last weight gradient of the held-out ``[64, 256, 14, 14]`` 3x3
+#: row has 36 tiles, split 8 ways into 288 programs (132 + 132 + 24) where 7 ways make
+#: 252 (132 + 120); Nsight Compute read that kernel latency-bound (H200, 2026-12-01). Off
+#: until a device-time A/B (``benchmarks/gpu/conv_pending.sh``, step 4).
+SPLIT_WHOLE_WAVES = False
+
+
 def split_k(tiles: int, k_iters: int, sms: int) -> int:
     """Programs along K for a problem of ``tiles`` output tiles and ``k_iters`` K blocks:
     where the tiles fill less than half the GPU and K is long (a weight gradient with a
@@ -172,7 +182,8 @@ def split_k(tiles: int, k_iters: int, sms: int) -> int:
     piece keeping at least 8 K blocks; 1 (no split) otherwise."""
     if tiles * 2 > sms or k_iters < 16:
         return 1
-    return max(1, min(k_iters // 8, cdiv(2 * sms, tiles), 128))
+    fill = (2 * sms) // tiles if SPLIT_WHOLE_WAVES else cdiv(2 * sms, tiles)
+    return max(1, min(k_iters // 8, fill, 128))
 
 
 def split_plan(
@@ -264,7 +275,7 @@ def matmul_into(
     key = (cfg, a.dtype, a.device, a.shape, a.stride(), b.shape, b.stride(), out.shape,
            out.stride(), x.stride(), has_bias, alpha != 1, a.data_ptr() & 15 == 0,
            b.data_ptr() & 15 == 0, out.data_ptr() & 15 == 0, sm_count(a.device),
-           _INTERPRETING)  # fmt: skip
+           _INTERPRETING, SPLIT_WHOLE_WAVES)  # fmt: skip
     plan = _MM_PLANS.get(key)
     if plan is None:
         plan = remember(_MM_PLANS, key, _mm_plan(out, a, b, x, cfg, has_bias, alpha != 1))
