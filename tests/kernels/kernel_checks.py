@@ -176,3 +176,18 @@ def launch_grids(monkeypatch: Any, module: Any, name: str) -> list[tuple[int, ..
 
     monkeypatch.setattr(module, name, counted)
     return grids
+
+
+def launch_constants(monkeypatch: Any, launchers: Any, name: str) -> list[Any]:
+    """The constexpr ``name`` of every launch of the ``(module, attribute)`` launchers in
+    ``launchers`` from now on, the launches themselves run unchanged."""
+    seen: list[Any] = []
+    for module, attr in launchers:
+        launch = getattr(module, attr)
+
+        def recorded(grid, *a, _launch=launch, **k):
+            seen.append(k[name])
+            return _launch(grid, *a, **k)
+
+        monkeypatch.setattr(module, attr, recorded)
+    return seen

@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import assert_batch_norm_both_ways  # noqa: E402
+from kernel_checks import assert_batch_norm_both_ways, launch_constants  # noqa: E402
 from kernel_checks import seeded_randn as _r  # noqa: E402
 
 from opbench.kernels._lib import batch_norm as bn  # noqa: E402
@@ -23,17 +23,16 @@ aten = torch.ops.aten
 
 def _record_cv(monkeypatch) -> list[int]:
     """The ``CV`` of every row-kernel launch from now on (stats, apply, reduce, apply)."""
-    seen: list[int] = []
-    for module, name in ((bn, "_bn_stats"), (bn, "_bn_apply"), (bn_bwd, "_bn_bwd_reduce"),
-                         (bn_bwd, "_bn_bwd_apply")):  # fmt: skip
-        real = getattr(module, name)
-
-        def counted(grid, args, _real=real, **k):
-            seen.append(k["CV"])
-            return _real(grid, args, **k)
-
-        monkeypatch.setattr(module, name, counted)
-    return seen
+    return launch_constants(
+        monkeypatch,
+        (
+            (bn, "_bn_stats"),
+            (bn, "_bn_apply"),
+            (bn_bwd, "_bn_bwd_reduce"),
+            (bn_bwd, "_bn_bwd_apply"),
+        ),
+        "CV",
+    )
 
 
 # name: (input, and the CV every launch must take)

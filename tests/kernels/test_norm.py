@@ -22,6 +22,7 @@ from kernel_checks import (  # noqa: E402
     assert_batch_norm_backward_matches,
     assert_batch_norm_both_ways,
     assert_matches,
+    launch_constants,
     meta,
 )
 
@@ -492,16 +493,9 @@ def test_batch_norm_merges_split_partials_in_tiles(monkeypatch, fold_ratio) -> N
     monkeypatch.setattr(bn, "BN_MERGE_TILE", 16)
     monkeypatch.setattr(bn, "_BN_FWD_PLANS", {})
     monkeypatch.setattr(bn_bwd, "_BN_BWD_PLANS", {})
-    steps: list[int] = []
-    for module, name in ((bn, "_bn_finalize"), (bn, "_bn_apply"), (bn_bwd, "_bn_bwd_finalize"),
-                         (bn_bwd, "_bn_bwd_apply")):  # fmt: skip
-        real = getattr(module, name)
-
-        def seen(grid, args, _real=real, **k):
-            steps.append(k["BLOCK_S"])
-            return _real(grid, args, **k)
-
-        monkeypatch.setattr(module, name, seen)
+    launchers = ((bn, "_bn_finalize"), (bn, "_bn_apply"), (bn_bwd, "_bn_bwd_finalize"),
+                 (bn_bwd, "_bn_bwd_apply"))  # fmt: skip
+    steps = launch_constants(monkeypatch, launchers, "BLOCK_S")
     # values far from zero: a merge that cancelled (sum of squares minus a squared sum)
     # would lose the variance
     x = (_rand(4, 3, 8, 8, dtype=torch.float32) + 100.0).to(memory_format=torch.channels_last)

@@ -119,6 +119,15 @@ def row_channels(C, CV: tl.constexpr):
     return C
 
 
+@triton.jit
+def split_tile(j0, js, split, cs, cmask, C):
+    """(mask, offsets) of the ``[BLOCK_S, channels]`` tile of partials ``part[., j, c]``
+    for splits ``j0 + js`` and channels ``cs``: the merges' step over ``split`` rows of
+    ``C`` (:data:`BN_MERGE_TILE`)."""
+    j = j0 + js
+    return (j < split)[:, None] & cmask[None, :], j[:, None] * C + cs[None, :]
+
+
 @triton.jit(
     do_not_specialize=["C", "S", "R", "sN", "sC", "sS", "rows_per_split", "n_cblocks", "split"]
 )
@@ -188,8 +197,7 @@ def _bn_channel_stats(
         n_acc = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
         s_acc = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
         for j0 in range(0, split, BLOCK_S):
-            m = ((j0 + js) < split)[:, None] & cmask[None, :]
-            off = (j0 + js)[:, None] * C + cs[None, :]
+            m, off = split_tile(j0, js, split, cs, cmask, C)
             cnt = tl.load(part_ptr + off, mask=m, other=0.0)
             n_acc += cnt
             s_acc += cnt * tl.load(part_ptr + split * C + off, mask=m, other=0.0)
@@ -197,8 +205,7 @@ def _bn_channel_stats(
         mean = sum_f(s_acc, axis=0) / tl.maximum(count, 1.0)
         q_acc = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
         for j0 in range(0, split, BLOCK_S):
-            m = ((j0 + js) < split)[:, None] & cmask[None, :]
-            off = (j0 + js)[:, None] * C + cs[None, :]
+            m, off = split_tile(j0, js, split, cs, cmask, C)
             cnt = tl.load(part_ptr + off, mask=m, other=0.0)
             d = tl.load(part_ptr + split * C + off, mask=m, other=0.0) - mean[None, :]
             q_acc += tl.load(part_ptr + 2 * split * C + off, mask=m, other=0.0) + cnt * d * d

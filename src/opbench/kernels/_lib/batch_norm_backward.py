@@ -32,6 +32,7 @@ from opbench.kernels._lib.batch_norm import (
     row_channels,
     row_vector,
     rows_strides,
+    split_tile,
 )
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, remember
 from opbench.kernels._lib.native_launch import declare_replay
@@ -100,8 +101,7 @@ def _bn_bwd_sums(
     a_dy = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
     a_dyx = tl.full([BLOCK_S, BLOCK], 0, COMPUTE)
     for j0 in range(0, split, BLOCK_S):
-        m = ((j0 + js) < split)[:, None] & cmask[None, :]
-        off = (j0 + js)[:, None] * C + cs[None, :]
+        m, off = split_tile(j0, js, split, cs, cmask, C)
         a_dy += tl.load(part_ptr + off, mask=m, other=0.0)
         a_dyx += tl.load(part_ptr + split * C + off, mask=m, other=0.0)
     s_dy = sum_f(a_dy, axis=0)
@@ -129,21 +129,9 @@ def _bn_bwd_finalize_kernel(
     if DW:
         invstd = _bn_invstd(invstd_ptr, cs, cmask, inv_stride, eps, RUNNING, COMPUTE)
     s_dy, s_dyx = _bn_bwd_sums(
-        part_ptr,
-        invstd,
-        dw_ptr,
-        db_ptr,
-        cs,
-        cmask,
-        cmask,
-        C,
-        split,
-        DW,
-        DB,
-        COMPUTE,
-        BLOCK,
+        part_ptr, invstd, dw_ptr, db_ptr, cs, cmask, cmask, C, split, DW, DB, COMPUTE, BLOCK,
         BLOCK_S,
-    )
+    )  # fmt: skip
     if SUMS:
         tl.store(part_ptr + sums_off + cs, s_dy, mask=cmask)
         tl.store(part_ptr + sums_off + C + cs, s_dyx, mask=cmask)
