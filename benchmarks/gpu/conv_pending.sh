@@ -7,6 +7,7 @@
 # call of about 450 s on a lent GPU machine (the device tool), from the repository root,
 # carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   bash benchmarks/gpu/conv_pending.sh
+#   STEPS=34 bash benchmarks/gpu/conv_pending.sh    # only steps 3 and 4
 # Each step writes its .md and .json into $OUT; a step that runs past its share is cut and
 # the next one runs.
 #  1. batch norm's row kernels (2-D and channels-last inputs) with their channel vectors
@@ -27,13 +28,18 @@ source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
+STEPS=${STEPS:-1234}
 start=$(date +%s)
+step() { [[ "$STEPS" == *"$1"* ]]; }
+if step 1; then
 OPBENCH_KERNEL_DEVICE=cuda timeout 150 python3 -m pytest -q -p no:cacheprovider -m "" --tb=short \
     tests/kernels/test_batch_norm_rows.py tests/kernels/test_norm.py -k batch_norm 2>&1 | tail -30
 echo "bn tests: $(( $(date +%s) - start )) s"
 timeout 150 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limit 8 --rows \
     --out "$OUT/bn-row-vectors" 2>&1 | tail -12
 echo "bn rows: $(( $(date +%s) - start )) s"
+fi
+if step 2; then
 OPBENCH_KERNEL_DEVICE=cuda timeout 90 python3 -m pytest -q -p no:cacheprovider -m "" \
     tests/kernels/test_conv_depthwise_rows.py 2>&1 | tail -3
 timeout 120 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --batch 1 \
@@ -41,6 +47,8 @@ timeout 120 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --out "$OUT/dw-rows-fill-batch1" 2>&1 | tail -1
 grep "^| nofill" "$OUT/dw-rows-fill-batch1.md"
 echo "fill: $(( $(date +%s) - start )) s"
+fi
+if step 3; then
 timeout 120 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limit 8 --rows \
     --variant target256=batch_norm.BN_TARGET_PROGRAMS=256 \
     --variant target4096=batch_norm.BN_TARGET_PROGRAMS=4096 \
@@ -48,8 +56,11 @@ timeout 120 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limi
     --variant final128=batch_norm.BN_FINALIZE_BLOCK=128 \
     --out "$OUT/bn-row-settings" 2>&1 | grep -A20 "Each variant"
 echo "bn settings: $(( $(date +%s) - start )) s"
+fi
+if step 4; then
 timeout 150 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 20 --profile \
     --ops convolution_backward.default --variant whole=matmul.SPLIT_WHOLE_WAVES=True \
     --out "$OUT/split-whole-waves" 2>&1 | tail -1
 grep "^| whole" "$OUT/split-whole-waves.md"
+fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -128,6 +128,7 @@ def test_split_k_only_where_the_gpu_would_sit_idle() -> None:
 def test_split_k_in_whole_waves(monkeypatch) -> None:
     """``SPLIT_WHOLE_WAVES``: the split grid stays within two programs an SM (36 tiles on
     132 SMs: 7 ways, 252 programs, not 8 ways and 288); off, it reaches past them."""
+    monkeypatch.setattr(matmul, "SPLIT_WHOLE_WAVES", False)
     assert matmul.split_k(tiles=36, k_iters=196, sms=132) == 8
     monkeypatch.setattr(matmul, "SPLIT_WHOLE_WAVES", True)
     assert matmul.split_k(tiles=36, k_iters=196, sms=132) == 7

@@ -57,10 +57,16 @@ __all__ = ["batch_norm"]
 #: Batch-norm tiles: elements per tile and the widest channel block (channels-last).
 BN_TILE = 4096 if not _INTERPRETING else 65536
 BN_BLOCK_C = 64
-#: Programs the statistics pass aims for (channel blocks x row splits).
-BN_TARGET_PROGRAMS = 1024 if not _INTERPRETING else 1
+#: Programs the statistics pass of the row kernels aims for (channel blocks x row splits).
+#: 256, from 1,024, on the tuning half's 8 most used such rows (H200, 2026-12-02, device
+#: time, ``bn-row-settings-h200-2026-12-02.md``): forward 1.19x, backward 1.06x faster
+#: (fewer, longer splits: a shorter merge and, under :data:`BN_FOLD_RATIO`, more apply
+#: kernels merging themselves); 4,096 lost (0.95x, 0.98x). Held out, judged after: 1.01x,
+#: 1.00x (3 rows).
+BN_TARGET_PROGRAMS = 256 if not _INTERPRETING else 1
 #: Channels per program of the finalize kernels: few, so a row kernel's channels (128-768
-#: on the traced 2-D rows) spread over several programs.
+#: on the traced 2-D rows) spread over several programs. 128 lost on the tuning half
+#: (0.91x forward, 0.97x backward; ``bn-row-settings-h200-2026-12-02.md``).
 BN_FINALIZE_BLOCK = 32 if not _INTERPRETING else 4096
 #: Elements of the ``[splits, channels]`` tile a merge of the statistics' partials reads a
 #: step (:func:`merge_rows`). Why: the merge read one split's partials a step, a chain of
@@ -69,7 +75,8 @@ BN_FINALIZE_BLOCK = 32 if not _INTERPRETING else 4096
 #: ``[25088, 128]`` f16 rows that eager did in 24-45 (``bn-row-vectors-h200-2026-12-02.md``):
 #: the longer the chain, the slower, whatever the bytes. Tiled, the same rows ran 1.82x
 #: (forward) and 1.53x (backward) faster, 1.08x and 0.96x eager (H200, 2026-12-02,
-#: ``bn-row-merge-h200-2026-12-02.md``); this size and the finalize's 32 channels untimed.
+#: ``bn-row-merge-h200-2026-12-02.md``). 1,024 lost on the tuning half (0.99x forward,
+#: 0.94x backward; ``bn-row-settings-h200-2026-12-02.md``).
 BN_MERGE_TILE = 4096
 #: The apply kernels merge a channel block's ``split`` partial rows themselves (one
 #: launch fewer) when ``split * BN_FOLD_RATIO <= BLOCK_R``: up to 3 loads per split

@@ -55,7 +55,10 @@ NHWC_WGRAD_MIN_CHANNELS = 64
 #: (2026-12-01, device time, ``nhwc-wgrad-tile-h200-2026-12-01-*``): 1.078x over 32 on
 #: the 4 of the 20 most used backward rows this path serves, 1.141x on 8 strided ones;
 #: 4 stages or 128 positions on 2 stages were no better. Held out, judged after: 1.042x
-#: (2 rows), 1.058x (9 strided). The 128x128 tile and 8 warps are untimed first choices.
+#: (2 rows), 1.058x (9 strided). The 128x128 tile and 8 warps against 128x64 and 4 warps
+#: on the tuning half's strided rows this path serves (H200, 2026-12-02, device time,
+#: ``nhwc-wgrad-strided-variants-h200-2026-12-02.md``): 0.947x and 0.997x (7 rows), so
+#: they stay (held out the two read 1.036x and 1.015x: not what decides).
 NHWC_WGRAD_BLOCK_M = 128
 NHWC_WGRAD_BLOCK_N = 128
 NHWC_WGRAD_BLOCK_K = 64

@@ -170,9 +170,12 @@ def config_for(itemsize: int, M: int, N: int, K: int, batch: int = 1) -> Config:
 #: fp32 tile at 8 warps holds an SM alone, so past the second wave a few programs run a
 #: third one: the channels-last weight gradient of the held-out ``[64, 256, 14, 14]`` 3x3
 #: row has 36 tiles, split 8 ways into 288 programs (132 + 132 + 24) where 7 ways make
-#: 252 (132 + 120); Nsight Compute read that kernel latency-bound (H200, 2026-12-01). Off
-#: until a device-time A/B (``benchmarks/gpu/conv_pending.sh``, step 4).
-SPLIT_WHOLE_WAVES = False
+#: 252 (132 + 120); Nsight Compute read that kernel latency-bound (H200, 2026-12-01). On
+#: since the device-time A/B on the 20 most used backward rows of each half (H200,
+#: 2026-12-02, ``split-whole-waves-h200-2026-12-02.md``): the tuning half's 2 rows it
+#: changes 1.059x, the 18 it leaves 1.004x (the noise floor); held out, judged after,
+#: 1 row 1.111x, and 4 strided rows 1.073x (``nhwc-wgrad-strided-variants-h200-2026-12-02``).
+SPLIT_WHOLE_WAVES = True
 
 
 def split_k(tiles: int, k_iters: int, sms: int) -> int:
