@@ -81,6 +81,21 @@ NHWC_STAGES = 3
 #: off, the smallest power of two past them, at most ``NHWC_BLOCK_K`` (the rule before
 #: 2026-12-01, kept to time the two against each other as a ``conv_heldout.py`` variant).
 NHWC_BLOCK_K_LEAST_PADDING = True
+#: Whether channel counts that are multiples of 8 take the largest step that pads them by
+#: at most a quarter even where a smaller step divides them (208 channels: 64-channel
+#: steps padded to 256, not 13 exact 16-channel ones). Why: a 16-channel step is a
+#: ``128 x 128 x 16`` product, too short to hide a step's loads, and multiples of 8 keep
+#: a padded step's channel mask constant over 16-byte vectors (``X_ALIGN``); the 36
+#: channels that timed 16-channel steps best (:func:`nhwc_block_k`) are no multiple of 8.
+#: The held-out ``[64, 208, 7, 7]`` stride-2 input gradient ran its GEMM at 19 TFLOP/s in
+#: 16-channel steps (126 us; H200, 2026-12-02, ``nhwc-wgrad-strided-variants-h200-2026-12-02``).
+NHWC_BLOCK_K_ALIGNED_LARGEST = False
+#: Whether a phased convolution's split of the reduction counts every phase's tiles (its
+#: grid holds ``tiles x phases`` programs) rather than one phase's: counting one, the
+#: ``[64, 208, 7, 7]`` stride-2 input gradient's 50 tiles (200 programs with the 4
+#: phases) split 5 ways and wrote 5 fp32 copies of the gradient (a 24.8 us sum kernel
+#: beside a 126 us GEMM; H200, 2026-12-02).
+NHWC_SPLIT_COUNTS_PHASES = False
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
 #: off, the general kernel (``conv_kernels``) serves them, every tap of every output
@@ -276,13 +291,15 @@ def nhwc_block_k(cin_g: int) -> int:
     in 16-channel steps (126 us against 707 in one 64-channel step, 28 of it masked) and
     1.4x faster than in 32-channel steps, whose padding is the 64-channel one's."""
     steps = [k for k in (NHWC_BLOCK_K, 32, 16) if k <= NHWC_BLOCK_K]
+    padded = {k: cdiv(cin_g, k) * k for k in steps}
+    within = [k for k in steps if padded[k] * 4 <= cin_g * 5]
+    if NHWC_BLOCK_K_ALIGNED_LARGEST and cin_g % 8 == 0 and within:
+        return within[0]
     exact = [k for k in steps if cin_g % k == 0]
     if exact:
         return exact[0]
     if not NHWC_BLOCK_K_LEAST_PADDING:
         return min(NHWC_BLOCK_K, max(16, next_pow2(cin_g)))
-    padded = {k: cdiv(cin_g, k) * k for k in steps}
-    within = [k for k in steps if padded[k] * 4 <= cin_g * 5]
     return within[0] if within else min(steps, key=lambda k: (padded[k], -k))
 
 
@@ -511,7 +528,8 @@ def _gemm_plan(
     taps = (cdiv(KD, stride[0]) * cdiv(KH, stride[1]) * cdiv(KW, stride[2]) if phased
             else KD * KH * KW)  # fmt: skip
     steps = taps * cdiv(cin_g, bk)
-    splits, per = split_plan(tiles, steps, device)
+    phases = stride[0] * stride[1] * stride[2] if phased else 1
+    splits, per = split_plan(tiles * (phases if NHWC_SPLIT_COUNTS_PHASES else 1), steps, device)
     xs = _channels_last_strides(x_shape, x_stride)
     cols = cdiv(cout_g, bn) * bn
     y_numel = N * real[0] * real[1] * real[2] * cout_g * groups
@@ -530,7 +548,6 @@ def _gemm_plan(
         SPLIT=splits > 1, PHASED=phased, FLIP_W=transposed and not phased,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
-    phases = stride[0] * stride[1] * stride[2] if phased else 1
     return bn, splits, (tiles, splits, phases), ints, consts
 
 
@@ -553,7 +570,8 @@ def nhwc_convolution(
         tuple(x5.shape), x5.stride(), tuple(w5.shape), tuple(y5.shape), y5.stride(), cin_g,
         cout_g, groups, tuple(stride), tuple(padding), tuple(dilation), transposed, has_d,
         bias is not None, x5.dtype == torch.float32, y5.device, i32_limit,
-        (NHWC_BLOCK_M, NHWC_BLOCK_N, NHWC_BLOCK_K, NHWC_WARPS, NHWC_STAGES, _INTERPRETING),
+        (NHWC_BLOCK_M, NHWC_BLOCK_N, NHWC_BLOCK_K, NHWC_WARPS, NHWC_STAGES, _INTERPRETING,
+         NHWC_BLOCK_K_LEAST_PADDING, NHWC_BLOCK_K_ALIGNED_LARGEST, NHWC_SPLIT_COUNTS_PHASES),
     )  # fmt: skip
     xc = channels_last_5d(x5)
     wp = _packed_weight(w5, groups, transposed, bn)
