@@ -107,6 +107,7 @@ def test_channel_steps_divide_the_channels_or_pad_them_little(monkeypatch) -> No
         return -(-c // bk) * bk
 
     counts = range(1, 300)
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_ALIGNED_LARGEST", False)
     new = {c: conv_nhwc.nhwc_block_k(c) for c in counts}
     monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_LEAST_PADDING", False)
     old = {c: conv_nhwc.nhwc_block_k(c) for c in counts}
@@ -118,6 +119,47 @@ def test_channel_steps_divide_the_channels_or_pad_them_little(monkeypatch) -> No
     monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_LEAST_PADDING", True)
     monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K", 32)
     assert all(conv_nhwc.nhwc_block_k(c) <= 32 for c in counts)
+
+
+def test_channel_counts_of_whole_vectors_take_the_longest_step_padding_a_quarter(
+    monkeypatch,
+) -> None:
+    """Multiples of 8 take the largest step that pads them by at most a quarter, even where
+    a smaller one divides them (208 and 112 channels: 64-channel steps, not 16); other
+    counts keep the rule above (36: 16). A 112-channel convolution and a phased input
+    gradient, each through padded 64-channel steps, match eager."""
+    def padded(c: int, bk: int) -> int:
+        return -(-c // bk) * bk
+
+    for c in range(8, 300, 8):
+        within = [k for k in (64, 32, 16) if padded(c, k) * 4 <= c * 5]
+        if within:  # else (8, 24, 40: none pads them that little) the rule above
+            assert conv_nhwc.nhwc_block_k(c) == within[0], c
+    assert conv_nhwc.nhwc_block_k(208) == 64 and conv_nhwc.nhwc_block_k(112) == 64
+    assert conv_nhwc.nhwc_block_k(144) == 32 and conv_nhwc.nhwc_block_k(36) == 16
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_ALIGNED_LARGEST", False)
+    assert conv_nhwc.nhwc_block_k(208) == 16
+    monkeypatch.setattr(conv_nhwc, "NHWC_BLOCK_K_ALIGNED_LARGEST", True)
+    _served(monkeypatch)
+    x, w = _r((1, 112, 3, 4), torch.float16, 33), _r((16, 112, 3, 3), torch.float16, 34)
+    for transposed, wt in ((False, w), (True, _r((112, 16, 3, 3), torch.float16, 35))):
+        args = [x, wt, None, [2, 2], [1, 1], [1, 1], transposed, [1, 0], 1]
+        if not transposed:
+            args[7] = [0, 0]
+        assert_matches(conv.convolution(*args), aten.convolution, *args)
+
+
+@pytest.mark.parametrize("count_phases", [False, True])
+def test_a_phased_split_counts_every_phase(count_phases: bool, monkeypatch) -> None:
+    """A phased convolution's grid holds a phase's tiles times the phases: one 16-wide
+    tile a phase and 4 phases fill the CPU's stand-in of 4 SMs twice over, so its 16 steps
+    stay whole; counting one phase's tile (the rule before) splits them. Both match."""
+    grids = _served(monkeypatch, "small")
+    monkeypatch.setattr(conv_nhwc, "NHWC_SPLIT_COUNTS_PHASES", count_phases)
+    x, w = _r((1, 64, 3, 3), torch.float16, 36), _r((64, 16, 3, 3), torch.float16, 37)
+    args = [x, w, _r((16,), torch.float16, 38), [2, 2], [1, 1], [1, 1], True, [1, 1], 1]
+    assert_matches(conv.convolution(*args), aten.convolution, *args)
+    assert grids[0][2] == 4 and (grids[0][1] == 1) == count_phases, grids
 
 
 def test_the_reduction_splits_where_tiles_are_few(monkeypatch) -> None:

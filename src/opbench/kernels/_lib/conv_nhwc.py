@@ -89,13 +89,19 @@ NHWC_BLOCK_K_LEAST_PADDING = True
 #: channels that timed 16-channel steps best (:func:`nhwc_block_k`) are no multiple of 8.
 #: The held-out ``[64, 208, 7, 7]`` stride-2 input gradient ran its GEMM at 19 TFLOP/s in
 #: 16-channel steps (126 us; H200, 2026-12-02, ``nhwc-wgrad-strided-variants-h200-2026-12-02``).
-NHWC_BLOCK_K_ALIGNED_LARGEST = False
+#: On since the device-time A/B on the tuning half (H200, 2026-12-02,
+#: ``nhwc-bk-phases-h200-2026-12-02-*``): the 25 most used strided backward rows, 2
+#: changed, 1.42x; the 20 most used of each op, 1 forward row 1.125x, 1 backward 1.051x;
+#: the rows it left alone 0.999-1.001x. Held out, judged after: 1 strided row 1.67x.
+NHWC_BLOCK_K_ALIGNED_LARGEST = True
 #: Whether a phased convolution's split of the reduction counts every phase's tiles (its
 #: grid holds ``tiles x phases`` programs) rather than one phase's: counting one, the
 #: ``[64, 208, 7, 7]`` stride-2 input gradient's 50 tiles (200 programs with the 4
 #: phases) split 5 ways and wrote 5 fp32 copies of the gradient (a 24.8 us sum kernel
-#: beside a 126 us GEMM; H200, 2026-12-02).
-NHWC_SPLIT_COUNTS_PHASES = False
+#: beside a 126 us GEMM; H200, 2026-12-02). On since the same A/B: the tuning half's 2
+#: strided backward rows it changes 1.42x (with the step rule above, 1.53x); held out,
+#: judged after, 2 rows 1.42x (both: 1.49x).
+NHWC_SPLIT_COUNTS_PHASES = True
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
 #: off, the general kernel (``conv_kernels``) serves them, every tap of every output
@@ -280,9 +286,10 @@ _nhwc = Launcher(_nhwc_kernel)
 
 
 def nhwc_block_k(cin_g: int) -> int:
-    """Input channels a step: the largest of ``NHWC_BLOCK_K``, 32 and 16 that divides
-    ``cin_g``; else the largest that pads it by at most a quarter; else the one that pads
-    it least (the larger on a tie). Padded channels are loaded masked and multiplied as
+    """Input channels a step: for multiples of 8, the largest of ``NHWC_BLOCK_K``, 32 and
+    16 that pads ``cin_g`` by at most a quarter (:data:`NHWC_BLOCK_K_ALIGNED_LARGEST`);
+    else the largest that divides ``cin_g``; else the largest that pads it by at most a
+    quarter; else the one that pads it least (the larger on a tie). Padded channels are loaded masked and multiplied as
     zeros, and small steps cost loop trips, so a quarter of waste is borne for a large
     step.
 
