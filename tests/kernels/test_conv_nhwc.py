@@ -128,6 +128,7 @@ def test_channel_counts_of_whole_vectors_take_the_longest_step_padding_a_quarter
     a smaller one divides them (208 and 112 channels: 64-channel steps, not 16); other
     counts keep the rule above (36: 16). A 112-channel convolution and a phased input
     gradient, each through padded 64-channel steps, match eager."""
+
     def padded(c: int, bk: int) -> int:
         return -(-c // bk) * bk
 
