@@ -20,6 +20,7 @@ from opbench.kernels._lib import (  # noqa: E402
     conv_backward,  # noqa: E402
     conv_nhwc,
     conv_nhwc_wgrad,
+    matmul,
 )
 
 aten = torch.ops.aten
@@ -157,6 +158,8 @@ def test_a_phased_split_counts_every_phase(count_phases: bool, monkeypatch) -> N
     stay whole; counting one phase's tile (the rule before) splits them. Both match."""
     grids = _served(monkeypatch, "small")
     monkeypatch.setattr(conv_nhwc, "NHWC_SPLIT_COUNTS_PHASES", count_phases)
+    monkeypatch.setattr(matmul, "sm_count", lambda device: 4)  # the GPU's too
+    conv_nhwc._gemm_plan.cache_clear()
     x, w = _r((1, 64, 3, 3), torch.float16, 36), _r((64, 16, 3, 3), torch.float16, 37)
     args = [x, w, _r((16,), torch.float16, 38), [2, 2], [1, 1], [1, 1], True, [1, 1], 1]
     assert_matches(conv.convolution(*args), aten.convolution, *args)
