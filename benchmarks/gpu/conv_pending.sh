@@ -3,7 +3,10 @@
 # batch_norm.BN_ROW_VECTORS and conv_depthwise_rows.DW_ROWS_MIN_PROGRAMS (H200,
 # 2026-12-02: both on, bn-row-vectors-h200-2026-12-02 and
 # dw-rows-fill-batch1-h200-2026-12-02 in benchmarks/results; run them again after
-# changing either kernel); step 3 is open (docs/results.md, "Pending GPU checks"). One
+# changing either kernel); steps 3-4 decided batch_norm.BN_TARGET_PROGRAMS (256) and
+# matmul.SPLIT_WHOLE_WAVES (on) the same day (bn-row-settings-h200-2026-12-02,
+# split-whole-waves-h200-2026-12-02; the matmuls' own A/B is open: docs/results.md,
+# "Pending GPU checks"). One
 # call of about 450 s on a lent GPU machine (the device tool), from the repository root,
 # carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   bash benchmarks/gpu/conv_pending.sh
@@ -50,7 +53,7 @@ echo "fill: $(( $(date +%s) - start )) s"
 fi
 if step 3; then
 timeout 120 python3 benchmarks/probes/bn_plane_runs.py --traces "$TRACES" --limit 8 --rows \
-    --variant target256=batch_norm.BN_TARGET_PROGRAMS=256 \
+    --variant target1024=batch_norm.BN_TARGET_PROGRAMS=1024 \
     --variant target4096=batch_norm.BN_TARGET_PROGRAMS=4096 \
     --variant tile1024=batch_norm.BN_MERGE_TILE=1024 \
     --variant final128=batch_norm.BN_FINALIZE_BLOCK=128 \
@@ -59,8 +62,8 @@ echo "bn settings: $(( $(date +%s) - start )) s"
 fi
 if step 4; then
 timeout 150 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 20 --profile \
-    --ops convolution_backward.default --variant whole=matmul.SPLIT_WHOLE_WAVES=True \
+    --ops convolution_backward.default --variant rounded_up=matmul.SPLIT_WHOLE_WAVES=False \
     --out "$OUT/split-whole-waves" 2>&1 | tail -1
-grep "^| whole" "$OUT/split-whole-waves.md"
+grep "^| rounded_up" "$OUT/split-whole-waves.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"
