@@ -26,6 +26,12 @@ host path longer than the kernel does not leak in; ``--timing do_bench`` for
 appended as they come (a call cut at its limit keeps what it finished; ``--resume``
 skips them).
 
+``--variant NAME=MODULE.NAME=VALUE[,...]`` also times the served path under those module
+settings (kept as ``served@NAME:``; the matmul's plans and lanes dropped on the way in
+and out), and the end of the run prints each variant against the served path, per half,
+over the products whose time it moved past the noise and over the rest: a setting the
+convolutions were timed on (``matmul.SPLIT_WHOLE_WAVES``) A/B'd on the matmuls too.
+
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/tune/matmul_paths.py --traces .gpu_data/traces --out $OUT/paths.jsonl
 then, on any machine, ``matmul_rule.py paths.jsonl`` fits and reports the rule.
@@ -51,7 +57,33 @@ from matmul_timing import agrees, device_bench  # noqa: E402
 
 from opbench.kernels._lib.matmul_rule import candidates, layout_key  # noqa: E402
 
-__all__ = ["kernel_key", "main", "products", "time_product"]
+__all__ = ["kernel_key", "main", "products", "time_product", "variant_summary"]
+
+#: ``--variant`` name -> its ``MODULE.NAME=VALUE`` settings (module state, so the warm-up
+#: processes are handed it with each task).
+VARIANTS: dict[str, list[str]] = {}
+
+
+def variant_context(name: str | None) -> Any:
+    """The settings of variant ``name`` in force inside the block, the matmul's launch
+    plans and lanes dropped on the way in and out (a plan made under other settings
+    would serve it); no change for None."""
+    import contextlib
+
+    if name is None:
+        return contextlib.nullcontext()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+    from kernel_overrides import overridden
+
+    from opbench.kernels._lib import matmul, matmul_lanes
+
+    return overridden(VARIANTS[name], (matmul._MM_PLANS, matmul._MM_LANES, matmul_lanes.LANES))
+
+
+def candidate_name(kind: str, cfg: Any) -> str:
+    """The key a candidate's time is kept under: :func:`matmul_rule.time_key`'s, and
+    ``served@NAME:`` for a variant."""
+    return f"served@{cfg}:" if kind == "variant" else time_key(kind, cfg)
 
 
 def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
@@ -61,7 +93,7 @@ def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
     False where the TMA kernel declines the call."""
     from opbench.kernels._lib import matmul, matmul_tma
 
-    if kind == "served":
+    if kind in ("served", "variant"):  # a variant's settings are in force around it
         matmul.matmul_ruled_into(*ops)
     elif kind == "tables":
         matmul.matmul_into(*ops)
@@ -135,23 +167,27 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
     """What gets timed on a product besides eager: the served path and the tables, or
     the served path and the candidates the row's ``timed`` (an earlier sweep's names,
     ``--skip-from``) does not hold."""
+    variants = [("variant", name) for name in VARIANTS]
     if served_only:
-        return [("served", None), ("tables", None)]
+        return [("served", None), ("tables", None), *variants]
     if "timed" not in row:
-        return [("served", None), *candidates(row["batch"], row["M"], row["N"], row["K"])]
+        return [("served", None), *variants,
+                *candidates(row["batch"], row["M"], row["N"], row["K"])]  # fmt: skip
     done = set(row["timed"])
-    return [("served", None), *[(k, c) for k, c in candidates(row["batch"], row["M"], row["N"],
-                                row["K"]) if time_key(k, c) not in done]]  # fmt: skip
+    return [("served", None), *variants, *[(k, c) for k, c in candidates(
+        row["batch"], row["M"], row["N"], row["K"]) if time_key(k, c) not in done]]  # fmt: skip
 
 
-def _warm_one(task: tuple[dict[str, Any], bool]) -> str:
+def _warm_one(task: tuple[dict[str, Any], bool, dict[str, list[str]]]) -> str:
     """Compile (into Triton's disk cache) every candidate of one product: run each once."""
-    row, served_only = task
+    row, served_only, variants = task
+    VARIANTS.update(variants)
     errors = []
     _, _, ops = _setup(row, "cuda")
     for kind, cfg in _kernels(row, served_only):
         try:
-            run_candidate(kind, cfg, ops)
+            with variant_context(cfg if kind == "variant" else None):
+                run_candidate(kind, cfg, ops)
         except Exception as e:  # timed (and reported) again in the parent
             errors.append(f"{row['op']} {kind} {cfg}: {type(e).__name__}: {str(e)[:100]}")
     return "\n".join(errors)
@@ -166,7 +202,7 @@ def warm(rows: list[dict[str, Any]], jobs: int, served_only: bool = False) -> No
         return
     t0 = time.time()
     with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        tasks = [(r, served_only) for r in rows]
+        tasks = [(r, served_only, dict(VARIANTS)) for r in rows]
         for i, err in enumerate(pool.imap_unordered(_warm_one, tasks)):
             if err:
                 print(f"  warm-up: {err}", flush=True)
@@ -186,22 +222,54 @@ def time_product(
                            "bias": ops[3] is not None, "times": {}, "errors": {}}  # fmt: skip
     res["times"]["eager"] = bench(lambda: reference(row["op"], call, kw))
     for kind, cfg in _kernels(row, served_only):
-        name = time_key(kind, cfg)
-        try:
-            out.fill_(math.nan)
-            if not run_candidate(kind, cfg, ops):
-                res["times"][name] = math.inf
-                res["errors"][name] = "declined"
-                continue
-            if not agrees(out, want):
-                res["times"][name] = math.inf
-                res["errors"][name] = "wrong result"
-                continue
-            res["times"][name] = bench(lambda k=kind, c=cfg: run_candidate(k, c, ops))
-        except Exception as e:  # shared memory, registers: this candidate only
-            res["times"][name] = math.inf
-            res["errors"][name] = f"{type(e).__name__}: {str(e)[:120]}"
+        name = candidate_name(kind, cfg)
+        with variant_context(cfg if kind == "variant" else None):
+            _time_candidate(res, name, kind, cfg, ops, want, bench)
     return res
+
+
+def _time_candidate(res: dict[str, Any], name: str, kind: str, cfg: Any, ops: tuple,
+                    want: Any, bench: Any) -> None:  # fmt: skip
+    """One candidate's time into ``res`` (``inf`` and the reason where it declined, failed
+    or disagreed with eager)."""
+    out = ops[0]
+    try:
+        out.fill_(math.nan)
+        if not run_candidate(kind, cfg, ops):
+            res["times"][name] = math.inf
+            res["errors"][name] = "declined"
+        elif not agrees(out, want):
+            res["times"][name] = math.inf
+            res["errors"][name] = "wrong result"
+        else:
+            res["times"][name] = bench(lambda: run_candidate(kind, cfg, ops))
+    except Exception as e:  # shared memory, registers: this candidate only
+        res["times"][name] = math.inf
+        res["errors"][name] = f"{type(e).__name__}: {str(e)[:120]}"
+
+
+def variant_summary(rows: list[dict[str, Any]], noise: float = 0.03) -> list[str]:
+    """Markdown lines: each variant against the served path, per half, the geomean of
+    served time over the variant's on the products it moved by more than ``noise`` (a
+    setting that changes no launch still reads a few percent either way) and on the
+    rest; the tuning half decides."""
+    from opbench.report.means import geomean
+
+    lines = ["| variant | half | products | moved | geomean served / variant (moved) | "
+             "rest |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    names = sorted({k[len("served@"):-1] for r in rows for k in r["times"]
+                    if k.startswith("served@")})  # fmt: skip
+    for name in names:
+        for half in ("tuning", "heldout"):
+            ratios = [r["times"]["served:"] / r["times"][f"served@{name}:"] for r in rows
+                      if r["half"] == half and math.isfinite(r["times"].get("served:", math.inf))
+                      and math.isfinite(r["times"].get(f"served@{name}:", math.inf))]  # fmt: skip
+            moved = [x for x in ratios if abs(x - 1) > noise]
+            rest = [x for x in ratios if abs(x - 1) <= noise]
+            fmt = lambda xs: f"{geomean(xs):.3f}" if xs else "-"  # noqa: E731
+            lines.append(f"| {name} | {half} | {len(ratios)} | {len(moved)} | {fmt(moved)} | "
+                         f"{fmt(rest)} |")  # fmt: skip
+    return lines
 
 
 def main() -> int:
@@ -227,11 +295,19 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=480, help="start no product after this (s)")
     ap.add_argument("--resume", action="store_true", help="skip products already in --out")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--variant", action="append", default=[],
+                    metavar="NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]",
+                    help="also time the served path under these settings (repeatable)")  # fmt: skip
     ap.add_argument("--max-products", type=int, default=None, help="the first N (a smoke test)")
     ap.add_argument("--skip-from", action="append", default=[],
                     help="an earlier sweep (again for more: they are merged as matmul_rule.py "
                     "merges them): time only the candidates it lacks")  # fmt: skip
     opt = ap.parse_args()
+    for item in opt.variant:
+        name, sep, settings = item.partition("=")
+        if not sep or not settings or "." in name:
+            ap.error(f"--variant {item!r}: NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]")
+        VARIANTS[name] = settings.split(",")
     started = time.time()
     rows = [r for r in products(opt.traces, opt.min_gflop, opt.limit) if r["gflop"] < opt.max_gflop]
     rows = rows[: opt.max_products]
@@ -285,6 +361,8 @@ def main() -> int:
                   f"{res['layout']} eager {t['eager']:.4f} served {t['served:']:.4f} "
                   f"best {best[0]:.4f} {best[1]}", flush=True)  # fmt: skip
     print(f"done in {time.time() - started:.0f}s", flush=True)
+    if VARIANTS:
+        print("\n".join(variant_summary([json.loads(line) for line in path.open()])))
     return 0
 
 
