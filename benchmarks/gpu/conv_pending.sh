@@ -26,12 +26,15 @@
 #  4. matmul.SPLIT_WHOLE_WAVES (split-K grids kept within two programs an SM) on the 20
 #     most used backward rows of each half, device time (--profile), the tuning half
 #     deciding; the rows it leaves alone are the noise floor.
+#  5. conv_nhwc.NHWC_SHARE_COPIES (a backward copies grad_output to channels-last once for
+#     both gradients; on, untimed) against copying it twice, on the 25 most used strided
+#     backward rows of each half and the 20 most used backward rows, device time.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
-STEPS=${STEPS:-1234}
+STEPS=${STEPS:-12345}
 start=$(date +%s)
 step() { [[ "$STEPS" == *"$1"* ]]; }
 if step 1; then
@@ -65,5 +68,14 @@ timeout 150 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --ops convolution_backward.default --variant rounded_up=matmul.SPLIT_WHOLE_WAVES=False \
     --out "$OUT/split-whole-waves" 2>&1 | tail -1
 grep "^| rounded_up" "$OUT/split-whole-waves.md"
+fi
+if step 5; then
+for rows in "--limit 25 --strided" "--limit 20"; do
+  name=share-copies$([[ "$rows" == *strided* ]] && echo -strided)
+  timeout 150 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" $rows --profile \
+      --ops convolution_backward.default --variant apart=conv_nhwc.NHWC_SHARE_COPIES=False \
+      --out "$OUT/$name" 2>&1 | tail -1
+  grep "^| apart" "$OUT/$name.md"
+done
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -291,6 +291,37 @@ def _backward_args(case: str, dtype: torch.dtype, channels_last: bool, mask: lis
             dilation, transposed, out_pad, groups, mask]  # fmt: skip
 
 
+@pytest.mark.parametrize("share", [True, False], ids=["shared", "apart"])
+def test_a_backward_copies_grad_output_to_channels_last_once(share: bool, monkeypatch) -> None:
+    """Over NCHW tensors both gradients read ``grad_output`` channels-last: shared, it is
+    copied once (2 copies a call: it and the input), apart twice (3); both match eager."""
+    _served(monkeypatch)
+    _wgrad_served(monkeypatch)
+    monkeypatch.setattr(conv_nhwc, "NHWC_SHARE_COPIES", share)
+    copies = launch_grids(monkeypatch, conv_nhwc, "_to_channels_last")
+    args = _backward_args("2d_64", torch.float16, False, [True, True, True])
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert len(copies) == (2 if share else 3), copies
+    assert conv_nhwc._shared is None  # nothing kept past the call
+
+
+def test_a_shared_copy_is_made_again_once_its_tensor_changes() -> None:
+    """Inside ``shared_copies`` a tensor's copy serves again until the tensor is written in
+    place; another view of other strides, or a call outside the block, copies anew."""
+    x = _r((2, 24, 3, 5), torch.float16, 40).unsqueeze(2)  # [N, C, 1, H, W], NCHW
+    with conv_nhwc.shared_copies():
+        first = conv_nhwc.channels_last_5d(x)
+        assert conv_nhwc.channels_last_5d(x) is first
+        x.add_(1.0)
+        again = conv_nhwc.channels_last_5d(x)
+        assert again is not first
+        torch.testing.assert_close(again, x, rtol=0, atol=0)
+        assert again.stride(1) == 1
+        part = x[:1]
+        assert conv_nhwc.channels_last_5d(part) is not again
+    assert conv_nhwc.channels_last_5d(x) is not again
+
+
 @pytest.mark.slow  # the path is off by default (NHWC_WGRAD_MIN_CHANNELS); CI's second pass
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])

@@ -37,6 +37,7 @@ from opbench.kernels._lib.conv_geometry import (
     strides_like_channels_last,
 )
 from opbench.kernels._lib.conv_kernels import _wgrad
+from opbench.kernels._lib.conv_nhwc import shared_copies
 from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
 from opbench.kernels._lib.conv_pointwise import _pointwise, pointwise_weight_grad, weight_grad_plan
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember
@@ -263,7 +264,20 @@ def convolution_backward(
         # eager's CPU (oneDNN) kernels return the weight gradient whenever the bias's is
         # asked for, a result structure we would have to guess per backend: PyTorch serves it
         raise NotImplementedError("bias gradient without the weight's on the CPU")
-    gi = gw = gb = None
+    with shared_copies():  # grad_output copied to channels-last once for both gradients
+        gi, gw = _input_and_weight_grads(grad_output, input, weight, spatial, stride, padding,
+                                         dilation, transposed, groups, want_gi, want_gw)  # fmt: skip
+    gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())]) if want_gb else None
+    return gi, gw, gb
+
+
+def _input_and_weight_grads(
+    grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor, spatial: int,
+    stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
+    groups: int, want_gi: bool, want_gw: bool,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
+    """(grad_input, grad_weight) of :func:`convolution_backward`, None where not asked."""
+    gi = gw = None
     if want_gi:
         if transposed:
             gi = convolution(grad_output, weight, None, stride, padding, dilation, False,
@@ -285,9 +299,7 @@ def convolution_backward(
         plan = _POINTWISE_WGRAD_PLANS.get(key)
         gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
               if plan is None else pointwise_weight_grad(plan, a, b, key=key))  # fmt: skip
-    if want_gb:
-        gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())])
-    return gi, gw, gb
+    return gi, gw
 
 
 # the gate repeats these functions' launches (native_launch.declare_replay)

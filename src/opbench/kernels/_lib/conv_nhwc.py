@@ -40,7 +40,9 @@ Only triton.language builtins inside the kernel: ``conv_kernels``' docstring say
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -399,6 +401,36 @@ def _to_channels_last_kernel(
 _to_channels_last = Launcher(_to_channels_last_kernel)
 
 
+#: Whether a convolution backward copies a tensor to channels-last once for both of its
+#: gradients (:func:`shared_copies`). Why: over NCHW tensors the input gradient's GEMM and
+#: the weight gradient's each copied ``grad_output``: three transposes a call where two
+#: do (the H200's strided backward rows spent 8-256 us a call in them,
+#: ``nhwc-wgrad-strided-variants-h200-2026-12-02.json``). One launch and one allocation
+#: fewer, the same bytes read by the kernels after it; its device time is not yet
+#: measured (``docs/results.md``, "Pending GPU checks").
+NHWC_SHARE_COPIES = True
+#: The copies :func:`channels_last_5d` made inside :func:`shared_copies`, by what
+#: identifies a tensor's values (None outside).
+_shared: dict[tuple, torch.Tensor] | None = None
+
+
+@contextlib.contextmanager
+def shared_copies() -> Iterator[None]:
+    """Inside, :func:`channels_last_5d` copies a tensor once and serves the copy again to
+    a later call on the same tensor (the same storage address, sizes, strides, dtype and
+    version: one written in place in between is copied anew); outside, every call copies.
+    :func:`~opbench.kernels._lib.conv_backward.convolution_backward` opens it around its
+    two gradients; nested, the outer block's copies serve."""
+    global _shared
+    outer = _shared
+    if outer is None and NHWC_SHARE_COPIES:
+        _shared = {}
+    try:
+        yield
+    finally:
+        _shared = outer
+
+
 def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     """``x5`` (``[N, C, D, H, W]``) with its channels contiguous: itself if they are and
     the rest of its strides are whole rows of channels, else a channels-last copy. An
@@ -406,13 +438,23 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     :func:`_to_channels_last_kernel`: PyTorch's permuted copy took 27.8 us of the H100
     for ``[64, 256, 14, 14]`` f16 (460 GB/s), more than half the GEMM's 43.7; this kernel
     18.4 us with 2-byte loads (196 positions a channel are not a multiple of 8), so rows
-    that allow it are read 4 or 8 bytes at a time (untimed)."""
+    that allow it are read 4 or 8 bytes at a time (untimed). Inside :func:`shared_copies`
+    a tensor already copied is not copied again."""
+    key = None
+    if _shared is not None:
+        key = (x5.data_ptr(), x5.device, x5.dtype, tuple(x5.shape), x5.stride(), x5._version)
+        if key in _shared:
+            return _shared[key]
     y = _transposed(x5, tuple(x5.shape), x5.stride())
     if y is None:
         return x5
     if isinstance(y, str):  # "torch"
-        return x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
-    return y.permute(0, 4, 1, 2, 3)
+        out = x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
+    else:
+        out = y.permute(0, 4, 1, 2, 3)
+    if key is not None:
+        _shared[key] = out
+    return out
 
 
 def channels_last_rows(x: torch.Tensor, images: int, channels: int, positions: int,
