@@ -29,12 +29,16 @@
 #  5. conv_nhwc.NHWC_SHARE_COPIES (a backward copies grad_output to channels-last once for
 #     both gradients; on, untimed) against copying it twice, on the 25 most used strided
 #     backward rows of each half and the 20 most used backward rows, device time.
+#  6. conv_nhwc.NHWC_X_ALIGN_PARTIAL and conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL (rows
+#     aligned to 4 or 2 channels copied by 8- or 4-byte cp.async; off, untimed): the
+#     channels-last GEMMs' GPU tests, then the A/B on the 25 most used strided backward
+#     rows of each half and the 20 most used rows of each op, device time.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
-STEPS=${STEPS:-12345}
+STEPS=${STEPS:-123456}
 start=$(date +%s)
 step() { [[ "$STEPS" == *"$1"* ]]; }
 if step 1; then
@@ -76,6 +80,17 @@ for rows in "--limit 25 --strided" "--limit 20"; do
       --ops convolution_backward.default --variant apart=conv_nhwc.NHWC_SHARE_COPIES=False \
       --out "$OUT/$name" 2>&1 | tail -1
   grep "^| apart" "$OUT/$name.md"
+done
+fi
+if step 6; then
+OPBENCH_KERNEL_DEVICE=cuda timeout 150 python3 -m pytest -q -p no:cacheprovider -m "" \
+    tests/kernels/test_conv_nhwc.py 2>&1 | tail -3
+for rows in "--ops convolution_backward.default --limit 25 --strided" "--limit 20"; do
+  name=align-partial$([[ "$rows" == *strided* ]] && echo -strided)
+  timeout 200 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" $rows --profile \
+      --variant partial=conv_nhwc.NHWC_X_ALIGN_PARTIAL=True,conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL=True \
+      --out "$OUT/$name" 2>&1 | tail -1
+  grep "^| partial" "$OUT/$name.md"
 done
 fi
 echo "done: $(( $(date +%s) - start )) s"

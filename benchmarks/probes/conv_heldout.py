@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import re
 import sys
 import time
 from collections import defaultdict
@@ -402,7 +403,41 @@ def markdown(result: dict[str, Any]) -> list[str]:
             f"| {e['vs_defaults']} | {e['device_vs_defaults']} |"
             for e in effects
         ]
+    lines += furthest_behind(result["rows"])
     return lines + ["", f"Command: `{result['command']}`"]
+
+
+def _kernels_text(kernels: dict[str, float], most: int = 4) -> str:
+    """A row's kernels, longest first, as ``name us``; names cut to their first 28
+    characters (eager's are C++ templates)."""
+    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:most]
+    more = len(kernels) - len(top)
+    text = ", ".join(f"`{k[:28]}` {v:g}" for k, v in top)
+    return text + (f" (+{more})" if more > 0 else "")
+
+
+def furthest_behind(rows: list[dict[str, Any]], count: int = 8) -> list[str]:
+    """Markdown lines: the ``count`` rows of the lowest device speed-up under the
+    defaults, each with its kernels' device time beside eager's (with ``--profile``):
+    where a path's time goes, so a pathology (a GEMM of a few TFLOP/s, a sum kernel as
+    long as the product) shows without a second run. None without device times."""
+    timed = sorted((r for r in rows if r.get("device_speedup") and r.get("kernels_us")),
+                   key=lambda r: r["device_speedup"])[:count]  # fmt: skip
+    if not timed:
+        return []
+    lines = ["", f"The {len(timed)} rows furthest behind eager by device time (the defaults; "
+             "kernel times in us, the sum of 20 calls' each divided by 20):", "",
+             "| half | op | inputs | path | device speed-up | ours: total, kernels | "
+             "eager: total, kernels |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for r in timed:
+        shapes = ", ".join(re.findall(r"T\(\[[^\]]*\]", r["args"])[:3]).replace("T(", "")
+        ours, eager = r["kernels_us"], r.get("eager_kernels_us") or {}
+        lines.append(
+            f"| {r['half']} | {r['op']} | {shapes} | {r['path']} | {r['device_speedup']:.3f} | "
+            f"{sum(ours.values()):.1f}: {_kernels_text(ours)} | "
+            f"{sum(eager.values()):.1f}: {_kernels_text(eager)} |"
+        )
+    return lines
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches, launch_grids  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, launch_constants, launch_grids  # noqa: E402
 from kernel_checks import seeded_randn as _r
 
 from opbench.kernels._lib import (  # noqa: E402
@@ -149,6 +149,34 @@ def test_channel_counts_of_whole_vectors_take_the_longest_step_padding_a_quarter
         if not transposed:
             args[7] = [0, 0]
         assert_matches(conv.convolution(*args), aten.convolution, *args)
+
+
+@pytest.mark.parametrize("partial", [True, False], ids=["partial", "8_or_1"])
+def test_rows_aligned_to_4_or_2_channels_keep_that_alignment(partial: bool, monkeypatch):
+    """``NHWC_X_ALIGN_PARTIAL``/``NHWC_WGRAD_ALIGN_PARTIAL``: 36 channels (rows 4-aligned)
+    launch both GEMMs at 4, 18 channels at 2, 64 at 8 either way; off, the first two at 1.
+    Every result matches eager: a phased input gradient and a forward through masked
+    steps, and weight gradients, of each count."""
+    _served(monkeypatch)
+    _wgrad_served(monkeypatch)
+    monkeypatch.setattr(conv_nhwc, "NHWC_X_ALIGN_PARTIAL", partial)
+    monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_ALIGN_PARTIAL", partial)
+    conv_nhwc._gemm_plan.cache_clear()
+    x_aligns = launch_constants(monkeypatch, [(conv_nhwc, "_nhwc")], "X_ALIGN")
+    w_aligns = launch_constants(monkeypatch, [(conv_nhwc_wgrad, "_nhwc_wgrad")], "ALIGN")
+    for c, want in ((36, 4), (18, 2), (64, 8)):
+        x = _r((2, c, 5, 6), torch.float16, 50 + c)
+        w = _r((c, c, 3, 3), torch.float16, 51 + c)
+        y = aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+        args = [_r(tuple(y.shape), torch.float16, 52 + c), x, w, None, [2, 2], [1, 1], [1, 1],
+                False, [0, 0], 1, [True, True, False]]  # fmt: skip
+        x_aligns.clear(), w_aligns.clear()
+        assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward,
+                       *args)  # fmt: skip
+        expect = want if partial or want == 8 else 1
+        assert x_aligns == [expect] and w_aligns == [expect], (c, x_aligns, w_aligns)
+        fwd = [x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1]
+        assert_matches(conv.convolution(*fwd), aten.convolution, *fwd)
 
 
 @pytest.mark.parametrize("count_phases", [False, True])

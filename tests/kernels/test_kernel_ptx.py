@@ -210,3 +210,22 @@ def test_batch_norm_rows_load_and_store_channel_vectors(cv: int):
             stored = got.get("st.global.v4.b32", 0)
             assert (stored >= 2 and got.get("st.global.b16", 0) == 0) if cv == 8 else stored == 0, (
                 kernel, got)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("align", [4, 2])
+def test_rows_aligned_to_fewer_than_8_channels_still_copy_asynchronously(align: int):
+    """Channel counts no multiple of 8 (36 or 52 a group: rows 8 bytes apart; 18: 4 bytes):
+    restated to ``X_ALIGN``/``ALIGN`` of 4 or 2, the activation of a phased input gradient
+    (masked 64-channel steps) and both operands of a weight gradient load through 8- or
+    4-byte ``cp.async`` into ``wgmma``; at 1 they were 2-byte synchronous loads (32 and 64
+    ``ld.global.b16`` a step)."""
+    got = _counts("conv_nhwc._nhwc_kernel", "SH=2", "SW=2", f"X_ALIGN={align}", "EVEN_K=False",
+                  "Y_VEC=1", "Y_CVEC=1", "SPLIT=False", "PHASED=True", "FLIP_W=False",
+                  "HAS_BIAS=False", "BLOCK_K=64")  # fmt: skip
+    assert got["cp.async (.ca)"] > 0 and got["wgmma"] > 0, got
+    assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
+    got = _counts("conv_nhwc_wgrad._nhwc_wgrad_kernel", f"ALIGN={align}", "EVEN_M=False",
+                  "EVEN_N=False", "WALK=True", "BLOCK_K=64")  # fmt: skip
+    assert got["cp.async (.ca)"] > 0 and got["wgmma"] > 0, got
+    assert not any(k.startswith("ld.global") and n for k, n in got.items()), got

@@ -104,6 +104,16 @@ NHWC_BLOCK_K_ALIGNED_LARGEST = True
 #: strided backward rows it changes 1.42x (with the step rule above, 1.53x); held out,
 #: judged after, 2 rows 1.42x (both: 1.49x).
 NHWC_SPLIT_COUNTS_PHASES = True
+#: Whether the activation's rows may be 4- or 2-element aligned (``X_ALIGN`` the largest
+#: of 8, 4, 2, 1 dividing every stride and the group's channels) rather than 8 or else 1.
+#: Why: channel counts no multiple of 8 (18, 36, 52, 116: HRNet's and RegNet's) left the
+#: A operand's loads 2-byte and synchronous (sm_90 PTX of a phased 3x3 stride-2 tile: 32
+#: ``ld.global.b16`` a step); aligned to 4 they are 8-byte ``cp.async`` (24 a step), to
+#: 2 4-byte ones (48), pipelined like the 16-byte ones (``test_kernel_ptx.py``). The
+#: held-out ``[64, 52, 28, 28]`` stride-2 input gradient's GEMM ran at 5.6 TFLOP/s (434 us;
+#: cuDNN's 29; H200, 2026-12-02, ``nhwc-bk-phases-h200-2026-12-02-strided.json``). Off
+#: until timed (``docs/results.md``, "Pending GPU checks").
+NHWC_X_ALIGN_PARTIAL = False
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
 #: off, the general kernel (``conv_kernels``) serves them, every tap of every output
@@ -149,7 +159,7 @@ def _nhwc_kernel(
     adjacent in launch order (they share the gathered input in L2); grid axis 1 splits
     the ``taps x channel blocks`` steps (``SPLIT``: fp32 partials at ``s_split`` apart,
     in ``y``'s memory order, the bias added by the first). ``X_ALIGN``: every row's
-    channel offset is a multiple of 8 (16-byte loads); ``EVEN_K``: ``BLOCK_K`` divides
+    channel offset is a multiple of it (8: 16-byte loads; 4 and 2: 8- and 4-byte ones); ``EVEN_K``: ``BLOCK_K`` divides
     ``CIN_G`` (no channel mask, which would stop the loads vectorizing); ``Y_VEC``: runs
     of that many rows are neighbours in ``y`` (an NCHW output); ``Y_CVEC``: ``y``'s
     channels are contiguous and every row and ``COUT_G`` a multiple of that many (a
@@ -549,6 +559,14 @@ def _channels_last_strides(shape: tuple[int, ...], stride: tuple[int, ...]) -> t
     return (D * H * W * C, 1, H * W * C, W * C, C)
 
 
+def x_align(xs: tuple[int, ...], cin_g: int) -> int:
+    """The kernel's ``X_ALIGN`` for channels-last strides ``xs`` and ``cin_g`` channels a
+    group: 8 where all are multiples of 8, else (:data:`NHWC_X_ALIGN_PARTIAL`) the
+    largest of 4, 2 and 1 dividing them all, or 1."""
+    align = common_power_of_two(xs[0], xs[2], xs[3], xs[4], cin_g)
+    return align if align == 8 or NHWC_X_ALIGN_PARTIAL else 1
+
+
 @functools.lru_cache(maxsize=4096)
 def _gemm_plan(
     x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_shape: tuple[int, ...],
@@ -589,7 +607,7 @@ def _gemm_plan(
     consts = dict(
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
         HAS_BIAS=has_bias, IEEE=ieee, TO_F32=_INTERPRETING, BIG=big,
-        X_ALIGN=8 if all(s % 8 == 0 for s in (xs[0], xs[2], xs[3], xs[4], cin_g)) else 1,
+        X_ALIGN=x_align(xs, cin_g),
         EVEN_K=cin_g % bk == 0, Y_VEC=1 if phased else _y_run(y_shape, y_stride, bm),
         Y_CVEC=8 if y_stride[1] == 1 and all(
             s % 8 == 0 for s in (y_stride[0], y_stride[2], y_stride[3], y_stride[4], cout_g)
@@ -620,7 +638,8 @@ def nhwc_convolution(
         cout_g, groups, tuple(stride), tuple(padding), tuple(dilation), transposed, has_d,
         bias is not None, x5.dtype == torch.float32, y5.device, i32_limit,
         (NHWC_BLOCK_M, NHWC_BLOCK_N, NHWC_BLOCK_K, NHWC_WARPS, NHWC_STAGES, _INTERPRETING,
-         NHWC_BLOCK_K_LEAST_PADDING, NHWC_BLOCK_K_ALIGNED_LARGEST, NHWC_SPLIT_COUNTS_PHASES),
+         NHWC_BLOCK_K_LEAST_PADDING, NHWC_BLOCK_K_ALIGNED_LARGEST, NHWC_SPLIT_COUNTS_PHASES,
+         NHWC_X_ALIGN_PARTIAL),
     )  # fmt: skip
     xc = channels_last_5d(x5)
     wp = _packed_weight(w5, groups, transposed, bn)

@@ -32,7 +32,7 @@ from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
-from opbench.kernels._lib.proven import multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 
 __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
@@ -71,6 +71,13 @@ NHWC_WGRAD_STAGES = 3
 #: 1.07x (3 strided); held out, judged after, 1.07x (2) and 1.08x (7). The held-out
 #: ``[64, 256, 14, 14]`` 3x3 weight gradient 147.5 -> 121.7 us (cuDNN 34.9).
 NHWC_WGRAD_WALK = True
+#: Whether rows may be 4- or 2-element aligned (``ALIGN`` the largest of 8, 4, 2, 1
+#: dividing every row stride and both groups' channels) rather than 8 or else 1: channel
+#: counts of 64 or more that are no multiple of 8 (116, 108, 84: RegNet's) then load
+#: through 8- or 4-byte ``cp.async`` (48 a 128x128x64 step at 4) where they loaded 64
+#: synchronous 2-byte elements a step (sm_90 PTX, ``test_kernel_ptx.py``). Off until timed
+#: (``docs/results.md``, "Pending GPU checks").
+NHWC_WGRAD_ALIGN_PARTIAL = False
 
 
 @triton.jit
@@ -111,7 +118,7 @@ def _nhwc_wgrad_kernel(
     b[q * stride - padding + k * dilation, g*C_G + c]`` (zero outside ``b``), both
     channels-last (channel stride 1). Grid: (``a``'s channel tiles, ``b``'s, group x
     kernel position x split). ``ALIGN``: every position's channel offset is a multiple
-    of 8 in both (16-byte rows); ``EVEN_M``/``EVEN_N``: the tiles divide the group's
+    of it in both (8: 16-byte rows); ``EVEN_M``/``EVEN_N``: the tiles divide the group's
     channels (no channel mask, which would stop the loads vectorizing). ``WALK`` (2-D,
     planes of at least ``BLOCK_K`` positions): a step's positions from its first one's
     (image, row, column), three scalar divisions, and each lane's fixed offset in rows
@@ -195,6 +202,14 @@ def _nhwc_wgrad_kernel(
 _nhwc_wgrad = Launcher(_nhwc_wgrad_kernel)
 
 
+def wgrad_align(rows: tuple[int, ...]) -> int:
+    """The kernel's ``ALIGN`` for the row strides and channel counts ``rows``: 8 where all
+    are multiples of 8, else (:data:`NHWC_WGRAD_ALIGN_PARTIAL`) the largest of 4, 2 and 1
+    dividing them all, or 1."""
+    align = common_power_of_two(*rows)
+    return align if align == 8 or NHWC_WGRAD_ALIGN_PARTIAL else 1
+
+
 def nhwc_wgrad_blocks(r_g: int, c_g: int) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for groups of ``r_g`` channels
     of ``a`` and ``c_g`` of ``b``."""
@@ -236,7 +251,7 @@ def nhwc_weight_grad(
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
         IEEE=a5.dtype == torch.float32, TO_F32=_INTERPRETING,
         BIG=not fits_i32(ac, bc, target, counts=(P + (per + 1) * bk, c_g + bn)),
-        ALIGN=8 if all(s % 8 == 0 for s in rows) else 1, EVEN_M=r_g % bm == 0,
+        ALIGN=wgrad_align(rows), EVEN_M=r_g % bm == 0,
         EVEN_N=c_g % bn == 0, WALK=NHWC_WGRAD_WALK and not has_d and QH * QW >= bk,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip
