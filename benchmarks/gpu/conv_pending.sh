@@ -33,12 +33,16 @@
 #     aligned to 4 or 2 channels copied by 8- or 4-byte cp.async; off, untimed): the
 #     channels-last GEMMs' GPU tests, then the A/B on the 25 most used strided backward
 #     rows of each half and the 20 most used rows of each op, device time.
+#  7. conv_depthwise_cl_rows.DW_CL_ROWS (channels-last depthwise convolutions of up to 7x7
+#     walking their rows; off, untimed): its GPU tests, then the A/B on the 12 most used
+#     depthwise rows of each half and op (those it does not serve are the noise floor),
+#     at its default tile and at 64 channels, device time, the tuning half deciding.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
-STEPS=${STEPS:-123456}
+STEPS=${STEPS:-1234567}
 start=$(date +%s)
 step() { [[ "$STEPS" == *"$1"* ]]; }
 if step 1; then
@@ -92,5 +96,15 @@ for rows in "--ops convolution_backward.default --limit 25 --strided" "--limit 2
       --out "$OUT/$name" 2>&1 | tail -1
   grep "^| partial" "$OUT/$name.md"
 done
+fi
+if step 7; then
+OPBENCH_KERNEL_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -m "" \
+    tests/kernels/test_conv_depthwise_cl_rows.py 2>&1 | tail -3
+timeout 240 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
+    --match 'T\(\[\d+, 1, [3-7], [3-7]\]' \
+    --variant walk=conv_depthwise_cl_rows.DW_CL_ROWS=True \
+    --variant walk64=conv_depthwise_cl_rows.DW_CL_ROWS=True,conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_C=64 \
+    --out "$OUT/dw-cl-rows" 2>&1 | tail -1
+grep "^| walk" "$OUT/dw-cl-rows.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -67,6 +67,7 @@ PATHS = {
     ("conv_depthwise_wgrad", "_dwg_plane"): "depthwise weight grad (plane)",
     ("conv_depthwise_wgrad_dot", "_dwg_dot"): "depthwise weight grad (tensor cores)",
     ("conv_depthwise_wgrad_walk", "_dwg_walk"): "depthwise weight grad (row walk)",
+    ("conv", "_dw_cl_rows"): "depthwise channels-last (row walk)",
 }
 
 

@@ -229,3 +229,23 @@ def test_rows_aligned_to_fewer_than_8_channels_still_copy_asynchronously(align: 
                   "EVEN_N=False", "WALK=True", "BLOCK_K=64")  # fmt: skip
     assert got["cp.async (.ca)"] > 0 and got["wgmma"] > 0, got
     assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
+
+
+@pytest.mark.slow
+def test_the_channels_last_depthwise_walk_keeps_its_7x7_weights_without_spilling():
+    """The channels-last depthwise walk at its default tile (16 columns x 32 channels, 8
+    warps) and ConvNeXt's 7x7 kernel: the compiler keeps the 49 taps' weights in registers
+    across the walk, so a larger share of the tile a thread spilled (16 x 64 on 4 warps:
+    216 bytes of stack); here no local memory and no stack, 7 input loads and 49 weight
+    loads a step."""
+    from opbench.kernels._lib import conv_depthwise_cl_rows as m
+
+    got = _probe(
+        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
+        "--stages", "1", "--sass", "--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4",
+        "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True", "BIG=False",
+        f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}",
+    )  # fmt: skip
+    assert got["sass local"] == 0 and got["sass stack"] == 0, got
+    assert got["sass LDG"] == 7 + 49 + 1, got  # the bias once
+    assert not any(k.startswith("ld.global.b16") for k in got), got

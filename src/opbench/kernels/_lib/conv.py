@@ -61,6 +61,7 @@ from opbench.kernels._lib.conv_depthwise import (
     padded_planes,
     prepared_weight,
 )
+from opbench.kernels._lib.conv_depthwise_cl_rows import _dw_cl_rows, cl_rows_settings
 from opbench.kernels._lib.conv_depthwise_rows import _dw_rows, rows_settings
 from opbench.kernels._lib.conv_geometry import (
     I32_LIMIT,
@@ -363,7 +364,7 @@ def _dw_settings() -> tuple:
     return (DW_BLOCK_C, DW_BLOCK_P, DW_WARPS, DW_BLOCK_P_CL, DW_BLOCK_C_CL, DW_WARPS_CL,
             DW_STAGES, DW_STAGES_CL, DW_WEIGHT_TILE_CL, DW_UNROLL_MAX_KH, DW_UNROLL_MAX_KH_CL,
             _I32_LIMIT, conv_depthwise.DW_PADDED, conv_depthwise.DW_PAD_MIN_TAPS,
-            conv_depthwise.DW_PAD_MAX_GROWTH, *rows_settings())  # fmt: skip
+            conv_depthwise.DW_PAD_MAX_GROWTH, *rows_settings(), *cl_rows_settings())  # fmt: skip
 
 
 def _depthwise_run(run: _DepthwiseRun, input: torch.Tensor, weight: torch.Tensor,
@@ -378,7 +379,7 @@ def _depthwise_run(run: _DepthwiseRun, input: torch.Tensor, weight: torch.Tensor
     if plan.pads is not None:  # zero-padded planes: the kernel checks no bounds
         (top, bottom, left, right), big = plan.pads
         x = padded_planes(x, top, bottom, left, right, big)
-    launch = _dw_rows if plan.rows else _depthwise
+    launch = _dw_rows if plan.rows else _dw_cl_rows if plan.cl_rows else _depthwise
     launch(plan.grid, (x, w, bias if bias is not None else y, y, *plan.ints), **plan.consts)
     return out
 

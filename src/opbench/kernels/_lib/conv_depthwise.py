@@ -44,6 +44,7 @@ import triton
 import triton.language as tl
 
 from opbench.kernels._lib import conv_depthwise_rows
+from opbench.kernels._lib.conv_depthwise_cl_rows import cl_rows_plan, cl_rows_settings
 from opbench.kernels._lib.conv_depthwise_rows import rows_plan, rows_settings
 from opbench.kernels._lib.conv_kernels import _idx, _unflatten
 from opbench.kernels._lib.conv_nhwc import _span
@@ -418,6 +419,9 @@ class DepthwisePlan(NamedTuple):
     #: Whether the launch is :mod:`~opbench.kernels._lib.conv_depthwise_rows`' row walk
     #: (its ``rows_plan``), not the gather kernel here.
     rows: bool = False
+    #: Whether it is :mod:`~opbench.kernels._lib.conv_depthwise_cl_rows`' channels-last
+    #: row walk (its ``cl_rows_plan``).
+    cl_rows: bool = False
 
 
 def depthwise_plan(
@@ -437,7 +441,8 @@ def depthwise_plan(
     offsets from it on need 64-bit indexing (``conv._I32_LIMIT``)."""
     return _plan(x_shape, x_stride, w_shape, w_stride, y_shape, y_stride, cin_g, cout_g,
                  stride, padding, dilation, transposed, spatial, has_bias, i32_limit,
-                 tunables, (DW_PADDED, DW_PAD_MIN_TAPS, DW_PAD_MAX_GROWTH, *rows_settings()))  # fmt: skip
+                 tunables, (DW_PADDED, DW_PAD_MIN_TAPS, DW_PAD_MAX_GROWTH, *rows_settings(),
+                           *cl_rows_settings()))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -463,6 +468,10 @@ def _plan(
                      stride, padding, dilation, transposed, spatial, has_bias, rows_big)  # fmt: skip
     if rows is not None:
         return DepthwisePlan("as_is", None, *rows, rows=True)
+    cl_rows = cl_rows_plan(x_shape, x_stride, y_shape, y_stride, (KD, KH, KW), cin_g, cout_g,
+                           stride, padding, dilation, transposed, spatial, has_bias, rows_big)  # fmt: skip
+    if cl_rows is not None:
+        return DepthwisePlan("taps_major", None, *cl_rows, cl_rows=True)
     inner = x_stride[1] == 1 and C_in > 1  # channels-last: channels contiguous
     taps = KD * KH * KW
     dense_span = A * B * taps - 1  # the last element of a dense copy

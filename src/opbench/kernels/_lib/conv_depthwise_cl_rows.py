@@ -1,0 +1,227 @@
+"""Channels-last depthwise convolutions that walk down their images a row at a time, each
+input row loaded once per column shift and added to every output row that reads it.
+
+Why: :func:`~opbench.kernels._lib.conv_depthwise._depthwise_kernel` gathers every tap of
+an output from L1: over channels-last ``[32, 512, 14, 14]`` with a 7x7 kernel (ConvNeXt's
+depthwise layers, the held-out rows furthest behind eager) that is 49 loads of the input
+and 49 of the weights an output row of a 4-position tile, and it ran 104 us against
+cuDNN's 30 forward, 103 against 57 for the input gradient (H200, 2026-12-02,
+``nhwc-bk-phases-h200-2026-12-02-top20.md``). Here a program owns a ``[BLOCK_W,
+BLOCK_C]`` tile (output columns x channels, the channels contiguous) of one image and a
+strip of output rows. It walks the input rows the strip reads, loads each as ``KW``
+column-shifted tiles, and adds each tile, weighted by a kernel row's taps, to the ``KH``
+output rows that read it, which it keeps as ``KH`` accumulators (``_acc0`` ..
+``_acc6``, rotated a row a step): an output row costs ``KW`` input loads, not
+``KH x KW``, and an input element is read from memory by one program (halo aside). The
+weights stay loads (``KH x KW`` vectors a step, from L1): held in registers they would
+take ``KH x KW`` registers a channel a thread.
+
+Served (:func:`cl_rows_plan` says which calls): channels-last 2-D inputs and outputs (the
+channel stride 1), one input and one output channel a group (``groups == C``), kernels of
+at most 7 x 7 at unit dilation; the forward at unit stride and the transposed
+convolution of unit stride (the input gradient of a unit-stride depthwise convolution:
+the forward over ``grad_output`` with the taps reversed and the padding ``k - 1 - p``).
+Off (:data:`DW_CL_ROWS`) until a device-time A/B on the tuning half decides it
+(``benchmarks/gpu/conv_pending.sh``, step 7).
+
+Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
+``conv_kernels``' docstring says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from opbench.kernels._lib.conv_kernels import _idx
+from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
+
+__all__ = [
+    "DW_CL_ROWS", "DW_CL_ROWS_BLOCK_C", "DW_CL_ROWS_BLOCK_W", "DW_CL_ROWS_MAX_K",
+    "DW_CL_ROWS_MIN_PROGRAMS", "DW_CL_ROWS_STRIP", "DW_CL_ROWS_WARPS", "_dw_cl_rows",
+    "cl_rows_plan", "cl_rows_settings",
+]  # fmt: skip
+
+_INTERPRETING = INTERPRETING
+
+#: Whether :func:`cl_rows_plan` serves the calls it can (off: the gather kernel serves
+#: them). Off until timed: built on the CPU machine (2026-12-02) without a GPU lent.
+DW_CL_ROWS = False
+#: A program's tile: ``BLOCK_W`` output columns (a power of two over the output's width,
+#: at most this) x ``BLOCK_C`` channels (at most this), in ``DW_CL_ROWS_WARPS`` warps.
+#: Untimed first choices, read from the sm_90 code on the CPU machine (Triton 3.9,
+#: ``kernel_ptx.py --sass``, 7x7): the compiler keeps the 49 taps' weights in registers
+#: across the walk, so a thread's share of the tile sets the register count: 16 x 64 on 4
+#: warps (8 elements a thread) took 255 registers and 216 bytes of stack; 16 x 32 on 8
+#: warps (2 a thread) 215 and none. 16 columns hold a 14-wide ConvNeXt row.
+DW_CL_ROWS_BLOCK_W = 16
+DW_CL_ROWS_BLOCK_C = 32
+#: Output rows a program walks: its first ``KH - 1`` input rows are the strip's overhead.
+DW_CL_ROWS_STRIP = 16
+DW_CL_ROWS_WARPS = 8
+#: Fewest programs the grid should have: strips are halved (down to one row) until it
+#: has them (twice an H200's 132 SMs), as the NCHW walk's rule (``DW_ROWS_MIN_PROGRAMS``).
+DW_CL_ROWS_MIN_PROGRAMS = 264
+#: Largest kernel side served: the accumulators are named, seven of them.
+DW_CL_ROWS_MAX_K = 7
+
+
+def cl_rows_settings() -> tuple[Any, ...]:
+    """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
+    return (DW_CL_ROWS, DW_CL_ROWS_BLOCK_W, DW_CL_ROWS_BLOCK_C, DW_CL_ROWS_STRIP,
+            DW_CL_ROWS_WARPS, DW_CL_ROWS_MIN_PROGRAMS)  # fmt: skip
+
+
+@triton.jit
+def _tap(w_ptr, c, c_ok, C, kh, kw, KH: tl.constexpr, KW: tl.constexpr, FLIP: tl.constexpr):
+    """Tap ``(kh, kw)`` of the tile's channels as a ``[1, BLOCK_C]`` fp32 row, from the
+    tap-major weight (``[KH * KW, C]``); reversed for a transposed call."""
+    if FLIP:
+        t = (KH - 1 - kh) * KW + (KW - 1 - kw)
+    else:
+        t = kh * KW + kw
+    return tl.load(w_ptr + t * C + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+
+
+@triton.jit
+def _rotate(a1, a2, a3, a4, a5, a6, zero, KH: tl.constexpr):
+    """The accumulators one output row on: the ``j``-th takes the ``j + 1``-th's sum, the
+    last of the ``KH`` in use starts at zero (those past it stay zero)."""
+    n0, n1, n2, n3, n4, n5 = zero, zero, zero, zero, zero, zero
+    if KH > 1:
+        n0 = a1
+    if KH > 2:
+        n1 = a2
+    if KH > 3:
+        n2 = a3
+    if KH > 4:
+        n3 = a4
+    if KH > 5:
+        n4 = a5
+    if KH > 6:
+        n5 = a6
+    return n0, n1, n2, n3, n4, n5, zero
+
+
+@jit_unspecialized(keep=("C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4"))
+def _dw_cl_rows_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    C: tl.int64, H: tl.int64, W: tl.int64, OH: tl.int64, OW: tl.int64,
+    ph: tl.int64, pw: tl.int64, strip: tl.int64, strips: tl.int64,
+    xs0: tl.int64, xs3: tl.int64, xs4: tl.int64, ys0: tl.int64, ys3: tl.int64, ys4: tl.int64,
+    KH: tl.constexpr, KW: tl.constexpr, FLIP: tl.constexpr, HAS_BIAS: tl.constexpr,
+    BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr,
+):  # fmt: skip
+    """``y[n, o, q, c] = sum over kh < KH, kw < KW of x[n, o - ph + kh, q - pw + kw, c] *
+    w[kh, kw, c]`` (``w`` tap-major, reversed where ``FLIP``), channels-last both (the
+    channel stride 1), accumulated in fp32 and rounded once.
+
+    Grid: (channel blocks, column blocks, images x strips of ``strip`` output rows). The
+    walk visits input rows ``r`` from the strip's first output row's top one to its last
+    output row's bottom one; accumulator ``j`` holds output row ``r + ph - (KH - 1) + j``,
+    so row ``r`` adds its taps of kernel row ``KH - 1 - j`` to it. After row ``r`` the
+    first accumulator's row has every kernel row: stored if it is the strip's, then the
+    accumulators move up one."""
+    pid_c = tl.program_id(0)
+    pid_w = tl.program_id(1)
+    pid_ns = _idx(tl.program_id(2), BIG)
+    C, H, W = _idx(C, BIG), _idx(H, BIG), _idx(W, BIG)
+    OH, OW, ph, pw = _idx(OH, BIG), _idx(OW, BIG), _idx(ph, BIG), _idx(pw, BIG)
+    strip, strips = _idx(strip, BIG), _idx(strips, BIG)
+    n = pid_ns // strips
+    first = (pid_ns - n * strips) * strip
+    last = tl.minimum(first + strip, OH)
+    c = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_ok = c < C
+    q = _idx(pid_w, BIG) * BLOCK_W + tl.arange(0, BLOCK_W)
+    q_ok = q < OW
+    xs3, xs4 = _idx(xs3, BIG), _idx(xs4, BIG)
+    xb = x_ptr + n * _idx(xs0, BIG)
+    zero = tl.full([BLOCK_W, BLOCK_C], 0, tl.float32)
+    acc0, acc1, acc2, acc3, acc4, acc5, acc6 = zero, zero, zero, zero, zero, zero, zero
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+    else:
+        bias = tl.full([1, BLOCK_C], 0, tl.float32)
+    yb = y_ptr + n * _idx(ys0, BIG) + (q * _idx(ys4, BIG))[:, None] + c[None, :]
+    ys3 = _idx(ys3, BIG)
+    y_ok = q_ok[:, None] & c_ok[None, :]
+    for r in range(first - ph, last - ph + KH - 1):
+        # the row as a [1, 1] tile: the interpreter's AND of a tile and a scalar bool is int32
+        rr = tl.full([1, 1], 0, ph.dtype) + r
+        r_ok = (rr >= 0) & (rr < H)
+        row = xb + r * xs3
+        for kw in tl.static_range(KW):
+            iw = q - pw + kw
+            ok = (q_ok & (iw >= 0) & (iw < W))[:, None] & c_ok[None, :] & r_ok
+            xt = tl.load(row + (iw * xs4)[:, None] + c[None, :], mask=ok, other=0.0)
+            xt = xt.to(tl.float32)
+            acc0 += xt * _tap(w_ptr, c, c_ok, C, KH - 1, kw, KH, KW, FLIP)
+            if KH > 1:
+                acc1 += xt * _tap(w_ptr, c, c_ok, C, KH - 2, kw, KH, KW, FLIP)
+            if KH > 2:
+                acc2 += xt * _tap(w_ptr, c, c_ok, C, KH - 3, kw, KH, KW, FLIP)
+            if KH > 3:
+                acc3 += xt * _tap(w_ptr, c, c_ok, C, KH - 4, kw, KH, KW, FLIP)
+            if KH > 4:
+                acc4 += xt * _tap(w_ptr, c, c_ok, C, KH - 5, kw, KH, KW, FLIP)
+            if KH > 5:
+                acc5 += xt * _tap(w_ptr, c, c_ok, C, KH - 6, kw, KH, KW, FLIP)
+            if KH > 6:
+                acc6 += xt * _tap(w_ptr, c, c_ok, C, KH - 7, kw, KH, KW, FLIP)
+        o = r + ph - (KH - 1)  # the output row the first accumulator completes
+        if o >= first:
+            tl.store(yb + o * ys3, (acc0 + bias).to(y_ptr.dtype.element_ty), mask=y_ok)
+        acc0, acc1, acc2, acc3, acc4, acc5, acc6 = _rotate(
+            acc1, acc2, acc3, acc4, acc5, acc6, zero, KH
+        )
+
+
+_dw_cl_rows = Launcher(
+    _dw_cl_rows_kernel, specialize=("C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4")
+)
+
+
+def cl_rows_plan(
+    x_shape: tuple[int, ...], x_stride: tuple[int, ...], y_shape: tuple[int, ...],
+    y_stride: tuple[int, ...], ksize: tuple[int, int, int], cin_g: int, cout_g: int,
+    stride: tuple[int, int, int], padding: tuple[int, int, int],
+    dilation: tuple[int, int, int], transposed: bool, spatial: int, has_bias: bool,
+    big: bool,
+) -> tuple[tuple[int, int, int], tuple[int, ...], dict[str, Any]] | None:  # fmt: skip
+    """``(grid, ints, constexprs)`` of :func:`_dw_cl_rows_kernel` for 5-D views
+    (``[N, C, 1, H, W]``) of these sizes and strides, the weight read tap-major
+    (``conv_depthwise.taps_major``), or None where it does not serve the call (the module
+    docstring) or :data:`DW_CL_ROWS` is off. ``big``: 64-bit offsets."""
+    N, C, D, H, W = x_shape
+    OH, OW = y_shape[3:]
+    _, KH, KW = ksize
+    if not (
+        DW_CL_ROWS and spatial == 2 and D == 1 and cin_g == 1 and cout_g == 1 and C > 1
+        and ksize[0] == 1 and max(KH, KW) <= DW_CL_ROWS_MAX_K and dilation[1:] == (1, 1)
+        and stride[1:] == (1, 1) and x_stride[1] == 1 and y_stride[1] == 1
+        and y_shape[1] == C and N * C * OH * OW > 0
+    ):  # fmt: skip
+        return None
+    ph, pw = padding[1:]
+    if transposed:  # the forward over grad_output, taps reversed
+        ph, pw = KH - 1 - ph, KW - 1 - pw
+    if _INTERPRETING:  # few, large programs: the interpreter pays per program
+        bw, bc, strip = next_pow2(OW), next_pow2(C), OH
+    else:
+        bw = min(DW_CL_ROWS_BLOCK_W, next_pow2(OW))
+        bc = min(DW_CL_ROWS_BLOCK_C, next_pow2(C))
+        strip = min(OH, DW_CL_ROWS_STRIP)
+        while (
+            strip > 1 and cdiv(C, bc) * cdiv(OW, bw) * N * cdiv(OH, strip) < DW_CL_ROWS_MIN_PROGRAMS
+        ):
+            strip = cdiv(strip, 2)
+    strips = cdiv(OH, strip)
+    grid = (cdiv(C, bc), cdiv(OW, bw), N * strips)
+    ints = (C, H, W, OH, OW, ph, pw, strip, strips, x_stride[0], x_stride[3], x_stride[4],
+            y_stride[0], y_stride[3], y_stride[4])  # fmt: skip
+    consts = dict(KH=KH, KW=KW, FLIP=transposed, HAS_BIAS=has_bias, BIG=big, BLOCK_W=bw,
+                  BLOCK_C=bc, num_warps=DW_CL_ROWS_WARPS)  # fmt: skip
+    return grid, ints, consts
