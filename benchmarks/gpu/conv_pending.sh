@@ -34,9 +34,10 @@
 #     channels-last GEMMs' GPU tests, then the A/B on the 25 most used strided backward
 #     rows of each half and the 20 most used rows of each op, device time.
 #  7. conv_depthwise_cl_rows.DW_CL_ROWS (channels-last depthwise convolutions of up to 7x7
-#     walking their rows; off, untimed): its GPU tests, then the A/B on the 12 most used
-#     depthwise rows of each half and op (those it does not serve are the noise floor),
-#     at its default tile and at 64 channels, device time, the tuning half deciding.
+#     walking their rows) and conv_depthwise_wgrad_cl_walk.DWG_CL_WALK (their weight
+#     gradient the same way; both off, untimed): their GPU tests, then the A/B on the 12
+#     most used depthwise rows of each half and op (those they do not serve are the noise
+#     floor), each alone and both, device time, the tuning half deciding.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -99,12 +100,15 @@ done
 fi
 if step 7; then
 OPBENCH_KERNEL_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -m "" \
-    tests/kernels/test_conv_depthwise_cl_rows.py 2>&1 | tail -3
+    tests/kernels/test_conv_depthwise_cl_rows.py tests/kernels/test_conv_depthwise_wgrad_cl_walk.py \
+    2>&1 | tail -3
 timeout 240 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
     --match 'T\(\[\d+, 1, [3-7], [3-7]\]' \
     --variant walk=conv_depthwise_cl_rows.DW_CL_ROWS=True \
     --variant walk64=conv_depthwise_cl_rows.DW_CL_ROWS=True,conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_C=64 \
+    --variant wgwalk=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=True \
+    --variant walks=conv_depthwise_cl_rows.DW_CL_ROWS=True,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=True \
     --out "$OUT/dw-cl-rows" 2>&1 | tail -1
-grep "^| walk" "$OUT/dw-cl-rows.md"
+grep -E "^\| (walk|walk64|wgwalk|walks) " "$OUT/dw-cl-rows.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

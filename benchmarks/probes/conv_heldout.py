@@ -68,6 +68,7 @@ PATHS = {
     ("conv_depthwise_wgrad_dot", "_dwg_dot"): "depthwise weight grad (tensor cores)",
     ("conv_depthwise_wgrad_walk", "_dwg_walk"): "depthwise weight grad (row walk)",
     ("conv", "_dw_cl_rows"): "depthwise channels-last (row walk)",
+    ("conv_depthwise_wgrad_cl_walk", "_dwg_cl_walk"): "depthwise weight grad (channels-last walk)",
 }
 
 

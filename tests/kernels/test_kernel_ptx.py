@@ -249,3 +249,20 @@ def test_the_channels_last_depthwise_walk_keeps_its_7x7_weights_without_spilling
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
     assert got["sass LDG"] == 7 + 49 + 1, got  # the bias once
     assert not any(k.startswith("ld.global.b16") for k in got), got
+
+
+@pytest.mark.slow
+def test_the_channels_last_depthwise_weight_gradient_walk_loads_16_byte_rows():
+    """The channels-last depthwise weight gradient's row walk at its default tile (16
+    columns x 64 channels, 4 warps), 7 taps a kernel row: a step is the summed row and
+    the 7 column shifts of the gathered one, 8 loads of 16-byte runs, nothing spilled."""
+    from opbench.kernels._lib import conv_depthwise_wgrad_cl_walk as m
+
+    got = _probe(
+        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
+        str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--div16", "C", "as0", "as3",
+        "as4", "bs0", "bs3", "bs4", "--const", "KW=7", "BIG=False", "BLOCK_W=16",
+        f"BLOCK_C={m.DWG_CL_WALK_BLOCK_C}",
+    )  # fmt: skip
+    assert got.get("ld.global.v4.b32", 0) == 8 and got["sass LDG"] == 8, got
+    assert got["sass local"] == 0 and got["sass stack"] == 0, got

@@ -31,6 +31,7 @@ import triton.language as tl
 from opbench.kernels._lib import conv_depthwise_wgrad_dot as dot
 from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
 from opbench.kernels._lib import conv_depthwise_wgrad_walk as walk
+from opbench.kernels._lib.conv_depthwise_wgrad_cl_walk import cl_walk_weight_grad
 from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
@@ -331,7 +332,9 @@ def depthwise_weight_grad(
     the row walk of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_walk` before it, where
     that is on), the rest through the plane
     kernel (:data:`DWG_PLANE`); where the channels are, the tap-row kernel of
-    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D, ``DWG_ROWS``); else the
+    :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (2-D, ``DWG_ROWS``), after the
+    row walk of :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_cl_walk` where that is on
+    and serves the call; else the
     flattened kernel above, split over the positions as :func:`dwg_splits` says (evened
     out by matmul's :func:`~opbench.kernels._lib.matmul.split_plan`). ``r_g``: the
     weight's rows a gathered channel feeds (the channel multiplier); ``big``: 64-bit
@@ -361,6 +364,9 @@ def depthwise_weight_grad(
     if DWG_PLANE and pos_inner:
         _plane_weight_grad(a5, b5, dw, w5, r_g, (sd, sh, sw), (pd, ph, pw), (dd, dh, dw_),
                            spatial == 3, big, kahan)  # fmt: skip
+        return
+    if spatial == 2 and cl_walk_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw),
+                                            (dh, dw_), big):  # fmt: skip
         return
     if rows.DWG_ROWS and spatial < 3 and a5.stride(1) == 1 and C > 1:  # channels-last planes
         rows.rows_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw), (dh, dw_), big)

@@ -1,0 +1,195 @@
+"""The weight gradient of a channels-last depthwise convolution as a walk down the rows:
+a program owns one kernel row's taps for a block of channels and a share of the output
+rows, loads each output row of the summed tensor once and the input row it meets under
+that kernel row as ``KW`` column-shifted tiles, and adds their products into ``KW``
+accumulators (``[columns, channels]`` each), summed over the columns once at the end.
+
+Why: :mod:`~opbench.kernels._lib.conv_depthwise_wgrad_rows` (the tap-row kernel, the
+route for channels-last planes before this one) steps 2 positions at a time through a
+``[taps, positions, channels]`` tile, and on the H200 ran the held-out ``[32, 512, 14,
+14]`` 7x7 weight gradient (ConvNeXt's) in 250 us against cuDNN's 25
+(``nhwc-bk-phases-h200-2026-12-02-top20.md``, its furthest-behind table). Here a step is
+a whole output row of ``BLOCK_W`` columns: ``1 + KW`` tile loads of ``[BLOCK_W,
+BLOCK_C]`` (16-byte runs of channels) and ``KW`` tile products.
+
+Served (:func:`cl_walk_weight_grad` says which calls): 2-D channels-last tensors (both
+channel strides 1), 16-bit (float32 keeps the tap-row kernel's Kahan sums), one gathered
+channel a weight row (no multiplier), unit stride and dilation, kernels at most 7 wide,
+outputs at most :data:`DWG_CL_WALK_MAX_W` wide (a row a tile). Off
+(:data:`DWG_CL_WALK`) until a device-time A/B on the tuning half decides it
+(``benchmarks/gpu/conv_pending.sh``, step 7).
+
+The rows are split over programs where kernel rows x channel tiles give too few; fp32
+partials go to a workspace summed in a fixed order
+(:func:`~opbench.kernels._lib.matmul_shared.sum_split_target`), so the same inputs give
+the same bits. Only triton.language builtins inside the kernel: ``conv_kernels``'
+docstring says why.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from opbench.kernels._lib.conv_kernels import _idx
+from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
+from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
+from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
+
+__all__ = ["DWG_CL_WALK", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W", "cl_walk_weight_grad"]
+
+_INTERPRETING = INTERPRETING
+
+#: Whether :func:`cl_walk_weight_grad` serves the calls it can. Off until timed: built on
+#: the CPU machine (2026-12-02) without a GPU lent.
+DWG_CL_WALK = False
+#: Channels a program; widest output row served (a row is one tile of its columns).
+#: Untimed first choices, read from the sm_90 code on the CPU machine (Triton 3.9,
+#: ``kernel_ptx.py --sass``, 7 taps a row, 16 columns): 64 channels on 4 warps load
+#: 16-byte runs, 8 loads a step, 126 registers and no spill (32 channels: 8-byte loads,
+#: 80 registers).
+DWG_CL_WALK_BLOCK_C = 64
+DWG_CL_WALK_MAX_W = 64
+DWG_CL_WALK_WARPS = 4
+#: Fewest programs the grid should have (twice an H200's SMs): the rows are split until
+#: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows.
+DWG_CL_WALK_MIN_PROGRAMS = 264
+DWG_CL_WALK_MIN_ROWS = 8
+
+
+@triton.jit
+def _shifted(row_ptr, q, pw, kw, W, ok, c, xs4):
+    """The gathered row's ``[BLOCK_W, BLOCK_C]`` tile at column shift ``kw``, fp32, zeros
+    outside it (``ok``: the row and channel mask)."""
+    iw = q - pw + kw
+    m = ((iw >= 0) & (iw < W))[:, None] & ok
+    return tl.load(row_ptr + (iw * xs4)[:, None] + c[None, :], mask=m, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _column_sum(acc):
+    return tl.reduce(acc, 0, _SUM_COMBINE)
+
+
+@jit_unspecialized(keep=("C", "as0", "as3", "as4", "bs0", "bs3", "bs4"))
+def _dwg_cl_walk_kernel(
+    a_ptr, b_ptr, dw_ptr,
+    C: tl.int64, QH: tl.int64, QW: tl.int64, PH: tl.int64, PW: tl.int64,
+    ph: tl.int64, pw: tl.int64, rows: tl.int64, rows_per_split: tl.int64, s_split: tl.int64,
+    as0: tl.int64, as3: tl.int64, as4: tl.int64, bs0: tl.int64, bs3: tl.int64, bs4: tl.int64,
+    ws0: tl.int64, ws3: tl.int64, ws4: tl.int64,
+    KW: tl.constexpr, BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr,
+):  # fmt: skip
+    """``dw[c, 0, kh, kw] = sum over images n and output positions (o, q) of
+    a[n, o, q, c] * b[n, o - ph + kh, q - pw + kw, c]`` (zero outside ``b``), both
+    channels-last, for this program's kernel row ``kh`` and channels, over its split's
+    output rows ``t = n * QH + o``. Grid: (kernel rows, channel tiles, splits)."""
+    kh = _idx(tl.program_id(0), BIG)
+    pid_c = tl.program_id(1)
+    split = _idx(tl.program_id(2), BIG)
+    C, QH, QW = _idx(C, BIG), _idx(QH, BIG), _idx(QW, BIG)
+    PH, PW, ph, pw = _idx(PH, BIG), _idx(PW, BIG), _idx(ph, BIG), _idx(pw, BIG)
+    as0, as3, as4 = _idx(as0, BIG), _idx(as3, BIG), _idx(as4, BIG)
+    bs0, bs3, bs4 = _idx(bs0, BIG), _idx(bs3, BIG), _idx(bs4, BIG)
+    c = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
+    c_ok = c < C
+    q = tl.arange(0, BLOCK_W)
+    qc_ok = (q < QW)[:, None] & c_ok[None, :]
+    a_cols = (q * as4)[:, None] + c[None, :]
+    zero = tl.full([BLOCK_W, BLOCK_C], 0, tl.float32)
+    acc0, acc1, acc2, acc3, acc4, acc5, acc6 = zero, zero, zero, zero, zero, zero, zero
+    first = split * _idx(rows_per_split, BIG)
+    last = tl.minimum(first + _idx(rows_per_split, BIG), _idx(rows, BIG))
+    for t in range(first, last):
+        n = t // QH
+        o = t - n * QH
+        a = tl.load(a_ptr + n * as0 + o * as3 + a_cols, mask=qc_ok, other=0.0).to(tl.float32)
+        ih = o - ph + kh
+        # the row as a [1, 1] tile: the interpreter's AND of a tile and a scalar bool is int32
+        rr = tl.full([1, 1], 0, ph.dtype) + ih
+        ok = c_ok[None, :] & (rr >= 0) & (rr < PH)
+        row = b_ptr + n * bs0 + ih * bs3
+        acc0 += a * _shifted(row, q, pw, 0, PW, ok, c, bs4)
+        if KW > 1:
+            acc1 += a * _shifted(row, q, pw, 1, PW, ok, c, bs4)
+        if KW > 2:
+            acc2 += a * _shifted(row, q, pw, 2, PW, ok, c, bs4)
+        if KW > 3:
+            acc3 += a * _shifted(row, q, pw, 3, PW, ok, c, bs4)
+        if KW > 4:
+            acc4 += a * _shifted(row, q, pw, 4, PW, ok, c, bs4)
+        if KW > 5:
+            acc5 += a * _shifted(row, q, pw, 5, PW, ok, c, bs4)
+        if KW > 6:
+            acc6 += a * _shifted(row, q, pw, 6, PW, ok, c, bs4)
+    out = dw_ptr + split * _idx(s_split, BIG) + c * _idx(ws0, BIG) + kh * _idx(ws3, BIG)
+    ws4 = _idx(ws4, BIG)
+    ty = dw_ptr.dtype.element_ty
+    tl.store(out, _column_sum(acc0).to(ty), mask=c_ok)
+    if KW > 1:
+        tl.store(out + ws4, _column_sum(acc1).to(ty), mask=c_ok)
+    if KW > 2:
+        tl.store(out + 2 * ws4, _column_sum(acc2).to(ty), mask=c_ok)
+    if KW > 3:
+        tl.store(out + 3 * ws4, _column_sum(acc3).to(ty), mask=c_ok)
+    if KW > 4:
+        tl.store(out + 4 * ws4, _column_sum(acc4).to(ty), mask=c_ok)
+    if KW > 5:
+        tl.store(out + 5 * ws4, _column_sum(acc5).to(ty), mask=c_ok)
+    if KW > 6:
+        tl.store(out + 6 * ws4, _column_sum(acc6).to(ty), mask=c_ok)
+
+
+_dwg_cl_walk = Launcher(
+    _dwg_cl_walk_kernel, specialize=("C", "as0", "as3", "as4", "bs0", "bs3", "bs4")
+)
+
+
+def cl_walk_splits(tiles: int, rows: int) -> int:
+    """Programs along the output rows for ``tiles`` (kernel rows x channel tiles): enough
+    for :data:`DWG_CL_WALK_MIN_PROGRAMS` in all, each at least
+    :data:`DWG_CL_WALK_MIN_ROWS` rows; one program for all of them under the interpreter."""
+    if _INTERPRETING:
+        return 1
+    return max(1, min(cdiv(DWG_CL_WALK_MIN_PROGRAMS, tiles), rows // DWG_CL_WALK_MIN_ROWS))
+
+
+def cl_walk_weight_grad(
+    a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
+    stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], big: bool,
+) -> bool:  # fmt: skip
+    """``dw`` (``w5`` its 5-D view, ``[C, 1, 1, KH, KW]``) from the 5-D ``a5`` (summed,
+    ``[N, C, 1, QH, QW]``) and ``b5`` (gathered, ``[N, C, 1, PH, PW]``), both
+    channels-last, through :func:`_dwg_cl_walk_kernel`; False where it does not serve the
+    call (the module docstring) or :data:`DWG_CL_WALK` is off."""
+    N, C, QD, QH, QW = a5.shape
+    PD, PH, PW = b5.shape[2:]
+    KD, KH, KW = w5.shape[2:]
+    if not (
+        DWG_CL_WALK and r_g == 1 and C > 1 and QD == 1 and PD == 1 and KD == 1 and KW <= 7
+        and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+        and a5.dtype in (torch.float16, torch.bfloat16)
+        and a5.stride(1) == 1 and b5.stride(1) == 1 and b5.shape[1] == C
+        and QW <= DWG_CL_WALK_MAX_W and N * QH * QW > 0
+    ):  # fmt: skip
+        return False
+    bw = next_pow2(QW)
+    bc = next_pow2(C) if _INTERPRETING else min(DWG_CL_WALK_BLOCK_C, next_pow2(C))
+    tiles = KH * cdiv(C, bc)
+    rows = N * QH
+    splits = cl_walk_splits(tiles, rows)
+    per = cdiv(rows, splits)
+    splits = cdiv(rows, per)
+    target = split_target(dw, splits)
+    as0, _, _, as3, as4 = a5.stride()
+    bs0, _, _, bs3, bs4 = b5.stride()
+    _dwg_cl_walk(
+        (KH, cdiv(C, bc), splits),
+        (a5, b5, target, C, QH, QW, PH, PW, padding[0], padding[1], rows, per,
+         dw.numel() if splits > 1 else 0, as0, as3, as4, bs0, bs3, bs4,
+         w5.stride(0), w5.stride(3), w5.stride(4)),
+        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, num_warps=DWG_CL_WALK_WARPS,
+    )  # fmt: skip
+    sum_split_target(target, dw)
+    return True

@@ -1,0 +1,100 @@
+"""The channels-last depthwise weight gradient's row walk (``conv_depthwise_wgrad_cl_walk``)
+against a float64 reference on the CPU (Triton's interpreter): f16 and bf16, kernels of
+3 to 7 taps a side (square and not), paddings, several channel tiles and the rows split
+over programs (the GPU's rule, shrunk), 64-bit offsets; and the calls it leaves to the
+tap-row kernel. Off by default until timed: each test turns it on."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernel_checks import assert_matches, launch_grids  # noqa: E402
+from kernel_checks import seeded_randn as _r  # noqa: E402
+
+from opbench.kernels._lib import conv, conv_backward  # noqa: E402
+from opbench.kernels._lib import conv_depthwise_wgrad_cl_walk as cl_walk  # noqa: E402
+from opbench.kernels._lib import conv_depthwise_wgrad_rows as tap_rows  # noqa: E402
+
+aten = torch.ops.aten
+
+
+@pytest.fixture
+def walk(monkeypatch) -> tuple[list, list]:
+    """The walk on; its launches and the tap-row kernel's, from now on."""
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK", True)
+    return launch_grids(monkeypatch, cl_walk, "_dwg_cl_walk"), launch_grids(
+        monkeypatch, tap_rows, "_dwg_rows"
+    )
+
+
+def _weight_grad(x, w, padding, stride, dtype, seed) -> list:
+    """The backward's arguments asking for the weight gradient alone."""
+    y = aten.convolution(x, w, None, stride, padding, [1, 1], False, [0, 0], x.shape[1])
+    gy = _r(tuple(y.shape), dtype, seed).to(memory_format=torch.channels_last)
+    return [gy, x, w, None, stride, padding, [1, 1], False, [0, 0], x.shape[1],
+            [False, True, False]]  # fmt: skip
+
+
+@pytest.mark.parametrize("tiles", ["interpreter", "gpu"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(
+    "kernel, padding",
+    [((7, 7), [3, 3]), ((3, 3), [1, 1]), ((5, 3), [0, 1]), ((3, 7), [2, 0])],
+    ids=["7x7p3", "3x3p1", "5x3p01", "3x7p20"],
+)
+def test_walk_weight_gradient(kernel, padding, dtype, tiles, walk, monkeypatch) -> None:
+    """ConvNeXt's 7x7 and smaller kernels over 2 images of 9 x 10 and 6 channels: the
+    weight gradient runs the walk and matches the reference. ``gpu``: channel tiles of 4
+    (two, the second short) and the output rows split 3 ways for 6 programs a kernel row
+    (2 where 5 rows a split allow no more: the 5-row kernel's 10 output rows)."""
+    if tiles == "gpu":
+        monkeypatch.setattr(cl_walk, "_INTERPRETING", False)
+        monkeypatch.setattr(cl_walk, "DWG_CL_WALK_BLOCK_C", 4)
+        monkeypatch.setattr(cl_walk, "DWG_CL_WALK_MIN_PROGRAMS", 6 * kernel[0])
+        monkeypatch.setattr(cl_walk, "DWG_CL_WALK_MIN_ROWS", 5)
+    rows, tap = walk
+    x = _r((2, 6, 9, 10), dtype, 1).to(memory_format=torch.channels_last)
+    w = _r((6, 1, *kernel), dtype, 2)
+    args = _weight_grad(x, w, padding, [1, 1], dtype, 3)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert len(rows) == 1 and not tap, (rows, tap)
+    if tiles == "gpu":  # kernel rows, channel tiles of 4, the rows' splits
+        out_rows = 2 * (9 + 2 * padding[0] - kernel[0] + 1)
+        want = min(3, out_rows // 5)  # 6 programs a kernel row, or 5 rows a split
+        per = -(-out_rows // want)
+        assert rows[0] == (kernel[0], 2, -(-out_rows // per)), rows
+
+
+def test_walk_with_64_bit_offsets(walk, monkeypatch) -> None:
+    monkeypatch.setattr(conv, "_I32_LIMIT", 0)
+    rows, _ = walk
+    x = _r((1, 4, 6, 5), torch.float16, 4).to(memory_format=torch.channels_last)
+    args = _weight_grad(x, _r((4, 1, 3, 3), torch.float16, 5), [1, 1], [1, 1], torch.float16, 6)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert len(rows) == 1
+
+
+@pytest.mark.parametrize("case", ["off", "float32", "stride2", "9_wide", "wide_rows"])
+def test_calls_the_walk_leaves_to_the_tap_row_kernel(case: str, walk, monkeypatch) -> None:
+    """Off; float32 (the tap-row kernel's Kahan sums); strides other than 1; kernels wider
+    than 7; output rows wider than ``DWG_CL_WALK_MAX_W``: the tap-row kernel serves them,
+    and they match the reference."""
+    rows, tap = walk
+    dtype, stride, kernel, padding = torch.float16, [1, 1], (3, 3), [1, 1]
+    if case == "off":
+        monkeypatch.setattr(cl_walk, "DWG_CL_WALK", False)
+    elif case == "float32":
+        dtype = torch.float32
+    elif case == "stride2":
+        stride = [2, 2]
+    elif case == "9_wide":
+        kernel, padding = (3, 9), [1, 4]
+    else:
+        monkeypatch.setattr(cl_walk, "DWG_CL_WALK_MAX_W", 4)
+    x = _r((1, 4, 7, 6), dtype, 7).to(memory_format=torch.channels_last)
+    args = _weight_grad(x, _r((4, 1, *kernel), dtype, 8), padding, stride, dtype, 9)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert not rows and tap, (rows, tap)
