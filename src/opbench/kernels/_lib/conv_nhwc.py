@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -420,10 +419,9 @@ _to_channels_last = Launcher(_to_channels_last_kernel)
 #: fewer, the same bytes read by the kernels after it; its device time is not yet
 #: measured (``docs/results.md``, "Pending GPU checks").
 NHWC_SHARE_COPIES = True
-#: Per thread, ``shared``: the copies :func:`channels_last_5d` made inside
-#: :func:`shared_copies`, by what identifies a tensor's values (absent or None outside).
-#: A thread's own: a copy made on one thread's stream is not another's to read unsynced.
-_state = threading.local()
+#: The copies :func:`channels_last_5d` made inside :func:`shared_copies`, by what
+#: identifies a tensor's values (None outside).
+_shared: dict[tuple, torch.Tensor] | None = None
 
 
 @contextlib.contextmanager
@@ -433,13 +431,14 @@ def shared_copies() -> Iterator[None]:
     version: one written in place in between is copied anew); outside, every call copies.
     :func:`~opbench.kernels._lib.conv_backward.convolution_backward` opens it around its
     two gradients; nested, the outer block's copies serve."""
-    outer = getattr(_state, "shared", None)
+    global _shared
+    outer = _shared
     if outer is None and NHWC_SHARE_COPIES:
-        _state.shared = {}
+        _shared = {}
     try:
         yield
     finally:
-        _state.shared = outer
+        _shared = outer
 
 
 def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
@@ -451,11 +450,11 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
     18.4 us with 2-byte loads (196 positions a channel are not a multiple of 8), so rows
     that allow it are read 4 or 8 bytes at a time (untimed). Inside :func:`shared_copies`
     a tensor already copied is not copied again."""
-    shared, key = getattr(_state, "shared", None), None
-    if shared is not None:
+    key = None
+    if _shared is not None:
         key = (x5.data_ptr(), x5.device, x5.dtype, tuple(x5.shape), x5.stride(), x5._version)
-        if key in shared:
-            return shared[key]
+        if key in _shared:
+            return _shared[key]
     y = _transposed(x5, tuple(x5.shape), x5.stride())
     if y is None:
         return x5
@@ -463,8 +462,8 @@ def channels_last_5d(x5: torch.Tensor) -> torch.Tensor:
         out = x5.permute(0, 2, 3, 4, 1).contiguous().permute(0, 4, 1, 2, 3)
     else:
         out = y.permute(0, 4, 1, 2, 3)
-    if shared is not None:
-        shared[key] = out
+    if key is not None:
+        _shared[key] = out
     return out
 
 
