@@ -405,7 +405,7 @@ def markdown(result: dict[str, Any]) -> list[str]:
             f"| {e['vs_defaults']} | {e['device_vs_defaults']} |"
             for e in effects
         ]
-    lines += furthest_behind(result["rows"])
+    lines += furthest_behind(result.get("rows", []))
     return lines + ["", f"Command: `{result['command']}`"]
 
 

