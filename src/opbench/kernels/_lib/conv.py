@@ -379,7 +379,7 @@ def _depthwise_run(run: _DepthwiseRun, input: torch.Tensor, weight: torch.Tensor
     if plan.pads is not None:  # zero-padded planes: the kernel checks no bounds
         (top, bottom, left, right), big = plan.pads
         x = padded_planes(x, top, bottom, left, right, big)
-    launch = _dw_rows if plan.rows else _dw_cl_rows if plan.cl_rows else _depthwise
+    launch = {"rows": _dw_rows, "cl_rows": _dw_cl_rows}.get(plan.kernel, _depthwise)
     launch(plan.grid, (x, w, bias if bias is not None else y, y, *plan.ints), **plan.consts)
     return out
 

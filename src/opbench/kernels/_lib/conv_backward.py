@@ -264,42 +264,31 @@ def convolution_backward(
         # eager's CPU (oneDNN) kernels return the weight gradient whenever the bias's is
         # asked for, a result structure we would have to guess per backend: PyTorch serves it
         raise NotImplementedError("bias gradient without the weight's on the CPU")
+    gi = gw = None
     with shared_copies():  # grad_output copied to channels-last once for both gradients
-        gi, gw = _input_and_weight_grads(grad_output, input, weight, spatial, stride, padding,
-                                         dilation, transposed, groups, want_gi, want_gw)  # fmt: skip
+        if want_gi:
+            if transposed:
+                gi = convolution(grad_output, weight, None, stride, padding, dilation, False,
+                                 [0] * spatial, groups)  # fmt: skip
+            else:
+                ksize = weight.shape[2:]
+                back = [
+                    i - ((o - 1) * s - 2 * p + d * (k - 1) + 1)
+                    for i, o, s, p, d, k in zip(input.shape[2:], grad_output.shape[2:], stride,
+                                                 padding, dilation, ksize)
+                ]  # fmt: skip
+                gi = convolution(grad_output, weight, None, stride, padding, dilation, True, back,
+                                 groups)  # fmt: skip
+            if gi.shape != input.shape:
+                raise NotImplementedError("input gradient of another shape: PyTorch serves it")
+        if want_gw:
+            a, b = (input, grad_output) if transposed else (grad_output, input)
+            key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
+            plan = _POINTWISE_WGRAD_PLANS.get(key)
+            gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
+                  if plan is None else pointwise_weight_grad(plan, a, b, key=key))  # fmt: skip
     gb = sum_dim(grad_output, [0, *range(2, grad_output.dim())]) if want_gb else None
     return gi, gw, gb
-
-
-def _input_and_weight_grads(
-    grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor, spatial: int,
-    stride: list[int], padding: list[int], dilation: list[int], transposed: bool,
-    groups: int, want_gi: bool, want_gw: bool,
-) -> tuple[torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
-    """(grad_input, grad_weight) of :func:`convolution_backward`, None where not asked."""
-    gi = gw = None
-    if want_gi:
-        if transposed:
-            gi = convolution(grad_output, weight, None, stride, padding, dilation, False,
-                             [0] * spatial, groups)  # fmt: skip
-        else:
-            ksize = weight.shape[2:]
-            back = [
-                i - ((o - 1) * s - 2 * p + d * (k - 1) + 1)
-                for i, o, s, p, d, k in zip(input.shape[2:], grad_output.shape[2:], stride,
-                                             padding, dilation, ksize)
-            ]  # fmt: skip
-            gi = convolution(grad_output, weight, None, stride, padding, dilation, True, back,
-                             groups)  # fmt: skip
-        if gi.shape != input.shape:
-            raise NotImplementedError("input gradient of another shape: PyTorch serves it")
-    if want_gw:
-        a, b = (input, grad_output) if transposed else (grad_output, input)
-        key = _wgrad_key(a, b, weight, stride, padding, dilation, groups)
-        plan = _POINTWISE_WGRAD_PLANS.get(key)
-        gw = (_weight_grad(a, b, weight, spatial, stride, padding, dilation, groups)
-              if plan is None else pointwise_weight_grad(plan, a, b, key=key))  # fmt: skip
-    return gi, gw
 
 
 # the gate repeats these functions' launches (native_launch.declare_replay)

@@ -416,12 +416,11 @@ class DepthwisePlan(NamedTuple):
     grid: tuple[int, ...]
     ints: tuple[int, ...]
     consts: dict[str, Any]
-    #: Whether the launch is :mod:`~opbench.kernels._lib.conv_depthwise_rows`' row walk
-    #: (its ``rows_plan``), not the gather kernel here.
-    rows: bool = False
-    #: Whether it is :mod:`~opbench.kernels._lib.conv_depthwise_cl_rows`' channels-last
-    #: row walk (its ``cl_rows_plan``).
-    cl_rows: bool = False
+    #: Which kernel launches: ``"gather"`` (this module's), ``"rows"``
+    #: (:mod:`~opbench.kernels._lib.conv_depthwise_rows`' NCHW row walk, its ``rows_plan``)
+    #: or ``"cl_rows"`` (:mod:`~opbench.kernels._lib.conv_depthwise_cl_rows`' channels-last
+    #: walk, its ``cl_rows_plan``).
+    kernel: str = "gather"
 
 
 def depthwise_plan(
@@ -467,11 +466,11 @@ def _plan(
     rows = rows_plan(x_shape, x_stride, w_stride, y_shape, y_stride, (KD, KH, KW), cin_g, cout_g,
                      stride, padding, dilation, transposed, spatial, has_bias, rows_big)  # fmt: skip
     if rows is not None:
-        return DepthwisePlan("as_is", None, *rows, rows=True)
+        return DepthwisePlan("as_is", None, *rows, kernel="rows")
     cl_rows = cl_rows_plan(x_shape, x_stride, y_shape, y_stride, (KD, KH, KW), cin_g, cout_g,
                            stride, padding, dilation, transposed, spatial, has_bias, rows_big)  # fmt: skip
     if cl_rows is not None:
-        return DepthwisePlan("taps_major", None, *cl_rows, cl_rows=True)
+        return DepthwisePlan("taps_major", None, *cl_rows, kernel="cl_rows")
     inner = x_stride[1] == 1 and C_in > 1  # channels-last: channels contiguous
     taps = KD * KH * KW
     dense_span = A * B * taps - 1  # the last element of a dense copy

@@ -10,11 +10,11 @@ cuDNN's 30 forward, 103 against 57 for the input gradient (H200, 2026-12-02,
 BLOCK_C]`` tile (output columns x channels, the channels contiguous) of one image and a
 strip of output rows. It walks the input rows the strip reads, loads each as ``KW``
 column-shifted tiles, and adds each tile, weighted by a kernel row's taps, to the ``KH``
-output rows that read it, which it keeps as ``KH`` accumulators (``_acc0`` ..
-``_acc6``, rotated a row a step): an output row costs ``KW`` input loads, not
-``KH x KW``, and an input element is read from memory by one program (halo aside). The
-weights stay loads (``KH x KW`` vectors a step, from L1): held in registers they would
-take ``KH x KW`` registers a channel a thread.
+output rows that read it, which it keeps as ``KH`` accumulators (``acc0`` .. ``acc6``,
+rotated a row a step): an output row costs ``KW`` input loads, not ``KH x KW``, and an
+input element is read from memory by one program (halo aside). The ``KH x KW`` weight
+loads are the same every step; the compiler keeps them in registers across the walk,
+``KH x KW`` a channel a thread (:data:`DW_CL_ROWS_BLOCK_C` says what that cost).
 
 Served (:func:`cl_rows_plan` says which calls): channels-last 2-D inputs and outputs (the
 channel stride 1), one input and one output channel a group (``groups == C``), kernels of

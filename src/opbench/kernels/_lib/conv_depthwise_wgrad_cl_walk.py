@@ -34,6 +34,7 @@ import triton.language as tl
 
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
+from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
@@ -178,9 +179,7 @@ def cl_walk_weight_grad(
     bc = next_pow2(C) if _INTERPRETING else min(DWG_CL_WALK_BLOCK_C, next_pow2(C))
     tiles = KH * cdiv(C, bc)
     rows = N * QH
-    splits = cl_walk_splits(tiles, rows)
-    per = cdiv(rows, splits)
-    splits = cdiv(rows, per)
+    splits, per = split_plan(tiles, rows, dw.device, cl_walk_splits(tiles, rows))
     target = split_target(dw, splits)
     as0, _, _, as3, as4 = a5.stride()
     bs0, _, _, bs3, bs4 = b5.stride()

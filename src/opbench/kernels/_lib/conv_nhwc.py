@@ -53,7 +53,7 @@ from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
-from opbench.kernels._lib.proven import common_power_of_two, multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple, row_alignment
 
 __all__ = ["NHWC_MIN_CIN", "channels_last_5d", "nhwc_blocks", "nhwc_convolution"]
 
@@ -159,8 +159,9 @@ def _nhwc_kernel(
     adjacent in launch order (they share the gathered input in L2); grid axis 1 splits
     the ``taps x channel blocks`` steps (``SPLIT``: fp32 partials at ``s_split`` apart,
     in ``y``'s memory order, the bias added by the first). ``X_ALIGN``: every row's
-    channel offset is a multiple of it (8: 16-byte loads; 4 and 2: 8- and 4-byte ones); ``EVEN_K``: ``BLOCK_K`` divides
-    ``CIN_G`` (no channel mask, which would stop the loads vectorizing); ``Y_VEC``: runs
+    channel offset is a multiple of it (8: 16-byte loads; 4 and 2: 8- and 4-byte ones);
+    ``EVEN_K``: ``BLOCK_K`` divides ``CIN_G`` (no channel mask, which would stop the loads
+    vectorizing); ``Y_VEC``: runs
     of that many rows are neighbours in ``y`` (an NCHW output); ``Y_CVEC``: ``y``'s
     channels are contiguous and every row and ``COUT_G`` a multiple of that many (a
     channels-last output, stored in vectors along the channels).
@@ -301,9 +302,9 @@ def nhwc_block_k(cin_g: int) -> int:
     """Input channels a step: for multiples of 8, the largest of ``NHWC_BLOCK_K``, 32 and
     16 that pads ``cin_g`` by at most a quarter (:data:`NHWC_BLOCK_K_ALIGNED_LARGEST`);
     else the largest that divides ``cin_g``; else the largest that pads it by at most a
-    quarter; else the one that pads it least (the larger on a tie). Padded channels are loaded masked and multiplied as
-    zeros, and small steps cost loop trips, so a quarter of waste is borne for a large
-    step.
+    quarter; else the one that pads it least (the larger on a tie). Padded channels are
+    loaded masked and multiplied as zeros, and small steps cost loop trips, so a quarter
+    of waste is borne for a large step.
 
     On an H200 (device time, 2026-12-01, ``conv-heldout-phased-bk-h200-2026-12-01.md``,
     tuning half) the phased input gradients of 36 channels ran their GEMM 5.6x faster
@@ -561,14 +562,6 @@ def _channels_last_strides(shape: tuple[int, ...], stride: tuple[int, ...]) -> t
     return (D * H * W * C, 1, H * W * C, W * C, C)
 
 
-def x_align(xs: tuple[int, ...], cin_g: int) -> int:
-    """The kernel's ``X_ALIGN`` for channels-last strides ``xs`` and ``cin_g`` channels a
-    group: 8 where all are multiples of 8, else (:data:`NHWC_X_ALIGN_PARTIAL`) the
-    largest of 4, 2 and 1 dividing them all, or 1."""
-    align = common_power_of_two(xs[0], xs[2], xs[3], xs[4], cin_g)
-    return align if align == 8 or NHWC_X_ALIGN_PARTIAL else 1
-
-
 @functools.lru_cache(maxsize=4096)
 def _gemm_plan(
     x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_shape: tuple[int, ...],
@@ -609,7 +602,7 @@ def _gemm_plan(
     consts = dict(
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
         HAS_BIAS=has_bias, IEEE=ieee, TO_F32=_INTERPRETING, BIG=big,
-        X_ALIGN=x_align(xs, cin_g),
+        X_ALIGN=row_alignment(xs[0], xs[2], xs[3], xs[4], cin_g, partial=NHWC_X_ALIGN_PARTIAL),
         EVEN_K=cin_g % bk == 0, Y_VEC=1 if phased else _y_run(y_shape, y_stride, bm),
         Y_CVEC=8 if y_stride[1] == 1 and all(
             s % 8 == 0 for s in (y_stride[0], y_stride[2], y_stride[3], y_stride[4], cout_g)

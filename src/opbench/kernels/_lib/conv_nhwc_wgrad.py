@@ -32,7 +32,7 @@ from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import dot_acc, split_target, sum_split_target
-from opbench.kernels._lib.proven import common_power_of_two, multiple
+from opbench.kernels._lib.proven import multiple, row_alignment
 
 __all__ = ["NHWC_WGRAD_MIN_CHANNELS", "nhwc_weight_grad", "nhwc_wgrad_blocks"]
 
@@ -202,14 +202,6 @@ def _nhwc_wgrad_kernel(
 _nhwc_wgrad = Launcher(_nhwc_wgrad_kernel)
 
 
-def wgrad_align(rows: tuple[int, ...]) -> int:
-    """The kernel's ``ALIGN`` for the row strides and channel counts ``rows``: 8 where all
-    are multiples of 8, else (:data:`NHWC_WGRAD_ALIGN_PARTIAL`) the largest of 4, 2 and 1
-    dividing them all, or 1."""
-    align = common_power_of_two(*rows)
-    return align if align == 8 or NHWC_WGRAD_ALIGN_PARTIAL else 1
-
-
 def nhwc_wgrad_blocks(r_g: int, c_g: int) -> tuple[int, int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for groups of ``r_g`` channels
     of ``a`` and ``c_g`` of ``b``."""
@@ -251,7 +243,7 @@ def nhwc_weight_grad(
         KD=KD, KH=KH, KW=KW, SD=stride[0], SH=stride[1], SW=stride[2], HAS_D=has_d,
         IEEE=a5.dtype == torch.float32, TO_F32=_INTERPRETING,
         BIG=not fits_i32(ac, bc, target, counts=(P + (per + 1) * bk, c_g + bn)),
-        ALIGN=wgrad_align(rows), EVEN_M=r_g % bm == 0,
+        ALIGN=row_alignment(*rows, partial=NHWC_WGRAD_ALIGN_PARTIAL), EVEN_M=r_g % bm == 0,
         EVEN_N=c_g % bn == 0, WALK=NHWC_WGRAD_WALK and not has_d and QH * QW >= bk,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages,
     )  # fmt: skip

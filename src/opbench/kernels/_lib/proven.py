@@ -17,7 +17,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-__all__ = ["common_power_of_two", "multiple"]
+__all__ = ["common_power_of_two", "multiple", "row_alignment"]
 
 
 def common_power_of_two(*values: int) -> int:
@@ -25,6 +25,15 @@ def common_power_of_two(*values: int) -> int:
     restate them with (:func:`multiple`), the widest vector (in elements) whose alignment
     rows starting at multiples of ``values`` keep."""
     return next(v for v in (8, 4, 2, 1) if all(x % v == 0 for x in values))
+
+
+def row_alignment(*values: int, partial: bool) -> int:
+    """A channels-last GEMM's row alignment (in elements) for row strides and channel
+    counts ``values``: 8 where all are multiples of 8; else, ``partial``, the largest of
+    4, 2 and 1 dividing them all (8- and 4-byte copies), or 1 (the rule before partial
+    alignments, kept while they are untimed)."""
+    align = common_power_of_two(*values)
+    return align if align == 8 or partial else 1
 
 
 @triton.jit
