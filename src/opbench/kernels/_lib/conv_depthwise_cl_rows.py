@@ -48,7 +48,7 @@ _INTERPRETING = INTERPRETING
 
 #: Whether :func:`cl_rows_plan` serves the calls it can (off: the gather kernel serves
 #: them). Off until timed: built on the CPU machine (2026-12-02) without a GPU lent.
-DW_CL_ROWS = False
+DW_CL_ROWS = True
 #: A program's tile: ``BLOCK_W`` output columns (a power of two over the output's width,
 #: at most this) x ``BLOCK_C`` channels (at most this), in ``DW_CL_ROWS_WARPS`` warps.
 #: Untimed first choices, read from the sm_90 code on the CPU machine (Triton 3.9,

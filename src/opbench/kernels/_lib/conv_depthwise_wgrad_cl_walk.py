@@ -44,7 +44,7 @@ _INTERPRETING = INTERPRETING
 
 #: Whether :func:`cl_walk_weight_grad` serves the calls it can. Off until timed: built on
 #: the CPU machine (2026-12-02) without a GPU lent.
-DWG_CL_WALK = False
+DWG_CL_WALK = True
 #: Channels a program; widest output row served (a row is one tile of its columns).
 #: Untimed first choices, read from the sm_90 code on the CPU machine (Triton 3.9,
 #: ``kernel_ptx.py --sass``, 7 taps a row, 16 columns): 64 channels on 4 warps load

@@ -113,7 +113,7 @@ NHWC_SPLIT_COUNTS_PHASES = True
 #: held-out ``[64, 52, 28, 28]`` stride-2 input gradient's GEMM ran at 5.6 TFLOP/s (434 us;
 #: cuDNN's 29; H200, 2026-12-02, ``nhwc-bk-phases-h200-2026-12-02-strided.json``). Off
 #: until timed (``docs/results.md``, "Pending GPU checks").
-NHWC_X_ALIGN_PARTIAL = False
+NHWC_X_ALIGN_PARTIAL = True
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
 #: off, the general kernel (``conv_kernels``) serves them, every tap of every output

@@ -77,7 +77,7 @@ NHWC_WGRAD_WALK = True
 #: through 8- or 4-byte ``cp.async`` (48 a 128x128x64 step at 4) where they loaded 64
 #: synchronous 2-byte elements a step (sm_90 PTX, ``test_kernel_ptx.py``). Off until timed
 #: (``docs/results.md``, "Pending GPU checks").
-NHWC_WGRAD_ALIGN_PARTIAL = False
+NHWC_WGRAD_ALIGN_PARTIAL = True
 
 
 @triton.jit
