@@ -6,7 +6,14 @@
 # changing either kernel); steps 3-4 decided batch_norm.BN_TARGET_PROGRAMS (256) and
 # matmul.SPLIT_WHOLE_WAVES (on) the same day (bn-row-settings-h200-2026-12-02,
 # split-whole-waves-h200-2026-12-02; the matmuls' own A/B is open: docs/results.md,
-# "Pending GPU checks"). One
+# "Pending GPU checks"; settled the same day over every traced product: on,
+# split-waves-matmul-h200-2026-12-02.jsonl); steps 5-7 decided NHWC_SHARE_COPIES (on),
+# the ALIGN_PARTIAL pair (on) and the channels-last depthwise walks (on; their A/B over
+# the channels-last rows themselves is dw-cl-rows-cl-h200-2026-12-02, whose command is in
+# docs/results.md) the same day: share-copies*, align-partial*, dw-cl-rows* in
+# benchmarks/results (step 5's files read every row "unchanged": conv_heldout.py counted
+# no copy launches then). Steps 5-7 now time the settings turned off against the
+# defaults; run a step again after changing its kernels. One
 # call of about 450 s on a lent GPU machine (the device tool), from the repository root,
 # carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   bash benchmarks/gpu/conv_pending.sh
@@ -27,17 +34,17 @@
 #     most used backward rows of each half, device time (--profile), the tuning half
 #     deciding; the rows it leaves alone are the noise floor.
 #  5. conv_nhwc.NHWC_SHARE_COPIES (a backward copies grad_output to channels-last once for
-#     both gradients; on, untimed) against copying it twice, on the 25 most used strided
+#     both gradients; on) against copying it twice, on the 25 most used strided
 #     backward rows of each half and the 20 most used backward rows, device time.
 #  6. conv_nhwc.NHWC_X_ALIGN_PARTIAL and conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL (rows
-#     aligned to 4 or 2 channels copied by 8- or 4-byte cp.async; off, untimed): the
+#     aligned to 4 or 2 channels copied by 8- or 4-byte cp.async; on): the
 #     channels-last GEMMs' GPU tests, then the A/B on the 25 most used strided backward
 #     rows of each half and the 20 most used rows of each op, device time.
 #  7. conv_depthwise_cl_rows.DW_CL_ROWS (channels-last depthwise convolutions of up to 7x7
 #     walking their rows) and conv_depthwise_wgrad_cl_walk.DWG_CL_WALK (their weight
-#     gradient the same way; both off, untimed): their GPU tests, then the A/B on the 12
-#     most used depthwise rows of each half and op (those they do not serve are the noise
-#     floor), each alone and both, device time, the tuning half deciding.
+#     gradient the same way; both on): their GPU tests, then each off and both, and the
+#     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
+#     half and op, device time, the tuning half deciding.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -88,14 +95,15 @@ for rows in "--limit 25 --strided" "--limit 20"; do
 done
 fi
 if step 6; then
-OPBENCH_KERNEL_DEVICE=cuda timeout 150 python3 -m pytest -q -p no:cacheprovider -m "" \
+# 300 s: 150 cut it after 188 of its ~245 tests (first calls' compiles; H200, 2026-12-02)
+OPBENCH_KERNEL_DEVICE=cuda timeout 300 python3 -m pytest -q -p no:cacheprovider -m "" \
     tests/kernels/test_conv_nhwc.py 2>&1 | tail -3
 for rows in "--ops convolution_backward.default --limit 25 --strided" "--limit 20"; do
   name=align-partial$([[ "$rows" == *strided* ]] && echo -strided)
   timeout 200 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" $rows --profile \
-      --variant partial=conv_nhwc.NHWC_X_ALIGN_PARTIAL=True,conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL=True \
+      --variant whole=conv_nhwc.NHWC_X_ALIGN_PARTIAL=False,conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL=False \
       --out "$OUT/$name" 2>&1 | tail -1
-  grep "^| partial" "$OUT/$name.md"
+  grep "^| whole" "$OUT/$name.md"
 done
 fi
 if step 7; then
@@ -103,12 +111,12 @@ OPBENCH_KERNEL_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider 
     tests/kernels/test_conv_depthwise_cl_rows.py tests/kernels/test_conv_depthwise_wgrad_cl_walk.py \
     2>&1 | tail -3
 timeout 240 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
-    --match 'T\(\[\d+, 1, [3-7], [3-7]\]' \
-    --variant walk=conv_depthwise_cl_rows.DW_CL_ROWS=True \
-    --variant walk64=conv_depthwise_cl_rows.DW_CL_ROWS=True,conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_C=64 \
-    --variant wgwalk=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=True \
-    --variant walks=conv_depthwise_cl_rows.DW_CL_ROWS=True,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=True \
-    --out "$OUT/dw-cl-rows" 2>&1 | tail -1
-grep -E "^\| (walk|walk64|wgwalk|walks) " "$OUT/dw-cl-rows.md"
+    --match 'stride=\(\d+, 1, \d+, \d+\)\), T\(\[\d+, 1, [3-7], [3-7]\]' \
+    --variant gather=conv_depthwise_cl_rows.DW_CL_ROWS=False \
+    --variant walk64=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_C=64 \
+    --variant taprows=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=False \
+    --variant neither=conv_depthwise_cl_rows.DW_CL_ROWS=False,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=False \
+    --out "$OUT/dw-cl-rows-cl" 2>&1 | tail -1
+grep -E "^\| (gather|walk64|taprows|neither) " "$OUT/dw-cl-rows-cl.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

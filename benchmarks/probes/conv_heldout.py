@@ -72,6 +72,13 @@ PATHS = {
 }
 
 
+#: Launchers that are no path of their own but whose launches tell a variant's rows apart
+#: (:func:`served_by` records them with the paths' launches): a variant that copies a
+#: tensor to channels-last once where the defaults copy it twice launches the same paths
+#: (``NHWC_SHARE_COPIES``: its A/B of 2026-12-02 read every row "unchanged" for that).
+COUNTED = {("conv_nhwc", "_to_channels_last"): "channels-last copy"}
+
+
 #: Where each operator's ``stride`` argument sits (forward: input, weight, bias, stride;
 #: backward: grad_output, input, weight, bias_sizes, stride).
 STRIDE_ARG = {"convolution.default": 3, "convolution_backward.default": 4}
@@ -134,15 +141,16 @@ def rows(
 def served_by(paths: list[str], launches: list[tuple[Any, ...]] | None = None) -> Iterator[None]:
     """Inside the block, every launcher of :data:`PATHS` that serves a call appends its
     path to ``paths`` and, given ``launches``, its launch there (:func:`launch_key`),
-    and runs as before."""
+    and runs as before; those of :data:`COUNTED` note their launches only."""
     import importlib
 
     saved: list[tuple[Any, str, Any]] = []
-    for (module, name), label in PATHS.items():
-        mod = importlib.import_module(f"opbench.kernels._lib.{module}")
-        real = getattr(mod, name)
-        saved.append((mod, name, real))
-        setattr(mod, name, _Recorder(real, label, paths, launches))
+    for table, noted in ((PATHS, paths), (COUNTED, [])):
+        for (module, name), label in table.items():
+            mod = importlib.import_module(f"opbench.kernels._lib.{module}")
+            real = getattr(mod, name)
+            saved.append((mod, name, real))
+            setattr(mod, name, _Recorder(real, label, noted, launches))
     try:
         yield
     finally:

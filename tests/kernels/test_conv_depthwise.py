@@ -19,14 +19,27 @@ from opbench.kernels._lib import (  # noqa: E402
     conv,
     conv_backward,
     conv_depthwise,
+    conv_depthwise_cl_rows,
     conv_depthwise_rows,
     conv_depthwise_wgrad,
+    conv_depthwise_wgrad_cl_walk,
     conv_depthwise_wgrad_dot,
     conv_depthwise_wgrad_rows,
 )
 from opbench.kernels._lib.launch import cdiv  # noqa: E402
 
 aten = torch.ops.aten
+
+
+@pytest.fixture(autouse=True)
+def _without_channels_last_walks(monkeypatch) -> None:
+    """This file counts the launches of the gather, tap-row, plane and tensor-core
+    kernels, which channels-last inputs of up to 7x7 reach only with the channels-last
+    walks off (``DW_CL_ROWS``, ``DWG_CL_WALK``: on by default, they take those calls
+    first). The walks, and what they leave to these kernels, are tested in
+    ``test_conv_depthwise_cl_rows.py`` and ``test_conv_depthwise_wgrad_cl_walk.py``."""
+    monkeypatch.setattr(conv_depthwise_cl_rows, "DW_CL_ROWS", False)
+    monkeypatch.setattr(conv_depthwise_wgrad_cl_walk, "DWG_CL_WALK", False)
 
 
 # name: (input shape, weight shape, stride, padding, dilation, transposed, output_padding,

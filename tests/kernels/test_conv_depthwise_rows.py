@@ -14,7 +14,12 @@ pytest.importorskip("triton")
 from kernel_checks import assert_matches, launch_grids  # noqa: E402
 from kernel_checks import seeded_randn as _r  # noqa: E402
 
-from opbench.kernels._lib import conv, conv_backward, conv_depthwise_rows  # noqa: E402
+from opbench.kernels._lib import (  # noqa: E402
+    conv,
+    conv_backward,
+    conv_depthwise_cl_rows,
+    conv_depthwise_rows,
+)
 
 aten = torch.ops.aten
 
@@ -108,15 +113,16 @@ def test_row_walk_views_and_64_bit(view: str, monkeypatch) -> None:
 )  # fmt: skip
 def test_row_walk_leaves_the_rest_to_the_gather_kernel(case: str, monkeypatch) -> None:
     """Calls outside the walk's cases take the gather kernel, still right: channels-last
-    inputs, a 5x5 kernel, dilation 2, a channel multiplier of 2, a transposed convolution
+    inputs (with their own walk, ``DW_CL_ROWS``, off), a 5x5 kernel, dilation 2, a channel multiplier of 2, a transposed convolution
     of stride 2, 1-D planes, an output 8 wide (below ``DW_ROWS_MIN_WIDTH``); and every
     call with ``DW_ROWS`` off."""
     rows, gather = _launches(monkeypatch)
     x, w = _r((2, 4, 9, 10), torch.float32, 12), _r((4, 1, 3, 3), torch.float32, 13)
     stride, padding, dilation, transposed, groups = [1, 1], [1, 1], [1, 1], False, 4
     out_pad = [0, 0]
-    if case == "channels_last":
+    if case == "channels_last":  # the channels-last walk would take it first
         x = x.to(memory_format=torch.channels_last)
+        monkeypatch.setattr(conv_depthwise_cl_rows, "DW_CL_ROWS", False)
     elif case == "5x5":
         w = _r((4, 1, 5, 5), torch.float32, 14)
     elif case == "dilated":

@@ -191,13 +191,36 @@ def test_a_variant_that_launches_as_the_defaults_is_the_noise_floor(conv_heldout
     )
 
 
-def test_a_channels_last_depthwise_backward_is_served_by_the_tap_rows(conv_heldout):
-    """The path of a channels-last depthwise weight gradient names its own kernel."""
-    cl = "T([2, 16, 8, 8], f32, stride=(1024, 1, 128, 16))"
-    args = f"(({cl}, {cl}, T([16, 1, 3, 3], f32), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 16, [True, True, False]), {{}})"  # fmt: skip
+def test_a_backward_that_copies_grad_output_once_is_changed(conv_heldout, monkeypatch):
+    """A variant that launches the same paths but copies ``grad_output`` to channels-last
+    for each gradient (``NHWC_SHARE_COPIES`` off: one copy launch more) is a changed row,
+    not the noise floor; a setting that changes nothing here stays unchanged."""
+    from opbench.kernels._lib import conv, conv_nhwc, conv_nhwc_wgrad
+
+    monkeypatch.setattr(conv_nhwc, "NHWC_MIN_CIN", 1)  # both gradients channels-last
+    monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_MIN_CHANNELS", 1)
+    args = "((T([2, 32, 6, 5], f16), T([2, 64, 6, 5], f16), T([32, 64, 3, 3], f16), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), {})"  # fmt: skip
+    row = {"half": "heldout", "op": "convolution_backward.default", "args": args, "weight": 1}
+    variants = {"apart": ["conv_nhwc.NHWC_SHARE_COPIES=False"],
+                "same": [f"conv.DW_WARPS={conv.DW_WARPS}"]}  # fmt: skip
+    m = conv_heldout.measure(row, "cpu", variants)
+    assert m["path"] == "implicit GEMM (channels-last) + weight grad (channels-last)", m
+    apart, same = m["variants"]["apart"], m["variants"]["same"]
+    assert apart["path"] == m["path"] and apart["correct"] and m["correct"]
+    assert apart["changed"] and not same["changed"]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_a_channels_last_depthwise_backward_is_served_by_its_walks(conv_heldout, dtype):
+    """The path of a channels-last depthwise backward names its kernels: the row walk for
+    the input gradient; for the weight gradient the channels-last walk in 16 bits, the
+    tap rows in float32 (whose Kahan sums the walk does not keep)."""
+    cl = f"T([2, 16, 8, 8], {dtype}, stride=(1024, 1, 128, 16))"
+    args = f"(({cl}, {cl}, T([16, 1, 3, 3], {dtype}), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 16, [True, True, False]), {{}})"  # fmt: skip
     row = {"half": "heldout", "op": "convolution_backward.default", "args": args, "weight": 1}
     m = conv_heldout.measure(row, "cpu")
-    assert m["path"] == "depthwise (direct) + depthwise weight grad (tap rows)", m
+    wgrad = "tap rows" if dtype == "f32" else "channels-last walk"
+    assert m["path"] == f"depthwise channels-last (row walk) + depthwise weight grad ({wgrad})", m
     assert m["correct"]
 
 

@@ -21,8 +21,11 @@ channel stride 1), one input and one output channel a group (``groups == C``), k
 at most 7 x 7 at unit dilation; the forward at unit stride and the transposed
 convolution of unit stride (the input gradient of a unit-stride depthwise convolution:
 the forward over ``grad_output`` with the taps reversed and the padding ``k - 1 - p``).
-Off (:data:`DW_CL_ROWS`) until a device-time A/B on the tuning half decides it
-(``benchmarks/gpu/conv_pending.sh``, step 7).
+On (:data:`DW_CL_ROWS`) since a device-time A/B against the gather kernel (H200,
+2026-12-02, ``dw-cl-rows-cl-h200-2026-12-02.md``, the 12 most used channels-last depthwise
+rows of each half): the tuning half's 4 forward rows 1.77x, held out 12 rows 1.78x (the
+``[32, 512, 14, 14]`` 7x7 row, ConvNeXt's, 0.36x -> 0.70x eager; ``[32, 1024, 7, 7]``
+7x7 the one it slowed, 0.45x -> 0.41x).
 
 Only triton.language builtins inside the kernels (``tl.full``, no ``tl.zeros``):
 ``conv_kernels``' docstring says why.
@@ -47,7 +50,7 @@ __all__ = [
 _INTERPRETING = INTERPRETING
 
 #: Whether :func:`cl_rows_plan` serves the calls it can (off: the gather kernel serves
-#: them). Off until timed: built on the CPU machine (2026-12-02) without a GPU lent.
+#: them). On since its A/B (the module docstring).
 DW_CL_ROWS = True
 #: A program's tile: ``BLOCK_W`` output columns (a power of two over the output's width,
 #: at most this) x ``BLOCK_C`` channels (at most this), in ``DW_CL_ROWS_WARPS`` warps.

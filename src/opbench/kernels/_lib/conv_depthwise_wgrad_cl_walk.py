@@ -15,9 +15,11 @@ BLOCK_C]`` (16-byte runs of channels) and ``KW`` tile products.
 Served (:func:`cl_walk_weight_grad` says which calls): 2-D channels-last tensors (both
 channel strides 1), 16-bit (float32 keeps the tap-row kernel's Kahan sums), one gathered
 channel a weight row (no multiplier), unit stride and dilation, kernels at most 7 wide,
-outputs at most :data:`DWG_CL_WALK_MAX_W` wide (a row a tile). Off
-(:data:`DWG_CL_WALK`) until a device-time A/B on the tuning half decides it
-(``benchmarks/gpu/conv_pending.sh``, step 7).
+outputs at most :data:`DWG_CL_WALK_MAX_W` wide (a row a tile). On (:data:`DWG_CL_WALK`)
+since a device-time A/B against the tap-row kernel (H200, 2026-12-02,
+``dw-cl-rows-cl-h200-2026-12-02.md``): the tuning half's one backward row it serves
+1.34x alone, 1.46x with the forward walk serving the input gradient; held out 12 rows
+1.87x and 2.34x (ConvNeXt's ``[32, 512, 14, 14]`` 7x7 backward 0.26x -> 0.80x eager).
 
 The rows are split over programs where kernel rows x channel tiles give too few; fp32
 partials go to a workspace summed in a fixed order
@@ -42,8 +44,8 @@ __all__ = ["DWG_CL_WALK", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W", "cl_walk_w
 
 _INTERPRETING = INTERPRETING
 
-#: Whether :func:`cl_walk_weight_grad` serves the calls it can. Off until timed: built on
-#: the CPU machine (2026-12-02) without a GPU lent.
+#: Whether :func:`cl_walk_weight_grad` serves the calls it can. On since its A/B (the
+#: module docstring).
 DWG_CL_WALK = True
 #: Channels a program; widest output row served (a row is one tile of its columns).
 #: Untimed first choices, read from the sm_90 code on the CPU machine (Triton 3.9,

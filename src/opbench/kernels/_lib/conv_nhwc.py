@@ -111,8 +111,12 @@ NHWC_SPLIT_COUNTS_PHASES = True
 #: ``ld.global.b16`` a step); aligned to 4 they are 8-byte ``cp.async`` (24 a step), to
 #: 2 4-byte ones (48), pipelined like the 16-byte ones (``test_kernel_ptx.py``). The
 #: held-out ``[64, 52, 28, 28]`` stride-2 input gradient's GEMM ran at 5.6 TFLOP/s (434 us;
-#: cuDNN's 29; H200, 2026-12-02, ``nhwc-bk-phases-h200-2026-12-02-strided.json``). Off
-#: until timed (``docs/results.md``, "Pending GPU checks").
+#: cuDNN's 29; H200, 2026-12-02, ``nhwc-bk-phases-h200-2026-12-02-strided.json``). On
+#: since the A/B with :data:`~opbench.kernels._lib.conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL`
+#: (H200, 2026-12-02, device time, ``align-partial-strided-h200-2026-12-02.md``): the
+#: tuning half's 3 strided backward rows it changes 1.52x (18 and 36 channels), held out
+#: the one 2.55x (that row 0.45x -> 1.16x eager); the 20 most used rows of each op
+#: unchanged (``align-partial-h200-2026-12-02.md``).
 NHWC_X_ALIGN_PARTIAL = True
 #: Strided transposed convolutions of unit dilation (the input gradients of strided
 #: convolutions) through the kernel's ``PHASED`` mode, a phase of the output a program;
@@ -417,8 +421,10 @@ _to_channels_last = Launcher(_to_channels_last_kernel)
 #: the weight gradient's each copied ``grad_output``: three transposes a call where two
 #: do (the H200's strided backward rows spent 8-256 us a call in them,
 #: ``nhwc-wgrad-strided-variants-h200-2026-12-02.json``). One launch and one allocation
-#: fewer, the same bytes read by the kernels after it; its device time is not yet
-#: measured (``docs/results.md``, "Pending GPU checks").
+#: fewer, the same bytes read by the kernels after it. Timed against copying twice (H200,
+#: 2026-12-02, device time, ``share-copies-strided-h200-2026-12-02.json``): on the rows
+#: whose copies differ, tuning 1.045x (5 of the 25 most used strided backward rows), held
+#: out 1.024x (9).
 NHWC_SHARE_COPIES = True
 #: The copies :func:`channels_last_5d` made inside :func:`shared_copies`, by what
 #: identifies a tensor's values (None outside). Module state, not a thread's: the judge

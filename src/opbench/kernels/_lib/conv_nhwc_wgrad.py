@@ -75,8 +75,8 @@ NHWC_WGRAD_WALK = True
 #: dividing every row stride and both groups' channels) rather than 8 or else 1: channel
 #: counts of 64 or more that are no multiple of 8 (116, 108, 84: RegNet's) then load
 #: through 8- or 4-byte ``cp.async`` (48 a 128x128x64 step at 4) where they loaded 64
-#: synchronous 2-byte elements a step (sm_90 PTX, ``test_kernel_ptx.py``). Off until timed
-#: (``docs/results.md``, "Pending GPU checks").
+#: synchronous 2-byte elements a step (sm_90 PTX, ``test_kernel_ptx.py``). On since the
+#: A/B with :data:`~opbench.kernels._lib.conv_nhwc.NHWC_X_ALIGN_PARTIAL` (its comment).
 NHWC_WGRAD_ALIGN_PARTIAL = True
 
 
