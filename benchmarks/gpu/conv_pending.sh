@@ -33,7 +33,7 @@
 #  4. matmul.SPLIT_WHOLE_WAVES (split-K grids kept within two programs an SM) on the 20
 #     most used backward rows of each half, device time (--profile), the tuning half
 #     deciding; the rows it leaves alone are the noise floor.
-#  5. conv_nhwc.NHWC_SHARE_COPIES (a backward copies grad_output to channels-last once for
+#  5. channels_last_copy.NHWC_SHARE_COPIES (a backward copies grad_output to channels-last once for
 #     both gradients; on) against copying it twice, on the 25 most used strided
 #     backward rows of each half and the 20 most used backward rows, device time.
 #  6. conv_nhwc.NHWC_X_ALIGN_PARTIAL and conv_nhwc_wgrad.NHWC_WGRAD_ALIGN_PARTIAL (rows
@@ -89,7 +89,7 @@ if step 5; then
 for rows in "--limit 25 --strided" "--limit 20"; do
   name=share-copies$([[ "$rows" == *strided* ]] && echo -strided)
   timeout 150 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" $rows --profile \
-      --ops convolution_backward.default --variant apart=conv_nhwc.NHWC_SHARE_COPIES=False \
+      --ops convolution_backward.default --variant apart=channels_last_copy.NHWC_SHARE_COPIES=False \
       --out "$OUT/$name" 2>&1 | tail -1
   grep "^| apart" "$OUT/$name.md"
 done

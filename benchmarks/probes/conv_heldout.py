@@ -76,7 +76,7 @@ PATHS = {
 #: (:func:`served_by` records them with the paths' launches): a variant that copies a
 #: tensor to channels-last once where the defaults copy it twice launches the same paths
 #: (``NHWC_SHARE_COPIES``: its A/B of 2026-12-02 read every row "unchanged" for that).
-COUNTED = {("conv_nhwc", "_to_channels_last"): "channels-last copy"}
+COUNTED = {("channels_last_copy", "_to_channels_last"): "channels-last copy"}
 
 
 #: Where each operator's ``stride`` argument sits (forward: input, weight, bias, stride;

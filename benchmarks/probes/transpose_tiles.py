@@ -1,4 +1,4 @@
-"""The NCHW -> channels-last transpose (:func:`opbench.kernels._lib.conv_nhwc.channels_last_5d`)
+"""The NCHW -> channels-last transpose (:func:`opbench.kernels._lib.channels_last_copy.channels_last_5d`)
 on the traced convolutions' inputs, timed on each of a set of tiles beside PyTorch's
 permuted copy: the transpose took 8-133 us of device time a call in front of the
 channels-last implicit GEMM on an H200 (2026-11-29, ``conv-heldout-h200-2026-11-29-unrolled``:
@@ -9,7 +9,7 @@ first. Timing: device time by the judge's protocol (``benchmarks/tune/matmul_tim
 ``device_bench``: L2 overwritten and the GPU kept busy while the host queues each call),
 median of 15. The report gives each tile's time against the first tile's, on the tuning
 half's inputs and, beside it, the held-out half's, and the fastest tile per channel count
-as the tuning half alone picks it (``conv_nhwc.TRANSPOSE_TILE*``).
+as the tuning half alone picks it (``channels_last_copy.TRANSPOSE_TILE*``).
 
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/probes/transpose_tiles.py --out $OUT/transpose.json
@@ -105,7 +105,7 @@ def main() -> int:
     import torch
     from matmul_timing import device_bench
 
-    from opbench.kernels._lib import conv_nhwc
+    from opbench.kernels._lib import channels_last_copy
 
     dtype = getattr(torch, opt.dtype)
     rows = []
@@ -117,13 +117,13 @@ def main() -> int:
                "torch_us": 1e3 * device_bench(lambda x=x: x.contiguous(memory_format=torch.channels_last)),
                "tiles": {}}  # fmt: skip
         for tile in TILES:
-            conv_nhwc.TRANSPOSE_TILE = conv_nhwc.TRANSPOSE_TILE_SMALL_C = tile
-            got = conv_nhwc.channels_last_5d(x5).squeeze(2)
+            channels_last_copy.TRANSPOSE_TILE = channels_last_copy.TRANSPOSE_TILE_SMALL_C = tile
+            got = channels_last_copy.channels_last_5d(x5).squeeze(2)
             if not torch.equal(got, want):
                 row["tiles"][_name(tile)] = None
                 continue
             row["tiles"][_name(tile)] = 1e3 * device_bench(
-                lambda x5=x5: conv_nhwc.channels_last_5d(x5)
+                lambda x5=x5: channels_last_copy.channels_last_5d(x5)
             )
         best = min((t, n) for n, t in row["tiles"].items() if t is not None)
         print(f"{shape}: torch {row['torch_us']:.1f} us, {_name(TILES[0])} "

@@ -170,3 +170,21 @@ def test_row_walk_fills_a_small_grid(fill: int, monkeypatch) -> None:
     args = [x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 3]
     assert_matches(conv.convolution(*args), aten.convolution, *args)
     assert rows == [(3, 1, 9 if fill else 3)], rows
+
+
+@pytest.mark.parametrize(
+    "strip,rows,per_strip,least",
+    [(16, 56, 4, 264), (16, 56, 100, 264), (16, 56, 1000, 264), (8, 7, 2, 64), (1, 9, 1, 99)],
+)
+def test_strips_halve_until_the_grid_is_full_or_a_row_each(strip, rows, per_strip, least):
+    """``fill_strips``: the longest strip of ``strip``, ``strip / 2``, ... (rounded up)
+    whose grid reaches ``least`` programs, else one row a program; never longer than
+    asked."""
+    from opbench.kernels._lib.launch import cdiv
+
+    got = conv_depthwise_rows.fill_strips(strip, rows, per_strip, least)
+    tried = [strip]
+    while tried[-1] > 1:
+        tried.append(cdiv(tried[-1], 2))
+    full = [s for s in tried if per_strip * cdiv(rows, s) >= least]
+    assert got == (full[0] if full else 1), (got, tried)

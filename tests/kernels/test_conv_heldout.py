@@ -201,7 +201,7 @@ def test_a_backward_that_copies_grad_output_once_is_changed(conv_heldout, monkey
     monkeypatch.setattr(conv_nhwc_wgrad, "NHWC_WGRAD_MIN_CHANNELS", 1)
     args = "((T([2, 32, 6, 5], f16), T([2, 64, 6, 5], f16), T([32, 64, 3, 3], f16), [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), {})"  # fmt: skip
     row = {"half": "heldout", "op": "convolution_backward.default", "args": args, "weight": 1}
-    variants = {"apart": ["conv_nhwc.NHWC_SHARE_COPIES=False"],
+    variants = {"apart": ["channels_last_copy.NHWC_SHARE_COPIES=False"],
                 "same": [f"conv.DW_WARPS={conv.DW_WARPS}"]}  # fmt: skip
     m = conv_heldout.measure(row, "cpu", variants)
     assert m["path"] == "implicit GEMM (channels-last) + weight grad (channels-last)", m

@@ -16,6 +16,7 @@ from kernel_checks import DEVICE, assert_matches, launch_constants, launch_grids
 from kernel_checks import seeded_randn as _r
 
 from opbench.kernels._lib import (  # noqa: E402
+    channels_last_copy,
     conv,
     conv_backward,  # noqa: E402
     conv_nhwc,
@@ -325,29 +326,12 @@ def test_a_backward_copies_grad_output_to_channels_last_once(share: bool, monkey
     copied once (2 copies a call: it and the input), apart twice (3); both match eager."""
     _served(monkeypatch)
     _wgrad_served(monkeypatch)
-    monkeypatch.setattr(conv_nhwc, "NHWC_SHARE_COPIES", share)
-    copies = launch_grids(monkeypatch, conv_nhwc, "_to_channels_last")
+    monkeypatch.setattr(channels_last_copy, "NHWC_SHARE_COPIES", share)
+    copies = launch_grids(monkeypatch, channels_last_copy, "_to_channels_last")
     args = _backward_args("2d_64", torch.float16, False, [True, True, True])
     assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert len(copies) == (2 if share else 3), copies
-    assert conv_nhwc._shared is None  # nothing kept past the call
-
-
-def test_a_shared_copy_is_made_again_once_its_tensor_changes() -> None:
-    """Inside ``shared_copies`` a tensor's copy serves again until the tensor is written in
-    place; another view of other strides, or a call outside the block, copies anew."""
-    x = _r((2, 24, 3, 5), torch.float16, 40).unsqueeze(2)  # [N, C, 1, H, W], NCHW
-    with conv_nhwc.shared_copies():
-        first = conv_nhwc.channels_last_5d(x)
-        assert conv_nhwc.channels_last_5d(x) is first
-        x.add_(1.0)
-        again = conv_nhwc.channels_last_5d(x)
-        assert again is not first
-        torch.testing.assert_close(again, x, rtol=0, atol=0)
-        assert again.stride(1) == 1
-        part = x[:1]
-        assert conv_nhwc.channels_last_5d(part) is not again
-    assert conv_nhwc.channels_last_5d(x) is not again
+    assert channels_last_copy._shared is None  # nothing kept past the call
 
 
 @pytest.mark.slow  # the path is off by default (NHWC_WGRAD_MIN_CHANNELS); CI's second pass
@@ -412,44 +396,6 @@ def test_narrow_groups_keep_the_general_weight_gradient(monkeypatch) -> None:
     args = _backward_args("2d_strided_dilated", torch.float32, False, [False, True, False])
     assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert not grids
-
-
-@pytest.mark.parametrize("tiles", ["interpreter", "gpu", "gpu-many-c"])
-@pytest.mark.parametrize(
-    "view",
-    ["contiguous", "channel_slice", "batch_slice", "3d", "1d", "odd", "aligned8", "strided"],
-)
-def test_channels_last_copy(view: str, tiles: str, monkeypatch) -> None:
-    """The copy into channels-last equals PyTorch's, element for element, for inputs
-    whose positions are dense (the kernel) and others (PyTorch's copy); ``gpu``: the
-    GPU's tiles (up to 128 channels: one partial tile of 128 channels, positions over
-    several of 32 and a partial one); ``gpu-many-c``: the tile of more channels (64 x 16)
-    over several tiles of both, partial ones too."""
-    if tiles != "interpreter":
-        monkeypatch.setattr(conv_nhwc, "_INTERPRETING", False)
-    if tiles == "gpu-many-c":
-        monkeypatch.setattr(conv_nhwc, "TRANSPOSE_SMALL_C_MAX", 0)
-    base = _r((3, 72, 9, 10), torch.float16, 20)
-    x = {
-        "contiguous": base,
-        "channel_slice": base[:, 5:70],
-        "batch_slice": base[1:],
-        "3d": _r((2, 24, 3, 4, 5), torch.float16, 21),
-        "1d": _r((2, 40, 70), torch.float16, 22),
-        "odd": _r((1, 3, 7, 5), torch.float32, 23),  # rows 35 apart: 1-element alignment
-        "aligned8": _r((2, 16, 4, 8), torch.bfloat16, 24),  # 32 apart, 16 channels: 8
-        "strided": base[:, :, ::2],
-    }[view]
-    x5 = x
-    while x5.dim() < 5:
-        x5 = x5.unsqueeze(2)
-    launches: list[int] = []
-    real = conv_nhwc._to_channels_last
-    monkeypatch.setattr(conv_nhwc, "_to_channels_last",
-                        lambda *a, **k: (launches.append(1), real(*a, **k)))  # fmt: skip
-    got = conv_nhwc.channels_last_5d(x5)
-    assert got.stride(1) == 1 and torch.equal(got, x5)
-    assert bool(launches) == (view != "strided")  # rows of positions apart: PyTorch copies
 
 
 def test_a_launch_plan_is_kept_per_call_shape_and_setting(monkeypatch) -> None:

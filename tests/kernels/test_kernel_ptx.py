@@ -95,7 +95,7 @@ def test_the_channels_last_transpose_reads_and_writes_vectors(align: int):
     H200 copied at about 1.1 TB/s; rows aligned to 8 elements take 16-byte vectors, to 4
     8-byte ones, and nothing is 2 bytes wide."""
     got = _probe(
-        "conv_nhwc._to_channels_last_kernel", "--warps", "4", "--stages", "1", "--const",
+        "channels_last_copy._to_channels_last_kernel", "--warps", "4", "--stages", "1", "--const",
         "BIG=False", f"X_ALIGN={align}", "Y_ALIGN=8", f"S_ALIGN={align}", "BLOCK_C=64",
         "BLOCK_S=64",
     )  # fmt: skip

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import torch
 
+from opbench.kernels._lib.channels_last_copy import shared_copies
 from opbench.kernels._lib.conv import (
     _INTERPRETING,
     _SERVED,
@@ -37,7 +38,6 @@ from opbench.kernels._lib.conv_geometry import (
     strides_like_channels_last,
 )
 from opbench.kernels._lib.conv_kernels import _wgrad
-from opbench.kernels._lib.conv_nhwc import shared_copies
 from opbench.kernels._lib.conv_nhwc_wgrad import nhwc_weight_grad
 from opbench.kernels._lib.conv_pointwise import _pointwise, pointwise_weight_grad, weight_grad_plan
 from opbench.kernels._lib.launch import cdiv, next_pow2, remember

@@ -38,6 +38,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.conv_depthwise_rows import fill_strips
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 
@@ -216,11 +217,10 @@ def cl_rows_plan(
     else:
         bw = min(DW_CL_ROWS_BLOCK_W, next_pow2(OW))
         bc = min(DW_CL_ROWS_BLOCK_C, next_pow2(C))
-        strip = min(OH, DW_CL_ROWS_STRIP)
-        while (
-            strip > 1 and cdiv(C, bc) * cdiv(OW, bw) * N * cdiv(OH, strip) < DW_CL_ROWS_MIN_PROGRAMS
-        ):
-            strip = cdiv(strip, 2)
+        programs_a_strip = cdiv(C, bc) * cdiv(OW, bw) * N
+        strip = fill_strips(
+            min(OH, DW_CL_ROWS_STRIP), OH, programs_a_strip, DW_CL_ROWS_MIN_PROGRAMS
+        )
     strips = cdiv(OH, strip)
     grid = (cdiv(C, bc), cdiv(OW, bw), N * strips)
     ints = (C, H, W, OH, OW, ph, pw, strip, strips, x_stride[0], x_stride[3], x_stride[4],

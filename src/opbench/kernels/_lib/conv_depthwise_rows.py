@@ -48,7 +48,7 @@ from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspec
 
 __all__ = [
     "DW_ROWS", "DW_ROWS_MIN_PROGRAMS", "DW_ROWS_MIN_WIDTH", "DW_ROWS_STRIP", "DW_ROWS_TILE",
-    "DW_ROWS_WARPS", "_dw_rows", "rows_plan", "rows_settings", "walk_tiles",
+    "DW_ROWS_WARPS", "_dw_rows", "fill_strips", "rows_plan", "rows_settings", "walk_tiles",
 ]  # fmt: skip
 
 _INTERPRETING = INTERPRETING
@@ -234,6 +234,16 @@ def walk_tiles(planes: int, OH: int, OW: int, tile: int, strip: int,
     return bw, max(1, tile // bw), min(OH, strip)
 
 
+def fill_strips(strip: int, rows: int, programs_a_strip: int, min_programs: int) -> int:
+    """``strip`` (rows a program walks) halved until the grid holds at least
+    ``min_programs`` programs (``programs_a_strip`` of them for each strip of ``rows``)
+    or a program walks one row: fewer rows a program, more programs, where a small batch
+    or a narrow plane left SMs idle (:data:`DW_ROWS_MIN_PROGRAMS`)."""
+    while strip > 1 and programs_a_strip * cdiv(rows, strip) < min_programs:
+        strip = cdiv(strip, 2)
+    return strip
+
+
 def rows_plan(
     x_shape: tuple[int, ...], x_stride: tuple[int, ...], w_stride: tuple[int, ...],
     y_shape: tuple[int, ...], y_stride: tuple[int, ...], ksize: tuple[int, int, int],
@@ -260,10 +270,7 @@ def rows_plan(
         ph, pw = 2 - ph, 2 - pw
     bw, bpl, strip = walk_tiles(N * C, OH, OW, DW_ROWS_TILE, DW_ROWS_STRIP, _INTERPRETING)
     if not _INTERPRETING:
-        while (
-            strip > 1 and cdiv(N * C, bpl) * cdiv(OW, bw) * cdiv(OH, strip) < DW_ROWS_MIN_PROGRAMS
-        ):
-            strip = cdiv(strip, 2)
+        strip = fill_strips(strip, OH, cdiv(N * C, bpl) * cdiv(OW, bw), DW_ROWS_MIN_PROGRAMS)
     grid = (cdiv(N * C, bpl), cdiv(OW, bw), cdiv(OH, strip))
     ints = (N * C, C, H, W, OH, OW, ph, pw, strip, x_stride[0], x_stride[1], x_stride[3],
             x_stride[4], w_stride[0], w_stride[3], w_stride[4], y_stride[0], y_stride[1],

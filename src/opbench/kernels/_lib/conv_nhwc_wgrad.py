@@ -26,8 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.channels_last_copy import channels_last_5d
 from opbench.kernels._lib.conv_kernels import _idx, _kpos, _unflatten
-from opbench.kernels._lib.conv_nhwc import channels_last_5d
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from opbench.kernels._lib import matmul_lanes
-from opbench.kernels._lib.conv_nhwc import channels_last_rows
+from opbench.kernels._lib.channels_last_copy import channels_last_rows
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import remember
 from opbench.kernels._lib.matmul import (
