@@ -82,8 +82,9 @@ def _script_copy(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 
 
 def test_heldout_run_all_rows_and_workers(tmp_path: Path) -> None:
-    """``LIMIT_PER_OP=all`` drops ``--limit-per-op`` (every held-out row of every op) and
-    ``WORKERS`` passes ``--workers``; the default keeps the two most used rows an op."""
+    """``LIMIT_PER_OP=all`` drops ``--limit-per-op`` (every held-out row of every op),
+    ``WORKERS`` passes ``--workers`` and ``SHARD`` ``--shard``; the default keeps the two
+    most used rows an op."""
     script, root, env = _script_copy(tmp_path)
 
     def command(**extra: str) -> str:
@@ -95,6 +96,12 @@ def test_heldout_run_all_rows_and_workers(tmp_path: Path) -> None:
     every = command(LIMIT_PER_OP="all", WORKERS="4")
     assert "--limit-per-op" not in every and "--workers 4" in every
     assert "--limit-per-op 2" in command() and "--workers" not in command()
+    assert "--shard" not in every
+    part = command(LIMIT_PER_OP="all", SHARD="2/3")
+    assert "--shard 2/3" in part
+    # cut at its limit, the part still reports what it holds, named for its part
+    out = Path(env["OUT"])
+    assert (out / "triton-heldout-cpu-aten-all-rows-shard-2-of-3-partial.json").is_file()
 
 
 @pytest.mark.slow
@@ -114,10 +121,13 @@ def test_heldout_run_resumes_packs_and_reports(tmp_path: Path) -> None:
     first = call(LIMIT="2")  # cut at once: nothing judged, or a little
     assert first.returncode == 0, first.stderr[-2000:]
     assert "RESTORE=" in first.stdout and (out / "heldout-run.tgz").is_file()
-    assert not list(out.glob("triton-heldout-*"))
+    # what the cut run holds, reported as partial; no whole report
+    assert [p.name for p in out.glob("triton-heldout-*.json")] == [
+        "triton-heldout-cpu-aten-partial.json"]  # fmt: skip
     moved = tmp_path / "carried.tgz"
     (out / "heldout-run.tgz").rename(moved)
     done = call(LIMIT="500", RESTORE=str(moved), RUN=str(tmp_path / "m2" / "heldout-run"))
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     report = json.loads((out / "triton-heldout-cpu-aten.json").read_text())
     assert report["tests"] > 0 and report["passed"] == report["tests"], report
+    assert len(report["rows"]) == report["tests"] and not report["partial"]

@@ -32,14 +32,14 @@ TESTS = [
 ]  # fmt: skip
 
 
-def _store(run: Path) -> None:
+def _store(run: Path, tests: list | None = None) -> None:
     run.mkdir()
     db = sqlite3.connect(run / "results.sqlite")
     db.execute(
         "create table results (op, args, status, category, speedup, speedup_host, "
         "ref_host_ms, ref_device_ms, message, details)"
     )
-    for op, args, host_ms, host, device, route in TESTS:
+    for op, args, host_ms, host, device, route in TESTS if tests is None else tests:
         details = json.dumps({"call_route": route} if route else {})
         db.execute("insert into results values (?, ?, 'passed', '', ?, ?, ?, 0.01, '', ?)",
                    (op, args, device, host, host_ms, details))  # fmt: skip
@@ -69,3 +69,45 @@ def test_the_report_counts_the_slow_host_tests_by_route_and_names_the_lowest(tmp
         "div.Tensor", "mul.Tensor", "mm.default", "native_layer_norm.default", "add.Tensor"]  # fmt: skip
     assert rows[1].endswith(f"python: {WHY} |") and rows[4].endswith("| native |")
     assert rows[3].endswith("| replay |")
+
+
+def _report(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args, "--gpu", "h200", "--out-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_parts_of_a_run_merge_into_the_report_of_the_whole(tmp_path):
+    """``--merge``: the reports of two parts of a run (``opbench run --shard K/N``) give
+    the numbers the whole run's store gives; a part cut short makes the merged report
+    partial; a test in two parts, or a part without per-test rows, is refused by name."""
+    whole, one, two = tmp_path / "whole", tmp_path / "one", tmp_path / "two"
+    _store(whole)
+    _store(one, TESTS[:3])
+    _store(two, TESTS[3:])
+    for run, name, extra in ((whole, "whole", []), (one, "p1", []), (two, "p2", ["--partial"])):
+        done = _report(tmp_path, str(run), "--command", f"run {name}", "--name", name, *extra)
+        assert done.returncode == 0, done.stderr[-2000:]
+    full = json.loads((tmp_path / "triton-heldout-h200-whole.json").read_text())
+    p1, p2 = (
+        tmp_path / "triton-heldout-h200-p1.json",
+        tmp_path / "triton-heldout-h200-p2-partial.json",
+    )
+    done = _report(tmp_path, "--merge", str(p1), str(p2), "--name", "merged")
+    assert done.returncode == 0, done.stderr[-2000:]
+    merged = json.loads((tmp_path / "triton-heldout-h200-merged-partial.json").read_text())
+    drop = ("command", "partial", "parts", "rows")
+    assert {k: v for k, v in merged.items() if k not in drop} == {
+        k: v for k, v in full.items() if k not in drop}  # fmt: skip
+    assert sorted(map(str, merged["rows"])) == sorted(map(str, full["rows"]))
+    assert merged["partial"] and [p["partial"] for p in merged["parts"]] == [False, True]
+    assert merged["command"] == "run p1 + run p2"
+    md = (tmp_path / "triton-heldout-h200-merged-partial.md").read_text()
+    assert "merged from 2 parts" in md and "| no (cut short) |" in md
+    twice = _report(tmp_path, "--merge", str(p1), str(p1), "--name", "twice")
+    assert twice.returncode != 0 and "is in both" in twice.stderr
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({k: v for k, v in full.items() if k != "rows"}))
+    done = _report(tmp_path, "--merge", str(old), "--name", "old")
+    assert done.returncode != 0 and "no per-test rows" in done.stderr
+    neither = _report(tmp_path, "--command", "x")
+    assert neither.returncode == 2 and "run directory or --merge" in neither.stderr

@@ -21,6 +21,12 @@
 # of one GPU: ask for several (nvidia-h200-x4 or -x8) and set WORKERS to their count (a
 # worker a GPU, round-robin), and let RESUME/RESTORE carry it across calls. Its files are
 # named triton-heldout-<gpu>-all-rows.
+# SHARD=K/N judges part K of N of those tests (opbench run --shard: a stable split by test
+# id, disjoint, together the whole run): a run too long for one lend (every held-out row:
+# about 70 minutes of one H200 at the 0.6 s a test the 2-row run's later tests took,
+# 2026-12-02) goes part by part, on any machines on any days, each part's report
+# (...-all-rows-shard-K-of-N) committed, then merged:
+#   python benchmarks/reproduce/heldout_report.py --merge benchmarks/results/triton-heldout-h200-all-rows-shard-*-of-4*.json --gpu h200 --name all-rows
 set -uo pipefail
 source benchmarks/common/gpu_env.sh
 RUN=${RUN:-/tmp/heldout-run}
@@ -37,6 +43,7 @@ CMD=(python3 -m opbench.cli run --suite traces --traces .gpu_data/traces --trace
      --device "${DEVICE:-cuda}" --perf --ops "$OPS" --out "$RUN" --quiet)
 [ "$LIMIT_PER_OP" = all ] || CMD+=(--limit-per-op "$LIMIT_PER_OP")
 [ -n "${WORKERS:-}" ] && CMD+=(--workers "$WORKERS")
+[ -n "${SHARD:-}" ] && CMD+=(--shard "$SHARD")
 [ -n "${RESUME:-}${RESTORE:-}" ] && CMD+=(--resume)
 echo "${CMD[*]}"
 timeout "$LIMIT" "${CMD[@]}"
@@ -44,17 +51,18 @@ rc=$?
 pack_run "$RUN" "$OUT/heldout-run.tgz"
 # opbench run: 0 whole, 3 incomplete (judge errors or tests left unrecorded: --resume
 # runs them), anything else an error (a bad --ops, say) with no run worth reporting
+partial=()
 if [ "$rc" = 124 ] || [ "$rc" = 3 ]; then
-  echo "cut at ${LIMIT}s or incomplete (exit $rc): call again with RESUME=1 (same machine) or RESTORE=<the .tgz> (a new one)"
-  exit 0
-fi
-if [ "$rc" != 0 ]; then
+  echo "cut at ${LIMIT}s or incomplete (exit $rc): call again with RESUME=1 (same machine) or RESTORE=<the .tgz> (a new one); the report below is what it holds (-partial)"
+  partial=(--partial)
+elif [ "$rc" != 0 ]; then
   echo "opbench run failed (exit $rc): no report" >&2
   exit "$rc"
 fi
 # module:flag_gems:enable -> flag_gems beside the GPU's name in the files' names
 name=$([ "$BACKEND" = triton ] || echo "$BACKEND" | cut -d: -f2)
 [ "$LIMIT_PER_OP" = all ] && name="${name:+$name-}all-rows"
+[ -n "${SHARD:-}" ] && name="${name:+$name-}shard-${SHARD%/*}-of-${SHARD#*/}"
 label=$([ "$BACKEND" = triton ] && echo "Triton backend" || echo "$BACKEND")
 python3 benchmarks/reproduce/heldout_report.py "$RUN" --gpu "$GPU" --name "$name" --label "$label" --out-dir "$OUT" \
-  --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh${COMMIT:+ at $COMMIT})"
+  --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh${COMMIT:+ at $COMMIT})" ${partial[@]+"${partial[@]}"}

@@ -103,41 +103,62 @@ def matmul_gflop(op: str, args: str) -> float | None:
     return None
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run_dir")
-    p.add_argument("--command", required=True, help="the opbench run command that made it")
-    p.add_argument("--gpu", default="h100")
-    p.add_argument("--partial", action="store_true", help="the run was stopped early")
-    p.add_argument("--name", default="", help="a suffix for the files (a run of some ops)")
-    p.add_argument("--label", default="Triton backend", help="what was judged, for the title")
-    p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
-    ns = p.parse_args()
-    con = sqlite3.connect(Path(ns.run_dir) / "results.sqlite")
-    rows = [
-        dict(
-            zip(
-                (
-                    "op",
-                    "args",
-                    "status",
-                    "category",
-                    "speedup",
-                    "host",
-                    "ref_host_ms",
-                    "ref_device_ms",
-                    "message",
-                    "route",
-                    "why",
-                ),
-                (*r[:-1], *_route(r[-1])),
+#: what the report keeps of each test, in the JSON's ``rows`` (merged from there by
+#: ``--merge``): enough to recompute every number of the report
+ROW_KEYS = ("op", "args", "status", "category", "speedup", "host", "ref_host_ms",
+            "ref_device_ms", "message", "route", "why")  # fmt: skip
+
+
+def store_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """One dict of :data:`ROW_KEYS` per test recorded in a run directory's store (none
+    where a run cut at once left no store)."""
+    path = Path(run_dir) / "results.sqlite"
+    if not path.is_file():
+        return []
+    con = sqlite3.connect(path)
+    try:
+        if not con.execute("select 1 from sqlite_master where name = 'results'").fetchone():
+            return []
+        return [
+            dict(zip(ROW_KEYS, (*r[:-1], *_route(r[-1]))))
+            for r in con.execute(
+                "select op, args, status, category, speedup, speedup_host, ref_host_ms, "
+                "ref_device_ms, message, details from results"
             )
-        )
-        for r in con.execute(
-            "select op, args, status, category, speedup, speedup_host, ref_host_ms, "
-            "ref_device_ms, message, details from results"
-        )
-    ]
+        ]
+    finally:
+        con.close()
+
+
+def merged_rows(parts: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The tests of several reports written by this script (their ``rows``), and one
+    line a part (file, command, whether it was cut short, tests). A test in two parts is
+    an error naming both: parts of one run (``opbench run --shard K/N``) are disjoint, so
+    an overlap is a part merged twice or a run that was not split."""
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], Path] = {}
+    lines: list[dict[str, Any]] = []
+    for part in parts:
+        try:
+            data = json.loads(Path(part).read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"{part}: not a report of this script ({e})") from None
+        if "rows" not in data:
+            raise SystemExit(f"{part}: no per-test rows (written before 2026-12-02?): "
+                             "report its run directory again")  # fmt: skip
+        for r in data["rows"]:
+            key = (r["op"], r["args"])
+            if key in seen:
+                raise SystemExit(f"{r['op']} {r['args']} is in both {seen[key]} and {part}")
+            seen[key] = Path(part)
+            rows.append({k: r.get(k) for k in ROW_KEYS})
+        lines.append({"file": str(part), "command": data.get("command"),
+                      "partial": bool(data.get("partial")), "tests": len(data["rows"])})  # fmt: skip
+    return rows, lines
+
+
+def summarize(rows: list[dict[str, Any]], command: str, partial: bool) -> dict[str, Any]:
+    """Every number of the report, from the tests' rows."""
     timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
     big_mm = [r for r in timed if r["op"] in MATMULS
               and (matmul_gflop(r["op"], r["args"]) or 0) >= 1.0]  # fmt: skip
@@ -145,10 +166,10 @@ def main() -> int:
     for r in timed:
         per_op.setdefault(r["op"], []).append(r)
     slow_host = [r for r in timed if (r["ref_host_ms"] or 0) >= 0.020]  # eager >= 20 us
-    summary = {
+    return {
         "split": "src/opbench/suites/trace_split.json, held-out half",
-        "command": ns.command,
-        "partial": ns.partial,
+        "command": command,
+        "partial": partial,
         "tests": len(rows),
         "passed": sum(r["status"] == "passed" for r in rows),
         "ops": len({r["op"] for r in rows}),
@@ -190,17 +211,36 @@ def main() -> int:
         "not_passed": [r for r in rows if r["status"] != "passed"],
     }
 
+
+def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], label: str, gpu: str,
+             parts: list[dict[str, Any]] | None = None) -> list[str]:  # fmt: skip
+    """The report's lines; ``parts``: those of a merged report (:func:`merged_rows`)."""
+
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
 
-    cut = " (run stopped early: what it holds)" if ns.partial else ""
+    cut = " (run stopped early: what it holds)" if summary["partial"] else ""
+    if parts:
+        how = (f"merged from {len(parts)} parts with `python benchmarks/reproduce/"
+               "heldout_report.py --merge PART.json ...`")  # fmt: skip
+    else:
+        how = (
+            "summarised with `python benchmarks/reproduce/heldout_report.py RUN_DIR --command ...`"
+        )
     lines = [
-        f"# {ns.label} on the held-out half of the traces, {ns.gpu.upper()}{cut}",
+        f"# {label} on the held-out half of the traces, {gpu.upper()}{cut}",
         "",
-        f"`{ns.command}`; summarised with "
-        f"`python benchmarks/reproduce/heldout_report.py RUN_DIR --command ...`.",
+        f"`{summary['command']}`; {how}.",
         f"Split: {summary['split']}. Speedups are eager over the backend (> 1: faster).",
         "",
+    ]
+    if parts:
+        lines += ["| part | tests | whole | command |", "| --- | --- | --- | --- |"]
+        lines += [f"| {Path(p['file']).name} | {p['tests']} | "
+                  f"{'no (cut short)' if p['partial'] else 'yes'} | `{p['command']}` |"
+                  for p in parts]  # fmt: skip
+        lines.append("")
+    lines += [
         f"- tests: {summary['tests']} over {summary['ops']} ops, passed {summary['passed']}",
         f"- device geomean {f(summary['device_geomean'])} (target 1.05); host geomean "
         f"{f(summary['host_geomean'])}; host on the {summary['tests_eager_ge_20us']} tests "
@@ -227,6 +267,7 @@ def main() -> int:
     ]
     for op, d in summary["per_op"].items():
         lines.append(f"| {op} | {d['tests']} | {f(d['device'])} | {f(d['host'])} |")
+    timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
     low = lowest_host(timed)
     if low:
         lines += ["", "Lowest host ratios where eager takes >= 20 us (eager's host us a call; "
@@ -238,10 +279,50 @@ def main() -> int:
         lines += ["", "Not passed:", ""]
         lines += [f"- {r['op']} {r['args']}: {r['status']}, {r['category']}: {r['message']}"
                   for r in summary["not_passed"]]  # fmt: skip
+    return lines
+
+
+def report_json(summary: dict[str, Any]) -> str:
+    """``summary`` as JSON, its ``rows`` one line a test (a report of every held-out row
+    holds thousands: one line each keeps the file diffable and a tenth the lines)."""
+    head = json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1)
+    rows = ",\n".join("  " + json.dumps(r) for r in summary.get("rows", []))
+    return head[: head.rindex("}")].rstrip() + ',\n "rows": [\n' + rows + "\n ]\n}\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run_dir", nargs="?", help="a judged run directory (or use --merge)")
+    p.add_argument("--merge", nargs="+", metavar="PART.json", default=None,
+                   help="reports of this script over parts of one run (opbench run --shard "
+                   "K/N), merged into one")  # fmt: skip
+    p.add_argument("--command", help="the opbench run command that made it (a run directory)")
+    p.add_argument("--gpu", default="h100")
+    p.add_argument("--partial", action="store_true", help="the run was stopped early")
+    p.add_argument("--name", default="", help="a suffix for the files (a run of some ops)")
+    p.add_argument("--label", default="Triton backend", help="what was judged, for the title")
+    p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    ns = p.parse_args()
+    if (ns.run_dir is None) == (ns.merge is None):
+        p.error("give a run directory or --merge PART.json ..., not both")
+    parts = None
+    if ns.merge:
+        rows, parts = merged_rows([Path(m) for m in ns.merge])
+        partial = ns.partial or any(x["partial"] for x in parts)
+        command = ns.command or " + ".join(str(x["command"]) for x in parts)
+    else:
+        if not ns.command:
+            p.error("--command is required with a run directory")
+        rows, partial, command = store_rows(Path(ns.run_dir)), ns.partial, ns.command
+    summary = summarize(rows, command, partial)
+    if parts:
+        summary["parts"] = parts
+    lines = markdown(summary, rows, ns.label, ns.gpu, parts)
+    summary["rows"] = [{k: v for k, v in r.items() if v not in (None, "")} for r in rows]
     name = f"-{ns.name}" if ns.name else ""
-    stem = f"triton-heldout-{ns.gpu}{name}{'-partial' if ns.partial else ''}"
+    stem = f"triton-heldout-{ns.gpu}{name}{'-partial' if partial else ''}"
     out = Path(ns.out_dir)
-    (out / f"{stem}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (out / f"{stem}.json").write_text(report_json(summary))
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:12]))
     return 0

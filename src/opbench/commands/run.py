@@ -57,6 +57,14 @@ def register(app: typer.Typer) -> None:
             help="traces suite: only the 'tuning' or the 'heldout' half (split by model; "
             "held-out rows are those no tuning model uses).",
         ),
+        shard: str = typer.Option(
+            None,
+            "--shard",
+            help="K/N: judge only part K of N of the selected tests (a stable split by test "
+            "id, after --limit-per-op): the parts are disjoint and together the whole run, "
+            "so a run too long for one machine's lend is judged part by part and the parts' "
+            "reports merged.",
+        ),
         profile: str = typer.Option("quick", help="opinfo profile: quick | full"),
         perf: bool = typer.Option(
             True, "--perf/--no-perf", help="Time reference against candidate."
@@ -179,6 +187,7 @@ def register(app: typer.Typer) -> None:
                 dtypes=parse_dtypes([dtypes] if dtypes else None),
                 limit_per_op=limit_per_op,
                 trace_split=trace_split,
+                shard=shard,
                 profile=profile,
                 perf=perf,
                 out=out,

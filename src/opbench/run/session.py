@@ -30,6 +30,7 @@ from opbench.run.setup import (
     open_run_dir,
     worker_config,
 )
+from opbench.run.shards import in_shard, parse_shard
 from opbench.run.store import ResultStore, TestResult
 from opbench.spec.args import DTYPE_BY_NAME, iter_tensor_specs, parse_args
 from opbench.spec.judge_options import JudgeOptions
@@ -185,7 +186,8 @@ def coverage_of(cases: Iterable[Case]) -> dict[str, Any]:
 
 
 def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
-    """Apply ``--ops``, ``--dtypes`` and ``--limit-per-op``; find the not-tested ops."""
+    """Apply ``--ops``, ``--dtypes``, ``--limit-per-op`` and ``--shard``; find the
+    not-tested ops (an op whose tests all fall in other parts is not one)."""
     suite_ops = {c.op for c in all_cases}
     if req.ops:
         asked, not_tested = select_ops(req.ops, suite_ops)
@@ -223,6 +225,9 @@ def select_cases(req: RunRequest, all_cases: list[Case]) -> SuiteSelection:
             not_tested[op] = (
                 f"no included test ({why.most_common(1)[0][0]})" if why else "no included test"
             )
+    if req.shard:  # after --limit-per-op: the parts split what an unsharded run judges
+        k, n = parse_shard(req.shard)
+        chosen = [c for c in chosen if in_shard(c.test_id, k, n)]
     return SuiteSelection(chosen, asked, not_tested, excluded, coverage_of(chosen))
 
 
@@ -231,6 +236,8 @@ def run(req: RunRequest, on_progress: Callable[[str, Any], None] | None = None) 
     whole programs (KernelBench format) go to their own runner, operators to
     :func:`run_operators`. The one place the two kinds of run part."""
     if is_program_run(req):
+        if req.shard is not None:
+            raise RunError("--shard splits an operator suite's tests, not program problems")
         from opbench.programs.runner import run_programs
 
         return run_programs(req, on_progress)
@@ -252,6 +259,11 @@ def run_operators(
             raise RunError("--trace-split applies to the traces suite only")
         if req.trace_split not in HALVES:
             raise RunError(f"--trace-split must be one of {', '.join(HALVES)}")
+    if req.shard is not None:
+        try:
+            parse_shard(req.shard)
+        except ValueError as e:
+            raise RunError(str(e)) from None
     out, store, done = open_run_dir(req)
     judge_options = JudgeOptions(
         rtol_scale=req.rtol_scale,

@@ -58,6 +58,8 @@ class RunRequest:
     traces: str | None = None
     #: ``tuning`` | ``heldout``: one half of the traces (opbench.suites.trace_split)
     trace_split: str | None = None
+    #: ``K/N``: part K of N of the selected tests (opbench.run.shards)
+    shard: str | None = None
     test_timeout_s: float = 120.0
     max_crashes_per_op: int = 3
     sandbox: str = "off"
@@ -124,6 +126,8 @@ class RunRequest:
             out["trace_split"] = self.trace_split
         if self.python_calls:  # likewise
             out["python_calls"] = True
+        if self.shard:  # likewise
+            out["shard"] = self.shard
         if is_program_run(self):
             out.update(
                 {k: (str(d[k]) if isinstance(d[k], Path) else d[k]) for k in self.PROGRAM_IDENTITY}
