@@ -45,12 +45,20 @@
 #     gradient the same way; both on): their GPU tests, then each off and both, and the
 #     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
 #     half and op, device time, the tuning half deciding.
+#  8. the channels-last depthwise walks' grids and tiles (the fill each aims for, the
+#     forward's warps and width), on the 12 most used depthwise rows of each half and op
+#     made channels-last (conv_heldout.py --channels-last: the tuning half has four
+#     channels-last depthwise rows, all 3x3), device time, the tuning half deciding. Why:
+#     the held-out rows furthest behind cuDNN ran their loops latency-bound, 266 programs
+#     (2 an SM) walking 94-189 rows each: CoaT's [128, 24, 56, 56] 7x7 weight gradient
+#     1,024 us against 70, ConvNeXt's [32, 128, 56, 56] 400 against 71
+#     (dw-cl-rows-cl-h200-2026-12-02.json).
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
-STEPS=${STEPS:-1234567}
+STEPS=${STEPS:-12345678}
 start=$(date +%s)
 step() { [[ "$STEPS" == *"$1"* ]]; }
 if step 1; then
@@ -118,5 +126,17 @@ timeout 240 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --variant neither=conv_depthwise_cl_rows.DW_CL_ROWS=False,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK=False \
     --out "$OUT/dw-cl-rows-cl" 2>&1 | tail -1
 grep -E "^\| (gather|walk64|taprows|neither) " "$OUT/dw-cl-rows-cl.md"
+fi
+if step 8; then
+timeout 300 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
+    --channels-last --match 'T\(\[\d+, 1, [3-7], [3-7]\]' \
+    --variant dwfill1k=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_PROGRAMS=1056 \
+    --variant dw4w=conv_depthwise_cl_rows.DW_CL_ROWS_WARPS=4 \
+    --variant dwbw8=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_W=8 \
+    --variant dwgfill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
+    --variant dwgfill2k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=2112 \
+    --variant dwgbc32=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_BLOCK_C=32 \
+    --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
+grep -E "^\| (dwfill1k|dw4w|dwbw8|dwgfill1k|dwgfill2k|dwgbc32) " "$OUT/dw-cl-walk-settings.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

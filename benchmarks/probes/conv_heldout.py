@@ -106,9 +106,38 @@ def with_batch(op: str, args: str, n: int) -> str:
     return re.sub(r"T\(\[\d+,", f"T([{n},", args, count=count)
 
 
+def with_channels_last(op: str, args: str) -> str:
+    """``args`` with its activations (the input; for the backward grad_output and input
+    too) dense channels-last where their channels are not innermost already: the strides
+    ``torch.channels_last`` gives (1-D: channels innermost by a permutation, as traced).
+    Why: the channels-last kernels' settings (the depthwise walks') are decided on the
+    tuning half, whose channels-last depthwise rows are four 3x3 ones (Twins'), while the
+    held-out half has 7x7 and 5x5 ones (ConvNeXt's, CoaT's); its NCHW rows of every
+    kernel size, rewritten, are the tuning half's shapes in the layout those kernels read."""
+    import re
+
+    count = 2 if op.startswith("convolution_backward") else 1
+    tensor = re.compile(r"T\(\[([\d, ]+)\], (\w+)(?:, stride=\(([\d, ]+)\))?\)")
+
+    def rewrite(m: re.Match) -> str:
+        sizes = [int(x) for x in m.group(1).split(",")]
+        stride = [int(x) for x in m.group(3).split(",")] if m.group(3) else None
+        if len(sizes) < 3 or (stride is not None and stride[1] == 1):
+            return m.group(0)
+        n, c, *space = sizes
+        inner, strides = c, []
+        for size in reversed(space):
+            strides.insert(0, inner)
+            inner *= size
+        cl = (inner, 1, *strides)
+        return f"T([{m.group(1)}], {m.group(2)}, stride=({', '.join(map(str, cl))}))"
+
+    return tensor.sub(rewrite, args, count=count)
+
+
 def rows(
     traces: str, half: str, limit: int | None, ops: tuple[str, ...] = OPS, match: str | None = None,
-    only_strided: bool = False, batch: int | None = None,
+    only_strided: bool = False, batch: int | None = None, channels_last: bool = False,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """The ``limit`` most used distinct convolution rows of ``half`` per operator of
     ``ops``, those whose argument text matches the regular expression ``match`` if given
@@ -116,7 +145,9 @@ def rows(
     depthwise rows), and with ``only_strided`` those of a stride above 1 (:func:`strided`).
     ``batch``: each row rewritten to that many images first (:func:`with_batch`; rows
     that become alike merge): a grid rule for the held-out half's one-image rows is then
-    decided on the tuning half's shapes at one image, not on the rows it is judged on."""
+    decided on the tuning half's shapes at one image, not on the rows it is judged on.
+    ``channels_last``: each row's activations made channels-last after ``match`` chose it
+    (:func:`with_channels_last`; rows that become alike merge)."""
     import re
 
     from opbench.suites.trace_files import load_traces
@@ -129,6 +160,7 @@ def rows(
         if e.op in ops and (match is None or re.search(match, e.args)):
             if not only_strided or strided(e.op, e.args):
                 a = e.args if batch is None else with_batch(e.op, e.args, batch)
+                a = with_channels_last(e.op, a) if channels_last else a
                 weights[(e.op, a)] += max(e.count, 1)
     out: list[dict[str, Any]] = []
     for op in ops:
@@ -463,6 +495,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=None, metavar="N",
                     help="every row rewritten to N images (a grid rule tuned on the tuning "
                     "half's shapes at the held-out rows' batch)")  # fmt: skip
+    ap.add_argument("--channels-last", action="store_true",
+                    help="every row's activations rewritten to channels-last (the channels-"
+                    "last kernels' settings decided on the tuning half's shapes)")  # fmt: skip
     ap.add_argument("--out", help="write OUT.json and OUT.md")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="a kernel module's constant for the whole run")  # fmt: skip
@@ -491,7 +526,8 @@ def main() -> None:
 
     # the halves in turn, most used first: a run cut short keeps both halves alike
     halves = [
-        rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided, ns.batch) for half in HALVES
+        rows(ns.traces, half, ns.limit, ops, ns.match, ns.strided, ns.batch, ns.channels_last)
+        for half in HALVES
     ]
     todo = [r for pair in itertools.zip_longest(*halves) for r in pair if r is not None]
     measured = []

@@ -94,6 +94,34 @@ def test_rows_at_another_batch(conv_heldout, tmp_path):
     ]
 
 
+def test_rows_made_channels_last(conv_heldout, tmp_path):
+    """``--channels-last``: each row's activations (the backward's grad_output and input)
+    get the strides ``torch.channels_last`` gives, the weight and tensors already
+    channels-last left alone; each rewritten row still parses into tensors of those
+    strides that eager convolves."""
+    import torch
+
+    from opbench.spec.args import parse_args
+    from opbench.suites.inputs import make_inputs
+
+    traces = str(_traces(tmp_path))
+    picked = conv_heldout.rows(traces, "tuning", None, channels_last=True)
+    for r in picked:
+        args, kw = make_inputs(r["op"], parse_args(r["args"]), "cpu", 0)
+        acts = args[:2] if r["op"].startswith("convolution_backward") else args[:1]
+        for t in acts:
+            assert t.is_contiguous(memory_format=torch.channels_last), (r["args"], t.stride())
+        weight = args[2] if r["op"].startswith("convolution_backward") else args[1]
+        assert weight.is_contiguous()
+        getattr(torch.ops.aten, r["op"].split(".")[0])(*args, **kw)
+    cl = "((T([2, 4, 5, 5], f16, stride=(100, 1, 20, 4)), T([4, 1, 3, 3], f16), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 4), {})"  # fmt: skip
+    assert conv_heldout.with_channels_last("convolution.default", cl) == cl
+    one_d = "((T([2, 6, 13], f32), T([6, 1, 5], f32), None, [1], [2], [1], False, [0], 6), {})"
+    assert conv_heldout.with_channels_last("convolution.default", one_d).startswith(
+        "((T([2, 6, 13], f32, stride=(78, 1, 6)), T([6, 1, 5], f32), None"
+    )
+
+
 def test_strided_rows_alone(conv_heldout, tmp_path):
     """``--strided``: a stride above 1 in any dimension, read from the parsed arguments
     (the stride sits after the bias in the forward, after the bias sizes in the backward)."""
