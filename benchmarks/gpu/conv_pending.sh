@@ -5,18 +5,18 @@
 # dw-rows-fill-batch1-h200-2026-12-02 in benchmarks/results; run them again after
 # changing either kernel); steps 3-4 decided batch_norm.BN_TARGET_PROGRAMS (256) and
 # matmul.SPLIT_WHOLE_WAVES (on) the same day (bn-row-settings-h200-2026-12-02,
-# split-whole-waves-h200-2026-12-02; the matmuls' own A/B is open: docs/results.md,
-# "Pending GPU checks"; settled the same day over every traced product: on,
-# split-waves-matmul-h200-2026-12-02.jsonl); steps 5-7 decided NHWC_SHARE_COPIES (on),
+# split-whole-waves-h200-2026-12-02; the matmuls' own A/B, over every traced product,
+# kept it on the same day: split-waves-matmul-h200-2026-12-02.jsonl); steps 5-7 decided NHWC_SHARE_COPIES (on),
 # the ALIGN_PARTIAL pair (on) and the channels-last depthwise walks (on; their A/B over
 # the channels-last rows themselves is dw-cl-rows-cl-h200-2026-12-02, whose command is in
 # docs/results.md) the same day: share-copies*, align-partial*, dw-cl-rows* in
 # benchmarks/results (step 5's files read every row "unchanged": conv_heldout.py counted
 # no copy launches then). Steps 5-7 now time the settings turned off against the
-# defaults; run a step again after changing its kernels. One
-# call of about 450 s on a lent GPU machine (the device tool), from the repository root,
-# carrying .gpu_data (the traces copied to .gpu_data/traces):
-#   bash benchmarks/gpu/conv_pending.sh
+# defaults; run a step again after changing its kernels. Every step together is longer
+# than one call of a lent GPU machine (10 minutes): choose them with STEPS (on the H200,
+# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s; step 8, untried, about 250 s). From
+# the repository root, carrying .gpu_data (the traces copied to .gpu_data/traces):
+#   STEPS=8 bash benchmarks/gpu/conv_pending.sh     # only step 8
 #   STEPS=34 bash benchmarks/gpu/conv_pending.sh    # only steps 3 and 4
 # Each step writes its .md and .json into $OUT; a step that runs past its share is cut and
 # the next one runs.
@@ -46,13 +46,14 @@
 #     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
 #     half and op, device time, the tuning half deciding.
 #  8. the channels-last depthwise walks' grids and tiles (the fill each aims for, the
-#     forward's warps and width), on the 12 most used depthwise rows of each half and op
-#     made channels-last (conv_heldout.py --channels-last: the tuning half has four
-#     channels-last depthwise rows, all 3x3), device time, the tuning half deciding. Why:
-#     the held-out rows furthest behind cuDNN ran their loops latency-bound, 266 programs
-#     (2 an SM) walking 94-189 rows each: CoaT's [128, 24, 56, 56] 7x7 weight gradient
-#     1,024 us against 70, ConvNeXt's [32, 128, 56, 56] 400 against 71
-#     (dw-cl-rows-cl-h200-2026-12-02.json).
+#     forward's warps and width) and which short planes the forward leaves to the gather
+#     kernel (tall: at least 2 kernel heights of output rows), on the 12 most used
+#     depthwise rows of each half and op made channels-last (conv_heldout.py
+#     --channels-last: the tuning half has four channels-last depthwise rows, all 3x3),
+#     device time, the tuning half deciding. Why: the held-out rows furthest behind cuDNN
+#     ran their loops latency-bound, 266 programs (2 an SM) walking 94-189 rows each:
+#     CoaT's [128, 24, 56, 56] 7x7 weight gradient 1,024 us against 70, ConvNeXt's
+#     [32, 128, 56, 56] 400 against 71 (dw-cl-rows-cl-h200-2026-12-02.json).
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -133,10 +134,11 @@ timeout 300 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --variant dwfill1k=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_PROGRAMS=1056 \
     --variant dw4w=conv_depthwise_cl_rows.DW_CL_ROWS_WARPS=4 \
     --variant dwbw8=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_W=8 \
+    --variant tall=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_HEIGHT_OVER_K=2 \
     --variant dwgfill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --variant dwgfill2k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=2112 \
     --variant dwgbc32=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_BLOCK_C=32 \
     --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwfill1k|dw4w|dwbw8|dwgfill1k|dwgfill2k|dwgbc32) " "$OUT/dw-cl-walk-settings.md"
+grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|dwgfill1k|dwgfill2k|dwgbc32) " "$OUT/dw-cl-walk-settings.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -120,12 +120,13 @@ def test_a_small_grid_walks_shorter_strips(walk, monkeypatch) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["off", "nchw", "stride2", "dilated", "9x9", "multiplier", "3d"],
+    ["off", "nchw", "stride2", "dilated", "9x9", "multiplier", "3d", "short"],
 )
 def test_calls_the_walk_leaves_to_the_gather_kernel(case: str, walk, monkeypatch) -> None:
     """Off; NCHW inputs (the NCHW walk's or the gather's); strides and dilations other than
-    1; kernels wider than 7; a channel multiplier; 3-D: the gather kernel serves them,
-    and they match eager."""
+    1; kernels wider than 7; a channel multiplier; 3-D; a plane of fewer output rows than
+    ``DW_CL_ROWS_MIN_HEIGHT_OVER_K`` kernel heights (7 rows, 5x5, at 2): the gather kernel
+    serves them, and they match eager."""
     rows, gather = walk
     x = _cl(_r((1, 4, 9, 9), torch.float32, 14))
     w = _r((4, 1, 3, 3), torch.float32, 15)
@@ -143,6 +144,9 @@ def test_calls_the_walk_leaves_to_the_gather_kernel(case: str, walk, monkeypatch
         w = _r((4, 1, 9, 9), torch.float32, 15)
     elif case == "multiplier":
         w = _r((8, 1, 3, 3), torch.float32, 15)
+    elif case == "short":
+        monkeypatch.setattr(conv_depthwise_cl_rows, "DW_CL_ROWS_MIN_HEIGHT_OVER_K", 2)
+        w = _r((4, 1, 5, 5), torch.float32, 15)
     else:
         x = _r((1, 4, 3, 5, 5), torch.float32, 14).to(memory_format=torch.channels_last_3d)
         w = _r((4, 1, 3, 3, 3), torch.float32, 15)

@@ -44,6 +44,7 @@ from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspec
 
 __all__ = [
     "DW_CL_ROWS", "DW_CL_ROWS_BLOCK_C", "DW_CL_ROWS_BLOCK_W", "DW_CL_ROWS_MAX_K",
+    "DW_CL_ROWS_MIN_HEIGHT_OVER_K",
     "DW_CL_ROWS_MIN_PROGRAMS", "DW_CL_ROWS_STRIP", "DW_CL_ROWS_WARPS", "_dw_cl_rows",
     "cl_rows_plan", "cl_rows_settings",
 ]  # fmt: skip
@@ -70,12 +71,21 @@ DW_CL_ROWS_WARPS = 8
 DW_CL_ROWS_MIN_PROGRAMS = 264
 #: Largest kernel side served: the accumulators are named, seven of them.
 DW_CL_ROWS_MAX_K = 7
+#: Fewest output rows a served call has, as a multiple of the kernel's height (0: any).
+#: Why: a program walks ``KH - 1`` input rows before its first output row is whole, so a
+#: plane no taller than its kernel spends about half its loads on that ramp; the gather
+#: kernel reads each output's taps directly. The one held-out row of that kind among the
+#: 12 most used channels-last ones, ``[32, 1024, 7, 7]`` 7x7, ran slower walked (0.41x
+#: eager against 0.45x gathered; H200, 2026-12-02, ``dw-cl-rows-cl-h200-2026-12-02.json``)
+#: while every taller one ran faster; held out, so it decides nothing: 0 until the tuning
+#: half's rows made channels-last decide it (``conv_pending.sh`` step 8, ``tall`` = 2).
+DW_CL_ROWS_MIN_HEIGHT_OVER_K = 0
 
 
 def cl_rows_settings() -> tuple[Any, ...]:
     """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
     return (DW_CL_ROWS, DW_CL_ROWS_BLOCK_W, DW_CL_ROWS_BLOCK_C, DW_CL_ROWS_STRIP,
-            DW_CL_ROWS_WARPS, DW_CL_ROWS_MIN_PROGRAMS)  # fmt: skip
+            DW_CL_ROWS_WARPS, DW_CL_ROWS_MIN_PROGRAMS, DW_CL_ROWS_MIN_HEIGHT_OVER_K)  # fmt: skip
 
 
 @triton.jit
@@ -207,6 +217,7 @@ def cl_rows_plan(
         and ksize[0] == 1 and max(KH, KW) <= DW_CL_ROWS_MAX_K and dilation[1:] == (1, 1)
         and stride[1:] == (1, 1) and x_stride[1] == 1 and y_stride[1] == 1
         and y_shape[1] == C and N * C * OH * OW > 0
+        and OH >= DW_CL_ROWS_MIN_HEIGHT_OVER_K * KH
     ):  # fmt: skip
         return None
     ph, pw = padding[1:]
