@@ -14,7 +14,7 @@
 # no copy launches then). Steps 5-7 now time the settings turned off against the
 # defaults; run a step again after changing its kernels. Every step together is longer
 # than one call of a lent GPU machine (10 minutes): choose them with STEPS (on the H200,
-# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s; step 8, untried, about 250 s). From
+# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s; step 8, untried, about 300 s). From
 # the repository root, carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   STEPS=8 bash benchmarks/gpu/conv_pending.sh     # only step 8
 #   STEPS=34 bash benchmarks/gpu/conv_pending.sh    # only steps 3 and 4
@@ -46,7 +46,7 @@
 #     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
 #     half and op, device time, the tuning half deciding.
 #  8. the channels-last depthwise walks' grids and tiles (the fill each aims for, the
-#     forward's warps and width) and which short planes the forward leaves to the gather
+#     forward's warps and width, the weight gradient's warps by its tile) and which short planes the forward leaves to the gather
 #     kernel (tall: at least 2 kernel heights of output rows), on the 12 most used
 #     depthwise rows of each half and op made channels-last (conv_heldout.py
 #     --channels-last: the tuning half has four channels-last depthwise rows, all 3x3),
@@ -138,7 +138,9 @@ timeout 300 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --variant dwgfill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --variant dwgfill2k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=2112 \
     --variant dwgbc32=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_BLOCK_C=32 \
+    --variant dwgelems8=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8 \
+    --variant dwgelems8fill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|dwgfill1k|dwgfill2k|dwgbc32) " "$OUT/dw-cl-walk-settings.md"
+grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k) " "$OUT/dw-cl-walk-settings.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -1,9 +1,10 @@
-"""The channels-last depthwise row walk (``conv_depthwise_cl_rows``) against eager
-PyTorch and a float64 reference on the CPU (Triton's interpreter): kernels of 3 to 7 taps
-a side (square and not), padding 0 to k - 1 and uneven, bias, 16-bit dtypes, the input
-gradient of a unit-stride convolution (the taps reversed), the GPU's tiles (several
-column, channel and row tiles, each uneven), 64-bit offsets; and the calls it must leave
-to the gather kernel. The walk is off by default until timed: each test turns it on."""
+"""The channels-last depthwise row walk (``conv_depthwise_cl_rows``) against eager PyTorch
+and a float64 reference on the CPU (Triton's interpreter): kernels of 3 to 7 taps a side
+(square and not), padding 0 to k - 1 and uneven, bias, 16-bit dtypes, the input gradient
+of a unit-stride convolution (the taps reversed), the GPU's tiles (several column,
+channel and row tiles, each uneven), 64-bit offsets; and the calls it must leave to the
+gather kernel. The walk is on by default (since its A/B of 2026-12-02); each test turns
+it on itself, so a change of the default leaves them testing it."""
 
 from __future__ import annotations
 

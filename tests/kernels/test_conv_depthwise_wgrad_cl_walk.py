@@ -1,8 +1,10 @@
-"""The channels-last depthwise weight gradient's row walk (``conv_depthwise_wgrad_cl_walk``)
-against a float64 reference on the CPU (Triton's interpreter): f16 and bf16, kernels of
-3 to 7 taps a side (square and not), paddings, several channel tiles and the rows split
-over programs (the GPU's rule, shrunk), 64-bit offsets; and the calls it leaves to the
-tap-row kernel. Off by default until timed: each test turns it on."""
+"""The channels-last depthwise weight gradient's row walk
+(``conv_depthwise_wgrad_cl_walk``) against a float64 reference on the CPU (Triton's
+interpreter): f16 and bf16, kernels of 3 to 7 taps a side (square and not), paddings,
+several channel tiles and the rows split over programs (the GPU's rule, shrunk), 64-bit
+offsets; and the calls it leaves to the tap-row kernel. On by default (since its A/B of
+2026-12-02); each test turns it on itself, so a change of the default leaves them
+testing it."""
 
 from __future__ import annotations
 
@@ -98,3 +100,23 @@ def test_calls_the_walk_leaves_to_the_tap_row_kernel(case: str, walk, monkeypatc
     args = _weight_grad(x, _r((4, 1, *kernel), dtype, 8), padding, stride, dtype, 9)
     assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
     assert not rows and tap, (rows, tap)
+
+
+@pytest.mark.parametrize("elems", [None, 8, 64])
+def test_the_warps_hold_a_set_share_of_the_tile(elems, walk, monkeypatch) -> None:
+    """``DWG_CL_WALK_THREAD_ELEMS``: a program's warps hold that many elements of its
+    ``[BLOCK_W, BLOCK_C]`` tile a thread (1 to 8 warps); None: ``DWG_CL_WALK_WARPS``. Under
+    the GPU's tiles a 20-wide row of 6 channels (32 x 8) takes 1 warp at 8 elements a
+    thread, and still matches the reference."""
+    from kernel_checks import launch_constants
+
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_THREAD_ELEMS", elems)
+    monkeypatch.setattr(cl_walk, "_INTERPRETING", False)
+    warps = launch_constants(monkeypatch, [(cl_walk, "_dwg_cl_walk")], "num_warps")
+    x = _r((2, 6, 5, 20), torch.float16, 4).to(memory_format=torch.channels_last)
+    w = _r((6, 1, 3, 3), torch.float16, 5)
+    args = _weight_grad(x, w, [1, 1], [1, 1], torch.float16, 6)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert warps == [{None: cl_walk.DWG_CL_WALK_WARPS, 8: 1, 64: 1}[elems]], warps
+    assert cl_walk.cl_walk_warps(64, 32) == {None: cl_walk.DWG_CL_WALK_WARPS, 8: 8, 64: 1}[elems]
+    assert cl_walk.cl_walk_warps(16, 64) == {None: cl_walk.DWG_CL_WALK_WARPS, 8: 4, 64: 1}[elems]

@@ -40,7 +40,10 @@ from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
-__all__ = ["DWG_CL_WALK", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W", "cl_walk_weight_grad"]
+__all__ = [
+    "DWG_CL_WALK", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W", "DWG_CL_WALK_THREAD_ELEMS",
+    "cl_walk_warps", "cl_walk_weight_grad",
+]  # fmt: skip
 
 _INTERPRETING = INTERPRETING
 
@@ -55,6 +58,17 @@ DWG_CL_WALK = True
 DWG_CL_WALK_BLOCK_C = 64
 DWG_CL_WALK_MAX_W = 64
 DWG_CL_WALK_WARPS = 4
+#: Elements of a ``[BLOCK_W, BLOCK_C]`` tile a thread holds, which sets the warps a
+#: program has (1 to 8) in place of :data:`DWG_CL_WALK_WARPS`; None: that fixed count.
+#: Why: the ``KW`` accumulators are tiles, so registers grow with the tile a thread holds:
+#: a 56-wide row (64 columns x 32 channels) on 4 warps took 231 registers (2 programs, 8
+#: warps an SM), on 8 warps 124 (16 warps an SM); the 14-wide rows' 16 x 64 tile takes
+#: 126 on 4 (sm_90 code, ``kernel_ptx.py --sass``, 7 taps, Triton 3.9, 2026-12-02). The
+#: wide rows are the slow ones (CoaT's and ConvNeXt's 56-wide weight gradients 1,024 and
+#: 400 us against cuDNN's 70 and 71, H200: a loop that waits on its loads). 8 keeps the
+#: 14-wide rows at 4 warps and gives the 56-wide ones 8; untimed: ``conv_pending.sh``
+#: step 8 (``dwgelems8``).
+DWG_CL_WALK_THREAD_ELEMS: int | None = None
 #: Fewest programs the grid should have (twice an H200's SMs): the rows are split until
 #: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows.
 DWG_CL_WALK_MIN_PROGRAMS = 264
@@ -158,6 +172,15 @@ def cl_walk_splits(tiles: int, rows: int) -> int:
     return max(1, min(cdiv(DWG_CL_WALK_MIN_PROGRAMS, tiles), rows // DWG_CL_WALK_MIN_ROWS))
 
 
+def cl_walk_warps(block_w: int, block_c: int) -> int:
+    """Warps of a program over a ``[block_w, block_c]`` tile: :data:`DWG_CL_WALK_WARPS`,
+    or with :data:`DWG_CL_WALK_THREAD_ELEMS` set, as many as hold that many elements a
+    thread (a power of two: the tile's sides are), 1 to 8."""
+    if DWG_CL_WALK_THREAD_ELEMS is None:
+        return DWG_CL_WALK_WARPS
+    return max(1, min(8, block_w * block_c // (32 * DWG_CL_WALK_THREAD_ELEMS)))
+
+
 def cl_walk_weight_grad(
     a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
     stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], big: bool,
@@ -190,7 +213,7 @@ def cl_walk_weight_grad(
         (a5, b5, target, C, QH, QW, PH, PW, padding[0], padding[1], rows, per,
          dw.numel() if splits > 1 else 0, as0, as3, as4, bs0, bs3, bs4,
          w5.stride(0), w5.stride(3), w5.stride(4)),
-        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, num_warps=DWG_CL_WALK_WARPS,
+        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, num_warps=cl_walk_warps(bw, bc),
     )  # fmt: skip
     sum_split_target(target, dw)
     return True
