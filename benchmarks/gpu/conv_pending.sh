@@ -47,7 +47,9 @@
 #     half and op, device time, the tuning half deciding.
 #  8. the channels-last depthwise walks' grids and tiles (the fill each aims for, the
 #     forward's warps and width, the weight gradient's warps by its tile) and which short planes the forward leaves to the gather
-#     kernel (tall: at least 2 kernel heights of output rows), on the 12 most used
+#     kernel (tall: at least 2 kernel heights of output rows), and both walks' channel
+#     counts and strides restated as runs of 8 where they are no multiples of 16 (runs;
+#     the tuning half's 216-channel rows, CoaT's 24 and 48), on the 12 most used
 #     depthwise rows of each half and op made channels-last (conv_heldout.py
 #     --channels-last: the tuning half has four channels-last depthwise rows, all 3x3),
 #     device time, the tuning half deciding. Why: the held-out rows furthest behind cuDNN
@@ -135,12 +137,13 @@ timeout 300 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --variant dw4w=conv_depthwise_cl_rows.DW_CL_ROWS_WARPS=4 \
     --variant dwbw8=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_W=8 \
     --variant tall=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_HEIGHT_OVER_K=2 \
+    --variant runs=conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS=True,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_ALIGN_RUNS=True \
     --variant dwgfill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --variant dwgfill2k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=2112 \
     --variant dwgbc32=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_BLOCK_C=32 \
     --variant dwgelems8=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8 \
     --variant dwgelems8fill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k) " "$OUT/dw-cl-walk-settings.md"
+grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|runs|dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k) " "$OUT/dw-cl-walk-settings.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -103,6 +103,29 @@ def test_walk_with_64_bit_offsets(walk, monkeypatch) -> None:
     assert len(rows) == 2
 
 
+@pytest.mark.parametrize("view", ["dense", "slice"])
+def test_walk_with_channel_runs(view: str, walk, monkeypatch) -> None:
+    """``DW_CL_ROWS_ALIGN_RUNS``: 24 channels (runs of 8), dense or a channel slice of a
+    72-channel tensor as CoaT's are (position strides 72 and 720: runs of 8 too), under
+    the GPU's tiles of 16 channels (the second tile half masked): each launch says
+    ``ALIGN=8``, and forward and input gradient match eager; off, ``ALIGN=1``."""
+    from kernel_checks import launch_constants
+
+    _gpu_tiles(monkeypatch)
+    monkeypatch.setattr(conv_depthwise_cl_rows, "DW_CL_ROWS_BLOCK_C", 16)
+    monkeypatch.setattr(conv_depthwise_cl_rows, "DW_CL_ROWS_ALIGN_RUNS", True)
+    aligns = launch_constants(monkeypatch, [(conv, "_dw_cl_rows")], "ALIGN")
+    rows, _ = walk
+    x = _cl(_r((2, 24 if view == "dense" else 72, 9, 10), torch.float16, 16))
+    x = x if view == "dense" else x[:, 24:48]
+    w, b = _r((24, 1, 5, 5), torch.float16, 17), _r((24,), torch.float16, 18)
+    _both_ways(x, w, b, [2, 2], torch.float16, 19)
+    assert len(rows) == 2 and aligns == [8, 8], (rows, aligns)
+    monkeypatch.setattr(conv_depthwise_cl_rows, "DW_CL_ROWS_ALIGN_RUNS", False)
+    _both_ways(x, w, b, [2, 2], torch.float16, 19)
+    assert aligns[2:] == [1, 1], aligns
+
+
 def test_a_small_grid_walks_shorter_strips(walk, monkeypatch) -> None:
     """With the grid fill on, strips halve until the grid holds the programs asked for
     (here 2 x 2 x 1 image: strips of 8 rows -> 1 row, 8 programs a tile), and the result

@@ -120,3 +120,30 @@ def test_the_warps_hold_a_set_share_of_the_tile(elems, walk, monkeypatch) -> Non
     assert warps == [{None: cl_walk.DWG_CL_WALK_WARPS, 8: 1, 64: 1}[elems]], warps
     assert cl_walk.cl_walk_warps(64, 32) == {None: cl_walk.DWG_CL_WALK_WARPS, 8: 8, 64: 1}[elems]
     assert cl_walk.cl_walk_warps(16, 64) == {None: cl_walk.DWG_CL_WALK_WARPS, 8: 4, 64: 1}[elems]
+
+
+@pytest.mark.parametrize("view", ["dense", "slice"])
+def test_walk_with_channel_runs(view: str, walk, monkeypatch) -> None:
+    """``DWG_CL_WALK_ALIGN_RUNS``: 24 channels (runs of 8), dense or a channel slice of a
+    72-channel tensor (CoaT's layout), under the GPU's tiles (16 channels: the second tile
+    half masked; the rows split): each launch says ``ALIGN=8`` and the gradient matches
+    the reference; off, ``ALIGN=1``."""
+    from kernel_checks import launch_constants
+
+    monkeypatch.setattr(cl_walk, "_INTERPRETING", False)
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_BLOCK_C", 16)
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_MIN_PROGRAMS", 10)
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_MIN_ROWS", 4)
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_ALIGN_RUNS", True)
+    aligns = launch_constants(monkeypatch, [(cl_walk, "_dwg_cl_walk")], "ALIGN")
+    rows, tap = walk
+    x = _r((2, 24 if view == "dense" else 72, 8, 9), torch.float16, 7)
+    x = x.to(memory_format=torch.channels_last)
+    x = x if view == "dense" else x[:, 24:48]
+    w = _r((24, 1, 5, 5), torch.float16, 8)
+    args = _weight_grad(x, w, [2, 2], [1, 1], torch.float16, 9)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert aligns == [8] and len(rows) == 1 and not tap, (aligns, rows, tap)
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_ALIGN_RUNS", False)
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert aligns[1:] == [1], aligns

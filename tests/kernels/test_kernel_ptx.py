@@ -244,11 +244,34 @@ def test_the_channels_last_depthwise_walk_keeps_its_7x7_weights_without_spilling
         "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
         "--stages", "1", "--sass", "--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4",
         "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True", "BIG=False",
-        f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}",
+        f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}", "ALIGN=1",
     )  # fmt: skip
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
     assert got["sass LDG"] == 7 + 49 + 1, got  # the bias once
     assert not any(k.startswith("ld.global.b16") for k in got), got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("align", [1, 8])
+def test_the_channels_last_depthwise_walk_reads_channel_runs_as_vectors(align: int):
+    """The walk over 24 channels (CoaT's: no multiple of 16, so Triton proves nothing of
+    the count or the strides): told nothing (``ALIGN=1``) every access is 2 bytes wide;
+    restated as runs of 8 (``DW_CL_ROWS_ALIGN_RUNS``) the channel loads and the store are
+    as wide as for 16 channels' multiples, with no spill."""
+    from opbench.kernels._lib import conv_depthwise_cl_rows as m
+
+    got = _probe(
+        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
+        "--stages", "1", "--sass", "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True",
+        "BIG=False", f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}",
+        f"ALIGN={align}",
+    )  # fmt: skip
+    narrow = sum(n for k, n in got.items() if k.endswith(".b16") and k.startswith(("ld", "st")))
+    assert got["sass local"] == 0 and got["sass stack"] == 0, got
+    if align == 1:
+        assert narrow > 0, got
+    else:
+        assert narrow == 0 and got.get("ld.global.b32", 0) >= 7 + 49, got
 
 
 @pytest.mark.slow
@@ -262,7 +285,28 @@ def test_the_channels_last_depthwise_weight_gradient_walk_loads_16_byte_rows():
         "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
         str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--div16", "C", "as0", "as3",
         "as4", "bs0", "bs3", "bs4", "--const", "KW=7", "BIG=False", "BLOCK_W=16",
-        f"BLOCK_C={m.DWG_CL_WALK_BLOCK_C}",
+        f"BLOCK_C={m.DWG_CL_WALK_BLOCK_C}", "ALIGN=1",
     )  # fmt: skip
     assert got.get("ld.global.v4.b32", 0) == 8 and got["sass LDG"] == 8, got
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("align", [1, 8])
+def test_the_channels_last_depthwise_weight_gradient_walk_reads_channel_runs(align: int):
+    """The weight-gradient walk over a 56-wide row of 24 channels (CoaT's: 64 x 32 tiles,
+    Triton told nothing of the count or strides): 2-byte loads at ``ALIGN=1`` (and 2.5 KB
+    of stack, Triton 3.9); restated as runs of 8 (``DWG_CL_WALK_ALIGN_RUNS``), a step's 8
+    tiles load as 16-byte vectors and nothing spills."""
+    from opbench.kernels._lib import conv_depthwise_wgrad_cl_walk as m
+
+    got = _probe(
+        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
+        str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--const", "KW=7", "BIG=False",
+        "BLOCK_W=64", "BLOCK_C=32", f"ALIGN={align}",
+    )  # fmt: skip
+    if align == 1:
+        assert got.get("ld.global.b16", 0) > 0, got
+    else:
+        assert got.get("ld.global.v4.b32", 0) == 16 and not got.get("ld.global.b16"), got
+        assert got["sass local"] == 0 and got["sass stack"] == 0, got

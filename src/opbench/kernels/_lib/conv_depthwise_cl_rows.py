@@ -41,10 +41,11 @@ import triton.language as tl
 from opbench.kernels._lib.conv_depthwise_rows import fill_strips
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 
 __all__ = [
-    "DW_CL_ROWS", "DW_CL_ROWS_BLOCK_C", "DW_CL_ROWS_BLOCK_W", "DW_CL_ROWS_MAX_K",
-    "DW_CL_ROWS_MIN_HEIGHT_OVER_K",
+    "DW_CL_ROWS", "DW_CL_ROWS_ALIGN_RUNS", "DW_CL_ROWS_BLOCK_C", "DW_CL_ROWS_BLOCK_W",
+    "DW_CL_ROWS_MAX_K", "DW_CL_ROWS_MIN_HEIGHT_OVER_K",
     "DW_CL_ROWS_MIN_PROGRAMS", "DW_CL_ROWS_STRIP", "DW_CL_ROWS_WARPS", "_dw_cl_rows",
     "cl_rows_plan", "cl_rows_settings",
 ]  # fmt: skip
@@ -80,12 +81,23 @@ DW_CL_ROWS_MAX_K = 7
 #: while every taller one ran faster; held out, so it decides nothing: 0 until the tuning
 #: half's rows made channels-last decide it (``conv_pending.sh`` step 8, ``tall`` = 2).
 DW_CL_ROWS_MIN_HEIGHT_OVER_K = 0
+#: Whether the channel count and the position strides reach the kernel restated as
+#: multiples of the largest of 8, 4, 2 they all share (``proven.multiple``), so its
+#: channel loads and stores are vectors where those are no multiples of 16. Why: Triton
+#: proves alignment only from multiples of 16, so 24, 40, 48, 72, 120, 168 or 216 channels
+#: (CoaT's, EfficientNet's, NASNet's; the tuning half's ``[16, 216, 42, 42]``) compiled
+#: every access 2 bytes wide: 114 ``ld.global.b16`` and 249 registers a 7x7 step where 16
+#: channels' multiples load 57 ``b32`` on 215 (sm_90 code read on the CPU, Triton 3.9,
+#: ``kernel_ptx.py``). CoaT's ``[128, 24, 56, 56]`` 7x7 ran 0.39x eager (H200,
+#: 2026-12-02). Off until ``conv_pending.sh`` step 8 times it (``runs``).
+DW_CL_ROWS_ALIGN_RUNS = False
 
 
 def cl_rows_settings() -> tuple[Any, ...]:
     """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
     return (DW_CL_ROWS, DW_CL_ROWS_BLOCK_W, DW_CL_ROWS_BLOCK_C, DW_CL_ROWS_STRIP,
-            DW_CL_ROWS_WARPS, DW_CL_ROWS_MIN_PROGRAMS, DW_CL_ROWS_MIN_HEIGHT_OVER_K)  # fmt: skip
+            DW_CL_ROWS_WARPS, DW_CL_ROWS_MIN_PROGRAMS, DW_CL_ROWS_MIN_HEIGHT_OVER_K,
+            DW_CL_ROWS_ALIGN_RUNS)  # fmt: skip
 
 
 @triton.jit
@@ -126,11 +138,12 @@ def _dw_cl_rows_kernel(
     ph: tl.int64, pw: tl.int64, strip: tl.int64, strips: tl.int64,
     xs0: tl.int64, xs3: tl.int64, xs4: tl.int64, ys0: tl.int64, ys3: tl.int64, ys4: tl.int64,
     KH: tl.constexpr, KW: tl.constexpr, FLIP: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr,
+    BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ALIGN: tl.constexpr,
 ):  # fmt: skip
     """``y[n, o, q, c] = sum over kh < KH, kw < KW of x[n, o - ph + kh, q - pw + kw, c] *
     w[kh, kw, c]`` (``w`` tap-major, reversed where ``FLIP``), channels-last both (the
-    channel stride 1), accumulated in fp32 and rounded once.
+    channel stride 1), accumulated in fp32 and rounded once. ``ALIGN``: ``C`` and the
+    position strides are multiples of it (:data:`DW_CL_ROWS_ALIGN_RUNS`; 1: unknown).
 
     Grid: (channel blocks, column blocks, images x strips of ``strip`` output rows). The
     walk visits input rows ``r`` from the strip's first output row's top one to its last
@@ -144,6 +157,12 @@ def _dw_cl_rows_kernel(
     C, H, W = _idx(C, BIG), _idx(H, BIG), _idx(W, BIG)
     OH, OW, ph, pw = _idx(OH, BIG), _idx(OW, BIG), _idx(ph, BIG), _idx(pw, BIG)
     strip, strips = _idx(strip, BIG), _idx(strips, BIG)
+    xs0, xs3, xs4 = _idx(xs0, BIG), _idx(xs3, BIG), _idx(xs4, BIG)
+    ys0, ys3, ys4 = _idx(ys0, BIG), _idx(ys3, BIG), _idx(ys4, BIG)
+    if ALIGN > 1:  # the host's proof, in a form Triton reads
+        C = multiple(C, ALIGN)
+        xs0, xs3, xs4 = multiple(xs0, ALIGN), multiple(xs3, ALIGN), multiple(xs4, ALIGN)
+        ys0, ys3, ys4 = multiple(ys0, ALIGN), multiple(ys3, ALIGN), multiple(ys4, ALIGN)
     n = pid_ns // strips
     first = (pid_ns - n * strips) * strip
     last = tl.minimum(first + strip, OH)
@@ -151,16 +170,14 @@ def _dw_cl_rows_kernel(
     c_ok = c < C
     q = _idx(pid_w, BIG) * BLOCK_W + tl.arange(0, BLOCK_W)
     q_ok = q < OW
-    xs3, xs4 = _idx(xs3, BIG), _idx(xs4, BIG)
-    xb = x_ptr + n * _idx(xs0, BIG)
+    xb = x_ptr + n * xs0
     zero = tl.full([BLOCK_W, BLOCK_C], 0, tl.float32)
     acc0, acc1, acc2, acc3, acc4, acc5, acc6 = zero, zero, zero, zero, zero, zero, zero
     if HAS_BIAS:
         bias = tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
     else:
         bias = tl.full([1, BLOCK_C], 0, tl.float32)
-    yb = y_ptr + n * _idx(ys0, BIG) + (q * _idx(ys4, BIG))[:, None] + c[None, :]
-    ys3 = _idx(ys3, BIG)
+    yb = y_ptr + n * ys0 + (q * ys4)[:, None] + c[None, :]
     y_ok = q_ok[:, None] & c_ok[None, :]
     for r in range(first - ph, last - ph + KH - 1):
         # the row as a [1, 1] tile: the interpreter's AND of a tile and a scalar bool is int32
@@ -236,6 +253,9 @@ def cl_rows_plan(
     grid = (cdiv(C, bc), cdiv(OW, bw), N * strips)
     ints = (C, H, W, OH, OW, ph, pw, strip, strips, x_stride[0], x_stride[3], x_stride[4],
             y_stride[0], y_stride[3], y_stride[4])  # fmt: skip
+    align = 1
+    if DW_CL_ROWS_ALIGN_RUNS:
+        align = common_power_of_two(C, *x_stride[:1], *x_stride[3:], *y_stride[:1], *y_stride[3:])
     consts = dict(KH=KH, KW=KW, FLIP=transposed, HAS_BIAS=has_bias, BIG=big, BLOCK_W=bw,
-                  BLOCK_C=bc, num_warps=DW_CL_ROWS_WARPS)  # fmt: skip
+                  BLOCK_C=bc, ALIGN=align, num_warps=DW_CL_ROWS_WARPS)  # fmt: skip
     return grid, ints, consts

@@ -38,10 +38,12 @@ from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
+from opbench.kernels._lib.proven import common_power_of_two, multiple
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = [
-    "DWG_CL_WALK", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W", "DWG_CL_WALK_THREAD_ELEMS",
+    "DWG_CL_WALK", "DWG_CL_WALK_ALIGN_RUNS", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W",
+    "DWG_CL_WALK_THREAD_ELEMS",
     "cl_walk_warps", "cl_walk_weight_grad",
 ]  # fmt: skip
 
@@ -69,6 +71,14 @@ DWG_CL_WALK_WARPS = 4
 #: 14-wide rows at 4 warps and gives the 56-wide ones 8; untimed: ``conv_pending.sh``
 #: step 8 (``dwgelems8``).
 DWG_CL_WALK_THREAD_ELEMS: int | None = None
+#: Whether the channel count and both tensors' position strides reach the kernel restated
+#: as multiples of the largest of 8, 4, 2 they share (``proven.multiple``), as the
+#: forward walk's :data:`~opbench.kernels._lib.conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS`
+#: does and for the same reason: 24 channels (CoaT's) compiled a 7-tap step's loads to
+#: 128 ``ld.global.b16`` on 255 registers, 16 channels' multiples to 16 16-byte ones
+#: (64 x 32 tile, 4 warps; sm_90 code read on the CPU). Off until ``conv_pending.sh``
+#: step 8 times it (``runs``).
+DWG_CL_WALK_ALIGN_RUNS = False
 #: Fewest programs the grid should have (twice an H200's SMs): the rows are split until
 #: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows.
 DWG_CL_WALK_MIN_PROGRAMS = 264
@@ -97,11 +107,13 @@ def _dwg_cl_walk_kernel(
     as0: tl.int64, as3: tl.int64, as4: tl.int64, bs0: tl.int64, bs3: tl.int64, bs4: tl.int64,
     ws0: tl.int64, ws3: tl.int64, ws4: tl.int64,
     KW: tl.constexpr, BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):  # fmt: skip
     """``dw[c, 0, kh, kw] = sum over images n and output positions (o, q) of
     a[n, o, q, c] * b[n, o - ph + kh, q - pw + kw, c]`` (zero outside ``b``), both
     channels-last, for this program's kernel row ``kh`` and channels, over its split's
-    output rows ``t = n * QH + o``. Grid: (kernel rows, channel tiles, splits)."""
+    output rows ``t = n * QH + o``. Grid: (kernel rows, channel tiles, splits).
+    ``ALIGN``: ``C`` and the position strides are multiples of it (1: unknown)."""
     kh = _idx(tl.program_id(0), BIG)
     pid_c = tl.program_id(1)
     split = _idx(tl.program_id(2), BIG)
@@ -109,6 +121,10 @@ def _dwg_cl_walk_kernel(
     PH, PW, ph, pw = _idx(PH, BIG), _idx(PW, BIG), _idx(ph, BIG), _idx(pw, BIG)
     as0, as3, as4 = _idx(as0, BIG), _idx(as3, BIG), _idx(as4, BIG)
     bs0, bs3, bs4 = _idx(bs0, BIG), _idx(bs3, BIG), _idx(bs4, BIG)
+    if ALIGN > 1:  # the host's proof, in a form Triton reads
+        C = multiple(C, ALIGN)
+        as0, as3, as4 = multiple(as0, ALIGN), multiple(as3, ALIGN), multiple(as4, ALIGN)
+        bs0, bs3, bs4 = multiple(bs0, ALIGN), multiple(bs3, ALIGN), multiple(bs4, ALIGN)
     c = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
     c_ok = c < C
     q = tl.arange(0, BLOCK_W)
@@ -208,12 +224,13 @@ def cl_walk_weight_grad(
     target = split_target(dw, splits)
     as0, _, _, as3, as4 = a5.stride()
     bs0, _, _, bs3, bs4 = b5.stride()
+    align = common_power_of_two(C, as0, as3, as4, bs0, bs3, bs4) if DWG_CL_WALK_ALIGN_RUNS else 1
     _dwg_cl_walk(
         (KH, cdiv(C, bc), splits),
         (a5, b5, target, C, QH, QW, PH, PW, padding[0], padding[1], rows, per,
          dw.numel() if splits > 1 else 0, as0, as3, as4, bs0, bs3, bs4,
          w5.stride(0), w5.stride(3), w5.stride(4)),
-        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, num_warps=cl_walk_warps(bw, bc),
+        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, ALIGN=align, num_warps=cl_walk_warps(bw, bc),
     )  # fmt: skip
     sum_split_target(target, dw)
     return True
