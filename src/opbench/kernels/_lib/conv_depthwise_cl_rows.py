@@ -41,7 +41,7 @@ import triton.language as tl
 from opbench.kernels._lib.conv_depthwise_rows import fill_strips
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
-from opbench.kernels._lib.proven import common_power_of_two, multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple, multiples
 
 __all__ = [
     "DW_CL_ROWS", "DW_CL_ROWS_ALIGN_RUNS", "DW_CL_ROWS_BLOCK_C", "DW_CL_ROWS_BLOCK_W",
@@ -154,15 +154,12 @@ def _dw_cl_rows_kernel(
     pid_c = tl.program_id(0)
     pid_w = tl.program_id(1)
     pid_ns = _idx(tl.program_id(2), BIG)
-    C, H, W = _idx(C, BIG), _idx(H, BIG), _idx(W, BIG)
+    C, H, W = multiple(_idx(C, BIG), ALIGN), _idx(H, BIG), _idx(W, BIG)
     OH, OW, ph, pw = _idx(OH, BIG), _idx(OW, BIG), _idx(ph, BIG), _idx(pw, BIG)
     strip, strips = _idx(strip, BIG), _idx(strips, BIG)
-    xs0, xs3, xs4 = _idx(xs0, BIG), _idx(xs3, BIG), _idx(xs4, BIG)
-    ys0, ys3, ys4 = _idx(ys0, BIG), _idx(ys3, BIG), _idx(ys4, BIG)
-    if ALIGN > 1:  # the host's proof, in a form Triton reads
-        C = multiple(C, ALIGN)
-        xs0, xs3, xs4 = multiple(xs0, ALIGN), multiple(xs3, ALIGN), multiple(xs4, ALIGN)
-        ys0, ys3, ys4 = multiple(ys0, ALIGN), multiple(ys3, ALIGN), multiple(ys4, ALIGN)
+    # the host's proof (ALIGN divides them), in a form Triton reads
+    xs0, xs3, xs4 = multiples(_idx(xs0, BIG), _idx(xs3, BIG), _idx(xs4, BIG), ALIGN)
+    ys0, ys3, ys4 = multiples(_idx(ys0, BIG), _idx(ys3, BIG), _idx(ys4, BIG), ALIGN)
     n = pid_ns // strips
     first = (pid_ns - n * strips) * strip
     last = tl.minimum(first + strip, OH)

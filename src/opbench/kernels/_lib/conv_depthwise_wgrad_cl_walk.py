@@ -38,7 +38,7 @@ from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
 from opbench.kernels._lib.matmul_shared import split_target, sum_split_target
-from opbench.kernels._lib.proven import common_power_of_two, multiple
+from opbench.kernels._lib.proven import common_power_of_two, multiple, multiples
 from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = [
@@ -117,14 +117,11 @@ def _dwg_cl_walk_kernel(
     kh = _idx(tl.program_id(0), BIG)
     pid_c = tl.program_id(1)
     split = _idx(tl.program_id(2), BIG)
-    C, QH, QW = _idx(C, BIG), _idx(QH, BIG), _idx(QW, BIG)
+    C, QH, QW = multiple(_idx(C, BIG), ALIGN), _idx(QH, BIG), _idx(QW, BIG)
     PH, PW, ph, pw = _idx(PH, BIG), _idx(PW, BIG), _idx(ph, BIG), _idx(pw, BIG)
-    as0, as3, as4 = _idx(as0, BIG), _idx(as3, BIG), _idx(as4, BIG)
-    bs0, bs3, bs4 = _idx(bs0, BIG), _idx(bs3, BIG), _idx(bs4, BIG)
-    if ALIGN > 1:  # the host's proof, in a form Triton reads
-        C = multiple(C, ALIGN)
-        as0, as3, as4 = multiple(as0, ALIGN), multiple(as3, ALIGN), multiple(as4, ALIGN)
-        bs0, bs3, bs4 = multiple(bs0, ALIGN), multiple(bs3, ALIGN), multiple(bs4, ALIGN)
+    # the host's proof (ALIGN divides them), in a form Triton reads
+    as0, as3, as4 = multiples(_idx(as0, BIG), _idx(as3, BIG), _idx(as4, BIG), ALIGN)
+    bs0, bs3, bs4 = multiples(_idx(bs0, BIG), _idx(bs3, BIG), _idx(bs4, BIG), ALIGN)
     c = _idx(pid_c, BIG) * BLOCK_C + tl.arange(0, BLOCK_C)
     c_ok = c < C
     q = tl.arange(0, BLOCK_W)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-__all__ = ["common_power_of_two", "multiple", "row_alignment"]
+__all__ = ["common_power_of_two", "multiple", "multiples", "row_alignment"]
 
 
 def common_power_of_two(*values: int) -> int:
@@ -40,3 +40,10 @@ def row_alignment(*values: int, partial: bool) -> int:
 def multiple(v, A: tl.constexpr):
     """``v``, which the host found divisible by ``A``, restated so Triton knows it is."""
     return (v // A) * A
+
+
+@triton.jit
+def multiples(a, b, c, A: tl.constexpr):
+    """A tensor's three strides (or any three integers), each restated as :func:`multiple`
+    of ``A``; at ``A = 1`` as they were (the compiler folds the division by 1)."""
+    return multiple(a, A), multiple(b, A), multiple(c, A)
