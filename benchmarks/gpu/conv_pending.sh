@@ -14,9 +14,9 @@
 # no copy launches then). Steps 5-7 now time the settings turned off against the
 # defaults; run a step again after changing its kernels. Every step together is longer
 # than one call of a lent GPU machine (10 minutes): choose them with STEPS (on the H200,
-# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s; step 8, untried, about 300 s). From
+# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s; 8 and 9, untried, ~200 s each). From
 # the repository root, carrying .gpu_data (the traces copied to .gpu_data/traces):
-#   STEPS=8 bash benchmarks/gpu/conv_pending.sh     # only step 8
+#   STEPS=89 bash benchmarks/gpu/conv_pending.sh    # only steps 8 and 9
 #   STEPS=34 bash benchmarks/gpu/conv_pending.sh    # only steps 3 and 4
 # Each step writes its .md and .json into $OUT; a step that runs past its share is cut and
 # the next one runs.
@@ -45,23 +45,24 @@
 #     gradient the same way; both on): their GPU tests, then each off and both, and the
 #     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
 #     half and op, device time, the tuning half deciding.
-#  8. the channels-last depthwise walks' grids and tiles (the fill each aims for, the
-#     forward's warps and width, the weight gradient's warps by its tile) and which short planes the forward leaves to the gather
-#     kernel (tall: at least 2 kernel heights of output rows), and both walks' channel
-#     counts and strides restated as runs of 8 where they are no multiples of 16 (runs;
-#     the tuning half's 216-channel rows, CoaT's 24 and 48), on the 12 most used
-#     depthwise rows of each half and op made channels-last (conv_heldout.py
-#     --channels-last: the tuning half has four channels-last depthwise rows, all 3x3),
-#     device time, the tuning half deciding. Why: the held-out rows furthest behind cuDNN
-#     ran their loops latency-bound, 266 programs (2 an SM) walking 94-189 rows each:
-#     CoaT's [128, 24, 56, 56] 7x7 weight gradient 1,024 us against 70, ConvNeXt's
+#  8. the channels-last depthwise forward walk's grid fill, warps and width, which short
+#     planes it leaves to the gather kernel (tall: at least 2 kernel heights of output
+#     rows) and its channel count and strides restated as runs of 8 where they are no
+#     multiples of 16 (runs: the tuning half's 216 channels, CoaT's 24 and 48), on the 12
+#     most used depthwise rows of each half and op made channels-last
+#     (conv_heldout.py --channels-last: the tuning half's own channels-last depthwise
+#     rows are four 3x3 ones), device time, the tuning half deciding;
+#  9. the same for the weight-gradient walk (backward rows): its fill, channel tile,
+#     warps by its tile and runs. Why both: the held-out rows furthest behind cuDNN ran
+#     their loops latency-bound, the weight gradient's 266 programs (2 an SM) walking
+#     94-189 rows each: CoaT's [128, 24, 56, 56] 7x7 1,024 us against 70, ConvNeXt's
 #     [32, 128, 56, 56] 400 against 71 (dw-cl-rows-cl-h200-2026-12-02.json).
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
 OUT=${OUT:-/tmp/conv-pending}
 mkdir -p "$OUT"
-STEPS=${STEPS:-12345678}
+STEPS=${STEPS:-123456789}
 start=$(date +%s)
 step() { [[ "$STEPS" == *"$1"* ]]; }
 if step 1; then
@@ -131,19 +132,27 @@ timeout 240 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
 grep -E "^\| (gather|walk64|taprows|neither) " "$OUT/dw-cl-rows-cl.md"
 fi
 if step 8; then
-timeout 300 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
+timeout 280 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
     --channels-last --match 'T\(\[\d+, 1, [3-7], [3-7]\]' \
     --variant dwfill1k=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_PROGRAMS=1056 \
     --variant dw4w=conv_depthwise_cl_rows.DW_CL_ROWS_WARPS=4 \
     --variant dwbw8=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_W=8 \
     --variant tall=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_HEIGHT_OVER_K=2 \
-    --variant runs=conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS=True,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_ALIGN_RUNS=True \
+    --variant runs=conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS=True \
+    --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
+grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|runs) " "$OUT/dw-cl-walk-settings.md"
+echo "walk settings: $(( $(date +%s) - start )) s"
+fi
+if step 9; then
+timeout 280 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
+    --channels-last --match 'T\(\[\d+, 1, [3-7], [3-7]\]' --ops convolution_backward.default \
     --variant dwgfill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --variant dwgfill2k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=2112 \
     --variant dwgbc32=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_BLOCK_C=32 \
     --variant dwgelems8=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8 \
     --variant dwgelems8fill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
-    --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|runs|dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k) " "$OUT/dw-cl-walk-settings.md"
+    --variant dwgruns=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_ALIGN_RUNS=True \
+    --out "$OUT/dwg-cl-walk-settings" 2>&1 | tail -1
+grep -E "^\| (dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k|dwgruns) " "$OUT/dwg-cl-walk-settings.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

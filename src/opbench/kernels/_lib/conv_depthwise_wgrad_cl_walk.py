@@ -69,7 +69,7 @@ DWG_CL_WALK_WARPS = 4
 #: wide rows are the slow ones (CoaT's and ConvNeXt's 56-wide weight gradients 1,024 and
 #: 400 us against cuDNN's 70 and 71, H200: a loop that waits on its loads). 8 keeps the
 #: 14-wide rows at 4 warps and gives the 56-wide ones 8; untimed: ``conv_pending.sh``
-#: step 8 (``dwgelems8``).
+#: step 9 (``dwgelems8``).
 DWG_CL_WALK_THREAD_ELEMS: int | None = None
 #: Whether the channel count and both tensors' position strides reach the kernel restated
 #: as multiples of the largest of 8, 4, 2 they share (``proven.multiple``), as the
@@ -77,7 +77,7 @@ DWG_CL_WALK_THREAD_ELEMS: int | None = None
 #: does and for the same reason: 24 channels (CoaT's) compiled a 7-tap step's loads to
 #: 128 ``ld.global.b16`` on 255 registers, 16 channels' multiples to 16 16-byte ones
 #: (64 x 32 tile, 4 warps; sm_90 code read on the CPU). Off until ``conv_pending.sh``
-#: step 8 times it (``runs``).
+#: step 9 times it (``dwgruns``).
 DWG_CL_WALK_ALIGN_RUNS = False
 #: Fewest programs the grid should have (twice an H200's SMs): the rows are split until
 #: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows.
