@@ -98,7 +98,8 @@ def test_heldout_run_all_rows_and_workers(tmp_path: Path) -> None:
     assert "--limit-per-op 2" in command() and "--workers" not in command()
     assert "--shard" not in every
     part = command(LIMIT_PER_OP="all", SHARD="2/3")
-    assert "--shard 2/3" in part
+    assert "--shard 2/3" in part and "--trace-split heldout" in part
+    assert "--trace-split tuning" in command(HALF="tuning")
     # cut at its limit, the part still reports what it holds, named for its part
     out = Path(env["OUT"])
     assert (out / "triton-heldout-cpu-aten-all-rows-shard-2-of-3-partial.json").is_file()

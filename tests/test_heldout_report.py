@@ -109,5 +109,16 @@ def test_parts_of_a_run_merge_into_the_report_of_the_whole(tmp_path):
     old.write_text(json.dumps({k: v for k, v in full.items() if k != "rows"}))
     done = _report(tmp_path, "--merge", str(old), "--name", "old")
     assert done.returncode != 0 and "no per-test rows" in done.stderr
+    tuning = _report(tmp_path, str(one), "--command", "run t", "--name", "t", "--half", "tuning")
+    assert tuning.returncode == 0, tuning.stderr[-2000:]
+    t = tmp_path / "triton-tuning-h200-t.json"
+    assert json.loads(t.read_text())["split"].endswith("tuning half")
+    assert (
+        (tmp_path / "triton-tuning-h200-t.md")
+        .read_text()
+        .startswith("# Triton backend on the tuning half of the traces, H200")
+    )
+    mixed = _report(tmp_path, "--merge", str(t), str(p2), "--name", "mixed")
+    assert mixed.returncode == 2 and "not of the held-out half" in mixed.stderr, mixed.stderr
     neither = _report(tmp_path, "--command", "x")
     assert neither.returncode == 2 and "run directory or --merge" in neither.stderr

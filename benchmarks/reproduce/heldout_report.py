@@ -152,12 +152,17 @@ def merged_rows(parts: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str,
                 raise SystemExit(f"{r['op']} {r['args']} is in both {seen[key]} and {part}")
             seen[key] = Path(part)
             rows.append({k: r.get(k) for k in ROW_KEYS})
-        lines.append({"file": str(part), "command": data.get("command"),
+        lines.append({"file": str(part), "command": data.get("command"), "split": data.get("split"),
                       "partial": bool(data.get("partial")), "tests": len(data["rows"])})  # fmt: skip
     return rows, lines
 
 
-def summarize(rows: list[dict[str, Any]], command: str, partial: bool) -> dict[str, Any]:
+#: the halves of the traces a report may be of (``--half``), as its split line names them
+HALF_NAMES = {"heldout": "held-out half", "tuning": "tuning half"}
+
+
+def summarize(rows: list[dict[str, Any]], command: str, partial: bool,
+              half: str = "heldout") -> dict[str, Any]:  # fmt: skip
     """Every number of the report, from the tests' rows."""
     timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
     big_mm = [r for r in timed if r["op"] in MATMULS
@@ -167,7 +172,7 @@ def summarize(rows: list[dict[str, Any]], command: str, partial: bool) -> dict[s
         per_op.setdefault(r["op"], []).append(r)
     slow_host = [r for r in timed if (r["ref_host_ms"] or 0) >= 0.020]  # eager >= 20 us
     return {
-        "split": "src/opbench/suites/trace_split.json, held-out half",
+        "split": f"src/opbench/suites/trace_split.json, {HALF_NAMES[half]}",
         "command": command,
         "partial": partial,
         "tests": len(rows),
@@ -228,7 +233,8 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], label: str, gp
             "summarised with `python benchmarks/reproduce/heldout_report.py RUN_DIR --command ...`"
         )
     lines = [
-        f"# {label} on the held-out half of the traces, {gpu.upper()}{cut}",
+        f"# {label} on the {summary['split'].rpartition(', ')[2]} of the traces, "
+        f"{gpu.upper()}{cut}",
         "",
         f"`{summary['command']}`; {how}.",
         f"Split: {summary['split']}. Speedups are eager over the backend (> 1: faster).",
@@ -302,25 +308,32 @@ def main() -> int:
     p.add_argument("--name", default="", help="a suffix for the files (a run of some ops)")
     p.add_argument("--label", default="Triton backend", help="what was judged, for the title")
     p.add_argument("--out-dir", default=str(REPO / "benchmarks" / "results"))
+    p.add_argument("--half", choices=sorted(HALF_NAMES), default="heldout",
+                   help="the half of the traces the run judged (--trace-split): the tuning "
+                   "half's report goes beside the held-out one, named triton-tuning-...")  # fmt: skip
     ns = p.parse_args()
     if (ns.run_dir is None) == (ns.merge is None):
         p.error("give a run directory or --merge PART.json ..., not both")
     parts = None
     if ns.merge:
         rows, parts = merged_rows([Path(m) for m in ns.merge])
+        want = f"src/opbench/suites/trace_split.json, {HALF_NAMES[ns.half]}"
+        other = [x["file"] for x in parts if x["split"] != want]
+        if other:
+            p.error(f"not of the {HALF_NAMES[ns.half]} (--half {ns.half}): {', '.join(other)}")
         partial = ns.partial or any(x["partial"] for x in parts)
         command = ns.command or " + ".join(str(x["command"]) for x in parts)
     else:
         if not ns.command:
             p.error("--command is required with a run directory")
         rows, partial, command = store_rows(Path(ns.run_dir)), ns.partial, ns.command
-    summary = summarize(rows, command, partial)
+    summary = summarize(rows, command, partial, ns.half)
     if parts:
         summary["parts"] = parts
     lines = markdown(summary, rows, ns.label, ns.gpu, parts)
     summary["rows"] = [{k: v for k, v in r.items() if v not in (None, "")} for r in rows]
     name = f"-{ns.name}" if ns.name else ""
-    stem = f"triton-heldout-{ns.gpu}{name}{'-partial' if partial else ''}"
+    stem = f"triton-{ns.half}-{ns.gpu}{name}{'-partial' if partial else ''}"
     out = Path(ns.out_dir)
     (out / f"{stem}.json").write_text(report_json(summary))
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
