@@ -132,3 +132,38 @@ def test_heldout_run_resumes_packs_and_reports(tmp_path: Path) -> None:
     report = json.loads((out / "triton-heldout-cpu-aten.json").read_text())
     assert report["tests"] > 0 and report["passed"] == report["tests"], report
     assert len(report["rows"]) == report["tests"] and not report["partial"]
+
+
+def _settings_in_scripts() -> list[tuple[str, str, list[str]]]:
+    """``(script, variant name or "--set", [MODULE.NAME=VALUE, ...])`` of every
+    ``--variant`` and ``--set`` the GPU scripts pass."""
+    found = []
+    for script in SCRIPTS:
+        for kind, value in re.findall(r"--(variant|set) ([^\s\\]+)", script.read_text()):
+            if "$" in value:  # a shell variable: set by the caller
+                continue
+            name, settings = value.partition("=")[::2] if kind == "variant" else ("--set", value)
+            found.append((script.name, name, [s for s in settings.split(",") if s]))
+    return found
+
+
+def test_every_scripted_setting_names_a_constant_and_moves_it() -> None:
+    """Each ``MODULE.NAME=VALUE`` a GPU script passes names a constant of the backend's
+    modules and parses (``kernel_overrides.apply_overrides`` would end the run on the GPU
+    machine's clock otherwise), and each variant changes at least one setting from its
+    default: a variant equal to the defaults times nothing (two steps of
+    ``conv_pending.sh`` did, once the settings they tried were switched on)."""
+    import ast
+    import importlib
+
+    found = _settings_in_scripts()
+    assert len(found) > 10, found
+    for script, name, settings in found:
+        moved = False
+        for item in settings:
+            target, _, value = item.partition("=")
+            module, _, attr = target.rpartition(".")
+            mod = importlib.import_module(f"opbench.kernels._lib.{module}")
+            assert hasattr(mod, attr), f"{script}: {name}: {module} has no {attr}"
+            moved |= ast.literal_eval(value) != getattr(mod, attr)
+        assert moved or name == "--set", f"{script}: variant {name} is the defaults"
