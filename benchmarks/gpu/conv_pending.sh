@@ -45,7 +45,8 @@
 #     gradient the same way; both on): their GPU tests, then each off and both, and the
 #     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
 #     half and op, device time, the tuning half deciding.
-#  8. the channels-last depthwise forward walk's grid fill, warps and width, which short
+#  8. the channels-last depthwise forward walk's grid fill, warps and width, its loop
+#     pipelined 3 rows deep (stages3), which short
 #     planes it leaves to the gather kernel (tall: at least 2 kernel heights of output
 #     rows) and its channel count and strides restated as runs of 8 where they are no
 #     multiples of 16 (runs: the tuning half's 216 channels, CoaT's 24 and 48), on the 12
@@ -139,8 +140,9 @@ timeout 280 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --variant dwbw8=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_W=8 \
     --variant tall=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_HEIGHT_OVER_K=2 \
     --variant runs=conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS=True \
+    --variant stages3=conv_depthwise_cl_rows.DW_CL_ROWS_STAGES=3 \
     --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|runs) " "$OUT/dw-cl-walk-settings.md"
+grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|runs|stages3) " "$OUT/dw-cl-walk-settings.md"
 echo "walk settings: $(( $(date +%s) - start )) s"
 fi
 if step 9; then

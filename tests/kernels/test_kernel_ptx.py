@@ -245,10 +245,31 @@ def test_the_channels_last_depthwise_walk_keeps_its_7x7_weights_without_spilling
         "--stages", "1", "--sass", "--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4",
         "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True", "BIG=False",
         f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}", "ALIGN=1",
+        "STAGES=1",
     )  # fmt: skip
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
     assert got["sass LDG"] == 7 + 49 + 1, got  # the bias once
     assert not any(k.startswith("ld.global.b16") for k in got), got
+
+
+@pytest.mark.slow
+def test_the_channels_last_depthwise_walk_pipelines_its_rows_and_not_its_taps():
+    """``DW_CL_ROWS_STAGES=3``: the walk's 7 row loads a step become ``cp.async`` copies
+    three rows deep (21), while its 49 taps, loaded once before the loop, stay plain
+    loads into registers (pipelined with the rows they would be copied again every step);
+    nothing spills."""
+    from opbench.kernels._lib import conv_depthwise_cl_rows as m
+
+    got = _probe(
+        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
+        "--stages", "1", "--sass", "--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4",
+        "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True", "BIG=False",
+        f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}", "ALIGN=8",
+        "STAGES=3",
+    )  # fmt: skip
+    assert got["cp.async (.ca)"] + got["cp.async 16-byte (.cg)"] == 7 * 3, got
+    assert got["sass LDG"] == 49 + 1, got  # the taps and the bias
+    assert got["sass local"] == 0 and got["sass stack"] == 0, got
 
 
 @pytest.mark.slow
@@ -264,7 +285,7 @@ def test_the_channels_last_depthwise_walk_reads_channel_runs_as_vectors(align: i
         "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
         "--stages", "1", "--sass", "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True",
         "BIG=False", f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}",
-        f"ALIGN={align}",
+        f"ALIGN={align}", "STAGES=1",
     )  # fmt: skip
     narrow = sum(n for k, n in got.items() if k.endswith(".b16") and k.startswith(("ld", "st")))
     assert got["sass local"] == 0 and got["sass stack"] == 0, got

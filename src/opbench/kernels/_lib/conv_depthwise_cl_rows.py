@@ -45,7 +45,7 @@ from opbench.kernels._lib.proven import common_power_of_two, multiple, multiples
 
 __all__ = [
     "DW_CL_ROWS", "DW_CL_ROWS_ALIGN_RUNS", "DW_CL_ROWS_BLOCK_C", "DW_CL_ROWS_BLOCK_W",
-    "DW_CL_ROWS_MAX_K", "DW_CL_ROWS_MIN_HEIGHT_OVER_K",
+    "DW_CL_ROWS_MAX_K", "DW_CL_ROWS_MIN_HEIGHT_OVER_K", "DW_CL_ROWS_STAGES",
     "DW_CL_ROWS_MIN_PROGRAMS", "DW_CL_ROWS_STRIP", "DW_CL_ROWS_WARPS", "_dw_cl_rows",
     "cl_rows_plan", "cl_rows_settings",
 ]  # fmt: skip
@@ -61,7 +61,8 @@ DW_CL_ROWS = True
 #: ``kernel_ptx.py --sass``, 7x7): the compiler keeps the 49 taps' weights in registers
 #: across the walk, so a thread's share of the tile sets the register count: 16 x 64 on 4
 #: warps (8 elements a thread) took 255 registers and 216 bytes of stack; 16 x 32 on 8
-#: warps (2 a thread) 215 and none. 16 columns hold a 14-wide ConvNeXt row.
+#: warps (2 a thread) 215 and none; 170 since the taps are loaded before the loop
+#: (:func:`_tap_row`, 2026-12-02). 16 columns hold a 14-wide ConvNeXt row.
 DW_CL_ROWS_BLOCK_W = 16
 DW_CL_ROWS_BLOCK_C = 32
 #: Output rows a program walks: its first ``KH - 1`` input rows are the strip's overhead.
@@ -91,13 +92,22 @@ DW_CL_ROWS_MIN_HEIGHT_OVER_K = 0
 #: ``kernel_ptx.py``). CoaT's ``[128, 24, 56, 56]`` 7x7 ran 0.39x eager (H200,
 #: 2026-12-02). Off until ``conv_pending.sh`` step 8 times it (``runs``).
 DW_CL_ROWS_ALIGN_RUNS = False
+#: Stages of the walk's loop over input rows (``tl.range(num_stages=...)``; 1: a plain
+#: loop). Why: the walk waits on each row's loads before its products (a step's 7 loads
+#: then 98 FMAs a thread, with one 8-warp program an SM at 170 registers), and Triton
+#: pipelines no load of a plain loop that feeds no ``tl.dot``: at 3 stages the row's 7
+#: tiles come through ``cp.async`` into shared memory two rows ahead while the taps,
+#: loaded once before the loop (:func:`_tap_row`), stay in registers (sm_90 code read on
+#: the CPU: 21 ``cp.async``, 49 weight loads, 178 registers, no spill). ConvNeXt's ``[32, 512, 14, 14]`` 7x7 took 52.9 us against cuDNN's 29.9 (H200,
+#: 2026-12-02). Untimed: ``conv_pending.sh`` step 8 (``stages3``).
+DW_CL_ROWS_STAGES = 1
 
 
 def cl_rows_settings() -> tuple[Any, ...]:
     """Every setting a plan of this kernel depends on, read now (a plan cache's key)."""
     return (DW_CL_ROWS, DW_CL_ROWS_BLOCK_W, DW_CL_ROWS_BLOCK_C, DW_CL_ROWS_STRIP,
             DW_CL_ROWS_WARPS, DW_CL_ROWS_MIN_PROGRAMS, DW_CL_ROWS_MIN_HEIGHT_OVER_K,
-            DW_CL_ROWS_ALIGN_RUNS)  # fmt: skip
+            DW_CL_ROWS_ALIGN_RUNS, DW_CL_ROWS_STAGES)  # fmt: skip
 
 
 @triton.jit
@@ -109,6 +119,28 @@ def _tap(w_ptr, c, c_ok, C, kh, kw, KH: tl.constexpr, KW: tl.constexpr, FLIP: tl
     else:
         t = kh * KW + kw
     return tl.load(w_ptr + t * C + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+
+
+@triton.jit
+def _tap_row(w_ptr, c, c_ok, C, kh, KH: tl.constexpr, KW: tl.constexpr, FLIP: tl.constexpr):
+    """Kernel row ``kh``'s ``KW`` taps (:func:`_tap`) as a tuple of seven, those past
+    ``KW`` repeating the first (never read): loaded once, before the walk, so they stay
+    in registers however the walk's loop is pipelined."""
+    t0 = _tap(w_ptr, c, c_ok, C, kh, 0, KH, KW, FLIP)
+    t1, t2, t3, t4, t5, t6 = t0, t0, t0, t0, t0, t0
+    if KW > 1:
+        t1 = _tap(w_ptr, c, c_ok, C, kh, 1, KH, KW, FLIP)
+    if KW > 2:
+        t2 = _tap(w_ptr, c, c_ok, C, kh, 2, KH, KW, FLIP)
+    if KW > 3:
+        t3 = _tap(w_ptr, c, c_ok, C, kh, 3, KH, KW, FLIP)
+    if KW > 4:
+        t4 = _tap(w_ptr, c, c_ok, C, kh, 4, KH, KW, FLIP)
+    if KW > 5:
+        t5 = _tap(w_ptr, c, c_ok, C, kh, 5, KH, KW, FLIP)
+    if KW > 6:
+        t6 = _tap(w_ptr, c, c_ok, C, kh, 6, KH, KW, FLIP)
+    return t0, t1, t2, t3, t4, t5, t6
 
 
 @triton.jit
@@ -139,6 +171,7 @@ def _dw_cl_rows_kernel(
     xs0: tl.int64, xs3: tl.int64, xs4: tl.int64, ys0: tl.int64, ys3: tl.int64, ys4: tl.int64,
     KH: tl.constexpr, KW: tl.constexpr, FLIP: tl.constexpr, HAS_BIAS: tl.constexpr,
     BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr, ALIGN: tl.constexpr,
+    STAGES: tl.constexpr,
 ):  # fmt: skip
     """``y[n, o, q, c] = sum over kh < KH, kw < KW of x[n, o - ph + kh, q - pw + kw, c] *
     w[kh, kw, c]`` (``w`` tap-major, reversed where ``FLIP``), channels-last both (the
@@ -176,7 +209,22 @@ def _dw_cl_rows_kernel(
         bias = tl.full([1, BLOCK_C], 0, tl.float32)
     yb = y_ptr + n * ys0 + (q * ys4)[:, None] + c[None, :]
     y_ok = q_ok[:, None] & c_ok[None, :]
-    for r in range(first - ph, last - ph + KH - 1):
+    # accumulator j's taps: kernel row KH - 1 - j (rows past KH alias the first, unread)
+    w0 = _tap_row(w_ptr, c, c_ok, C, KH - 1, KH, KW, FLIP)
+    w1, w2, w3, w4, w5, w6 = w0, w0, w0, w0, w0, w0
+    if KH > 1:
+        w1 = _tap_row(w_ptr, c, c_ok, C, KH - 2, KH, KW, FLIP)
+    if KH > 2:
+        w2 = _tap_row(w_ptr, c, c_ok, C, KH - 3, KH, KW, FLIP)
+    if KH > 3:
+        w3 = _tap_row(w_ptr, c, c_ok, C, KH - 4, KH, KW, FLIP)
+    if KH > 4:
+        w4 = _tap_row(w_ptr, c, c_ok, C, KH - 5, KH, KW, FLIP)
+    if KH > 5:
+        w5 = _tap_row(w_ptr, c, c_ok, C, KH - 6, KH, KW, FLIP)
+    if KH > 6:
+        w6 = _tap_row(w_ptr, c, c_ok, C, KH - 7, KH, KW, FLIP)
+    for r in tl.range(first - ph, last - ph + KH - 1, num_stages=STAGES):
         # the row as a [1, 1] tile: the interpreter's AND of a tile and a scalar bool is int32
         rr = tl.full([1, 1], 0, ph.dtype) + r
         r_ok = (rr >= 0) & (rr < H)
@@ -186,19 +234,19 @@ def _dw_cl_rows_kernel(
             ok = (q_ok & (iw >= 0) & (iw < W))[:, None] & c_ok[None, :] & r_ok
             xt = tl.load(row + (iw * xs4)[:, None] + c[None, :], mask=ok, other=0.0)
             xt = xt.to(tl.float32)
-            acc0 += xt * _tap(w_ptr, c, c_ok, C, KH - 1, kw, KH, KW, FLIP)
+            acc0 += xt * w0[kw]
             if KH > 1:
-                acc1 += xt * _tap(w_ptr, c, c_ok, C, KH - 2, kw, KH, KW, FLIP)
+                acc1 += xt * w1[kw]
             if KH > 2:
-                acc2 += xt * _tap(w_ptr, c, c_ok, C, KH - 3, kw, KH, KW, FLIP)
+                acc2 += xt * w2[kw]
             if KH > 3:
-                acc3 += xt * _tap(w_ptr, c, c_ok, C, KH - 4, kw, KH, KW, FLIP)
+                acc3 += xt * w3[kw]
             if KH > 4:
-                acc4 += xt * _tap(w_ptr, c, c_ok, C, KH - 5, kw, KH, KW, FLIP)
+                acc4 += xt * w4[kw]
             if KH > 5:
-                acc5 += xt * _tap(w_ptr, c, c_ok, C, KH - 6, kw, KH, KW, FLIP)
+                acc5 += xt * w5[kw]
             if KH > 6:
-                acc6 += xt * _tap(w_ptr, c, c_ok, C, KH - 7, kw, KH, KW, FLIP)
+                acc6 += xt * w6[kw]
         o = r + ph - (KH - 1)  # the output row the first accumulator completes
         if o >= first:
             tl.store(yb + o * ys3, (acc0 + bias).to(y_ptr.dtype.element_ty), mask=y_ok)
@@ -254,5 +302,6 @@ def cl_rows_plan(
     if DW_CL_ROWS_ALIGN_RUNS:
         align = common_power_of_two(C, *x_stride[:1], *x_stride[3:], *y_stride[:1], *y_stride[3:])
     consts = dict(KH=KH, KW=KW, FLIP=transposed, HAS_BIAS=has_bias, BIG=big, BLOCK_W=bw,
-                  BLOCK_C=bc, ALIGN=align, num_warps=DW_CL_ROWS_WARPS)  # fmt: skip
+                  BLOCK_C=bc, ALIGN=align, STAGES=DW_CL_ROWS_STAGES,
+                  num_warps=DW_CL_ROWS_WARPS)  # fmt: skip
     return grid, ints, consts
