@@ -54,7 +54,7 @@
 #     (conv_heldout.py --channels-last: the tuning half's own channels-last depthwise
 #     rows are four 3x3 ones), device time, the tuning half deciding;
 #  9. the same for the weight-gradient walk (backward rows): its fill, channel tile,
-#     warps by its tile and runs. Why both: the held-out rows furthest behind cuDNN ran
+#     warps by its tile, runs, and its loop pipelined 2 or 3 rows deep. Why both: the held-out rows furthest behind cuDNN ran
 #     their loops latency-bound, the weight gradient's 266 programs (2 an SM) walking
 #     94-189 rows each: CoaT's [128, 24, 56, 56] 7x7 1,024 us against 70, ConvNeXt's
 #     [32, 128, 56, 56] 400 against 71 (dw-cl-rows-cl-h200-2026-12-02.json).
@@ -154,7 +154,10 @@ timeout 280 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
     --variant dwgelems8=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8 \
     --variant dwgelems8fill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
     --variant dwgruns=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_ALIGN_RUNS=True \
+    --variant dwgstages2=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_STAGES=2 \
+    --variant dwgstages3=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_STAGES=3 \
+    --variant dwgelems8stages3=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_STAGES=3 \
     --out "$OUT/dwg-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k|dwgruns) " "$OUT/dwg-cl-walk-settings.md"
+grep -E "^\| (dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k|dwgruns|dwgstages2|dwgstages3|dwgelems8stages3) " "$OUT/dwg-cl-walk-settings.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -306,7 +306,7 @@ def test_the_channels_last_depthwise_weight_gradient_walk_loads_16_byte_rows():
         "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
         str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--div16", "C", "as0", "as3",
         "as4", "bs0", "bs3", "bs4", "--const", "KW=7", "BIG=False", "BLOCK_W=16",
-        f"BLOCK_C={m.DWG_CL_WALK_BLOCK_C}", "ALIGN=1",
+        f"BLOCK_C={m.DWG_CL_WALK_BLOCK_C}", "ALIGN=1", "STAGES=1",
     )  # fmt: skip
     assert got.get("ld.global.v4.b32", 0) == 8 and got["sass LDG"] == 8, got
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
@@ -324,10 +324,25 @@ def test_the_channels_last_depthwise_weight_gradient_walk_reads_channel_runs(ali
     got = _probe(
         "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
         str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--const", "KW=7", "BIG=False",
-        "BLOCK_W=64", "BLOCK_C=32", f"ALIGN={align}",
+        "BLOCK_W=64", "BLOCK_C=32", f"ALIGN={align}", "STAGES=1",
     )  # fmt: skip
     if align == 1:
         assert got.get("ld.global.b16", 0) > 0, got
     else:
         assert got.get("ld.global.v4.b32", 0) == 16 and not got.get("ld.global.b16"), got
         assert got["sass local"] == 0 and got["sass stack"] == 0, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stages", [2, 3])
+def test_the_channels_last_depthwise_weight_gradient_walk_pipelines_its_rows(stages: int):
+    """``DWG_CL_WALK_STAGES``: the weight-gradient walk's 8 tile loads a step (the summed
+    row and 7 shifts of the gathered one) become 16-byte ``cp.async`` copies ``stages``
+    rows deep, where a plain loop waits on each row's loads; nothing spills."""
+    got = _probe(
+        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps", "4", "--stages", "1",
+        "--sass", "--div16", "C", "as0", "as3", "as4", "bs0", "bs3", "bs4", "--const", "KW=7",
+        "BIG=False", "BLOCK_W=16", "BLOCK_C=64", "ALIGN=8", f"STAGES={stages}",
+    )  # fmt: skip
+    assert got["cp.async 16-byte (.cg)"] == 8 * stages, got
+    assert got["sass local"] == 0 and got["sass stack"] == 0, got

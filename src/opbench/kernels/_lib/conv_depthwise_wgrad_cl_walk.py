@@ -43,7 +43,7 @@ from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = [
     "DWG_CL_WALK", "DWG_CL_WALK_ALIGN_RUNS", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W",
-    "DWG_CL_WALK_THREAD_ELEMS",
+    "DWG_CL_WALK_STAGES", "DWG_CL_WALK_THREAD_ELEMS",
     "cl_walk_warps", "cl_walk_weight_grad",
 ]  # fmt: skip
 
@@ -79,6 +79,12 @@ DWG_CL_WALK_THREAD_ELEMS: int | None = None
 #: (64 x 32 tile, 4 warps; sm_90 code read on the CPU). Off until ``conv_pending.sh``
 #: step 9 times it (``dwgruns``).
 DWG_CL_WALK_ALIGN_RUNS = False
+#: Stages of the walk's loop over output rows (``tl.range(num_stages=...)``; 1: a plain
+#: loop, which Triton does not pipeline: each row's 8 tile loads are waited on before its
+#: products, the latency-bound loop of the module docstring's slow rows). At 2 or 3 the
+#: tiles come through ``cp.async`` one or two rows ahead (sm_90 code read on the CPU).
+#: Untimed: ``conv_pending.sh`` step 9 (``dwgstages2``, ``dwgstages3``).
+DWG_CL_WALK_STAGES = 1
 #: Fewest programs the grid should have (twice an H200's SMs): the rows are split until
 #: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows.
 DWG_CL_WALK_MIN_PROGRAMS = 264
@@ -107,7 +113,7 @@ def _dwg_cl_walk_kernel(
     as0: tl.int64, as3: tl.int64, as4: tl.int64, bs0: tl.int64, bs3: tl.int64, bs4: tl.int64,
     ws0: tl.int64, ws3: tl.int64, ws4: tl.int64,
     KW: tl.constexpr, BIG: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_C: tl.constexpr,
-    ALIGN: tl.constexpr,
+    ALIGN: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
     """``dw[c, 0, kh, kw] = sum over images n and output positions (o, q) of
     a[n, o, q, c] * b[n, o - ph + kh, q - pw + kw, c]`` (zero outside ``b``), both
@@ -131,7 +137,7 @@ def _dwg_cl_walk_kernel(
     acc0, acc1, acc2, acc3, acc4, acc5, acc6 = zero, zero, zero, zero, zero, zero, zero
     first = split * _idx(rows_per_split, BIG)
     last = tl.minimum(first + _idx(rows_per_split, BIG), _idx(rows, BIG))
-    for t in range(first, last):
+    for t in tl.range(first, last, num_stages=STAGES):
         n = t // QH
         o = t - n * QH
         a = tl.load(a_ptr + n * as0 + o * as3 + a_cols, mask=qc_ok, other=0.0).to(tl.float32)
@@ -227,7 +233,8 @@ def cl_walk_weight_grad(
         (a5, b5, target, C, QH, QW, PH, PW, padding[0], padding[1], rows, per,
          dw.numel() if splits > 1 else 0, as0, as3, as4, bs0, bs3, bs4,
          w5.stride(0), w5.stride(3), w5.stride(4)),
-        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, ALIGN=align, num_warps=cl_walk_warps(bw, bc),
+        KW=KW, BIG=big, BLOCK_W=bw, BLOCK_C=bc, ALIGN=align, STAGES=DWG_CL_WALK_STAGES,
+        num_warps=cl_walk_warps(bw, bc),
     )  # fmt: skip
     sum_split_target(target, dw)
     return True
