@@ -161,10 +161,20 @@ def merged_rows(parts: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str,
 HALF_NAMES = {"heldout": "held-out half", "tuning": "tuning half"}
 
 
+def split_line(half: str) -> str:
+    """The ``split`` a report of ``half`` states (and a merge checks each part's against)."""
+    return f"src/opbench/suites/trace_split.json, {HALF_NAMES[half]}"
+
+
+def timed_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The passed tests with both speed-ups: the ones every geomean is over."""
+    return [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
+
+
 def summarize(rows: list[dict[str, Any]], command: str, partial: bool,
               half: str = "heldout") -> dict[str, Any]:  # fmt: skip
     """Every number of the report, from the tests' rows."""
-    timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
+    timed = timed_rows(rows)
     big_mm = [r for r in timed if r["op"] in MATMULS
               and (matmul_gflop(r["op"], r["args"]) or 0) >= 1.0]  # fmt: skip
     per_op: dict[str, list[dict[str, Any]]] = {}
@@ -172,7 +182,7 @@ def summarize(rows: list[dict[str, Any]], command: str, partial: bool,
         per_op.setdefault(r["op"], []).append(r)
     slow_host = [r for r in timed if (r["ref_host_ms"] or 0) >= 0.020]  # eager >= 20 us
     return {
-        "split": f"src/opbench/suites/trace_split.json, {HALF_NAMES[half]}",
+        "split": split_line(half),
         "command": command,
         "partial": partial,
         "tests": len(rows),
@@ -218,7 +228,7 @@ def summarize(rows: list[dict[str, Any]], command: str, partial: bool,
 
 
 def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], label: str, gpu: str,
-             parts: list[dict[str, Any]] | None = None) -> list[str]:  # fmt: skip
+             half: str, parts: list[dict[str, Any]] | None = None) -> list[str]:  # fmt: skip
     """The report's lines; ``parts``: those of a merged report (:func:`merged_rows`)."""
 
     def f(x: float | None) -> str:
@@ -233,8 +243,7 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], label: str, gp
             "summarised with `python benchmarks/reproduce/heldout_report.py RUN_DIR --command ...`"
         )
     lines = [
-        f"# {label} on the {summary['split'].rpartition(', ')[2]} of the traces, "
-        f"{gpu.upper()}{cut}",
+        f"# {label} on the {HALF_NAMES[half]} of the traces, {gpu.upper()}{cut}",
         "",
         f"`{summary['command']}`; {how}.",
         f"Split: {summary['split']}. Speedups are eager over the backend (> 1: faster).",
@@ -273,8 +282,7 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], label: str, gp
     ]
     for op, d in summary["per_op"].items():
         lines.append(f"| {op} | {d['tests']} | {f(d['device'])} | {f(d['host'])} |")
-    timed = [r for r in rows if r["status"] == "passed" and r["speedup"] and r["host"]]
-    low = lowest_host(timed)
+    low = lowest_host(timed_rows(rows))
     if low:
         lines += ["", "Lowest host ratios where eager takes >= 20 us (eager's host us a call; "
                   "`python`: called as the Python function, with the worker's reason where "
@@ -317,8 +325,7 @@ def main() -> int:
     parts = None
     if ns.merge:
         rows, parts = merged_rows([Path(m) for m in ns.merge])
-        want = f"src/opbench/suites/trace_split.json, {HALF_NAMES[ns.half]}"
-        other = [x["file"] for x in parts if x["split"] != want]
+        other = [x["file"] for x in parts if x["split"] != split_line(ns.half)]
         if other:
             p.error(f"not of the {HALF_NAMES[ns.half]} (--half {ns.half}): {', '.join(other)}")
         partial = ns.partial or any(x["partial"] for x in parts)
@@ -330,7 +337,7 @@ def main() -> int:
     summary = summarize(rows, command, partial, ns.half)
     if parts:
         summary["parts"] = parts
-    lines = markdown(summary, rows, ns.label, ns.gpu, parts)
+    lines = markdown(summary, rows, ns.label, ns.gpu, ns.half, parts)
     summary["rows"] = [{k: v for k, v in r.items() if v not in (None, "")} for r in rows]
     name = f"-{ns.name}" if ns.name else ""
     stem = f"triton-{ns.half}-{ns.gpu}{name}{'-partial' if partial else ''}"

@@ -231,22 +231,45 @@ def test_rows_aligned_to_fewer_than_8_channels_still_copy_asynchronously(align: 
     assert not any(k.startswith("ld.global") and n for k, n in got.items()), got
 
 
+def _cl_walk(align: int, stages: int, *, counts_proven: bool = True) -> dict[str, int]:
+    """The channels-last depthwise forward walk at its default tile and ConvNeXt's 7x7
+    kernel; ``counts_proven``: the count and strides passed as multiples of 16 (Triton
+    proves their alignment), else as CoaT's 24 channels are (it proves nothing)."""
+    from opbench.kernels._lib import conv_depthwise_cl_rows as m
+
+    div16 = ["--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4"] if counts_proven else []
+    return _probe(
+        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
+        "--stages", "1", "--sass", *div16, "--const", "KH=7", "KW=7", "FLIP=False",
+        "HAS_BIAS=True", "BIG=False", f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}",
+        f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}", f"ALIGN={align}", f"STAGES={stages}",
+    )  # fmt: skip
+
+
+def _cl_walk_wgrad(block_w: int, block_c: int, align: int, stages: int, *,
+                   counts_proven: bool = True) -> dict[str, int]:  # fmt: skip
+    """The channels-last depthwise weight-gradient walk on its default warps, 7 taps a
+    kernel row, over a ``[block_w, block_c]`` tile; ``counts_proven`` as for
+    :func:`_cl_walk`."""
+    from opbench.kernels._lib import conv_depthwise_wgrad_cl_walk as m
+
+    div16 = ["--div16", "C", "as0", "as3", "as4", "bs0", "bs3", "bs4"] if counts_proven else []
+    return _probe(
+        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
+        str(m.DWG_CL_WALK_WARPS), "--stages", "3",
+        "--sass", *div16, "--const", "KW=7", "BIG=False", f"BLOCK_W={block_w}",
+        f"BLOCK_C={block_c}", f"ALIGN={align}", f"STAGES={stages}",
+    )  # fmt: skip
+
+
 @pytest.mark.slow
 def test_the_channels_last_depthwise_walk_keeps_its_7x7_weights_without_spilling():
     """The channels-last depthwise walk at its default tile (16 columns x 32 channels, 8
     warps) and ConvNeXt's 7x7 kernel: the compiler keeps the 49 taps' weights in registers
     across the walk, so a larger share of the tile a thread spilled (16 x 64 on 4 warps:
-    216 bytes of stack); here no local memory and no stack, 7 input loads and 49 weight
-    loads a step."""
-    from opbench.kernels._lib import conv_depthwise_cl_rows as m
-
-    got = _probe(
-        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
-        "--stages", "1", "--sass", "--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4",
-        "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True", "BIG=False",
-        f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}", "ALIGN=1",
-        "STAGES=1",
-    )  # fmt: skip
+    216 bytes of stack); here no local memory and no stack, 7 input loads a step and the
+    49 weights loaded once, before it."""
+    got = _cl_walk(align=1, stages=1)
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
     assert got["sass LDG"] == 7 + 49 + 1, got  # the bias once
     assert not any(k.startswith("ld.global.b16") for k in got), got
@@ -258,15 +281,7 @@ def test_the_channels_last_depthwise_walk_pipelines_its_rows_and_not_its_taps():
     three rows deep (21), while its 49 taps, loaded once before the loop, stay plain
     loads into registers (pipelined with the rows they would be copied again every step);
     nothing spills."""
-    from opbench.kernels._lib import conv_depthwise_cl_rows as m
-
-    got = _probe(
-        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
-        "--stages", "1", "--sass", "--div16", "C", "xs0", "xs3", "xs4", "ys0", "ys3", "ys4",
-        "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True", "BIG=False",
-        f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}", "ALIGN=8",
-        "STAGES=3",
-    )  # fmt: skip
+    got = _cl_walk(align=8, stages=3)
     assert got["cp.async (.ca)"] + got["cp.async 16-byte (.cg)"] == 7 * 3, got
     assert got["sass LDG"] == 49 + 1, got  # the taps and the bias
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
@@ -279,14 +294,7 @@ def test_the_channels_last_depthwise_walk_reads_channel_runs_as_vectors(align: i
     the count or the strides): told nothing (``ALIGN=1``) every access is 2 bytes wide;
     restated as runs of 8 (``DW_CL_ROWS_ALIGN_RUNS``) the channel loads and the store are
     as wide as for 16 channels' multiples, with no spill."""
-    from opbench.kernels._lib import conv_depthwise_cl_rows as m
-
-    got = _probe(
-        "conv_depthwise_cl_rows._dw_cl_rows_kernel", "--warps", str(m.DW_CL_ROWS_WARPS),
-        "--stages", "1", "--sass", "--const", "KH=7", "KW=7", "FLIP=False", "HAS_BIAS=True",
-        "BIG=False", f"BLOCK_W={m.DW_CL_ROWS_BLOCK_W}", f"BLOCK_C={m.DW_CL_ROWS_BLOCK_C}",
-        f"ALIGN={align}", "STAGES=1",
-    )  # fmt: skip
+    got = _cl_walk(align=align, stages=1, counts_proven=False)
     narrow = sum(n for k, n in got.items() if k.endswith(".b16") and k.startswith(("ld", "st")))
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
     if align == 1:
@@ -302,12 +310,7 @@ def test_the_channels_last_depthwise_weight_gradient_walk_loads_16_byte_rows():
     the 7 column shifts of the gathered one, 8 loads of 16-byte runs, nothing spilled."""
     from opbench.kernels._lib import conv_depthwise_wgrad_cl_walk as m
 
-    got = _probe(
-        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
-        str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--div16", "C", "as0", "as3",
-        "as4", "bs0", "bs3", "bs4", "--const", "KW=7", "BIG=False", "BLOCK_W=16",
-        f"BLOCK_C={m.DWG_CL_WALK_BLOCK_C}", "ALIGN=1", "STAGES=1",
-    )  # fmt: skip
+    got = _cl_walk_wgrad(16, m.DWG_CL_WALK_BLOCK_C, align=1, stages=1)
     assert got.get("ld.global.v4.b32", 0) == 8 and got["sass LDG"] == 8, got
     assert got["sass local"] == 0 and got["sass stack"] == 0, got
 
@@ -319,13 +322,7 @@ def test_the_channels_last_depthwise_weight_gradient_walk_reads_channel_runs(ali
     Triton told nothing of the count or strides): 2-byte loads at ``ALIGN=1`` (and 2.5 KB
     of stack, Triton 3.9); restated as runs of 8 (``DWG_CL_WALK_ALIGN_RUNS``), a step's 8
     tiles load as 16-byte vectors and nothing spills."""
-    from opbench.kernels._lib import conv_depthwise_wgrad_cl_walk as m
-
-    got = _probe(
-        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps",
-        str(m.DWG_CL_WALK_WARPS), "--stages", "3", "--sass", "--const", "KW=7", "BIG=False",
-        "BLOCK_W=64", "BLOCK_C=32", f"ALIGN={align}", "STAGES=1",
-    )  # fmt: skip
+    got = _cl_walk_wgrad(64, 32, align=align, stages=1, counts_proven=False)
     if align == 1:
         assert got.get("ld.global.b16", 0) > 0, got
     else:
@@ -339,10 +336,6 @@ def test_the_channels_last_depthwise_weight_gradient_walk_pipelines_its_rows(sta
     """``DWG_CL_WALK_STAGES``: the weight-gradient walk's 8 tile loads a step (the summed
     row and 7 shifts of the gathered one) become 16-byte ``cp.async`` copies ``stages``
     rows deep, where a plain loop waits on each row's loads; nothing spills."""
-    got = _probe(
-        "conv_depthwise_wgrad_cl_walk._dwg_cl_walk_kernel", "--warps", "4", "--stages", "1",
-        "--sass", "--div16", "C", "as0", "as3", "as4", "bs0", "bs3", "bs4", "--const", "KW=7",
-        "BIG=False", "BLOCK_W=16", "BLOCK_C=64", "ALIGN=8", f"STAGES={stages}",
-    )  # fmt: skip
+    got = _cl_walk_wgrad(16, 64, align=8, stages=stages)
     assert got["cp.async 16-byte (.cg)"] == 8 * stages, got
     assert got["sass local"] == 0 and got["sass stack"] == 0, got

@@ -61,8 +61,9 @@ DW_CL_ROWS = True
 #: ``kernel_ptx.py --sass``, 7x7): the compiler keeps the 49 taps' weights in registers
 #: across the walk, so a thread's share of the tile sets the register count: 16 x 64 on 4
 #: warps (8 elements a thread) took 255 registers and 216 bytes of stack; 16 x 32 on 8
-#: warps (2 a thread) 215 and none; 170 since the taps are loaded before the loop
-#: (:func:`_tap_row`, 2026-12-02). 16 columns hold a 14-wide ConvNeXt row.
+#: warps (2 a thread) 215 and none; 190 since the taps are loaded before the loop
+#: (:func:`_tap_row`, 2026-12-02; 170 with :data:`DW_CL_ROWS_ALIGN_RUNS`). 16 columns
+#: hold a 14-wide ConvNeXt row.
 DW_CL_ROWS_BLOCK_W = 16
 DW_CL_ROWS_BLOCK_C = 32
 #: Output rows a program walks: its first ``KH - 1`` input rows are the strip's overhead.
@@ -87,19 +88,20 @@ DW_CL_ROWS_MIN_HEIGHT_OVER_K = 0
 #: channel loads and stores are vectors where those are no multiples of 16. Why: Triton
 #: proves alignment only from multiples of 16, so 24, 40, 48, 72, 120, 168 or 216 channels
 #: (CoaT's, EfficientNet's, NASNet's; the tuning half's ``[16, 216, 42, 42]``) compiled
-#: every access 2 bytes wide: 114 ``ld.global.b16`` and 249 registers a 7x7 step where 16
-#: channels' multiples load 57 ``b32`` on 215 (sm_90 code read on the CPU, Triton 3.9,
-#: ``kernel_ptx.py``). CoaT's ``[128, 24, 56, 56]`` 7x7 ran 0.39x eager (H200,
+#: every access 2 bytes wide: 114 ``ld.global.b16`` on 198 registers for a 7x7 walk
+#: where restated runs of 8 load 57 ``b32`` on 170 (sm_90 code read on the CPU, Triton
+#: 3.9, ``kernel_ptx.py``; 249 and 215 before the taps left the loop). CoaT's ``[128, 24, 56, 56]`` 7x7 ran 0.39x eager (H200,
 #: 2026-12-02). Off until ``conv_pending.sh`` step 8 times it (``runs``).
 DW_CL_ROWS_ALIGN_RUNS = False
 #: Stages of the walk's loop over input rows (``tl.range(num_stages=...)``; 1: a plain
 #: loop). Why: the walk waits on each row's loads before its products (a step's 7 loads
-#: then 98 FMAs a thread, with one 8-warp program an SM at 170 registers), and Triton
+#: then 98 FMAs a thread, with one 8-warp program an SM at 190 registers), and Triton
 #: pipelines no load of a plain loop that feeds no ``tl.dot``: at 3 stages the row's 7
 #: tiles come through ``cp.async`` into shared memory two rows ahead while the taps,
 #: loaded once before the loop (:func:`_tap_row`), stay in registers (sm_90 code read on
-#: the CPU: 21 ``cp.async``, 49 weight loads, 178 registers, no spill). ConvNeXt's ``[32, 512, 14, 14]`` 7x7 took 52.9 us against cuDNN's 29.9 (H200,
-#: 2026-12-02). Untimed: ``conv_pending.sh`` step 8 (``stages3``).
+#: the CPU: 21 ``cp.async``, 49 weight loads, 179 registers, no spill). ConvNeXt's
+#: ``[32, 512, 14, 14]`` 7x7 took 52.9 us against cuDNN's 29.9 (H200, 2026-12-02).
+#: Untimed: ``conv_pending.sh`` step 8 (``stages3``).
 DW_CL_ROWS_STAGES = 1
 
 
