@@ -14,7 +14,7 @@
 # no copy launches then). Steps 5-7 now time the settings turned off against the
 # defaults; run a step again after changing its kernels. Every step together is longer
 # than one call of a lent GPU machine (10 minutes): choose them with STEPS (on the H200,
-# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s; 8 and 9, untried, ~200 s each). From
+# 2026-12-02: steps 5 and 6 took 486 s, step 7 116 s, 8 and 9 274 s). From
 # the repository root, carrying .gpu_data (the traces copied to .gpu_data/traces):
 #   STEPS=89 bash benchmarks/gpu/conv_pending.sh    # only steps 8 and 9
 #   STEPS=34 bash benchmarks/gpu/conv_pending.sh    # only steps 3 and 4
@@ -45,19 +45,21 @@
 #     gradient the same way; both on): their GPU tests, then each off and both, and the
 #     forward's 64-channel tile, on the 12 most used channels-last depthwise rows of each
 #     half and op, device time, the tuning half deciding.
-#  8. the channels-last depthwise forward walk's grid fill, warps and width, its loop
-#     pipelined 3 rows deep (stages3), which short
-#     planes it leaves to the gather kernel (tall: at least 2 kernel heights of output
-#     rows) and its channel count and strides restated as runs of 8 where they are no
-#     multiples of 16 (runs: the tuning half's 216 channels, CoaT's 24 and 48), on the 12
-#     most used depthwise rows of each half and op made channels-last
-#     (conv_heldout.py --channels-last: the tuning half's own channels-last depthwise
-#     rows are four 3x3 ones), device time, the tuning half deciding;
-#  9. the same for the weight-gradient walk (backward rows): its fill, channel tile,
-#     warps by its tile, runs, and its loop pipelined 2 or 3 rows deep. Why both: the held-out rows furthest behind cuDNN ran
-#     their loops latency-bound, the weight gradient's 266 programs (2 an SM) walking
-#     94-189 rows each: CoaT's [128, 24, 56, 56] 7x7 1,024 us against 70, ConvNeXt's
-#     [32, 128, 56, 56] 400 against 71 (dw-cl-rows-cl-h200-2026-12-02.json).
+#  8. the channels-last depthwise walks' GPU tests, then the forward walk's settings turned
+#     off against its defaults (channel runs: noruns; 8 warps in place of 4: dw8w) and its
+#     loop pipelined 3 rows deep (stages3), on the 12 most used depthwise rows of each half
+#     and op made channels-last (conv_heldout.py --channels-last: the tuning half's own
+#     channels-last depthwise rows are four 3x3 ones), device time;
+#  9. the same for the weight-gradient walk (backward rows): runs off, 4 fixed warps in
+#     place of warps by its tile (dwgwarps4), a fill of 1,056 programs, 32 channels, 3
+#     stages. Both steps decided the walks' defaults on the H200 (2026-12-02: channel runs
+#     on in both, the forward on 4 warps, the weight gradient's warps by its tile; the
+#     rest off): the first timing against the old defaults is dw-cl-walk-settings and
+#     dwg-cl-walk-settings, the second against the new ones dw-cl-walk-defaults and
+#     dwg-cl-walk-defaults (benchmarks/results, -h200-2026-12-02; 274 s for both steps).
+#     Why: the weight gradient ran 1,974 us against cuDNN's 38 on the tuning half's
+#     [16, 216, 42, 42] 3x3 (every access 2 bytes wide where channels are no multiple of
+#     16); with runs, 60.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh > /dev/null
 TRACES=${TRACES:-.gpu_data/traces}
@@ -133,31 +135,27 @@ timeout 240 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit
 grep -E "^\| (gather|walk64|taprows|neither) " "$OUT/dw-cl-rows-cl.md"
 fi
 if step 8; then
-timeout 280 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
+OPBENCH_KERNEL_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -m "" \
+    tests/kernels/test_conv_depthwise_cl_rows.py tests/kernels/test_conv_depthwise_wgrad_cl_walk.py \
+    2>&1 | tail -3
+timeout 200 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
     --channels-last --match 'T\(\[\d+, 1, [3-7], [3-7]\]' \
-    --variant dwfill1k=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_PROGRAMS=1056 \
-    --variant dw4w=conv_depthwise_cl_rows.DW_CL_ROWS_WARPS=4 \
-    --variant dwbw8=conv_depthwise_cl_rows.DW_CL_ROWS_BLOCK_W=8 \
-    --variant tall=conv_depthwise_cl_rows.DW_CL_ROWS_MIN_HEIGHT_OVER_K=2 \
-    --variant runs=conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS=True \
+    --variant noruns=conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS=False \
+    --variant dw8w=conv_depthwise_cl_rows.DW_CL_ROWS_WARPS=8 \
     --variant stages3=conv_depthwise_cl_rows.DW_CL_ROWS_STAGES=3 \
-    --out "$OUT/dw-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwfill1k|dw4w|dwbw8|tall|runs|stages3) " "$OUT/dw-cl-walk-settings.md"
+    --out "$OUT/dw-cl-walk-defaults" 2>&1 | tail -1
+grep -E "^\| (noruns|dw8w|stages3) " "$OUT/dw-cl-walk-defaults.md"
 echo "walk settings: $(( $(date +%s) - start )) s"
 fi
 if step 9; then
-timeout 280 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
+timeout 250 python3 benchmarks/probes/conv_heldout.py --traces "$TRACES" --limit 12 --profile \
     --channels-last --match 'T\(\[\d+, 1, [3-7], [3-7]\]' --ops convolution_backward.default \
+    --variant dwgnoruns=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_ALIGN_RUNS=False \
     --variant dwgfill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
-    --variant dwgfill2k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=2112 \
     --variant dwgbc32=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_BLOCK_C=32 \
-    --variant dwgelems8=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8 \
-    --variant dwgelems8fill1k=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_MIN_PROGRAMS=1056 \
-    --variant dwgruns=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_ALIGN_RUNS=True \
-    --variant dwgstages2=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_STAGES=2 \
+    --variant dwgwarps4=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=None \
     --variant dwgstages3=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_STAGES=3 \
-    --variant dwgelems8stages3=conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_THREAD_ELEMS=8,conv_depthwise_wgrad_cl_walk.DWG_CL_WALK_STAGES=3 \
-    --out "$OUT/dwg-cl-walk-settings" 2>&1 | tail -1
-grep -E "^\| (dwgfill1k|dwgfill2k|dwgbc32|dwgelems8|dwgelems8fill1k|dwgruns|dwgstages2|dwgstages3|dwgelems8stages3) " "$OUT/dwg-cl-walk-settings.md"
+    --out "$OUT/dwg-cl-walk-defaults" 2>&1 | tail -1
+grep -E "^\| (dwgnoruns|dwgfill1k|dwgbc32|dwgwarps4|dwgstages3) " "$OUT/dwg-cl-walk-defaults.md"
 fi
 echo "done: $(( $(date +%s) - start )) s"

@@ -57,20 +57,27 @@ _INTERPRETING = INTERPRETING
 DW_CL_ROWS = True
 #: A program's tile: ``BLOCK_W`` output columns (a power of two over the output's width,
 #: at most this) x ``BLOCK_C`` channels (at most this), in ``DW_CL_ROWS_WARPS`` warps.
-#: Untimed first choices, read from the sm_90 code on the CPU machine (Triton 3.9,
-#: ``kernel_ptx.py --sass``, 7x7): the compiler keeps the 49 taps' weights in registers
-#: across the walk, so a thread's share of the tile sets the register count: 16 x 64 on 4
-#: warps (8 elements a thread) took 255 registers and 216 bytes of stack; 16 x 32 on 8
-#: warps (2 a thread) 215 and none; 190 since the taps are loaded before the loop
-#: (:func:`_tap_row`, 2026-12-02; 170 with :data:`DW_CL_ROWS_ALIGN_RUNS`). 16 columns
-#: hold a 14-wide ConvNeXt row.
+#: First chosen from the sm_90 code on the CPU machine (Triton 3.9, ``kernel_ptx.py
+#: --sass``, 7x7): the compiler keeps the 49 taps' weights in registers across the walk,
+#: so a thread's share of the tile sets the register count: 16 x 64 on 4 warps (8
+#: elements a thread) took 255 registers and 216 bytes of stack; 16 x 32 on 8 warps (2 a
+#: thread) 215 and none; 190 since the taps are loaded before the loop (:func:`_tap_row`,
+#: 2026-12-02; 170 with :data:`DW_CL_ROWS_ALIGN_RUNS`). 16 columns hold a 14-wide
+#: ConvNeXt row. 4 warps since the H200 timed them (2026-12-02, 12 most used depthwise
+#: rows of each half made channels-last, device time): 16 x 32 on 4 spills 136 bytes at
+#: 7x7 yet ran 1.161x the 8 warps' speed on the tuning half (1.082x held out), faster on
+#: every 7x7 row too (ConvNeXt's ``[32, 768, 32, 32]`` 324 -> 232 us); with channel runs
+#: on, 8 warps read 0.846x (0.871x held out): ``dw-cl-walk-settings-h200-2026-12-02``,
+#: ``dw-cl-walk-defaults-h200-2026-12-02`` in ``benchmarks/results``.
 DW_CL_ROWS_BLOCK_W = 16
 DW_CL_ROWS_BLOCK_C = 32
 #: Output rows a program walks: its first ``KH - 1`` input rows are the strip's overhead.
 DW_CL_ROWS_STRIP = 16
-DW_CL_ROWS_WARPS = 8
+DW_CL_ROWS_WARPS = 4
 #: Fewest programs the grid should have: strips are halved (down to one row) until it
 #: has them (twice an H200's 132 SMs), as the NCHW walk's rule (``DW_ROWS_MIN_PROGRAMS``).
+#: 1,056 ran 0.787x as fast on the tuning rows it moves (H200, 2026-12-02); 8 columns in
+#: place of 16, 0.986x.
 DW_CL_ROWS_MIN_PROGRAMS = 264
 #: Largest kernel side served: the accumulators are named, seven of them.
 DW_CL_ROWS_MAX_K = 7
@@ -81,7 +88,8 @@ DW_CL_ROWS_MAX_K = 7
 #: 12 most used channels-last ones, ``[32, 1024, 7, 7]`` 7x7, ran slower walked (0.41x
 #: eager against 0.45x gathered; H200, 2026-12-02, ``dw-cl-rows-cl-h200-2026-12-02.json``)
 #: while every taller one ran faster; held out, so it decides nothing: 0 until the tuning
-#: half's rows made channels-last decide it (``conv_pending.sh`` step 8, ``tall`` = 2).
+#: half's rows made channels-last decide it: they did (H200, 2026-12-02, ``tall`` = 2):
+#: the 3 tuning rows it moves ran 0.482x as fast (``[128, 1152, 7, 7]`` 5x5 52 -> 116 us).
 DW_CL_ROWS_MIN_HEIGHT_OVER_K = 0
 #: Whether the channel count and the position strides reach the kernel restated as
 #: multiples of the largest of 8, 4, 2 they all share (``proven.multiple``), so its
@@ -90,9 +98,12 @@ DW_CL_ROWS_MIN_HEIGHT_OVER_K = 0
 #: (CoaT's, EfficientNet's, NASNet's; the tuning half's ``[16, 216, 42, 42]``) compiled
 #: every access 2 bytes wide: 114 ``ld.global.b16`` on 198 registers for a 7x7 walk
 #: where restated runs of 8 load 57 ``b32`` on 170 (sm_90 code read on the CPU, Triton
-#: 3.9, ``kernel_ptx.py``; 249 and 215 before the taps left the loop). CoaT's ``[128, 24, 56, 56]`` 7x7 ran 0.39x eager (H200,
-#: 2026-12-02). Off until ``conv_pending.sh`` step 8 times it (``runs``).
-DW_CL_ROWS_ALIGN_RUNS = False
+#: 3.9, ``kernel_ptx.py``; 249 and 215 before the taps left the loop). CoaT's
+#: ``[128, 24, 56, 56]`` 7x7 ran 0.39x eager (H200, 2026-12-02). On since the H200 timed
+#: it (2026-12-02, ``conv_pending.sh`` step 8): 1.079x as fast (device time) as unrestated
+#: counts on the tuning half (1.079x held out; the tuning half's 216 channels 85 -> 68
+#: us at 7x7); against the new defaults, off reads 0.912x (0.878x).
+DW_CL_ROWS_ALIGN_RUNS = True
 #: Stages of the walk's loop over input rows (``tl.range(num_stages=...)``; 1: a plain
 #: loop). Why: the walk waits on each row's loads before its products (a step's 7 loads
 #: then 98 FMAs a thread, with one 8-warp program an SM at 190 registers), and Triton
@@ -101,7 +112,9 @@ DW_CL_ROWS_ALIGN_RUNS = False
 #: loaded once before the loop (:func:`_tap_row`), stay in registers (sm_90 code read on
 #: the CPU: 21 ``cp.async``, 49 weight loads, 179 registers, no spill). ConvNeXt's
 #: ``[32, 512, 14, 14]`` 7x7 took 52.9 us against cuDNN's 29.9 (H200, 2026-12-02).
-#: Untimed: ``conv_pending.sh`` step 8 (``stages3``).
+#: Timed on the H200 (2026-12-02, ``conv_pending.sh`` step 8): 0.947x the plain loop's
+#: speed on the tuning half with 8 warps, 0.985x (1.01x held out) on the 4-warp defaults:
+#: off.
 DW_CL_ROWS_STAGES = 1
 
 

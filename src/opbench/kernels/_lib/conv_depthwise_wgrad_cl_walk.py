@@ -68,25 +68,36 @@ DWG_CL_WALK_WARPS = 4
 #: 126 on 4 (sm_90 code, ``kernel_ptx.py --sass``, 7 taps, Triton 3.9, 2026-12-02). The
 #: wide rows are the slow ones (CoaT's and ConvNeXt's 56-wide weight gradients 1,024 and
 #: 400 us against cuDNN's 70 and 71, H200: a loop that waits on its loads). 8 keeps the
-#: 14-wide rows at 4 warps and gives the 56-wide ones 8; untimed: ``conv_pending.sh``
-#: step 9 (``dwgelems8``).
-DWG_CL_WALK_THREAD_ELEMS: int | None = None
+#: 14-wide rows at 4 warps and gives the 56-wide ones 8. Timed on the H200 (2026-12-02,
+#: ``conv_pending.sh`` step 9, 12 most used depthwise backward rows of each half made
+#: channels-last, device time): 1.078x as fast as 4 fixed warps on the tuning half with
+#: channel runs on (0.999x held out; 1.948x / 2.56x with them off), so 8; with a fill of
+#: 1,056 programs as well 1.076x (0.909x held out): not taken.
+DWG_CL_WALK_THREAD_ELEMS: int | None = 8
 #: Whether the channel count and both tensors' position strides reach the kernel restated
 #: as multiples of the largest of 8, 4, 2 they share (``proven.multiple``), as the
 #: forward walk's :data:`~opbench.kernels._lib.conv_depthwise_cl_rows.DW_CL_ROWS_ALIGN_RUNS`
 #: does and for the same reason: 24 channels (CoaT's) compiled a 7-tap step's loads to
 #: 128 ``ld.global.b16`` on 255 registers, 16 channels' multiples to 16 16-byte ones
-#: (64 x 32 tile, 4 warps; sm_90 code read on the CPU). Off until ``conv_pending.sh``
-#: step 9 times it (``dwgruns``).
-DWG_CL_WALK_ALIGN_RUNS = False
+#: (64 x 32 tile, 4 warps; sm_90 code read on the CPU). On since the H200 timed it
+#: (2026-12-02, ``conv_pending.sh`` step 9): 2.631x as fast on the tuning half (2.599x
+#: held out); the tuning half's ``[16, 216, 42, 42]`` 3x3 weight gradient 1,974 -> 60 us
+#: (cuDNN 38), the held-out ``[16, 168, 42, 42]`` 5x5 4,030 -> 99 (49); against the new
+#: defaults, off reads 0.369x (0.372x): ``dwg-cl-walk-settings-h200-2026-12-02``,
+#: ``dwg-cl-walk-defaults-h200-2026-12-02`` in ``benchmarks/results``.
+DWG_CL_WALK_ALIGN_RUNS = True
 #: Stages of the walk's loop over output rows (``tl.range(num_stages=...)``; 1: a plain
 #: loop, which Triton does not pipeline: each row's 8 tile loads are waited on before its
 #: products, the latency-bound loop of the module docstring's slow rows). At 2 or 3 the
 #: tiles come through ``cp.async`` one or two rows ahead (sm_90 code read on the CPU).
-#: Untimed: ``conv_pending.sh`` step 9 (``dwgstages2``, ``dwgstages3``).
+#: Timed on the H200 (2026-12-02, step 9): 2 stages 0.944x the plain loop's speed on the
+#: tuning half, 3 stages 1.028x with runs off and 0.981x with them on (1.033x held out):
+#: off.
 DWG_CL_WALK_STAGES = 1
 #: Fewest programs the grid should have (twice an H200's SMs): the rows are split until
-#: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows.
+#: it has them, each split at least :data:`DWG_CL_WALK_MIN_ROWS` rows. 1,056 ran 1.124x as
+#: fast on the tuning half with runs off, 1.051x with them on but 0.932x held out (H200,
+#: 2026-12-02); 32 channels a program 0.982x (0.972x): neither taken.
 DWG_CL_WALK_MIN_PROGRAMS = 264
 DWG_CL_WALK_MIN_ROWS = 8
 
