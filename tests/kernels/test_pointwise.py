@@ -41,10 +41,14 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
         return [r(0, 3) for _ in range(n)]
     if layout == "sliced5d":
         return [r(2, 3, 4, 5, 8)[..., ::2].permute(4, 2, 0, 3, 1) for _ in range(n)]
+    if layout == "channels_last_bias":  # a channels-last image and a per-channel bias
+        image = r(2, 12, 3, 5).to(memory_format=torch.channels_last)
+        return [image, r(12, 1, 1)][:n]
     raise AssertionError(layout)
 
 
-LAYOUTS = ["contiguous", "transposed", "broadcast", "zero_dim", "empty", "sliced5d"]
+LAYOUTS = ["contiguous", "transposed", "broadcast", "zero_dim", "empty", "sliced5d",
+           "channels_last_bias"]  # fmt: skip
 
 BINARY = {
     "add": (ar.add, lambda a, b: aten.add.Tensor(a, b, alpha=2), {"alpha": 2}),
@@ -88,6 +92,26 @@ def test_binary(name: str, layout: str, dtype: torch.dtype) -> None:
     else:
         a, b = torch.broadcast_tensors(a, b)  # backward ops take same-shaped grad and input
         assert_matches(ours(a, b), ref, a, b)
+
+
+def test_a_channels_last_result_is_walked_in_its_memory_order() -> None:
+    """The strided kernel's flat index runs through a channels-last result as it lies in
+    memory: with a per-channel bias its dimensions merge to ``[N*H*W, C]``, the result's
+    and the image's innermost stride 1 and the bias's 1 (in logical order nothing merged
+    and the innermost stride was ``C``); a contiguous result keeps its order."""
+    from opbench.kernels._lib import pointwise as pw
+
+    image = torch.randn(2, 12, 3, 5).to(memory_format=torch.channels_last)
+    bias = torch.randn(12, 1, 1)
+    out = torch.empty_like(image)
+    modes = [pw.TENSOR, pw.TENSOR, pw.ABSENT]
+    ints, _, ndim, *_ = pw._strided_plan(tuple(out.shape), modes, [image, bias, out], out,
+                                         out.numel())  # fmt: skip
+    n, d1, d2, d3, *strides = ints
+    assert ndim == 2 and (d2, d3) == (2 * 3 * 5, 12), ints
+    assert [strides[4 * k + 3] for k in range(4)] == [1, 1, 0, 1], ints  # innermost: C
+    assert [strides[4 * k + 2] for k in range(4)] == [12, 0, 0, 12], ints
+    assert pw._memory_order(torch.empty(4, 1, 5).stride()) == [0, 1, 2]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

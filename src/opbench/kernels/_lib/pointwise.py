@@ -312,6 +312,18 @@ _STRIDED_PLANS: dict[tuple, Any] = {}
 _SPLIT = object()  # more merged dims than the kernel indexes: launches per leading index
 
 
+def _memory_order(out_strides: Sequence[int]) -> list[int]:
+    """``out``'s dimensions outermost first as they lie in its memory (largest stride
+    first; a stable sort, so a contiguous result keeps its order). Why: the strided kernel
+    walks its flat index with the last dimension fastest, so in logical order a
+    channels-last result (strides ``(HWC, 1, WC, C)``) was written and read ``C`` elements
+    apart, one sector a lane: ``[32, 512, 14, 14]`` channels-last + a ``[512, 1, 1]`` bias
+    took 60 us against eager's 12.7 (H200, 2026-12-02, every-row held-out part 1 of 16).
+    In memory order its dimensions merge to two, ``[N*H*W, C]``, contiguous along ``C``,
+    as PyTorch's TensorIterator orders them."""
+    return sorted(range(len(out_strides)), key=lambda i: -out_strides[i])
+
+
 def _strided_plan(
     shape: tuple[int, ...], modes: list[int], tensors: list[torch.Tensor], out: torch.Tensor,
     n: int,
@@ -321,6 +333,9 @@ def _strided_plan(
         for m, t in zip(modes, tensors)
     ]
     strides.append(list(out.stride()))
+    order = _memory_order(out.stride())
+    shape = tuple(shape[i] for i in order)
+    strides = [[st[i] for i in order] for st in strides]
     mshape, mstrides = _merge_dims(shape, strides)
     if len(mshape) > MAX_DIMS:
         return _SPLIT
