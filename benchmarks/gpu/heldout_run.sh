@@ -17,18 +17,21 @@
 # LIMIT_PER_OP (2) sets the rows an op: `all` judges every held-out row of every served op
 # (6,712 distinct rows, 2026-12-01), which the done-when asks for and the two most used
 # rows an op hide: no strided convolution is among them, and the strided backward rows
-# read 0.35x eager where the 2-row file read 0.86x. At the 2-row run's pace that is hours
-# of one GPU: ask for several (nvidia-h200-x4 or -x8) and set WORKERS to their count (a
+# read 0.35x eager where the 2-row file read 0.86x. That is 4-7 hours of one H200 (SHARD
+# below): ask for several (nvidia-h200-x4 or -x8) and set WORKERS to their count (a
 # worker a GPU, round-robin), and let RESUME/RESTORE carry it across calls. Its files are
 # named triton-heldout-<gpu>-all-rows.
 # HALF=tuning judges the tuning half instead (the rows the backend was tuned on; its
 # report, triton-tuning-<gpu>..., goes beside the held-out one: issue #36 asks for both).
 # SHARD=K/N judges part K of N of those tests (opbench run --shard: a stable split by test
-# id, disjoint, together the whole run): a run too long for one lend (every held-out row:
-# about 70 minutes of one H200 at the 0.6 s a test the 2-row run's later tests took,
-# 2026-12-02) goes part by part, on any machines on any days, each part's report
-# (...-all-rows-shard-K-of-N) committed, then merged:
-#   python benchmarks/reproduce/heldout_report.py --merge benchmarks/results/triton-heldout-h200-all-rows-shard-*-of-4*.json --gpu h200 --name all-rows
+# id, disjoint, together the whole run): a run too long for one lend goes part by part,
+# on any machines on any days (parts merged must be judged at one commit), each part's
+# report (...-all-rows-shard-K-of-N) committed, then merged:
+#   python benchmarks/reproduce/heldout_report.py --merge benchmarks/results/triton-heldout-h200-all-rows-shard-*-of-16*.json --gpu h200 --name all-rows
+# Every held-out row is 4-7 hours of one H200: part 1 of 16 judged 76 tests of its first
+# 8 ops in 400 s (2026-12-02: 84 s before the first result, then 0.95-2 s a test, a new
+# worker an op, matmul rows compiling their kernels), so a part of 16 takes several
+# calls (RESUME=1 / RESTORE=) and the whole run many sessions' device time.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh
 RUN=${RUN:-/tmp/heldout-run}

@@ -88,6 +88,13 @@ def _set_order(order: Callable[[Any], list[int]]) -> None:
     pw._PLANS.clear()
 
 
+def _kernel_us(fn: Callable[..., Any], xs: list[Any]) -> float:
+    """The GPU's kernel time of one call ``fn(*xs)``, µs (mean over 50)."""
+    from kernel_times import kernel_times_us
+
+    return round(sum(kernel_times_us(lambda: fn(*xs), calls=50).values()), 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="write the rows as JSON here")
@@ -113,14 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             if got.stride() != want.stride():
                 raise SystemExit(f"{op} {shape}: strides {got.stride()} != eager's {want.stride()}")
             if not args.check:
-                from kernel_times import kernel_times_us
-
-                row[f"{name}_us"] = round(sum(kernel_times_us(lambda: ours(*xs), calls=50).values()), 2)
+                row[f"{name}_us"] = _kernel_us(ours, xs)
         _set_order(walks["memory"])
         if not args.check:
-            from kernel_times import kernel_times_us
-
-            row["eager_us"] = round(sum(kernel_times_us(lambda: eager(*xs), calls=50).values()), 2)
+            row["eager_us"] = _kernel_us(eager, xs)
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.out:
