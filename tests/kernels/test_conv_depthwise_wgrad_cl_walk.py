@@ -79,6 +79,25 @@ def test_walk_with_64_bit_offsets(walk, monkeypatch) -> None:
     assert len(rows) == 1
 
 
+@pytest.mark.parametrize("grads", [(False, True), (True, True)], ids=["weight", "both"])
+@pytest.mark.parametrize("mixed", [True, False], ids=["mixed_on", "mixed_off"])
+def test_a_channels_last_input_beside_a_contiguous_grad_output(mixed, grads, walk, monkeypatch):
+    """``DWG_CL_WALK_MIXED`` (Twins' blocks: a channels-last input, a contiguous
+    ``grad_output``): on, ``grad_output`` is copied to channels-last and the walk serves
+    the weight gradient, alone or beside the input gradient (whose copies it may share);
+    off, another kernel does; both match the reference."""
+    monkeypatch.setattr(cl_walk, "DWG_CL_WALK_MIXED", mixed)
+    rows, _ = walk
+    dtype = torch.float16
+    x = _r((2, 6, 9, 10), dtype, 11).to(memory_format=torch.channels_last)
+    args = _weight_grad(x, _r((6, 1, 3, 3), dtype, 12), [1, 1], [1, 1], dtype, 13)
+    args[0] = args[0].contiguous()
+    assert args[0].stride(1) != 1 and x.stride(1) == 1
+    args[-1] = [grads[0], grads[1], False]
+    assert_matches(conv_backward.convolution_backward(*args), aten.convolution_backward, *args)
+    assert len(rows) == (1 if mixed else 0), rows
+
+
 @pytest.mark.parametrize("case", ["off", "float32", "stride2", "9_wide", "wide_rows"])
 def test_calls_the_walk_leaves_to_the_tap_row_kernel(case: str, walk, monkeypatch) -> None:
     """Off; float32 (the tap-row kernel's Kahan sums); strides other than 1; kernels wider

@@ -31,7 +31,10 @@ import triton.language as tl
 from opbench.kernels._lib import conv_depthwise_wgrad_dot as dot
 from opbench.kernels._lib import conv_depthwise_wgrad_rows as rows
 from opbench.kernels._lib import conv_depthwise_wgrad_walk as walk
-from opbench.kernels._lib.conv_depthwise_wgrad_cl_walk import cl_walk_weight_grad
+from opbench.kernels._lib.conv_depthwise_wgrad_cl_walk import (
+    cl_walk_mixed_weight_grad,
+    cl_walk_weight_grad,
+)
 from opbench.kernels._lib.conv_kernels import _idx, _idx5, _unflatten
 from opbench.kernels._lib.launch import Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
@@ -350,6 +353,9 @@ def depthwise_weight_grad(
     P = a5.shape[0] * QD * QH * QW
     pos_inner = a5.stride(4) == 1 and a5.stride(1) != 1
     kahan = a5.dtype == torch.float32
+    if spatial == 2 and cl_walk_mixed_weight_grad(a5, b5, dw, w5, r_g, (sh, sw), (ph, pw),
+                                                  (dh, dw_), big):  # fmt: skip
+        return
     if (
         pos_inner
         and spatial == 2

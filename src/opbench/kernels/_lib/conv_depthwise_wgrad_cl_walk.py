@@ -34,6 +34,7 @@ import torch
 import triton
 import triton.language as tl
 
+from opbench.kernels._lib.channels_last_copy import channels_last_5d
 from opbench.kernels._lib.conv_kernels import _idx
 from opbench.kernels._lib.launch import INTERPRETING, Launcher, cdiv, jit_unspecialized, next_pow2
 from opbench.kernels._lib.matmul import split_plan
@@ -43,8 +44,8 @@ from opbench.kernels._lib.reduction_kernels import _SUM_COMBINE
 
 __all__ = [
     "DWG_CL_WALK", "DWG_CL_WALK_ALIGN_RUNS", "DWG_CL_WALK_BLOCK_C", "DWG_CL_WALK_MAX_W",
-    "DWG_CL_WALK_STAGES", "DWG_CL_WALK_THREAD_ELEMS",
-    "cl_walk_warps", "cl_walk_weight_grad",
+    "DWG_CL_WALK_MIXED", "DWG_CL_WALK_STAGES", "DWG_CL_WALK_THREAD_ELEMS",
+    "cl_walk_fits", "cl_walk_mixed_weight_grad", "cl_walk_warps", "cl_walk_weight_grad",
 ]  # fmt: skip
 
 _INTERPRETING = INTERPRETING
@@ -100,6 +101,16 @@ DWG_CL_WALK_STAGES = 1
 #: 2026-12-02); 32 channels a program 0.982x (0.972x): neither taken.
 DWG_CL_WALK_MIN_PROGRAMS = 264
 DWG_CL_WALK_MIN_ROWS = 8
+#: Whether a call whose gathered tensor (the input) is channels-last and whose summed one
+#: (``grad_output``) is not copies the summed one to channels-last and walks
+#: (:func:`cl_walk_mixed_weight_grad`). Why: such calls (Twins' blocks: a channels-last
+#: input, a contiguous ``grad_output``) went to the NCHW tensor-core weight gradient,
+#: which read the input's channels-last positions 2 bytes at a time: the tuning half's
+#: ``[32, 64, 56, 56]`` 3x3 took 212 us against cuDNN's 21 (0.48x eager for the whole
+#: backward; H200, 2026-12-02, ``dw-cl-rows-cl-h200-2026-12-02-defaults.json``), where the
+#: copy moves 12.8 MB (about 8 us) and the walk serves the channels-last ``[32, 64, 56,
+#: 56]`` in a few tens of us. Off: untimed (``conv_pending.sh`` step 7's rows hold them).
+DWG_CL_WALK_MIXED = False
 
 
 @triton.jit
@@ -211,6 +222,39 @@ def cl_walk_warps(block_w: int, block_c: int) -> int:
     return max(1, min(8, block_w * block_c // (32 * DWG_CL_WALK_THREAD_ELEMS)))
 
 
+def cl_walk_fits(
+    a5: torch.Tensor, b5: torch.Tensor, w5: torch.Tensor, r_g: int, stride: tuple[int, int],
+    dilation: tuple[int, int],
+) -> bool:  # fmt: skip
+    """Whether the walk serves the call's shapes, dtype and settings, whatever its
+    tensors' layouts (:func:`cl_walk_weight_grad` also wants both channels-last)."""
+    N, C, QD, QH, QW = a5.shape
+    PD = b5.shape[2]
+    KD, _, KW = w5.shape[2:]
+    return (
+        DWG_CL_WALK and r_g == 1 and C > 1 and QD == 1 and PD == 1 and KD == 1 and KW <= 7
+        and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+        and a5.dtype in (torch.float16, torch.bfloat16) and b5.shape[1] == C
+        and QW <= DWG_CL_WALK_MAX_W and N * QH * QW > 0
+    )  # fmt: skip
+
+
+def cl_walk_mixed_weight_grad(
+    a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
+    stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], big: bool,
+) -> bool:  # fmt: skip
+    """:func:`cl_walk_weight_grad` for a channels-last ``b5`` (the input) beside a summed
+    ``a5`` whose channels are not contiguous: ``a5`` copied to channels-last first
+    (:func:`~opbench.kernels._lib.channels_last_copy.channels_last_5d`, shared with the
+    input gradient inside a backward). False, nothing copied, where
+    :data:`DWG_CL_WALK_MIXED` is off or the walk would not serve the call."""
+    if not (DWG_CL_WALK_MIXED and b5.stride(1) == 1 and a5.stride(1) != 1
+            and cl_walk_fits(a5, b5, w5, r_g, stride, dilation)):  # fmt: skip
+        return False
+    return cl_walk_weight_grad(channels_last_5d(a5), b5, dw, w5, r_g, stride, padding,
+                               dilation, big)  # fmt: skip
+
+
 def cl_walk_weight_grad(
     a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor, r_g: int,
     stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], big: bool,
@@ -219,17 +263,12 @@ def cl_walk_weight_grad(
     ``[N, C, 1, QH, QW]``) and ``b5`` (gathered, ``[N, C, 1, PH, PW]``), both
     channels-last, through :func:`_dwg_cl_walk_kernel`; False where it does not serve the
     call (the module docstring) or :data:`DWG_CL_WALK` is off."""
+    if not (a5.stride(1) == 1 and b5.stride(1) == 1
+            and cl_walk_fits(a5, b5, w5, r_g, stride, dilation)):  # fmt: skip
+        return False
     N, C, QD, QH, QW = a5.shape
     PD, PH, PW = b5.shape[2:]
     KD, KH, KW = w5.shape[2:]
-    if not (
-        DWG_CL_WALK and r_g == 1 and C > 1 and QD == 1 and PD == 1 and KD == 1 and KW <= 7
-        and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
-        and a5.dtype in (torch.float16, torch.bfloat16)
-        and a5.stride(1) == 1 and b5.stride(1) == 1 and b5.shape[1] == C
-        and QW <= DWG_CL_WALK_MAX_W and N * QH * QW > 0
-    ):  # fmt: skip
-        return False
     bw = next_pow2(QW)
     bc = next_pow2(C) if _INTERPRETING else min(DWG_CL_WALK_BLOCK_C, next_pow2(C))
     tiles = KH * cdiv(C, bc)
