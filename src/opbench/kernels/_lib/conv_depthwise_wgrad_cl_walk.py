@@ -105,7 +105,7 @@ DWG_CL_WALK_MIN_ROWS = 8
 #: (``grad_output``) is not copies the summed one to channels-last and walks
 #: (:func:`cl_walk_mixed_weight_grad`). Why: such calls (Twins' blocks: a channels-last
 #: input, a contiguous ``grad_output``) went to the NCHW tensor-core weight gradient,
-#: which read the input's channels-last positions 2 bytes at a time: the tuning half's
+#: which walks positions where this input's channels are the contiguous side: the tuning half's
 #: ``[32, 64, 56, 56]`` 3x3 took 212 us against cuDNN's 21 (0.48x eager for the whole
 #: backward; H200, 2026-12-02, ``dw-cl-rows-cl-h200-2026-12-02-defaults.json``), where the
 #: copy moves 12.8 MB (about 8 us) and the walk serves the channels-last ``[32, 64, 56,
