@@ -62,6 +62,51 @@ __all__ = ["kernel_key", "main", "products", "time_product", "variant_summary"]
 #: ``--variant`` name -> its ``MODULE.NAME=VALUE`` settings (module state, so the warm-up
 #: processes are handed it with each task).
 VARIANTS: dict[str, list[str]] = {}
+#: ``--small``: pointer-kernel tiles under the rule's (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+#: warps, stages), for products of 0.01-1 GFLOP. The every-row sample of the held-out half
+#: (2026-12-02) found ``bmm`` over per-matrix products of 65x65x64, 197x40x40 and
+#: 256x16x256 at 0.40-0.78x eager on the bucket tables' tiles: a 128-row or 64-deep tile
+#: over 40 rows or a 16-deep K computes mostly padding.
+SMALL_TILES: list[tuple[int, ...]] = [
+    (64, 64, 32, 8, 4, 3), (64, 32, 32, 8, 4, 3), (32, 64, 32, 8, 4, 3),
+    (32, 32, 32, 8, 2, 3), (128, 64, 32, 8, 4, 3), (64, 128, 32, 8, 4, 3),
+    (128, 32, 32, 8, 4, 3), (64, 64, 16, 8, 4, 4), (32, 32, 64, 8, 2, 3),
+    (16, 64, 32, 8, 2, 3), (64, 16, 32, 8, 2, 3), (32, 128, 32, 8, 4, 3),
+]  # fmt: skip
+#: ``--small`` times only these (and the served path, and ``pad``) when set.
+SMALL_ONLY: list[bool] = [False]
+
+
+def padded(t: Any, dim: int) -> Any:
+    """``t`` (3-D) copied into a buffer whose rows along ``dim`` (1 or 2, the operand's
+    contiguous dimension where it has one) are padded to a multiple of 8 elements, as a
+    view of ``t``'s sizes: an operand whose leading dimension is odd (``[1024, 65, 65]``)
+    reaches the pointer kernel with strides it can load 16 bytes at a time. The ``pad``
+    candidate: the copy through ATen stands for the backend's own copy kernel."""
+    import torch
+
+    sizes = list(t.shape)
+    if dim == 1:  # column-major: pad the rows of its transpose
+        return padded(t.transpose(1, 2), 2).transpose(1, 2)
+    wide = (sizes[2] + 7) // 8 * 8
+    buf = torch.empty(sizes[0], sizes[1], wide, dtype=t.dtype, device=t.device)
+    view = buf[:, :, : sizes[2]]
+    view.copy_(t)
+    return view
+
+
+def pad_operands(a: Any, b: Any) -> tuple[Any, Any]:
+    """Both operands with :func:`padded` rows where their strides are not a multiple of
+    8 elements (each along its contiguous dimension, the last one otherwise)."""
+
+    def fix(t: Any) -> Any:
+        inner = 1 if t.stride(1) == 1 and t.stride(2) != 1 else 2
+        outer = t.stride(3 - inner)
+        if outer % 8 == 0 and (t.shape[0] == 1 or t.stride(0) % 8 == 0):
+            return t
+        return padded(t, inner)
+
+    return fix(a), fix(b)
 
 
 def variant_context(name: str | None) -> Any:
@@ -97,6 +142,9 @@ def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
         matmul.matmul_ruled_into(*ops)
     elif kind == "tables":
         matmul.matmul_into(*ops)
+    elif kind == "pad":
+        out, a, b, *rest = ops
+        matmul.matmul_ruled_into(out, *pad_operands(a, b), *rest)
     elif kind == "tma":
         return matmul_tma.tma_matmul_into(*ops, cfg)
     elif kind == "tmab":
@@ -168,6 +216,9 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
     the served path and the candidates the row's ``timed`` (an earlier sweep's names,
     ``--skip-from``) does not hold."""
     variants = [("variant", name) for name in VARIANTS]
+    small = [("ptr", c) for c in SMALL_TILES] + [("pad", None)] if SMALL_ONLY[0] else []
+    if small:
+        return [("served", None), *variants, *small]
     if served_only:
         return [("served", None), ("tables", None), *variants]
     if "timed" not in row:
@@ -178,10 +229,11 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
         row["batch"], row["M"], row["N"], row["K"]) if time_key(k, c) not in done]]  # fmt: skip
 
 
-def _warm_one(task: tuple[dict[str, Any], bool, dict[str, list[str]]]) -> str:
+def _warm_one(task: tuple[dict[str, Any], bool, dict[str, list[str]], bool]) -> str:
     """Compile (into Triton's disk cache) every candidate of one product: run each once."""
-    row, served_only, variants = task
+    row, served_only, variants, small = task
     VARIANTS.update(variants)
+    SMALL_ONLY[0] = small
     errors = []
     _, _, ops = _setup(row, "cuda")
     for kind, cfg in _kernels(row, served_only):
@@ -202,7 +254,7 @@ def warm(rows: list[dict[str, Any]], jobs: int, served_only: bool = False) -> No
         return
     t0 = time.time()
     with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        tasks = [(r, served_only, dict(VARIANTS)) for r in rows]
+        tasks = [(r, served_only, dict(VARIANTS), SMALL_ONLY[0]) for r in rows]
         for i, err in enumerate(pool.imap_unordered(_warm_one, tasks)):
             if err:
                 print(f"  warm-up: {err}", flush=True)
@@ -298,6 +350,8 @@ def main() -> int:
     ap.add_argument("--variant", action="append", default=[],
                     metavar="NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]",
                     help="also time the served path under these settings (repeatable)")  # fmt: skip
+    ap.add_argument("--small", action="store_true",
+                    help="time only the served path, SMALL_TILES and the padded-operand route")  # fmt: skip
     ap.add_argument("--max-products", type=int, default=None, help="the first N (a smoke test)")
     ap.add_argument("--skip-from", action="append", default=[],
                     help="an earlier sweep (again for more: they are merged as matmul_rule.py "
@@ -308,6 +362,7 @@ def main() -> int:
         if not sep or not settings or "." in name:
             ap.error(f"--variant {item!r}: NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]")
         VARIANTS[name] = settings.split(",")
+    SMALL_ONLY[0] = opt.small
     started = time.time()
     rows = [r for r in products(opt.traces, opt.min_gflop, opt.limit) if r["gflop"] < opt.max_gflop]
     rows = rows[: opt.max_products]
