@@ -8,7 +8,7 @@
 # BACKEND names it, see benchmarks/common/gpu_env.sh):
 #   bash benchmarks/gpu/heldout_run.sh             # first call: runs until LIMIT seconds
 #   RESUME=1 bash benchmarks/gpu/heldout_run.sh    # next calls on the same machine: resumes
-# The run directory lives in /tmp (a carried folder is replaced on every call), and is
+# The run directory lives in /tmp (/tmp/<HALF>-run; a carried folder is replaced on every call), and is
 # packed into $OUT/heldout-run.tgz after every call, so a machine given back loses
 # nothing: the next machine unpacks it with RESTORE=path/to/heldout-run.tgz (carried).
 # Once the run is whole, $OUT holds the report (triton-heldout-<GPU>.json and .md); set
@@ -34,8 +34,8 @@
 # calls (RESUME=1 / RESTORE=) and the whole run many sessions' device time.
 set -uo pipefail
 source benchmarks/common/gpu_env.sh
-RUN=${RUN:-/tmp/heldout-run}
 HALF=${HALF:-heldout}
+RUN=${RUN:-/tmp/$HALF-run}  # one a half: a warm machine keeps both
 LIMIT=${LIMIT:-500}
 BACKEND=${BACKEND:-triton}
 LIMIT_PER_OP=${LIMIT_PER_OP:-2}

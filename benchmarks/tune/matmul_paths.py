@@ -55,25 +55,17 @@ from matmul_rows import OPS, judged_products, operands, reference  # noqa: E402
 from matmul_rule import time_key  # noqa: E402
 from matmul_timing import agrees, device_bench  # noqa: E402
 
-from opbench.kernels._lib.matmul_rule import candidates, layout_key  # noqa: E402
+from opbench.kernels._lib.matmul_rule import SMALL_TILES, candidates, layout_key  # noqa: E402
 
 __all__ = ["kernel_key", "main", "products", "time_product", "variant_summary"]
 
 #: ``--variant`` name -> its ``MODULE.NAME=VALUE`` settings (module state, so the warm-up
 #: processes are handed it with each task).
 VARIANTS: dict[str, list[str]] = {}
-#: ``--small``: pointer-kernel tiles under the rule's (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-#: warps, stages), for products of 0.01-1 GFLOP. The every-row sample of the held-out half
-#: (2026-12-02) found ``bmm`` over per-matrix products of 65x65x64, 197x40x40 and
-#: 256x16x256 at 0.40-0.78x eager on the bucket tables' tiles: a 128-row or 64-deep tile
-#: over 40 rows or a 16-deep K computes mostly padding.
-SMALL_TILES: list[tuple[int, ...]] = [
-    (64, 64, 32, 8, 4, 3), (64, 32, 32, 8, 4, 3), (32, 64, 32, 8, 4, 3),
-    (32, 32, 32, 8, 2, 3), (128, 64, 32, 8, 4, 3), (64, 128, 32, 8, 4, 3),
-    (128, 32, 32, 8, 4, 3), (64, 64, 16, 8, 4, 4), (32, 32, 64, 8, 2, 3),
-    (16, 64, 32, 8, 2, 3), (64, 16, 32, 8, 2, 3), (32, 128, 32, 8, 4, 3),
-]  # fmt: skip
-#: ``--small`` times only these (and the served path, and ``pad``) when set.
+#: ``--small`` times only the served path, the small-product rule's tiles
+#: (:data:`matmul_rule.SMALL_TILES <opbench.kernels._lib.matmul_rule.SMALL_TILES>`) and
+#: ``pad`` (:func:`pad_operands`) on each product when set: the sweep the small-product
+#: rule is fitted on (``matmul_rule.py --small``).
 SMALL_ONLY: list[bool] = [False]
 
 

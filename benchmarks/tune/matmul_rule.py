@@ -36,6 +36,17 @@ from opbench.report.means import geomean
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "src" / "opbench" / "kernels" / "_lib" / "matmul_rule_data.py"
+#: The rule being fitted: its candidates, the products it serves and its data module. The
+#: shape rule's by default; ``--small`` switches to the small-product rule's
+#: (:func:`matmul_rule.small_candidates` over :func:`matmul_rule.in_small_domain`, whose
+#: ``tables`` candidate is the sweep's ``served:`` time: outside the shape rule's domain
+#: the entry points served the tables).
+FAMILY: dict[str, Any] = {"cands": rule.candidates, "domain": rule.in_domain, "data": DATA,
+                          "name": "matmul shape rule"}  # fmt: skip
+SMALL_FAMILY: dict[str, Any] = {
+    "cands": rule.small_candidates, "domain": rule.in_small_domain,
+    "data": DATA.with_name("matmul_rule_small_data.py"), "name": "matmul small-product rule",
+}  # fmt: skip
 #: Regrets kept per fitted product (the rest count as the cap) and the cap itself: a
 #: candidate 35% slower than the best counts as much as one that failed. Leave-one-out
 #: over the tuning half of the three 2026-11-29 H200 sweeps (``--search``): TOP 5 0.9466,
@@ -126,7 +137,7 @@ def _dims(row: dict[str, Any]) -> tuple[int, int, int, int]:
 def regrets(row: dict[str, Any], cap: float = CAP, top: int = TOP) -> dict[str, float]:
     """Generic candidate name -> capped regret on one product (the ``top`` best)."""
     times = {}
-    for kind, cfg in rule.candidates(row["batch"], row["M"], row["N"], row["K"]):
+    for kind, cfg in FAMILY["cands"](row["batch"], row["M"], row["N"], row["K"]):
         t = row["times"].get(time_key(kind, cfg), math.inf)
         times[rule.generic_name(kind, cfg)] = t
     best = min(times.values())
@@ -148,7 +159,8 @@ def rule_time(row: dict[str, Any], points: tuple, k: int, cap: float = CAP,
     """The sweep's time of the rule's choice for ``row`` (the first candidate of its
     ranking that ran, as at run time), ranking by ``points`` with ``k`` neighbours
     (``variant``: :func:`matmul_rule.rank`'s keywords, the committed ones by default)."""
-    for kind, cfg in rule.rank(_cls(row), *_dims(row), points=points, k=k, cap=cap, **variant):
+    for kind, cfg in rule.rank(_cls(row), *_dims(row), points=points, k=k, cap=cap,
+                               cands=FAMILY["cands"], **variant):  # fmt: skip
         t = row["times"].get(time_key(kind, cfg), math.inf)
         if math.isfinite(t):
             return t
@@ -158,7 +170,7 @@ def rule_time(row: dict[str, Any], points: tuple, k: int, cap: float = CAP,
 def in_domain(row: dict[str, Any]) -> bool:
     """Whether the rule ranks this product at run time (``matmul_rule.in_domain``): smaller
     ones keep the bucket tables, so a product below it is a neighbour, never a score."""
-    return rule.in_domain(row["batch"], row["M"], row["N"], row["K"])
+    return FAMILY["domain"](row["batch"], row["M"], row["N"], row["K"])
 
 
 def leave_one_out(tune: list[dict[str, Any]], k: int, cap: float = CAP, top: int = TOP,
@@ -241,7 +253,7 @@ def _served_table(served: dict[str, Any]) -> list[str]:
 
 def write_data(points: tuple, k: int, fitted_on: str) -> None:
     lines = [
-        '"""The matmul shape rule\'s points, fitted on the tuning half of the traces; written',
+        f'"""The {FAMILY["name"]}\'s points, fitted on the tuning half of the traces; written',
         "by ``benchmarks/tune/matmul_rule.py --write`` (rerun it rather than editing by hand).",
         "Each point: (layout class, (M, N, K, batch), ((candidate, capped regret), ...)).",
         '"""',
@@ -256,7 +268,7 @@ def write_data(points: tuple, k: int, fitted_on: str) -> None:
         regs_txt = ", ".join(f"({n!r}, {v:.3f})" for n, v in regs)
         lines.append(f"    ({cls!r}, {dims!r}, ({regs_txt},)),")
     lines.append(")  # fmt: skip")
-    DATA.write_text("\n".join(lines) + "\n")
+    FAMILY["data"].write_text("\n".join(lines) + "\n")
 
 
 def _search_table(found: dict[str, Any]) -> list[str]:
@@ -289,8 +301,15 @@ def main() -> int:
     ap.add_argument("--served-command", default="", help="its command, for the report")
     ap.add_argument("--search", action="store_true", help="also score the SEARCH variants of "
                     "the rule by leave-one-out over the tuning half (about a minute)")  # fmt: skip
+    ap.add_argument("--small", action="store_true", help="fit the small-product rule "
+                    "(matmul_paths.py --small sweeps; writes matmul_rule_small_data.py)")  # fmt: skip
     opt = ap.parse_args()
     rows = merge_sweeps(opt.paths, opt.more_products)
+    if opt.small:
+        FAMILY.update(SMALL_FAMILY)
+        # outside the shape rule's domain the entry points served the tables
+        rows = [{**r, "times": {**r["times"], "tables:": r["times"]["served:"]}}
+                for r in rows if in_domain(r)]  # fmt: skip
     tune = [r for r in rows if r["half"] == "tuning"]
     held = [r for r in rows if r["half"] == "heldout"]
     loo = {k: leave_one_out(tune, k) for k in KS}
@@ -314,14 +333,21 @@ def main() -> int:
         write_data(points, k, fitted_on)
     if opt.out:
         Path(opt.out).with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
-        md = [f"# Matmul paths and the shape rule ({fitted_on.split(': ')[0]})", "",
+        domain = (f"products of at least {rule.MIN_FLOP_SMALL / 1e9:g} GFLOP outside the "
+                  "shape rule's domain, the only points (the bucket tables served them)"
+                  if opt.small else
+                  f"{report['points_below_domain']} of the points are products under the "
+                  f"rule's domain ({rule.MIN_FLOP / 1e9:g} GFLOP, {rule.MIN_FLOP_ALIGNED / 1e9:g}"
+                  " where M, N and K are multiples of 8: the bucket tables serve them), "
+                  "neighbours only, never scored or reported")  # fmt: skip
+        md = [f"# Matmul paths and the {FAMILY['name'].removeprefix('matmul ')} "
+              f"({fitted_on.split(': ')[0]})", "",
               f"Sweep: `{opt.command}`; fit and report: `python benchmarks/tune/matmul_rule.py "
-              f"{names} --write`. Split: `src/opbench/suites/trace_split.json`; "
+              f"{names}{' --small' if opt.small else ''} --write`. Split: "
+              "`src/opbench/suites/trace_split.json`; "
               "the rule's points and k come from the tuning half alone (k by leave-one-out "
               f"over it: {json.dumps({str(a): round(b or 0, 3) for a, b in loo.items()})}, "
-              f"k = {k}); {report['points_below_domain']} of the points are products under "
-              f"the rule's domain ({rule.MIN_FLOP / 1e9:g} GFLOP, {rule.MIN_FLOP_ALIGNED / 1e9:g} "
-              "where M, N and K are multiples of 8: the bucket tables serve them), neighbours only, never scored or reported. Geomean of eager / ours over the products; timing: "
+              f"k = {k}); {domain}. Geomean of eager / ours over the products; timing: "
               f"{rows[0].get('timing', 'do_bench') if rows else '-'} (`device`: the judge's "
               "device-time protocol, `matmul_timing.device_bench`; `do_bench`: "
               "`triton.testing.do_bench`, host launch included where it outlasts the L2 "

@@ -18,7 +18,7 @@ pytest.importorskip("triton")
 
 from kernel_checks import DEVICE, assert_matches  # noqa: E402
 
-from opbench.kernels._lib import matmul, matmul_rule, matmul_rule_data  # noqa: E402
+from opbench.kernels._lib import matmul, matmul_rule, matmul_rule_data, matmul_rule_small_data  # noqa: E402
 from opbench.kernels._lib.matmul_tma import tma_matmul_into  # noqa: E402
 from opbench.kernels._lib.matmul_tma_batched import tma_bmm_into  # noqa: E402
 
@@ -214,13 +214,58 @@ def test_entry_points_run_the_first_candidate_that_launches(monkeypatch, decline
     assert calls == list(ranking[: first_ptr + 1] if declines else ranking[:1])
 
 
-def test_small_and_float32_products_keep_the_tables(monkeypatch) -> None:
+@pytest.mark.parametrize("small_rule", [True, False])
+def test_small_products_take_the_small_rule_and_tiny_ones_the_tables(monkeypatch, small_rule) -> None:
+    monkeypatch.setattr(matmul, "SMALL_RULE", small_rule)
     calls = _record(monkeypatch, declines=False)
-    small = (torch.empty(1, 256, 256, dtype=torch.float16),) * 2  # 33 MFLOP
-    matmul.matmul_ruled_into(torch.empty(1, 256, 256, dtype=torch.float16), *small)
+    small = (torch.empty(1024, 65, 65, dtype=torch.float16),) * 2  # 0.56 GFLOP, unaligned
+    matmul.matmul_ruled_into(torch.empty(1024, 65, 65, dtype=torch.float16), *small)
+    tiny = (torch.empty(1, 128, 128, dtype=torch.float16),) * 2  # 4 MFLOP
+    matmul.matmul_ruled_into(torch.empty(1, 128, 128, dtype=torch.float16), *tiny)
     big32 = (torch.empty(1, 1024, 1024),) * 2
     matmul.matmul_ruled_into(torch.empty(1, 1024, 1024), *big32)
-    assert calls == [("ptr", None), ("ptr", None)]  # matmul_into's own choice: the tables
+    (kind, cfg), *_ = matmul_rule.ranked_small(matmul_rule.layout_class(*small), 65, 65, 65, 1024)
+    assert kind in ("ptr", "tables")
+    first = ("ptr", (cfg or None) if small_rule else None)
+    assert calls == [first, ("ptr", None), ("ptr", None)]  # None: the tables' own choice
+
+
+#: An unaligned batched product (every tile's edges ragged, K under one 64-deep block).
+SMALL_SHAPE = (2, 37, 40, 33)
+
+
+@pytest.mark.parametrize("cfg", matmul_rule.SMALL_TILES,
+                         ids=[matmul_rule.generic_name("ptr", c) for c in matmul_rule.SMALL_TILES])  # fmt: skip
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (False, True)])
+def test_every_small_tile_matches_eager(cfg: tuple, a_t: bool, b_t: bool) -> None:
+    batch, M, N, K = SMALL_SHAPE
+    a, b, bias = _operands(batch, M, N, K, a_t, b_t, torch.float16)
+    out = torch.full((batch, M, N), math.nan, dtype=torch.float16, device=DEVICE)
+    x = bias.expand(out.shape)
+    matmul.matmul_into(out, a, b, x, 0.5, 2.0, cfg)
+    assert_matches(out, lambda *t: torch.baddbmm(*t, alpha=0.5, beta=2.0), x, a, b)
+
+
+def test_the_small_rule_serves_what_the_shape_rule_does_not() -> None:
+    """Between :data:`MIN_FLOP_SMALL` and the shape rule's domain, never both."""
+    assert matmul_rule.in_small_domain(1024, 65, 64, 65)  # 0.55 GFLOP, unaligned
+    assert not matmul_rule.in_small_domain(128, 128, 128, 64)  # the shape rule's (aligned)
+    assert not matmul_rule.in_small_domain(1, 128, 128, 128)  # 4 MFLOP: the tables
+    assert not matmul_rule.in_small_domain(1, 4096, 4096, 4096)
+
+
+def test_the_small_rule_points_name_its_candidates() -> None:
+    assert matmul_rule.fitted_small() == (matmul_rule_small_data.NEIGHBOURS,
+                                          matmul_rule_small_data.K_NEAREST,
+                                          matmul_rule_small_data.CAP)  # fmt: skip
+    names = {matmul_rule.generic_name(k, c) for k, c in matmul_rule.small_candidates(1, 1, 1, 1)}
+    assert "tables" in names and len(names) == len(matmul_rule.SMALL_TILES) + 1
+    assert len(matmul_rule_small_data.NEIGHBOURS) >= matmul_rule_small_data.K_NEAREST
+    for cls, (M, N, K, batch), regrets in matmul_rule_small_data.NEIGHBOURS:
+        assert cls in {"rr1", "rc1", "cr1", "x1", "rrN", "rcN", "crN", "xN"}
+        assert matmul_rule.in_small_domain(batch, M, N, K)
+        assert regrets and all(n in names and 0 <= r <= matmul_rule_small_data.CAP
+                               for n, r in regrets)  # fmt: skip
 
 
 def _sweep_row(half: str, M: int, times: dict[str, float]) -> dict:
@@ -247,7 +292,7 @@ def test_the_fitter_reads_the_tuning_half_only_and_reports_held_out(tmp_path, mo
     paths = tmp_path / "paths.jsonl"
     paths.write_text("".join(json.dumps(r) + "\n" for r in [*rows, held]))
     data = tmp_path / "data.py"
-    monkeypatch.setattr(fitter, "DATA", data)
+    monkeypatch.setitem(fitter.FAMILY, "data", data)
     monkeypatch.setattr(sys, "argv", ["matmul_rule.py", str(paths), "--write", "--out",
                                       str(tmp_path / "rep")])  # fmt: skip
     assert fitter.main() == 0
@@ -299,3 +344,38 @@ def test_the_domain_reaches_aligned_products_further_down() -> None:
     assert not matmul_rule.in_domain(2048, 33, 64, 33)  # 0.28 GFLOP, K = 33
     assert not matmul_rule.in_domain(8, 128, 128, 64)  # 17 MFLOP
     assert matmul_rule.in_domain(1, 1023, 1024, 1024)  # 2.1 GFLOP, M = 1023
+
+
+def test_the_small_fitter_takes_the_tables_from_the_served_time(tmp_path, monkeypatch) -> None:
+    """``--small``: only products outside the shape rule's domain are points or scores,
+    and the ``tables`` candidate is the sweep's ``served:`` time there."""
+    import matmul_rule as fitter
+
+    tile = f"ptr:{json.dumps(list(matmul_rule.SMALL_TILES[0]))}"
+
+    def row(half: str, M: int, served: float, tile_t: float) -> dict:
+        return {"half": half, "op": "bmm.default", "args": f"({M})", "layout": "rr",
+                "batch": 1024, "M": M, "N": 40, "K": 40,
+                "times": {"eager": 1.0, "served:": served, tile: tile_t}, "errors": {}}  # fmt: skip
+
+    rows = [row("tuning", m, 2.0, 1.0) for m in (197, 201, 205)]  # unaligned: small rule's
+    rows.append(row("tuning", 200, 0.1, 9.0))  # aligned 0.65 GFLOP: the shape rule's, dropped
+    rows.append(row("heldout", 199, 0.5, 0.8))
+    paths = tmp_path / "small.jsonl"
+    paths.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = tmp_path / "small_data.py"
+    monkeypatch.setitem(fitter.SMALL_FAMILY, "data", data)
+    monkeypatch.setattr(fitter, "FAMILY", dict(fitter.FAMILY))
+    monkeypatch.setattr(sys, "argv", ["matmul_rule.py", str(paths), "--small", "--write",
+                                      "--out", str(tmp_path / "rep")])  # fmt: skip
+    assert fitter.main() == 0
+    written: dict = {}
+    exec(data.read_text(), written)  # noqa: S102 - the module the fitter wrote
+    assert [p[1][0] for p in written["NEIGHBOURS"]] == [197, 201, 205]
+    assert all(dict(p[2])[matmul_rule.generic_name("ptr", matmul_rule.SMALL_TILES[0])] == 0.0
+               and dict(p[2])["tables"] == 0.3 for p in written["NEIGHBOURS"])  # fmt: skip
+    report = json.loads((tmp_path / "rep.json").read_text())
+    # the held-out product takes the tile its neighbours rank first, though the tables win
+    assert report["heldout"]["all"]["rule"] == pytest.approx(1.0 / 0.8)
+    assert report["heldout"]["all"]["served"] == pytest.approx(1.0 / 0.5)
+    assert "small-product rule" in (tmp_path / "rep.md").read_text()

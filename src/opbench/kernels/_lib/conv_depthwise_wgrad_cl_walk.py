@@ -109,8 +109,12 @@ DWG_CL_WALK_MIN_ROWS = 8
 #: ``[32, 64, 56, 56]`` 3x3 took 212 us against cuDNN's 21 (0.48x eager for the whole
 #: backward; H200, 2026-12-02, ``dw-cl-rows-cl-h200-2026-12-02-defaults.json``), where the
 #: copy moves 12.8 MB (about 8 us) and the walk serves the channels-last ``[32, 64, 56,
-#: 56]`` in a few tens of us. Off: untimed (``conv_pending.sh`` step 7's rows hold them).
-DWG_CL_WALK_MIXED = False
+#: 56]`` in a few tens of us. On since ``conv_pending.sh`` step 7 (H200, 2026-12-02,
+#: ``dw-cl-rows-cl-h200-2026-12-02-mixed.md``): the tuning half's 3 such backward rows
+#: 2.19x faster by device time (``[32, 64, 56, 56]`` 223 -> 71 us, eager 113;
+#: ``[32, 128, 28, 28]`` 85 -> 42, eager 46; ``[32, 320, 14, 14]`` 59 -> 35, eager 60);
+#: every other row of both halves launched as before (held out: none has these layouts).
+DWG_CL_WALK_MIXED = True
 
 
 @triton.jit

@@ -76,7 +76,13 @@ from opbench.kernels._lib.matmul_pointer import (
     operand_layouts,
     pow2_multiple,
 )
-from opbench.kernels._lib.matmul_rule import in_domain, layout_class, ranked
+from opbench.kernels._lib.matmul_rule import (
+    in_domain,
+    in_small_domain,
+    layout_class,
+    ranked,
+    ranked_small,
+)
 from opbench.kernels._lib.matmul_shared import bias_mode, dot_acc, sm_count, sum_split_partials
 from opbench.kernels._lib.matmul_tma_configs import TMA_SHAPES
 from opbench.kernels._lib.native_launch import declare_replay
@@ -176,6 +182,14 @@ def config_for(itemsize: int, M: int, N: int, K: int, batch: int = 1) -> Config:
 #: changes 1.059x, the 18 it leaves 1.004x (the noise floor); held out, judged after,
 #: 1 row 1.111x, and 4 strided rows 1.073x (``nhwc-wgrad-strided-variants-h200-2026-12-02``).
 SPLIT_WHOLE_WAVES = True
+#: Whether 16-bit products under the shape rule's domain (at least
+#: :data:`~opbench.kernels._lib.matmul_rule.MIN_FLOP_SMALL`) take the small-product rule's
+#: tile (:func:`~opbench.kernels._lib.matmul_rule.ranked_small`: the tables or one of
+#: ``SMALL_TILES``, by the 12 nearest tuning-half products) rather than the tables'. On:
+#: by leave-one-out over the tuning half's 232 such products 1.062x eager against the
+#: tables' 0.934x; held out (never fitted on) 1.034x against 0.916x over 92 (``bmm``
+#: 1.137x against 0.910x; ``matmul-small-rule-h200-2026-12-02.md``, H200, device time).
+SMALL_RULE = True
 
 
 def split_k(tiles: int, k_iters: int, sms: int) -> int:
@@ -333,14 +347,19 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     product on the kernel and tile the shape rule ranks first
     (:func:`~opbench.kernels._lib.matmul_rule.ranked`, fitted on the tuning half of the
     traces), a TMA candidate the TMA path declines passing to the next; anything else
-    (float32, the interpreter, a product under the rule's ``MIN_FLOP``, an empty one) as
-    :func:`matmul_into` serves it. The convolutions keep calling :func:`matmul_into` (the
+    (float32, the interpreter, an empty product) as :func:`matmul_into` serves it, and a
+    product under the rule's domain on the small-product rule's tile where
+    :data:`SMALL_RULE` is on and it has one (:func:`~opbench.kernels._lib.matmul_rule.in_small_domain`). The convolutions keep calling :func:`matmul_into` (the
     rule was fitted on matmul-family products only). ``lane_out`` collects the served
     launch's lane where it has one (:mod:`~opbench.kernels._lib.matmul_lanes`)."""
     B, M, K = a.shape
     N = b.shape[2]
-    if _INTERPRETING or a.dtype == torch.float32 or not in_domain(B, M, N, K):
+    if _INTERPRETING or a.dtype == torch.float32:
         return matmul_into(out, a, b, bias, alpha, beta, None, lane_out)
+    if not in_domain(B, M, N, K):
+        cfg = ranked_small(layout_class(a, b), M, N, K, B)[0][1] if SMALL_RULE and \
+            in_small_domain(B, M, N, K) else None  # fmt: skip
+        return matmul_into(out, a, b, bias, alpha, beta, cfg or None, lane_out)
     for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
         if kind == "ptr":
             return matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out)

@@ -64,6 +64,8 @@ __all__ = [
     "DISTANCE",
     "MIN_FLOP",
     "MIN_FLOP_ALIGNED",
+    "MIN_FLOP_SMALL",
+    "SMALL_TILES",
     "POINTER",
     "RANK_H",
     "SMS",
@@ -85,6 +87,9 @@ __all__ = [
     "one_wave_split",
     "rank",
     "ranked",
+    "ranked_small",
+    "small_candidates",
+    "in_small_domain",
     "split_for",
 ]
 
@@ -144,6 +149,39 @@ def in_domain(batch: int, M: int, N: int, K: int) -> bool:
     only these, ask the same question."""
     flop = 2 * batch * M * N * K
     return flop >= MIN_FLOP or (flop >= MIN_FLOP_ALIGNED and aligned((M, N, K)))
+
+
+#: The smallest product (FLOPs) the small-product rule ranks (:func:`in_small_domain`).
+MIN_FLOP_SMALL = 1e7
+#: Pointer-kernel tiles for products under :func:`in_domain` (BLOCK_M, BLOCK_N, BLOCK_K,
+#: GROUP_M, warps, stages). Why: the held-out half's every-row sample (H200, 2026-12-02)
+#: read ``bmm`` over per-matrix products of 65x64x65, 197x40x40 and 256x256x16 at
+#: 0.40-0.78x eager on the bucket tables' tiles (a 128-row or 64-deep tile over 40 rows or
+#: a 16-deep K computes mostly padding); over the 614 products of 0.01-1 GFLOP the best of
+#: these tiles and the tables read ``bmm`` 1.19x eager where the tables alone read 0.94-0.97x
+#: (``matmul-paths-h200-2026-12-02-small-tiles.jsonl.gz``). A padded copy of operands whose
+#: rows are not 16-byte multiples, timed beside them there, lost (0.78-0.93x): the tile,
+#: not the alignment, was what those products lacked.
+SMALL_TILES: list[tuple[int, ...]] = [
+    (64, 64, 32, 8, 4, 3), (64, 32, 32, 8, 4, 3), (32, 64, 32, 8, 4, 3),
+    (32, 32, 32, 8, 2, 3), (128, 64, 32, 8, 4, 3), (64, 128, 32, 8, 4, 3),
+    (128, 32, 32, 8, 4, 3), (64, 64, 16, 8, 4, 4), (32, 32, 64, 8, 2, 3),
+    (16, 64, 32, 8, 2, 3), (64, 16, 32, 8, 2, 3), (32, 128, 32, 8, 4, 3),
+]  # fmt: skip
+
+
+def in_small_domain(batch: int, M: int, N: int, K: int) -> bool:
+    """Whether the small-product rule (:func:`ranked_small`) ranks this product: at least
+    :data:`MIN_FLOP_SMALL` and outside :func:`in_domain` (smaller ones are host-bound:
+    the tables' tile is as good as any)."""
+    return 2 * batch * M * N * K >= MIN_FLOP_SMALL and not in_domain(batch, M, N, K)
+
+
+def small_candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The small-product rule's candidates: ``tables`` (what :func:`matmul.matmul_into`
+    picks without a configuration: the exact-product and bucket tables) and the pointer
+    kernel on each of :data:`SMALL_TILES`."""
+    return [("tables", ()), *(("ptr", t) for t in SMALL_TILES)]
 
 
 #: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
@@ -206,7 +244,10 @@ def candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int,
 def generic_name(kind: str, cfg: tuple[int, ...]) -> str:
     """A candidate's name with its split count left out (``ptr:128x128x64/4w4s/S``, ``/S1``
     where the count is :func:`one_wave_split`'s): the same candidate on products whose
-    split counts differ. GROUP_M is named where it is not 8 (``/g16``)."""
+    split counts differ. GROUP_M is named where it is not 8 (``/g16``); ``tables`` (the
+    small-product rule's) has no configuration."""
+    if not cfg:
+        return kind
     bm, bn, bk, group, warps, stages = cfg[:6]
     return (f"{kind}:{bm}x{bn}x{bk}/{warps}w{stages}s" + (f"/g{group}" if group != 8 else "")
             + ("/S1" if len(cfg) > 7 else "/S" if len(cfg) > 6 else ""))  # fmt: skip
@@ -301,13 +342,14 @@ def nearest(cls: str, dims: tuple[int, int, int, int], k: int, points: tuple,
 
 def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple, k: int, cap: float,
          weights: tuple[float, ...] = DISTANCE, h: float | None = RANK_H,
-         align: bool = True) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
+         align: bool = True, cands: Any = candidates) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
     """The product's candidates, best first: by capped regret summed over its ``k``
     :func:`nearest` ``points``, the r-th nearest weighing ``1 / (r + h)`` (alike where
     ``h`` is None), a candidate a neighbour did not keep counting ``cap``, ties in
     :func:`candidates`' order (pointer kernel first). The fitter ranks with its own
-    points through here, so what it reports is what runs."""
-    mine = candidates(batch, M, N, K)
+    points through here, so what it reports is what runs. ``cands``: the candidates'
+    function (:func:`small_candidates` for the small-product rule)."""
+    mine = cands(batch, M, N, K)
     near = nearest(cls, (M, N, K, batch), k, points, weights, align)
     regs = [dict(p[2]) for p in near]
     wts = [1.0 if h is None else 1.0 / (r + h) for r in range(len(near))]
@@ -320,3 +362,21 @@ def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple, k: int, ca
 def ranked(cls: str, M: int, N: int, K: int, batch: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """:func:`rank` over the committed fit (:func:`fitted`), once per shape."""
     return tuple(rank(cls, M, N, K, batch, *fitted()))
+
+
+@functools.cache
+def fitted_small() -> tuple[tuple, int, float]:
+    """(points, k, cap) of the small-product rule's committed fit
+    (:mod:`matmul_rule_small_data`), read on first use."""
+    from opbench.kernels._lib import matmul_rule_small_data as data
+
+    return data.NEIGHBOURS, data.K_NEAREST, data.CAP
+
+
+@functools.lru_cache(maxsize=4096)
+def ranked_small(
+    cls: str, M: int, N: int, K: int, batch: int
+) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """:func:`rank` of :func:`small_candidates` over the small-product rule's fit, once per
+    shape: products under :func:`in_domain` (``benchmarks/tune/matmul_rule.py --small``)."""
+    return tuple(rank(cls, M, N, K, batch, *fitted_small(), cands=small_candidates))
