@@ -246,6 +246,19 @@ def test_every_small_tile_matches_eager(cfg: tuple, a_t: bool, b_t: bool) -> Non
     assert_matches(out, lambda *t: torch.baddbmm(*t, alpha=0.5, beta=2.0), x, a, b)
 
 
+@pytest.mark.parametrize("data", [matmul_rule_data, matmul_rule_small_data],
+                         ids=["shape_rule", "small_rule"])  # fmt: skip
+def test_the_committed_fit_is_the_one_its_header_names(data) -> None:
+    """The data module holds as many points as ``FITTED_ON`` counts, fitted on a GPU from
+    sweeps committed in ``benchmarks/results``: a fitter test that wrote its toy fit over
+    the committed one (3 points, 2026-12-02) fails here, not on the GPU."""
+    head, _, sweeps = data.FITTED_ON.partition(": ")
+    count = int(sweeps.split(" tuning-half products of ")[0])
+    assert head.startswith("NVIDIA ") and len(data.NEIGHBOURS) == count
+    for name in sweeps.split(" of ", 1)[1].split(" + "):
+        assert (REPO / "benchmarks" / "results" / name).is_file(), name
+
+
 def test_the_small_rule_serves_what_the_shape_rule_does_not() -> None:
     """Between :data:`MIN_FLOP_SMALL` and the shape rule's domain, never both."""
     assert matmul_rule.in_small_domain(1024, 65, 64, 65)  # 0.55 GFLOP, unaligned
