@@ -103,6 +103,9 @@ def test_heldout_run_all_rows_and_workers(tmp_path: Path) -> None:
     # cut at its limit, the part still reports what it holds, named for its part
     out = Path(env["OUT"])
     assert (out / "triton-heldout-cpu-aten-all-rows-shard-2-of-3-partial.json").is_file()
+    # NAME goes first in the files' names (a subset of the ops says so)
+    command(NAME="sub", RUN=str(tmp_path / "m3" / "heldout-run"))
+    assert (out / "triton-heldout-cpu-sub-aten-partial.json").is_file()
 
 
 @pytest.mark.slow

@@ -21,6 +21,8 @@
 # below): ask for several (nvidia-h200-x4 or -x8) and set WORKERS to their count (a
 # worker a GPU, round-robin), and let RESUME/RESTORE carry it across calls. Its files are
 # named triton-heldout-<gpu>-all-rows.
+# OPS=a,b judges those ops only; NAME=word puts the word in the files' names
+# (triton-heldout-h200-matmul-all-rows-shard-1-of-4 for OPS=mm,bmm,addmm,baddbmm NAME=matmul).
 # HALF=tuning judges the tuning half instead (the rows the backend was tuned on; its
 # report, triton-tuning-<gpu>..., goes beside the held-out one: issue #36 asks for both).
 # SHARD=K/N judges part K of N of those tests (opbench run --shard: a stable split by test
@@ -69,6 +71,8 @@ fi
 name=$([ "$BACKEND" = triton ] || echo "$BACKEND" | cut -d: -f2)
 [ "$LIMIT_PER_OP" = all ] && name="${name:+$name-}all-rows"
 [ -n "${SHARD:-}" ] && name="${name:+$name-}shard-${SHARD%/*}-of-${SHARD#*/}"
+# NAME=matmul (say, beside OPS=mm,bmm,addmm,baddbmm) goes first: a subset's files say so
+[ -n "${NAME:-}" ] && name="$NAME${name:+-$name}"
 label=$([ "$BACKEND" = triton ] && echo "Triton backend" || echo "$BACKEND")
 python3 benchmarks/reproduce/heldout_report.py "$RUN" --gpu "$GPU" --name "$name" --label "$label" --out-dir "$OUT" --half "$HALF" \
   --command "${CMD[*]} (benchmarks/gpu/heldout_run.sh${COMMIT:+ at $COMMIT})" ${partial[@]+"${partial[@]}"}
