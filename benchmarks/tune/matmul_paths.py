@@ -55,50 +55,19 @@ from matmul_rows import OPS, judged_products, operands, reference  # noqa: E402
 from matmul_rule import time_key  # noqa: E402
 from matmul_timing import agrees, device_bench  # noqa: E402
 
-from opbench.kernels._lib.matmul_rule import SMALL_TILES, candidates, layout_key  # noqa: E402
+from opbench.kernels._lib.matmul_rule import candidates, layout_key, small_candidates  # noqa: E402
 
 __all__ = ["kernel_key", "main", "products", "time_product", "variant_summary"]
 
 #: ``--variant`` name -> its ``MODULE.NAME=VALUE`` settings (module state, so the warm-up
 #: processes are handed it with each task).
 VARIANTS: dict[str, list[str]] = {}
-#: ``--small`` times only the served path, the small-product rule's tiles
-#: (:data:`matmul_rule.SMALL_TILES <opbench.kernels._lib.matmul_rule.SMALL_TILES>`) and
-#: ``pad`` (:func:`pad_operands`) on each product when set: the sweep the small-product
-#: rule is fitted on (``matmul_rule.py --small``).
+#: ``--small`` times only the served path and the small-product rule's candidates
+#: (:func:`matmul_rule.small_candidates <opbench.kernels._lib.matmul_rule.small_candidates>`)
+#: on each product when set: the sweep the small-product rule is fitted on
+#: (``matmul_rule.py --small``). The 2026-12-02 sweep also timed a padded copy of operands
+#: whose rows are not 16-byte multiples (``pad:``; it lost to the tables, and is gone).
 SMALL_ONLY: list[bool] = [False]
-
-
-def padded(t: Any, dim: int) -> Any:
-    """``t`` (3-D) copied into a buffer whose rows along ``dim`` (1 or 2, the operand's
-    contiguous dimension where it has one) are padded to a multiple of 8 elements, as a
-    view of ``t``'s sizes: an operand whose leading dimension is odd (``[1024, 65, 65]``)
-    reaches the pointer kernel with strides it can load 16 bytes at a time. The ``pad``
-    candidate: the copy through ATen stands for the backend's own copy kernel."""
-    import torch
-
-    sizes = list(t.shape)
-    if dim == 1:  # column-major: pad the rows of its transpose
-        return padded(t.transpose(1, 2), 2).transpose(1, 2)
-    wide = (sizes[2] + 7) // 8 * 8
-    buf = torch.empty(sizes[0], sizes[1], wide, dtype=t.dtype, device=t.device)
-    view = buf[:, :, : sizes[2]]
-    view.copy_(t)
-    return view
-
-
-def pad_operands(a: Any, b: Any) -> tuple[Any, Any]:
-    """Both operands with :func:`padded` rows where their strides are not a multiple of
-    8 elements (each along its contiguous dimension, the last one otherwise)."""
-
-    def fix(t: Any) -> Any:
-        inner = 1 if t.stride(1) == 1 and t.stride(2) != 1 else 2
-        outer = t.stride(3 - inner)
-        if outer % 8 == 0 and (t.shape[0] == 1 or t.stride(0) % 8 == 0):
-            return t
-        return padded(t, inner)
-
-    return fix(a), fix(b)
 
 
 def variant_context(name: str | None) -> Any:
@@ -134,9 +103,6 @@ def run_candidate(kind: str, cfg: tuple[int, ...] | None, ops: tuple) -> bool:
         matmul.matmul_ruled_into(*ops)
     elif kind == "tables":
         matmul.matmul_into(*ops)
-    elif kind == "pad":
-        out, a, b, *rest = ops
-        matmul.matmul_ruled_into(out, *pad_operands(a, b), *rest)
     elif kind == "tma":
         return matmul_tma.tma_matmul_into(*ops, cfg)
     elif kind == "tmab":
@@ -208,9 +174,9 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
     the served path and the candidates the row's ``timed`` (an earlier sweep's names,
     ``--skip-from``) does not hold."""
     variants = [("variant", name) for name in VARIANTS]
-    small = [("ptr", c) for c in SMALL_TILES] + [("pad", None)] if SMALL_ONLY[0] else []
-    if small:
-        return [("served", None), *variants, *small]
+    if SMALL_ONLY[0]:  # the small-product rule's candidates; its tables are the served path
+        small = small_candidates(row["batch"], row["M"], row["N"], row["K"])
+        return [("served", None), *variants, *(c for c in small if c[0] != "tables")]
     if served_only:
         return [("served", None), ("tables", None), *variants]
     if "timed" not in row:
@@ -343,7 +309,7 @@ def main() -> int:
                     metavar="NAME=MODULE.NAME=VALUE[,MODULE.NAME=VALUE]",
                     help="also time the served path under these settings (repeatable)")  # fmt: skip
     ap.add_argument("--small", action="store_true",
-                    help="time only the served path, SMALL_TILES and the padded-operand route")  # fmt: skip
+                    help="time only the served path and the small-product rule's candidates")  # fmt: skip
     ap.add_argument("--max-products", type=int, default=None, help="the first N (a smoke test)")
     ap.add_argument("--skip-from", action="append", default=[],
                     help="an earlier sweep (again for more: they are merged as matmul_rule.py "

@@ -84,3 +84,19 @@ def test_the_summary_splits_moved_products_from_the_rest() -> None:
     # moved: 2.0 / 1.0 and 1.0 / 0.5, geomean 2; the rest: 1 / 1.01
     assert tuning == f"| v | tuning | 3 | 2 | 2.000 | {1 / 1.01:.3f} |", tuning
     assert heldout == "| v | heldout | 1 | 0 | - | 1.000 |", heldout
+
+
+def test_the_small_sweep_times_the_small_rules_candidates(monkeypatch) -> None:
+    """``--small``: the served path (the tables, outside the shape rule's domain) and every
+    other candidate of the small-product rule, split ones where they split; nothing of
+    the shape rule's own set."""
+    from opbench.kernels._lib import matmul_rule
+
+    monkeypatch.setattr(paths, "SMALL_ONLY", [True])
+    row = {"batch": 1, "M": 64, "N": 1000, "K": 2048}
+    kernels = paths._kernels(row, served_only=False)
+    want = [c for c in matmul_rule.small_candidates(1, 64, 1000, 2048) if c[0] != "tables"]
+    assert kernels == [("served", None), *want]
+    assert any(len(cfg) > 6 for _, cfg in want)  # the head's split candidates
+    monkeypatch.setattr(paths, "SMALL_ONLY", [False])
+    assert paths._kernels(row, served_only=False) != kernels
