@@ -79,6 +79,35 @@ def _seeded_per_test(request: pytest.FixtureRequest) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
+#: What a test must never write: the package's sources and fitted data, and the committed
+#: results. A fitter test whose redirect missed the fitter's new data path wrote its
+#: 3-point toy fit over the matmul shape rule's data (2026-12-02) and CI passed.
+_GUARDED = [Path(__file__).parents[1] / "src" / "opbench",
+            Path(__file__).parents[1] / "benchmarks" / "results"]  # fmt: skip
+
+
+def _snapshot() -> dict[str, tuple[int, int]]:
+    """(modification time, size) of every guarded file (compiled caches left out)."""
+    out = {}
+    for root in _GUARDED:
+        for path in root.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
+                st = path.stat()
+                out[str(path)] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sources_untouched():
+    """Fail the run (an error at the last test's teardown) if a test created, changed or
+    deleted a file of the package or of the committed results."""
+    before = _snapshot()
+    yield
+    after = _snapshot()
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    assert not changed, f"tests wrote into the repository: {changed[:10]}"
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     """A local Ray with two CPUs for one test module (Ray's tests skip without Ray)."""
