@@ -1,7 +1,8 @@
-"""``benchmarks/probes/pointwise_layouts.py --check``: both walk orders it times (the
-result's memory order, as shipped, and the logical order before it) give eager's values
-and strides on every row (small shapes, Triton's interpreter), so neither order is timed
-while computing something else."""
+"""``benchmarks/probes/pointwise_layouts.py --check``: every walk it times (the result's
+memory order with the flat kernel for operands laid out alike, as shipped; the strided
+kernel alone in memory order; the logical order before both) gives eager's values and
+strides on every row (small shapes, Triton's interpreter), so none is timed while
+computing something else."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytest.importorskip("triton")
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_both_walk_orders_match_eager_under_the_interpreter() -> None:
+def test_every_walk_matches_eager_under_the_interpreter() -> None:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "probes" / "pointwise_layouts.py"), "--check"],
@@ -32,3 +33,4 @@ def test_both_walk_orders_match_eager_under_the_interpreter() -> None:
     assert [(r["op"], r["second"]) for r in rows] == [
         (op, s) for op, _, s in pointwise_layouts.ROWS
     ]
+    assert set(pointwise_layouts.orders()) == {"memory", "strided", "logical"}

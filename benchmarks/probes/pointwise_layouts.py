@@ -1,7 +1,10 @@
-"""The strided elementwise kernel on channels-last results: walked in the result's memory
-order (as shipped, ``pointwise._memory_order``) against the logical order it walked
-before, each checked against eager first, by the GPU's own kernel time (CUPTI through
-``torch.profiler``, mean over 50 calls) beside eager's.
+"""The elementwise kernels on channels-last results: as shipped (the strided kernel in the
+result's memory order, ``pointwise._memory_order``; operands laid out as the result on
+the flat kernel, ``pointwise.FLAT_DENSE_LAYOUTS``), the strided kernel alone in memory
+order, and the logical order it walked before, each checked against eager first, by the
+GPU's own kernel time (CUPTI through ``torch.profiler``, mean over 50 calls) beside
+eager's. The 2026-12-02 run (``pointwise-layouts-h200-2026-12-02.json``) predates the
+flat route: its ``memory`` column is this one's ``strided``.
 
 Why: the held-out half's every-row part 1 of 16 (H200, 2026-12-02,
 ``triton-heldout-h200-all-rows-shard-1-of-16-partial.md``) read ``add.Tensor`` of a
@@ -13,8 +16,8 @@ that are not fused into a convolution).
 
 Usage (GPU machine, after ``source benchmarks/common/gpu_env.sh``):
     python3 benchmarks/probes/pointwise_layouts.py --out $OUT/pointwise-layouts.json
-On the CPU (Triton's interpreter, small shapes, no timing): ``--check`` compares both
-orders with eager and exits non-zero on a mismatch.
+On the CPU (Triton's interpreter, small shapes, no timing): ``--check`` compares every
+walk with eager and exits non-zero on a mismatch.
 """
 
 from __future__ import annotations
@@ -73,18 +76,23 @@ def _calls(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     }[op]
 
 
-def orders() -> dict[str, Callable[[Any], list[int]]]:
-    """The walk orders compared: as shipped, and the logical order (before 2026-12-02)."""
+def orders() -> dict[str, tuple[Callable[[Any], list[int]], bool]]:
+    """The walks compared, (the strided kernel's order, ``FLAT_DENSE_LAYOUTS``): as
+    shipped (``memory``); the strided kernel in memory order where operands laid out alike
+    now take the flat kernel (``strided``, before the flat route); the logical order
+    (``logical``, before 2026-12-02)."""
     from opbench.kernels._lib import pointwise as pw
 
-    return {"memory": pw._memory_order, "logical": lambda st: list(range(len(st)))}
+    memory = pw._memory_order
+    return {"memory": (memory, True), "strided": (memory, False),
+            "logical": (lambda st: list(range(len(st))), False)}  # fmt: skip
 
 
-def _set_order(order: Callable[[Any], list[int]]) -> None:
+def _set_order(walk: tuple[Callable[[Any], list[int]], bool]) -> None:
     from opbench.kernels._lib import pointwise as pw
 
-    pw._memory_order = order
-    pw._STRIDED_PLANS.clear()  # plans are cached on layouts: a new order plans anew
+    pw._memory_order, pw.FLAT_DENSE_LAYOUTS = walk
+    pw._STRIDED_PLANS.clear()  # plans are cached on layouts: a new walk plans anew
     pw._PLANS.clear()
 
 
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="write the rows as JSON here")
     p.add_argument("--check", action="store_true",
-                   help="CPU: compare both orders with eager on small shapes, no timing")  # fmt: skip
+                   help="CPU: compare every walk with eager on small shapes, no timing")  # fmt: skip
     args = p.parse_args(argv)
     import torch
 
@@ -113,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         xs = _operands(shape, second, device)
         want = eager(*xs)
         row: dict[str, Any] = {"op": op, "shape": list(shape), "second": second}
-        for name, order in walks.items():
-            _set_order(order)
+        for name, walk in walks.items():
+            _set_order(walk)
             got = ours(*xs)
             torch.testing.assert_close(got, want)
             if got.stride() != want.stride():

@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernel_checks import DEVICE, assert_matches, stable_seed  # noqa: E402
+from kernel_checks import DEVICE, assert_matches, on_device, stable_seed  # noqa: E402
 
 from opbench.kernels._lib import activations as act  # noqa: E402
 from opbench.kernels._lib import arithmetic as ar  # noqa: E402
@@ -44,11 +44,15 @@ def _inputs(layout: str, dtype: torch.dtype, n: int = 2) -> list[torch.Tensor]:
     if layout == "channels_last_bias":  # a channels-last image and a per-channel bias
         image = r(2, 12, 3, 5).to(memory_format=torch.channels_last)
         return [image, r(12, 1, 1)][:n]
+    if layout == "channels_last":  # images laid out alike: the flat kernel over memory
+        return [r(2, 12, 3, 5).to(memory_format=torch.channels_last) for _ in range(n)]
+    if layout == "channels_last_3d":
+        return [r(2, 6, 3, 4, 5).to(memory_format=torch.channels_last_3d) for _ in range(n)]
     raise AssertionError(layout)
 
 
 LAYOUTS = ["contiguous", "transposed", "broadcast", "zero_dim", "empty", "sliced5d",
-           "channels_last_bias"]  # fmt: skip
+           "channels_last_bias", "channels_last", "channels_last_3d"]  # fmt: skip
 
 BINARY = {
     "add": (ar.add, lambda a, b: aten.add.Tensor(a, b, alpha=2), {"alpha": 2}),
@@ -112,6 +116,34 @@ def test_a_channels_last_result_is_walked_in_its_memory_order() -> None:
     assert [strides[4 * k + 3] for k in range(4)] == [1, 1, 0, 1], ints  # innermost: C
     assert [strides[4 * k + 2] for k in range(4)] == [12, 0, 0, 12], ints
     assert pw._memory_order(torch.empty(4, 1, 5).stride()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("flat_dense", [True, False], ids=["flat_dense", "strided"])
+def test_channels_last_operands_laid_out_alike_take_the_flat_kernel(
+    flat_dense, fresh_plans
+) -> None:
+    """A dense channels-last (or channels-last-3d) result whose full operands share its
+    strides is one flat walk over memory (:data:`FLAT_DENSE_LAYOUTS`); an operand laid out
+    otherwise, or a result with gaps, keeps the strided kernel. Both give eager's values
+    and strides."""
+    from opbench.kernels._lib import pointwise as pw
+
+    fresh_plans.setattr(pw, "FLAT_DENSE_LAYOUTS", flat_dense)
+    cl = torch.randn(2, 12, 3, 5).to(memory_format=torch.channels_last)
+    cl3 = torch.randn(2, 6, 3, 4, 5).to(memory_format=torch.channels_last_3d)
+    both = [pw.TENSOR, pw.TENSOR, pw.ABSENT]
+    assert pw._flat_layout(both, [cl, cl.clone(), cl], torch.empty_like(cl)) is flat_dense
+    assert pw._flat_layout(both, [cl3, cl3.clone(), cl3], torch.empty_like(cl3)) is flat_dense
+    assert pw._flat_layout([pw.TENSOR, pw.ELEMENT, pw.ABSENT], [cl, torch.tensor(2.0), cl],
+                           torch.empty_like(cl)) is flat_dense  # fmt: skip
+    assert not pw._flat_layout(both, [cl, cl.contiguous(), cl], torch.empty_like(cl))
+    gappy = torch.randn(2, 12, 3, 10).to(memory_format=torch.channels_last)[..., ::2]
+    assert not pw._flat_layout(both, [gappy, gappy, gappy], gappy)
+    x = on_device(cl)
+    y = on_device(torch.randn(2, 12, 3, 5).to(memory_format=torch.channels_last))
+    for got, want in ((ar.add(x, y), aten.add.Tensor(x, y)), (act.relu(x), aten.relu(x))):
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -294,15 +294,39 @@ def _modes(operands: Sequence[Any], out: torch.Tensor) -> tuple[list[int], list[
     return modes, tensors
 
 
+#: Whether a channels-last result whose full operands are laid out exactly as it is
+#: (``relu`` of a channels-last image, the sum of two) takes the flat kernel over its
+#: memory, as a contiguous one does. Why: such calls went to the strided kernel, which
+#: walks them in memory order as one dimension of unit stride but cannot prove the stride
+#: at compile time, so it loads and stores 2 bytes at a time: ``relu`` of a channels-last
+#: ``[32, 256, 28, 28]`` f16 5.53 us, eager 5.19; the sum of two such images 7.52 us, eager
+#: 6.48 (H200, 2026-12-02, ``pointwise-layouts-h200-2026-12-02.json``). Untimed with it;
+#: ``benchmarks/probes/pointwise_layouts.py`` times both.
+FLAT_DENSE_LAYOUTS = True
+
+
 def _flat_layout(modes: Sequence[int], tensors: Sequence[torch.Tensor], out: torch.Tensor) -> bool:
-    """``out`` contiguous and every full tensor operand contiguous of its shape."""
-    if not out.is_contiguous():
-        return False
+    """Whether the flat kernel serves the call: ``out`` contiguous and every full tensor
+    operand contiguous of its shape, or (:data:`FLAT_DENSE_LAYOUTS`) ``out`` dense
+    channels-last and every full tensor operand of its shape and strides (element ``k``
+    of each one's memory is then element ``k`` of the others')."""
     shape = out.shape
-    for m, t in zip(modes, tensors):
-        if m == TENSOR and not (t.shape == shape and t.is_contiguous()):
-            return False
-    return True
+    if out.is_contiguous():
+        return all(m != TENSOR or (t.shape == shape and t.is_contiguous())
+                   for m, t in zip(modes, tensors))  # fmt: skip
+    if not (FLAT_DENSE_LAYOUTS and _dense_channels_last(out)):
+        return False
+    strides = out.stride()
+    return all(m != TENSOR or (t.shape == shape and t.stride() == strides)
+               for m, t in zip(modes, tensors))  # fmt: skip
+
+
+def _dense_channels_last(t: torch.Tensor) -> bool:
+    """``t`` a 4-D or 5-D tensor dense in the channels-last order (its memory holds
+    exactly its elements, from its first address)."""
+    if t.dim() == 4:
+        return t.is_contiguous(memory_format=torch.channels_last)
+    return t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d)
 
 
 #: (output layout, operand modes and layouts) -> the strided kernel's integers, index
