@@ -176,7 +176,9 @@ def _kernels(row: dict[str, Any], served_only: bool) -> list[tuple[str, Any]]:
     variants = [("variant", name) for name in VARIANTS]
     if SMALL_ONLY[0]:  # the small-product rule's candidates; its tables are the served path
         small = small_candidates(row["batch"], row["M"], row["N"], row["K"])
-        return [("served", None), *variants, *(c for c in small if c[0] != "tables")]
+        done = set(row.get("timed", ()))
+        return [("served", None), *variants,
+                *(c for c in small if c[0] != "tables" and time_key(*c) not in done)]  # fmt: skip
     if served_only:
         return [("served", None), ("tables", None), *variants]
     if "timed" not in row:

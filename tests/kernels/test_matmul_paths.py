@@ -98,5 +98,9 @@ def test_the_small_sweep_times_the_small_rules_candidates(monkeypatch) -> None:
     want = [c for c in matmul_rule.small_candidates(1, 64, 1000, 2048) if c[0] != "tables"]
     assert kernels == [("served", None), *want]
     assert any(len(cfg) > 6 for _, cfg in want)  # the head's split candidates
+    # --skip-from an earlier --small sweep: only what it lacks (the split candidates)
+    timed = [paths.time_key(k, c) for k, c in want if len(c) <= 6]
+    assert paths._kernels({**row, "timed": timed}, served_only=False) == [
+        ("served", None), *(c for c in want if len(c[1]) > 6)]  # fmt: skip
     monkeypatch.setattr(paths, "SMALL_ONLY", [False])
     assert paths._kernels(row, served_only=False) != kernels
