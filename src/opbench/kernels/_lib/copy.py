@@ -28,6 +28,7 @@ from opbench.kernels._lib import pointwise
 from opbench.kernels._lib.launch import Launcher, cdiv, remember
 from opbench.kernels._lib.native_launch import declare_flat, declare_replay
 from opbench.kernels._lib.pointwise_kernels import unravel
+from opbench.kernels._lib.pointwise_layout import I32_SAFE, index_type, merge_dims
 from opbench.kernels._lib.pointwise_rules import broadcast_shape, destination
 
 __all__ = ["cat", "cat_out", "clone", "clone_out", "copy_"]
@@ -327,9 +328,7 @@ def _cat_plan(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> li
         n = t.numel()
         if n == 0:
             continue
-        mshape, (src_st, out_st) = pointwise._merge_dims(
-            tuple(t.shape), [list(t.stride()), out_stride]
-        )
+        mshape, (src_st, out_st) = merge_dims(tuple(t.shape), [list(t.stride()), out_stride])
         if len(mshape) > pointwise.MAX_DIMS:
             return None
         pad = pointwise.MAX_DIMS - len(mshape)
@@ -351,7 +350,7 @@ def _cat_plan(dest: torch.Tensor, parts: Sequence[torch.Tensor], dim: int) -> li
                      *(st // vec for st in src_st[:3]), src_st[3],
                      *(st // vec for st in out_st[:3]), out_st[3], base // vec]  # fmt: skip
             last = base + sum((d - 1) * abs(o) for d, o in zip(dims, out_st))
-            if pointwise.index_type(n, dims, [src_st]) is tl.int64 or last > pointwise.I32_SAFE:
+            if index_type(n, dims, [src_st]) is tl.int64 or last > I32_SAFE:
                 wide = True
         ints += [0] * (13 * slots - len(ints))
         grid = (cdiv(max(c[1] for c in chunk), block), len(chunk))

@@ -12,7 +12,8 @@ themselves, with their ATen-schema entry points, are in
 
 How a call is launched (:func:`run`):
 
-* **flat**: every tensor operand is contiguous with the output's shape, or a single
+* **flat**: every tensor operand is contiguous with the output's shape (or, for a dense
+  channels-last output, laid out exactly as it: :data:`FLAT_DENSE_LAYOUTS`), or a single
   element (a 0-dim tensor, read once); Python numbers arrive as scalar arguments. One
   1-D kernel over the elements; this is the common case of the traced models. Its
   programs (:func:`tile_plan`, cached per element count) hold :data:`BLOCK` elements on
@@ -20,8 +21,9 @@ How a call is launched (:func:`run`):
   cost; only a partial last program is masked.
 * **strided**: anything else (broadcasting, transposed or sliced inputs, an ``out``
   or ``self`` that is not contiguous). Operands are expanded to the output's shape
-  (stride 0 where broadcast, no copy), dimensions that are contiguous in every operand
-  are merged, and the kernel maps each output index to every operand's offset over at
+  (stride 0 where broadcast, no copy), ordered as the output lies in memory, dimensions
+  that are contiguous in every operand are merged (the layout functions are
+  :mod:`~opbench.kernels._lib.pointwise_layout`'s), and the kernel maps each output index to every operand's offset over at
   most :data:`MAX_DIMS` merged dimensions; more than that splits into launches over the
   leading dimension.
 
@@ -41,6 +43,11 @@ import triton.language as tl
 from opbench.kernels._lib.launch import INTERPRETING as _INTERPRETING
 from opbench.kernels._lib.launch import Launcher, cdiv, next_pow2, remember
 from opbench.kernels._lib.pointwise_kernels import _flat_kernel, _identity, _strided_kernel
+from opbench.kernels._lib.pointwise_layout import I32_SAFE, index_type
+from opbench.kernels._lib.pointwise_layout import dense_channels_last as _dense_channels_last
+from opbench.kernels._lib.pointwise_layout import expanded_strides as _expanded_strides
+from opbench.kernels._lib.pointwise_layout import memory_order as _memory_order
+from opbench.kernels._lib.pointwise_layout import merge_dims as _merge_dims
 from opbench.kernels._lib.pointwise_rules import (
     FLOATS,
     broadcast_shape,
@@ -123,55 +130,8 @@ def compute_type(dtype: torch.dtype) -> Any:
     return tl.int64
 
 
-def _merge_dims(
-    shape: Sequence[int], strides: list[list[int]]
-) -> tuple[list[int], list[list[int]]]:
-    """Drop size-1 dims and merge neighbours that are contiguous in every operand."""
-    dims = [i for i, s in enumerate(shape) if s != 1]
-    out_shape: list[int] = []
-    out_strides: list[list[int]] = [[] for _ in strides]
-    for i in dims:
-        mergeable = bool(out_shape) and all(
-            out_strides[k][-1] == strides[k][i] * shape[i] for k in range(len(strides))
-        )
-        if mergeable:
-            out_shape[-1] *= shape[i]
-            for k in range(len(strides)):
-                out_strides[k][-1] = strides[k][i]
-        else:
-            out_shape.append(shape[i])
-            for k in range(len(strides)):
-                out_strides[k].append(strides[k][i])
-    return out_shape, out_strides
-
-
-def _expanded_strides(t: torch.Tensor, shape: Sequence[int]) -> list[int]:
-    """``t``'s strides when broadcast to ``shape`` (0 where broadcast)."""
-    nd = len(shape)
-    pad = nd - t.dim()
-    out = [0] * nd
-    for i in range(t.dim()):
-        out[pad + i] = 0 if t.shape[i] == 1 and shape[pad + i] != 1 else t.stride(i)
-    return out
-
-
 #: The largest program: :mod:`~opbench.kernels._lib.copy`'s ``cat`` tiles by it.
 _BLOCK_NOW = _INTERP_BLOCK if _INTERPRETING else BLOCK
-#: Largest element count (and offset) indexed in int32: the last program's indices run
-#: up to a block past the end before the mask.
-I32_SAFE = 2**31 - 1 - 16384
-
-
-def index_type(n: int, dims: Sequence[int], strides: Sequence[Sequence[int]]) -> Any:
-    """``tl.int32`` when ``n`` and every operand's largest offset over ``dims`` fit in it
-    (int32 index arithmetic: 0.96-0.99 of copy bandwidth for a 256 MiB add on the H100
-    against 0.92 in int64, benchmarks/reproduce/launch_profile.py --sweep), else ``tl.int64``."""
-    if n > I32_SAFE:
-        return tl.int64
-    for st in strides:
-        if sum((d - 1) * abs(s) for d, s in zip(dims, st)) > I32_SAFE:
-            return tl.int64
-    return tl.int32
 
 
 def tile_plan(n: int) -> tuple[int, int, int]:
@@ -321,31 +281,11 @@ def _flat_layout(modes: Sequence[int], tensors: Sequence[torch.Tensor], out: tor
                for m, t in zip(modes, tensors))  # fmt: skip
 
 
-def _dense_channels_last(t: torch.Tensor) -> bool:
-    """``t`` a 4-D or 5-D tensor dense in the channels-last order (its memory holds
-    exactly its elements, from its first address)."""
-    if t.dim() == 4:
-        return t.is_contiguous(memory_format=torch.channels_last)
-    return t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d)
-
-
 #: (output layout, operand modes and layouts) -> the strided kernel's integers, index
 #: type and merged rank: planning (expanded strides, merged dims) cost more host time
 #: than the launch, and models call the same layouts over and over.
 _STRIDED_PLANS: dict[tuple, Any] = {}
 _SPLIT = object()  # more merged dims than the kernel indexes: launches per leading index
-
-
-def _memory_order(out_strides: Sequence[int]) -> list[int]:
-    """``out``'s dimensions outermost first as they lie in its memory (largest stride
-    first; a stable sort, so a contiguous result keeps its order). Why: the strided kernel
-    walks its flat index with the last dimension fastest, so in logical order a
-    channels-last result (strides ``(HWC, 1, WC, C)``) was written and read ``C`` elements
-    apart, one sector a lane: ``[32, 512, 14, 14]`` channels-last + a ``[512, 1, 1]`` bias
-    took 60 us against eager's 12.7 (H200, 2026-12-02, every-row held-out part 1 of 16).
-    In memory order its dimensions merge to two, ``[N*H*W, C]``, contiguous along ``C``,
-    as PyTorch's TensorIterator orders them."""
-    return sorted(range(len(out_strides)), key=lambda i: -out_strides[i])
 
 
 def _strided_plan(
