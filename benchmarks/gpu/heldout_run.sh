@@ -8,9 +8,9 @@
 # BACKEND names it, see benchmarks/common/gpu_env.sh):
 #   bash benchmarks/gpu/heldout_run.sh             # first call: runs until LIMIT seconds
 #   RESUME=1 bash benchmarks/gpu/heldout_run.sh    # next calls on the same machine: resumes
-# The run directory lives in /tmp (/tmp/<HALF>-run; a carried folder is replaced on every call), and is
-# packed into $OUT/heldout-run.tgz after every call, so a machine given back loses
-# nothing: the next machine unpacks it with RESTORE=path/to/heldout-run.tgz (carried).
+# The run directory lives in /tmp (/tmp/<HALF>-run; a carried folder is replaced on every
+# call), and is packed into $OUT/heldout-run.tgz after every call, so a machine given back
+# loses nothing: the next machine unpacks it with RESTORE=path/to/heldout-run.tgz (carried).
 # Once the run is whole, $OUT holds the report (triton-heldout-<GPU>.json and .md); set
 # COMMIT=<the commit run> for its command line (the GPU machine's copy has no reliable git).
 # The H200 took 335 + 101 s for 124 tests over 63 ops (2026-11-29).

@@ -255,8 +255,8 @@ def cl_walk_mixed_weight_grad(
     if not (DWG_CL_WALK_MIXED and b5.stride(1) == 1 and a5.stride(1) != 1
             and cl_walk_fits(a5, b5, w5, r_g, stride, dilation)):  # fmt: skip
         return False
-    return cl_walk_weight_grad(channels_last_5d(a5), b5, dw, w5, r_g, stride, padding,
-                               dilation, big)  # fmt: skip
+    _walk(channels_last_5d(a5), b5, dw, w5, padding, big)
+    return True
 
 
 def cl_walk_weight_grad(
@@ -270,6 +270,13 @@ def cl_walk_weight_grad(
     if not (a5.stride(1) == 1 and b5.stride(1) == 1
             and cl_walk_fits(a5, b5, w5, r_g, stride, dilation)):  # fmt: skip
         return False
+    _walk(a5, b5, dw, w5, padding, big)
+    return True
+
+
+def _walk(a5: torch.Tensor, b5: torch.Tensor, dw: torch.Tensor, w5: torch.Tensor,
+          padding: tuple[int, int], big: bool) -> None:  # fmt: skip
+    """Launch the walk (and its split sum) on a call both entries have checked."""
     N, C, QD, QH, QW = a5.shape
     PD, PH, PW = b5.shape[2:]
     KD, KH, KW = w5.shape[2:]
@@ -291,4 +298,3 @@ def cl_walk_weight_grad(
         num_warps=cl_walk_warps(bw, bc),
     )  # fmt: skip
     sum_split_target(target, dw)
-    return True

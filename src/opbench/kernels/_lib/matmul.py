@@ -349,17 +349,19 @@ def matmul_ruled_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     traces), a TMA candidate the TMA path declines passing to the next; anything else
     (float32, the interpreter, an empty product) as :func:`matmul_into` serves it, and a
     product under the rule's domain on the small-product rule's tile where
-    :data:`SMALL_RULE` is on and it has one (:func:`~opbench.kernels._lib.matmul_rule.in_small_domain`). The convolutions keep calling :func:`matmul_into` (the
-    rule was fitted on matmul-family products only). ``lane_out`` collects the served
+    :data:`SMALL_RULE` is on and it has one
+    (:func:`~opbench.kernels._lib.matmul_rule.in_small_domain`). The convolutions keep
+    calling :func:`matmul_into` (the rule was fitted on matmul-family products only). ``lane_out`` collects the served
     launch's lane where it has one (:mod:`~opbench.kernels._lib.matmul_lanes`)."""
     B, M, K = a.shape
     N = b.shape[2]
     if _INTERPRETING or a.dtype == torch.float32:
         return matmul_into(out, a, b, bias, alpha, beta, None, lane_out)
     if not in_domain(B, M, N, K):
-        cfg = ranked_small(layout_class(a, b), M, N, K, B)[0][1] if SMALL_RULE and \
-            in_small_domain(B, M, N, K) else None  # fmt: skip
-        return matmul_into(out, a, b, bias, alpha, beta, cfg or None, lane_out)
+        cfg = None  # the tables'
+        if SMALL_RULE and in_small_domain(B, M, N, K):
+            cfg = ranked_small(layout_class(a, b), M, N, K, B)[0][1] or None  # (): the tables
+        return matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out)
     for kind, cfg in ranked(layout_class(a, b), M, N, K, B):
         if kind == "ptr":
             return matmul_into(out, a, b, bias, alpha, beta, cfg, lane_out)

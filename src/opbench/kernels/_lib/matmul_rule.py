@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -65,10 +66,10 @@ __all__ = [
     "MIN_FLOP",
     "MIN_FLOP_ALIGNED",
     "MIN_FLOP_SMALL",
-    "SMALL_SPLITS",
-    "SMALL_TILES",
     "POINTER",
     "RANK_H",
+    "SMALL_SPLITS",
+    "SMALL_TILES",
     "SMS",
     "SPLITS",
     "TMA",
@@ -80,8 +81,10 @@ __all__ = [
     "distance",
     "features",
     "fitted",
+    "fitted_small",
     "generic_name",
     "in_domain",
+    "in_small_domain",
     "layout_class",
     "layout_key",
     "nearest",
@@ -90,7 +93,6 @@ __all__ = [
     "ranked",
     "ranked_small",
     "small_candidates",
-    "in_small_domain",
     "split_for",
 ]
 
@@ -359,7 +361,9 @@ def nearest(cls: str, dims: tuple[int, int, int, int], k: int, points: tuple,
 
 def rank(cls: str, M: int, N: int, K: int, batch: int, points: tuple, k: int, cap: float,
          weights: tuple[float, ...] = DISTANCE, h: float | None = RANK_H,
-         align: bool = True, cands: Any = candidates) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
+         align: bool = True,
+         cands: Callable[[int, int, int, int], list[tuple[str, tuple[int, ...]]]] = candidates,
+         ) -> list[tuple[str, tuple[int, ...]]]:  # fmt: skip
     """The product's candidates, best first: by capped regret summed over its ``k``
     :func:`nearest` ``points``, the r-th nearest weighing ``1 / (r + h)`` (alike where
     ``h`` is None), a candidate a neighbour did not keep counting ``cap``, ties in

@@ -23,9 +23,9 @@ How a call is launched (:func:`run`):
   or ``self`` that is not contiguous). Operands are expanded to the output's shape
   (stride 0 where broadcast, no copy), ordered as the output lies in memory, dimensions
   that are contiguous in every operand are merged (the layout functions are
-  :mod:`~opbench.kernels._lib.pointwise_layout`'s), and the kernel maps each output index to every operand's offset over at
-  most :data:`MAX_DIMS` merged dimensions; more than that splits into launches over the
-  leading dimension.
+  :mod:`~opbench.kernels._lib.pointwise_layout`'s), and the kernel maps each output
+  index to every operand's offset over at most :data:`MAX_DIMS` merged dimensions; more
+  than that splits into launches over the leading dimension.
 
 Every operand is loaded and converted to the compute type first (float32 for f16, bf16
 and f32, as eager's ``opmath``; float64 for f64; int64 for integers and bools), so the
