@@ -16,6 +16,7 @@ import collections
 import json
 import re
 import sys
+from collections.abc import Iterator
 
 
 def _process_role(processes: list[str]) -> str:
@@ -34,6 +35,26 @@ def _process_role(processes: list[str]) -> str:
     return command[0].rsplit("/", 1)[-1] if command else "?"
 
 
+def _records(path: str) -> Iterator[tuple[int, str]]:
+    """The file's samples with the line each starts on. A process started with a
+    multi-line ``python -c`` program (Triton's driver probe) has newlines in its name,
+    so a record runs on until a line ends in `` COUNT`` and its next line starts a new
+    stack (``process``/``thread``)."""
+    buf: list[str] = []
+    start = 1
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not buf:
+                start = n
+            buf.append(line)
+            if re.search(r" \d+$", line):
+                yield start, "\n".join(buf)
+                buf = []
+    if buf:
+        yield start, "\n".join(buf)
+
+
 def summarize(path: str, rate: float, functions: list[str] | None) -> dict:
     by_function: collections.Counter[str] = collections.Counter()
     by_thread: collections.Counter[str] = collections.Counter()
@@ -42,26 +63,29 @@ def summarize(path: str, rate: float, functions: list[str] | None) -> dict:
         collections.defaultdict(collections.Counter)
     )
     samples = 0
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            if not count.isdigit():
-                raise SystemExit(f"{path}:{n}: not a py-spy raw line (stack;stack COUNT)")
-            frames = stack.split(";")
-            samples += int(count)
-            processes = [fr for fr in frames if fr.startswith("process ")]
-            frames = frames[len(processes) :]
-            role = _process_role(processes)
+    for n, line in _records(path):
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            raise SystemExit(f"{path}:{n}: not a py-spy raw line (stack;stack COUNT)")
+        processes = []  # a process's name is its command line, which may hold ';'
+        while m := re.match(r'process \d+:".*?"(;|$)', stack, re.S):
+            processes.append(m.group(0).rstrip(";"))
+            stack = stack[m.end() :]
+        frames = stack.split(";")
+        samples += int(count)
+        if not frames[0]:
+            continue  # a process sampled between threads: no stack to count
+        role = _process_role(processes)
+        if role:
+            by_process[role] += int(count)
+        # "thread (123): opbench-plan_0" -> "opbench-plan"
+        name = frames[0].split(":", 1)[-1].strip()
+        kind = re.sub(r"[_\d]+$|-\d+ \(.*$", "", name)
+        by_thread[f"{role}/{kind}" if role else kind] += int(count)
+        for fn in {fr.split(" (")[0] for fr in frames[1:]}:
+            by_function[fn] += int(count)
             if role:
-                by_process[role] += int(count)
-            # "thread (123): opbench-plan_0" -> "opbench-plan"
-            name = frames[0].split(":", 1)[-1].strip()
-            kind = re.sub(r"[_\d]+$|-\d+ \(.*$", "", name)
-            by_thread[f"{role}/{kind}" if role else kind] += int(count)
-            for fn in {fr.split(" (")[0] for fr in frames[1:]}:
-                by_function[fn] += int(count)
-                if role:
-                    by_role_function[role][fn] += int(count)
+                by_role_function[role][fn] += int(count)
     wanted = functions or [fn for fn, _ in by_function.most_common(40)]
     per_process = {
         role: {

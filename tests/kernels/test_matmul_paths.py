@@ -88,19 +88,17 @@ def test_the_summary_splits_moved_products_from_the_rest() -> None:
 
 def test_the_small_sweep_times_the_small_rules_candidates(monkeypatch) -> None:
     """``--small``: the served path (the tables, outside the shape rule's domain) and every
-    other candidate of the small-product rule, split ones where they split; nothing of
-    the shape rule's own set."""
+    other candidate of the small-product rule; nothing of the shape rule's own set."""
     from opbench.kernels._lib import matmul_rule
 
     monkeypatch.setattr(paths, "SMALL_ONLY", [True])
     row = {"batch": 1, "M": 64, "N": 1000, "K": 2048}
     kernels = paths._kernels(row, served_only=False)
     want = [c for c in matmul_rule.small_candidates(1, 64, 1000, 2048) if c[0] != "tables"]
-    assert kernels == [("served", None), *want]
-    assert any(len(cfg) > 6 for _, cfg in want)  # the head's split candidates
-    # --skip-from an earlier --small sweep: only what it lacks (the split candidates)
-    timed = [paths.time_key(k, c) for k, c in want if len(c) <= 6]
+    assert kernels == [("served", None), *want] and len(want) == len(matmul_rule.SMALL_TILES)
+    # --skip-from an earlier --small sweep: only what it lacks
+    timed = [paths.time_key(k, c) for k, c in want[:5]]
     assert paths._kernels({**row, "timed": timed}, served_only=False) == [
-        ("served", None), *(c for c in want if len(c[1]) > 6)]  # fmt: skip
+        ("served", None), *want[5:]]  # fmt: skip
     monkeypatch.setattr(paths, "SMALL_ONLY", [False])
     assert paths._kernels(row, served_only=False) != kernels

@@ -68,7 +68,6 @@ __all__ = [
     "MIN_FLOP_SMALL",
     "POINTER",
     "RANK_H",
-    "SMALL_SPLITS",
     "SMALL_TILES",
     "SMS",
     "SPLITS",
@@ -180,27 +179,19 @@ def in_small_domain(batch: int, M: int, N: int, K: int) -> bool:
     return 2 * batch * M * N * K >= MIN_FLOP_SMALL and not in_domain(batch, M, N, K)
 
 
-#: Split-K candidates of the small-product rule (BLOCK_M, BLOCK_N, warps, stages; BLOCK_K
-#: 64, GROUP_M 8), by :func:`split_for`'s count where it splits. Why: the held-out
-#: ``addmm`` classifier heads (``[64, 2048] x [2048, 1000]``, 16 tiles of 64x64 on 132
-#: SMs) read 0.80-0.86x eager on the tables, the best of :data:`SMALL_TILES` no better
-#: (2026-12-02 sweep): few tiles over a long K, where the matmul's own split (at least 8
-#: K blocks a program, ``matmul.split_k``) cuts K 4 ways and :func:`split_for` 8. Untimed:
-#: no sweep has them, so every committed point counts them at the cap and they rank
-#: behind every other candidate until a ``matmul_paths.py --small`` sweep and a refit.
-SMALL_SPLITS: list[tuple[int, int, int, int]] = [(64, 64, 4, 3), (32, 64, 4, 3), (64, 32, 4, 3)]
-
-
 def small_candidates(batch: int, M: int, N: int, K: int) -> list[tuple[str, tuple[int, ...]]]:
     """The small-product rule's candidates: ``tables`` (what :func:`matmul.matmul_into`
-    picks without a configuration: the exact-product and bucket tables), the pointer
-    kernel on each of :data:`SMALL_TILES`, then :data:`SMALL_SPLITS` where they split."""
-    out: list[tuple[str, tuple[int, ...]]] = [("tables", ()), *(("ptr", t) for t in SMALL_TILES)]
-    for bm, bn, warps, stages in SMALL_SPLITS:
-        s = split_for(M, N, K, bm, bn, 64, batch)
-        if s > 1:
-            out.append(("ptr", (bm, bn, 64, 8, warps, stages, s)))
-    return out
+    picks without a configuration: the exact-product and bucket tables) and the pointer
+    kernel on each of :data:`SMALL_TILES`, whatever the product.
+
+    No split-K: timed on the 165 products of 0.01-1 GFLOP where :func:`split_for` splits
+    64x64 or 32/64-wide tiles (2026-12-02, ``matmul-paths-h200-2026-12-02-small-splits``),
+    the splits read 0.50-0.78x eager on the ``addmm`` classifier heads (N = 1000, K of
+    512-4320: few tiles over a long K) where the tables read 0.68-0.96x, and refitting
+    with them moved the held-out geomean 1.034 -> 1.032: the second launch (the partial
+    sums' reduction) costs more than the idle SMs on products of 6-20 us."""
+    del batch, M, N, K  # one set for every product (the signature is the shape rule's)
+    return [("tables", ()), *(("ptr", t) for t in SMALL_TILES)]
 
 
 #: The 8th configuration entry of a split candidate whose count is :func:`one_wave_split`'s.
