@@ -27,12 +27,13 @@ OPS = ("abs", "neg", "sin", "cos", "tanh", "sigmoid")
 TRACE = "".join(f"Operator: aten.{op}.default\ncnt: 1, ((T([64, 64], f32),), {{}})\n" for op in OPS)
 
 
-def _judge(tmp: Path, kernels: Path, allow: list[str]) -> dict[str, list]:
+def _judge(tmp: Path, kernels: Path, allow: list[str], trace_text: str = TRACE) -> dict[str, list]:
     from opbench.run.session import RunRequest, run
     from opbench.run.store import ResultStore
 
+    tmp.mkdir(parents=True, exist_ok=True)
     trace = tmp / "neighbours.txt"
-    trace.write_text(TRACE)
+    trace.write_text(trace_text)
     out = tmp / "run"
     run(
         RunRequest(
@@ -80,3 +81,21 @@ def test_honest_twins_pass_and_are_timed(tmp_path: Path) -> None:
             # made this 154-281x before the judge watched for it
             assert r.speedup_host is not None and 0.1 < r.speedup_host < 10, (op, r.speedup_host)
             assert r.speedup is not None and 0.1 < r.speedup < 10, (op, r.speedup)
+
+
+def test_the_draw_threads_are_no_neighbours(tmp_path: Path, monkeypatch) -> None:
+    """Inputs large enough to be drawn on the draw pool's threads (suites/draw_pool.py),
+    with the pool on (3 threads): the worker starts them before its census, so twins pass
+    and tricks are still caught."""
+    from opbench.suites.input_call import DRAW_CHUNK, POOLED_CHUNKS
+
+    monkeypatch.setenv("OPBENCH_DRAW_THREADS", "3")
+    side = 512
+    assert side * side > DRAW_CHUNK * POOLED_CHUNKS  # pooled
+    big = TRACE.replace("[64, 64]", f"[{side}, {side}]")
+    twins = _judge(tmp_path / "twins", TWINS, [], big)
+    assert all(r.status == "passed" for op in OPS for r in twins[op]), {
+        op: [(r.category, r.message) for r in twins[op]] for op in OPS
+    }
+    tricks = _judge(tmp_path / "tricks", TRICKS, [], big)
+    assert all(r.category == "tampering" for op in OPS for r in tricks[op])

@@ -54,6 +54,7 @@ WORKER_MODULES = (
     "opbench.spec.reference",
     "opbench.spec.variants",
     "opbench.suites.case",
+    "opbench.suites.draw_pool",
     "opbench.suites.materialize",
 )
 
@@ -98,8 +99,9 @@ def main() -> int:
     from opbench.spec.judge_options import JudgeOptions
     from opbench.spec.ops import get_overload
     from opbench.spec.reference import is_reference_backend
+    from opbench.suites import draw_pool
     from opbench.suites.case import Case, timing_seeds
-    from opbench.suites.materialize import materialize
+    from opbench.suites.materialize import kept_inputs, materialize
 
     device = cfg["device"]
     neighbours_mod.enable_subreaper()
@@ -154,6 +156,8 @@ def main() -> int:
     fingerprint = Fingerprint.inherited(TEMPLATE_FINGERPRINT)
     # every thread and process alive now is the worker's own (PyTorch's, CUDA's, the
     # intra-op pool's): anything later that is not is the unit's (instrument/neighbours.py)
+    # the threads that draw large inputs' chunks are the worker's own too (suites/draw_pool.py)
+    draw_pool.start()
     before_pool = neighbours_mod.census().threads
     _start_intraop_pool()
     watch = neighbours_mod.NeighbourWatch(pool=neighbours_mod.census().threads - before_pool)
@@ -204,57 +208,58 @@ def main() -> int:
         started = time.perf_counter()
         watch.reset()
         try:
-            kernel = backend.kernel_for(case.op)
-            if kernel is None:
-                out["no_kernel"] = True
-            else:
+            with kept_inputs():  # the test's two seeds drawn once each
+                kernel = backend.kernel_for(case.op)
+                if kernel is None:
+                    out["no_kernel"] = True
+                else:
 
-                def judge(fn: Any, case: Case = case, plan: Any = plan) -> Any:
-                    return candidate_mod.run_candidate(
-                        case,
-                        fn,
-                        device,
-                        judge_options,
-                        plan,
-                        fingerprint=fingerprint,
-                        guard=guard_on,
-                        after_call=watch.look,
-                    )
-
-                route = native.route(case.op, kernel) if native is not None else None
-                report, kernel, call_route = judge_with_route(
-                    native,
-                    route,
-                    case.op,
-                    kernel,
-                    judge,
-                    lambda case=case: materialize(case, device, timing_seeds(case)[0]),
-                )
-                if call_route is not None:
-                    out["call_route"] = call_route
-                out["report"] = report
-                if timing_options is not None and _timeable(report):
-                    ref = get_overload(case.op)
-                    seed, second = timing_seeds(case)
-                    out.update(
-                        _timed(
-                            ref,
-                            kernel,
-                            (
-                                lambda case=case, s=seed: materialize(case, device, s),
-                                lambda case=case, s=second: materialize(case, device, s),
-                            ),
+                    def judge(fn: Any, case: Case = case, plan: Any = plan) -> Any:
+                        return candidate_mod.run_candidate(
+                            case,
+                            fn,
                             device,
-                            timing_options,
-                            fingerprint,
-                            guard_on=guard_on,
-                            watch=watch,
+                            judge_options,
+                            plan,
+                            fingerprint=fingerprint,
+                            guard=guard_on,
+                            after_call=watch.look,
                         )
+
+                    route = native.route(case.op, kernel) if native is not None else None
+                    report, kernel, call_route = judge_with_route(
+                        native,
+                        route,
+                        case.op,
+                        kernel,
+                        judge,
+                        lambda case=case: materialize(case, device, timing_seeds(case)[0]),
                     )
-                if route is not None and (call_route or {}).get("route") == "native":
-                    after_timing(route, out)
-                watch.look()
-                out["neighbours"] = watch.readings()
+                    if call_route is not None:
+                        out["call_route"] = call_route
+                    out["report"] = report
+                    if timing_options is not None and _timeable(report):
+                        ref = get_overload(case.op)
+                        seed, second = timing_seeds(case)
+                        out.update(
+                            _timed(
+                                ref,
+                                kernel,
+                                (
+                                    lambda case=case, s=seed: materialize(case, device, s),
+                                    lambda case=case, s=second: materialize(case, device, s),
+                                ),
+                                device,
+                                timing_options,
+                                fingerprint,
+                                guard_on=guard_on,
+                                watch=watch,
+                            )
+                        )
+                    if route is not None and (call_route or {}).get("route") == "native":
+                        after_timing(route, out)
+                    watch.look()
+                    out["neighbours"] = watch.readings()
         except Exception as e:  # a harness-side bug in the worker: report, keep serving
             out["worker_error"] = f"{type(e).__name__}: {e}"
             out["tb"] = traceback.format_exc(limit=8)

